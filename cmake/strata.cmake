@@ -1,0 +1,31 @@
+# Helpers shared by every module's CMakeLists.txt.
+
+# strata_test(NAME SOURCES a_test.cc ... LIBS strata_x ... LABELS unit|integration|fuse|stress [TIMEOUT s])
+# One GoogleTest binary, registered with ctest under its labels.
+function(strata_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(STRATA_FUZZ)
+    return()
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "STRATA_SOURCE_DIR=${CMAKE_SOURCE_DIR};STRATA_BINARY_DIR=${CMAKE_BINARY_DIR}")
+endfunction()
+
+# strata_fuzz(NAME SOURCE f.cc LIBS ...): a libFuzzer target, built only with -DSTRATA_FUZZ=ON.
+# Seeds live in fuzz/corpus/NAME in the source tree.
+function(strata_fuzz name)
+  cmake_parse_arguments(F "" "" "SOURCES;LIBS" ${ARGN})
+  if(NOT STRATA_FUZZ)
+    return()
+  endif()
+  add_executable(${name} ${F_SOURCES})
+  target_link_libraries(${name} PRIVATE ${F_LIBS})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  set_property(GLOBAL APPEND PROPERTY STRATA_FUZZ_TARGETS ${name})
+endfunction()

@@ -1,0 +1,89 @@
+#include "base/executor.h"
+
+#include <atomic>
+#include <pthread.h>
+
+namespace strata {
+
+ThreadPool::ThreadPool(size_t threads, std::string name) {
+  if (threads == 0) threads = 1;
+  threads_.reserve(threads);
+  for (size_t i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] { Loop(); });
+    std::string thread_name = name.substr(0, 15);  // the kernel's limit
+    pthread_setname_np(threads_.back().native_handle(), thread_name.c_str());
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::Submit(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+size_t ThreadPool::QueueDepth() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+void ThreadPool::Loop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+void TaskGroup::Run(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    ++pending_;
+  }
+  executor_.Submit([this, task = std::move(task)] {
+    task();
+    std::lock_guard lock(mu_);
+    if (--pending_ == 0) cv_.notify_all();
+  });
+}
+
+void TaskGroup::Wait() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return pending_ == 0; });
+}
+
+void ParallelFor(size_t n, size_t parallelism, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (parallelism <= 1 || n == 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  if (parallelism > n) parallelism = n;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  threads.reserve(parallelism);
+  for (size_t t = 0; t < parallelism; ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) fn(i);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace strata

@@ -1,0 +1,202 @@
+#include "base/hash.h"
+
+#define XXH_INLINE_ALL
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <xxhash.h>
+
+#include <stdexcept>
+
+namespace strata {
+
+uint64_t XxHash3(const void* data, size_t size, uint64_t seed) { return XXH3_64bits_withSeed(data, size, seed); }
+
+namespace {
+// Slicing-by-8 tables for CRC-32C (reflected polynomial 0x82F63B78).
+struct Crc32cTables {
+  uint32_t t[8][256];
+  Crc32cTables() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i) {
+      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+    }
+  }
+};
+const Crc32cTables& Tables() {
+  static const Crc32cTables tables;
+  return tables;
+}
+}  // namespace
+
+uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
+  const auto& T = Tables().t;
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint32_t crc = ~init;
+  while (size >= 8) {
+    uint32_t lo = crc ^ (uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24);
+    crc = T[7][lo & 0xff] ^ T[6][(lo >> 8) & 0xff] ^ T[5][(lo >> 16) & 0xff] ^ T[4][lo >> 24] ^ T[3][p[4]] ^
+          T[2][p[5]] ^ T[1][p[6]] ^ T[0][p[7]];
+    p += 8;
+    size -= 8;
+  }
+  while (size--) crc = (crc >> 8) ^ T[0][(crc ^ *p++) & 0xff];
+  return ~crc;
+}
+
+uint32_t MaskCrc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+uint32_t UnmaskCrc32c(uint32_t masked) {
+  uint32_t rot = masked - 0xa282ead8u;
+  return (rot >> 17) | (rot << 15);
+}
+
+Sha256Digest Sha256(const void* data, size_t size) {
+  Sha256Hasher h;
+  h.Update(data, size);
+  return h.Finish();
+}
+
+Sha256Digest HmacSha256(std::string_view key, std::string_view message) {
+  Sha256Digest out{};
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+       message.size(), out.data(), &len);
+  return out;
+}
+
+Md5Digest Md5(const void* data, size_t size) {
+  Md5Hasher h;
+  h.Update(data, size);
+  return h.Finish();
+}
+
+struct Sha256Hasher::Impl {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~Impl() { EVP_MD_CTX_free(ctx); }
+};
+Sha256Hasher::Sha256Hasher() : impl_(std::make_unique<Impl>()) {
+  if (!impl_->ctx || EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("OpenSSL SHA-256 init failed");
+}
+Sha256Hasher::~Sha256Hasher() = default;
+void Sha256Hasher::Update(const void* data, size_t size) { EVP_DigestUpdate(impl_->ctx, data, size); }
+Sha256Digest Sha256Hasher::Finish() {
+  Sha256Digest out{};
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(impl_->ctx, out.data(), &len);
+  return out;
+}
+
+struct Md5Hasher::Impl {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~Impl() { EVP_MD_CTX_free(ctx); }
+};
+Md5Hasher::Md5Hasher() : impl_(std::make_unique<Impl>()) {
+  if (!impl_->ctx || EVP_DigestInit_ex(impl_->ctx, EVP_md5(), nullptr) != 1)
+    throw std::runtime_error("OpenSSL MD5 init failed");
+}
+Md5Hasher::~Md5Hasher() = default;
+void Md5Hasher::Update(const void* data, size_t size) { EVP_DigestUpdate(impl_->ctx, data, size); }
+Md5Digest Md5Hasher::Finish() {
+  Md5Digest out{};
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(impl_->ctx, out.data(), &len);
+  return out;
+}
+
+std::string ToHex(const void* data, size_t size) {
+  static const char kDigits[] = "0123456789abcdef";
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  std::string out(size * 2, '0');
+  for (size_t i = 0; i < size; ++i) {
+    out[2 * i] = kDigits[p[i] >> 4];
+    out[2 * i + 1] = kDigits[p[i] & 0xf];
+  }
+  return out;
+}
+
+static const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string Base64Encode(const void* data, size_t size) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  std::string out;
+  out.reserve((size + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= size; i += 3) {
+    uint32_t v = uint32_t(p[i]) << 16 | uint32_t(p[i + 1]) << 8 | p[i + 2];
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  if (size - i == 1) {
+    uint32_t v = uint32_t(p[i]) << 16;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += "==";
+  } else if (size - i == 2) {
+    uint32_t v = uint32_t(p[i]) << 16 | uint32_t(p[i + 1]) << 8;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+bool Base64Decode(std::string_view in, std::string* out) {
+  out->clear();
+  if (in.size() % 4 != 0) return false;
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  for (size_t i = 0; i < in.size(); i += 4) {
+    int pad = 0;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      if (c == '=') {
+        // Padding only in the last quartet's final one or two places.
+        if (i + 4 != in.size() || k < 2) return false;
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      if (pad) return false;
+      int d = val(c);
+      if (d < 0) return false;
+      v = v << 6 | uint32_t(d);
+    }
+    out->push_back(char(v >> 16));
+    if (pad < 2) out->push_back(char((v >> 8) & 0xff));
+    if (pad < 1) out->push_back(char(v & 0xff));
+  }
+  return true;
+}
+
+bool HexDecode(std::string_view in, std::string* out) {
+  out->clear();
+  if (in.size() % 2) return false;
+  auto val = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < in.size(); i += 2) {
+    int hi = val(in[i]), lo = val(in[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(char(hi << 4 | lo));
+  }
+  return true;
+}
+
+}  // namespace strata

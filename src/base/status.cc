@@ -1,0 +1,111 @@
+#include "base/status.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace strata {
+
+std::string_view CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kNotFound: return "NotFound";
+    case Code::kInvalidArgument: return "InvalidArgument";
+    case Code::kCorruption: return "Corruption";
+    case Code::kIOError: return "IOError";
+    case Code::kNoSpace: return "NoSpace";
+    case Code::kPreconditionFailed: return "PreconditionFailed";
+    case Code::kNotModified: return "NotModified";
+    case Code::kThrottled: return "Throttled";
+    case Code::kUnavailable: return "Unavailable";
+    case Code::kDeadlineExceeded: return "DeadlineExceeded";
+    case Code::kNotSupported: return "NotSupported";
+    case Code::kPermissionDenied: return "PermissionDenied";
+    case Code::kUnauthenticated: return "Unauthenticated";
+    case Code::kAlreadyExists: return "AlreadyExists";
+    case Code::kOutOfRange: return "OutOfRange";
+    case Code::kCancelled: return "Cancelled";
+    case Code::kInternal: return "Internal";
+  }
+  return "Unknown";
+}
+
+static bool DefaultRetryable(Code code) {
+  return code == Code::kThrottled || code == Code::kUnavailable || code == Code::kDeadlineExceeded;
+}
+
+Status::Status(Code code, std::string message, std::string cause, std::optional<bool> retryable) {
+  if (code == Code::kOk) return;
+  state_ = std::make_shared<const State>(
+      State{code, std::move(message), std::move(cause), retryable.value_or(DefaultRetryable(code))});
+}
+
+const std::string& Status::message() const {
+  static const std::string kEmpty;
+  return state_ ? state_->message : kEmpty;
+}
+
+const std::string& Status::cause() const {
+  static const std::string kEmpty;
+  return state_ ? state_->cause : kEmpty;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  Status s;
+  s.state_ = std::make_shared<const State>(State{state_->code, std::string(context) + ": " + state_->message,
+                                                 state_->cause, state_->retryable});
+  return s;
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  std::string out(CodeName(code()));
+  out += ": ";
+  out += message();
+  if (!cause().empty()) {
+    out += " (cause: ";
+    out += cause();
+    out += ")";
+  }
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const Status& status) { return os << status.ToString(); }
+
+Status NotFoundError(std::string m, std::string c) { return Status(Code::kNotFound, std::move(m), std::move(c)); }
+Status InvalidArgumentError(std::string m, std::string c) {
+  return Status(Code::kInvalidArgument, std::move(m), std::move(c));
+}
+Status CorruptionError(std::string m, std::string c) { return Status(Code::kCorruption, std::move(m), std::move(c)); }
+Status IOError(std::string m, std::string c) { return Status(Code::kIOError, std::move(m), std::move(c)); }
+Status InternalError(std::string m, std::string c) { return Status(Code::kInternal, std::move(m), std::move(c)); }
+Status NotSupportedError(std::string m, std::string c) {
+  return Status(Code::kNotSupported, std::move(m), std::move(c));
+}
+Status UnavailableError(std::string m, std::string c) {
+  return Status(Code::kUnavailable, std::move(m), std::move(c));
+}
+
+Status ErrnoToStatus(int err, std::string_view what) {
+  std::string cause = std::strerror(err);
+  std::string msg(what);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR: return Status(Code::kNotFound, msg, cause);
+    case ENOSPC:
+    case EDQUOT: return Status(Code::kNoSpace, msg + " (disk full)", cause);
+    case EACCES:
+    case EPERM:
+    case EROFS: return Status(Code::kPermissionDenied, msg, cause);
+    case EEXIST: return Status(Code::kAlreadyExists, msg, cause);
+    case EINVAL:
+    case ENAMETOOLONG: return Status(Code::kInvalidArgument, msg, cause);
+    case EINTR:
+    case EAGAIN: return Status(Code::kUnavailable, msg, cause);
+    case ETIMEDOUT: return Status(Code::kDeadlineExceeded, msg, cause);
+    case EOPNOTSUPP: return Status(Code::kNotSupported, msg, cause);
+    default: return Status(Code::kIOError, msg, cause);
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,47 @@
+#include "object/object_store.h"
+
+#include "base/hash.h"
+
+namespace strata {
+
+Result<ObjectInfo> ObjectStore::Copy(std::string_view src_key, std::string_view dst_key) {
+  STRATA_ASSIGN_OR_RETURN(GetResult src, Get(src_key));
+  return Put(dst_key, std::move(src.data));
+}
+
+Status ValidateKey(std::string_view key) {
+  if (key.empty()) return InvalidArgumentError("object key is empty");
+  if (key.size() > 1024) return InvalidArgumentError("object key is longer than 1024 bytes");
+  if (key.find('\0') != std::string_view::npos) return InvalidArgumentError("object key contains a NUL byte");
+  return Status::Ok();
+}
+
+Status ResolveRange(const std::optional<ByteRange>& range, uint64_t size, uint64_t* begin, uint64_t* end) {
+  *begin = 0;
+  *end = size;
+  if (!range) return Status::Ok();
+  if (range->suffix) {
+    if (*range->suffix == 0) return Status(Code::kOutOfRange, "suffix range of zero bytes");
+    *begin = *range->suffix >= size ? 0 : size - *range->suffix;
+    return Status::Ok();
+  }
+  if (range->offset >= size && !(size == 0 && range->offset == 0)) {
+    return Status(Code::kOutOfRange, "range starts at byte " + std::to_string(range->offset) +
+                                         " but the object has " + std::to_string(size) + " bytes");
+  }
+  *begin = range->offset;
+  if (range->length) *end = std::min<uint64_t>(size, range->offset + *range->length);
+  return Status::Ok();
+}
+
+std::string MultipartEtag(const std::vector<std::string>& part_md5_hex) {
+  std::string concat;
+  for (const auto& hex : part_md5_hex) {
+    std::string raw;
+    if (!HexDecode(hex, &raw)) raw = hex;
+    concat += raw;
+  }
+  return ToHex(Md5(concat)) + "-" + std::to_string(part_md5_hex.size());
+}
+
+}  // namespace strata

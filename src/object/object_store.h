@@ -1,0 +1,135 @@
+// ObjectStore: the one interface to object storage (a bucket, optionally
+// under a key prefix). Implementations: file://, mem://, s3://, and
+// decorators (cloud emulation, fault injection, the cache). All methods are
+// thread-safe; implementations must return the exact codes documented here
+// (the conformance suite in testing/ checks them).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace strata {
+
+struct ObjectInfo {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;  // without quotes; changes whenever the content changes
+  WallTime mtime{};
+};
+
+// Half-open byte range [offset, offset + length). length unset: to the end.
+// Negative suffix ranges ("the last N bytes") use `suffix`.
+struct ByteRange {
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  std::optional<uint64_t> suffix;  // when set, offset/length are ignored
+  static ByteRange Of(uint64_t offset, uint64_t length) { return {offset, length, {}}; }
+  static ByteRange From(uint64_t offset) { return {offset, {}, {}}; }
+  static ByteRange Last(uint64_t n) { return {0, {}, n}; }
+};
+
+struct GetOptions {
+  std::optional<ByteRange> range;
+  std::string if_match;       // PreconditionFailed unless the ETag matches
+  std::string if_none_match;  // NotModified if the ETag matches
+  std::optional<WallTime> if_modified_since;    // NotModified if not modified since
+  std::optional<WallTime> if_unmodified_since;  // PreconditionFailed if modified since
+};
+
+struct GetResult {
+  ObjectInfo info;       // of the whole object (size is the full size)
+  uint64_t offset = 0;   // where `data` starts within the object
+  Buffer data;           // the requested range, exactly
+};
+
+struct ListOptions {
+  std::string prefix;
+  std::string delimiter;           // usually "/" or empty
+  std::string start_after;         // exclusive
+  std::string continuation_token;  // from a previous ListResult
+  int max_keys = 1000;             // 1..1000
+};
+
+struct ListResult {
+  std::vector<ObjectInfo> objects;          // sorted by key (byte order)
+  std::vector<std::string> common_prefixes; // sorted, each ends with the delimiter
+  bool truncated = false;
+  std::string next_continuation_token;      // set iff truncated
+};
+
+struct PutOptions {
+  std::string if_match;       // PreconditionFailed unless the current ETag matches
+  bool if_none_match = false; // "If-None-Match: *": PreconditionFailed if the key exists
+  std::string content_type;
+};
+
+struct CompletedPart {
+  int part_number = 0;  // 1..10000
+  std::string etag;
+};
+
+struct PartInfo {
+  int part_number = 0;
+  std::string etag;
+  uint64_t size = 0;
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  // Codes: NotFound (no such key), OutOfRange (range starts past the end of a
+  // non-empty object), PreconditionFailed / NotModified (conditions).
+  // A range extending past the end is clamped, as S3 does.
+  virtual Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) = 0;
+  // Codes: NotFound.
+  virtual Result<ObjectInfo> Head(std::string_view key) = 0;
+  // Codes: InvalidArgument (bad continuation token or max_keys).
+  virtual Result<ListResult> List(const ListOptions& options) = 0;
+  // Atomic: readers see the old object or the new one, never a mix.
+  // Codes: PreconditionFailed, InvalidArgument (bad key).
+  virtual Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options = {}) = 0;
+  // Deleting a missing key succeeds (as in S3).
+  virtual Status Delete(std::string_view key) = 0;
+
+  // Multipart upload. Parts 1..10000; every part but the last must be at
+  // least MinPartSize() bytes, checked at Complete (InvalidArgument).
+  // Unknown upload ids: NotFound. The object appears only on Complete.
+  virtual Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options = {}) = 0;
+  virtual Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
+                                         Buffer data) = 0;  // returns the part's ETag
+  virtual Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                                     const std::vector<CompletedPart>& parts) = 0;
+  virtual Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) = 0;
+  virtual Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) = 0;
+  virtual uint64_t MinPartSize() const { return 5ull << 20; }
+
+  // Server-side copy where the backend has one; the default reads and writes.
+  virtual Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key);
+
+  // A URL that names this store (credentials never included).
+  virtual std::string Url() const = 0;
+};
+
+using ObjectStorePtr = std::shared_ptr<ObjectStore>;
+
+// Key rules shared by every implementation: non-empty, at most 1024 bytes, no
+// NUL. Implementations backed by files add their own (no "..", no leading "/").
+Status ValidateKey(std::string_view key);
+
+// Resolves `range` against an object of `size` bytes into [*begin, *end).
+// OutOfRange when the range starts at or past the end of a non-empty object.
+Status ResolveRange(const std::optional<ByteRange>& range, uint64_t size, uint64_t* begin, uint64_t* end);
+
+// S3-style multipart ETag: hex(md5(concat(md5(part_i)))) + "-" + N.
+std::string MultipartEtag(const std::vector<std::string>& part_md5_hex);
+
+}  // namespace strata
