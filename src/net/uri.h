@@ -1,0 +1,17 @@
+// URI pieces shared by the S3 client and the gateway: RFC 3986 percent
+// encoding as SigV4 requires it, and decoding. Pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace strata {
+
+// Percent-encodes everything but unreserved characters (A-Z a-z 0-9 - . _ ~);
+// '/' is kept when encode_slash is false (object key paths).
+std::string UriEncode(std::string_view in, bool encode_slash = true);
+// Decodes %XX escapes (and '+' as space when plus_is_space). Returns false on
+// a malformed escape.
+bool UriDecode(std::string_view in, std::string* out, bool plus_is_space = false);
+
+}  // namespace strata
