@@ -31,7 +31,7 @@ bool UriDecode(std::string_view in, std::string* out, bool plus_is_space) {
   for (size_t i = 0; i < in.size(); ++i) {
     char c = in[i];
     if (c == '%') {
-      if (i + 2 >= in.size() + 0 && i + 2 > in.size() - 1) return false;
+      if (i + 2 >= in.size()) return false;
       int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
       if (hi < 0 || lo < 0) return false;
       *out += static_cast<char>(hi << 4 | lo);
