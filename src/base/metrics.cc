@@ -1,6 +1,7 @@
 #include "base/metrics.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -34,11 +35,12 @@ Histogram::Snapshot Histogram::Snap() const {
 
 double Histogram::Snapshot::Quantile(double q) const {
   if (count == 0) return 0;
-  double rank = q * count;
+  double rank = std::clamp(q, 0.0, 1.0) * count;
   double lower = 0;
   uint64_t below = 0;
   for (size_t i = 0; i < cumulative.size(); ++i) {
-    if (cumulative[i] >= rank) {
+    // Skip empty buckets so q=0 lands in the first bucket that holds a value.
+    if (cumulative[i] >= rank && cumulative[i] > below) {
       if (i >= bounds.size()) return bounds.empty() ? 0 : bounds.back();
       uint64_t in_bucket = cumulative[i] - below;
       double frac = in_bucket ? (rank - below) / in_bucket : 1.0;
@@ -120,12 +122,30 @@ std::string RenderLabels(const Labels& labels, const std::string& extra_key = {}
   return out + "}";
 }
 
+// Shortest text that parses back to the same double, so bounds render as
+// le="0.1", not le="0.10000000000000001".
 std::string FormatDouble(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  if (ec != std::errc()) return "NaN";
+  return std::string(buf, end);
+}
+
+// HELP text escapes only backslash and newline (exposition format 0.0.4).
+std::string EscapeHelp(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 }  // namespace
 
@@ -133,7 +153,7 @@ std::string MetricsRegistry::RenderPrometheus() const {
   std::lock_guard lock(mu_);
   std::ostringstream os;
   for (const auto& [name, fam] : families_) {
-    os << "# HELP " << name << ' ' << fam.help << '\n';
+    os << "# HELP " << name << ' ' << EscapeHelp(fam.help) << '\n';
     switch (fam.kind) {
       case Kind::kCounter:
         os << "# TYPE " << name << " counter\n";

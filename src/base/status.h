@@ -100,6 +100,8 @@ class [[nodiscard]] Result {
   T&& value() && { return std::move(*value_); }
   T& operator*() & { return *value_; }
   const T& operator*() const& { return *value_; }
+  // By value on temporaries so `for (auto& x : *Fn())` does not dangle.
+  T operator*() && { return std::move(*value_); }
   T* operator->() { return &*value_; }
   const T* operator->() const { return &*value_; }
 

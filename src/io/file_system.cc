@@ -1,0 +1,354 @@
+#include "io/file_system.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace strata {
+
+Result<Buffer> RandomAccessFile::Read(uint64_t offset, size_t n) {
+  MutableBuffer buf(n);
+  STRATA_ASSIGN_OR_RETURN(size_t got, ReadAt(offset, n, buf.data()));
+  buf.Resize(got);
+  return std::move(buf).Freeze();
+}
+
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  if (dir.empty()) return std::string(name);
+  std::string out(dir);
+  if (out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
+
+std::string ParentDir(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  if (slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+std::string BaseName(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+namespace {
+
+Status Errno(std::string_view op, const std::string& path) {
+  int err = errno;
+  return ErrnoToStatus(err, std::string(op) + " " + path);
+}
+
+WallTime MTime(const struct stat& st) {
+  return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(st.st_mtim.tv_sec) +
+                                                                 std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+}
+
+// Full pread: loops over short reads and EINTR; short only at end of file.
+Result<size_t> PreadFull(int fd, uint64_t offset, size_t n, void* dst, const std::string& path) {
+  size_t done = 0;
+  auto* out = static_cast<uint8_t*>(dst);
+  while (done < n) {
+    ssize_t r = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Errno("read", path);
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+Status PwriteFull(int fd, uint64_t offset, const void* src, size_t n, const std::string& path) {
+  size_t done = 0;
+  const auto* in = static_cast<const uint8_t*>(src);
+  while (done < n) {
+    ssize_t r = ::pwrite(fd, in + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Errno("write", path);
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+class PosixRandomAccessFile : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(int fd, std::string path, bool direct) : fd_(fd), path_(std::move(path)), direct_(direct) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+
+  Result<size_t> ReadAt(uint64_t offset, size_t n, void* dst) override {
+    if (direct_) {
+      constexpr size_t kA = PosixFileSystem::kDirectAlignment;
+      if (offset % kA || n % kA || reinterpret_cast<uintptr_t>(dst) % kA) {
+        return InvalidArgumentError("O_DIRECT read of " + path_ + " needs offset, size and buffer aligned to " +
+                                    std::to_string(kA) + " bytes");
+      }
+    }
+    return PreadFull(fd_, offset, n, dst, path_);
+  }
+
+  Result<uint64_t> Size() override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return Errno("stat", path_);
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  int fd_;
+  std::string path_;
+  bool direct_;
+};
+
+class PosixWritableFile : public WritableFile {
+ public:
+  PosixWritableFile(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  using WritableFile::Append;
+  using WritableFile::WriteAt;
+
+  Status Append(const void* data, size_t n) override { return WriteAt(size_, data, n); }
+
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+    STRATA_RETURN_IF_ERROR(CheckOpen());
+    STRATA_RETURN_IF_ERROR(PwriteFull(fd_, offset, data, n, path_));
+    size_ = std::max(size_, offset + n);
+    return Status::Ok();
+  }
+
+  Status Sync() override {
+    STRATA_RETURN_IF_ERROR(CheckOpen());
+    if (::fdatasync(fd_) != 0) return Errno("fdatasync", path_);
+    return Status::Ok();
+  }
+
+  Status Close() override {
+    if (fd_ < 0) return Status::Ok();
+    int fd = fd_;
+    fd_ = -1;
+    // Linux closes the descriptor even when close() reports an error: never retry.
+    if (::close(fd) != 0) return Errno("close", path_);
+    return Status::Ok();
+  }
+
+  uint64_t Size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+
+ private:
+  Status CheckOpen() const {
+    if (fd_ < 0) return InvalidArgumentError("write to closed file " + path_);
+    return Status::Ok();
+  }
+  int fd_;
+  std::string path_;
+  uint64_t size_;
+};
+
+class PosixFileLock : public FileLock {
+ public:
+  PosixFileLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~PosixFileLock() override {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+  const std::string& path() const override { return path_; }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+Result<std::unique_ptr<WritableFile>> OpenWritable(const std::string& path, int flags, std::string_view op) {
+  int fd = ::open(path.c_str(), flags | O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno(op, path);
+  uint64_t size = 0;
+  if (!(flags & O_TRUNC)) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      Status s = Errno("stat", path);
+      ::close(fd);
+      return s;
+    }
+    size = static_cast<uint64_t>(st.st_size);
+  }
+  return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(fd, path, size));
+}
+
+// The PID a lock holder wrote into its lock file, or "" if unreadable.
+std::string ReadHolderPid(int fd) {
+  char buf[32];
+  ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0) return {};
+  std::string_view text(buf, static_cast<size_t>(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  long pid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  if (ec != std::errc() || end != text.data() + text.size() || pid <= 0) return {};
+  return std::to_string(pid);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RandomAccessFile>> PosixFileSystem::OpenForRead(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open for reading", path);
+  return std::unique_ptr<RandomAccessFile>(std::make_unique<PosixRandomAccessFile>(fd, path, false));
+}
+
+Result<std::unique_ptr<RandomAccessFile>> PosixFileSystem::OpenForReadDirect(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (fd < 0) {
+    if (errno == EINVAL) return NotSupportedError("O_DIRECT is not supported for " + path, std::strerror(EINVAL));
+    return Errno("open for direct reading", path);
+  }
+  return std::unique_ptr<RandomAccessFile>(std::make_unique<PosixRandomAccessFile>(fd, path, true));
+}
+
+Result<std::unique_ptr<WritableFile>> PosixFileSystem::OpenForWrite(const std::string& path, bool truncate) {
+  return OpenWritable(path, truncate ? O_TRUNC : 0, "open for writing");
+}
+
+Result<std::unique_ptr<WritableFile>> PosixFileSystem::CreateExclusive(const std::string& path) {
+  return OpenWritable(path, O_EXCL | O_TRUNC, "create");
+}
+
+Status PosixFileSystem::Rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return Errno("rename", from + " to " + to);
+  return Status::Ok();
+}
+
+Status PosixFileSystem::Remove(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) return Errno("remove", path);
+  return Status::Ok();
+}
+
+Status PosixFileSystem::RemoveDir(const std::string& path) {
+  if (::rmdir(path.c_str()) != 0) return Errno("remove directory", path);
+  return Status::Ok();
+}
+
+Status PosixFileSystem::CreateDirs(const std::string& path) {
+  if (path.empty()) return InvalidArgumentError("create directories: empty path");
+  // Create each prefix ending before a '/', then the whole path.
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    std::string prefix = path.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0755) == 0) continue;
+    if (errno != EEXIST) return Errno("create directory", prefix);
+    struct stat st;
+    if (::stat(prefix.c_str(), &st) != 0) return Errno("stat", prefix);
+    if (!S_ISDIR(st.st_mode)) {
+      return Status(Code::kAlreadyExists, "create directory " + prefix + ": exists and is not a directory");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<DirEntry>> PosixFileSystem::ListDir(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (!dir) return Errno("list directory", path);
+  std::vector<DirEntry> out;
+  int dfd = ::dirfd(dir);
+  errno = 0;
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    // Follow symlinks, but still list a dangling one (as a non-directory) so it can be removed.
+    if (::fstatat(dfd, e->d_name, &st, 0) != 0 && ::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;  // removed while listing
+      Status s = Errno("stat", JoinPath(path, name));
+      ::closedir(dir);
+      return s;
+    }
+    out.push_back(DirEntry{std::string(name), S_ISDIR(st.st_mode), static_cast<uint64_t>(st.st_size), MTime(st)});
+    errno = 0;
+  }
+  int err = errno;
+  ::closedir(dir);
+  if (err != 0) return ErrnoToStatus(err, "list directory " + path);
+  std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<FileStat> PosixFileSystem::Stat(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Errno("stat", path);
+  return FileStat{static_cast<uint64_t>(st.st_size), S_ISDIR(st.st_mode), MTime(st)};
+}
+
+Status PosixFileSystem::SyncDir(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("open directory", path);
+  Status s;
+  if (::fsync(fd) != 0) s = Errno("fsync directory", path);
+  ::close(fd);
+  return s;
+}
+
+Result<bool> PosixFileSystem::Exists(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  return Errno("stat", path);
+}
+
+Result<uint64_t> PosixFileSystem::FreeSpace(const std::string& path) {
+  struct statvfs vfs;
+  if (::statvfs(path.c_str(), &vfs) != 0) return Errno("statvfs", path);
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+}
+
+Result<std::unique_ptr<FileLock>> PosixFileSystem::LockFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("open lock file", path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err == EWOULDBLOCK) {
+      std::string pid = ReadHolderPid(fd);
+      ::close(fd);
+      std::string holder = pid.empty() ? "another process" : "process " + pid;
+      return Status(Code::kUnavailable, "lock " + path + " is held by " + holder, std::strerror(err), false);
+    }
+    ::close(fd);
+    return ErrnoToStatus(err, "lock " + path);
+  }
+  // Record our PID so a second locker can say who holds it.
+  std::string pid = std::to_string(::getpid()) + "\n";
+  Status s = ::ftruncate(fd, 0) == 0 ? PwriteFull(fd, 0, pid.data(), pid.size(), path) : Errno("truncate", path);
+  if (!s.ok()) {
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    return s;
+  }
+  return std::unique_ptr<FileLock>(std::make_unique<PosixFileLock>(fd, path));
+}
+
+Status PosixFileSystem::Truncate(const std::string& path, uint64_t size) {
+  if (::truncate(path.c_str(), static_cast<off_t>(size)) != 0) return Errno("truncate", path);
+  return Status::Ok();
+}
+
+FileSystem& DefaultFileSystem() {
+  static PosixFileSystem* fs = new PosixFileSystem();  // never destroyed: may be used at exit
+  return *fs;
+}
+
+}  // namespace strata

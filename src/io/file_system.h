@@ -1,0 +1,140 @@
+// Local file access behind an interface, so tests can substitute a
+// fault-injecting file system (disk full, I/O errors, crash simulation).
+// Every errno is translated once, here, via ErrnoToStatus with the path in
+// the message. FileSystem implementations are thread-safe; a
+// RandomAccessFile may be read from many threads at once; a WritableFile is
+// used by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace strata {
+
+struct FileStat {
+  uint64_t size = 0;
+  bool is_dir = false;
+  WallTime mtime{};
+};
+
+struct DirEntry {
+  std::string name;  // no directory part
+  bool is_dir = false;
+  uint64_t size = 0;
+  WallTime mtime{};
+};
+
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to n bytes at offset into dst. Returns fewer than n only at end
+  // of file (0 at or past it). Thread-safe.
+  virtual Result<size_t> ReadAt(uint64_t offset, size_t n, void* dst) = 0;
+  virtual Result<uint64_t> Size() = 0;
+  virtual const std::string& path() const = 0;
+
+  // Reads [offset, offset+n) into a new Buffer (shorter only at end of file).
+  Result<Buffer> Read(uint64_t offset, size_t n);
+};
+
+// Not thread-safe. Destroying an unclosed file closes it and drops any error:
+// call Close() to learn whether the last writes reached the kernel.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  // Writes at the end of the file (as this handle knows it: the size at open,
+  // grown by Append and WriteAt).
+  virtual Status Append(const void* data, size_t n) = 0;
+  Status Append(const Buffer& data) { return Append(data.data(), data.size()); }
+  Status Append(std::string_view data) { return Append(data.data(), data.size()); }
+  virtual Status WriteAt(uint64_t offset, const void* data, size_t n) = 0;
+  Status WriteAt(uint64_t offset, const Buffer& data) { return WriteAt(offset, data.data(), data.size()); }
+  // Makes written bytes durable (fdatasync).
+  virtual Status Sync() = 0;
+  // Further calls fail with InvalidArgument; a second Close is OK.
+  virtual Status Close() = 0;
+  // The file size as this handle knows it.
+  virtual uint64_t Size() const = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// An exclusive advisory lock (flock) held until destroyed.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+  virtual const std::string& path() const = 0;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  virtual Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) = 0;
+  // Creates the file if missing; truncate=false keeps its bytes and appends after them.
+  virtual Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate = true) = 0;
+  // Creates a new file; AlreadyExists if the name is taken (O_EXCL).
+  virtual Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) = 0;
+
+  // Atomically replaces `to` (durable once the parent directory is synced).
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual Status Remove(const std::string& path) = 0;     // a file
+  virtual Status RemoveDir(const std::string& path) = 0;  // an empty directory
+  // Like mkdir -p; AlreadyExists if a component is a non-directory.
+  virtual Status CreateDirs(const std::string& path) = 0;
+  // Entries sorted by name, without "." and "..".
+  virtual Result<std::vector<DirEntry>> ListDir(const std::string& path) = 0;
+  virtual Result<FileStat> Stat(const std::string& path) = 0;
+  virtual Status SyncDir(const std::string& path) = 0;
+  // False for a missing path; an error only when existence cannot be told (e.g. EACCES).
+  virtual Result<bool> Exists(const std::string& path) = 0;
+  // Bytes available to an unprivileged writer on the file system holding path.
+  virtual Result<uint64_t> FreeSpace(const std::string& path) = 0;
+  // Exclusive, non-blocking: Unavailable naming the holder's PID (written
+  // into the lock file by the holder) when another open file description holds it.
+  virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+  virtual Status Truncate(const std::string& path, uint64_t size) = 0;
+};
+
+// The operating system's file system: pread/pwrite, O_CLOEXEC, fdatasync.
+class PosixFileSystem : public FileSystem {
+ public:
+  Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;
+  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate = true) override;
+  Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override;
+  Status Rename(const std::string& from, const std::string& to) override;
+  Status Remove(const std::string& path) override;
+  Status RemoveDir(const std::string& path) override;
+  Status CreateDirs(const std::string& path) override;
+  Result<std::vector<DirEntry>> ListDir(const std::string& path) override;
+  Result<FileStat> Stat(const std::string& path) override;
+  Status SyncDir(const std::string& path) override;
+  Result<bool> Exists(const std::string& path) override;
+  Result<uint64_t> FreeSpace(const std::string& path) override;
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
+  Status Truncate(const std::string& path, uint64_t size) override;
+
+  // Opens with O_DIRECT (page cache bypassed): offsets, sizes and destination
+  // buffers passed to ReadAt must be multiples of kDirectAlignment, else
+  // InvalidArgument. NotSupported where the file system refuses O_DIRECT (tmpfs).
+  static constexpr size_t kDirectAlignment = 4096;
+  Result<std::unique_ptr<RandomAccessFile>> OpenForReadDirect(const std::string& path);
+};
+
+// A process-wide PosixFileSystem.
+FileSystem& DefaultFileSystem();
+
+// Path helpers (plain string manipulation, '/' separators).
+std::string JoinPath(std::string_view dir, std::string_view name);
+// "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
+std::string ParentDir(std::string_view path);
+std::string BaseName(std::string_view path);
+
+}  // namespace strata

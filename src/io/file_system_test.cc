@@ -1,0 +1,287 @@
+#include "io/file_system.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "io/durable.h"
+
+namespace strata {
+namespace {
+
+class PosixFsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDir("strata-io-test-");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+  }
+  void TearDown() override { EXPECT_TRUE(RemoveAll(fs_, dir_).ok()); }
+  std::string P(std::string_view name) const { return JoinPath(dir_, name); }
+
+  std::string ReadAll(const std::string& path) {
+    auto s = ReadFileToString(fs_, path, 1 << 20);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.value_or("");
+  }
+  void Write(const std::string& path, std::string_view data) {
+    auto f = fs_.OpenForWrite(path);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_TRUE((*f)->Append(data).ok());
+    ASSERT_TRUE((*f)->Close().ok());
+  }
+
+  PosixFileSystem fs_;
+  std::string dir_;
+};
+
+TEST(PathTest, JoinParentBase) {
+  EXPECT_EQ(JoinPath("a", "b"), "a/b");
+  EXPECT_EQ(JoinPath("a/", "b"), "a/b");
+  EXPECT_EQ(JoinPath("", "b"), "b");
+  EXPECT_EQ(ParentDir("/x/y/z"), "/x/y");
+  EXPECT_EQ(ParentDir("/x/y/"), "/x");
+  EXPECT_EQ(ParentDir("/z"), "/");
+  EXPECT_EQ(ParentDir("z"), ".");
+  EXPECT_EQ(BaseName("/x/y/z"), "z");
+  EXPECT_EQ(BaseName("z"), "z");
+  EXPECT_EQ(BaseName("/x/y/"), "y");
+}
+
+TEST_F(PosixFsTest, WriteAppendWriteAtAndRead) {
+  auto w = fs_.OpenForWrite(P("f"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  WritableFile& f = **w;
+  ASSERT_TRUE(f.Append("hello ").ok());
+  ASSERT_TRUE(f.Append(Buffer::Copy("world")).ok());
+  EXPECT_EQ(f.Size(), 11u);
+  ASSERT_TRUE(f.WriteAt(0, "J", 1).ok());
+  ASSERT_TRUE(f.WriteAt(20, Buffer::Copy("!")).ok());  // leaves a hole of zeros
+  EXPECT_EQ(f.Size(), 21u);
+  ASSERT_TRUE(f.Append("?").ok());  // appends after the furthest write
+  ASSERT_TRUE(f.Sync().ok());
+  ASSERT_TRUE(f.Close().ok());
+  EXPECT_TRUE(f.Close().ok());  // second close is harmless
+  EXPECT_EQ(f.Append("x").code(), Code::kInvalidArgument);
+
+  auto r = fs_.OpenForRead(P("f"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*(*r)->Size(), 22u);
+  EXPECT_EQ((*r)->path(), P("f"));
+  char buf[64];
+  auto n = (*r)->ReadAt(0, 11, buf);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(std::string(buf, *n), "Jello world");
+  n = (*r)->ReadAt(18, 10, buf);  // short only at EOF
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(std::string(buf, *n), std::string("\0\0!?", 4));
+  n = (*r)->ReadAt(1000, 10, buf);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+  auto b = (*r)->Read(6, 5);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->view(), "world");
+}
+
+TEST_F(PosixFsTest, OpenWithoutTruncateAppendsAfterExistingBytes) {
+  Write(P("f"), "abc");
+  auto w = fs_.OpenForWrite(P("f"), /*truncate=*/false);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ((*w)->Size(), 3u);
+  ASSERT_TRUE((*w)->Append("def").ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(ReadAll(P("f")), "abcdef");
+  Write(P("f"), "x");  // truncating open
+  EXPECT_EQ(ReadAll(P("f")), "x");
+}
+
+TEST_F(PosixFsTest, ConcurrentReadsAtDifferentOffsets) {
+  std::string data(1 << 16, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = char(i * 31);
+  Write(P("big"), data);
+  auto r = fs_.OpenForRead(P("big"));
+  ASSERT_TRUE(r.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      char buf[1000];
+      for (size_t off = t * 100; off + sizeof(buf) <= data.size(); off += 4000) {
+        auto n = (*r)->ReadAt(off, sizeof(buf), buf);
+        if (!n.ok() || *n != sizeof(buf) || std::memcmp(buf, data.data() + off, sizeof(buf)) != 0) ++mismatches;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST_F(PosixFsTest, ErrorCodesNameThePath) {
+  auto r = fs_.OpenForRead(P("missing"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+  EXPECT_NE(r.status().message().find(P("missing")), std::string::npos) << r.status();
+  EXPECT_FALSE(r.status().cause().empty());
+
+  EXPECT_EQ(fs_.OpenForWrite(P("no/such/dir/f")).status().code(), Code::kNotFound);
+  EXPECT_EQ(fs_.Stat(P("missing")).status().code(), Code::kNotFound);
+  EXPECT_EQ(fs_.Remove(P("missing")).code(), Code::kNotFound);
+  EXPECT_EQ(fs_.Rename(P("missing"), P("x")).code(), Code::kNotFound);
+  EXPECT_EQ(fs_.ListDir(P("missing")).status().code(), Code::kNotFound);
+  EXPECT_EQ(fs_.Truncate(P("missing"), 0).code(), Code::kNotFound);
+  EXPECT_EQ(fs_.SyncDir(P("missing")).code(), Code::kNotFound);
+
+  Write(P("f"), "1");
+  auto again = fs_.CreateExclusive(P("f"));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
+  EXPECT_NE(again.status().message().find(P("f")), std::string::npos);
+  EXPECT_EQ(fs_.CreateDirs(P("f/sub")).code(), Code::kAlreadyExists);  // a file is in the way
+  EXPECT_EQ(fs_.CreateDirs(P("f")).code(), Code::kAlreadyExists);
+  EXPECT_EQ(fs_.OpenForRead(P("f/x")).status().code(), Code::kNotFound);  // ENOTDIR
+
+  ASSERT_TRUE(fs_.CreateDirs(P("d")).ok());
+  Write(P("d/inner"), "");
+  Status not_empty = fs_.RemoveDir(P("d"));
+  EXPECT_FALSE(not_empty.ok());
+  EXPECT_NE(not_empty.message().find(P("d")), std::string::npos);
+}
+
+TEST_F(PosixFsTest, CreateExclusiveCreatesNewFile) {
+  auto w = fs_.CreateExclusive(P("new"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->Append("n").ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(ReadAll(P("new")), "n");
+}
+
+TEST_F(PosixFsTest, DirectoriesStatListRemove) {
+  ASSERT_TRUE(fs_.CreateDirs(P("a/b/c")).ok());
+  ASSERT_TRUE(fs_.CreateDirs(P("a/b/c")).ok());  // idempotent
+  ASSERT_TRUE(fs_.CreateDirs(P("a/b/c/")).ok());
+  Write(P("a/z.txt"), "12345");
+  Write(P("a/m.txt"), "");
+
+  auto st = fs_.Stat(P("a/z.txt"));
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->size, 5u);
+  EXPECT_FALSE(st->is_dir);
+  auto now = std::chrono::system_clock::now();
+  EXPECT_LT(std::chrono::abs(now - st->mtime), std::chrono::minutes(5));
+  EXPECT_TRUE(fs_.Stat(P("a/b"))->is_dir);
+
+  auto list = fs_.ListDir(P("a"));
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].name, "b");
+  EXPECT_TRUE((*list)[0].is_dir);
+  EXPECT_EQ((*list)[1].name, "m.txt");
+  EXPECT_EQ((*list)[2].name, "z.txt");
+  EXPECT_EQ((*list)[2].size, 5u);
+  EXPECT_FALSE((*list)[2].is_dir);
+
+  EXPECT_TRUE(*fs_.Exists(P("a/b/c")));
+  EXPECT_FALSE(*fs_.Exists(P("a/nope")));
+  EXPECT_FALSE(*fs_.Exists(P("a/z.txt/under-a-file")));
+  ASSERT_TRUE(fs_.RemoveDir(P("a/b/c")).ok());
+  EXPECT_FALSE(*fs_.Exists(P("a/b/c")));
+  ASSERT_TRUE(fs_.Remove(P("a/m.txt")).ok());
+  EXPECT_EQ(fs_.ListDir(P("a"))->size(), 2u);
+  ASSERT_TRUE(fs_.SyncDir(P("a")).ok());
+  ASSERT_TRUE(fs_.SyncDir(P("a/")).ok());
+}
+
+TEST_F(PosixFsTest, RenameReplacesAndTruncateResizes) {
+  Write(P("a"), "new");
+  Write(P("b"), "old contents");
+  ASSERT_TRUE(fs_.Rename(P("a"), P("b")).ok());
+  EXPECT_FALSE(*fs_.Exists(P("a")));
+  EXPECT_EQ(ReadAll(P("b")), "new");
+  ASSERT_TRUE(fs_.Truncate(P("b"), 1).ok());
+  EXPECT_EQ(ReadAll(P("b")), "n");
+  ASSERT_TRUE(fs_.Truncate(P("b"), 4).ok());
+  EXPECT_EQ(ReadAll(P("b")), std::string("n\0\0\0", 4));
+}
+
+TEST_F(PosixFsTest, FreeSpaceIsPlausible) {
+  auto free = fs_.FreeSpace(dir_);
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_GT(*free, 0u);
+  EXPECT_EQ(fs_.FreeSpace(P("missing")).status().code(), Code::kNotFound);
+}
+
+TEST_F(PosixFsTest, DefaultFileSystemIsPosixAndShared) {
+  EXPECT_EQ(&DefaultFileSystem(), &DefaultFileSystem());
+  EXPECT_NE(dynamic_cast<PosixFileSystem*>(&DefaultFileSystem()), nullptr);
+}
+
+TEST_F(PosixFsTest, DirectReadNeedsAlignment) {
+  std::string data(3 * 4096, 'd');
+  data[4096] = 'X';
+  Write(P("direct"), data);
+  auto r = fs_.OpenForReadDirect(P("direct"));
+  if (!r.ok() && r.status().code() == Code::kNotSupported) GTEST_SKIP() << r.status();
+  ASSERT_TRUE(r.ok()) << r.status();
+  MutableBuffer buf(8192);
+  auto n = (*r)->ReadAt(4096, 8192, buf.data());
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 8192u);
+  EXPECT_EQ(buf.data()[0], 'X');
+  EXPECT_EQ((*r)->ReadAt(1, 4096, buf.data()).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ((*r)->ReadAt(0, 100, buf.data()).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ((*r)->ReadAt(0, 4096, buf.data() + 1).status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(PosixFsTest, LockFileExcludesSecondOpenInSameProcess) {
+  auto first = fs_.LockFile(P("LOCK"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)->path(), P("LOCK"));
+  auto second = fs_.LockFile(P("LOCK"));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Code::kUnavailable);
+  EXPECT_NE(second.status().message().find("held by process " + std::to_string(getpid())), std::string::npos)
+      << second.status();
+  EXPECT_NE(second.status().message().find(P("LOCK")), std::string::npos);
+  first->reset();  // releasing lets the next locker in
+  auto third = fs_.LockFile(P("LOCK"));
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
+// Exit codes of the child in the fork test.
+constexpr int kChildLocked = 0, kChildRefusedWithPid = 3, kChildOtherError = 4;
+
+int ChildTryLock(const std::string& path, pid_t parent) {
+  auto lock = DefaultFileSystem().LockFile(path);
+  if (lock.ok()) return kChildLocked;
+  bool names_parent = lock.status().message().find("held by process " + std::to_string(parent)) != std::string::npos;
+  return lock.status().code() == Code::kUnavailable && names_parent ? kChildRefusedWithPid : kChildOtherError;
+}
+
+int RunChild(const std::string& path) {
+  pid_t parent = getpid();
+  pid_t child = fork();
+  if (child == 0) _exit(ChildTryLock(path, parent));
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+TEST_F(PosixFsTest, LockFileExcludesForkedChild) {
+  {
+    auto lock = fs_.LockFile(P("LOCK"));
+    ASSERT_TRUE(lock.ok()) << lock.status();
+    EXPECT_EQ(RunChild(P("LOCK")), kChildRefusedWithPid);
+  }
+  EXPECT_EQ(RunChild(P("LOCK")), kChildLocked);
+}
+
+TEST_F(PosixFsTest, LockFileInMissingDirectory) {
+  EXPECT_EQ(fs_.LockFile(P("no/LOCK")).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace strata
