@@ -28,4 +28,12 @@ function(strata_fuzz name)
   target_link_libraries(${name} PRIVATE ${F_LIBS})
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   set_property(GLOBAL APPEND PROPERTY STRATA_FUZZ_TARGETS ${name})
+  # scripts/test.sh reads the registered names from here (one per line), to build and run
+  # each. The first registration of a configure run starts the file afresh.
+  get_property(_started GLOBAL PROPERTY STRATA_FUZZ_LIST_STARTED)
+  if(NOT _started)
+    file(WRITE ${CMAKE_BINARY_DIR}/fuzz_targets.txt "")
+    set_property(GLOBAL PROPERTY STRATA_FUZZ_LIST_STARTED TRUE)
+  endif()
+  file(APPEND ${CMAKE_BINARY_DIR}/fuzz_targets.txt "${name}\n")
 endfunction()

@@ -26,11 +26,12 @@ Status ResolveRange(const std::optional<ByteRange>& range, uint64_t size, uint64
     return Status::Ok();
   }
   if (range->offset >= size && !(size == 0 && range->offset == 0)) {
-    return Status(Code::kOutOfRange, "range starts at byte " + std::to_string(range->offset) +
-                                         " but the object has " + std::to_string(size) + " bytes");
+    return Status(Code::kOutOfRange, "range starts at byte " + std::to_string(range->offset) + " but the object has " +
+                                         std::to_string(size) + " bytes");
   }
   *begin = range->offset;
-  if (range->length) *end = std::min<uint64_t>(size, range->offset + *range->length);
+  // Compared without adding, so a huge length cannot wrap around.
+  if (range->length && *range->length < size - range->offset) *end = range->offset + *range->length;
   return Status::Ok();
 }
 

@@ -1,0 +1,244 @@
+// Integration tests: run the built `strata` binary over file:// stores in a
+// temporary directory and check outputs, bytes and exit codes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testing/subprocess.h"
+
+namespace {
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& data) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << data;
+}
+
+std::string RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(gen() & 0xff);  // includes NULs: binary-safe paths
+  return s;
+}
+
+// Every regular file under dir, by relative path, with its contents.
+std::map<std::string, std::string> Tree(const fs::path& dir) {
+  std::map<std::string, std::string> tree;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) tree[fs::relative(entry.path(), dir).string()] = ReadFile(entry.path());
+  }
+  return tree;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("STRATA_BINARY_DIR");
+    ASSERT_NE(bin, nullptr) << "STRATA_BINARY_DIR not set (run through ctest)";
+    binary_ = std::string(bin) + "/src/cli/strata";
+    ASSERT_TRUE(fs::exists(binary_)) << binary_;
+    std::string pattern = (fs::temp_directory_path() / "strata-cli-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Runs the binary through testing/subprocess.h (no shell; stdout/stderr captured).
+  CliRun Strata(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{binary_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    strata::RunOptions options;
+    options.timeout = std::chrono::minutes(2);
+    auto result = strata::RunCommand(argv, {}, std::nullopt, options);
+    CliRun run;
+    if (!result.ok()) {
+      ADD_FAILURE() << "cannot run " << binary_ << ": " << result.status();
+      return run;
+    }
+    run.code = result->exit_code;
+    run.out = std::move(result->stdout_text);
+    run.err = std::move(result->stderr_text);
+    return run;
+  }
+
+  std::string Url(const std::string& rel) { return "file://" + (dir_ / rel).string(); }
+
+  // A source tree with binary files, nesting, an empty file and one file
+  // large enough for parallel ranged GETs and a multipart PUT.
+  std::map<std::string, std::string> MakeSourceTree() {
+    std::map<std::string, std::string> files = {
+        {"a.bin", RandomBytes(100 << 10, 1)},
+        {"e.txt", ""},
+        {"sub/b.txt", "hello strata\n"},
+        {"sub/deep/c.bin", RandomBytes(3 << 20, 2)},
+        {"sub/deep/big.bin", RandomBytes(12 << 20, 3)},
+    };
+    for (const auto& [rel, data] : files) WriteFile(dir_ / "src" / rel, data);
+    return files;
+  }
+
+  std::string binary_;
+  fs::path dir_;
+};
+
+TEST_F(CliTest, CopiesATreeInAndOutByteExact) {
+  auto files = MakeSourceTree();
+  CliRun in = Strata({"cp", "-r", (dir_ / "src").string(), Url("bucket/"), "--part-size", "1MiB", "-j", "4"});
+  ASSERT_EQ(in.code, 0) << in.err;
+  EXPECT_NE(in.out.find("copied 5 objects"), std::string::npos) << in.out;
+  EXPECT_EQ(in.err, "");  // no progress bar when stderr is not a terminal
+  CliRun out = Strata({"cp", "--recursive", Url("bucket"), (dir_ / "out").string(), "--part-size", "1MiB"});
+  ASSERT_EQ(out.code, 0) << out.err;
+  EXPECT_EQ(Tree(dir_ / "out"), files);
+
+  // Single objects: into a directory (trailing '/') and to an exact name.
+  ASSERT_EQ(Strata({"cp", Url("bucket/sub/deep/big.bin"), (dir_ / "one").string() + "/"}).code, 0);
+  EXPECT_EQ(ReadFile(dir_ / "one" / "big.bin"), files["sub/deep/big.bin"]);
+  ASSERT_EQ(Strata({"cp", "-q", Url("bucket/a.bin"), (dir_ / "one" / "renamed").string()}).code, 0);
+  EXPECT_EQ(ReadFile(dir_ / "one" / "renamed"), files["a.bin"]);
+}
+
+TEST_F(CliTest, ListsStatsAndCatsRanges) {
+  auto files = MakeSourceTree();
+  ASSERT_EQ(Strata({"cp", "-r", "-q", (dir_ / "src").string(), Url("bucket")}).code, 0);
+
+  CliRun ls = Strata({"ls", Url("bucket")});
+  ASSERT_EQ(ls.code, 0) << ls.err;
+  EXPECT_EQ(ls.out, "a.bin\ne.txt\nsub/\n");
+  CliRun lsr = Strata({"ls", "-r", Url("bucket/sub/")});
+  ASSERT_EQ(lsr.code, 0) << lsr.err;
+  // A local directory is the store root: keys are relative to it.
+  EXPECT_EQ(lsr.out, "b.txt\ndeep/big.bin\ndeep/c.bin\n");
+  CliRun lsl = Strata({"ls", "--long", Url("bucket/sub/deep/c")});
+  ASSERT_EQ(lsl.code, 0) << lsl.err;
+  EXPECT_NE(lsl.out.find(std::to_string(3 << 20) + "  "), std::string::npos) << lsl.out;
+  EXPECT_NE(lsl.out.find("  c.bin\n"), std::string::npos) << lsl.out;
+
+  CliRun stat = Strata({"stat", Url("bucket/a.bin")});
+  ASSERT_EQ(stat.code, 0) << stat.err;
+  EXPECT_NE(stat.out.find("size:  102400 (100.0 KiB)"), std::string::npos) << stat.out;
+  EXPECT_NE(stat.out.find("etag:  "), std::string::npos);
+  EXPECT_NE(stat.out.find("mtime: 20"), std::string::npos);
+
+  const std::string& a = files["a.bin"];
+  CliRun range = Strata({"cat", "--range", "1000-1999", Url("bucket/a.bin")});
+  ASSERT_EQ(range.code, 0) << range.err;
+  EXPECT_EQ(range.out, a.substr(1000, 1000));
+  CliRun suffix = Strata({"cat", "--range=-7", Url("bucket/a.bin")});
+  ASSERT_EQ(suffix.code, 0) << suffix.err;
+  EXPECT_EQ(suffix.out, a.substr(a.size() - 7));
+  CliRun whole = Strata({"cat", Url("bucket/sub/deep/big.bin")});  // crosses the 8 MiB chunking
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_EQ(whole.out, files["sub/deep/big.bin"]);
+  CliRun past = Strata({"cat", "--range", "200000-", Url("bucket/a.bin")});
+  EXPECT_EQ(past.code, 2) << past.err;  // OutOfRange: starts past the end
+}
+
+TEST_F(CliTest, RemovesRecursivelyAndSingly) {
+  MakeSourceTree();
+  ASSERT_EQ(Strata({"cp", "-r", "-q", (dir_ / "src").string(), Url("bucket")}).code, 0);
+  CliRun rm = Strata({"rm", "-r", Url("bucket/sub")});
+  ASSERT_EQ(rm.code, 0) << rm.err;
+  EXPECT_NE(rm.out.find("deleted 3 objects"), std::string::npos) << rm.out;
+  EXPECT_EQ(Strata({"ls", "-r", Url("bucket")}).out, "a.bin\ne.txt\n");
+  ASSERT_EQ(Strata({"rm", Url("bucket/a.bin")}).code, 0);
+  EXPECT_EQ(Strata({"stat", Url("bucket/a.bin")}).code, 3);
+  EXPECT_EQ(Strata({"rm", Url("bucket/a.bin")}).code, 3);  // already gone
+  EXPECT_EQ(Strata({"rm", "-r", Url("bucket/sub")}).code, 3);
+}
+
+TEST_F(CliTest, MissingKeysExitThreeWithTheName) {
+  fs::create_directories(dir_ / "bucket");
+  for (const char* cmd : {"stat", "cat"}) {
+    CliRun run = Strata({cmd, Url("bucket/nope.bin")});
+    EXPECT_EQ(run.code, 3) << cmd << ": " << run.err;
+    EXPECT_NE(run.err.find(std::string("strata: ") + cmd + ": "), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("nope.bin"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("hint:"), std::string::npos) << run.err;
+  }
+  EXPECT_EQ(Strata({"cp", Url("bucket/nope.bin"), (dir_ / "x").string()}).code, 3);
+  EXPECT_EQ(Strata({"ls", Url("bucket/nothing-here")}).code, 3);
+  EXPECT_EQ(Strata({"ls", (dir_ / "no-such-dir/").string()}).code, 3);
+}
+
+TEST_F(CliTest, BadUsageExitsTwo) {
+  EXPECT_EQ(Strata({}).code, 2);
+  EXPECT_EQ(Strata({"frobnicate"}).code, 2);
+  EXPECT_EQ(Strata({"cp", "only-one-arg"}).code, 2);
+  EXPECT_EQ(Strata({"ls", "--no-such-flag", "/tmp"}).code, 2);
+  WriteFile(dir_ / "f", "0123456789");
+  CliRun range = Strata({"cat", "--range", "x-y", (dir_ / "f").string()});
+  EXPECT_EQ(range.code, 2);
+  EXPECT_NE(range.err.find("bad --range"), std::string::npos) << range.err;
+  EXPECT_EQ(Strata({"cp", "--part-size", "lots", (dir_ / "f").string(), (dir_ / "g").string()}).code, 2);
+  CliRun dir = Strata({"stat", dir_.string()});
+  EXPECT_EQ(dir.code, 2);
+  EXPECT_NE(dir.err.find("is a directory"), std::string::npos) << dir.err;
+}
+
+TEST_F(CliTest, MalformedUrlsGetAClearMessage) {
+  struct Case {
+    std::string url, expect;
+  };
+  for (const Case& c : std::vector<Case>{{"s3:/bucket/key", "expected \"://\""},
+                                         {"ftp://host/key", "unsupported scheme \"ftp\""},
+                                         {"s3:///key", "no bucket name"},
+                                         {"s3://bad bucket/key", "bucket name may contain only"},
+                                         {"file://relative/path", "absolute path"}}) {
+    CliRun run = Strata({"stat", c.url});
+    EXPECT_EQ(run.code, 2) << c.url << ": " << run.err;
+    EXPECT_NE(run.err.find("malformed URL \"" + c.url + "\""), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find(c.expect), std::string::npos) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 2) << run.err;  // message + hint
+  }
+}
+
+TEST_F(CliTest, HelpDocumentsExitCodes) {
+  CliRun help = Strata({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("Exit codes: 0 ok"), std::string::npos) << help.out;
+  for (const char* cmd : {"ls", "stat", "cat", "cp", "rm", "demo"}) {
+    CliRun sub = Strata({cmd, "--help"});
+    EXPECT_EQ(sub.code, 0) << cmd;
+    EXPECT_NE(sub.out.find("Exit codes"), std::string::npos) << cmd << ": " << sub.out;
+  }
+}
+
+TEST_F(CliTest, QuickDemoPrintsItsFigures) {
+  CliRun demo = Strata({"demo", "--quick", "--out", (dir_ / "out").string()});
+  ASSERT_EQ(demo.code, 0) << demo.out << demo.err;
+  EXPECT_NE(demo.out.find("parallel ranged GETs"), std::string::npos) << demo.out;
+  EXPECT_NE(demo.out.find("MB/s"), std::string::npos);
+  EXPECT_NE(demo.out.find("files/s"), std::string::npos);
+  EXPECT_NE(demo.out.find("demo finished in"), std::string::npos);
+  std::string json = ReadFile(dir_ / "out" / "demo.json");
+  EXPECT_NE(json.find("\"get_parallel_ranged_MBps\""), std::string::npos) << json;
+}
+
+}  // namespace

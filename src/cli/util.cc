@@ -1,0 +1,164 @@
+#include "cli/util.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+namespace strata::cli {
+
+Result<std::vector<ObjectInfo>> ListAllPages(ObjectStore& store, const std::string& prefix,
+                                             const std::string& delimiter, std::vector<std::string>* prefixes) {
+  std::vector<ObjectInfo> objects;
+  ListOptions options;
+  options.prefix = prefix;
+  options.delimiter = delimiter;
+  while (true) {
+    STRATA_ASSIGN_OR_RETURN(ListResult page, store.List(options));
+    for (auto& object : page.objects) objects.push_back(std::move(object));
+    if (prefixes) {
+      for (auto& p : page.common_prefixes) prefixes->push_back(std::move(p));
+    }
+    if (!page.truncated) break;
+    if (page.next_continuation_token.empty() || page.next_continuation_token == options.continuation_token) {
+      return InternalError("listing of \"" + prefix + "\" did not advance (empty or repeated continuation token)");
+    }
+    options.continuation_token = page.next_continuation_token;
+  }
+  return objects;
+}
+
+std::string FormatBytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char out[32];
+  std::snprintf(out, sizeof(out), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return out;
+}
+
+std::string FormatRate(double bytes, double seconds) {
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.1f MB/s", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
+  return out;
+}
+
+std::string FormatTime(WallTime t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char out[32];
+  std::strftime(out, sizeof(out), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return out;
+}
+
+std::string FormatDuration(double seconds) {
+  char out[32];
+  if (seconds < 1) {
+    std::snprintf(out, sizeof(out), "%.0f ms", seconds * 1e3);
+  } else {
+    std::snprintf(out, sizeof(out), "%.2f s", seconds);
+  }
+  return out;
+}
+
+Result<uint64_t> ParseSize(std::string_view text) {
+  size_t digits = 0;
+  uint64_t value = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    if (value > (UINT64_MAX - 9) / 10) return InvalidArgumentError("size too large: " + std::string(text));
+    value = value * 10 + (text[digits] - '0');
+    ++digits;
+  }
+  if (digits == 0) return InvalidArgumentError("not a size: \"" + std::string(text) + "\" (e.g. 8MiB, 512k)");
+  std::string unit(text.substr(digits));
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  int shift = 0;
+  if (unit.empty() || unit == "b") {
+    shift = 0;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    shift = 10;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    shift = 20;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    shift = 30;
+  } else {
+    return InvalidArgumentError("unknown size unit in \"" + std::string(text) + "\" (use k, M or G)");
+  }
+  if (shift > 0 && value > (UINT64_MAX >> shift)) return InvalidArgumentError("size too large: " + std::string(text));
+  return value << shift;
+}
+
+Status WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "write");
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+Progress::Progress(std::string verb, uint64_t total_objects, uint64_t total_bytes)
+    : verb_(std::move(verb)), total_objects_(total_objects), total_bytes_(total_bytes), start_(RealClock().Now()) {
+  if (isatty(STDERR_FILENO)) thread_ = std::thread([this] { Loop(); });
+}
+
+Progress::~Progress() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  std::fputs("\r\033[K", stderr);  // clear the progress line
+  std::fflush(stderr);
+}
+
+double Progress::ElapsedSeconds() const { return Seconds(RealClock().Now() - start_); }
+
+std::string Progress::Line() const {
+  double elapsed = ElapsedSeconds();
+  double done = static_cast<double>(bytes());
+  char eta[32] = "--";
+  if (done > 0 && total_bytes_ > done) {
+    std::snprintf(eta, sizeof(eta), "%.0fs", (total_bytes_ - done) * elapsed / done);
+  }
+  double fraction = total_bytes_ ? done / total_bytes_ : (total_objects_ ? double(objects()) / total_objects_ : 1);
+  constexpr int kWidth = 24;
+  int filled = std::clamp(static_cast<int>(fraction * kWidth), 0, kWidth);
+  std::string bar = "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "]";
+  char line[256];
+  std::snprintf(line, sizeof(line), "%s %s %llu/%llu objects  %s/%s  %s  ETA %s", verb_.c_str(), bar.c_str(),
+                static_cast<unsigned long long>(objects()), static_cast<unsigned long long>(total_objects_),
+                FormatBytes(done).c_str(), FormatBytes(total_bytes_).c_str(), FormatRate(done, elapsed).c_str(), eta);
+  return line;
+}
+
+void Progress::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_; })) {
+    std::fprintf(stderr, "\r\033[K%s", Line().c_str());
+    std::fflush(stderr);
+  }
+}
+
+std::string Progress::Summary() const {
+  double elapsed = ElapsedSeconds();
+  uint64_t n = objects();
+  return verb_ + " " + std::to_string(n) + (n == 1 ? " object, " : " objects, ") +
+         FormatBytes(static_cast<double>(bytes())) + " in " + FormatDuration(elapsed) + " (" +
+         FormatRate(static_cast<double>(bytes()), elapsed) + ")";
+}
+
+}  // namespace strata::cli

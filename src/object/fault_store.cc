@@ -1,0 +1,143 @@
+#include "object/fault_store.h"
+
+namespace strata {
+
+FaultStore::FaultStore(ObjectStorePtr inner, FaultConfig config, Clock& clock)
+    : inner_(std::move(inner)), clock_(clock), config_(config), random_(config.seed) {}
+
+void FaultStore::FailNext(int n, Status status) {
+  std::lock_guard lock(mu_);
+  fail_next_ = n;
+  fail_next_status_ = std::move(status);
+}
+
+void FaultStore::FailKey(std::string key_prefix, Status status, int times, FaultOp op) {
+  std::lock_guard lock(mu_);
+  rules_.push_back({std::move(key_prefix), std::move(status), times, op});
+}
+
+void FaultStore::ClearRules() {
+  std::lock_guard lock(mu_);
+  rules_.clear();
+  fail_next_ = 0;
+}
+
+void FaultStore::SetConfig(FaultConfig config) {
+  std::lock_guard lock(mu_);
+  config_ = config;
+}
+
+StoreFaultCounters FaultStore::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+Status FaultStore::Before(FaultOp op, std::string_view key, bool* truncate, bool* lose_reply) {
+  *truncate = *lose_reply = false;
+  Duration stall(0);
+  Status injected;
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.requests;
+    if (fail_next_ > 0) {
+      --fail_next_;
+      ++counters_.scripted;
+      return fail_next_status_;
+    }
+    for (auto it = rules_.begin(); it != rules_.end(); ++it) {
+      if ((it->op != FaultOp::kAny && it->op != op) || key.substr(0, it->prefix.size()) != it->prefix) continue;
+      if (it->remaining == 0) continue;
+      if (it->remaining > 0) --it->remaining;
+      ++counters_.scripted;
+      return it->status;
+    }
+    // Every rate is drawn on every request so a seed gives the same sequence
+    // whatever the rates are.
+    bool error = random_.Bernoulli(config_.error_rate);
+    bool throttle = random_.Bernoulli(config_.throttle_rate);
+    bool reset = random_.Bernoulli(config_.reset_rate);
+    bool trunc = random_.Bernoulli(config_.truncate_rate);
+    bool lost = random_.Bernoulli(config_.lost_reply_rate);
+    bool do_stall = random_.Bernoulli(config_.stall_rate);
+    const std::string k(key);
+    if (error) {
+      ++counters_.errors;
+      injected = UnavailableError("injected server error on '" + k + "'", "InternalError (fault injection)");
+    } else if (throttle) {
+      ++counters_.throttles;
+      injected = Status(Code::kThrottled, "injected throttling on '" + k + "'", "SlowDown (fault injection)");
+    } else if (reset) {
+      ++counters_.resets;
+      injected = UnavailableError("connection lost while requesting '" + k + "'", "connection reset by peer");
+    } else if (trunc && op == FaultOp::kGet) {
+      *truncate = true;
+    } else if (lost &&
+               (op == FaultOp::kPut || op == FaultOp::kDelete || op == FaultOp::kMultipart || op == FaultOp::kCopy)) {
+      *lose_reply = true;
+    }
+    if (do_stall) {
+      ++counters_.stalls;
+      stall = config_.stall;
+    }
+  }
+  if (stall.count() > 0) clock_.SleepFor(stall);
+  return injected;
+}
+
+Status FaultStore::Truncated(std::string_view key) {
+  std::lock_guard lock(mu_);
+  ++counters_.truncations;
+  return UnavailableError("the body of '" + std::string(key) + "' ended early", "truncated body");
+}
+
+Status FaultStore::LostReply(std::string_view key) {
+  std::lock_guard lock(mu_);
+  ++counters_.lost_replies;
+  return UnavailableError("no reply for the request on '" + std::string(key) + "' (it may have been applied)",
+                          "connection reset by peer");
+}
+
+// Runs `call` unless a fault fires first; applies post-call faults.
+#define STRATA_FAULT_CALL(op, key, call)                           \
+  bool truncate = false, lose_reply = false;                       \
+  STRATA_RETURN_IF_ERROR(Before(op, key, &truncate, &lose_reply)); \
+  auto result = (call);                                            \
+  if (result.ok() && truncate) return Truncated(key);              \
+  if (result.ok() && lose_reply) return LostReply(key);            \
+  return result
+
+Result<GetResult> FaultStore::Get(std::string_view key, const GetOptions& options) {
+  STRATA_FAULT_CALL(FaultOp::kGet, key, inner_->Get(key, options));
+}
+Result<ObjectInfo> FaultStore::Head(std::string_view key) { STRATA_FAULT_CALL(FaultOp::kHead, key, inner_->Head(key)); }
+Result<ListResult> FaultStore::List(const ListOptions& options) {
+  STRATA_FAULT_CALL(FaultOp::kList, options.prefix, inner_->List(options));
+}
+Result<ObjectInfo> FaultStore::Put(std::string_view key, Buffer data, const PutOptions& options) {
+  STRATA_FAULT_CALL(FaultOp::kPut, key, inner_->Put(key, std::move(data), options));
+}
+Status FaultStore::Delete(std::string_view key) { STRATA_FAULT_CALL(FaultOp::kDelete, key, inner_->Delete(key)); }
+Result<std::string> FaultStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->CreateMultipartUpload(key, options));
+}
+Result<std::string> FaultStore::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
+                                           Buffer data) {
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->UploadPart(key, upload_id, part_number, std::move(data)));
+}
+Result<ObjectInfo> FaultStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                                       const std::vector<CompletedPart>& parts) {
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->CompleteMultipartUpload(key, upload_id, parts));
+}
+Status FaultStore::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->AbortMultipartUpload(key, upload_id));
+}
+Result<std::vector<PartInfo>> FaultStore::ListParts(std::string_view key, std::string_view upload_id) {
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->ListParts(key, upload_id));
+}
+Result<ObjectInfo> FaultStore::Copy(std::string_view src_key, std::string_view dst_key) {
+  STRATA_FAULT_CALL(FaultOp::kCopy, dst_key, inner_->Copy(src_key, dst_key));
+}
+
+#undef STRATA_FAULT_CALL
+
+}  // namespace strata

@@ -1,0 +1,103 @@
+// A decorator that injects the failures a real object store produces, for
+// testing retries and recovery: seeded random faults (transient errors,
+// throttling, connection resets, truncated bodies, stalls, lost replies)
+// plus deterministic scripting (fail the next N requests, fail requests for
+// some keys). Thread-safe; time passes through the given Clock.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/random.h"
+#include "object/object_store.h"
+
+namespace strata {
+
+struct FaultConfig {
+  uint64_t seed = 1;
+  // Per-request probabilities, each drawn independently, checked in this order.
+  double error_rate = 0;       // Unavailable ("injected server error"), request not applied
+  double throttle_rate = 0;    // Throttled ("SlowDown"), request not applied
+  double reset_rate = 0;       // Unavailable with cause "connection reset by peer", not applied
+  double truncate_rate = 0;    // Get only: Unavailable with cause "truncated body"
+  double lost_reply_rate = 0;  // mutations only: applied, then Unavailable (reply lost)
+  double stall_rate = 0;       // the request first sleeps `stall`, then proceeds
+  Duration stall = std::chrono::seconds(1);
+};
+
+struct StoreFaultCounters {
+  uint64_t requests = 0;
+  uint64_t errors = 0;
+  uint64_t throttles = 0;
+  uint64_t resets = 0;
+  uint64_t truncations = 0;
+  uint64_t lost_replies = 0;
+  uint64_t stalls = 0;
+  uint64_t scripted = 0;  // from FailNext / FailKey
+  uint64_t injected() const { return errors + throttles + resets + truncations + lost_replies + scripted; }
+};
+
+// The operation a request performs, for per-key rules.
+enum class FaultOp { kAny, kGet, kHead, kList, kPut, kDelete, kMultipart, kCopy };
+
+class FaultStore : public ObjectStore {
+ public:
+  // Owns `inner`; `clock` must outlive this store.
+  FaultStore(ObjectStorePtr inner, FaultConfig config, Clock& clock = RealClock());
+
+  // The next `n` requests (of any kind) fail with `status` before reaching the inner store.
+  void FailNext(int n, Status status);
+  // Requests of kind `op` whose key starts with `key_prefix` fail with
+  // `status`, `times` times (-1: until ClearRules). For List, the listing prefix is matched.
+  void FailKey(std::string key_prefix, Status status, int times = -1, FaultOp op = FaultOp::kAny);
+  void ClearRules();
+  // Replaces the random rates (e.g. to heal the store mid-test).
+  void SetConfig(FaultConfig config);
+
+  StoreFaultCounters counters() const;
+  ObjectStore& inner() { return *inner_; }
+
+  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override;
+  Result<ObjectInfo> Head(std::string_view key) override;
+  Result<ListResult> List(const ListOptions& options) override;
+  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options = {}) override;
+  Status Delete(std::string_view key) override;
+  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options = {}) override;
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
+                                 Buffer data) override;
+  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                             const std::vector<CompletedPart>& parts) override;
+  Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
+  uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
+  std::string Url() const override { return inner_->Url(); }
+
+ private:
+  struct Rule {
+    std::string prefix;
+    Status status;
+    int remaining;
+    FaultOp op;
+  };
+  // Decides this request's fate before it reaches the inner store. OK means
+  // proceed; *truncate / *lose_reply ask for a failure after the inner call.
+  Status Before(FaultOp op, std::string_view key, bool* truncate, bool* lose_reply);
+  Status Truncated(std::string_view key);
+  Status LostReply(std::string_view key);
+
+  ObjectStorePtr inner_;
+  Clock& clock_;
+  mutable std::mutex mu_;
+  FaultConfig config_;
+  Random random_;
+  int fail_next_ = 0;
+  Status fail_next_status_;
+  std::vector<Rule> rules_;
+  StoreFaultCounters counters_;
+};
+
+}  // namespace strata

@@ -1,0 +1,253 @@
+#include "object/file_store.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "base/hash.h"
+#include "object/store_url.h"
+#include "object/transfer.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("strata-file-store-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    auto store = OpenFileStore(root_.string(), FileStoreOptions{.min_part_size = 4});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *store;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static std::string ReadFile(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  static void WriteFile(const fs::path& p, const std::string& s) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << s;
+  }
+  std::vector<std::string> ListKeys() {
+    std::vector<std::string> keys;
+    auto r = store_->List({});
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (r.ok()) {
+      for (const auto& o : r->objects) keys.push_back(o.key);
+    }
+    return keys;
+  }
+
+  fs::path root_;
+  ObjectStorePtr store_;
+};
+
+TEST_F(FileStoreTest, KeysAreRelativePaths) {
+  ASSERT_TRUE(store_->Put("a/b/c.txt", Buffer::Copy("hello")).ok());
+  EXPECT_EQ(ReadFile(root_ / "a/b/c.txt"), "hello");
+  // Nothing is left behind in staging.
+  EXPECT_TRUE(fs::is_empty(root_ / ".strata-tmp/uploads"));
+  size_t staged = 0;
+  for (const auto& e : fs::directory_iterator(root_ / ".strata-tmp")) staged += e.is_regular_file();
+  EXPECT_EQ(staged, 0u);
+}
+
+TEST_F(FileStoreTest, RejectsKeysThatAreNotSafeRelativePaths) {
+  for (const char* bad :
+       {"../escape", "a/../../escape", "/abs", "a//b", "dir/", ".", "a/./b", "..", ".strata-tmp/x", ".strata-tmp"}) {
+    EXPECT_EQ(store_->Put(bad, Buffer::Copy("x")).status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(store_->Get(bad).status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(store_->Head(bad).status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(store_->Delete(bad).code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(store_->CreateMultipartUpload(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(store_->Put(std::string(256, 'x'), Buffer()).status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(store_->Put(std::string(255, 'x'), Buffer()).ok());
+  EXPECT_TRUE(store_->Put("..dots../.hidden", Buffer()).ok());  // dots inside names are fine
+  EXPECT_FALSE(fs::exists(root_.parent_path() / "escape"));
+}
+
+TEST_F(FileStoreTest, ObjectAndDirectoryPrefixConflictIsNotSupported) {
+  ASSERT_TRUE(store_->Put("a", Buffer::Copy("file")).ok());
+  auto r = store_->Put("a/b", Buffer::Copy("under a file"));
+  EXPECT_EQ(r.status().code(), Code::kNotSupported);
+  EXPECT_NE(r.status().message().find("'a/b'"), std::string::npos) << r.status();
+  ASSERT_TRUE(store_->Put("d/x", Buffer::Copy("x")).ok());
+  r = store_->Put("d", Buffer::Copy("over a directory"));
+  EXPECT_EQ(r.status().code(), Code::kNotSupported);
+  EXPECT_EQ(store_->Get("d").status().code(), Code::kNotFound);  // a directory is not an object
+  EXPECT_TRUE(store_->Delete("d").ok());
+  EXPECT_TRUE(store_->Head("d/x").ok());
+  EXPECT_EQ(store_->Get("a/b").status().code(), Code::kNotFound);
+  EXPECT_EQ((std::vector<std::string>{"a", "d/x"}), ListKeys());
+}
+
+TEST_F(FileStoreTest, DeleteRemovesEmptiedDirectories) {
+  ASSERT_TRUE(store_->Put("x/y/z", Buffer::Copy("1")).ok());
+  ASSERT_TRUE(store_->Put("x/keep", Buffer::Copy("2")).ok());
+  ASSERT_TRUE(store_->Delete("x/y/z").ok());
+  EXPECT_FALSE(fs::exists(root_ / "x/y"));
+  EXPECT_TRUE(fs::exists(root_ / "x/keep"));
+  ASSERT_TRUE(store_->Delete("x/keep").ok());
+  EXPECT_FALSE(fs::exists(root_ / "x"));
+  EXPECT_TRUE(fs::exists(root_));
+}
+
+TEST_F(FileStoreTest, EtagIsStoredInAnXattrWithWhatItDescribes) {
+  auto info = store_->Put("k", Buffer::Copy("content"));
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->etag, ToHex(Md5("content")));
+  char buf[256];
+  ssize_t n = ::getxattr((root_ / "k").c_str(), "user.strata.etag", buf, sizeof(buf));
+  ASSERT_GT(n, 0) << "xattrs unsupported on " << root_;
+  EXPECT_EQ(std::string(buf, n).substr(0, 33), info->etag + " ");
+}
+
+TEST_F(FileStoreTest, FilesWrittenByOthersGetCorrectEtags) {
+  WriteFile(root_ / "ext/file.bin", "written by someone else");
+  auto head = store_->Head("ext/file.bin");
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->etag, ToHex(Md5("written by someone else")));
+  // Rewritten in place (the xattr survives but is stale): detected and rehashed.
+  auto before = fs::last_write_time(root_ / "ext/file.bin");
+  WriteFile(root_ / "ext/file.bin", "changed!");
+  fs::last_write_time(root_ / "ext/file.bin", before + std::chrono::seconds(1));
+  head = store_->Head("ext/file.bin");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->etag, ToHex(Md5("changed!")));
+  EXPECT_EQ(head->size, 8u);
+  EXPECT_EQ(ListKeys(), std::vector<std::string>{"ext/file.bin"});
+}
+
+TEST_F(FileStoreTest, NonRegularFilesAndSymlinkLoopsAreSkipped) {
+  ASSERT_TRUE(store_->Put("dir/real", Buffer::Copy("r")).ok());
+  ASSERT_EQ(::mkfifo((root_ / "dir/fifo").c_str(), 0644), 0);
+  fs::create_directory_symlink(root_ / "dir", root_ / "dir/loop");
+  fs::create_symlink(root_ / "nowhere", root_ / "dir/dangling");
+  auto keys = ListKeys();
+  // The loop is followed only as deep as the kernel resolves symlinks (ELOOP
+  // ends it, as for a dangling link) and never past 1024-byte keys: the
+  // listing terminates, in order, with "real" under each level.
+  ASSERT_GT(keys.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  for (const auto& k : keys) {
+    EXPECT_LE(k.size(), 1024u);
+    EXPECT_EQ(k.substr(k.size() - 5), "/real") << k;
+  }
+  EXPECT_EQ(keys.back(), "dir/real");
+  for (const auto& k : keys) EXPECT_EQ(k.find("fifo"), std::string::npos);
+  for (const auto& k : keys) EXPECT_EQ(k.find("dangling"), std::string::npos);
+}
+
+TEST_F(FileStoreTest, StateSurvivesReopening) {
+  ASSERT_TRUE(store_->Put("persist/k", Buffer::Copy("kept")).ok());
+  auto id = store_->CreateMultipartUpload("persist/mp");
+  ASSERT_TRUE(id.ok());
+  auto e1 = store_->UploadPart("persist/mp", *id, 1, Buffer::Copy("part1"));
+  ASSERT_TRUE(e1.ok());
+  store_.reset();
+  auto again = OpenFileStore(root_.string(), FileStoreOptions{.min_part_size = 4});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->Get("persist/k")->data.ToString(), "kept");
+  auto parts = (*again)->ListParts("persist/mp", *id);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  ASSERT_EQ(parts->size(), 1u);
+  auto e2 = (*again)->UploadPart("persist/mp", *id, 2, Buffer::Copy("part2"));
+  ASSERT_TRUE(e2.ok());
+  auto info = (*again)->CompleteMultipartUpload("persist/mp", *id, {{1, *e1}, {2, *e2}});
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->etag, MultipartEtag({*e1, *e2}));
+  EXPECT_EQ(ReadFile(root_ / "persist/mp"), "part1part2");
+  EXPECT_TRUE(fs::is_empty(root_ / ".strata-tmp/uploads"));
+  // The multipart ETag is what Head reports after another reopen.
+  auto third = OpenFileStore(root_.string());
+  EXPECT_EQ((*third)->Head("persist/mp")->etag, info->etag);
+}
+
+TEST_F(FileStoreTest, ReopeningRemovesTempFilesOfCrashedPuts) {
+  WriteFile(root_ / ".strata-tmp/put-crashed", "half written");
+  WriteFile(root_ / ".strata-tmp/put-live", "being written now");
+  fs::last_write_time(root_ / ".strata-tmp/put-crashed", fs::file_time_type::clock::now() - std::chrono::hours(48));
+  ASSERT_TRUE(OpenFileStore(root_.string()).ok());
+  EXPECT_FALSE(fs::exists(root_ / ".strata-tmp/put-crashed"));
+  EXPECT_TRUE(fs::exists(root_ / ".strata-tmp/put-live"));
+  EXPECT_TRUE(ListKeys().empty());  // staging is never listed
+}
+
+TEST_F(FileStoreTest, UploadIdsCannotEscapeTheStagingDir) {
+  for (const char* id : {"../../../etc", "", "0123456789abcdef0123456789abcdeg", "/tmp"}) {
+    EXPECT_EQ(store_->UploadPart("k", id, 1, Buffer::Copy("x")).status().code(), Code::kNotFound) << id;
+    EXPECT_EQ(store_->AbortMultipartUpload("k", id).code(), Code::kNotFound) << id;
+  }
+}
+
+TEST_F(FileStoreTest, ReadersNeverSeeAMix) {
+  const std::string a(1 << 20, 'a'), b(1 << 19, 'b');
+  ASSERT_TRUE(store_->Put("k", Buffer::Copy(a)).ok());
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 50; ++i) EXPECT_TRUE(store_->Put("k", Buffer::Copy(i % 2 ? a : b)).ok());
+    stop = true;
+  });
+  int reads = 0;
+  while (!stop || reads < 5) {
+    auto got = store_->Get("k");
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(got->data.view() == a || got->data.view() == b);
+    EXPECT_EQ(got->info.etag, ToHex(Md5(got->data.view())));
+    ++reads;
+  }
+  writer.join();
+}
+
+TEST_F(FileStoreTest, ParallelTransfersOverFiles) {
+  std::string data(3'000'001, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131);
+  auto put = ParallelPut(*store_, "big", Buffer::Copy(data), 1'000'000, 3);
+  ASSERT_TRUE(put.ok()) << put.status();
+  EXPECT_EQ(put->etag.substr(put->etag.size() - 2), "-4");
+  auto got = ParallelGet(*store_, "big", 700'000, 3);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->view() == data);
+}
+
+TEST_F(FileStoreTest, OpenStoreFileUrls) {
+  auto store = OpenStore("file://" + root_.string() + "?prefix=sub/");
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Put("x", Buffer::Copy("1")).ok());
+  EXPECT_EQ(ReadFile(root_ / "sub/x"), "1");
+  auto again = OpenStore((*store)->Url());
+  ASSERT_TRUE(again.ok()) << (*store)->Url();
+  EXPECT_TRUE((*again)->Head("x").ok());
+  EXPECT_EQ(store_->Url(), "file://" + fs::canonical(root_).string());
+}
+
+TEST(OpenFileStore, RootMustBeADirectory) {
+  auto file = fs::temp_directory_path() / ("strata-not-a-dir-" + std::to_string(::getpid()));
+  std::ofstream(file) << "x";
+  auto store = OpenFileStore(file.string());
+  EXPECT_EQ(store.status().code(), Code::kInvalidArgument) << store.status();
+  fs::remove(file);
+  EXPECT_EQ(OpenFileStore("").status().code(), Code::kInvalidArgument);
+  // A missing root is created.
+  auto fresh = fs::temp_directory_path() / ("strata-fresh-" + std::to_string(::getpid())) / "nested";
+  auto created = OpenFileStore(fresh.string());
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_TRUE(fs::is_directory(fresh / ".strata-tmp"));
+  fs::remove_all(fresh.parent_path());
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,596 @@
+#include "object/s3_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "base/executor.h"
+#include "base/hash.h"
+#include "base/metrics.h"
+#include "net/http.h"
+#include "net/s3_errors.h"
+#include "net/s3_xml.h"
+#include "net/uri.h"
+#include "object/s3_request.h"
+
+namespace strata {
+namespace {
+
+constexpr int kMaxParts = 10000;
+constexpr int kChangedRetries = 3;  // restarts of a parallel GET whose object changed under it
+
+std::string QuoteEtag(std::string_view etag) {
+  if (etag == "*" || (!etag.empty() && etag.front() == '"')) return std::string(etag);
+  return "\"" + std::string(etag) + "\"";
+}
+
+bool LooksLikeMd5(std::string_view etag) {
+  return etag.size() == 32 && std::all_of(etag.begin(), etag.end(), [](char c) { return std::isxdigit(c); });
+}
+
+ObjectInfo InfoFromHeaders(const HttpResponse& resp, std::string key, uint64_t size) {
+  ObjectInfo info;
+  info.key = std::move(key);
+  info.size = size;
+  info.etag = UnquoteEtag(resp.Header("ETag").value_or(""));
+  if (auto lm = resp.Header("Last-Modified")) {
+    auto t = ParseHttpDate(*lm);
+    if (t.ok()) info.mtime = *t;
+  }
+  return info;
+}
+
+Result<uint64_t> ContentLength(const HttpResponse& resp, std::string_view what) {
+  auto cl = resp.Header("Content-Length");
+  uint64_t n = 0;
+  if (!cl || cl->empty() || cl->size() > 19 ||
+      !std::all_of(cl->begin(), cl->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return Status(Code::kCorruption, std::string(what) + ": response without a valid Content-Length");
+  }
+  n = std::stoull(*cl);
+  return n;
+}
+
+void AddGetConditions(HttpHeaders& h, const GetOptions& o) {
+  if (!o.if_match.empty()) h.emplace_back("If-Match", QuoteEtag(o.if_match));
+  if (!o.if_none_match.empty()) h.emplace_back("If-None-Match", QuoteEtag(o.if_none_match));
+  if (o.if_modified_since) h.emplace_back("If-Modified-Since", FormatHttpDate(*o.if_modified_since));
+  if (o.if_unmodified_since) h.emplace_back("If-Unmodified-Since", FormatHttpDate(*o.if_unmodified_since));
+}
+
+// S3 may answer 200 with an <Error> body for Complete and Copy.
+Status ErrorInOkBody(const HttpResponse& resp, std::string_view resource) {
+  std::string_view body = resp.body.view();
+  if (body.find("<Error>") == std::string_view::npos) return Status::Ok();
+  auto err = DecodeS3Error(body);
+  std::string code = err.ok() ? err->code : "InternalError";
+  return StatusFromS3Error(code == "InternalError" || code == "SlowDown" ? 500 : 400, code,
+                           err.ok() ? err->message : "", resource);
+}
+
+// Checks a 206 answer against the range asked for: [first, last_max] (or the
+// last `suffix` bytes). Data from a mismatching range is never returned.
+Status CheckContentRange(const HttpResponse& r, uint64_t first, uint64_t last_max, std::optional<uint64_t> suffix,
+                         ContentRange* out) {
+  auto header = r.Header("Content-Range");
+  if (!header) return Status(Code::kCorruption, "206 response without Content-Range");
+  auto cr = ParseContentRange(*header);
+  if (!cr.ok() || cr->unsatisfied || !cr->total) {
+    return Status(Code::kCorruption, "bad Content-Range '" + *header + "'");
+  }
+  bool ok = r.body_bytes == cr->last - cr->first + 1;
+  if (suffix) {
+    uint64_t want = std::min(*suffix, *cr->total);
+    ok = ok && cr->last + 1 == *cr->total && cr->last - cr->first + 1 == want;
+  } else {
+    ok = ok && cr->first == first && cr->last <= last_max;
+  }
+  if (!ok) {
+    return Status(Code::kCorruption,
+                  "server answered Content-Range '" + *header + "' with " + std::to_string(r.body_bytes) +
+                      " bytes for the requested range" +
+                      (suffix ? " (last " + std::to_string(*suffix) + " bytes)"
+                              : " " + std::to_string(first) + "-" + std::to_string(last_max)),
+                  "ContentRangeMismatch", false);
+  }
+  *out = *cr;
+  return Status::Ok();
+}
+
+// A 206 for an object of zero bytes ("bytes 0-0/0" from s3rver, with a
+// Content-Length its body never fills) is treated like S3's 416.
+Status RejectEmptyObjectRange(int status, const HttpHeaders& headers) {
+  if (status != 206) return Status::Ok();
+  const std::string* cr = FindHeader(headers, "Content-Range");
+  if (cr && cr->size() >= 2 && cr->substr(cr->size() - 2) == "/0") {
+    return Status(Code::kOutOfRange, "ranged read of an empty object", "InvalidRange", false);
+  }
+  return Status::Ok();
+}
+
+S3Call MakeCall(std::string op, std::string method, std::optional<std::string> key,
+                std::vector<std::pair<std::string, std::string>> query = {}, Buffer body = {}) {
+  S3Call call;
+  call.op = std::move(op);
+  call.method = std::move(method);
+  call.key = std::move(key);
+  call.query = std::move(query);
+  call.body = std::move(body);
+  return call;
+}
+
+class S3Store : public ObjectStore {
+ public:
+  explicit S3Store(std::unique_ptr<S3Requester> r) : r_(std::move(r)) {}
+
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override;
+  Result<ObjectInfo> Head(std::string_view key) override;
+  Result<ListResult> List(const ListOptions& options) override;
+  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override;
+  Status Delete(std::string_view key) override;
+  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override;
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
+                                 Buffer data) override;
+  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                             const std::vector<CompletedPart>& parts) override;
+  Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
+  std::string Url() const override { return S3ConfigUrl(r_->config()); }
+
+ private:
+  Result<GetResult> GetAttempt(std::string_view key, const GetOptions& options, bool* changed);
+  Result<GetResult> GetSuffix(std::string_view key, const GetOptions& options);
+  Result<GetResult> GetEmptyRange(std::string_view key, const GetOptions& options);
+  Result<GetResult> GetWhole(std::string_view key, const GetOptions& options);
+  Status FetchChunks(const std::string& full, const std::string& etag, uint64_t from, uint64_t to, uint8_t* dst);
+  Result<ObjectInfo> PutSingle(std::string_view key, Buffer data, const PutOptions& options);
+  Result<ObjectInfo> PutMultipart(std::string_view key, Buffer data, const PutOptions& options);
+  // key is store-relative; `what` names the operation for messages.
+  Result<std::string> DoUploadPart(const std::string& full, std::string_view upload_id, int part_number,
+                                   const Buffer& data);
+
+  const S3Config& cfg() const { return r_->config(); }
+  // Continuation tokens are the server's, wrapped with a checksum bound to
+  // this store, so a garbage or foreign token is InvalidArgument here (RGW
+  // would silently accept it as a start key; s3rver fails with a 500).
+  std::string WrapToken(const std::string& raw) const;
+  Result<std::string> UnwrapToken(std::string_view token) const;
+
+  std::unique_ptr<S3Requester> r_;
+  std::mutex mu_;
+  std::map<std::string, PutOptions, std::less<>> upload_conditions_;  // by upload id, sent on Complete
+};
+
+Result<GetResult> S3Store::Get(std::string_view key, const GetOptions& options) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  if (options.range && options.range->suffix) return GetSuffix(key, options);
+  if (options.range && options.range->length && *options.range->length == 0) return GetEmptyRange(key, options);
+  for (int i = 0;; ++i) {
+    bool changed = false;
+    auto r = GetAttempt(key, options, &changed);
+    if (r.ok() || !changed || i + 1 >= kChangedRetries) return r;
+  }
+}
+
+// HTTP cannot ask for zero bytes; answer from a HEAD with the same checks.
+Result<GetResult> S3Store::GetEmptyRange(std::string_view key, const GetOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(key));
+  uint64_t begin = 0, end = 0;
+  STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end));
+  if (!options.if_match.empty() && options.if_match != "*" && UnquoteEtag(options.if_match) != info.etag) {
+    return Status(Code::kPreconditionFailed, "If-Match failed for " + r_->Resource(r_->FullKey(key)));
+  }
+  return GetResult{info, begin, Buffer()};
+}
+
+// Without Range: for empty objects, where S3 refuses every range (416) and
+// s3rver answers a bogus "bytes 0-0/0" with a body it never sends.
+Result<GetResult> S3Store::GetWhole(std::string_view key, const GetOptions& options) {
+  S3Call whole = MakeCall("GetObject", "GET", r_->FullKey(key));
+  AddGetConditions(whole.headers, options);
+  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(whole));
+  uint64_t b = 0, e = 0;
+  STRATA_RETURN_IF_ERROR(ResolveRange(options.range, resp.body.size(), &b, &e));
+  return GetResult{InfoFromHeaders(resp, std::string(key), resp.body.size()), b, resp.body.Slice(b, e - b)};
+}
+
+Result<GetResult> S3Store::GetSuffix(std::string_view key, const GetOptions& options) {
+  std::string full = r_->FullKey(key);
+  uint64_t n = *options.range->suffix;
+  if (n == 0) return Status(Code::kOutOfRange, "suffix range of zero bytes for " + r_->Resource(full));
+  S3Call call = MakeCall("GetObject", "GET", full);
+  call.headers.emplace_back("Range", "bytes=-" + std::to_string(n));
+  AddGetConditions(call.headers, options);
+  ContentRange cr;
+  call.validate = [&](const HttpResponse& r) {
+    return r.status == 206 ? CheckContentRange(r, 0, 0, n, &cr) : Status::Ok();
+  };
+  call.on_headers = RejectEmptyObjectRange;
+  auto result = r_->Execute(call);
+  if (!result.ok() && result.status().code() == Code::kOutOfRange) return GetWhole(key, options);
+  if (!result.ok()) return result.status();
+  HttpResponse& resp = *result;
+  if (resp.status == 206) {
+    return GetResult{InfoFromHeaders(resp, std::string(key), *cr.total), cr.first, resp.body};
+  }
+  uint64_t size = resp.body.size(), begin = 0, end = 0;  // the whole object: slice it here
+  STRATA_RETURN_IF_ERROR(ResolveRange(options.range, size, &begin, &end));
+  return GetResult{InfoFromHeaders(resp, std::string(key), size), begin, resp.body.Slice(begin, end - begin)};
+}
+
+Result<GetResult> S3Store::GetAttempt(std::string_view key, const GetOptions& options, bool* changed) {
+  std::string full = r_->FullKey(key);
+  uint64_t begin = options.range ? options.range->offset : 0;
+  // UINT64_MAX: to the end. Clamped so begin + want cannot overflow.
+  uint64_t want = options.range && options.range->length ? *options.range->length : UINT64_MAX;
+  want = std::min(want, UINT64_MAX - begin);
+  // A small explicit range is fetched at once; anything else starts with one
+  // part, whose Content-Range tells the size and the ETag to pin.
+  bool small = want <= cfg().parallel_get_threshold;
+  uint64_t first_len = small ? want : std::min<uint64_t>(want, cfg().part_size);
+  uint64_t last_max = begin + first_len - 1;
+  S3Call call = MakeCall("GetObject", "GET", full);
+  call.headers.emplace_back("Range", "bytes=" + std::to_string(begin) + "-" + std::to_string(last_max));
+  AddGetConditions(call.headers, options);
+  ContentRange cr;
+  call.validate = [&](const HttpResponse& r) {
+    return r.status == 206 ? CheckContentRange(r, begin, last_max, std::nullopt, &cr) : Status::Ok();
+  };
+  call.on_headers = RejectEmptyObjectRange;
+  auto probe = r_->Execute(call);
+  // S3 refuses any range on an empty object; fetch it whole.
+  if (!probe.ok() && probe.status().code() == Code::kOutOfRange && begin == 0) return GetWhole(key, options);
+  if (!probe.ok()) return probe.status();
+  HttpResponse& resp = *probe;
+  if (resp.status != 206) {  // the server ignored Range and sent everything
+    uint64_t b = 0, e = 0;
+    STRATA_RETURN_IF_ERROR(ResolveRange(options.range, resp.body.size(), &b, &e));
+    return GetResult{InfoFromHeaders(resp, std::string(key), resp.body.size()), b, resp.body.Slice(b, e - b)};
+  }
+  ObjectInfo info = InfoFromHeaders(resp, std::string(key), *cr.total);
+  uint64_t end = std::min(*cr.total, begin + want);
+  if (cr.last + 1 >= end) return GetResult{info, begin, resp.body};
+  if (info.etag.empty()) {
+    return Status(Code::kNotSupported,
+                  "server sent no ETag for " + r_->Resource(full) + "; cannot pin a parallel read");
+  }
+  MutableBuffer buf(end - begin);
+  std::memcpy(buf.data(), resp.body.data(), resp.body.size());
+  Status s = FetchChunks(full, info.etag, cr.last + 1, end, buf.data() + (cr.last + 1 - begin));
+  if (!s.ok()) {
+    // The ETag pin failed: the object was replaced mid-read. Start over unless
+    // the caller pinned it themselves.
+    *changed = s.code() == Code::kPreconditionFailed && options.if_match.empty();
+    return s;
+  }
+  return GetResult{info, begin, std::move(buf).Freeze()};
+}
+
+Status S3Store::FetchChunks(const std::string& full, const std::string& etag, uint64_t from, uint64_t to,
+                            uint8_t* dst) {
+  const uint64_t part = cfg().part_size;
+  const size_t n = static_cast<size_t>((to - from + part - 1) / part);
+  std::mutex mu;
+  Status first_error;
+  std::atomic<bool> failed{false};
+  ParallelFor(n, static_cast<size_t>(cfg().concurrency), [&](size_t i) {
+    if (failed.load()) return;
+    uint64_t off = from + i * part;
+    uint64_t len = std::min(part, to - off);
+    S3Call call = MakeCall("GetObject", "GET", full);
+    call.headers.emplace_back("Range", "bytes=" + std::to_string(off) + "-" + std::to_string(off + len - 1));
+    call.headers.emplace_back("If-Match", QuoteEtag(etag));
+    call.sink = BodySink{dst + (off - from), len};
+    call.validate = [&, off, len](const HttpResponse& r) -> Status {
+      ContentRange cr;
+      if (r.status != 206) return Status(Code::kCorruption, "expected 206 for a ranged part read", "", true);
+      STRATA_RETURN_IF_ERROR(CheckContentRange(r, off, off + len - 1, std::nullopt, &cr));
+      if (r.body_bytes != len) return Status(Code::kCorruption, "short ranged part", "", true);
+      return Status::Ok();
+    };
+    auto r = r_->Execute(call);
+    if (!r.ok()) {
+      std::lock_guard lock(mu);
+      if (first_error.ok()) first_error = r.status();
+      failed = true;
+    }
+  });
+  return first_error;
+}
+
+std::string S3Store::WrapToken(const std::string& raw) const {
+  uint32_t crc = Crc32c(cfg().bucket + "/" + cfg().prefix + "\n" + raw);
+  return "s3." + ToHex(&crc, sizeof(crc)) + "." + Base64Encode(raw.data(), raw.size());
+}
+
+Result<std::string> S3Store::UnwrapToken(std::string_view token) const {
+  auto bad = [&] {
+    return InvalidArgumentError("bad continuation token for s3://" + cfg().bucket + "/" + cfg().prefix +
+                                " (tokens come from a previous List of the same store)");
+  };
+  if (token.size() < 12 || token.substr(0, 3) != "s3." || token[11] != '.') return bad();
+  std::string raw;
+  if (!Base64Decode(token.substr(12), &raw)) return bad();
+  if (WrapToken(raw) != token) return bad();
+  return raw;
+}
+
+Result<ObjectInfo> S3Store::Head(std::string_view key) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  std::string full = r_->FullKey(key);
+  S3Call call = MakeCall("HeadObject", "HEAD", full);
+  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+  STRATA_ASSIGN_OR_RETURN(uint64_t size, ContentLength(resp, "HEAD " + r_->Resource(full)));
+  return InfoFromHeaders(resp, std::string(key), size);
+}
+
+Result<ListResult> S3Store::List(const ListOptions& options) {
+  if (options.max_keys < 1) {
+    return InvalidArgumentError("max_keys must be at least 1, got " + std::to_string(options.max_keys));
+  }
+  const std::string& base = cfg().prefix;
+  S3Call call = MakeCall("ListObjectsV2", "GET", std::nullopt);
+  call.query.emplace_back("list-type", "2");
+  call.query.emplace_back("encoding-type", "url");
+  call.query.emplace_back("max-keys", std::to_string(std::min(options.max_keys, 1000)));
+  if (!base.empty() || !options.prefix.empty()) call.query.emplace_back("prefix", base + options.prefix);
+  if (!options.delimiter.empty()) call.query.emplace_back("delimiter", options.delimiter);
+  if (!options.start_after.empty()) call.query.emplace_back("start-after", base + options.start_after);
+  if (!options.continuation_token.empty()) {
+    STRATA_ASSIGN_OR_RETURN(std::string raw, UnwrapToken(options.continuation_token));
+    call.query.emplace_back("continuation-token", raw);
+  }
+  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+  auto decoded = DecodeListObjectsV2(resp.body.view());
+  if (!decoded.ok()) return decoded.status().WithContext("ListObjectsV2 s3://" + cfg().bucket);
+  ListResult out;
+  for (auto& e : decoded->contents) {
+    if (e.key.compare(0, base.size(), base) != 0 || e.key.size() == base.size()) continue;
+    out.objects.push_back(ObjectInfo{e.key.substr(base.size()), e.size, UnquoteEtag(e.etag), e.last_modified});
+  }
+  for (auto& p : decoded->common_prefixes) {
+    if (p.compare(0, base.size(), base) != 0) continue;
+    out.common_prefixes.push_back(p.substr(base.size()));
+  }
+  out.truncated = decoded->is_truncated;
+  if (decoded->is_truncated) out.next_continuation_token = WrapToken(decoded->next_continuation_token);
+  if (out.truncated && out.next_continuation_token.empty()) {
+    return Status(Code::kCorruption, "ListObjectsV2 s3://" + cfg().bucket + ": truncated without a continuation token");
+  }
+  return out;
+}
+
+Result<ObjectInfo> S3Store::Put(std::string_view key, Buffer data, const PutOptions& options) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  bool conditional = !options.if_match.empty() || options.if_none_match;
+  // Conditions go on a single PUT (S3 checks them atomically there).
+  if (data.size() > cfg().part_size && !conditional) return PutMultipart(key, std::move(data), options);
+  return PutSingle(key, std::move(data), options);
+}
+
+Result<ObjectInfo> S3Store::PutSingle(std::string_view key, Buffer data, const PutOptions& options) {
+  std::string full = r_->FullKey(key);
+  std::string md5 = ToHex(Md5(data.data(), data.size()));
+  S3Call call = MakeCall("PutObject", "PUT", full, {}, data);
+  call.headers.emplace_back("Content-MD5", Base64Encode(Md5(data.data(), data.size())));
+  if (!options.content_type.empty()) call.headers.emplace_back("Content-Type", options.content_type);
+  if (!options.if_match.empty()) call.headers.emplace_back("If-Match", QuoteEtag(options.if_match));
+  if (options.if_none_match) call.headers.emplace_back("If-None-Match", "*");
+  call.validate = [&](const HttpResponse& r) -> Status {
+    std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
+    if (LooksLikeMd5(etag) && etag != md5) {
+      return Status(Code::kCorruption, "server ETag " + etag + " differs from the MD5 " + md5 + " of the bytes sent",
+                    "BadDigest", true);
+    }
+    return Status::Ok();
+  };
+  auto result = r_->Execute(call);
+  if (!result.ok() && result.status().code() == Code::kPreconditionFailed && !options.if_match.empty()) {
+    // Ceph RGW (16.x) compares a PUT's If-Match with the unquoted ETag, so a
+    // correct quoted tag fails. When the current ETag does match, resend
+    // unquoted: still a conditional PUT, so a concurrent change still fails.
+    auto head = Head(key);
+    if (head.ok() && head->etag == UnquoteEtag(options.if_match)) {
+      SetHeader(call.headers, "If-Match", UnquoteEtag(options.if_match));
+      result = r_->Execute(call);
+    }
+  }
+  if (!result.ok()) return result.status();
+  const HttpResponse& resp = *result;
+  ObjectInfo info = InfoFromHeaders(resp, std::string(key), data.size());
+  if (info.etag.empty()) info.etag = md5;
+  if (info.mtime == WallTime{}) info.mtime = std::chrono::time_point_cast<std::chrono::seconds>(r_->clock().WallNow());
+  return info;
+}
+
+Result<ObjectInfo> S3Store::PutMultipart(std::string_view key, Buffer data, const PutOptions& options) {
+  uint64_t part = cfg().part_size;
+  if ((data.size() + part - 1) / part > kMaxParts) part = ((data.size() / kMaxParts >> 20) + 1) << 20;
+  const size_t n = static_cast<size_t>((data.size() + part - 1) / part);
+  STRATA_ASSIGN_OR_RETURN(std::string upload_id, CreateMultipartUpload(key, options));
+  std::string full = r_->FullKey(key);
+  std::vector<CompletedPart> parts(n);
+  std::mutex mu;
+  Status first_error;
+  std::atomic<bool> failed{false};
+  ParallelFor(n, static_cast<size_t>(cfg().concurrency), [&](size_t i) {
+    if (failed.load()) return;
+    auto etag = DoUploadPart(full, upload_id, static_cast<int>(i + 1), data.Slice(i * part, part));
+    std::lock_guard lock(mu);
+    if (etag.ok()) {
+      parts[i] = CompletedPart{static_cast<int>(i + 1), *etag};
+    } else if (first_error.ok()) {
+      first_error = etag.status();
+      failed = true;
+    }
+  });
+  Result<ObjectInfo> done = first_error.ok() ? CompleteMultipartUpload(key, upload_id, parts) : first_error;
+  if (!done.ok()) {
+    AbortMultipartUpload(key, upload_id).IgnoreError();  // best effort; the error that matters is `done`
+    return done;
+  }
+  done->size = data.size();
+  return done;
+}
+
+Status S3Store::Delete(std::string_view key) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  S3Call call = MakeCall("DeleteObject", "DELETE", r_->FullKey(key));
+  auto r = r_->Execute(call);
+  if (!r.ok() && r.status().code() == Code::kNotFound && r.status().cause() == "NoSuchKey") return Status::Ok();
+  return r.status();
+}
+
+Result<std::string> S3Store::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  std::string full = r_->FullKey(key);
+  S3Call call = MakeCall("CreateMultipartUpload", "POST", full, {{"uploads", ""}});
+  if (!options.content_type.empty()) call.headers.emplace_back("Content-Type", options.content_type);
+  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+  auto decoded = DecodeInitiateMultipartUpload(resp.body.view());
+  if (!decoded.ok()) return decoded.status().WithContext("CreateMultipartUpload " + r_->Resource(full));
+  if (decoded->upload_id.empty()) {
+    return Status(Code::kCorruption, "CreateMultipartUpload " + r_->Resource(full) + ": no UploadId in the answer");
+  }
+  if (!options.if_match.empty() || options.if_none_match) {
+    std::lock_guard lock(mu_);
+    upload_conditions_[decoded->upload_id] = options;
+  }
+  return decoded->upload_id;
+}
+
+Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_view upload_id, int part_number,
+                                          const Buffer& data) {
+  if (part_number < 1 || part_number > kMaxParts) {
+    return InvalidArgumentError("part number " + std::to_string(part_number) + " for " + r_->Resource(full) +
+                                " is outside 1..10000");
+  }
+  std::string md5 = ToHex(Md5(data.data(), data.size()));
+  S3Call call = MakeCall("UploadPart", "PUT", full,
+                         {{"partNumber", std::to_string(part_number)}, {"uploadId", std::string(upload_id)}}, data);
+  call.headers.emplace_back("Content-MD5", Base64Encode(Md5(data.data(), data.size())));
+  call.validate = [&](const HttpResponse& r) -> Status {
+    std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
+    if (etag.empty()) return Status(Code::kCorruption, "UploadPart answer without an ETag", "", true);
+    if (LooksLikeMd5(etag) && etag != md5) {
+      return Status(Code::kCorruption, "part ETag " + etag + " differs from the MD5 " + md5 + " sent", "BadDigest",
+                    true);
+    }
+    return Status::Ok();
+  };
+  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+  return UnquoteEtag(resp.Header("ETag").value_or(""));
+}
+
+Result<std::string> S3Store::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
+                                        Buffer data) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  return DoUploadPart(r_->FullKey(key), upload_id, part_number, data);
+}
+
+Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                                    const std::vector<CompletedPart>& parts) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  std::string full = r_->FullKey(key);
+  if (parts.empty()) {
+    return InvalidArgumentError("CompleteMultipartUpload " + r_->Resource(full) + ": no parts");
+  }
+  std::vector<S3CompletedPart> wire;
+  for (const auto& p : parts) wire.push_back(S3CompletedPart{p.part_number, QuoteEtag(p.etag)});
+  S3Call call = MakeCall("CompleteMultipartUpload", "POST", full, {{"uploadId", std::string(upload_id)}},
+                         Buffer::FromString(EncodeCompleteMultipartUpload(wire)));
+  call.headers.emplace_back("Content-Type", "application/xml");
+  {
+    std::lock_guard lock(mu_);
+    auto it = upload_conditions_.find(upload_id);
+    if (it != upload_conditions_.end()) {
+      if (!it->second.if_match.empty()) call.headers.emplace_back("If-Match", QuoteEtag(it->second.if_match));
+      if (it->second.if_none_match) call.headers.emplace_back("If-None-Match", "*");
+    }
+  }
+  std::string resource = r_->Resource(full);
+  call.validate = [&](const HttpResponse& r) { return ErrorInOkBody(r, resource); };
+  auto result = r_->Execute(call);
+  if (!result.ok() && result.status().retryable()) {
+    // Ceph RGW (16.x) answers 500 "completion already in progress" for an
+    // unknown upload id; ask ListParts, which says NoSuchUpload plainly.
+    S3Call probe = MakeCall("ListParts", "GET", full, {{"uploadId", std::string(upload_id)}, {"max-parts", "1"}});
+    auto parts_answer = r_->Execute(probe);
+    if (!parts_answer.ok() && parts_answer.status().code() == Code::kNotFound) return parts_answer.status();
+  }
+  if (!result.ok()) return result.status();
+  const HttpResponse& resp = *result;
+  {
+    std::lock_guard lock(mu_);
+    upload_conditions_.erase(std::string(upload_id));
+  }
+  auto decoded = DecodeCompleteMultipartUploadResult(resp.body.view());
+  std::string etag = decoded.ok() ? UnquoteEtag(decoded->etag) : std::string();
+  // RGW answers an empty <ETag>; the size is never in the answer: HEAD.
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(key));
+  if (!etag.empty()) info.etag = etag;
+  return info;
+}
+
+Status S3Store::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  S3Call call = MakeCall("AbortMultipartUpload", "DELETE", r_->FullKey(key), {{"uploadId", std::string(upload_id)}});
+  auto r = r_->Execute(call);
+  std::lock_guard lock(mu_);
+  upload_conditions_.erase(std::string(upload_id));
+  return r.status();
+}
+
+Result<std::vector<PartInfo>> S3Store::ListParts(std::string_view key, std::string_view upload_id) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  std::string full = r_->FullKey(key);
+  std::vector<PartInfo> out;
+  int marker = 0;
+  for (int page = 0; page < kMaxParts; ++page) {
+    S3Call call = MakeCall("ListParts", "GET", full, {{"uploadId", std::string(upload_id)}});
+    if (marker > 0) call.query.emplace_back("part-number-marker", std::to_string(marker));
+    STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+    auto decoded = DecodeListParts(resp.body.view());
+    if (!decoded.ok()) return decoded.status().WithContext("ListParts " + r_->Resource(full));
+    for (const auto& p : decoded->parts) out.push_back(PartInfo{p.part_number, UnquoteEtag(p.etag), p.size});
+    if (!decoded->is_truncated) return out;
+    if (decoded->next_part_number_marker <= marker) {
+      return Status(Code::kCorruption,
+                    "ListParts " + r_->Resource(full) + ": truncated but the marker did not advance");
+    }
+    marker = decoded->next_part_number_marker;
+  }
+  return Status(Code::kCorruption, "ListParts " + r_->Resource(full) + ": too many pages");
+}
+
+Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_key) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
+  STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
+  std::string src = r_->FullKey(src_key), dst = r_->FullKey(dst_key);
+  S3Call call = MakeCall("CopyObject", "PUT", dst);
+  call.headers.emplace_back("x-amz-copy-source", UriEncode(cfg().bucket) + "/" + UriEncode(src, false));
+  std::string resource = r_->Resource(dst);
+  call.validate = [&](const HttpResponse& r) { return ErrorInOkBody(r, resource); };
+  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+  auto decoded = DecodeCopyObjectResult(resp.body.view());
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(dst_key));
+  if (decoded.ok() && !decoded->etag.empty()) info.etag = UnquoteEtag(decoded->etag);
+  return info;
+}
+
+}  // namespace
+
+Result<ObjectStorePtr> OpenS3Store(const S3Config& config) {
+  STRATA_ASSIGN_OR_RETURN(auto requester, S3Requester::Create(config));
+  return ObjectStorePtr(std::make_shared<S3Store>(std::move(requester)));
+}
+
+Result<ObjectStorePtr> OpenS3StoreFromUrl(std::string_view url) {
+  STRATA_ASSIGN_OR_RETURN(S3Config config, S3ConfigFromUrl(url));
+  return OpenS3Store(config);
+}
+
+}  // namespace strata

@@ -1,0 +1,124 @@
+#include "object/transfer.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "base/executor.h"
+
+namespace strata {
+namespace {
+
+// Collects the first error from parallel workers; later ones are dropped.
+class FirstError {
+ public:
+  void Set(Status st) {
+    std::lock_guard lock(mu_);
+    if (status_.ok()) status_ = std::move(st);
+    failed_ = true;
+  }
+  bool failed() const { return failed_.load(); }
+  Status status() {
+    std::lock_guard lock(mu_);
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  Status status_;
+  std::atomic<bool> failed_{false};
+};
+
+Status CheckArgs(std::string_view op, std::string_view key, uint64_t part_size, int concurrency) {
+  if (part_size == 0 || concurrency < 1) {
+    return InvalidArgumentError(std::string(op) + " of '" + std::string(key) +
+                                "' needs part_size > 0 and concurrency >= 1");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Buffer> ParallelGet(ObjectStore& store, std::string_view key, uint64_t part_size, int concurrency) {
+  STRATA_RETURN_IF_ERROR(CheckArgs("ParallelGet", key, part_size, concurrency));
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, store.Head(key));
+  GetOptions pinned;
+  pinned.if_match = info.etag;
+  if (info.size <= part_size) {
+    STRATA_ASSIGN_OR_RETURN(GetResult whole, store.Get(key, pinned));
+    return std::move(whole.data);
+  }
+  const uint64_t parts = (info.size + part_size - 1) / part_size;
+  MutableBuffer out(info.size);
+  FirstError error;
+  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
+    if (error.failed()) return;
+    GetOptions options = pinned;
+    const uint64_t offset = i * part_size;
+    const uint64_t length = std::min(part_size, info.size - offset);
+    options.range = ByteRange::Of(offset, length);
+    auto got = store.Get(key, options);
+    if (!got.ok()) return error.Set(got.status());
+    if (got->offset != offset || got->data.size() != length) {
+      return error.Set(UnavailableError("range " + std::to_string(offset) + "+" + std::to_string(length) + " of '" +
+                                        std::string(key) + "' came back as " + std::to_string(got->offset) + "+" +
+                                        std::to_string(got->data.size())));
+    }
+    std::memcpy(out.data() + offset, got->data.data(), length);
+  });
+  STRATA_RETURN_IF_ERROR(error.status());
+  return std::move(out).Freeze();
+}
+
+Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer data, uint64_t part_size,
+                               int concurrency, const PutOptions& options) {
+  STRATA_RETURN_IF_ERROR(CheckArgs("ParallelPut", key, part_size, concurrency));
+  if (data.size() <= part_size) return store.Put(key, std::move(data), options);
+  const std::string k(key);
+  if (part_size < store.MinPartSize()) {
+    return InvalidArgumentError("ParallelPut of '" + k + "': part size " + std::to_string(part_size) +
+                                " is below the store's minimum of " + std::to_string(store.MinPartSize()));
+  }
+  const uint64_t parts = (data.size() + part_size - 1) / part_size;
+  if (parts > 10000) {
+    return InvalidArgumentError("ParallelPut of '" + k + "' would need " + std::to_string(parts) +
+                                " parts (max 10000); raise the part size");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string upload_id, store.CreateMultipartUpload(key, options));
+  std::vector<CompletedPart> completed(parts);
+  FirstError error;
+  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
+    if (error.failed()) return;
+    int number = static_cast<int>(i) + 1;
+    auto etag = store.UploadPart(key, upload_id, number, data.Slice(i * part_size, part_size));
+    if (!etag.ok()) return error.Set(etag.status());
+    completed[i] = CompletedPart{number, std::move(*etag)};
+  });
+  Status st = error.status();
+  if (st.ok()) {
+    auto info = store.CompleteMultipartUpload(key, upload_id, completed);
+    if (info.ok()) return info;
+    st = info.status();
+  }
+  // Best effort: the caller needs the original error, not the cleanup's.
+  store.AbortMultipartUpload(key, upload_id).IgnoreError();
+  return st;
+}
+
+Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix) {
+  std::vector<ObjectInfo> all;
+  ListOptions options;
+  options.prefix = std::string(prefix);
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(ListResult page, store.List(options));
+    for (ObjectInfo& info : page.objects) all.push_back(std::move(info));
+    if (!page.truncated) break;
+    if (page.next_continuation_token.empty() || page.next_continuation_token == options.continuation_token) {
+      return InternalError("listing '" + std::string(prefix) + "' is truncated but gives no new continuation token");
+    }
+    options.continuation_token = std::move(page.next_continuation_token);
+  }
+  return all;
+}
+
+}  // namespace strata

@@ -1,0 +1,153 @@
+#include "object/transfer.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "object/cloud_store.h"
+#include "object/fault_store.h"
+#include "object/mem_store.h"
+
+namespace strata {
+namespace {
+
+std::string RandomBytes(size_t n) {
+  std::mt19937 gen(1234);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(gen());
+  return s;
+}
+
+std::shared_ptr<ObjectStore> SmallPartStore() { return MakeMemStore("", MemStoreOptions{.min_part_size = 1000}); }
+
+TEST(ParallelGet, ReassemblesRangesExactly) {
+  auto store = SmallPartStore();
+  const std::string data = RandomBytes(100'003);
+  ASSERT_TRUE(store->Put("k", Buffer::Copy(data)).ok());
+  for (uint64_t part : {1000u, 4096u, 100'003u, 1u << 20}) {
+    auto got = ParallelGet(*store, "k", part, 4);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(got->view() == data) << part;
+  }
+  ASSERT_TRUE(store->Put("empty", Buffer()).ok());
+  auto empty = ParallelGet(*store, "empty", 1000, 4);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->size(), 0u);
+  EXPECT_EQ(ParallelGet(*store, "missing", 1000, 4).status().code(), Code::kNotFound);
+  EXPECT_EQ(ParallelGet(*store, "k", 0, 4).status().code(), Code::kInvalidArgument);
+}
+
+TEST(ParallelGet, PinsTheEtagSoOverwritesCannotMix) {
+  auto inner = SmallPartStore();
+  ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
+  // Overwrite the object after the Head, before the ranged reads.
+  class OverwriteAfterHead : public FaultStore {
+   public:
+    using FaultStore::FaultStore;
+    Result<ObjectInfo> Head(std::string_view key) override {
+      auto info = FaultStore::Head(key);
+      inner().Put(key, Buffer::Copy(std::string(10'000, 'z'))).status().IgnoreError();
+      return info;
+    }
+  };
+  OverwriteAfterHead store(inner, FaultConfig{}, RealClock());
+  EXPECT_EQ(ParallelGet(store, "k", 1000, 4).status().code(), Code::kPreconditionFailed);
+}
+
+TEST(ParallelGet, FirstErrorWins) {
+  auto inner = SmallPartStore();
+  ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
+  FaultStore store(inner, FaultConfig{}, RealClock());
+  store.FailKey("k", UnavailableError("injected"), 1, FaultOp::kGet);
+  EXPECT_EQ(ParallelGet(store, "k", 1000, 3).status().code(), Code::kUnavailable);
+}
+
+TEST(ParallelGet, ConcurrencyDividesEmulatedTime) {
+  // 8 ranges of 1 MB at 1 MB/s + 10 ms each; the Head costs 10 ms.
+  auto run = [](int concurrency) {
+    FakeClock clock(true);
+    CloudProfile profile;
+    profile.first_byte = std::chrono::milliseconds(10);
+    profile.bytes_per_second_per_connection = 1e6;
+    auto inner = MakeMemStore();
+    EXPECT_TRUE(inner->Put("k", Buffer::Copy(std::string(8'000'000, 'x'))).ok());
+    auto store = EmulateCloud(inner, profile, clock);
+    EXPECT_TRUE(ParallelGet(*store, "k", 1'000'000, concurrency).ok());
+    return clock.TotalSlept();
+  };
+  // Total request-time is the same whatever the concurrency: 9 requests' latency + 8 s of body.
+  EXPECT_EQ(run(1), std::chrono::milliseconds(90 + 8000));
+  EXPECT_EQ(run(8), std::chrono::milliseconds(90 + 8000));
+}
+
+TEST(ParallelPut, SmallDataIsOnePut) {
+  auto store = SmallPartStore();
+  auto info = ParallelPut(*store, "k", Buffer::Copy("small"), 1000, 4);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->etag.find('-'), std::string::npos);
+  EXPECT_EQ(store->Get("k")->data.ToString(), "small");
+}
+
+TEST(ParallelPut, LargeDataIsMultipart) {
+  auto store = SmallPartStore();
+  const std::string data = RandomBytes(10'500);
+  auto info = ParallelPut(*store, "k", Buffer::Copy(data), 1000, 4);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->size, data.size());
+  EXPECT_TRUE(info->etag.size() > 3 && info->etag.substr(info->etag.size() - 3) == "-11") << info->etag;
+  EXPECT_TRUE(store->Get("k")->data.view() == data);
+}
+
+TEST(ParallelPut, RejectsPartsBelowTheMinimumOrTooMany) {
+  auto store = SmallPartStore();
+  EXPECT_EQ(ParallelPut(*store, "k", Buffer::Copy(RandomBytes(5000)), 999, 2).status().code(), Code::kInvalidArgument);
+  auto tiny = MakeMemStore("", MemStoreOptions{.min_part_size = 1});
+  EXPECT_EQ(ParallelPut(*tiny, "k", Buffer::Copy(RandomBytes(10'001)), 1, 2).status().code(), Code::kInvalidArgument);
+}
+
+// Records the upload id and fails part 3 (or the create, when asked).
+class FlakyUploads : public FaultStore {
+ public:
+  explicit FlakyUploads(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
+    auto id = FaultStore::CreateMultipartUpload(key, o);
+    if (id.ok()) upload_id = *id;
+    return id;
+  }
+  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
+    if (n == 3) return UnavailableError("part 3 lost");
+    return FaultStore::UploadPart(key, id, n, std::move(data));
+  }
+  std::string upload_id;
+};
+
+TEST(ParallelPut, AbortsOnFailure) {
+  auto inner = SmallPartStore();
+  FlakyUploads store(inner);
+  EXPECT_EQ(ParallelPut(store, "k", Buffer::Copy(RandomBytes(5000)), 1000, 2).status().code(), Code::kUnavailable);
+  ASSERT_FALSE(store.upload_id.empty());
+  EXPECT_EQ(inner->ListParts("k", store.upload_id).status().code(), Code::kNotFound);  // aborted
+  EXPECT_EQ(inner->Head("k").status().code(), Code::kNotFound);
+
+  // A failing create leaves nothing behind and returns its own error.
+  FlakyUploads create_fails(inner);
+  create_fails.FailKey("k", Status(Code::kThrottled, "slow down"), 1, FaultOp::kMultipart);
+  EXPECT_EQ(ParallelPut(create_fails, "k", Buffer::Copy(RandomBytes(5000)), 1000, 2).status().code(), Code::kThrottled);
+  EXPECT_TRUE(create_fails.upload_id.empty());
+}
+
+TEST(ListAll, FollowsContinuationTokens) {
+  auto store = MakeMemStore();
+  for (int i = 0; i < 2500; ++i) {
+    ASSERT_TRUE(store->Put("p/" + std::to_string(100000 + i), Buffer()).ok());
+  }
+  ASSERT_TRUE(store->Put("q", Buffer()).ok());
+  auto all = ListAll(*store, "p/");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2500u);
+  EXPECT_EQ(all->front().key, "p/100000");
+  EXPECT_EQ(all->back().key, "p/102499");
+}
+
+}  // namespace
+}  // namespace strata

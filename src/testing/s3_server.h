@@ -1,0 +1,99 @@
+// Real S3 servers for integration tests: S3TestServer starts s3rver or a one-node Ceph RGW
+// on 127.0.0.1 (scripts/s3rver.sh, scripts/rgw.sh) in a fresh temp dir and stops it (by the
+// PIDs the script recorded) when destroyed. CloudProxy puts an nginx in front of one that
+// adds time-to-first-byte and a per-connection rate cap (scripts/cloud-proxy.sh).
+// The scripts are found under $STRATA_SOURCE_DIR (set by ctest), else the configured source
+// dir. Objects are not thread-safe; distinct instances may be used from distinct threads.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "testing/subprocess.h"
+
+namespace strata {
+
+class S3TestServer {
+ public:
+  enum class Kind { kS3rver, kRgw };
+
+  // Starts a server with one empty bucket and one user. Takes ~0.5-2 s (s3rver) or
+  // ~2-5 s (RGW). Unavailable if the server did not come up (message names its log dir).
+  static Result<std::unique_ptr<S3TestServer>> Start(Kind kind);
+
+  ~S3TestServer();  // Stop(), errors ignored
+  S3TestServer(const S3TestServer&) = delete;
+  S3TestServer& operator=(const S3TestServer&) = delete;
+
+  // Stops the server's daemons (TERM, then KILL) and removes its dir; idempotent.
+  Status Stop();
+
+  Kind kind() const { return kind_; }
+  const std::string& endpoint() const { return endpoint_; }  // http://127.0.0.1:PORT
+  const std::string& access_key() const { return access_key_; }
+  const std::string& secret_key() const { return secret_key_; }
+  const std::string& bucket() const { return bucket_; }
+  const std::string& region() const { return region_; }
+  const std::string& dir() const { return dir_; }  // state and logs (dir()/log/)
+  // The daemon PIDs the script recorded (empty after Stop()).
+  const std::vector<pid_t>& pids() const { return pids_; }
+  // Whether the server checks SigV4 signatures (s3rver accepts any secret).
+  bool verifies_signatures() const { return kind_ == Kind::kRgw; }
+
+  // Environment for AWS clients (aws CLI, boto3, s3cmd via env): credentials, region, no
+  // profile/config files, no CA bundles, no pager, no instance metadata lookups, no proxy
+  // for 127.0.0.1.
+  EnvOverrides ClientEnv() const;
+  // An OpenStore URL for the bucket: s3://BUCKET/PREFIX?endpoint=...&region=...&path_style=1
+  std::string StoreUrl(const std::string& prefix = "") const;
+
+ private:
+  S3TestServer() = default;
+
+  Kind kind_ = Kind::kS3rver;
+  std::string script_;
+  std::string dir_;
+  std::string endpoint_, access_key_, secret_key_, bucket_, region_;
+  std::vector<pid_t> pids_;
+};
+
+const char* KindName(S3TestServer::Kind kind);  // "s3rver", "rgw"
+
+class CloudProxy {
+ public:
+  struct Options {
+    int ttfb_ms = 30;          // delay before each request is forwarded; 0 = none
+    std::string rate = "25m";  // nginx size per second per connection (25m = 25 MiB/s); "0" = no cap
+  };
+
+  // Starts nginx on a free 127.0.0.1 port forwarding to `upstream` (http://127.0.0.1:PORT).
+  // Requests keep their Host header, so SigV4 requests signed for endpoint() verify upstream.
+  static Result<std::unique_ptr<CloudProxy>> Start(const std::string& upstream, const Options& options);
+
+  ~CloudProxy();
+  CloudProxy(const CloudProxy&) = delete;
+  CloudProxy& operator=(const CloudProxy&) = delete;
+
+  Status Stop();  // idempotent
+  const std::string& endpoint() const { return endpoint_; }
+  const std::vector<pid_t>& pids() const { return pids_; }
+
+ private:
+  CloudProxy() = default;
+  std::string script_;
+  std::string dir_;
+  std::string endpoint_;
+  std::vector<pid_t> pids_;
+};
+
+// Whether `pid` has exited (no such process, or a zombie not yet reaped by its new parent).
+bool ProcessGone(pid_t pid);
+
+// The repository's source dir: $STRATA_SOURCE_DIR, else the one configured at build time.
+std::string SourceDir();
+
+}  // namespace strata
