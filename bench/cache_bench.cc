@@ -1,0 +1,274 @@
+// cache_bench: the classic cold/warm exercise through CachedStore.
+//
+// N objects (default 256 x 4 MiB) behind EmulateCloud (30 ms to first byte,
+// 25 MB/s per connection, real clock) are read once cold and then warm, and
+// compared in the same run with the two limits the warm path can approach:
+//   - an in-process memcpy of the same bytes (the RAM tier's ceiling), and
+//   - O_DIRECT 4 MiB preads of the cache's own block files, fio-style (the
+//     disk tier's ceiling on this device).
+// A "read" is Get(key) plus copying the returned bytes into the reader's own
+// buffer (what a read(2) into user memory or a socket write costs), so the
+// zero-copy cache is not credited with work it skipped.
+// Warm runs: RAM tier; disk tier only (RAM 0) through the page cache; disk
+// tier only with O_DIRECT; each with 1 and 4 concurrent readers.
+// Output: a table on stdout, JSON in bench/out/cache.json.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/executor.h"
+#include "base/hash.h"
+#include "base/random.h"
+#include "cache/block_cache.h"
+#include "cache/cached_store.h"
+#include "io/file_system.h"
+#include "object/cloud_store.h"
+#include "object/mem_store.h"
+
+using namespace strata;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Args {
+  int objects = 256;
+  uint64_t size = 4ull << 20;
+  int cold_readers = 4;
+  std::string dir = "/tmp/strata-cache-bench";
+  std::string out = "bench/out/cache.json";
+};
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (s == "--objects")
+      a.objects = std::stoi(next());
+    else if (s == "--size-mib")
+      a.size = std::stoull(next()) << 20;
+    else if (s == "--cold-readers")
+      a.cold_readers = std::stoi(next());
+    else if (s == "--dir")
+      a.dir = next();
+    else if (s == "--out")
+      a.out = next();
+    else if (s == "--quick")
+      a.objects = 32;
+    else {
+      std::fprintf(
+          stderr, "usage: cache_bench [--objects N] [--size-mib M] [--cold-readers R] [--dir D] [--out F] [--quick]\n");
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+std::string Key(int i) {
+  char k[32];
+  std::snprintf(k, sizeof(k), "data/obj-%04d.bin", i);
+  return k;
+}
+
+Buffer Content(uint64_t size, uint64_t seed) {
+  MutableBuffer b(size);
+  Random r(seed);
+  for (uint64_t i = 0; i < size; i += 8) {
+    uint64_t w = r.Next();
+    std::memcpy(b.data() + i, &w, std::min<uint64_t>(8, size - i));
+  }
+  return std::move(b).Freeze();
+}
+
+// Reads every object through `store` with `readers` threads; each read is
+// copied into the reader's own buffer. Returns seconds; exits on a mismatch.
+// Each pass starts with one List of the prefix, as a loader does per epoch: it
+// refreshes the metadata cache (size, ETag) for every object in one request,
+// instead of one Head per object once the metadata TTL has passed.
+double ReadAll(ObjectStore& store, const Args& a, int readers, const std::vector<uint64_t>& hashes, bool verify) {
+  std::atomic<int> next{0};
+  auto start = RealClock().Now();
+  ListOptions lo;
+  lo.prefix = "data/";
+  if (!store.List(lo).ok()) std::exit(1);
+  ParallelFor(readers, readers, [&](size_t) {
+    MutableBuffer dst(a.size);
+    for (int i = next++; i < a.objects; i = next++) {
+      auto r = store.Get(Key(i));
+      if (!r.ok()) {
+        std::fprintf(stderr, "read %s failed: %s\n", Key(i).c_str(), r.status().ToString().c_str());
+        std::exit(1);
+      }
+      std::memcpy(dst.data(), r->data.data(), r->data.size());
+      if (verify && XxHash3(dst.data(), r->data.size()) != hashes[i]) {
+        std::fprintf(stderr, "wrong bytes for %s\n", Key(i).c_str());
+        std::exit(1);
+      }
+    }
+  });
+  return Seconds(RealClock().Now() - start);
+}
+
+double MemcpyAll(const std::vector<Buffer>& data, uint64_t size, int threads) {
+  std::atomic<int> next{0};
+  auto start = RealClock().Now();
+  ParallelFor(threads, threads, [&](size_t) {
+    MutableBuffer dst(size);
+    for (int i = next++; i < static_cast<int>(data.size()); i = next++) std::memcpy(dst.data(), data[i].data(), size);
+  });
+  return Seconds(RealClock().Now() - start);
+}
+
+// fio-style: O_DIRECT preads of `chunk` bytes over every block file, `threads` at once.
+double DirectReadAll(const std::vector<std::string>& files, size_t chunk, int threads, uint64_t* bytes) {
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> total{0};
+  auto start = RealClock().Now();
+  ParallelFor(threads, threads, [&](size_t) {
+    MutableBuffer buf(chunk);
+    for (size_t i = next++; i < files.size(); i = next++) {
+      int fd = open(files[i].c_str(), O_RDONLY | O_DIRECT);
+      if (fd < 0) continue;
+      for (off_t off = 0;; off += chunk) {
+        ssize_t n = pread(fd, buf.data(), chunk, off);
+        if (n <= 0) break;
+        total += n;
+        if (static_cast<size_t>(n) < chunk) break;
+      }
+      close(fd);
+    }
+  });
+  *bytes = total;
+  return Seconds(RealClock().Now() - start);
+}
+
+std::shared_ptr<CachedStore> Open(ObjectStorePtr backend, const Args& a, uint64_t ram, bool direct) {
+  CacheOptions o;
+  o.dir = a.dir;
+  o.ram_bytes = ram;
+  o.disk_bytes = a.objects * (a.size + kBlockHeaderSize) * 2;
+  o.direct_io = direct;
+  auto cache = BlockCache::Open(o);
+  if (!cache.ok()) {
+    std::fprintf(stderr, "%s\n", cache.status().ToString().c_str());
+    std::exit(1);
+  }
+  CachedStoreOptions so;
+  return std::make_shared<CachedStore>(backend, *cache, so);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = Parse(argc, argv);
+  const double total = static_cast<double>(a.objects) * a.size;
+  const double mb = total / 1e6;
+  fs::remove_all(a.dir);
+  auto mem = MakeMemStore("cache-bench");
+  std::vector<Buffer> data;
+  std::vector<uint64_t> hashes;
+  for (int i = 0; i < a.objects; ++i) {
+    data.push_back(Content(a.size, i + 1));
+    hashes.push_back(XxHash3(data.back().data(), a.size));
+    if (!mem->Put(Key(i), data.back()).ok()) return 1;
+  }
+  CloudProfile profile;  // 30 ms, 25 MB/s per connection
+  ObjectStorePtr cloud = EmulateCloud(mem, profile);
+  std::printf("cache_bench: %d objects x %.0f MiB = %.0f MiB behind EmulateCloud(%s), cache dir %s\n", a.objects,
+              a.size / 1048576.0, total / 1048576.0, FormatCloudProfile(profile).c_str(), a.dir.c_str());
+
+  nlohmann::json j;
+  j["objects"] = a.objects;
+  j["object_bytes"] = a.size;
+  j["block_bytes"] = kDefaultBlockSize;
+  j["profile"] = FormatCloudProfile(profile);
+  auto row = [&](const char* name, double secs, int readers) {
+    std::printf("  %-34s %2d reader%s %8.3f s %9.1f MB/s\n", name, readers, readers == 1 ? " " : "s", secs, mb / secs);
+    j["runs"].push_back({{"name", name}, {"readers", readers}, {"seconds", secs}, {"mb_per_s", mb / secs}});
+  };
+
+  double memcpy1 = MemcpyAll(data, a.size, 1), memcpy4 = MemcpyAll(data, a.size, 4);
+  row("memcpy (baseline)", memcpy1, 1);
+  row("memcpy (baseline)", memcpy4, 4);
+
+  double cold, warm_ram1, warm_ram4;
+  {
+    auto store = Open(cloud, a, a.objects * a.size + (64ull << 20), false);
+    cold = ReadAll(*store, a, a.cold_readers, hashes, true);
+    row("cold (emulated cloud)", cold, a.cold_readers);
+    warm_ram1 = ReadAll(*store, a, 1, hashes, false);
+    row("warm, RAM tier", warm_ram1, 1);
+    warm_ram4 = ReadAll(*store, a, 4, hashes, false);
+    row("warm, RAM tier", warm_ram4, 4);
+    CacheStats s = store->cache().Stats();
+    j["cold_stats"] = {{"misses", s[CacheCounter::kMisses]},
+                       {"ram_hits", s[CacheCounter::kRamHits]},
+                       {"bytes_from_backend", s[CacheCounter::kBytesFromBackend]}};
+  }
+  double disk1, disk4, direct1, direct4;
+  {
+    auto store = Open(cloud, a, 0, false);  // reopen: index rebuilt from headers
+    ReadAll(*store, a, 1, hashes, true);    // verify everything once from disk
+    disk1 = ReadAll(*store, a, 1, hashes, false);
+    row("warm, disk tier only (page cache)", disk1, 1);
+    disk4 = ReadAll(*store, a, 4, hashes, false);
+    row("warm, disk tier only (page cache)", disk4, 4);
+    if (store->cache().Stats()[CacheCounter::kMisses] != 0) std::fprintf(stderr, "unexpected misses from disk\n");
+  }
+  {
+    auto store = Open(cloud, a, 0, true);
+    direct1 = ReadAll(*store, a, 1, hashes, false);
+    row("warm, disk tier only (O_DIRECT)", direct1, 1);
+    direct4 = ReadAll(*store, a, 4, hashes, false);
+    row("warm, disk tier only (O_DIRECT)", direct4, 4);
+  }
+  std::vector<std::string> files;
+  for (auto& e : fs::recursive_directory_iterator(fs::path(a.dir) / "blocks")) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  uint64_t direct_bytes = 0;
+  double fio1 = DirectReadAll(files, 4 << 20, 1, &direct_bytes);
+  double fio_mb1 = direct_bytes / 1e6 / fio1;
+  double fio4 = DirectReadAll(files, 4 << 20, 4, &direct_bytes);
+  double fio_mb4 = direct_bytes / 1e6 / fio4;
+  std::printf("  %-34s %2d reader  %8.3f s %9.1f MB/s\n", "O_DIRECT pread 4 MiB (fio-style)", 1, fio1, fio_mb1);
+  std::printf("  %-34s %2d readers %8.3f s %9.1f MB/s\n", "O_DIRECT pread 4 MiB (fio-style)", 4, fio4, fio_mb4);
+  j["runs"].push_back({{"name", "O_DIRECT pread 4 MiB"}, {"readers", 1}, {"seconds", fio1}, {"mb_per_s", fio_mb1}});
+  j["runs"].push_back({{"name", "O_DIRECT pread 4 MiB"}, {"readers", 4}, {"seconds", fio4}, {"mb_per_s", fio_mb4}});
+
+  j["summary"] = {
+      {"cold_seconds", cold},
+      {"warm_seconds", warm_ram1},
+      {"speedup", cold / warm_ram1},
+      {"warm_fraction_of_memcpy_1", memcpy1 / warm_ram1},
+      {"warm_fraction_of_memcpy_4", memcpy4 / warm_ram4},
+      {"disk_direct_fraction_of_fio_1", fio1 / direct1},
+      {"disk_direct_fraction_of_fio_4", fio4 / direct4},
+      {"every_warm_faster_than_cold", std::max({warm_ram1, warm_ram4, disk1, disk4, direct1, direct4}) < cold}};
+  std::printf(
+      "\ncold %.2f s, warm %.3f s (RAM, 1 reader): speedup %.0fx; warm = %.0f%% of memcpy (1 thread), "
+      "%.0f%% (4 threads)\n",
+      cold, warm_ram1, cold / warm_ram1, 100 * memcpy1 / warm_ram1, 100 * memcpy4 / warm_ram4);
+  std::printf("disk tier with O_DIRECT = %.0f%% (1 reader), %.0f%% (4 readers) of fio-style O_DIRECT reads\n",
+              100 * fio1 / direct1, 100 * fio4 / direct4);
+  std::printf("slowest warm run %.3f s vs cold %.2f s: %s\n",
+              std::max({warm_ram1, warm_ram4, disk1, disk4, direct1, direct4}), cold,
+              j["summary"]["every_warm_faster_than_cold"].get<bool>() ? "every warm run beat cold"
+                                                                      : "A WARM RUN WAS SLOWER THAN COLD");
+  fs::create_directories(fs::path(a.out).parent_path());
+  std::ofstream(a.out) << j.dump(2) << "\n";
+  std::printf(
+      "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu\n",
+      a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20));
+  fs::remove_all(a.dir);
+  return 0;
+}

@@ -1,0 +1,209 @@
+#include "cache/block_cache.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace strata {
+
+BlockCache::BlockCache(CacheOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : RealClock()),
+      pins_(options_.pinned_prefixes) {
+  ram_ = std::make_unique<RamTier>(options_.ram_bytes, &metrics_.ram_occupancy());
+}
+
+BlockCache::~BlockCache() = default;
+
+Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskOpenReport* report) {
+  if (options.block_size < 4096 || options.block_size > (64ull << 20)) {
+    return InvalidArgumentError("cache block size must be between 4 KiB and 64 MiB");
+  }
+  std::shared_ptr<BlockCache> cache(new BlockCache(std::move(options)));
+  if (!cache->options_.dir.empty()) {
+    DiskTierOptions d;
+    d.dir = cache->options_.dir;
+    d.capacity_bytes = cache->options_.disk_bytes;
+    d.high_watermark = cache->options_.high_watermark;
+    d.low_watermark = cache->options_.low_watermark;
+    d.fs = cache->options_.fs;
+    d.direct_io = cache->options_.direct_io;
+    d.read_only = cache->options_.read_only;
+    d.pooled_buffer_bytes = kBlockHeaderSize + cache->options_.block_size;
+    STRATA_ASSIGN_OR_RETURN(cache->disk_, DiskTier::Open(d, &cache->metrics_, report));
+    cache->disk_->Repin([c = cache.get()](const BlockId& id) { return c->IsPinned(id); });
+  }
+  return cache;
+}
+
+int64_t BlockCache::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.WallNow().time_since_epoch()).count();
+}
+
+bool BlockCache::Expired(int64_t created_ms) const {
+  if (options_.ttl.count() <= 0) return false;
+  return NowMs() - created_ms >= std::chrono::duration_cast<std::chrono::milliseconds>(options_.ttl).count();
+}
+
+bool BlockCache::IsPinned(const BlockId& id) const {
+  std::lock_guard lock(pin_mu_);
+  return std::any_of(pins_.begin(), pins_.end(), [&](const std::string& p) { return id.key.starts_with(p); });
+}
+
+void BlockCache::CountHit(CacheCounter tier, CacheCounter bytes_counter, const CachedBlock& block,
+                          const GetBlockOptions& options) {
+  if (options.prefetch) return;  // read-ahead touching a cached block is not a reader's hit
+  metrics_.Inc(tier);
+  metrics_.Inc(bytes_counter, block.data.size());
+  if (block.prefetched) metrics_.Inc(CacheCounter::kReadaheadHits);
+}
+
+Result<Buffer> BlockCache::Get(const BlockId& id, uint64_t length, const Fetcher& fetch,
+                               const GetBlockOptions& options) {
+  const BlockHash h = HashBlockId(id);
+  if (auto block = ram_->Get(h)) {
+    if (!Expired(block->created_ms) && block->data.size() == length) {
+      CountHit(CacheCounter::kRamHits, CacheCounter::kBytesFromRam, *block, options);
+      return block->data;
+    }
+    ram_->Remove(h);
+    if (disk_) disk_->Remove(h);
+    metrics_.Inc(CacheCounter::kExpired);
+  }
+  bool joined = false;
+  auto result = flights_.Do(
+      h, [&]() -> Result<Buffer> { return Fill(h, id, length, fetch, options); }, &joined);
+  if (joined && !options.prefetch) {
+    metrics_.Inc(CacheCounter::kSingleFlightJoins);
+    if (result.ok()) {
+      metrics_.Inc(CacheCounter::kRamHits);  // served from memory another caller filled
+      metrics_.Inc(CacheCounter::kBytesFromRam, result->size());
+    }
+  }
+  return result;
+}
+
+Result<Buffer> BlockCache::Fill(const BlockHash& h, const BlockId& id, uint64_t length, const Fetcher& fetch,
+                                const GetBlockOptions& options) {
+  // Another caller may have filled it between our RAM miss and taking the flight.
+  if (auto block = ram_->Get(h); block && block->data.size() == length && !Expired(block->created_ms)) {
+    CountHit(CacheCounter::kRamHits, CacheCounter::kBytesFromRam, *block, options);
+    return block->data;
+  }
+  if (disk_) {
+    auto block = disk_->Read(h, id, length);
+    if (block.ok() && Expired(block->created_ms)) {
+      disk_->Remove(h);
+      metrics_.Inc(CacheCounter::kExpired);
+    } else if (block.ok()) {
+      CountHit(CacheCounter::kDiskHits, CacheCounter::kBytesFromDisk, *block, options);
+      Buffer data = block->data;
+      std::vector<CachedBlock> evicted;
+      block->prefetched = false;
+      if (ram_->Put(h, std::move(*block), IsPinned(id), &evicted)) Demote(std::move(evicted));
+      return data;
+    }
+  }
+  auto fetched = fetch();
+  if (!fetched.ok()) {
+    metrics_.Inc(CacheCounter::kBackendErrors);
+    return fetched.status().WithContext("fetching block " + std::to_string(id.index) + " of " + id.key);
+  }
+  if (fetched->size() != length) {
+    metrics_.Inc(CacheCounter::kBackendErrors);
+    return Status(Code::kUnavailable,
+                  "backend returned " + std::to_string(fetched->size()) + " bytes for block " +
+                      std::to_string(id.index) + " of " + id.key + ", expected " + std::to_string(length) +
+                      " (truncated body?); nothing cached",
+                  "", true);
+  }
+  if (!options.prefetch) metrics_.Inc(CacheCounter::kMisses);
+  metrics_.Inc(CacheCounter::kBytesFromBackend, length);
+  Store(h, CachedBlock{id, *fetched, NowMs(), options.prefetch});
+  return fetched;
+}
+
+void BlockCache::Store(const BlockHash& h, CachedBlock block) {
+  const bool pinned = IsPinned(block.id);
+  bool on_disk = false;
+  if (disk_ && !options_.read_only && (options_.write_through || options_.ram_bytes == 0)) {
+    Status st = disk_->Write(h, block, pinned);
+    on_disk = st.ok();
+    if (!st.ok()) STRATA_LOG_DEBUG("cache: block of {} not written to disk: {}", block.id.key, st.ToString());
+  }
+  std::vector<CachedBlock> evicted;
+  if (ram_->Put(h, block, pinned, &evicted)) {
+    Demote(std::move(evicted));
+  } else if (!on_disk && disk_ && !options_.read_only) {
+    Demote({std::move(block)});
+  }
+}
+
+void BlockCache::Demote(std::vector<CachedBlock> evicted) {
+  for (auto& block : evicted) {
+    metrics_.Inc(CacheCounter::kRamEvictions);
+    BlockHash h = HashBlockId(block.id);
+    if (!disk_ || options_.read_only) {
+      if (block.prefetched) metrics_.Inc(CacheCounter::kReadaheadWasted);
+      continue;
+    }
+    if (!disk_->Contains(h)) disk_->Write(h, block, IsPinned(block.id)).IgnoreError();
+  }
+}
+
+bool BlockCache::Contains(const BlockId& id) const {
+  BlockHash h = HashBlockId(id);
+  return ram_->Contains(h) || (disk_ && disk_->Contains(h));
+}
+
+bool BlockCache::InFlight(const BlockId& id) const { return flights_.InFlight(HashBlockId(id)); }
+
+void BlockCache::InvalidateObject(const std::string& store, const std::string& key) {
+  std::string object = ObjectKeyOf(store, key);
+  size_t n = ram_->RemoveObject(object).size();
+  if (disk_ && !options_.read_only) n += disk_->RemoveObject(object);
+  if (n) metrics_.Inc(CacheCounter::kInvalidations, n);
+}
+
+size_t BlockCache::EvictPrefix(const std::string& prefix) {
+  auto match = [&](const BlockId& id) { return id.key.starts_with(prefix); };
+  size_t n = ram_->RemoveIf(match).size();
+  if (disk_ && !options_.read_only) n += disk_->RemoveIf(match);
+  return n;
+}
+
+void BlockCache::Pin(const std::string& prefix) {
+  {
+    std::lock_guard lock(pin_mu_);
+    if (std::find(pins_.begin(), pins_.end(), prefix) == pins_.end()) pins_.push_back(prefix);
+  }
+  auto pred = [this](const BlockId& id) { return IsPinned(id); };
+  ram_->Repin(pred);
+  if (disk_) disk_->Repin(pred);
+}
+
+void BlockCache::Unpin(const std::string& prefix) {
+  {
+    std::lock_guard lock(pin_mu_);
+    pins_.erase(std::remove(pins_.begin(), pins_.end(), prefix), pins_.end());
+  }
+  auto pred = [this](const BlockId& id) { return IsPinned(id); };
+  ram_->Repin(pred);
+  if (disk_) disk_->Repin(pred);
+}
+
+CacheStats BlockCache::Stats() const {
+  CacheStats s;
+  for (size_t i = 0; i < s.counters.size(); ++i) s.counters[i] = metrics_.Get(static_cast<CacheCounter>(i));
+  s.ram_bytes = ram_->bytes();
+  s.ram_capacity = ram_->capacity();
+  s.ram_blocks = ram_->blocks();
+  if (disk_) {
+    s.disk_bytes = disk_->bytes();
+    s.disk_capacity = disk_->capacity();
+    s.disk_blocks = disk_->blocks();
+  }
+  return s;
+}
+
+}  // namespace strata

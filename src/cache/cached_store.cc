@@ -1,0 +1,385 @@
+#include "cache/cached_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace strata {
+namespace {
+std::string EncodeListOptions(const ListOptions& o) {
+  std::string s;
+  for (const std::string* f : {&o.prefix, &o.delimiter, &o.start_after, &o.continuation_token}) {
+    s += std::to_string(f->size()) + ":" + *f;
+  }
+  return s + std::to_string(o.max_keys);
+}
+
+// Evaluates GET conditions against (possibly cached) metadata.
+Status CheckConditions(const GetOptions& o, const ObjectInfo& info) {
+  if (!o.if_match.empty() && o.if_match != info.etag && o.if_match != "*") {
+    return Status(Code::kPreconditionFailed, "ETag of " + info.key + " does not match If-Match");
+  }
+  if (!o.if_none_match.empty() && (o.if_none_match == info.etag || o.if_none_match == "*")) {
+    return Status(Code::kNotModified, info.key + " matches If-None-Match");
+  }
+  if (o.if_unmodified_since && info.mtime > *o.if_unmodified_since && o.if_match.empty()) {
+    return Status(Code::kPreconditionFailed, info.key + " modified since If-Unmodified-Since");
+  }
+  if (o.if_modified_since && info.mtime <= *o.if_modified_since && o.if_none_match.empty()) {
+    return Status(Code::kNotModified, info.key + " not modified since If-Modified-Since");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+CachedStore::CachedStore(ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options)
+    : backend_(std::move(backend)),
+      cache_(std::move(cache)),
+      options_(options),
+      clock_(options.clock ? *options.clock : RealClock()),
+      url_(backend_->Url()),
+      block_size_(cache_->options().block_size),
+      budget_(options.readahead_global_bytes) {
+  if (options_.readahead_threads > 0) {
+    pool_ = std::make_unique<ThreadPool>(options_.readahead_threads, "strata-readahead");
+  }
+}
+
+CachedStore::~CachedStore() {
+  WaitForReadahead();
+  pool_.reset();
+}
+
+void CachedStore::WaitForReadahead() {
+  std::unique_lock lock(ra_mu_);
+  ra_cv_.wait(lock, [&] { return ra_pending_ == 0; });
+}
+
+// ---- metadata ----
+
+Result<ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh) {
+  if (!refresh) {
+    std::lock_guard lock(meta_mu_);
+    auto it = meta_.find(key);
+    if (it != meta_.end() && clock_.Now() < it->second.expires) {
+      cache_->metrics().Inc(CacheCounter::kMetaHits);
+      return it->second.info;
+    }
+  }
+  cache_->metrics().Inc(CacheCounter::kMetaMisses);
+  uint64_t generation = write_generation_.load();
+  return head_flights_.Do(key, [&]() -> Result<ObjectInfo> {
+    auto info = backend_->Head(key);
+    if (info.ok()) RememberMeta(*info, generation);
+    return info;
+  });
+}
+
+void CachedStore::RememberMeta(const ObjectInfo& info, uint64_t generation) {
+  if (options_.metadata_ttl.count() <= 0) return;
+  std::lock_guard lock(meta_mu_);
+  // A write since the lookup started may have made this answer stale.
+  if (write_generation_.load() != generation) return;
+  if (meta_.size() >= options_.max_metadata_entries) meta_.clear();
+  meta_[info.key] = MetaEntry{info, clock_.Now() + options_.metadata_ttl};
+}
+
+void CachedStore::InvalidateMetadata() {
+  std::lock_guard lock(meta_mu_);
+  ++write_generation_;
+  meta_.clear();
+  lists_.clear();
+}
+
+void CachedStore::Invalidate(const std::string& key) {
+  {
+    std::lock_guard lock(meta_mu_);
+    ++write_generation_;
+    meta_.erase(key);
+    for (auto it = lists_.begin(); it != lists_.end();) {
+      if (key.starts_with(it->second.options.prefix))
+        it = lists_.erase(it);
+      else
+        ++it;
+    }
+  }
+  {
+    std::lock_guard lock(streams_mu_);
+    if (auto it = streams_.find(key); it != streams_.end()) {
+      stream_lru_.erase(it->second);
+      streams_.erase(it);
+    }
+  }
+  cache_->InvalidateObject(url_, key);
+}
+
+Result<ObjectInfo> CachedStore::Head(std::string_view key) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  return Meta(std::string(key), false);
+}
+
+Result<ListResult> CachedStore::List(const ListOptions& options) {
+  std::string enc = EncodeListOptions(options);
+  {
+    std::lock_guard lock(meta_mu_);
+    auto it = lists_.find(enc);
+    if (it != lists_.end() && clock_.Now() < it->second.expires) {
+      cache_->metrics().Inc(CacheCounter::kMetaHits);
+      return it->second.result;
+    }
+  }
+  cache_->metrics().Inc(CacheCounter::kMetaMisses);
+  uint64_t generation = write_generation_.load();
+  STRATA_ASSIGN_OR_RETURN(ListResult result, backend_->List(options));
+  if (options_.metadata_ttl.count() > 0) {
+    for (const auto& o : result.objects) {
+      if (!o.etag.empty()) RememberMeta(o, generation);
+    }
+    std::lock_guard lock(meta_mu_);
+    if (write_generation_.load() == generation) {
+      if (lists_.size() >= 4096) lists_.clear();
+      lists_[enc] = ListEntry{options, result, clock_.Now() + options_.metadata_ttl};
+    }
+  }
+  return result;
+}
+
+// ---- reads ----
+
+BlockId CachedStore::MakeBlockId(const std::string& key, const ObjectInfo& info, uint64_t index) const {
+  return BlockId{url_, key, info.etag, block_size_, index};
+}
+
+uint64_t CachedStore::BlockLength(const ObjectInfo& info, uint64_t index) const {
+  uint64_t offset = index * block_size_;
+  return std::min(block_size_, info.size - offset);
+}
+
+Result<Buffer> CachedStore::FetchBlock(const std::string& key, const ObjectInfo& info, uint64_t index,
+                                       uint64_t length) {
+  const uint64_t offset = index * block_size_;
+  const uint64_t part = options_.fetch_part_size ? options_.fetch_part_size : length;
+  const size_t parts = static_cast<size_t>((length + part - 1) / part);
+  auto get_part = [&](uint64_t off, uint64_t len) -> Result<GetResult> {
+    GetOptions o;
+    o.range = ByteRange::Of(off, len);
+    o.if_match = info.etag;
+    auto r = backend_->Get(key, o);
+    if (r.ok() && !info.etag.empty() && !r->info.etag.empty() && r->info.etag != info.etag) {
+      return Status(Code::kPreconditionFailed, key + " changed while being read (ETag " + r->info.etag + ")");
+    }
+    if (r.ok() && r->data.size() != len) {
+      return Status(Code::kUnavailable,
+                    "backend returned " + std::to_string(r->data.size()) + " of " + std::to_string(len) +
+                        " bytes at offset " + std::to_string(off) + " of " + key,
+                    "", true);
+    }
+    return r;
+  };
+  if (parts <= 1) {
+    STRATA_ASSIGN_OR_RETURN(GetResult r, get_part(offset, length));
+    return std::move(r.data);
+  }
+  MutableBuffer buf(length);
+  std::mutex mu;
+  Status first_error;
+  ParallelFor(parts, parts, [&](size_t i) {
+    uint64_t off = i * part, len = std::min(part, length - off);
+    auto r = get_part(offset + off, len);
+    if (!r.ok()) {
+      std::lock_guard lock(mu);
+      if (first_error.ok()) first_error = r.status();
+      return;
+    }
+    std::memcpy(buf.data() + off, r->data.data(), len);
+  });
+  if (!first_error.ok()) return first_error;
+  return std::move(buf).Freeze();
+}
+
+Result<Buffer> CachedStore::GetBlock(const std::string& key, const ObjectInfo& info, uint64_t index, bool prefetch) {
+  uint64_t length = BlockLength(info, index);
+  GetBlockOptions o;
+  o.prefetch = prefetch;
+  return cache_->Get(
+      MakeBlockId(key, info, index), length, [&]() { return FetchBlock(key, info, index, length); }, o);
+}
+
+Result<Buffer> CachedStore::ReadRange(const std::string& key, const ObjectInfo& info, uint64_t begin, uint64_t end) {
+  if (begin >= end) return Buffer();
+  const uint64_t first = begin / block_size_, last = (end - 1) / block_size_;
+  if (first == last) {
+    STRATA_ASSIGN_OR_RETURN(Buffer block, GetBlock(key, info, first, false));
+    return block.Slice(begin - first * block_size_, end - begin);  // zero copy
+  }
+  const size_t n = last - first + 1;
+  std::vector<Result<Buffer>> blocks(n, Result<Buffer>(Status(Code::kInternal, "block not read")));
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < n; ++i) {
+    if (cache_->Contains(MakeBlockId(key, info, first + i))) {
+      blocks[i] = GetBlock(key, info, first + i, false);
+    } else {
+      missing.push_back(i);
+    }
+  }
+  ParallelFor(missing.size(), options_.max_parallel_blocks,
+              [&](size_t j) { blocks[missing[j]] = GetBlock(key, info, first + missing[j], false); });
+  std::vector<Buffer> parts;
+  parts.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!blocks[i].ok()) return blocks[i].status();
+    uint64_t block_begin = (first + i) * block_size_;
+    uint64_t lo = std::max(begin, block_begin) - block_begin;
+    uint64_t hi = std::min(end, block_begin + blocks[i]->size()) - block_begin;
+    parts.push_back(blocks[i]->Slice(lo, hi - lo));
+  }
+  return Concat(parts);
+}
+
+void CachedStore::Readahead(const std::string& key, const ObjectInfo& info, ReadaheadState& state, uint64_t begin,
+                            uint64_t end) {
+  ReadaheadPlan plan = PlanReadahead(state, begin, end, info.size, block_size_, options_.readahead_max_window);
+  if (!pool_) return;
+  for (uint64_t index = plan.first_block; index < plan.end_block; ++index) {
+    BlockId id = MakeBlockId(key, info, index);
+    if (cache_->Contains(id) || cache_->InFlight(id)) continue;
+    uint64_t length = BlockLength(info, index);
+    if (!budget_.TryAcquire(length)) {
+      cache_->metrics().Inc(CacheCounter::kReadaheadThrottled, plan.end_block - index);
+      state.issued_until = index;  // retry these on the next sequential read
+      return;
+    }
+    cache_->metrics().Inc(CacheCounter::kReadaheadIssued);
+    {
+      std::lock_guard lock(ra_mu_);
+      ++ra_pending_;
+    }
+    pool_->Submit([this, key, info, index, length] {
+      auto r = GetBlock(key, info, index, true);
+      if (!r.ok())
+        STRATA_LOG_DEBUG("cache: read-ahead of block {} of {} failed: {}", index, key, r.status().ToString());
+      budget_.Release(length);
+      std::lock_guard lock(ra_mu_);
+      if (--ra_pending_ == 0) ra_cv_.notify_all();
+    });
+  }
+}
+
+ReadaheadState& CachedStore::TrackedStreamLocked(const std::string& key) {
+  auto it = streams_.find(key);
+  if (it != streams_.end()) {
+    stream_lru_.splice(stream_lru_.begin(), stream_lru_, it->second);
+    return it->second->second;
+  }
+  if (streams_.size() >= std::max<size_t>(1, options_.max_tracked_streams)) {
+    streams_.erase(stream_lru_.back().first);
+    stream_lru_.pop_back();
+  }
+  stream_lru_.emplace_front(key, ReadaheadState{});
+  streams_[key] = stream_lru_.begin();
+  return stream_lru_.front().second;
+}
+
+Result<GetResult> CachedStore::Get(std::string_view key_view, const GetOptions& options) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key_view));
+  std::string key(key_view);
+  for (int attempt = 0;; ++attempt) {
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(key, attempt > 0));
+    Status cond = CheckConditions(options, info);
+    if (!cond.ok() && attempt == 0) continue;  // the cached metadata may be stale: ask the backend
+    STRATA_RETURN_IF_ERROR(cond);
+    uint64_t begin = 0, end = 0;
+    STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end));
+    auto data = ReadRange(key, info, begin, end);
+    if (!data.ok() && data.status().code() == Code::kPreconditionFailed && attempt == 0) continue;
+    if (!data.ok()) return data.status();
+    {
+      std::lock_guard lock(streams_mu_);
+      ReadaheadState state = TrackedStreamLocked(key);
+      Readahead(key, info, state, begin, end);
+      TrackedStreamLocked(key) = state;
+    }
+    return GetResult{info, begin, std::move(data).value()};
+  }
+}
+
+Result<std::unique_ptr<ReadStream>> CachedStore::OpenStream(std::string_view key) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(std::string(key), false));
+  return std::unique_ptr<ReadStream>(new ReadStream(this, std::string(key), std::move(info)));
+}
+
+Result<Buffer> ReadStream::Read(uint64_t offset, uint64_t length) {
+  if (offset >= info_.size || length == 0) return Buffer();
+  uint64_t end = offset + std::min(length, info_.size - offset);
+  auto data = store_->ReadRange(key_, info_, offset, end);
+  if (!data.ok() && data.status().code() == Code::kPreconditionFailed) {
+    return Status(Code::kPreconditionFailed, key_ + " changed since it was opened; reopen to read the new version");
+  }
+  if (data.ok()) store_->Readahead(key_, info_, state_, offset, end);
+  return data;
+}
+
+Result<uint64_t> CachedStore::Warm(std::string_view key_view) {
+  std::string key(key_view);
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(key, false));
+  if (info.size == 0) return uint64_t{0};
+  uint64_t blocks = (info.size + block_size_ - 1) / block_size_;
+  std::mutex mu;
+  Status first_error;
+  ParallelFor(blocks, options_.max_parallel_blocks, [&](size_t i) {
+    if (cache_->Contains(MakeBlockId(key, info, i))) return;
+    auto r = GetBlock(key, info, i, false);
+    std::lock_guard lock(mu);
+    if (!r.ok() && first_error.ok()) first_error = r.status();
+  });
+  if (!first_error.ok()) return first_error;
+  return info.size;
+}
+
+// ---- writes: through to the backend, then invalidate ----
+
+Result<ObjectInfo> CachedStore::Put(std::string_view key, Buffer data, const PutOptions& options) {
+  auto r = backend_->Put(key, std::move(data), options);
+  Invalidate(std::string(key));
+  return r;
+}
+
+Status CachedStore::Delete(std::string_view key) {
+  Status st = backend_->Delete(key);
+  Invalidate(std::string(key));
+  return st;
+}
+
+Result<std::string> CachedStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
+  return backend_->CreateMultipartUpload(key, options);
+}
+
+Result<std::string> CachedStore::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
+                                            Buffer data) {
+  return backend_->UploadPart(key, upload_id, part_number, std::move(data));
+}
+
+Result<ObjectInfo> CachedStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                                        const std::vector<CompletedPart>& parts) {
+  auto r = backend_->CompleteMultipartUpload(key, upload_id, parts);
+  Invalidate(std::string(key));
+  return r;
+}
+
+Status CachedStore::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
+  return backend_->AbortMultipartUpload(key, upload_id);
+}
+
+Result<std::vector<PartInfo>> CachedStore::ListParts(std::string_view key, std::string_view upload_id) {
+  return backend_->ListParts(key, upload_id);
+}
+
+Result<ObjectInfo> CachedStore::Copy(std::string_view src_key, std::string_view dst_key) {
+  auto r = backend_->Copy(src_key, dst_key);
+  Invalidate(std::string(dst_key));
+  return r;
+}
+
+}  // namespace strata

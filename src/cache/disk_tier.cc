@@ -1,0 +1,428 @@
+#include "cache/disk_tier.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+
+#include "base/hash.h"
+#include "base/log.h"
+
+namespace strata {
+namespace {
+constexpr std::string_view kBlockSuffix = ".blk";
+constexpr std::string_view kTempSuffix = ".tmp";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+uint64_t FileBytes(uint64_t length) { return kBlockHeaderSize + length; }
+}  // namespace
+
+AlignedPool::~AlignedPool() {
+  for (uint8_t* p : free_) std::free(p);
+}
+
+std::pair<std::shared_ptr<uint8_t>, uint8_t*> AlignedPool::Take() {
+  uint8_t* p = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (!free_.empty()) {
+      p = free_.back();
+      free_.pop_back();
+    }
+  }
+  if (!p) {
+    p = static_cast<uint8_t*>(std::aligned_alloc(4096, (bytes_ + 4095) / 4096 * 4096));
+    if (!p) throw std::bad_alloc();
+  }
+  std::weak_ptr<AlignedPool> weak = weak_from_this();
+  std::shared_ptr<uint8_t> owner(p, [weak](uint8_t* q) {
+    if (auto pool = weak.lock()) return pool->Give(q);
+    std::free(q);
+  });
+  return {std::move(owner), p};
+}
+
+void AlignedPool::Give(uint8_t* p) {
+  {
+    std::lock_guard lock(mu_);
+    if (free_.size() < max_free_) {
+      free_.push_back(p);
+      return;
+    }
+  }
+  std::free(p);
+}
+
+DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
+    : options_(std::move(options)), fs_(options_.fs ? *options_.fs : DefaultFileSystem()), metrics_(metrics) {
+  index_.set_gauge(&metrics_->disk_occupancy());
+  if (options_.pooled_buffer_bytes > 0) pool_ = std::make_shared<AlignedPool>(options_.pooled_buffer_bytes, 8);
+}
+
+PooledBytes DiskTier::AllocateRead(size_t size) {
+  if (pool_ && size <= pool_->buffer_bytes()) {
+    auto [owner, data] = pool_->Take();
+    return {std::move(owner), data, size};
+  }
+  size_t rounded = std::max<size_t>(4096, (size + 4095) / 4096 * 4096);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(4096, rounded));
+  if (!p) throw std::bad_alloc();
+  return {std::shared_ptr<uint8_t>(p, [](uint8_t* q) { std::free(q); }), p, size};
+}
+
+DiskTier::~DiskTier() = default;
+
+Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options, CacheMetrics* metrics,
+                                                 DiskOpenReport* report) {
+  if (options.dir.empty()) return InvalidArgumentError("cache directory not set");
+  if (!(options.low_watermark > 0 && options.low_watermark <= options.high_watermark &&
+        options.high_watermark <= 1.0)) {
+    return InvalidArgumentError("cache watermarks must satisfy 0 < low <= high <= 1");
+  }
+  std::unique_ptr<DiskTier> tier(new DiskTier(options, metrics));
+  auto start = std::chrono::steady_clock::now();
+  if (!options.read_only) {
+    STRATA_RETURN_IF_ERROR(tier->fs_.CreateDirs(options.dir).WithContext("cache directory"));
+    auto lock = tier->fs_.LockFile(JoinPath(options.dir, "LOCK"));
+    if (!lock.ok()) {
+      return Status(lock.status().code(),
+                    "cache directory " + options.dir + " is in use by another strata process (" +
+                        lock.status().message() + "); stop it or choose another --cache-dir",
+                    lock.status().cause());
+    }
+    tier->lock_ = std::move(lock).value();
+    STRATA_RETURN_IF_ERROR(tier->EnsureLayout());
+  } else {
+    STRATA_ASSIGN_OR_RETURN(bool exists, tier->fs_.Exists(options.dir));
+    if (!exists) return NotFoundError("cache directory " + options.dir + " does not exist");
+  }
+  DiskOpenReport local;
+  STRATA_RETURN_IF_ERROR(tier->Scan(&local));
+  if (!options.read_only && tier->index_.bytes() > tier->capacity()) {
+    std::lock_guard lock(tier->mu_);
+    tier->MakeRoomLocked(0);  // the limit shrank since the last run
+  }
+  local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (report) *report = local;
+  return tier;
+}
+
+Status DiskTier::EnsureLayout() {
+  STRATA_RETURN_IF_ERROR(fs_.CreateDirs(JoinPath(options_.dir, "blocks")));
+  return fs_.CreateDirs(JoinPath(options_.dir, "tmp"));
+}
+
+std::string DiskTier::PathOf(const BlockHash& h) const {
+  std::string hex = h.Hex();
+  return JoinPath(JoinPath(JoinPath(options_.dir, "blocks"), hex.substr(0, 2)), hex + std::string(kBlockSuffix));
+}
+
+Status DiskTier::Scan(DiskOpenReport* report) {
+  std::string tmp = JoinPath(options_.dir, "tmp");
+  if (auto entries = fs_.ListDir(tmp); entries.ok()) {
+    for (const auto& e : *entries) {
+      ++report->temp_files;
+      if (!options_.read_only) fs_.Remove(JoinPath(tmp, e.name)).IgnoreError();
+    }
+  }
+  std::string blocks = JoinPath(options_.dir, "blocks");
+  auto subdirs = fs_.ListDir(blocks);
+  if (!subdirs.ok()) {
+    if (subdirs.status().code() == Code::kNotFound) return Status::Ok();
+    return subdirs.status().WithContext("scanning cache directory");
+  }
+  std::vector<Index::Node> found;
+  for (const auto& sub : *subdirs) {
+    if (!sub.is_dir) continue;
+    std::string subpath = JoinPath(blocks, sub.name);
+    auto files = fs_.ListDir(subpath);
+    if (!files.ok()) continue;
+    for (const auto& f : *files) {
+      std::string path = JoinPath(subpath, f.name);
+      Entry entry;
+      Status st = EndsWith(f.name, kBlockSuffix)
+                      ? CheckFile(path, f.name.substr(0, f.name.size() - kBlockSuffix.size()), f.size, &entry)
+                      : CorruptionError("not a block file");
+      if (!st.ok()) {
+        ++report->invalid_blocks;
+        STRATA_LOG_WARN("cache: dropping {}: {}", path, st.ToString());
+        if (!options_.read_only) fs_.Remove(path).IgnoreError();
+        continue;
+      }
+      Index::Node node;
+      node.hash = HashBlockId(entry.id);
+      node.object = ObjectKeyOf(entry.id.store, entry.id.key);
+      node.bytes = FileBytes(entry.length);
+      node.entry = std::move(entry);
+      found.push_back(std::move(node));
+    }
+  }
+  // Oldest first, so the most recently fetched end up most recently used.
+  std::sort(found.begin(), found.end(),
+            [](const Index::Node& a, const Index::Node& b) { return a.entry.created_ms < b.entry.created_ms; });
+  std::lock_guard lock(mu_);
+  for (auto& node : found) {
+    ++report->valid_blocks;
+    report->valid_bytes += node.entry.length;
+    index_.Insert(std::move(node));
+  }
+  return Status::Ok();
+}
+
+Status DiskTier::CheckFile(const std::string& path, const std::string& expected_hash, uint64_t file_size, Entry* out) {
+  if (file_size < kBlockHeaderSize) return CorruptionError("short block file");
+  STRATA_ASSIGN_OR_RETURN(auto file, fs_.OpenForRead(path));
+  MutableBuffer page(kBlockHeaderSize);
+  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAt(0, kBlockHeaderSize, page.data()));
+  STRATA_ASSIGN_OR_RETURN(BlockHeader h, DecodeBlockHeader(page.data(), n));
+  if (HashBlockId(h.id).Hex() != expected_hash) return CorruptionError("block file name does not match its header");
+  if (file_size != FileBytes(h.length)) return CorruptionError("block file size does not match its header");
+  out->id = std::move(h.id);
+  out->length = h.length;
+  out->created_ms = h.created_ms;
+  return Status::Ok();
+}
+
+Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total) {
+  std::unique_ptr<RandomAccessFile> file;
+  size_t read_size = total;
+  if (options_.direct_io) {
+    if (auto* posix = dynamic_cast<PosixFileSystem*>(&fs_)) {
+      auto direct = posix->OpenForReadDirect(path);
+      if (direct.ok()) {
+        file = std::move(direct).value();
+        constexpr size_t kAlign = PosixFileSystem::kDirectAlignment;
+        read_size = (total + kAlign - 1) / kAlign * kAlign;
+      }
+    }
+  }
+  if (!file) {
+    STRATA_ASSIGN_OR_RETURN(file, fs_.OpenForRead(path));
+  }
+  PooledBytes buf = AllocateRead(read_size);  // page aligned, as O_DIRECT needs
+  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAt(0, read_size, buf.data));
+  // A longer file is as wrong as a shorter one: it is not the block we wrote.
+  if (n != total) {
+    return CorruptionError("block file " + path + " has " + std::to_string(n) + " bytes, expected " +
+                           std::to_string(total));
+  }
+  return Buffer::Wrap(std::move(buf.owner), buf.data, n);
+}
+
+Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64_t length) {
+  {
+    std::lock_guard lock(mu_);
+    auto* node = index_.Find(h);
+    if (!node) return NotFoundError("block not on disk");
+    if (!(node->entry.id == id) || node->entry.length != length) {
+      DropLocked(h, false);
+      metrics_->Inc(CacheCounter::kChecksumFailures);
+      return CorruptionError("disk block index entry does not match " + id.key);
+    }
+  }
+  std::string path = PathOf(h);
+  auto data = ReadFile(path, FileBytes(length));
+  Status failure;
+  CachedBlock block;
+  if (!data.ok()) {
+    failure = data.status();
+  } else {
+    auto header = DecodeBlockHeader(data->data(), kBlockHeaderSize);
+    Buffer payload = data->Slice(kBlockHeaderSize);
+    if (!header.ok()) {
+      failure = header.status();
+    } else if (!(header->id == id) || header->length != length) {
+      failure = CorruptionError("block file header names another block");
+    } else if (XxHash3(payload.data(), payload.size()) != header->data_hash) {
+      failure = CorruptionError("block data checksum mismatch");
+    } else {
+      block.id = id;
+      block.data = std::move(payload);
+      block.created_ms = header->created_ms;
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (!failure.ok()) {
+    bool corrupt = failure.code() == Code::kCorruption;
+    metrics_->Inc(corrupt ? CacheCounter::kChecksumFailures : CacheCounter::kDiskReadErrors);
+    STRATA_LOG_WARN("cache: dropping block {} of {} ({}): {}", id.index, id.key, path, failure.ToString());
+    DropLocked(h, false);
+    return failure.WithContext("cached block " + path);
+  }
+  if (auto* node = index_.Find(h)) {
+    block.prefetched = node->entry.prefetched;
+    node->entry.prefetched = false;
+    index_.Touch(h);
+  }
+  return block;
+}
+
+bool DiskTier::Contains(const BlockHash& h) const {
+  std::lock_guard lock(mu_);
+  return const_cast<Index&>(index_).Find(h) != nullptr;
+}
+
+void DiskTier::DropLocked(const BlockHash& h, bool evicted) {
+  Index::Node node;
+  if (!index_.Erase(h, &node)) return;
+  if (evicted) {
+    metrics_->Inc(CacheCounter::kDiskEvictions);
+    if (node.entry.prefetched) metrics_->Inc(CacheCounter::kReadaheadWasted);
+  }
+  if (!options_.read_only) fs_.Remove(PathOf(h)).IgnoreError();
+}
+
+bool DiskTier::MakeRoomLocked(uint64_t need) {
+  const uint64_t cap = options_.capacity_bytes;
+  const auto high = static_cast<uint64_t>(cap * options_.high_watermark);
+  const auto low = static_cast<uint64_t>(cap * options_.low_watermark);
+  uint64_t used = index_.bytes() + reserved_;
+  if (used + need <= high && used <= cap) return true;
+  uint64_t target = need > low ? 0 : low - need;
+  while (index_.bytes() + reserved_ > target) {
+    auto* victim = index_.Victim();
+    if (!victim) break;
+    DropLocked(victim->hash, true);
+  }
+  return index_.bytes() + reserved_ + need <= cap;
+}
+
+Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned) {
+  if (options_.read_only) return NotSupportedError("cache directory opened read-only");
+  const uint64_t need = FileBytes(block.data.size());
+  {
+    std::lock_guard lock(mu_);
+    if (index_.Find(h)) return Status::Ok();
+    if (need > options_.capacity_bytes || !MakeRoomLocked(need)) {
+      metrics_->Inc(CacheCounter::kDiskWriteSkipped);
+      return Status(Code::kNoSpace, "no room in cache directory " + options_.dir + " for a block of " + block.id.key);
+    }
+    reserved_ += need;
+  }
+  std::string path = PathOf(h);
+  Status st = WriteFile(h, block, path);
+  if (st.code() == Code::kNotFound) {
+    // The directory was deleted underneath us: recreate it; every indexed file
+    // may be gone, which later reads discover (and refetch).
+    STRATA_LOG_WARN("cache: directory {} vanished; recreating", options_.dir);
+    if (EnsureLayout().ok()) st = WriteFile(h, block, path);
+  }
+  std::lock_guard lock(mu_);
+  reserved_ -= need;
+  if (!st.ok()) {
+    metrics_->Inc(CacheCounter::kDiskWriteErrors);
+    return st;
+  }
+  metrics_->Inc(CacheCounter::kDiskWrites);
+  Index::Node node;
+  node.hash = h;
+  node.object = ObjectKeyOf(block.id.store, block.id.key);
+  node.bytes = need;
+  node.pinned = pinned;
+  node.entry = Entry{block.id, block.data.size(), block.created_ms, block.prefetched};
+  index_.Insert(std::move(node));
+  return Status::Ok();
+}
+
+Status DiskTier::WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path) {
+  STRATA_RETURN_IF_ERROR(fs_.CreateDirs(ParentDir(final_path)));
+  std::string tmp = JoinPath(JoinPath(options_.dir, "tmp"), h.Hex() + "." + std::to_string(getpid()) + "." +
+                                                                std::to_string(temp_seq_++) + std::string(kTempSuffix));
+  MutableBuffer page(kBlockHeaderSize);
+  BlockHeader header{block.id, block.data.size(), XxHash3(block.data.data(), block.data.size()), block.created_ms};
+  STRATA_RETURN_IF_ERROR(EncodeBlockHeader(header, page.data()));
+  auto file = fs_.CreateExclusive(tmp);
+  if (!file.ok()) return file.status();
+  Status st = (*file)->Append(page.data(), page.size());
+  if (st.ok()) st = (*file)->Append(block.data);
+  Status closed = (*file)->Close();
+  if (st.ok()) st = closed;
+  if (st.ok()) st = fs_.Rename(tmp, final_path);
+  if (!st.ok()) fs_.Remove(tmp).IgnoreError();
+  return st;
+}
+
+void DiskTier::Remove(const BlockHash& h) {
+  std::lock_guard lock(mu_);
+  DropLocked(h, false);
+}
+
+size_t DiskTier::RemoveObject(const std::string& object) {
+  std::lock_guard lock(mu_);
+  auto hashes = index_.BlocksOf(object);
+  for (const auto& h : hashes) DropLocked(h, false);
+  return hashes.size();
+}
+
+size_t DiskTier::RemoveIf(const std::function<bool(const BlockId&)>& pred) {
+  std::lock_guard lock(mu_);
+  std::vector<BlockHash> victims;
+  index_.ForEach([&](Index::Node& n) {
+    if (pred(n.entry.id)) victims.push_back(n.hash);
+  });
+  for (const auto& h : victims) DropLocked(h, false);
+  return victims.size();
+}
+
+void DiskTier::Repin(const std::function<bool(const BlockId&)>& pred) {
+  std::lock_guard lock(mu_);
+  index_.ForEach([&](Index::Node& n) { n.pinned = pred(n.entry.id); });
+}
+
+std::vector<DiskBlockInfo> DiskTier::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<DiskBlockInfo> out;
+  const_cast<Index&>(index_).ForEach([&](Index::Node& n) {
+    out.push_back(DiskBlockInfo{n.entry.id, n.entry.length, n.entry.created_ms, n.pinned, PathOf(n.hash)});
+  });
+  return out;
+}
+
+VerifyReport DiskTier::Verify(bool drop_bad) {
+  VerifyReport report;
+  for (const auto& info : List()) {
+    ++report.checked;
+    BlockHash h = HashBlockId(info.id);
+    Status st;
+    auto data = ReadFile(info.path, FileBytes(info.length));
+    if (!data.ok()) {
+      st = data.status();
+    } else {
+      auto header = DecodeBlockHeader(data->data(), kBlockHeaderSize);
+      Buffer payload = data->Slice(kBlockHeaderSize);
+      if (!header.ok())
+        st = header.status();
+      else if (!(header->id == info.id))
+        st = CorruptionError("header names another block");
+      else if (XxHash3(payload.data(), payload.size()) != header->data_hash)
+        st = CorruptionError("checksum mismatch");
+    }
+    if (st.ok()) {
+      ++report.ok;
+      continue;
+    }
+    ++report.bad;
+    report.bad_paths.push_back(info.path + ": " + st.ToString());
+    if (drop_bad && !options_.read_only) {
+      metrics_->Inc(CacheCounter::kChecksumFailures);
+      Remove(h);
+    }
+  }
+  return report;
+}
+
+uint64_t DiskTier::bytes() const {
+  std::lock_guard lock(mu_);
+  return index_.bytes();
+}
+
+size_t DiskTier::blocks() const {
+  std::lock_guard lock(mu_);
+  return index_.size();
+}
+
+}  // namespace strata

@@ -1,0 +1,168 @@
+// DiskTier: the local-disk tier, a directory bounded in bytes.
+//
+//   D/LOCK              exclusive flock while a process owns D; holds its PID
+//   D/blocks/ab/<hash>.blk   one file per block (block_format.h), named by
+//                       HashBlockId (first two hex digits pick the subdir)
+//   D/tmp/              blocks being written; renamed into blocks/ when whole
+//
+// Sharing: one process owns a cache directory at a time (exclusive flock; a
+// second opener gets Unavailable naming the holder's PID). Several processes
+// writing one directory would need cross-process accounting of the byte limit
+// and eviction; a single owner keeps the limit exact and eviction simple, and
+// other processes reach the cache through that owner (`strata serve`/mount).
+// Read-only opens (`strata cache stats|ls` beside a running owner) take no
+// lock and change nothing.
+//
+// Crash safety: a block becomes visible only by rename of a complete temp
+// file, so kill -9 at any moment leaves whole blocks plus temp files, which
+// the next Open deletes. Blocks are not fsynced: a power cut can leave a
+// renamed file with lost bytes, but every read verifies the header (naming
+// key, ETag, offset, length) and the data checksum, so such a block is
+// dropped and refetched, never served. Open rebuilds the index from headers
+// only (one 4 KiB read per block); data is verified lazily, on each read.
+//
+// Eviction: LRU, pinned blocks skipped; when a write would pass the high
+// watermark, blocks are evicted down to the low watermark (Alluxio-style) so
+// eviction runs in batches, not on every write; the capacity is never passed.
+// Thread-safe: the index is under a mutex, file I/O runs outside it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "cache/block_format.h"
+#include "cache/cache_metrics.h"
+#include "cache/lru_index.h"
+#include "cache/ram_tier.h"
+#include "io/file_system.h"
+
+namespace strata {
+
+struct DiskTierOptions {
+  std::string dir;
+  uint64_t capacity_bytes = 0;  // counted as file bytes: 4 KiB header + data per block
+  double high_watermark = 0.95;
+  double low_watermark = 0.85;
+  FileSystem* fs = nullptr;  // default: DefaultFileSystem()
+  bool direct_io = false;    // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
+  bool read_only = false;    // no lock, no writes, no cleanup (inspection beside a running owner)
+  // Read buffers up to this size are recycled (fresh 4 MiB allocations cost
+  // ~1000 page faults each); 0 disables. BlockCache sets header + block size.
+  size_t pooled_buffer_bytes = 0;
+};
+
+struct DiskOpenReport {
+  uint64_t valid_blocks = 0;
+  uint64_t valid_bytes = 0;
+  uint64_t invalid_blocks = 0;  // bad header, wrong name, wrong size: deleted
+  uint64_t temp_files = 0;      // leftovers of interrupted writes: deleted
+  double seconds = 0;
+};
+
+struct DiskBlockInfo {
+  BlockId id;
+  uint64_t length = 0;
+  int64_t created_ms = 0;
+  bool pinned = false;
+  std::string path;
+};
+
+struct VerifyReport {
+  uint64_t checked = 0;
+  uint64_t ok = 0;
+  uint64_t bad = 0;  // dropped when drop_bad
+  std::vector<std::string> bad_paths;
+};
+
+// A small free list of page-aligned buffers of one size, shared with the
+// Buffers it backs (they return their memory on release). Thread-safe.
+class AlignedPool : public std::enable_shared_from_this<AlignedPool> {
+ public:
+  AlignedPool(size_t buffer_bytes, size_t max_free) : bytes_(buffer_bytes), max_free_(max_free) {}
+  ~AlignedPool();
+  size_t buffer_bytes() const { return bytes_; }
+  // Page-aligned writable memory of buffer_bytes(); released through the returned owner.
+  std::pair<std::shared_ptr<uint8_t>, uint8_t*> Take();
+
+ private:
+  void Give(uint8_t* p);
+  const size_t bytes_, max_free_;
+  std::mutex mu_;
+  std::vector<uint8_t*> free_;
+};
+
+struct PooledBytes {
+  std::shared_ptr<uint8_t> owner;
+  uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+class DiskTier {
+ public:
+  // Creates the layout if missing, takes the lock, deletes temp files and
+  // invalid blocks, and indexes the valid ones.
+  static Result<std::unique_ptr<DiskTier>> Open(const DiskTierOptions& options, CacheMetrics* metrics,
+                                                DiskOpenReport* report = nullptr);
+  ~DiskTier();
+
+  // Reads and verifies a block. NotFound when not cached; Corruption (checksum,
+  // header, size) or IOError when the file failed: it has then been dropped.
+  Result<CachedBlock> Read(const BlockHash& h, const BlockId& id, uint64_t length);
+  bool Contains(const BlockHash& h) const;
+  // Writes temp + rename, evicting first as needed. NoSpace when it cannot
+  // fit under the capacity (everything else pinned) or the disk is full.
+  Status Write(const BlockHash& h, const CachedBlock& block, bool pinned);
+  void Remove(const BlockHash& h);
+  size_t RemoveObject(const std::string& object);
+  size_t RemoveIf(const std::function<bool(const BlockId&)>& pred);
+  void Repin(const std::function<bool(const BlockId&)>& pred);
+
+  std::vector<DiskBlockInfo> List() const;
+  // Reads every block fully and checks it; bad blocks are dropped when drop_bad.
+  VerifyReport Verify(bool drop_bad);
+
+  uint64_t bytes() const;
+  size_t blocks() const;
+  uint64_t capacity() const { return options_.capacity_bytes; }
+  const std::string& dir() const { return options_.dir; }
+  std::string PathOf(const BlockHash& h) const;
+
+ private:
+  struct Entry {
+    BlockId id;
+    uint64_t length = 0;
+    int64_t created_ms = 0;
+    bool prefetched = false;
+  };
+  using Index = LruIndex<Entry>;
+
+  DiskTier(DiskTierOptions options, CacheMetrics* metrics);
+  Status Scan(DiskOpenReport* report);
+  Status CheckFile(const std::string& path, const std::string& expected_hash, uint64_t file_size, Entry* out);
+  // Evicts (under mu_) so that `need` more bytes fit; false if they cannot.
+  bool MakeRoomLocked(uint64_t need);
+  void DropLocked(const BlockHash& h, bool evicted);
+  Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);
+  Result<Buffer> ReadFile(const std::string& path, uint64_t total);
+  Status EnsureLayout();
+  PooledBytes AllocateRead(size_t size);
+
+  const DiskTierOptions options_;
+  FileSystem& fs_;
+  CacheMetrics* metrics_;
+  std::unique_ptr<FileLock> lock_;
+  mutable std::mutex mu_;
+  Index index_;
+  uint64_t reserved_ = 0;  // bytes of writes in progress
+  std::atomic<uint64_t> temp_seq_{0};
+  std::shared_ptr<AlignedPool> pool_;
+};
+
+}  // namespace strata
