@@ -1,7 +1,8 @@
 #include "base/executor.h"
 
-#include <atomic>
 #include <pthread.h>
+
+#include <atomic>
 
 namespace strata {
 

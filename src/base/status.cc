@@ -52,8 +52,8 @@ const std::string& Status::cause() const {
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
   Status s;
-  s.state_ = std::make_shared<const State>(State{state_->code, std::string(context) + ": " + state_->message,
-                                                 state_->cause, state_->retryable});
+  s.state_ = std::make_shared<const State>(
+      State{state_->code, std::string(context) + ": " + state_->message, state_->cause, state_->retryable});
   return s;
 }
 
@@ -82,9 +82,7 @@ Status InternalError(std::string m, std::string c) { return Status(Code::kIntern
 Status NotSupportedError(std::string m, std::string c) {
   return Status(Code::kNotSupported, std::move(m), std::move(c));
 }
-Status UnavailableError(std::string m, std::string c) {
-  return Status(Code::kUnavailable, std::move(m), std::move(c));
-}
+Status UnavailableError(std::string m, std::string c) { return Status(Code::kUnavailable, std::move(m), std::move(c)); }
 
 Status ErrnoToStatus(int err, std::string_view what) {
   std::string cause = std::strerror(err);

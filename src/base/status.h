@@ -30,7 +30,7 @@ enum class Code {
   kAlreadyExists,       // create-only put / mkdir on existing name
   kOutOfRange,          // a byte range outside the object (InvalidRange)
   kCancelled,
-  kInternal,            // a bug: an invariant did not hold
+  kInternal,  // a bug: an invariant did not hold
 };
 
 std::string_view CodeName(Code code);
@@ -87,7 +87,7 @@ Status ErrnoToStatus(int err, std::string_view what);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Status(Code::kInternal, "Result constructed from OK status");
   }
@@ -117,10 +117,10 @@ class [[nodiscard]] Result {
 #define STRATA_CONCAT_INNER(a, b) a##b
 #define STRATA_CONCAT(a, b) STRATA_CONCAT_INNER(a, b)
 
-#define STRATA_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::strata::Status _st = (expr);              \
-    if (!_st.ok()) return _st;                  \
+#define STRATA_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::strata::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 #define STRATA_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
@@ -128,5 +128,4 @@ class [[nodiscard]] Result {
   if (!tmp.ok()) return tmp.status();                \
   lhs = std::move(tmp).value()
 
-#define STRATA_ASSIGN_OR_RETURN(lhs, expr) \
-  STRATA_ASSIGN_OR_RETURN_IMPL(STRATA_CONCAT(_res_, __LINE__), lhs, expr)
+#define STRATA_ASSIGN_OR_RETURN(lhs, expr) STRATA_ASSIGN_OR_RETURN_IMPL(STRATA_CONCAT(_res_, __LINE__), lhs, expr)

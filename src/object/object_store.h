@@ -38,16 +38,16 @@ struct ByteRange {
 
 struct GetOptions {
   std::optional<ByteRange> range;
-  std::string if_match;       // PreconditionFailed unless the ETag matches
-  std::string if_none_match;  // NotModified if the ETag matches
+  std::string if_match;                         // PreconditionFailed unless the ETag matches
+  std::string if_none_match;                    // NotModified if the ETag matches
   std::optional<WallTime> if_modified_since;    // NotModified if not modified since
   std::optional<WallTime> if_unmodified_since;  // PreconditionFailed if modified since
 };
 
 struct GetResult {
-  ObjectInfo info;       // of the whole object (size is the full size)
-  uint64_t offset = 0;   // where `data` starts within the object
-  Buffer data;           // the requested range, exactly
+  ObjectInfo info;      // of the whole object (size is the full size)
+  uint64_t offset = 0;  // where `data` starts within the object
+  Buffer data;          // the requested range, exactly
 };
 
 struct ListOptions {
@@ -59,15 +59,15 @@ struct ListOptions {
 };
 
 struct ListResult {
-  std::vector<ObjectInfo> objects;          // sorted by key (byte order)
-  std::vector<std::string> common_prefixes; // sorted, each ends with the delimiter
+  std::vector<ObjectInfo> objects;           // sorted by key (byte order)
+  std::vector<std::string> common_prefixes;  // sorted, each ends with the delimiter
   bool truncated = false;
-  std::string next_continuation_token;      // set iff truncated
+  std::string next_continuation_token;  // set iff truncated
 };
 
 struct PutOptions {
-  std::string if_match;       // PreconditionFailed unless the current ETag matches
-  bool if_none_match = false; // "If-None-Match: *": PreconditionFailed if the key exists
+  std::string if_match;        // PreconditionFailed unless the current ETag matches
+  bool if_none_match = false;  // "If-None-Match: *": PreconditionFailed if the key exists
   std::string content_type;
 };
 

@@ -1,0 +1,348 @@
+// Writer + reader end to end on temp directories and mem:// stores.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "ckpt/commit.h"
+#include "ckpt/reader.h"
+#include "ckpt/test_util.h"
+#include "ckpt/writer.h"
+#include "io/durable.h"
+#include "io/fault_file_system.h"
+#include "object/mem_store.h"
+
+namespace strata::ckpt {
+namespace {
+
+using testing::Compare;
+using testing::MakeState;
+using testing::OwnedState;
+
+class CkptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDir("ckpt-test-");
+    ASSERT_TRUE(dir.ok());
+    dir_ = *dir;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);  // not io RemoveAll: see location.cc on the DirEntry clash
+  }
+
+  WriterOptions Options(std::string sub = "local") {
+    WriterOptions o;
+    o.dir = JoinPath(dir_, sub);
+    o.shard_bytes = 1 << 20;  // several shards even for small states
+    return o;
+  }
+  std::unique_ptr<Location> Local(std::string sub = "local") {
+    return std::move(OpenLocalLocation(DefaultFileSystem(), JoinPath(dir_, sub))).value();
+  }
+  std::string ShardPath(int64_t step, int shard, std::string sub = "local") {
+    return JoinPath(JoinPath(JoinPath(dir_, sub), StepDirName(step)), ShardFileName(0, shard));
+  }
+  // The first tensor stored in shard `shard` of the local checkpoint `step`.
+  TensorEntry FirstTensorOf(int64_t step, uint32_t shard) {
+    auto info = OpenCheckpoint(*Local(), step);
+    EXPECT_TRUE(info.ok()) << info.status();
+    for (const auto& t : info->ranks[0].tensors) {
+      if (t.shard == shard && t.size > 64) return t;
+    }
+    ADD_FAILURE() << "no tensor in shard " << shard;
+    return {};
+  }
+  void Save(CheckpointWriter& w, int64_t step, const OwnedState& s) {
+    auto h = w.Save(step, s.views, R"({"step":)" + std::to_string(step) + "}");
+    ASSERT_TRUE(h.ok()) << h.status();
+    ASSERT_TRUE(h->Wait().ok()) << h->Wait();
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CkptTest, SaveCopiesThenPersistsAndLoadsByteExact) {
+  auto w = CheckpointWriter::Open(Options());
+  ASSERT_TRUE(w.ok()) << w.status();
+  OwnedState s = MakeState(5);
+  OwnedState expected = MakeState(5);
+  auto h = (*w)->Save(5, s.views, R"({"lr":0.5})");
+  ASSERT_TRUE(h.ok()) << h.status();
+  // The caller may reuse its memory as soon as Save returns.
+  for (auto& b : s.bytes) std::fill(b.begin(), b.end(), 0xEE);
+  ASSERT_TRUE(h->Wait().ok()) << h->Wait();
+  EXPECT_TRUE(h->Done());
+  EXPECT_GT(h->stats().shards, 1u);
+
+  auto loc = Local();
+  auto latest = Latest(*loc);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->step, 5);
+  EXPECT_EQ(latest->manifest.metadata, R"({"lr":0.5})");
+  auto loaded = Load(*loc, 5);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Compare(*loaded, expected), "");
+  EXPECT_TRUE(Verify(*loc, 5, VerifyLevel::kFull).ok());
+
+  // Shards are plain safetensors files.
+  auto bytes = ReadFileToString(DefaultFileSystem(), ShardPath(5, 0), 64 << 20);
+  ASSERT_TRUE(bytes.ok());
+  auto header = ParseSafetensorsHeader(*bytes, bytes->size());
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->tensors.front().name, "model.embed.weight");
+
+  // Caller-provided destinations.
+  std::vector<uint8_t> dst(expected.views[1].size);
+  ASSERT_TRUE(LoadInto(*loc, 5, {{expected.views[1].name, {dst.data(), dst.size()}}}).ok());
+  EXPECT_EQ(0, std::memcmp(dst.data(), expected.views[1].data, dst.size()));
+  EXPECT_EQ(LoadInto(*loc, 5, {{"nope", {dst.data(), 1}}}).code(), Code::kNotFound);
+  EXPECT_EQ(LoadInto(*loc, 5, {{expected.views[1].name, {dst.data(), 1}}}).code(), Code::kInvalidArgument);
+}
+
+TEST_F(CkptTest, RejectsBadSaves) {
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  OwnedState s = MakeState(1);
+  auto dup = s.views;
+  dup.push_back(dup[0]);
+  EXPECT_EQ(w->Save(1, dup).status().code(), Code::kInvalidArgument);
+  auto bad = s.views;
+  bad[0].size -= 1;
+  EXPECT_EQ(w->Save(1, bad).status().code(), Code::kInvalidArgument);
+  Save(*w, 1, s);
+  EXPECT_EQ(w->Save(1, s.views).status().code(), Code::kInvalidArgument);  // not newer
+  auto w2 = std::move(CheckpointWriter::Open(Options())).value();
+  EXPECT_EQ(w2->Save(1, s.views).status().code(), Code::kAlreadyExists);
+}
+
+TEST_F(CkptTest, QueuedAndWaitingSavesNeverCorruptEachOther) {
+  for (auto policy : {InflightPolicy::kQueue, InflightPolicy::kWait}) {
+    WriterOptions o = Options(policy == InflightPolicy::kQueue ? "q" : "w");
+    o.policy = policy;
+    o.max_queued = 2;
+    auto w = std::move(CheckpointWriter::Open(o)).value();
+    std::vector<SaveHandle> handles;
+    for (int step = 1; step <= 4; ++step) {
+      OwnedState s = MakeState(step);
+      auto h = w->Save(step, s.views);
+      ASSERT_TRUE(h.ok()) << h.status();
+      handles.push_back(*h);
+    }
+    ASSERT_TRUE(w->Flush().ok());
+    auto loc = Local(policy == InflightPolicy::kQueue ? "q" : "w");
+    for (int step = 1; step <= 4; ++step) {
+      ASSERT_TRUE(handles[step - 1].Done());
+      auto loaded = Load(*loc, step);
+      ASSERT_TRUE(loaded.ok()) << loaded.status();
+      EXPECT_EQ(Compare(*loaded, MakeState(step)), "") << step;
+    }
+  }
+}
+
+TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  Save(*w, 1, MakeState(1));
+  Save(*w, 2, MakeState(2));
+  auto loc = Local();
+  TensorEntry t = FirstTensorOf(2, 0);
+
+  // Flip one byte inside a tensor: full verify names shard and tensor.
+  auto file = DefaultFileSystem().OpenForWrite(ShardPath(2, 0), /*truncate=*/false);
+  ASSERT_TRUE(file.ok());
+  auto raf = std::move(DefaultFileSystem().OpenForRead(ShardPath(2, 0))).value();
+  uint8_t byte = 0;
+  ASSERT_TRUE(raf->ReadAt(t.offset + 17, 1, &byte).ok());
+  byte ^= 0x40;
+  ASSERT_TRUE((*file)->WriteAt(t.offset + 17, &byte, 1).ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  VerifyReport r = Verify(*loc, 2, VerifyLevel::kFull);
+  EXPECT_FALSE(r.ok());
+  bool named = false;
+  for (const auto& p : r.problems) named |= p.file == ShardFileName(0, 0) && p.tensor == t.name;
+  EXPECT_TRUE(named) << r.ToString();
+  EXPECT_EQ(Load(*loc, 2).status().code(), Code::kCorruption);
+  EXPECT_NE(Load(*loc, 2).status().message().find(t.name), std::string::npos);
+  auto latest = Latest(*loc, VerifyLevel::kFull);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->step, 1);
+
+  // Zero a range.
+  byte ^= 0x40;  // restore, then zero 4 KiB inside the tensor
+  file = DefaultFileSystem().OpenForWrite(ShardPath(2, 0), false);
+  ASSERT_TRUE((*file)->WriteAt(t.offset + 17, &byte, 1).ok());
+  std::string zeros(std::min<uint64_t>(4096, t.size - 1), '\0');
+  ASSERT_TRUE((*file)->WriteAt(t.offset + 1, zeros.data(), zeros.size()).ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  r = Verify(*loc, 2, VerifyLevel::kFull);
+  named = false;
+  for (const auto& p : r.problems) named |= p.tensor == t.name;
+  EXPECT_TRUE(named) << r.ToString();
+
+  // Truncate: even the quick check names the shard and the tensors cut off.
+  ASSERT_TRUE(DefaultFileSystem().Truncate(ShardPath(2, 0), t.offset + 10).ok());
+  r = Verify(*loc, 2, VerifyLevel::kQuick);
+  named = false;
+  bool shard_named = false;
+  for (const auto& p : r.problems) {
+    named |= p.tensor == t.name;
+    shard_named |= p.file == ShardFileName(0, 0) && p.tensor.empty();
+  }
+  EXPECT_TRUE(named && shard_named) << r.ToString();
+  latest = Latest(*loc);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->step, 1);
+
+  // A torn commit marker or a missing one: skipped too.
+  ASSERT_TRUE(WriteFileAtomic(DefaultFileSystem(), JoinPath(JoinPath(dir_, "local/" + StepDirName(1)), "COMMITTED"),
+                              std::string_view("strata-ckpt v1 sha256=00"))
+                  .ok());
+  EXPECT_EQ(Latest(*loc).status().code(), Code::kNotFound);
+  EXPECT_EQ(Verify(*loc, 1, VerifyLevel::kQuick).ToStatus().code(), Code::kNotFound);
+}
+
+TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
+  FaultFileSystem fault(DefaultFileSystem());
+  WriterOptions o = Options();
+  o.fs = &fault;
+  auto w = std::move(CheckpointWriter::Open(o)).value();
+  Save(*w, 1, MakeState(1));
+  fault.SetWriteBudget(1 << 20);  // the next checkpoint needs ~3 MiB
+  OwnedState s = MakeState(2);
+  auto h = w->Save(2, s.views);
+  ASSERT_TRUE(h.ok());
+  Status st = h->Wait();
+  EXPECT_EQ(st.code(), Code::kNoSpace) << st;
+  EXPECT_NE(st.message().find("shard"), std::string::npos) << st;
+  EXPECT_EQ(w->Flush().code(), Code::kNoSpace);
+  fault.ClearWriteBudget();
+  auto loc = Local();
+  auto latest = Latest(*loc, VerifyLevel::kFull);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->step, 1);
+  EXPECT_EQ(Compare(*Load(*loc, 1), MakeState(1)), "");
+  // Space is back: the same writer saves again.
+  Save(*w, 3, MakeState(3));
+  EXPECT_EQ(Latest(*loc)->step, 3);
+}
+
+TEST_F(CkptTest, TiersToTheStoreWithRetention) {
+  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
+  WriterOptions o = Options();
+  o.remote = store;
+  o.upload_part_size = 1 << 20;
+  o.keep_local = 2;
+  o.keep_remote = 3;
+  auto w = std::move(CheckpointWriter::Open(o)).value();
+  for (int step = 1; step <= 5; ++step) {
+    auto h = w->Save(step * 10, MakeState(step).views);
+    ASSERT_TRUE(h.ok());
+    ASSERT_TRUE(h->WaitUploaded().ok()) << h->WaitUploaded();
+  }
+  ASSERT_TRUE(w->WaitForUploads().ok());
+  w.reset();
+  auto remote = StoreLocation(store);
+  auto local = Local();
+  EXPECT_EQ(*remote->ListSteps(), (std::vector<int64_t>{30, 40, 50}));
+  EXPECT_EQ(*local->ListSteps(), (std::vector<int64_t>{40, 50}));
+  auto latest = Latest(*remote, VerifyLevel::kFull);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->step, 50);
+  auto loaded = Load(*remote, 50);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Compare(*loaded, MakeState(5)), "");
+
+  // Pull a remote one into a fresh directory.
+  auto pulled = Local("pulled");
+  ASSERT_TRUE(Pull(*remote, 30, *pulled).ok());
+  EXPECT_EQ(Compare(*Load(*pulled, 30), MakeState(3)), "");
+  EXPECT_EQ(Pull(*remote, 30, *pulled).code(), Code::kAlreadyExists);
+}
+
+TEST_F(CkptTest, UploadResumesAfterARestart) {
+  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
+  {  // Saved while the store was not configured (as if the process died before uploading).
+    auto w = std::move(CheckpointWriter::Open(Options())).value();
+    Save(*w, 7, MakeState(7));
+    Save(*w, 8, MakeState(8));
+  }
+  auto remote = StoreLocation(store);
+  // A half-finished earlier upload of step 8: one shard and no markers.
+  ASSERT_TRUE(Pull(*Local(), 8, *StoreLocation(MakeMemStore())).ok());
+  WriterOptions o = Options();
+  o.remote = store;
+  o.upload_part_size = 1 << 20;
+  auto w = std::move(CheckpointWriter::Open(o)).value();
+  ASSERT_TRUE(w->WaitForUploads().ok());
+  EXPECT_EQ(*remote->ListSteps(), (std::vector<int64_t>{7, 8}));
+  EXPECT_EQ(Compare(*Load(*remote, 8), MakeState(8)), "");
+  // Already uploaded: a new writer finds nothing to do and changes nothing.
+  auto before = store->Head(StepDirName(8) + "/" + ShardFileName(0, 0));
+  w.reset();
+  auto w2 = std::move(CheckpointWriter::Open(o)).value();
+  ASSERT_TRUE(w2->WaitForUploads().ok());
+  auto after = store->Head(StepDirName(8) + "/" + ShardFileName(0, 0));
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_EQ(before->mtime, after->mtime);
+}
+
+// Ranks as threads with their own writers: shared directory, then node-local
+// directories committing through the store.
+TEST_F(CkptTest, DistributedRanksCommitTogether) {
+  for (bool shared : {true, false}) {
+    auto store = MakeMemStore("", {.min_part_size = 1 << 20});
+    constexpr int kWorld = 3;
+    std::vector<Status> results(kWorld);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < kWorld; ++r) {
+      ranks.emplace_back([&, r] {
+        WriterOptions o = Options(shared ? "shared" : "node" + std::to_string(r));
+        o.rank = r;
+        o.world_size = kWorld;
+        o.shared_dir = shared;
+        o.remote = store;
+        o.upload_part_size = 1 << 20;
+        auto w = CheckpointWriter::Open(o);
+        if (!w.ok()) {
+          results[r] = w.status();
+          return;
+        }
+        auto h = (*w)->Save(100, MakeState(100, r).views);
+        results[r] = h.ok() ? h->WaitUploaded() : h.status();
+      });
+    }
+    for (auto& t : ranks) t.join();
+    for (const auto& st : results) ASSERT_TRUE(st.ok()) << st;
+    auto remote = StoreLocation(store);
+    auto info = Latest(*remote, VerifyLevel::kFull);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->manifest.world_size, kWorld);
+    auto loaded = Load(*remote, 100);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    for (int r = 0; r < kWorld; ++r) EXPECT_EQ(Compare(*loaded, MakeState(100, r)), "") << r;
+    if (shared) {
+      auto local = Latest(*Local("shared"));
+      ASSERT_TRUE(local.ok()) << local.status();
+      EXPECT_EQ(local->step, 100);
+    } else {
+      EXPECT_EQ(Latest(*Local("node0")).status().code(), Code::kNotFound);  // rank commits only
+    }
+  }
+}
+
+TEST_F(CkptTest, CoordinatorGivesUpOnAMissingRank) {
+  FakeClock clock(/*auto_advance=*/true);
+  WriterOptions o = Options();
+  o.world_size = 2;
+  o.clock = &clock;
+  o.commit_timeout = std::chrono::seconds(30);
+  auto w = std::move(CheckpointWriter::Open(o)).value();
+  auto h = w->Save(1, MakeState(1).views);
+  ASSERT_TRUE(h.ok());
+  Status st = h->Wait();
+  EXPECT_EQ(st.code(), Code::kDeadlineExceeded) << st;
+  EXPECT_NE(st.message().find("ranks 1"), std::string::npos) << st;
+  EXPECT_EQ(Latest(*Local()).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace strata::ckpt

@@ -1,0 +1,103 @@
+#include "ckpt/commit.h"
+
+#include <algorithm>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "ckpt/reader.h"
+
+namespace strata::ckpt {
+
+Status WriteRankCommit(Location& loc, const RankManifest& manifest) {
+  const std::string text = EncodeRankManifest(manifest);
+  STRATA_RETURN_IF_ERROR(loc.WriteFile(manifest.step, RankManifestName(manifest.rank), Buffer::FromString(text)));
+  return loc.WriteFile(manifest.step, RankCommitName(manifest.rank),
+                       Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
+}
+
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank) {
+  STRATA_ASSIGN_OR_RETURN(std::string marker, loc.ReadSmall(step, RankCommitName(rank), 4096));
+  STRATA_ASSIGN_OR_RETURN(std::string digest, ParseCommit(marker));
+  STRATA_ASSIGN_OR_RETURN(std::string text, loc.ReadSmall(step, RankManifestName(rank), kMaxManifestBytes));
+  if (ToHex(Sha256(text)) != digest) {
+    return CorruptionError(RankManifestName(rank) + " of " + StepDirName(step) + " does not match its commit marker");
+  }
+  STRATA_ASSIGN_OR_RETURN(RankManifest m, ParseRankManifest(text));
+  if (m.step != step || m.rank != rank) {
+    return CorruptionError(RankManifestName(rank) + " of " + StepDirName(step) + " names another step or rank");
+  }
+  return m;
+}
+
+Status CommitGlobal(Location& loc, int64_t step, int world_size, Clock& clock, TimePoint deadline, Duration poll) {
+  std::vector<RankManifest> ranks(world_size);
+  std::vector<bool> have(world_size, false);
+  for (;;) {
+    std::string missing;
+    for (int r = 0; r < world_size; ++r) {
+      if (have[r]) continue;
+      auto m = ReadRankCommit(loc, step, r);
+      if (m.ok() && m->world_size == world_size) {
+        ranks[r] = std::move(*m);
+        have[r] = true;
+      } else {
+        missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      }
+    }
+    if (missing.empty()) break;
+    if (clock.Now() >= deadline) {
+      return Status(Code::kDeadlineExceeded, "gave up waiting for the commits of ranks " + missing + " of " +
+                                                 StepDirName(step) + " in " + loc.Describe());
+    }
+    clock.SleepFor(poll);
+  }
+  GlobalManifest g;
+  g.step = step;
+  g.world_size = world_size;
+  g.wall_time_ms = ranks[0].wall_time_ms;
+  g.metadata = ranks[0].metadata;
+  for (int r = 0; r < world_size; ++r) {
+    STRATA_ASSIGN_OR_RETURN(std::string text, loc.ReadSmall(step, RankManifestName(r), kMaxManifestBytes));
+    g.ranks.push_back({r, RankManifestName(r), ToHex(Sha256(text))});
+  }
+  const std::string text = EncodeGlobalManifest(g);
+  STRATA_RETURN_IF_ERROR(loc.WriteFile(step, kManifestFile, Buffer::FromString(text)));
+  return loc.WriteFile(step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
+}
+
+Result<std::optional<int64_t>> NewestCommitted(Location& loc) {
+  STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (OpenCheckpoint(loc, *it).ok()) return std::optional<int64_t>(*it);
+  }
+  return std::optional<int64_t>();
+}
+
+Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect,
+                                          std::function<bool(int64_t)> valid, bool dry_run) {
+  if (keep < 1) return InvalidArgumentError("retention must keep at least one checkpoint");
+  if (!valid) valid = [&loc](int64_t s) { return OpenCheckpoint(loc, s).ok(); };
+  STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
+  std::vector<int64_t> good, torn, deleted;
+  for (int64_t s : steps) (valid(s) ? good : torn).push_back(s);
+  if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
+  const int64_t newest = good.back();
+  std::vector<int64_t> doomed;
+  if (good.size() > static_cast<size_t>(keep)) doomed.assign(good.begin(), good.end() - keep);
+  for (int64_t s : torn) {
+    if (s < newest) doomed.push_back(s);
+  }
+  std::sort(doomed.begin(), doomed.end());
+  for (int64_t s : doomed) {
+    if (s == newest || protect.count(s)) continue;
+    Status st = dry_run ? Status::Ok() : loc.RemoveStep(s);
+    if (st.ok()) {
+      deleted.push_back(s);
+    } else {
+      STRATA_LOG_WARN("ckpt: retention could not delete {} in {}: {}", StepDirName(s), loc.Describe(), st.ToString());
+    }
+  }
+  return deleted;
+}
+
+}  // namespace strata::ckpt

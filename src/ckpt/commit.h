@@ -1,0 +1,44 @@
+// Commit protocol helpers shared by the writer (local and remote) and tools.
+// Thread-safe as far as the Location is.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "ckpt/format.h"
+#include "ckpt/location.h"
+
+namespace strata::ckpt {
+
+// Writes `manifest` (a rank manifest) and then its rank commit marker.
+Status WriteRankCommit(Location& loc, const RankManifest& manifest);
+
+// The rank manifest whose commit marker for `rank` is present and matches,
+// or NotFound (not committed yet) / Corruption.
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank);
+
+// The coordinator's job: waits (polling every `poll`, until `deadline` on
+// `clock`) for all `world_size` rank commits of `step` in `loc`, then writes
+// manifest.json and LAST the global COMMITTED marker. DeadlineExceeded naming
+// the missing ranks.
+Status CommitGlobal(Location& loc, int64_t step, int world_size, Clock& clock, TimePoint deadline, Duration poll);
+
+// The newest step in `loc` with a valid global commit marker (cheap: the
+// hash chain and shard sizes), or nullopt.
+Result<std::optional<int64_t>> NewestCommitted(Location& loc);
+
+// Retention: deletes all but the newest `keep` valid checkpoints (never the
+// newest valid one, never one in `protect`), and torn leftovers older than the
+// newest valid one. `valid` defaults to OpenCheckpoint(loc, step).ok().
+// Returns the steps deleted (or that would be, with dry_run); failures to
+// delete are logged and skipped.
+Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect = {},
+                                          std::function<bool(int64_t)> valid = nullptr, bool dry_run = false);
+
+}  // namespace strata::ckpt

@@ -1,0 +1,247 @@
+#include "ckpt/location.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "base/executor.h"
+#include "ckpt/format.h"
+#include "io/durable.h"
+#include "object/store_url.h"
+#include "object/transfer.h"
+
+namespace strata::ckpt {
+namespace {
+
+// Directory listing without FileSystem::ListDir: while io/file_system.h and
+// object/file_util.h both define strata::DirEntry (an ODR clash, reported),
+// the linker may pair ListDir's sort with the other struct's move and corrupt
+// memory. Names come from readdir; everything else goes through `fs`.
+// TODO(ckpt): back to fs.ListDir once the clash is fixed.
+Result<std::vector<std::string>> ListNames(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (!dir) return ErrnoToStatus(errno, "list directory " + path);
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status RemoveTree(FileSystem& fs, const std::string& path) {
+  auto st = fs.Stat(path);
+  if (!st.ok()) return st.status().code() == Code::kNotFound ? Status::Ok() : st.status();
+  if (!st->is_dir) return fs.Remove(path);
+  STRATA_ASSIGN_OR_RETURN(auto names, ListNames(path));
+  for (const auto& n : names) STRATA_RETURN_IF_ERROR(RemoveTree(fs, JoinPath(path, n)));
+  return fs.RemoveDir(path);
+}
+
+bool IsCommitName(std::string_view name) {
+  return name == kCommitFile || (name.size() > 10 && name.substr(name.size() - 10) == ".COMMITTED");
+}
+
+class LocalLocation : public Location {
+ public:
+  LocalLocation(FileSystem& fs, std::string dir) : fs_(fs), dir_(std::move(dir)) {}
+  std::string Describe() const override { return dir_; }
+  bool is_local() const override { return true; }
+
+  Result<std::vector<int64_t>> ListSteps() override {
+    STRATA_ASSIGN_OR_RETURN(auto names, ListNames(dir_));
+    std::vector<int64_t> steps;
+    for (const auto& name : names) {
+      auto s = ParseStepDirName(name);
+      if (!s) continue;
+      auto st = fs_.Stat(JoinPath(dir_, name));
+      if (st.ok() && st->is_dir) steps.push_back(*s);
+    }
+    std::sort(steps.begin(), steps.end());
+    return steps;
+  }
+  Result<std::vector<FileEntry>> ListFiles(int64_t step) override {
+    STRATA_ASSIGN_OR_RETURN(auto names, ListNames(StepDir(step)));
+    std::vector<FileEntry> files;
+    for (const auto& name : names) {
+      auto st = fs_.Stat(JoinPath(StepDir(step), name));
+      if (!st.ok()) {
+        if (st.status().code() == Code::kNotFound) continue;  // removed meanwhile
+        return st.status();
+      }
+      if (!st->is_dir) files.push_back({name, st->size});
+    }
+    return files;
+  }
+  Result<uint64_t> FileSize(int64_t step, std::string_view name) override {
+    STRATA_ASSIGN_OR_RETURN(FileStat st, fs_.Stat(PathOf(step, name)));
+    return st.size;
+  }
+  Result<std::string> ReadSmall(int64_t step, std::string_view name, uint64_t max_size) override {
+    return ReadFileToString(fs_, PathOf(step, name), max_size);
+  }
+  Status ReadAt(int64_t step, std::string_view name, uint64_t offset, uint64_t n, void* dst) override {
+    const std::string path = PathOf(step, name);
+    STRATA_ASSIGN_OR_RETURN(auto file, fs_.OpenForRead(path));
+    auto* out = static_cast<uint8_t*>(dst);
+    while (n > 0) {
+      STRATA_ASSIGN_OR_RETURN(size_t got, file->ReadAt(offset, n, out));
+      if (got == 0) return CorruptionError(path + ": file ends before offset " + std::to_string(offset + n));
+      offset += got;
+      out += got;
+      n -= got;
+    }
+    return Status::Ok();
+  }
+  Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
+    STRATA_RETURN_IF_ERROR(fs_.CreateDirs(StepDir(step)));
+    return WriteFileAtomic(fs_, PathOf(step, name), data);
+  }
+  Status Remove(int64_t step, std::string_view name) override {
+    Status st = fs_.Remove(PathOf(step, name));
+    return st.code() == Code::kNotFound ? Status::Ok() : st;
+  }
+  Status RemoveStep(int64_t step) override {
+    auto files = ListFiles(step);
+    if (!files.ok()) return files.status().code() == Code::kNotFound ? Status::Ok() : files.status();
+    bool removed_marker = false;
+    for (const auto& f : *files) {
+      if (!IsCommitName(f.name)) continue;
+      STRATA_RETURN_IF_ERROR(Remove(step, f.name));
+      removed_marker = true;
+    }
+    if (removed_marker) STRATA_RETURN_IF_ERROR(fs_.SyncDir(StepDir(step)));
+    STRATA_RETURN_IF_ERROR(RemoveTree(fs_, StepDir(step)));
+    return fs_.SyncDir(dir_);
+  }
+
+ private:
+  std::string StepDir(int64_t step) const { return JoinPath(dir_, StepDirName(step)); }
+  std::string PathOf(int64_t step, std::string_view name) const { return JoinPath(StepDir(step), name); }
+
+  FileSystem& fs_;
+  std::string dir_;
+};
+
+class StoreLocationImpl : public Location {
+ public:
+  StoreLocationImpl(ObjectStorePtr store, uint64_t part_size, int concurrency)
+      : store_(std::move(store)), part_size_(part_size), concurrency_(concurrency) {}
+  std::string Describe() const override { return store_->Url(); }
+  bool is_local() const override { return false; }
+
+  Result<std::vector<int64_t>> ListSteps() override {
+    std::vector<int64_t> steps;
+    ListOptions opts;
+    opts.delimiter = "/";
+    opts.prefix = "step-";
+    for (;;) {
+      STRATA_ASSIGN_OR_RETURN(ListResult page, store_->List(opts));
+      for (const auto& p : page.common_prefixes) {
+        std::string_view name(p);
+        name.remove_suffix(1);  // the delimiter
+        if (auto s = ParseStepDirName(name)) steps.push_back(*s);
+      }
+      if (!page.truncated) break;
+      opts.continuation_token = page.next_continuation_token;
+    }
+    std::sort(steps.begin(), steps.end());
+    return steps;
+  }
+  Result<std::vector<FileEntry>> ListFiles(int64_t step) override {
+    const std::string prefix = StepDirName(step) + "/";
+    STRATA_ASSIGN_OR_RETURN(auto objects, ListAll(*store_, prefix));
+    std::vector<FileEntry> files;
+    for (const auto& o : objects) {
+      std::string name = o.key.substr(prefix.size());
+      if (!name.empty() && name.find('/') == std::string::npos) files.push_back({name, o.size});
+    }
+    if (files.empty()) return NotFoundError("no checkpoint step " + std::to_string(step) + " in " + Describe());
+    return files;
+  }
+  Result<uint64_t> FileSize(int64_t step, std::string_view name) override {
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, store_->Head(KeyOf(step, name)));
+    return info.size;
+  }
+  Result<std::string> ReadSmall(int64_t step, std::string_view name, uint64_t max_size) override {
+    GetOptions opts;
+    opts.range = ByteRange::Of(0, max_size + 1);
+    STRATA_ASSIGN_OR_RETURN(GetResult got, store_->Get(KeyOf(step, name), opts));
+    if (got.info.size > max_size) {
+      return InvalidArgumentError(KeyOf(step, name) + " is larger than " + std::to_string(max_size) + " bytes");
+    }
+    return got.data.ToString();
+  }
+  Status ReadAt(int64_t step, std::string_view name, uint64_t offset, uint64_t n, void* dst) override {
+    if (n == 0) return Status::Ok();
+    const std::string key = KeyOf(step, name);
+    const uint64_t parts = (n + part_size_ - 1) / part_size_;
+    std::mutex mu;
+    Status first;
+    ParallelFor(parts, std::max<size_t>(1, std::min<size_t>(parts, concurrency_)), [&](size_t i) {
+      const uint64_t off = i * part_size_, len = std::min(part_size_, n - off);
+      GetOptions opts;
+      opts.range = ByteRange::Of(offset + off, len);
+      auto got = store_->Get(key, opts);
+      Status st = got.status();
+      if (st.ok() && got->data.size() != len) st = CorruptionError(key + ": object ends before the expected size");
+      if (st.code() == Code::kOutOfRange) st = CorruptionError(key + ": object shorter than expected");
+      if (st.ok()) std::memcpy(static_cast<uint8_t*>(dst) + off, got->data.data(), len);
+      std::lock_guard lock(mu);
+      if (!st.ok() && first.ok()) first = st;
+    });
+    return first;
+  }
+  Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
+    return ParallelPut(*store_, KeyOf(step, name), data, std::max(part_size_, store_->MinPartSize()), concurrency_)
+        .status();
+  }
+  Status Remove(int64_t step, std::string_view name) override { return store_->Delete(KeyOf(step, name)); }
+  Status RemoveStep(int64_t step) override {
+    auto files = ListFiles(step);
+    if (!files.ok()) return files.status().code() == Code::kNotFound ? Status::Ok() : files.status();
+    for (int pass = 0; pass < 2; ++pass) {  // markers first
+      for (const auto& f : *files) {
+        if (IsCommitName(f.name) == (pass == 0)) STRATA_RETURN_IF_ERROR(Remove(step, f.name));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string KeyOf(int64_t step, std::string_view name) const { return StepDirName(step) + "/" + std::string(name); }
+
+  ObjectStorePtr store_;
+  uint64_t part_size_;
+  int concurrency_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Location>> OpenLocalLocation(FileSystem& fs, std::string dir) {
+  if (dir.empty()) return InvalidArgumentError("checkpoint directory must not be empty");
+  STRATA_RETURN_IF_ERROR(fs.CreateDirs(dir).WithContext("creating checkpoint directory " + dir));
+  return std::unique_ptr<Location>(new LocalLocation(fs, std::move(dir)));
+}
+
+std::unique_ptr<Location> StoreLocation(ObjectStorePtr store, uint64_t part_size, int concurrency) {
+  return std::make_unique<StoreLocationImpl>(std::move(store), std::max<uint64_t>(part_size, 1),
+                                             std::max(concurrency, 1));
+}
+
+Result<std::unique_ptr<Location>> OpenLocation(std::string_view dir_or_url) {
+  if (dir_or_url.find("://") != std::string_view::npos) {
+    STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(dir_or_url));
+    return StoreLocation(std::move(store));
+  }
+  // Readers must not create directories as a side effect: a missing one
+  // gives NotFound when listed; writes (pull) create what they need.
+  if (dir_or_url.empty()) return InvalidArgumentError("checkpoint directory must not be empty");
+  return std::unique_ptr<Location>(new LocalLocation(DefaultFileSystem(), std::string(dir_or_url)));
+}
+
+}  // namespace strata::ckpt

@@ -1,0 +1,391 @@
+#include "ckpt/reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "base/executor.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "ckpt/shard_hasher.h"
+
+namespace strata::ckpt {
+namespace {
+
+constexpr uint64_t kChunk = 8ull << 20;
+
+std::string Sha256Hex(std::string_view s) { return ToHex(Sha256(s)); }
+
+std::string What(const Status& st, std::string_view missing) {
+  return st.code() == Code::kNotFound ? std::string(missing) : st.ToString();
+}
+
+// Follows the hash chain COMMITTED -> manifest.json -> rank manifests.
+std::optional<CheckpointInfo> ReadChain(Location& loc, int64_t step, VerifyReport* r) {
+  r->step = step;
+  const std::string commit_name(kCommitFile), manifest_name(kManifestFile);
+  auto commit = loc.ReadSmall(step, kCommitFile, 4096);
+  if (!commit.ok()) {
+    r->problems.push_back(
+        {commit_name, "", What(commit.status(), "missing: never committed (torn, partial or in progress)")});
+    return std::nullopt;
+  }
+  auto digest = ParseCommit(*commit);
+  if (!digest.ok()) {
+    r->problems.push_back({commit_name, "", digest.status().message()});
+    return std::nullopt;
+  }
+  auto text = loc.ReadSmall(step, kManifestFile, kMaxManifestBytes);
+  if (!text.ok()) {
+    r->problems.push_back({manifest_name, "", What(text.status(), "missing although the commit marker exists")});
+    return std::nullopt;
+  }
+  if (Sha256Hex(*text) != *digest) {
+    r->problems.push_back({manifest_name, "", "SHA-256 does not match the commit marker"});
+    return std::nullopt;
+  }
+  r->committed = true;
+  auto global = ParseGlobalManifest(*text);
+  if (!global.ok() || global->step != step) {
+    r->problems.push_back({manifest_name, "", global.ok() ? "names another step" : global.status().message()});
+    return std::nullopt;
+  }
+  CheckpointInfo info;
+  info.step = step;
+  info.manifest = std::move(*global);
+  for (const auto& ref : info.manifest.ranks) {
+    auto rank_text = loc.ReadSmall(step, ref.manifest, kMaxManifestBytes);
+    if (!rank_text.ok()) {
+      r->problems.push_back({ref.manifest, "", What(rank_text.status(), "missing")});
+      continue;
+    }
+    if (Sha256Hex(*rank_text) != ref.sha256) {
+      r->problems.push_back({ref.manifest, "", "SHA-256 does not match manifest.json"});
+      continue;
+    }
+    auto rm = ParseRankManifest(*rank_text);
+    if (!rm.ok() || rm->rank != ref.rank || rm->step != step || rm->world_size != info.manifest.world_size) {
+      r->problems.push_back({ref.manifest, "", rm.ok() ? "rank, step or world size disagree" : rm.status().message()});
+      continue;
+    }
+    info.ranks.push_back(std::move(*rm));
+  }
+  if (!r->problems.empty()) return std::nullopt;
+  return info;
+}
+
+// Every shard present with its recorded size; tensors past a truncation named.
+void CheckShardSizes(Location& loc, const CheckpointInfo& info, VerifyReport* r,
+                     std::unordered_map<std::string, uint64_t>* sizes) {
+  auto files = loc.ListFiles(info.step);
+  if (!files.ok()) {
+    r->problems.push_back({StepDirName(info.step), "", files.status().ToString()});
+    return;
+  }
+  for (const auto& f : *files) (*sizes)[f.name] = f.size;
+  for (const auto& rm : info.ranks) {
+    for (uint32_t s = 0; s < rm.shards.size(); ++s) {
+      const ShardEntry& shard = rm.shards[s];
+      auto it = sizes->find(shard.file);
+      if (it == sizes->end()) {
+        r->problems.push_back({shard.file, "", "missing"});
+        continue;
+      }
+      if (it->second == shard.size) continue;
+      r->problems.push_back({shard.file, "",
+                             "size " + std::to_string(it->second) + " bytes, manifest says " +
+                                 std::to_string(shard.size) + (it->second < shard.size ? " (truncated)" : "")});
+      for (const auto& t : rm.tensors) {
+        if (t.shard == s && t.offset + t.size > it->second) {
+          r->problems.push_back({shard.file, t.name, "lies beyond the end of the truncated shard"});
+        }
+      }
+    }
+  }
+}
+
+std::vector<const TensorEntry*> TensorsOf(const RankManifest& rm, uint32_t shard) {
+  std::vector<const TensorEntry*> out;
+  for (const auto& t : rm.tensors) {
+    if (t.shard == shard) out.push_back(&t);
+  }
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  return out;
+}
+
+// The shard's safetensors header must describe the manifest's tensors.
+void CheckHeader(std::string_view file, std::string_view prefix, uint64_t file_size,
+                 const std::vector<const TensorEntry*>& tensors, std::vector<Problem>* problems) {
+  auto header = ParseSafetensorsHeader(prefix, file_size);
+  if (!header.ok()) {
+    problems->push_back({std::string(file), "", header.status().message()});
+    return;
+  }
+  std::unordered_map<std::string, const SafetensorsTensor*> by_name;
+  for (const auto& t : header->tensors) by_name[t.name] = &t;
+  for (const TensorEntry* t : tensors) {
+    auto it = by_name.find(t->name);
+    if (it == by_name.end() || it->second->dtype != t->dtype || it->second->shape != t->shape ||
+        header->data_start + it->second->begin != t->offset || it->second->end - it->second->begin != t->size) {
+      problems->push_back({std::string(file), t->name, "shard header disagrees with the manifest"});
+    }
+  }
+}
+
+// Streams one shard: SHA-256, per-tensor xxh3 and the header check.
+void VerifyShardBytes(Location& loc, int64_t step, const RankManifest& rm, uint32_t s, uint64_t actual,
+                      std::vector<Problem>* problems) {
+  const ShardEntry& shard = rm.shards[s];
+  auto tensors = TensorsOf(rm, s);
+  ShardHasher hasher(tensors);
+  std::vector<uint8_t> chunk(std::min<uint64_t>(kChunk, std::max<uint64_t>(actual, 1)));
+  const uint64_t n = std::min(actual, shard.size);
+  std::string prefix;
+  for (uint64_t off = 0; off < n; off += chunk.size()) {
+    const uint64_t len = std::min<uint64_t>(chunk.size(), n - off);
+    Status st = loc.ReadAt(step, shard.file, off, len, chunk.data());
+    if (!st.ok()) {
+      problems->push_back({shard.file, "", st.ToString()});
+      return;
+    }
+    hasher.Update(chunk.data(), len);
+    if (off == 0) prefix.assign(reinterpret_cast<const char*>(chunk.data()), len);
+  }
+  if (prefix.size() >= 8) {
+    uint64_t hlen = 0;
+    std::memcpy(&hlen, prefix.data(), 8);  // little-endian host (x86/arm64)
+    if (hlen <= kMaxHeaderBytes && hlen + 8 > prefix.size() && hlen + 8 <= n) {
+      prefix.resize(hlen + 8);
+      Status st = loc.ReadAt(step, shard.file, 0, hlen + 8, prefix.data());
+      if (!st.ok()) prefix.clear();
+    }
+  }
+  CheckHeader(shard.file, prefix, actual, tensors, problems);
+  if (hasher.Sha256Hex() != shard.sha256 && actual == shard.size) {
+    problems->push_back({shard.file, "", "SHA-256 mismatch: the shard's bytes changed"});
+  }
+  for (const TensorEntry* t : hasher.BadTensors()) {
+    problems->push_back({shard.file, t->name, "xxh3 mismatch: the tensor's bytes changed"});
+  }
+}
+
+Status ProblemsToStatus(const std::vector<Problem>& problems, int64_t step) {
+  if (problems.empty()) return Status::Ok();
+  VerifyReport r;
+  r.step = step;
+  r.committed = true;
+  r.problems = problems;
+  return r.ToStatus();
+}
+
+}  // namespace
+
+uint64_t CheckpointInfo::TotalBytes() const {
+  uint64_t total = 0;
+  for (const auto& r : ranks) {
+    for (const auto& s : r.shards) total += s.size;
+  }
+  return total;
+}
+
+size_t CheckpointInfo::NumTensors() const {
+  size_t n = 0;
+  for (const auto& r : ranks) n += r.tensors.size();
+  return n;
+}
+
+const TensorEntry* CheckpointInfo::Find(const std::string& name, int* rank) const {
+  for (const auto& r : ranks) {
+    for (const auto& t : r.tensors) {
+      if (t.name != name) continue;
+      if (rank) *rank = r.rank;
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+std::string VerifyReport::ToString() const {
+  if (ok()) return StepDirName(step) + ": OK";
+  std::string s = StepDirName(step) + ":";
+  for (const auto& p : problems) {
+    s += " [" + p.file + (p.tensor.empty() ? "" : " tensor '" + p.tensor + "'") + ": " + p.what + "]";
+  }
+  return s;
+}
+
+Status VerifyReport::ToStatus() const {
+  if (ok()) return Status::Ok();
+  if (!committed) return NotFoundError("checkpoint " + ToString());
+  return CorruptionError("checkpoint " + ToString());
+}
+
+Result<CheckpointInfo> OpenCheckpoint(Location& loc, int64_t step) {
+  VerifyReport r;
+  auto info = ReadChain(loc, step, &r);
+  if (!info) return r.ToStatus().WithContext(loc.Describe());
+  std::unordered_map<std::string, uint64_t> sizes;
+  CheckShardSizes(loc, *info, &r, &sizes);
+  if (!r.ok()) return r.ToStatus().WithContext(loc.Describe());
+  return std::move(*info);
+}
+
+VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallelism) {
+  VerifyReport r;
+  auto info = ReadChain(loc, step, &r);
+  if (!info) return r;
+  std::unordered_map<std::string, uint64_t> sizes;
+  CheckShardSizes(loc, *info, &r, &sizes);
+  if (level == VerifyLevel::kQuick) return r;
+  std::vector<std::pair<const RankManifest*, uint32_t>> shards;
+  for (const auto& rm : info->ranks) {
+    for (uint32_t s = 0; s < rm.shards.size(); ++s) {
+      if (sizes.count(rm.shards[s].file)) shards.push_back({&rm, s});
+    }
+  }
+  std::vector<std::vector<Problem>> found(shards.size());
+  ParallelFor(shards.size(), std::max(1, parallelism), [&](size_t i) {
+    const auto& [rm, s] = shards[i];
+    VerifyShardBytes(loc, step, *rm, s, sizes[rm->shards[s].file], &found[i]);
+  });
+  for (auto& f : found) {
+    for (auto& p : f) {
+      bool dup = std::any_of(r.problems.begin(), r.problems.end(),
+                             [&](const Problem& q) { return q.file == p.file && q.tensor == p.tensor; });
+      if (!dup) r.problems.push_back(std::move(p));
+    }
+  }
+  return r;
+}
+
+Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level, std::vector<VerifyReport>* skipped) {
+  STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    VerifyReport r = Verify(loc, *it, level);
+    if (r.ok()) {
+      auto info = OpenCheckpoint(loc, *it);
+      if (info.ok()) return info;
+      r = Verify(loc, *it, VerifyLevel::kQuick);  // changed under us: report and go on
+    }
+    STRATA_LOG_INFO("ckpt: skipping {} in {}: {}", StepDirName(*it), loc.Describe(), r.ToString());
+    if (skipped) skipped->push_back(std::move(r));
+  }
+  return NotFoundError("no valid checkpoint in " + loc.Describe());
+}
+
+const LoadedTensor* LoadedCheckpoint::Find(const std::string& name) const {
+  for (const auto& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+Result<LoadedCheckpoint> Load(Location& loc, int64_t step, const LoadOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(CheckpointInfo info, OpenCheckpoint(loc, step));
+  if (options.rank >= static_cast<int>(info.ranks.size())) {
+    return InvalidArgumentError("rank " + std::to_string(options.rank) + " not in checkpoint of world size " +
+                                std::to_string(info.ranks.size()));
+  }
+  std::vector<std::pair<const RankManifest*, uint32_t>> shards;
+  for (const auto& rm : info.ranks) {
+    if (options.rank >= 0 && rm.rank != options.rank) continue;
+    for (uint32_t s = 0; s < rm.shards.size(); ++s) shards.push_back({&rm, s});
+  }
+  std::vector<Buffer> data(shards.size());
+  std::vector<std::vector<Problem>> problems(shards.size());
+  std::vector<Status> errors(shards.size());
+  ParallelFor(shards.size(), std::max(1, options.parallelism), [&](size_t i) {
+    const auto& [rm, s] = shards[i];
+    const ShardEntry& shard = rm->shards[s];
+    MutableBuffer buf(shard.size);
+    errors[i] = loc.ReadAt(step, shard.file, 0, shard.size, buf.data());
+    if (!errors[i].ok()) return;
+    if (options.verify) {
+      auto tensors = TensorsOf(*rm, s);
+      ShardHasher hasher(tensors);
+      hasher.Update(buf.data(), buf.size());
+      if (hasher.Sha256Hex() != shard.sha256) problems[i].push_back({shard.file, "", "SHA-256 mismatch"});
+      for (const TensorEntry* t : hasher.BadTensors()) problems[i].push_back({shard.file, t->name, "xxh3 mismatch"});
+    }
+    data[i] = std::move(buf).Freeze();
+  });
+  std::vector<Problem> all;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (!errors[i].ok()) return errors[i].WithContext("loading " + StepDirName(step) + " from " + loc.Describe());
+    all.insert(all.end(), problems[i].begin(), problems[i].end());
+  }
+  STRATA_RETURN_IF_ERROR(ProblemsToStatus(all, step));
+  LoadedCheckpoint out;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const auto& [rm, s] = shards[i];
+    for (const auto& t : rm->tensors) {
+      if (t.shard == s) out.tensors.push_back({t.name, t.dtype, t.shape, data[i].Slice(t.offset, t.size)});
+    }
+  }
+  out.metadata = info.manifest.metadata;
+  out.info = std::move(info);
+  return out;
+}
+
+Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>& targets, const LoadOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(CheckpointInfo info, OpenCheckpoint(loc, step));
+  struct Job {
+    const TensorEntry* entry;
+    const ShardEntry* shard;
+    Target target;
+  };
+  std::vector<Job> jobs;
+  for (const auto& [name, target] : targets) {
+    int rank = 0;
+    const TensorEntry* t = info.Find(name, &rank);
+    if (!t) return NotFoundError("tensor '" + name + "' is not in " + StepDirName(step));
+    if (target.size != t->size || (t->size > 0 && !target.data)) {
+      return InvalidArgumentError("tensor '" + name + "' has " + std::to_string(t->size) +
+                                  " bytes; the destination has " + std::to_string(target.size));
+    }
+    jobs.push_back({t, &info.ranks[rank].shards[t->shard], target});
+  }
+  std::vector<Status> errors(jobs.size());
+  ParallelFor(jobs.size(), std::max(1, options.parallelism), [&](size_t i) {
+    const Job& j = jobs[i];
+    errors[i] = loc.ReadAt(step, j.shard->file, j.entry->offset, j.entry->size, j.target.data);
+    if (errors[i].ok() && options.verify && XxHash3(j.target.data, j.entry->size) != j.entry->xxh3) {
+      errors[i] = CorruptionError(StepDirName(step) + "/" + j.shard->file + " tensor '" + j.entry->name +
+                                  "': xxh3 mismatch: the tensor's bytes changed");
+    }
+  });
+  for (const auto& st : errors) STRATA_RETURN_IF_ERROR(st);
+  return Status::Ok();
+}
+
+Status Pull(Location& from, int64_t step, Location& to, int parallelism) {
+  STRATA_ASSIGN_OR_RETURN(CheckpointInfo info, OpenCheckpoint(from, step));
+  if (to.FileSize(step, kCommitFile).ok()) {
+    return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + to.Describe());
+  }
+  std::vector<std::string> shards;
+  for (const auto& rm : info.ranks) {
+    for (const auto& s : rm.shards) shards.push_back(s.file);
+  }
+  auto copy = [&](const std::string& name) -> Status {
+    STRATA_ASSIGN_OR_RETURN(uint64_t size, from.FileSize(step, name));
+    MutableBuffer buf(size);
+    STRATA_RETURN_IF_ERROR(from.ReadAt(step, name, 0, size, buf.data()));
+    return to.WriteFile(step, name, std::move(buf).Freeze());
+  };
+  std::vector<Status> errors(shards.size());
+  ParallelFor(shards.size(), std::max(1, parallelism), [&](size_t i) { errors[i] = copy(shards[i]); });
+  for (const auto& st : errors) STRATA_RETURN_IF_ERROR(st);
+  for (const auto& ref : info.manifest.ranks) {
+    STRATA_RETURN_IF_ERROR(copy(ref.manifest));
+    STRATA_RETURN_IF_ERROR(copy(RankCommitName(ref.rank)));
+  }
+  STRATA_RETURN_IF_ERROR(copy(std::string(kManifestFile)));
+  STRATA_RETURN_IF_ERROR(copy(std::string(kCommitFile)));
+  return Verify(to, step, VerifyLevel::kFull, parallelism).ToStatus().WithContext("verifying the pulled copy");
+}
+
+}  // namespace strata::ckpt

@@ -1,0 +1,98 @@
+// Reading checkpoints: open (hash chain from the commit marker down to every
+// shard's size), verify (optionally every byte: SHA-256 per shard and xxh3
+// per tensor, so a problem names the shard AND the tensor), find the newest
+// valid one, load in parallel with verification, and pull a checkpoint from
+// one Location to another. All functions are thread-safe as far as the
+// Location is; none modifies the source.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/status.h"
+#include "ckpt/format.h"
+#include "ckpt/location.h"
+
+namespace strata::ckpt {
+
+struct CheckpointInfo {
+  int64_t step = 0;
+  GlobalManifest manifest;
+  std::vector<RankManifest> ranks;  // indexed by rank
+  uint64_t TotalBytes() const;      // sum of shard sizes
+  size_t NumTensors() const;
+  // The tensor named `name` (first rank that has it), or nullptr.
+  const TensorEntry* Find(const std::string& name, int* rank = nullptr) const;
+};
+
+enum class VerifyLevel {
+  kQuick,  // commit marker, manifest hashes, every shard present with its recorded size
+  kFull,   // + SHA-256 of every shard, xxh3 of every tensor, shard headers match the manifest
+};
+
+struct Problem {
+  std::string file;    // the shard or manifest concerned
+  std::string tensor;  // the tensor concerned, or empty
+  std::string what;
+};
+
+struct VerifyReport {
+  int64_t step = 0;
+  bool committed = false;  // a well-formed commit marker matching the manifest
+  std::vector<Problem> problems;
+  bool ok() const { return committed && problems.empty(); }
+  // OK, or Corruption (NotFound when not committed) listing the problems.
+  Status ToStatus() const;
+  std::string ToString() const;
+};
+
+// Committed and consistent (kQuick checks), or Corruption/NotFound naming what is wrong.
+Result<CheckpointInfo> OpenCheckpoint(Location& loc, int64_t step);
+VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallelism = 4);
+// The newest checkpoint passing `level`; torn, partial and corrupt ones are
+// skipped (and described in *skipped when given). NotFound if none.
+Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level = VerifyLevel::kQuick,
+                              std::vector<VerifyReport>* skipped = nullptr);
+
+struct LoadedTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  Buffer data;  // a slice of its shard's buffer (no copy)
+};
+
+struct LoadedCheckpoint {
+  CheckpointInfo info;
+  std::vector<LoadedTensor> tensors;  // rank order, then manifest order
+  std::string metadata;               // rank 0's user metadata (JSON text)
+  const LoadedTensor* Find(const std::string& name) const;
+};
+
+struct LoadOptions {
+  bool verify = true;   // SHA-256 per shard and xxh3 per tensor
+  int parallelism = 4;  // shards read at once
+  int rank = -1;        // only this rank's tensors; -1 = every rank
+};
+
+// Reads every shard (of `rank`, or all) into owned buffers, in parallel.
+Result<LoadedCheckpoint> Load(Location& loc, int64_t step, const LoadOptions& options = {});
+
+// Reads the named tensors straight into caller memory (`targets`: name ->
+// destination of exactly the tensor's size bytes, caller-owned, untouched on
+// NotFound/InvalidArgument). Verifies each tensor's xxh3 when options.verify.
+struct Target {
+  void* data = nullptr;
+  uint64_t size = 0;
+};
+Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>& targets,
+                const LoadOptions& options = {});
+
+// Copies a committed checkpoint from `from` to `to`, shards first, the commit
+// marker last, and verifies the copy. AlreadyExists if `to` has it committed.
+Status Pull(Location& from, int64_t step, Location& to, int parallelism = 4);
+
+}  // namespace strata::ckpt

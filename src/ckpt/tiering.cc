@@ -1,0 +1,166 @@
+// CheckpointWriter's tiering: background upload of committed checkpoints to
+// the remote store (remote markers last, resumable through a per-rank upload
+// journal), re-upload after a restart, and retention on both tiers.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "ckpt/commit.h"
+#include "ckpt/reader.h"
+#include "ckpt/writer_impl.h"
+#include "io/durable.h"
+#include "object/transfer.h"
+
+namespace strata::ckpt {
+namespace {
+
+std::string JournalName(int rank) { return ".upload-" + RankManifestName(rank); }
+
+}  // namespace
+
+void CheckpointWriter::Impl::UploadLoop() {
+  for (;;) {
+    std::pair<int64_t, std::shared_ptr<SaveHandle::State>> item;
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return stopping || !uploads.empty(); });
+      if (stopping) return;  // pending uploads resume at the next Open
+      item = uploads.front();
+      uploads.pop_front();
+      uploading = item.first;
+    }
+    const TimePoint start = clock->Now();
+    Status st = Upload(item.first);
+    if (!st.ok()) STRATA_LOG_WARN("ckpt: uploading {} failed: {}", StepDirName(item.first), st.ToString());
+    if (item.second) {
+      std::lock_guard lock(item.second->mu);
+      item.second->uploaded = true;
+      item.second->upload_status = st;
+      item.second->stats.upload = clock->Now() - start;
+      item.second->cv.notify_all();
+    }
+    {
+      std::lock_guard lock(mu);
+      uploading.reset();
+      if (!st.ok() && first_upload_error.ok()) first_upload_error = st;
+    }
+    cv.notify_all();
+    if (st.ok()) ApplyRetention();
+  }
+}
+
+Status CheckpointWriter::Impl::UploadFile(int64_t step, const std::string& name,
+                                          std::map<std::string, std::string>* journal,
+                                          const std::string* expect_sha256) {
+  const std::string path = JoinPath(StepDir(step), name);
+  STRATA_ASSIGN_OR_RETURN(auto file, fs->OpenForRead(path));
+  STRATA_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+  std::string recorded;
+  {
+    std::lock_guard lock(journal_mu);
+    if (auto it = journal->find(name); it != journal->end()) recorded = it->second;
+  }
+  if (!recorded.empty()) {
+    auto head = opts.remote->Head(StepDirName(step) + "/" + name);
+    if (head.ok() && head->size == size && head->etag == recorded) return Status::Ok();  // done before a restart
+  }
+  STRATA_ASSIGN_OR_RETURN(Buffer data, file->Read(0, size));
+  if (data.size() != size) return CorruptionError(path + " changed size while being uploaded");
+  // Never spread local damage: the bytes must still be the ones committed.
+  if (expect_sha256 && ToHex(Sha256(data.data(), data.size())) != *expect_sha256) {
+    return CorruptionError(path + " no longer matches its SHA-256 in the manifest; not uploading it");
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, ParallelPut(*opts.remote, StepDirName(step) + "/" + name, data,
+                                                       std::max(opts.upload_part_size, opts.remote->MinPartSize()),
+                                                       opts.upload_concurrency));
+  std::lock_guard lock(journal_mu);
+  (*journal)[name] = info.etag;
+  return WriteFileAtomic(*fs, JoinPath(StepDir(step), JournalName(opts.rank)), nlohmann::json(*journal).dump());
+}
+
+Status CheckpointWriter::Impl::Upload(int64_t step) {
+  STRATA_ASSIGN_OR_RETURN(RankManifest m, ReadRankCommit(*local, step, opts.rank));
+  std::map<std::string, std::string> journal;
+  if (auto text = local->ReadSmall(step, JournalName(opts.rank), 1 << 20); text.ok()) {
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it->is_string()) journal[it.key()] = it->get<std::string>();
+      }
+    }
+  }
+  // Several shards at once (each a parallel multipart upload when large).
+  std::vector<Status> results(m.shards.size());
+  ParallelFor(m.shards.size(), std::max<size_t>(1, opts.upload_files_in_flight), [&](size_t i) {
+    {
+      std::lock_guard lock(mu);
+      if (stopping) {
+        results[i] = Status(Code::kCancelled, "writer closed during the upload");
+        return;
+      }
+    }
+    results[i] = UploadFile(step, m.shards[i].file, &journal, &m.shards[i].sha256);
+  });
+  for (const auto& st : results) STRATA_RETURN_IF_ERROR(st);
+  // The rank manifest, then its commit marker, exactly as committed locally.
+  STRATA_ASSIGN_OR_RETURN(std::string text, local->ReadSmall(step, RankManifestName(opts.rank), kMaxManifestBytes));
+  STRATA_ASSIGN_OR_RETURN(std::string marker, local->ReadSmall(step, RankCommitName(opts.rank), 4096));
+  STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankManifestName(opts.rank), Buffer::FromString(text)));
+  STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankCommitName(opts.rank), Buffer::FromString(marker)));
+  if (opts.rank != 0) return Status::Ok();
+  return CommitGlobal(*remote, step, opts.world_size, *clock, clock->Now() + opts.commit_timeout, opts.poll_interval)
+      .WithContext("remote commit");
+}
+
+bool CheckpointWriter::Impl::LocallyValid(int64_t step) {
+  if (CommitsLocally() || opts.shared_dir) return OpenCheckpoint(*local, step).ok();
+  return ReadRankCommit(*local, step, opts.rank).ok();
+}
+
+void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
+  auto steps = local->ListSteps();
+  if (!steps.ok()) return;
+  auto newest_remote = NewestCommitted(*remote);
+  const int64_t floor = newest_remote.ok() && newest_remote->has_value() ? **newest_remote : -1;
+  for (int64_t step : *steps) {
+    if (step <= floor || !LocallyValid(step)) continue;
+    const bool remote_done =
+        ReadRankCommit(*remote, step, opts.rank).ok() && (opts.rank != 0 || OpenCheckpoint(*remote, step).ok());
+    if (remote_done) continue;
+    STRATA_LOG_INFO("ckpt: resuming the upload of {} to {}", StepDirName(step), remote->Describe());
+    uploads.emplace_back(step, nullptr);
+  }
+}
+
+std::set<int64_t> CheckpointWriter::Impl::ProtectedSteps() {
+  std::lock_guard lock(mu);
+  std::set<int64_t> keep;
+  for (const auto& j : jobs) keep.insert(j.step);
+  for (const auto& u : uploads) keep.insert(u.first);
+  if (uploading) keep.insert(*uploading);
+  if (last_step) keep.insert(*last_step);
+  return keep;
+}
+
+void CheckpointWriter::Impl::ApplyRetention() {
+  std::lock_guard lock(retention_mu);
+  if (opts.keep_local > 0 && (opts.rank == 0 || !opts.shared_dir)) {
+    RetainNewest(*local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); })
+        .status()
+        .IgnoreError();
+  }
+  if (remote && opts.keep_remote > 0 && opts.rank == 0) {
+    std::set<int64_t> protect;
+    {
+      std::lock_guard l(mu);
+      if (uploading) protect.insert(*uploading);
+      for (const auto& u : uploads) protect.insert(u.first);
+    }
+    RetainNewest(*remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).ok(); })
+        .status()
+        .IgnoreError();
+  }
+}
+
+}  // namespace strata::ckpt

@@ -1,0 +1,395 @@
+#include "ckpt/writer.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "ckpt/commit.h"
+#include "ckpt/shard_hasher.h"
+#include "ckpt/writer_impl.h"
+#include "io/durable.h"
+#include "object/store_url.h"
+
+namespace strata::ckpt {
+namespace {
+
+constexpr uint64_t kWriteChunk = 8ull << 20;
+constexpr uint64_t kCopyChunk = 4ull << 20;
+constexpr uint64_t kMinShard = 4ull << 20;
+
+Histogram& StallHistogram() {
+  static Histogram& h = MetricsRegistry::Global().GetHistogram("strata_ckpt_stall_seconds",
+                                                               "Time Save() blocked the caller (validation + staging)");
+  return h;
+}
+
+// Groups tensors into shards of about `target` bytes, in order.
+std::vector<std::vector<size_t>> PlanShards(const std::vector<TensorView>& tensors, uint64_t target) {
+  std::vector<std::vector<size_t>> plan;
+  uint64_t current = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (plan.empty() || (current > 0 && current + tensors[i].size > target)) {
+      plan.emplace_back();
+      current = 0;
+    }
+    plan.back().push_back(i);
+    current += tensors[i].size;
+  }
+  return plan;
+}
+
+struct CopyTask {
+  const void* src;
+  uint8_t* dst;
+  uint64_t n;
+};
+
+void ParallelCopy(const std::vector<CopyTask>& tasks, size_t threads) {
+  std::vector<CopyTask> chunks;
+  for (const auto& t : tasks) {
+    for (uint64_t off = 0; off < t.n; off += kCopyChunk) {
+      chunks.push_back({static_cast<const uint8_t*>(t.src) + off, t.dst + off, std::min(kCopyChunk, t.n - off)});
+    }
+  }
+  ParallelFor(chunks.size(), std::max<size_t>(1, threads),
+              [&](size_t i) { std::memcpy(chunks[i].dst, chunks[i].src, chunks[i].n); });
+}
+
+}  // namespace
+
+// ---- StagingPool ----
+
+MutableBuffer StagingPool::Take(size_t size) {
+  {
+    std::lock_guard lock(mu_);
+    size_t best = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i) {
+      const size_t cap = free_[i].capacity();
+      if (cap >= size && cap <= 2 * size + (1 << 20) && (best == free_.size() || cap < free_[best].capacity())) {
+        best = i;
+      }
+    }
+    if (best != free_.size()) {
+      MutableBuffer b = std::move(free_[best]);
+      free_.erase(free_.begin() + best);
+      pooled_ -= b.capacity();
+      b.Resize(size);
+      return b;
+    }
+  }
+  MutableBuffer b(size);
+  // Transparent huge pages (when enabled as "madvise") cut first-touch page faults 512x.
+  if (size >= (2u << 20)) madvise(b.data(), size & ~size_t{4095}, MADV_HUGEPAGE);
+  return b;
+}
+
+void StagingPool::Give(MutableBuffer buffer) {
+  if (buffer.capacity() == 0) return;
+  std::lock_guard lock(mu_);
+  if (pooled_ + buffer.capacity() > limit_) return;  // freed: the pool is full
+  pooled_ += buffer.capacity();
+  free_.push_back(std::move(buffer));
+}
+
+void StagingPool::SetLimit(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  limit_ = std::max(limit_, bytes);
+}
+
+// ---- SaveHandle ----
+
+int64_t SaveHandle::step() const { return state_ ? state_->step : -1; }
+
+Status SaveHandle::Wait() const {
+  if (!state_) return InvalidArgumentError("empty SaveHandle");
+  std::unique_lock lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->done; });
+  return state_->status;
+}
+
+bool SaveHandle::Done() const {
+  if (!state_) return true;
+  std::lock_guard lock(state_->mu);
+  return state_->done;
+}
+
+Status SaveHandle::WaitUploaded() const {
+  STRATA_RETURN_IF_ERROR(Wait());
+  std::unique_lock lock(state_->mu);
+  if (!state_->want_upload) return Status::Ok();
+  state_->cv.wait(lock, [&] { return state_->uploaded; });
+  return state_->upload_status;
+}
+
+SaveStats SaveHandle::stats() const {
+  if (!state_) return {};
+  std::lock_guard lock(state_->mu);
+  return state_->stats;
+}
+
+// ---- CheckpointWriter ----
+
+std::string CheckpointWriter::Impl::StepDir(int64_t step) const { return JoinPath(opts.dir, StepDirName(step)); }
+
+CheckpointWriter::CheckpointWriter(WriterOptions options)
+    : opts_(std::move(options)), impl_(std::make_unique<Impl>(opts_)) {}
+
+Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions options) {
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return InvalidArgumentError("rank " + std::to_string(options.rank) + " is outside world size " +
+                                std::to_string(options.world_size));
+  }
+  if (options.shard_bytes == 0 || options.max_queued == 0) {
+    return InvalidArgumentError("shard_bytes and max_queued must be positive");
+  }
+  if (!options.remote && !options.remote_url.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.remote, OpenStore(options.remote_url));
+  }
+  if (options.world_size > 1 && !options.shared_dir && !options.remote) {
+    return InvalidArgumentError("world size > 1 with per-node directories needs a remote store to commit through");
+  }
+  std::unique_ptr<CheckpointWriter> w(new CheckpointWriter(std::move(options)));
+  Impl& impl = *w->impl_;
+  impl.fs = impl.opts.fs ? impl.opts.fs : &DefaultFileSystem();
+  impl.clock = impl.opts.clock ? impl.opts.clock : &RealClock();
+  STRATA_ASSIGN_OR_RETURN(impl.local, OpenLocalLocation(*impl.fs, impl.opts.dir));
+  if (impl.opts.remote) {
+    impl.remote = StoreLocation(impl.opts.remote, impl.opts.upload_part_size, impl.opts.upload_concurrency);
+  }
+  if (impl.remote && impl.opts.upload_on_open) impl.EnqueueRecoveredUploads();
+  impl.persist_thread = std::thread([&impl] { impl.PersistLoop(); });
+  if (impl.remote) impl.upload_thread = std::thread([&impl] { impl.UploadLoop(); });
+  return w;
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    std::unique_lock lock(impl_->mu);
+    impl_->cv.wait(lock, [&] { return impl_->jobs.empty() && impl_->reserved == 0; });
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  impl_->persist_thread.join();
+  if (impl_->upload_thread.joinable()) impl_->upload_thread.join();
+}
+
+Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<TensorView>& tensors,
+                                          std::string metadata_json) {
+  Impl& impl = *impl_;
+  const TimePoint start = impl.clock->Now();
+  if (step < 0) return InvalidArgumentError("step must be >= 0");
+  std::unordered_set<std::string_view> names;
+  uint64_t total = 0;
+  for (const auto& t : tensors) {
+    STRATA_RETURN_IF_ERROR(ValidateTensor(t));
+    if (!names.insert(t.name).second) return InvalidArgumentError("duplicate tensor name '" + t.name + "'");
+    total += t.size;
+  }
+  {
+    std::lock_guard lock(impl.mu);
+    if (impl.last_step && step <= *impl.last_step) {
+      return InvalidArgumentError("step " + std::to_string(step) + " is not newer than the last saved step " +
+                                  std::to_string(*impl.last_step));
+    }
+  }
+  auto committed = impl.fs->Exists(JoinPath(impl.StepDir(step), kCommitFile));
+  if (committed.ok() && *committed) {
+    return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + opts_.dir);
+  }
+  const size_t limit = opts_.policy == InflightPolicy::kWait ? 1 : opts_.max_queued;
+  {
+    std::unique_lock lock(impl.mu);
+    if (impl.last_step && step <= *impl.last_step) {
+      return InvalidArgumentError("step " + std::to_string(step) + " is not newer than the last saved step " +
+                                  std::to_string(*impl.last_step));
+    }
+    impl.last_step = step;
+    impl.cv.wait(lock, [&] { return impl.jobs.size() + impl.reserved < limit; });
+    ++impl.reserved;
+  }
+  impl.pool.SetLimit((limit + 1) * (total + tensors.size() * 256 + (1 << 20)));
+
+  SaveJob job;
+  job.step = step;
+  job.metadata = std::move(metadata_json);
+  job.wall_time_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(impl.clock->WallNow().time_since_epoch()).count();
+  const uint64_t target = std::min<uint64_t>(
+      opts_.shard_bytes, std::max<uint64_t>(total / std::max<size_t>(1, opts_.io_threads), kMinShard));
+  std::vector<CopyTask> copies;
+  auto plan = PlanShards(tensors, target);
+  for (size_t s = 0; s < plan.size(); ++s) {
+    std::vector<SafetensorsTensor> header_tensors;
+    uint64_t data_bytes = 0;
+    for (size_t i : plan[s]) {
+      const auto& t = tensors[i];
+      header_tensors.push_back({t.name, t.dtype, t.shape, data_bytes, data_bytes + t.size});
+      data_bytes += t.size;
+    }
+    const std::string header =
+        EncodeSafetensorsHeader(header_tensors, {{"format", "pt"}, {"step", std::to_string(step)}});
+    StagedShard shard;
+    shard.file = ShardFileName(opts_.rank, static_cast<int>(s));
+    shard.data = impl.pool.Take(header.size() + data_bytes);
+    std::memcpy(shard.data.data(), header.data(), header.size());
+    for (size_t k = 0; k < plan[s].size(); ++k) {
+      const auto& t = tensors[plan[s][k]];
+      const uint64_t offset = header.size() + header_tensors[k].begin;
+      shard.tensors.push_back({t.name, t.dtype, t.shape, static_cast<uint32_t>(s), offset, t.size, 0});
+      copies.push_back({t.data, shard.data.data() + offset, t.size});
+    }
+    job.shards.push_back(std::move(shard));
+  }
+  ParallelCopy(copies, opts_.stage_threads);
+
+  auto state = std::make_shared<SaveHandle::State>();
+  state->step = step;
+  state->want_upload = impl.remote != nullptr;
+  state->stats.stall = impl.clock->Now() - start;
+  job.state = state;
+  StallHistogram().Observe(Seconds(state->stats.stall));
+  {
+    std::lock_guard lock(impl.mu);
+    --impl.reserved;
+    impl.jobs.push_back(std::move(job));
+  }
+  impl.cv.notify_all();
+  return SaveHandle(state);
+}
+
+Status CheckpointWriter::Flush() {
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return impl_->jobs.empty() && impl_->reserved == 0; });
+  Status st = impl_->first_error;
+  impl_->first_error = Status::Ok();
+  return st;
+}
+
+Status CheckpointWriter::WaitForUploads() {
+  STRATA_RETURN_IF_ERROR(Flush());
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return impl_->uploads.empty() && !impl_->uploading; });
+  Status st = impl_->first_upload_error;
+  impl_->first_upload_error = Status::Ok();
+  return st;
+}
+
+void CheckpointWriter::Impl::PersistLoop() {
+  for (;;) {
+    SaveJob* job = nullptr;
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return stopping || !jobs.empty(); });
+      if (jobs.empty()) return;
+      job = &jobs.front();  // stays in the deque (counted as in flight) until persisted
+    }
+    const TimePoint start = clock->Now();
+    Status st = Persist(*job);
+    if (!st.ok()) STRATA_LOG_WARN("ckpt: saving {} failed: {}", StepDirName(job->step), st.ToString());
+    uint64_t bytes = 0;
+    for (auto& shard : job->shards) {
+      bytes += shard.data.size();
+      pool.Give(std::move(shard.data));
+    }
+    auto state = job->state;
+    {
+      std::lock_guard lock(state->mu);
+      state->done = true;
+      state->status = st;
+      state->stats.persist = clock->Now() - start;
+      state->stats.bytes = bytes;
+      state->stats.shards = job->shards.size();
+      state->committed_at = clock->Now();
+      if (!st.ok()) {
+        state->uploaded = true;
+        state->upload_status = st;
+      }
+    }
+    state->cv.notify_all();
+    {
+      std::lock_guard lock(mu);
+      if (!st.ok() && first_error.ok()) first_error = st;
+      if (st.ok() && remote) uploads.emplace_back(state->step, state);
+      jobs.pop_front();
+    }
+    cv.notify_all();
+    if (st.ok()) ApplyRetention();
+  }
+}
+
+Status CheckpointWriter::Impl::WriteShard(int64_t step, StagedShard& shard) {
+  const std::string path = JoinPath(StepDir(step), shard.file), tmp = path + ".tmp";
+  std::vector<const TensorEntry*> order;
+  for (const auto& t : shard.tensors) order.push_back(&t);
+  ShardHasher hasher(order);  // tensors are already in offset order
+  Status st = [&]() -> Status {
+    STRATA_ASSIGN_OR_RETURN(auto file, fs->OpenForWrite(tmp, /*truncate=*/true));
+    for (uint64_t off = 0; off < shard.data.size(); off += kWriteChunk) {
+      const uint64_t n = std::min(kWriteChunk, shard.data.size() - off);
+      STRATA_RETURN_IF_ERROR(file->Append(shard.data.data() + off, n));
+      hasher.Update(shard.data.data() + off, n);  // hashing overlaps the kernel's writeback
+    }
+    if (opts.fsync) STRATA_RETURN_IF_ERROR(file->Sync());
+    STRATA_RETURN_IF_ERROR(file->Close());
+    return fs->Rename(tmp, path);
+  }();
+  if (!st.ok()) {
+    fs->Remove(tmp).IgnoreError();
+    return st.WithContext("writing shard " + shard.file + " of " + StepDirName(step));
+  }
+  const auto& digests = hasher.Digests();
+  for (size_t i = 0; i < shard.tensors.size() && i < digests.size(); ++i) shard.tensors[i].xxh3 = digests[i];
+  shard.sha256 = hasher.Sha256Hex();
+  return Status::Ok();
+}
+
+Status CheckpointWriter::Impl::Persist(SaveJob& job) {
+  const int64_t step = job.step;
+  const std::string dir = StepDir(step);
+  STRATA_RETURN_IF_ERROR(fs->CreateDirs(dir));
+  if (opts.fsync) STRATA_RETURN_IF_ERROR(fs->SyncDir(opts.dir));
+  // An earlier attempt at this step (before a crash or restart) may have left
+  // this rank's commit: withdraw it before any shard is replaced, so the
+  // coordinator never pairs it with new shards.
+  const std::string rank_commit = JoinPath(dir, RankCommitName(opts.rank));
+  STRATA_ASSIGN_OR_RETURN(bool stale, fs->Exists(rank_commit));
+  if (stale) {
+    STRATA_RETURN_IF_ERROR(fs->Remove(rank_commit));
+    STRATA_RETURN_IF_ERROR(fs->SyncDir(dir));
+  }
+  std::vector<Status> results(job.shards.size());
+  {
+    TaskGroup group(io_pool);
+    for (size_t i = 0; i < job.shards.size(); ++i) {
+      group.Run([this, &results, &job, i, step] { results[i] = WriteShard(step, job.shards[i]); });
+    }
+    group.Wait();
+  }
+  for (const auto& st : results) STRATA_RETURN_IF_ERROR(st);
+  if (opts.fsync) STRATA_RETURN_IF_ERROR(fs->SyncDir(dir));  // the renamed shards are durable
+
+  RankManifest m;
+  m.step = step;
+  m.rank = opts.rank;
+  m.world_size = opts.world_size;
+  m.wall_time_ms = job.wall_time_ms;
+  m.metadata = job.metadata;
+  for (const auto& shard : job.shards) {
+    m.shards.push_back({shard.file, shard.data.size(), shard.sha256});
+    m.tensors.insert(m.tensors.end(), shard.tensors.begin(), shard.tensors.end());
+  }
+  STRATA_RETURN_IF_ERROR(WriteRankCommit(*local, m).WithContext("committing rank " + std::to_string(opts.rank)));
+  if (CommitsLocally()) {
+    STRATA_RETURN_IF_ERROR(
+        CommitGlobal(*local, step, opts.world_size, *clock, clock->Now() + opts.commit_timeout, opts.poll_interval));
+    if (opts.fsync) STRATA_RETURN_IF_ERROR(fs->SyncDir(opts.dir));
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata::ckpt

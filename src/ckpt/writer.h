@@ -1,0 +1,122 @@
+// CheckpointWriter: async, sharded, atomic checkpoints.
+//
+// Save() validates and copies the tensors into page-aligned staging buffers
+// (parallel memcpy; buffers are pooled between saves so steady-state saves
+// pay no page faults) and returns. A background thread then writes the
+// shards in parallel (safetensors, temp + fsync + rename, SHA-256 and per
+// tensor xxh3 computed while writing), the rank manifest and rank commit,
+// and on rank 0 the global manifest and LAST the global commit marker. When
+// a remote store is configured, committed checkpoints are uploaded in the
+// background (remote markers last) and re-uploaded after a restart if their
+// remote commit is missing. Retention keeps the last N local / M remote.
+//
+// Distributed: every rank opens a writer on the same dir (and/or store) with
+// its rank and world size; rank 0 waits (deadline on the Clock) for all rank
+// commits before writing the global commit. Only a globally committed
+// checkpoint counts for readers.
+//
+// Thread-safe: Save may be called from any thread (saves are persisted in
+// call order). The destructor waits for staged saves to persist; pending
+// uploads are abandoned and resumed by the next writer opened on the dir.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "ckpt/format.h"
+#include "io/file_system.h"
+#include "object/object_store.h"
+
+namespace strata::ckpt {
+
+enum class InflightPolicy {
+  kWait,   // Save blocks until the previous save has persisted locally
+  kQueue,  // Save stages at once unless max_queued saves are already staged
+};
+
+struct WriterOptions {
+  std::string dir;         // local checkpoint directory (created)
+  std::string remote_url;  // optional: object store URL to tier to
+  ObjectStorePtr remote;   // or the store itself (wins over remote_url)
+  int rank = 0;
+  int world_size = 1;
+  // Every rank writes into the same `dir` (e.g. NFS or one machine): rank 0
+  // writes the global commit there. When false (node-local disks), local dirs
+  // only hold rank commits and the remote store is where checkpoints commit.
+  bool shared_dir = true;
+  InflightPolicy policy = InflightPolicy::kWait;
+  size_t max_queued = 2;                               // kQueue: staged saves not yet persisted
+  size_t io_threads = 4;                               // shards written at once
+  size_t stage_threads = 2;                            // memcpy parallelism in Save
+  uint64_t shard_bytes = 256ull << 20;                 // target shard size (a bigger tensor gets its own shard)
+  int keep_local = 0;                                  // keep the newest N committed checkpoints locally; 0 = all
+  int keep_remote = 0;                                 // and M remotely; 0 = all
+  Duration commit_timeout = std::chrono::minutes(10);  // rank 0 waiting for the other ranks
+  Duration poll_interval = std::chrono::milliseconds(20);
+  uint64_t upload_part_size = 16ull << 20;
+  int upload_concurrency = 8;         // parts in flight per file
+  size_t upload_files_in_flight = 4;  // files uploaded at once
+  bool fsync = true;                  // false: skip fsyncs (benchmarks of the raw path only)
+  bool upload_on_open = true;         // re-upload committed checkpoints missing remotely
+  FileSystem* fs = nullptr;           // nullptr: DefaultFileSystem()
+  Clock* clock = nullptr;             // nullptr: RealClock()
+};
+
+struct SaveStats {
+  Duration stall{0};    // time inside Save (validation + staging)
+  Duration persist{0};  // staging done -> local commit
+  Duration upload{0};   // local commit -> remote commit
+  uint64_t bytes = 0;   // shard bytes written
+  size_t shards = 0;
+};
+
+class SaveHandle {
+ public:
+  SaveHandle() = default;
+  int64_t step() const;
+  // Blocks until the checkpoint is committed locally (or failed).
+  Status Wait() const;
+  bool Done() const;
+  // Blocks until uploaded and committed remotely; OK at once without a remote.
+  Status WaitUploaded() const;
+  SaveStats stats() const;
+
+  struct State;
+
+ private:
+  friend class CheckpointWriter;
+  explicit SaveHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+class CheckpointWriter {
+ public:
+  static Result<std::unique_ptr<CheckpointWriter>> Open(WriterOptions options);
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Copies `tensors` and returns; the bytes may be reused once it returns.
+  // `metadata_json`: user metadata (a JSON value; other text is stored as a
+  // string). Errors: InvalidArgument (bad tensor, duplicate name, step not
+  // newer than the last save), AlreadyExists (step already committed).
+  Result<SaveHandle> Save(int64_t step, const std::vector<TensorView>& tensors, std::string metadata_json = "{}");
+  // Waits for every staged save to commit locally; the first failure since the last Flush.
+  Status Flush();
+  // Waits for every queued upload (including those resumed at Open).
+  Status WaitForUploads();
+  const WriterOptions& options() const { return opts_; }
+
+  struct Impl;
+
+ private:
+  explicit CheckpointWriter(WriterOptions options);
+  WriterOptions opts_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::ckpt

@@ -1,0 +1,112 @@
+// Internals of CheckpointWriter shared by writer.cc (staging, persist) and
+// tiering.cc (upload, recovery, retention). Not a public header.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "base/buffer.h"
+#include "base/executor.h"
+#include "ckpt/location.h"
+#include "ckpt/writer.h"
+
+namespace strata::ckpt {
+
+struct SaveHandle::State {
+  int64_t step = 0;
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  bool done = false;
+  Status status;
+  bool want_upload = false;
+  bool uploaded = false;
+  Status upload_status;
+  SaveStats stats;
+  TimePoint committed_at{};
+};
+
+// Page-aligned staging buffers reused between saves: a steady-state save
+// touches pages that are already mapped. Thread-safe.
+class StagingPool {
+ public:
+  MutableBuffer Take(size_t size);
+  void Give(MutableBuffer buffer);
+  void SetLimit(uint64_t bytes);
+
+ private:
+  std::mutex mu_;
+  std::vector<MutableBuffer> free_;
+  uint64_t pooled_ = 0;
+  uint64_t limit_ = 0;
+};
+
+struct StagedShard {
+  std::string file;
+  MutableBuffer data;  // the whole shard file: header, then tensors back to back
+  std::vector<TensorEntry> tensors;
+  std::string sha256;  // set once written
+};
+
+struct SaveJob {
+  int64_t step = 0;
+  std::string metadata;
+  int64_t wall_time_ms = 0;
+  std::vector<StagedShard> shards;
+  std::shared_ptr<SaveHandle::State> state;
+};
+
+struct CheckpointWriter::Impl {
+  WriterOptions opts;
+  FileSystem* fs = nullptr;
+  Clock* clock = nullptr;
+  std::unique_ptr<Location> local;
+  std::unique_ptr<Location> remote;  // null without tiering
+  StagingPool pool;
+  ThreadPool io_pool;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<SaveJob> jobs;  // staged, front is being persisted
+  size_t reserved = 0;       // slots taken by Save (staging or queued)
+  std::optional<int64_t> last_step;
+  Status first_error;  // since the last Flush
+  bool stopping = false;
+
+  std::deque<std::pair<int64_t, std::shared_ptr<SaveHandle::State>>> uploads;
+  std::optional<int64_t> uploading;
+  Status first_upload_error;
+  std::mutex retention_mu;
+  std::mutex journal_mu;  // the upload journal, shared by parallel file uploads
+
+  std::thread persist_thread;
+  std::thread upload_thread;
+
+  explicit Impl(const WriterOptions& o) : opts(o), io_pool(std::max<size_t>(1, o.io_threads), "ckpt-io") {}
+
+  std::string StepDir(int64_t step) const;
+  bool CommitsLocally() const { return opts.world_size == 1 || (opts.shared_dir && opts.rank == 0); }
+
+  // writer.cc
+  void PersistLoop();
+  Status Persist(SaveJob& job);
+  Status WriteShard(int64_t step, StagedShard& shard);
+
+  // tiering.cc
+  void UploadLoop();
+  Status Upload(int64_t step);
+  Status UploadFile(int64_t step, const std::string& name, std::map<std::string, std::string>* journal,
+                    const std::string* expect_sha256);
+  void EnqueueRecoveredUploads();
+  void ApplyRetention();
+  std::set<int64_t> ProtectedSteps();
+  // Whether `step` counts as committed in `loc` for retention purposes.
+  bool LocallyValid(int64_t step);
+};
+
+}  // namespace strata::ckpt

@@ -1,0 +1,172 @@
+// strata ckpt ls | show | verify | pull | gc: inspect and manage checkpoints
+// in a local directory or an object store URL.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "ckpt/commit.h"
+#include "ckpt/reader.h"
+#include "cli/command.h"
+#include "cli/util.h"
+
+namespace strata::cli {
+namespace {
+
+using namespace strata::ckpt;
+
+struct CkptArgs {
+  std::string location, destination, step = "latest";
+  bool quick = false, tensors = false, json = false, dry_run = false, all = false;
+  int keep = 0;
+  int parallelism = 4;
+};
+
+std::unique_ptr<Location> OpenLoc(const std::string& cmd, const std::string& where) {
+  return Check(OpenLocation(where), cmd, where);
+}
+
+// "latest" (newest valid) or a step number.
+int64_t ResolveStep(const std::string& cmd, Location& loc, const std::string& step) {
+  if (step == "latest") return Check(Latest(loc), cmd, loc.Describe()).step;
+  char* end = nullptr;
+  long long v = std::strtoll(step.c_str(), &end, 10);
+  if (step.empty() || *end != '\0' || v < 0) {
+    Fail(cmd, step, InvalidArgumentError("STEP must be a number or 'latest'"));
+  }
+  return v;
+}
+
+std::string Date(int64_t ms) { return FormatTime(WallTime(std::chrono::milliseconds(ms))); }
+
+void RunLs(const CkptArgs& a) {
+  auto loc = OpenLoc("ckpt ls", a.location);
+  auto steps = Check(loc->ListSteps(), "ckpt ls", a.location);
+  std::printf("%-16s %-10s %6s %8s %12s  %s\n", "STEP", "STATE", "RANKS", "TENSORS", "SIZE", "SAVED");
+  for (int64_t s : steps) {
+    auto info = OpenCheckpoint(*loc, s);
+    if (info.ok()) {
+      std::printf("%-16s %-10s %6d %8zu %12s  %s\n", StepDirName(s).c_str(), "committed", info->manifest.world_size,
+                  info->NumTensors(), FormatBytes(double(info->TotalBytes())).c_str(),
+                  Date(info->manifest.wall_time_ms).c_str());
+    } else if (a.all) {
+      const char* state = info.status().code() == Code::kNotFound ? "torn" : "corrupt";
+      std::printf("%-16s %-10s %6s %8s %12s  %s\n", StepDirName(s).c_str(), state, "-", "-", "-",
+                  info.status().message().c_str());
+    }
+  }
+}
+
+void RunShow(const CkptArgs& a) {
+  auto loc = OpenLoc("ckpt show", a.location);
+  int64_t step = ResolveStep("ckpt show", *loc, a.step);
+  CheckpointInfo info = Check(OpenCheckpoint(*loc, step), "ckpt show", loc->Describe() + " " + StepDirName(step));
+  if (a.json) {
+    nlohmann::json j = nlohmann::json::parse(EncodeGlobalManifest(info.manifest));
+    j["ranks_detail"] = nlohmann::json::array();
+    for (const auto& r : info.ranks) j["ranks_detail"].push_back(nlohmann::json::parse(EncodeRankManifest(r)));
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << "location:   " << loc->Describe() << "\n"
+            << "step:       " << step << "\n"
+            << "saved:      " << Date(info.manifest.wall_time_ms) << "\n"
+            << "world size: " << info.manifest.world_size << "\n"
+            << "tensors:    " << info.NumTensors() << "\n"
+            << "size:       " << FormatBytes(double(info.TotalBytes())) << "\n"
+            << "metadata:   " << info.manifest.metadata << "\n";
+  for (const auto& r : info.ranks) {
+    for (const auto& s : r.shards) std::cout << "  " << s.file << "  " << s.size << "  sha256:" << s.sha256 << "\n";
+  }
+  if (!a.tensors) return;
+  for (const auto& r : info.ranks) {
+    for (const auto& t : r.tensors) {
+      std::string shape;
+      for (auto d : t.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+      std::printf("  %-40s %-5s [%s] %s @%llu +%llu\n", t.name.c_str(), t.dtype.c_str(), shape.c_str(),
+                  r.shards[t.shard].file.c_str(), (unsigned long long)t.offset, (unsigned long long)t.size);
+    }
+  }
+}
+
+void RunVerify(const CkptArgs& a) {
+  auto loc = OpenLoc("ckpt verify", a.location);
+  std::vector<int64_t> steps;
+  if (a.step == "all") {
+    steps = Check(loc->ListSteps(), "ckpt verify", a.location);
+  } else {
+    steps.push_back(ResolveStep("ckpt verify", *loc, a.step));
+  }
+  Status worst;
+  for (int64_t s : steps) {
+    VerifyReport r = Verify(*loc, s, a.quick ? VerifyLevel::kQuick : VerifyLevel::kFull, a.parallelism);
+    if (r.ok()) {
+      std::cout << StepDirName(s) << ": OK" << (a.quick ? " (quick)" : " (every byte)") << "\n";
+      continue;
+    }
+    std::cout << StepDirName(s) << ": " << (r.committed ? "CORRUPT" : "NOT COMMITTED") << "\n";
+    for (const auto& p : r.problems) {
+      std::cout << "  " << p.file << (p.tensor.empty() ? "" : " tensor '" + p.tensor + "'") << ": " << p.what << "\n";
+    }
+    if (worst.ok() || r.committed) worst = r.ToStatus();
+  }
+  std::cout.flush();
+  if (!worst.ok()) Fail("ckpt verify", a.location, worst);
+}
+
+void RunPull(const CkptArgs& a) {
+  auto from = OpenLoc("ckpt pull", a.location);
+  auto to = OpenLoc("ckpt pull", a.destination);
+  int64_t step = ResolveStep("ckpt pull", *from, a.step);
+  Check(Pull(*from, step, *to, a.parallelism), "ckpt pull", from->Describe() + " " + StepDirName(step));
+  std::cout << "pulled " << StepDirName(step) << " to " << to->Describe() << " (verified)\n";
+}
+
+void RunGc(const CkptArgs& a) {
+  auto loc = OpenLoc("ckpt gc", a.location);
+  auto deleted = Check(RetainNewest(*loc, a.keep, {}, nullptr, a.dry_run), "ckpt gc", a.location);
+  for (int64_t s : deleted) std::cout << (a.dry_run ? "would delete " : "deleted ") << StepDirName(s) << "\n";
+  if (deleted.empty()) std::cout << "nothing to delete\n";
+}
+
+CommandRegistrar registrar("ckpt", [](CLI::App& root) {
+  auto a = std::make_shared<CkptArgs>();
+  auto* ckpt = root.add_subcommand("ckpt", "Inspect and manage checkpoints (a local directory or a store URL)");
+  ckpt->require_subcommand(1);
+  const char* where = "Checkpoint directory or store URL (file:///dir, s3://bucket/prefix?..., mem://name)";
+
+  auto* ls = ckpt->add_subcommand("ls", "List checkpoints (committed ones; --all adds torn and corrupt)");
+  ls->add_option("location", a->location, where)->required();
+  ls->add_flag("--all", a->all, "Also list torn (uncommitted) and corrupt checkpoints");
+  ls->callback([a] { RunLs(*a); });
+
+  auto* show = ckpt->add_subcommand("show", "Show a checkpoint's manifest");
+  show->add_option("location", a->location, where)->required();
+  show->add_option("step", a->step, "Step number or 'latest' (the newest valid one)");
+  show->add_flag("--tensors", a->tensors, "List every tensor");
+  show->add_flag("--json", a->json, "Print the manifests as JSON");
+  show->callback([a] { RunShow(*a); });
+
+  auto* verify = ckpt->add_subcommand("verify", "Verify checkpoints: every byte (SHA-256 per shard, xxh3 per tensor)");
+  verify->add_option("location", a->location, where)->required();
+  verify->add_option("step", a->step, "Step number, 'latest' or 'all'");
+  verify->add_flag("--quick", a->quick, "Only markers, manifest hashes and shard sizes");
+  verify->add_option("-j,--parallel", a->parallelism, "Shards verified at once");
+  verify->footer("Names the shard and the tensor of every problem. Exits 5 on corruption, 3 if not committed.");
+  verify->callback([a] { RunVerify(*a); });
+
+  auto* pull = ckpt->add_subcommand("pull", "Copy a checkpoint (e.g. from the store to a local directory), verified");
+  pull->add_option("source", a->location, where)->required();
+  pull->add_option("destination", a->destination, "Where to copy it")->required();
+  pull->add_option("step", a->step, "Step number or 'latest'");
+  pull->add_option("-j,--parallel", a->parallelism, "Shards copied at once");
+  pull->callback([a] { RunPull(*a); });
+
+  auto* gc = ckpt->add_subcommand("gc", "Delete all but the newest N valid checkpoints, and torn leftovers");
+  gc->add_option("location", a->location, where)->required();
+  gc->add_option("--keep", a->keep, "How many valid checkpoints to keep (>= 1)")->required();
+  gc->add_flag("-n,--dry-run", a->dry_run, "Only print what would be deleted");
+  gc->footer("Never deletes the newest valid checkpoint. Do not run while a writer saves into the same location.");
+  gc->callback([a] { RunGc(*a); });
+});
+
+}  // namespace
+}  // namespace strata::cli

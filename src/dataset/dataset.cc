@@ -1,0 +1,161 @@
+#include "dataset/dataset.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace strata::dataset {
+namespace {
+
+std::string Human(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[32];
+  snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string Kind(const Buffer& b) {
+  std::string_view v = b.view();
+  if (v.starts_with("\xff\xd8\xff")) return "JPEG image";
+  if (v.starts_with("\x89PNG\r\n\x1a\n")) return "PNG image";
+  if (v.starts_with("RIFF") && v.size() >= 12 && v.substr(8, 4) == "WEBP") return "WebP image";
+  if (v.starts_with("GIF8")) return "GIF image";
+  if (v.starts_with("\x93NUMPY")) return "NumPy array";
+  if (v.starts_with("\x28\xb5\x2f\xfd")) return "zstd data";
+  if (v.starts_with("\x1f\x8b")) return "gzip data";
+  if (v.starts_with("PK\x03\x04")) return "zip data";
+  bool text = std::all_of(v.begin(), v.end(), [](char c) {
+    unsigned char u = static_cast<unsigned char>(c);
+    return u >= 0x20 || c == '\n' || c == '\r' || c == '\t';
+  });
+  if (text && !v.empty()) return (v.front() == '{' || v.front() == '[') ? "JSON/text" : "text";
+  return v.empty() ? "empty" : "binary";
+}
+
+std::string Preview(const Buffer& b) {
+  std::string kind = Kind(b);
+  std::string_view v = b.view();
+  if (kind == "text" || kind == "JSON/text") {
+    std::string t(v.substr(0, 60));
+    for (char& c : t) {
+      if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    }
+    return "\"" + t + (v.size() > 60 ? "...\"" : "\"");
+  }
+  std::string hex;
+  for (size_t i = 0; i < std::min<size_t>(v.size(), 16); ++i) {
+    char buf[4];
+    snprintf(buf, sizeof buf, "%02x ", static_cast<unsigned char>(v[i]));
+    hex += buf;
+  }
+  return hex + (v.size() > 16 ? "..." : "");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Dataset>> Dataset::Open(ObjectStorePtr store, std::string prefix) {
+  std::unique_ptr<Dataset> d(new Dataset(std::move(store), std::move(prefix)));
+  std::string key = d->prefix_ + std::string(kIndexName);
+  auto got = d->store_->Get(key);
+  if (!got.ok() && got.status().code() == Code::kNotFound) {
+    key = d->prefix_ + std::string(kManifestName);
+    got = d->store_->Get(key);
+  }
+  if (!got.ok())
+    return got.status().WithContext("opening the dataset at " + d->prefix_ + " (no index.json or manifest.json)");
+  STRATA_ASSIGN_OR_RETURN(d->index_, ParseManifest(got->data.view(), key));
+  d->cumulative_.push_back(0);
+  for (const auto& s : d->index_.shards) d->cumulative_.push_back(d->cumulative_.back() + s.samples);
+  d->readers_.resize(d->index_.shards.size());
+  d->locks_ = std::make_unique<std::mutex[]>(d->index_.shards.size());
+  return d;
+}
+
+std::pair<size_t, uint64_t> Dataset::Locate(uint64_t i) const {
+  auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), i);
+  size_t shard = static_cast<size_t>(it - cumulative_.begin()) - 1;
+  return {shard, i - cumulative_[shard]};
+}
+
+Result<const ShardRandomReader*> Dataset::Reader(size_t shard) {
+  std::lock_guard lock(locks_[shard]);
+  if (!readers_[shard]) {
+    STRATA_ASSIGN_OR_RETURN(readers_[shard], ShardRandomReader::Open(*store_, ShardKey(shard), index_.format));
+    if (readers_[shard]->size() != index_.shards[shard].samples) {
+      auto n = readers_[shard]->size();
+      readers_[shard].reset();
+      return CorruptionError(ShardKey(shard) + ": holds " + std::to_string(n) + " samples, the index says " +
+                             std::to_string(index_.shards[shard].samples));
+    }
+  }
+  return readers_[shard].get();
+}
+
+Result<Sample> Dataset::Get(uint64_t i) {
+  if (i >= size()) {
+    return InvalidArgumentError("sample " + std::to_string(i) + " out of range (dataset has " + std::to_string(size()) +
+                                ")");
+  }
+  auto [shard, local] = Locate(i);
+  STRATA_ASSIGN_OR_RETURN(const ShardRandomReader* r, Reader(shard));
+  return r->Get(local);
+}
+
+Result<Dataset::ShardStream> Dataset::OpenShard(size_t shard, StreamOptions options) const {
+  if (shard >= index_.shards.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
+  ShardStream s;
+  STRATA_ASSIGN_OR_RETURN(s.source, ObjectSource::Open(*store_, ShardKey(shard), options));
+  s.samples = MakeSampleStream(index_.format, *s.source);
+  return s;
+}
+
+std::string DescribeSample(const Sample& sample) {
+  std::string out = "key: " + sample.key + "\n";
+  for (const Field& f : sample.fields) {
+    char line[96];
+    snprintf(line, sizeof line, "  %-12s %10zu bytes  %-11s ", f.name.c_str(), f.data.size(), Kind(f.data).c_str());
+    out += line + Preview(f.data) + "\n";
+  }
+  return out;
+}
+
+Result<std::string> Inspect(ObjectStorePtr store, const std::string& prefix, const InspectOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(auto ds, Dataset::Open(store, prefix));
+  const Manifest& m = ds->index();
+  std::string out;
+  out += "format:      " + std::string(FormatName(m.format)) + (m.compression == "zstd" ? " (zstd)" : "") + "\n";
+  out += "shards:      " + std::to_string(m.shards.size()) + "\n";
+  out += "samples:     " + std::to_string(m.total_samples()) + "\n";
+  out += "bytes:       " + Human(static_cast<double>(m.total_shard_bytes())) + "\n";
+  std::string fields;
+  for (const auto& f : m.fields) fields += (fields.empty() ? "" : ", ") + f;
+  out += "fields:      " + fields + "\n";
+  if (!m.classes.empty()) {
+    std::string classes;
+    for (size_t i = 0; i < m.classes.size() && i < 10; ++i) classes += (i ? ", " : "") + m.classes[i];
+    out += "classes:     " + std::to_string(m.classes.size()) + " (" + classes +
+           (m.classes.size() > 10 ? ", ..." : "") + ")\n";
+  }
+  if (!m.created_by.empty()) out += "created by:  " + m.created_by + "\n";
+  out += "\n  shard                          samples        size\n";
+  for (size_t i = 0; i < m.shards.size() && i < options.max_shards_listed; ++i) {
+    char line[160];
+    snprintf(line, sizeof line, "  %-28s %9llu  %10s\n", m.shards[i].name.c_str(),
+             static_cast<unsigned long long>(m.shards[i].samples),
+             Human(static_cast<double>(m.shards[i].size)).c_str());
+    out += line;
+  }
+  if (m.shards.size() > options.max_shards_listed) {
+    out += "  ... " + std::to_string(m.shards.size() - options.max_shards_listed) + " more\n";
+  }
+  if (options.sample) {
+    STRATA_ASSIGN_OR_RETURN(Sample s, ds->Get(*options.sample));
+    auto [shard, local] = ds->Locate(*options.sample);
+    out += "\nsample " + std::to_string(*options.sample) + " (" + m.shards[shard].name + " #" + std::to_string(local) +
+           ")\n" + DescribeSample(s);
+  }
+  return out;
+}
+
+}  // namespace strata::dataset
