@@ -1,0 +1,125 @@
+// strata serve --backend URL: an S3-compatible caching gateway (gateway/).
+// Prints "listening on http://HOST:PORT" once ready; SIGINT/SIGTERM stop it
+// gracefully (stop accepting, finish in-flight requests, exit 0).
+#include <pthread.h>
+#include <signal.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "gateway/gateway.h"
+
+namespace strata::cli {
+namespace {
+
+struct ServeArgs {
+  std::string config_file;
+  std::vector<std::string> backends;
+  std::string listen, access_key, secret_key, emulate, region, access_log;
+  bool allow_anonymous = false;
+  std::string cache_ram, cache_dir, cache_disk, block_size, metadata_ttl;
+  std::string max_header, max_body, header_timeout, idle_timeout;
+  int io_threads = 0, workers = 0;
+};
+
+template <typename T, typename Parse>
+void Apply(const std::string& text, T* out, Parse parse, const char* flag) {
+  if (text.empty()) return;
+  auto r = parse(text);
+  if (!r.ok()) Fail("serve", flag, r.status());
+  *out = *r;
+}
+
+GatewayConfig BuildConfig(const ServeArgs& a) {
+  GatewayConfig c;
+  if (!a.config_file.empty()) {
+    std::ifstream in(a.config_file);
+    if (!in) Fail("serve", a.config_file, NotFoundError("cannot read config file " + a.config_file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Check(ParseGatewayConfigJson(ss.str(), &c), "serve", a.config_file);
+  }
+  if (!a.backends.empty()) c.backends = a.backends;
+  if (!a.listen.empty()) c.listen = a.listen;
+  if (!a.region.empty()) c.region = a.region;
+  if (!a.emulate.empty()) c.emulate = a.emulate;
+  if (!a.access_log.empty()) c.access_log = a.access_log;
+  if (a.allow_anonymous) c.allow_anonymous = true;
+  if (!a.access_key.empty() || !a.secret_key.empty()) {
+    if (a.access_key.empty() || a.secret_key.empty()) {
+      Fail("serve", "--access-key", InvalidArgumentError("give both --access-key and --secret-key"));
+    }
+    c.keys[a.access_key] = a.secret_key;
+  }
+  if (a.io_threads > 0) c.io_threads = a.io_threads;
+  if (a.workers > 0) c.workers = a.workers;
+  if (!a.cache_dir.empty()) c.cache.dir = a.cache_dir;
+  Apply(a.cache_ram, &c.cache.ram_bytes, ParseByteSize, "--cache-ram");
+  Apply(a.cache_disk, &c.cache.disk_bytes, ParseByteSize, "--cache-disk");
+  Apply(a.block_size, &c.cache.block_size, ParseByteSize, "--block-size");
+  Apply(a.metadata_ttl, &c.cache.metadata_ttl, ParseDurationText, "--metadata-ttl");
+  Apply(a.max_header, &c.limits.max_header_bytes, ParseByteSize, "--max-header-bytes");
+  Apply(a.max_body, &c.limits.max_body_bytes, ParseByteSize, "--max-body");
+  Apply(a.header_timeout, &c.limits.header_timeout, ParseDurationText, "--header-timeout");
+  Apply(a.idle_timeout, &c.limits.idle_timeout, ParseDurationText, "--idle-timeout");
+  Check(ValidateGatewayConfig(c), "serve", "config");
+  return c;
+}
+
+void RunServe(const ServeArgs& args) {
+  GatewayConfig config = BuildConfig(args);
+  // Block the stop signals before any thread starts (threads inherit the
+  // mask), then wait for them here.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  auto gateway = Check(Gateway::Start(config), "serve", config.listen);
+  std::cout << "listening on " << gateway->url() << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  std::cerr << "strata serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+            << ": finishing in-flight requests, then exiting" << std::endl;
+  gateway->Shutdown();
+}
+
+CommandRegistrar registrar("serve", [](CLI::App& root) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* sub = root.add_subcommand("serve", "Serve backends over an S3-compatible caching gateway");
+  sub->add_option("--backend", a->backends,
+                  "Store to serve (repeatable): file:///dir (each top-level directory is a bucket; "
+                  "CreateBucket = mkdir), s3://bucket?endpoint=... (that bucket, under its name), mem://name");
+  sub->add_option("--config", a->config_file, "JSON config file (flags override it); see src/gateway/config.h");
+  sub->add_option("--listen", a->listen, "HOST:PORT to listen on (default 127.0.0.1:9000; port 0 = any)");
+  sub->add_option("--access-key", a->access_key, "Access key clients sign with (or \"keys\" in --config)");
+  sub->add_option("--secret-key", a->secret_key, "Its secret (prefer --config: flags show up in ps)");
+  sub->add_flag("--allow-anonymous", a->allow_anonymous, "Serve unsigned requests too");
+  sub->add_option("--emulate", a->emulate, "Emulate a cloud bucket below the cache, e.g. ttfb=30ms,bw=25MB/s");
+  sub->add_option("--region", a->region, "Region clients sign for (default us-east-1)");
+  sub->add_option("--access-log", a->access_log, "Access log file, or - for stderr (default: none)");
+  sub->add_option("--cache-ram", a->cache_ram, "RAM tier size (default 1GiB)");
+  sub->add_option("--cache-dir", a->cache_dir, "Disk tier directory (default: RAM only)");
+  sub->add_option("--cache-disk", a->cache_disk, "Disk tier size (default 10GiB)");
+  sub->add_option("--block-size", a->block_size, "Cache block size (default 4MiB)");
+  sub->add_option("--metadata-ttl", a->metadata_ttl, "How long HEAD/LIST answers are cached (default 10s)");
+  sub->add_option("--io-threads", a->io_threads, "Socket threads (default 2)");
+  sub->add_option("--workers", a->workers, "Threads running S3 operations (default 32)");
+  sub->add_option("--max-header-bytes", a->max_header, "Request header limit (default 64KiB; past it: 431)");
+  sub->add_option("--max-body", a->max_body, "Request body limit (default 5GiB)");
+  sub->add_option("--header-timeout", a->header_timeout,
+                  "Deadline from a request's first byte to its last header (default 10s)");
+  sub->add_option("--idle-timeout", a->idle_timeout, "Keep-alive idle timeout (default 60s)");
+  sub->footer([] {
+    return std::string(
+        "Example: strata serve --backend file:///data --access-key AK --secret-key SK --emulate ttfb=30ms,bw=25MB/s\n"
+        "Clients use path-style addressing (aws --endpoint-url http://127.0.0.1:9000). Unsigned GET /healthz and\n"
+        "/metrics (Prometheus) are served on the same port.");
+  });
+  sub->callback([a] { RunServe(*a); });
+});
+
+}  // namespace
+}  // namespace strata::cli

@@ -1,0 +1,180 @@
+#include "gateway/buckets.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "object/file_store.h"
+#include "object/store_url.h"
+
+namespace strata {
+namespace {
+
+Status NoSuchBucket(const std::string& bucket) {
+  return Status(Code::kNotFound, "bucket " + bucket + " does not exist", "NoSuchBucket");
+}
+
+WallTime DirCreated(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return WallTime(std::chrono::seconds(st.st_mtime));
+}
+
+}  // namespace
+
+bool IsValidBucketName(std::string_view name) {
+  if (name.size() < 3 || name.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  int dots = 0;
+  bool all_digits_dots = true;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (!alnum(c) && c != '.' && c != '-') return false;
+    if (c == '.') {
+      ++dots;
+      if (i > 0 && (name[i - 1] == '.' || name[i - 1] == '-')) return false;
+      if (name[i + 1] == '-') return false;
+    }
+    if (c != '.' && !(c >= '0' && c <= '9')) all_digits_dots = false;
+  }
+  return !(dots == 3 && all_digits_dots);  // looks like an IPv4 address
+}
+
+std::shared_ptr<CachedStore> BucketSet::Wrap(ObjectStorePtr backend) {
+  if (options_.emulate) {
+    backend = EmulateCloud(std::move(backend), *options_.emulate, options_.clock ? *options_.clock : RealClock());
+  }
+  return std::make_shared<CachedStore>(std::move(backend), cache_, options_.cached);
+}
+
+Result<std::unique_ptr<BucketSet>> BucketSet::Open(const std::vector<std::string>& urls,
+                                                   std::shared_ptr<BlockCache> cache, Options options) {
+  std::unique_ptr<BucketSet> set(new BucketSet(std::move(cache), options));
+  for (const auto& url : urls) {
+    STRATA_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
+    if (parsed.scheme == "file") {
+      if (!set->file_root_.empty()) {
+        return InvalidArgumentError("only one file:// backend may be given (" + url + ")");
+      }
+      if (!parsed.params.empty()) {
+        return InvalidArgumentError("a file:// gateway backend takes no parameters (" + url +
+                                    "); use --emulate for cloud emulation");
+      }
+      std::error_code ec;
+      std::filesystem::create_directories(parsed.path, ec);
+      if (ec || !std::filesystem::is_directory(parsed.path)) {
+        return InvalidArgumentError("backend " + url + ": " + parsed.path + " is not a usable directory",
+                                    ec ? ec.message() : "");
+      }
+      set->file_root_ = parsed.path;
+      continue;
+    }
+    std::string name = parsed.authority;
+    if (!IsValidBucketName(name)) {
+      return InvalidArgumentError("backend " + url + ": \"" + name + "\" is not a valid S3 bucket name to serve");
+    }
+    if (set->fixed_.count(name)) return Status(Code::kAlreadyExists, "two backends are both bucket " + name);
+    STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url, options.clock ? *options.clock : RealClock()));
+    set->fixed_[name] = set->Wrap(std::move(store));
+  }
+  return set;
+}
+
+std::unique_ptr<BucketSet> BucketSet::FromStores(const std::map<std::string, ObjectStorePtr>& stores,
+                                                 std::shared_ptr<BlockCache> cache, Options options) {
+  std::unique_ptr<BucketSet> set(new BucketSet(std::move(cache), options));
+  for (const auto& [name, store] : stores) set->fixed_[name] = set->Wrap(store);
+  return set;
+}
+
+Result<std::shared_ptr<CachedStore>> BucketSet::OpenFileBucket(const std::string& bucket) {
+  std::string dir = file_root_ + "/" + bucket;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return NoSuchBucket(bucket);
+  FileStoreOptions fo;
+  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenFileStore(dir, fo));
+  return Wrap(std::move(store));
+}
+
+Result<std::shared_ptr<CachedStore>> BucketSet::Get(const std::string& bucket) {
+  std::lock_guard lock(mu_);
+  if (auto it = fixed_.find(bucket); it != fixed_.end()) return it->second;
+  if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
+  if (auto it = file_open_.find(bucket); it != file_open_.end()) {
+    // The directory may have been removed behind our back (or by DeleteBucket).
+    struct stat st {};
+    std::string dir = file_root_ + "/" + bucket;
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return it->second;
+    file_open_.erase(it);
+    return NoSuchBucket(bucket);
+  }
+  STRATA_ASSIGN_OR_RETURN(auto store, OpenFileBucket(bucket));
+  file_open_[bucket] = store;
+  return store;
+}
+
+Result<std::vector<BucketEntry>> BucketSet::List() {
+  std::vector<BucketEntry> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [name, store] : fixed_) out.push_back({name, WallTime{}});
+  if (!file_root_.empty()) {
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(file_root_, ec); !ec && it != std::filesystem::end(it);
+         it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (!it->is_directory(ec) || !IsValidBucketName(name) || fixed_.count(name)) continue;
+      out.push_back({name, DirCreated(it->path().string())});
+    }
+    if (ec) return ErrnoToStatus(ec.value(), "listing buckets in " + file_root_);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+Status BucketSet::Create(const std::string& bucket) {
+  if (!IsValidBucketName(bucket)) {
+    return Status(Code::kInvalidArgument, "\"" + bucket + "\" is not a valid bucket name", "InvalidBucketName");
+  }
+  std::lock_guard lock(mu_);
+  if (fixed_.count(bucket)) {
+    return Status(Code::kAlreadyExists, "bucket " + bucket + " already exists", "BucketAlreadyOwnedByYou");
+  }
+  if (file_root_.empty()) {
+    return Status(Code::kNotSupported, "creating buckets needs a file:// backend; this gateway serves fixed buckets",
+                  "NotImplemented");
+  }
+  std::string dir = file_root_ + "/" + bucket;
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) {
+      return Status(Code::kAlreadyExists, "bucket " + bucket + " already exists", "BucketAlreadyOwnedByYou");
+    }
+    return ErrnoToStatus(errno, "creating bucket directory " + dir);
+  }
+  return Status::Ok();
+}
+
+Status BucketSet::Delete(const std::string& bucket) {
+  std::lock_guard lock(mu_);
+  if (fixed_.count(bucket)) {
+    return Status(Code::kNotSupported, "bucket " + bucket + " is a fixed backend and cannot be deleted here",
+                  "MethodNotAllowed");
+  }
+  if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
+  std::string dir = file_root_ + "/" + bucket;
+  // The file store's staging directory is not content.
+  std::string staging = dir + "/" + std::string(kFileStoreStagingDir);
+  ::rmdir(staging.c_str());
+  if (::rmdir(dir.c_str()) != 0) {
+    if (errno == ENOENT) return NoSuchBucket(bucket);
+    if (errno == ENOTEMPTY || errno == EEXIST) {
+      return Status(Code::kPreconditionFailed, "bucket " + bucket + " is not empty", "BucketNotEmpty");
+    }
+    return ErrnoToStatus(errno, "removing bucket directory " + dir);
+  }
+  file_open_.erase(bucket);
+  return Status::Ok();
+}
+
+}  // namespace strata

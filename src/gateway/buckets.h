@@ -1,0 +1,85 @@
+// The gateway's bucket model: which S3 buckets it serves and the (cached)
+// store behind each.
+//
+//   file:///data          every top-level directory of /data is a bucket:
+//                         ListBuckets lists them, CreateBucket is mkdir,
+//                         DeleteBucket removes an empty one. Hidden
+//                         directories and names that are not valid S3 bucket
+//                         names are not buckets.
+//   s3://bucket[/prefix]?endpoint=..   that one bucket, served under its own
+//                         name (repeat --backend for more).
+//   mem://name            one in-memory bucket called `name` (tests, demos).
+//
+// Each bucket's store is the backend, optionally wrapped in EmulateCloud
+// (below the cache, so cache hits stay fast), then in a CachedStore; all
+// buckets share one BlockCache. Thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "cache/block_cache.h"
+#include "cache/cached_store.h"
+#include "object/cloud_store.h"
+#include "object/object_store.h"
+
+namespace strata {
+
+struct BucketEntry {
+  std::string name;
+  WallTime created{};
+};
+
+struct BucketSetOptions {
+  std::optional<CloudProfile> emulate;
+  CachedStoreOptions cached;
+  Clock* clock = nullptr;  // emulation sleeps; default RealClock()
+};
+
+class BucketSet {
+ public:
+  using Options = BucketSetOptions;
+
+  // Opens every backend URL (see above). InvalidArgument on a bad URL,
+  // AlreadyExists when two backends claim the same bucket name.
+  static Result<std::unique_ptr<BucketSet>> Open(const std::vector<std::string>& backend_urls,
+                                                 std::shared_ptr<BlockCache> cache, Options options);
+  // For tests: fixed buckets over given stores (no file root: CreateBucket is NotSupported).
+  static std::unique_ptr<BucketSet> FromStores(const std::map<std::string, ObjectStorePtr>& stores,
+                                               std::shared_ptr<BlockCache> cache, Options options = {});
+
+  // The cached store for `bucket`. NotFound (cause NoSuchBucket) when absent.
+  Result<std::shared_ptr<CachedStore>> Get(const std::string& bucket);
+  Result<std::vector<BucketEntry>> List();
+  // NotSupported without a file:// root; AlreadyExists (BucketAlreadyOwnedByYou).
+  Status Create(const std::string& bucket);
+  // PreconditionFailed (BucketNotEmpty), NotFound (NoSuchBucket).
+  Status Delete(const std::string& bucket);
+
+  BlockCache& cache() { return *cache_; }
+
+ private:
+  BucketSet(std::shared_ptr<BlockCache> cache, Options options) : cache_(std::move(cache)), options_(options) {}
+  std::shared_ptr<CachedStore> Wrap(ObjectStorePtr backend);
+  Result<std::shared_ptr<CachedStore>> OpenFileBucket(const std::string& bucket);
+
+  std::shared_ptr<BlockCache> cache_;
+  Options options_;
+  std::string file_root_;  // empty: no file:// backend
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<CachedStore>> fixed_;      // s3/mem buckets
+  std::map<std::string, std::shared_ptr<CachedStore>> file_open_;  // file buckets opened so far
+};
+
+// S3 bucket naming rules (3..63 of [a-z0-9.-], starting and ending with a
+// letter or digit, no "..", not an IP address). Also what keeps a bucket
+// name from escaping the file root.
+bool IsValidBucketName(std::string_view name);
+
+}  // namespace strata

@@ -1,0 +1,79 @@
+// Gateway configuration: from a JSON file, then command-line flags on top.
+//
+// {
+//   "listen": "127.0.0.1:9000",
+//   "backend": "file:///data"            (or a list: ["s3://b1?endpoint=..", "mem://scratch"])
+//   "region": "us-east-1",
+//   "keys": [{"access_key": "AK", "secret_key": "SK"}],
+//   "allow_anonymous": false,
+//   "emulate": "ttfb=30ms,bw=25MB/s",
+//   "cache": {"ram": "1GiB", "dir": "/var/cache/strata", "disk": "10GiB",
+//             "block_size": "4MiB", "metadata_ttl": "10s"},
+//   "access_log": "/var/log/strata-access.log"   ("-" = stderr, "" = off)
+//   "io_threads": 2, "workers": 32,
+//   "limits": {"max_header_bytes": 65536, "max_body_bytes": "5GiB",
+//              "header_timeout": "10s", "idle_timeout": "60s", "io_timeout": "120s",
+//              "drain_timeout": "30s"}
+// }
+// Sizes accept B/KiB/MiB/GiB (and K/M/G as binary); durations ms/s/m.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace strata {
+
+struct GatewayLimits {
+  uint64_t max_header_bytes = 64 << 10;                // request line + headers; past it: 431 and close
+  uint64_t max_body_bytes = 5ull << 30;                // S3's single-PUT limit; past it: EntityTooLarge
+  Duration header_timeout = std::chrono::seconds(10);  // first byte to end of headers (slowloris)
+  Duration idle_timeout = std::chrono::seconds(60);    // keep-alive wait for the next request
+  Duration io_timeout = std::chrono::seconds(120);     // any one body read/write making no progress
+  Duration drain_timeout = std::chrono::seconds(30);   // graceful shutdown: in-flight requests
+};
+
+struct GatewayCacheConfig {
+  uint64_t ram_bytes = 1ull << 30;
+  std::string dir;  // empty: RAM only
+  uint64_t disk_bytes = 10ull << 30;
+  uint64_t block_size = 4ull << 20;
+  Duration metadata_ttl = std::chrono::seconds(10);
+};
+
+struct GatewayConfig {
+  std::string listen = "127.0.0.1:9000";
+  std::vector<std::string> backends;  // store URLs; see buckets.h for the bucket model
+  std::string region = "us-east-1";
+  std::map<std::string, std::string> keys;  // access key -> secret
+  bool allow_anonymous = false;
+  std::string emulate;  // CloudProfile spec; empty: none
+  GatewayCacheConfig cache;
+  std::string access_log;  // path, "-" for stderr, empty for none
+  int io_threads = 2;
+  int workers = 32;  // threads running S3 operations (they block on the backend)
+  GatewayLimits limits;
+};
+
+// Merges the JSON document into *config (fields absent keep their values).
+// InvalidArgument naming the field on bad input.
+Status ParseGatewayConfigJson(std::string_view json, GatewayConfig* config);
+
+// Checks the whole config is usable (backends, keys or anonymous, limits).
+Status ValidateGatewayConfig(const GatewayConfig& config);
+
+// "127.0.0.1:9000", "[::1]:9000", ":9000" (loopback). Port 0: any free port.
+Status ParseListenAddress(std::string_view text, std::string* host, uint16_t* port);
+
+// "4MiB", "512k", "1048576".
+Result<uint64_t> ParseByteSize(std::string_view text);
+// "250ms", "10s", "2m".
+Result<Duration> ParseDurationText(std::string_view text);
+
+}  // namespace strata

@@ -1,0 +1,49 @@
+#include "gateway/gateway.h"
+
+#include "object/cloud_store.h"
+
+namespace strata {
+
+CacheOptions CacheOptionsFor(const GatewayConfig& config) {
+  CacheOptions o;
+  o.block_size = config.cache.block_size;
+  o.ram_bytes = config.cache.ram_bytes;
+  o.dir = config.cache.dir;
+  o.disk_bytes = config.cache.disk_bytes;
+  return o;
+}
+
+Result<std::unique_ptr<Gateway>> Gateway::Start(const GatewayConfig& config) {
+  STRATA_RETURN_IF_ERROR(ValidateGatewayConfig(config));
+  std::unique_ptr<Gateway> g(new Gateway());
+  STRATA_ASSIGN_OR_RETURN(g->cache_, BlockCache::Open(CacheOptionsFor(config)));
+  BucketSet::Options bo;
+  if (!config.emulate.empty()) {
+    STRATA_ASSIGN_OR_RETURN(CloudProfile profile, ParseCloudProfile(config.emulate));
+    bo.emulate = profile;
+  }
+  bo.cached.metadata_ttl = config.cache.metadata_ttl;
+  STRATA_ASSIGN_OR_RETURN(g->buckets_, BucketSet::Open(config.backends, g->cache_, bo));
+  STRATA_ASSIGN_OR_RETURN(g->observer_, GatewayObserver::Open(config.access_log, g->cache_.get()));
+  S3HandlerOptions ho;
+  ho.region = config.region;
+  ho.keys = config.keys;
+  ho.allow_anonymous = config.allow_anonymous;
+  ho.stream_chunk = config.cache.block_size;
+  g->handler_ = std::make_unique<S3Handler>(*g->buckets_, ho);
+  ServerOptions so;
+  STRATA_RETURN_IF_ERROR(ParseListenAddress(config.listen, &so.host, &so.port));
+  so.io_threads = config.io_threads;
+  so.workers = config.workers;
+  so.limits = config.limits;
+  STRATA_ASSIGN_OR_RETURN(g->server_, GatewayServer::Start(so, *g->handler_, *g->observer_));
+  return g;
+}
+
+Gateway::~Gateway() { Shutdown(); }
+
+void Gateway::Shutdown() {
+  if (server_) server_->Shutdown();
+}
+
+}  // namespace strata

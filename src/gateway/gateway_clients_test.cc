@@ -1,0 +1,513 @@
+// Real clients against `strata serve` (the built binary), in front of a
+// file:// backend and in front of Ceph RGW: the aws CLI (s3 cp/sync/ls and
+// s3api multipart), boto3, s3cmd, rclone and an s3fs FUSE mount each write
+// objects that every other client then reads back byte for byte; a wrong
+// secret is refused with SignatureDoesNotMatch by every client.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "base/hash.h"
+#include "testing/s3_server.h"
+#include "testing/subprocess.h"
+
+extern char** environ;
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr const char* kGwKey = "GWTESTACCESSKEY";
+constexpr const char* kGwSecret = "gw-test-secret-key-1234";
+constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kAws = "/usr/bin/aws";
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+void WriteFile(const fs::path& p, std::string_view data) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  out.write(data.data(), data.size());
+}
+std::string Unq(std::string s) {
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  return s;
+}
+std::string RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(&s[i], &v, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+// A child process started with its own environment, output to a file; stopped by PID.
+class Background {
+ public:
+  Background(std::vector<std::string> argv, const EnvOverrides& env, const fs::path& log) : log_(log) {
+    std::map<std::string, std::string> vars;
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& [k, v] : env) {
+      if (v)
+        vars[k] = *v;
+      else
+        vars.erase(k);
+    }
+    std::vector<std::string> env_strings;
+    for (auto& [k, v] : vars) env_strings.push_back(k + "=" + v);
+    std::vector<char*> envp, args;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      int devnull = ::open("/dev/null", O_RDONLY);
+      ::dup2(devnull, 0);
+      ::execvpe(args[0], args.data(), envp.data());
+      _exit(127);
+    }
+    ::close(fd);
+  }
+  ~Background() { Stop(); }
+  pid_t pid() const { return pid_; }
+  std::string Log() const { return ReadFile(log_); }
+  // Whether it exited (reaping it); *status gets the exit code.
+  bool Exited(int* code = nullptr) {
+    if (pid_ <= 0) return true;
+    int st = 0;
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+      exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      pid_ = -1;
+    }
+    if (code) *code = exit_code_;
+    return pid_ <= 0;
+  }
+  bool WaitExit(std::chrono::seconds timeout, int* code = nullptr) {
+    auto deadline = SteadyClock::now() + timeout;
+    while (!Exited(code)) {
+      if (SteadyClock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the child's state
+    }
+    return true;
+  }
+  // SIGTERM, then SIGKILL after `grace`. Returns the exit code.
+  int Stop(std::chrono::seconds grace = std::chrono::seconds(20)) {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      if (!WaitExit(grace)) {
+        ::kill(pid_, SIGKILL);
+        WaitExit(std::chrono::seconds(10));
+      }
+    }
+    return exit_code_;
+  }
+
+ private:
+  fs::path log_;
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+};
+
+enum class BackendKind { kFile, kRgw };
+
+class GatewayClientsTest : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("strata-gwc-" + std::to_string(::getpid()) + "-" + (GetParam() == BackendKind::kFile ? "file" : "rgw"));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::string backend;
+    EnvOverrides gw_env = WithoutCaBundles();
+    if (GetParam() == BackendKind::kFile) {
+      bucket_ = "gwbucket";
+      fs::create_directories(dir_ / "data" / bucket_);
+      backend = "file://" + (dir_ / "data").string();
+    } else {
+      auto server = S3TestServer::Start(S3TestServer::Kind::kRgw);
+      ASSERT_TRUE(server.ok()) << server.status();
+      rgw_ = std::move(server).value();
+      bucket_ = rgw_->bucket();
+      backend = rgw_->StoreUrl();
+      gw_env = rgw_->ClientEnv();  // the gateway's own credentials for RGW
+    }
+    const char* bin_dir = std::getenv("STRATA_BINARY_DIR");
+    ASSERT_NE(bin_dir, nullptr) << "run under ctest (STRATA_BINARY_DIR)";
+    std::string strata = std::string(bin_dir) + "/src/cli/strata";
+    ASSERT_TRUE(fs::exists(strata)) << strata;
+    access_log_ = dir_ / "access.log";
+    gateway_ = std::make_unique<Background>(
+        std::vector<std::string>{strata, "serve", "--backend", backend, "--listen", "127.0.0.1:0", "--access-key",
+                                 kGwKey, "--secret-key", kGwSecret, "--access-log", access_log_.string(), "--cache-ram",
+                                 "512MiB"},
+        gw_env, dir_ / "gateway.out");
+    auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+    while (endpoint_.empty() && SteadyClock::now() < deadline) {
+      std::string log = gateway_->Log();
+      if (size_t p = log.find("listening on "); p != std::string::npos && log.find('\n', p) != std::string::npos) {
+        endpoint_ = log.substr(p + 13, log.find('\n', p) - p - 13);
+      }
+      ASSERT_FALSE(gateway_->Exited()) << "strata serve exited:\n" << gateway_->Log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_FALSE(endpoint_.empty()) << gateway_->Log();
+    WriteFile(dir_ / "boto3_helper.py", kBotoHelper);
+  }
+
+  void TearDown() override {
+    if (s3fs_) UnmountS3fs();
+    if (gateway_) {
+      int code = gateway_->Stop();
+      EXPECT_EQ(code, 0) << "strata serve did not exit cleanly on SIGTERM:\n" << gateway_->Log();
+    }
+    if (rgw_) EXPECT_TRUE(rgw_->Stop().ok());
+    fs::remove_all(dir_);
+  }
+
+  EnvOverrides AwsEnv(const std::string& secret = kGwSecret) const {
+    EnvOverrides env = WithoutCaBundles();
+    env += {{"AWS_ACCESS_KEY_ID", kGwKey},         {"AWS_SECRET_ACCESS_KEY", secret},
+            {"AWS_DEFAULT_REGION", "us-east-1"},   {"AWS_REGION", "us-east-1"},
+            {"AWS_SESSION_TOKEN", std::nullopt},   {"AWS_PROFILE", std::nullopt},
+            {"AWS_CONFIG_FILE", "/dev/null"},      {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
+            {"AWS_EC2_METADATA_DISABLED", "true"}, {"AWS_PAGER", ""},
+            {"AWS_ENDPOINT_URL", std::nullopt},    {"NO_PROXY", "127.0.0.1"}};
+    return env;
+  }
+
+  CommandResult Run(const std::vector<std::string>& argv, const EnvOverrides& env) {
+    RunOptions o;
+    o.timeout = std::chrono::seconds(300);
+    auto r = RunCommand(argv, env, std::nullopt, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : CommandResult{-1, "", r.status().ToString()};
+  }
+  void MustRun(const std::vector<std::string>& argv, const EnvOverrides& env) {
+    CommandResult r = Run(argv, env);
+    ASSERT_EQ(r.exit_code, 0) << DescribeRun(argv, r) << "\n" << r.stdout_text;
+  }
+
+  std::vector<std::string> Aws(std::vector<std::string> args) const {
+    args.insert(args.begin(), {kAws, "--endpoint-url", endpoint_});
+    return args;
+  }
+  std::vector<std::string> Boto(std::vector<std::string> args, const std::string& secret = kGwSecret) const {
+    args.insert(args.begin(), {kPython, (dir_ / "boto3_helper.py").string(), endpoint_, bucket_, kGwKey, secret});
+    return args;
+  }
+  fs::path S3cmdConfig(const std::string& secret = kGwSecret) {
+    fs::path p = dir_ / ("s3cmd-" + std::to_string(secret.size()) + ".cfg");
+    std::string hostport = endpoint_.substr(std::string("http://").size());
+    WriteFile(p, "[default]\naccess_key = " + std::string(kGwKey) + "\nsecret_key = " + secret +
+                     "\nhost_base = " + hostport + "\nhost_bucket = " + hostport +
+                     "\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n"
+                     "check_ssl_certificate = False\n");
+    return p;
+  }
+  std::vector<std::string> S3cmd(std::vector<std::string> args, const std::string& secret = kGwSecret) {
+    args.insert(args.begin(), {"s3cmd", "-c", S3cmdConfig(secret).string()});
+    return args;
+  }
+  EnvOverrides RcloneEnv(const std::string& secret = kGwSecret) const {
+    EnvOverrides env = WithoutCaBundles();
+    env += {{"RCLONE_CONFIG", "/dev/null"},
+            {"RCLONE_CONFIG_GW_TYPE", "s3"},
+            {"RCLONE_CONFIG_GW_PROVIDER", "Other"},
+            {"RCLONE_CONFIG_GW_ACCESS_KEY_ID", kGwKey},
+            {"RCLONE_CONFIG_GW_SECRET_ACCESS_KEY", secret},
+            {"RCLONE_CONFIG_GW_ENDPOINT", endpoint_},
+            {"RCLONE_CONFIG_GW_REGION", "us-east-1"},
+            {"RCLONE_CONFIG_GW_FORCE_PATH_STYLE", "true"}};
+    return env;
+  }
+
+  // Mounts the gateway with s3fs (foreground child, so we hold its PID).
+  bool MountS3fs(const std::string& secret, int* exit_code = nullptr) {
+    mount_ = dir_ / ("mnt-" + std::to_string(secret.size()));
+    fs::create_directories(mount_);
+    fs::path passwd = dir_ / "s3fs.passwd";
+    WriteFile(passwd, std::string(kGwKey) + ":" + secret + "\n");
+    fs::permissions(passwd, fs::perms::owner_read | fs::perms::owner_write);
+    s3fs_ = std::make_unique<Background>(
+        std::vector<std::string>{"s3fs", bucket_, mount_.string(), "-f", "-o",
+                                 "url=" + endpoint_ + ",use_path_request_style,sigv4,endpoint=us-east-1,passwd_file=" +
+                                     passwd.string() + ",umask=022,mp_umask=022,dbglevel=warn,retries=1"},
+        WithoutCaBundles(), dir_ / "s3fs.out");
+    auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+    while (SteadyClock::now() < deadline) {
+      if (ReadFile("/proc/self/mounts").find(" " + mount_.string() + " fuse") != std::string::npos) return true;
+      if (s3fs_->Exited(exit_code)) {
+        s3fs_.reset();
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling the mount table
+    }
+    return false;
+  }
+  void UnmountS3fs() {
+    Run({"fusermount3", "-u", mount_.string()}, {});
+    if (s3fs_ && !s3fs_->WaitExit(std::chrono::seconds(20))) s3fs_->Stop();
+    s3fs_.reset();
+  }
+
+  int AccessLogCount(std::string_view code) {
+    std::string log = ReadFile(access_log_);
+    int n = 0;
+    for (size_t p = 0; (p = log.find(code, p)) != std::string::npos; p += code.size()) ++n;
+    return n;
+  }
+
+  static constexpr const char* kBotoHelper = R"PY(
+import os, sys, hashlib, urllib.request
+import boto3, botocore
+from botocore.config import Config
+endpoint, bucket, key_id, secret, op = sys.argv[1:6]
+args = sys.argv[6:]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key_id, aws_secret_access_key=secret,
+                  region_name="us-east-1",
+                  config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+try:
+    if op == "put":
+        s3.upload_file(args[1], bucket, args[0])
+    elif op == "get_prefix":
+        prefix, out = args
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": 3}):
+            for obj in page.get("Contents", []):
+                path = os.path.join(out, obj["Key"][len(prefix):])
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                body = s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+                assert len(body) == obj["Size"], (obj["Key"], len(body), obj["Size"])
+                open(path, "wb").write(body)
+    elif op == "presigned_get":
+        url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": args[0]}, ExpiresIn=300)
+        sys.stdout.write(hashlib.md5(urllib.request.urlopen(url).read()).hexdigest())
+    elif op == "list":
+        s3.list_objects_v2(Bucket=bucket)
+    elif op == "range":
+        body = s3.get_object(Bucket=bucket, Key=args[0], Range="bytes=%s" % args[1])["Body"].read()
+        sys.stdout.write(hashlib.md5(body).hexdigest())
+    elif op == "head_missing":
+        try:
+            s3.head_object(Bucket=bucket, Key=args[0])
+            sys.exit(3)
+        except botocore.exceptions.ClientError as e:
+            sys.stdout.write(e.response["Error"]["Code"])
+except botocore.exceptions.ClientError as e:
+    sys.stderr.write("ClientError %s\n" % e.response["Error"]["Code"])
+    sys.exit(2)
+)PY";
+
+  fs::path dir_, access_log_, mount_;
+  std::string bucket_, endpoint_;
+  std::unique_ptr<S3TestServer> rgw_;
+  std::unique_ptr<Background> gateway_;
+  std::unique_ptr<Background> s3fs_;
+};
+
+TEST_P(GatewayClientsTest, EveryClientReadsWhatEveryOtherWrote) {
+  const std::vector<std::string> writers = {"aws", "boto3", "s3cmd", "rclone", "s3fs"};
+  std::map<std::string, std::string> expected;  // key under w/ -> bytes
+  uint32_t seed = 1;
+  for (const auto& w : writers) {
+    expected[w + "/small file.bin"] = RandomBytes(100 << 10, seed++);
+    expected[w + "/large.bin"] = RandomBytes(12 << 20, seed++);
+  }
+  for (const auto& [key, data] : expected) WriteFile(dir_ / "src" / key, data);
+  auto src = [&](const std::string& key) { return (dir_ / "src" / key).string(); };
+  std::string w = "s3://" + bucket_ + "/w/";
+
+  // Writers.
+  for (std::string name : {"small file.bin", "large.bin"}) {
+    MustRun(Aws({"s3", "cp", src("aws/" + name), w + "aws/" + name}), AwsEnv());
+    MustRun(Boto({"put", "w/boto3/" + name, src("boto3/" + name)}), WithoutCaBundles());
+    MustRun(S3cmd({"put", "--multipart-chunk-size-mb=5", src("s3cmd/" + name), w + "s3cmd/" + name}),
+            WithoutCaBundles());
+    MustRun({"rclone", "copyto", "--s3-upload-cutoff=5M", "--s3-chunk-size=5M", src("rclone/" + name),
+             "gw:" + bucket_ + "/w/rclone/" + name},
+            RcloneEnv());
+  }
+  // s3fs writes into a directory that exists (the file:// backend cannot hold "dir/" marker objects).
+  MustRun(Boto({"put", "w/s3fs/.keep", src("aws/small file.bin")}), WithoutCaBundles());
+  ASSERT_TRUE(MountS3fs(kGwSecret)) << s3fs_->Log();
+  for (std::string name : {"small file.bin", "large.bin"}) {
+    WriteFile(mount_ / "w" / "s3fs" / name, expected["s3fs/" + name]);
+  }
+  ASSERT_TRUE(fs::exists(mount_ / "w" / "aws" / "large.bin")) << s3fs_->Log();
+
+  // Readers: each fetches everything under w/ in one go.
+  fs::path out = dir_ / "out";
+  MustRun(Aws({"s3", "cp", "--recursive", w, (out / "aws").string()}), AwsEnv());
+  MustRun(Boto({"get_prefix", "w/", (out / "boto3").string() + "/"}), WithoutCaBundles());
+  fs::create_directories(out / "s3cmd");
+  MustRun(S3cmd({"get", "--recursive", w, (out / "s3cmd").string() + "/"}), WithoutCaBundles());
+  MustRun({"rclone", "copy", "gw:" + bucket_ + "/w", (out / "rclone").string()}, RcloneEnv());
+  std::map<std::string, fs::path> readers = {{"aws", out / "aws"},
+                                             {"boto3", out / "boto3"},
+                                             {"s3cmd", out / "s3cmd"},
+                                             {"rclone", out / "rclone"},
+                                             {"s3fs", mount_ / "w"}};
+  for (const auto& [reader, root] : readers) {
+    for (const auto& [key, data] : expected) {
+      std::string got = ReadFile(root / key);
+      EXPECT_EQ(got.size(), data.size()) << reader << " reading " << key;
+      EXPECT_TRUE(got == data) << reader << " read different bytes for " << key;
+    }
+  }
+  // Ranged and presigned reads of another client's object.
+  const std::string& big = expected["s3fs/large.bin"];
+  CommandResult range = Run(Boto({"range", "w/s3fs/large.bin", "5000000-5100000"}), WithoutCaBundles());
+  EXPECT_EQ(range.stdout_text, ToHex(Md5(big.substr(5000000, 100001)))) << range.stderr_text;
+  CommandResult pre = Run(Boto({"presigned_get", "w/rclone/large.bin"}), WithoutCaBundles());
+  EXPECT_EQ(pre.stdout_text, ToHex(Md5(expected["rclone/large.bin"]))) << pre.stderr_text;
+
+  // Listings agree: aws s3 ls --recursive sees every object.
+  CommandResult ls = Run(Aws({"s3", "ls", "--recursive", w}), AwsEnv());
+  for (const auto& [key, data] : expected) EXPECT_NE(ls.stdout_text.find("w/" + key), std::string::npos) << key;
+
+  // Deletes are seen by the others (the cache is invalidated).
+  MustRun(Aws({"s3", "rm", w + "boto3/small file.bin"}), AwsEnv());
+  CommandResult gone = Run(Boto({"head_missing", "w/boto3/small file.bin"}), WithoutCaBundles());
+  EXPECT_EQ(gone.stdout_text, "404") << gone.stderr_text;
+  // Overwrites too: a new version through rclone is what s3cmd reads next.
+  std::string v2 = RandomBytes(300 << 10, 99);
+  WriteFile(dir_ / "v2.bin", v2);
+  MustRun({"rclone", "copyto", (dir_ / "v2.bin").string(), "gw:" + bucket_ + "/w/aws/small file.bin"}, RcloneEnv());
+  MustRun(S3cmd({"get", "--force", w + "aws/small file.bin", (dir_ / "v2.back").string()}), WithoutCaBundles());
+  EXPECT_TRUE(ReadFile(dir_ / "v2.back") == v2);
+}
+
+TEST_P(GatewayClientsTest, AwsSyncAndMultipartApi) {
+  for (int i = 0; i < 5; ++i)
+    WriteFile(dir_ / "sync" / ("f" + std::to_string(i)), RandomBytes(1000 + i * 7000, 50 + i));
+  WriteFile(dir_ / "sync" / "sub dir" / "nested", "nested bytes");
+  std::string dest = "s3://" + bucket_ + "/sync/";
+  MustRun(Aws({"s3", "sync", (dir_ / "sync").string(), dest}), AwsEnv());
+  CommandResult again = Run(Aws({"s3", "sync", (dir_ / "sync").string(), dest}), AwsEnv());
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_EQ(again.stdout_text, "") << "second sync re-uploaded: " << again.stdout_text;
+  CommandResult ls = Run(Aws({"s3", "ls", dest}), AwsEnv());
+  EXPECT_NE(ls.stdout_text.find("PRE sub dir/"), std::string::npos) << ls.stdout_text;
+  EXPECT_NE(ls.stdout_text.find(" f4"), std::string::npos) << ls.stdout_text;
+  MustRun(Aws({"s3", "sync", dest, (dir_ / "back").string()}), AwsEnv());
+  EXPECT_EQ(ReadFile(dir_ / "back" / "sub dir" / "nested"), "nested bytes");
+  EXPECT_TRUE(ReadFile(dir_ / "back" / "f3") == ReadFile(dir_ / "sync" / "f3"));
+
+  // s3api multipart: create, two parts, list-parts, complete; and an aborted one.
+  std::string part1 = RandomBytes(5 << 20, 7), part2 = RandomBytes(1234567, 8);
+  WriteFile(dir_ / "p1", part1);
+  WriteFile(dir_ / "p2", part2);
+  auto json_field = [](const std::string& text, const std::string& field) {
+    size_t p = text.find("\"" + field + "\"");
+    if (p == std::string::npos) return std::string();
+    size_t q1 = text.find('"', text.find(':', p) + 1);
+    size_t q2 = q1;
+    while ((q2 = text.find('"', q2 + 1)) != std::string::npos && text[q2 - 1] == '\\') {
+    }
+    std::string v = text.substr(q1 + 1, q2 - q1 - 1);
+    for (size_t i; (i = v.find("\\\"")) != std::string::npos;) v.replace(i, 2, "\"");
+    return v;
+  };
+  CommandResult create =
+      Run(Aws({"s3api", "create-multipart-upload", "--bucket", bucket_, "--key", "mp/obj"}), AwsEnv());
+  ASSERT_EQ(create.exit_code, 0) << create.stderr_text;
+  std::string id = json_field(create.stdout_text, "UploadId");
+  ASSERT_FALSE(id.empty()) << create.stdout_text;
+  std::vector<std::string> etags;
+  for (int n : {1, 2}) {
+    CommandResult up =
+        Run(Aws({"s3api", "upload-part", "--bucket", bucket_, "--key", "mp/obj", "--upload-id", id, "--part-number",
+                 std::to_string(n), "--body", (dir_ / ("p" + std::to_string(n))).string()}),
+            AwsEnv());
+    ASSERT_EQ(up.exit_code, 0) << up.stderr_text;
+    etags.push_back(json_field(up.stdout_text, "ETag"));
+  }
+  EXPECT_EQ(etags[0], "\"" + ToHex(Md5(part1)) + "\"");
+  CommandResult parts =
+      Run(Aws({"s3api", "list-parts", "--bucket", bucket_, "--key", "mp/obj", "--upload-id", id}), AwsEnv());
+  EXPECT_EQ(parts.exit_code, 0) << parts.stderr_text;
+  EXPECT_NE(parts.stdout_text.find("\"Size\": 1234567"), std::string::npos) << parts.stdout_text;
+  WriteFile(dir_ / "parts.json", "{\"Parts\": [{\"PartNumber\": 1, \"ETag\": \"\\\"" + Unq(etags[0]) +
+                                     "\\\"\"}, {\"PartNumber\": 2, \"ETag\": \"\\\"" + Unq(etags[1]) + "\\\"\"}]}");
+  CommandResult done = Run(Aws({"s3api", "complete-multipart-upload", "--bucket", bucket_, "--key", "mp/obj",
+                                "--upload-id", id, "--multipart-upload", "file://" + (dir_ / "parts.json").string()}),
+                           AwsEnv());
+  ASSERT_EQ(done.exit_code, 0) << done.stderr_text;
+  MustRun(Aws({"s3", "cp", "s3://" + bucket_ + "/mp/obj", (dir_ / "mp.back").string()}), AwsEnv());
+  EXPECT_TRUE(ReadFile(dir_ / "mp.back") == part1 + part2);
+  CommandResult head = Run(Aws({"s3api", "head-object", "--bucket", bucket_, "--key", "mp/obj"}), AwsEnv());
+  EXPECT_NE(head.stdout_text.find("-2\\\""), std::string::npos) << head.stdout_text;
+
+  CommandResult c2 =
+      Run(Aws({"s3api", "create-multipart-upload", "--bucket", bucket_, "--key", "mp/aborted"}), AwsEnv());
+  std::string id2 = json_field(c2.stdout_text, "UploadId");
+  MustRun(Aws({"s3api", "upload-part", "--bucket", bucket_, "--key", "mp/aborted", "--upload-id", id2, "--part-number",
+               "1", "--body", (dir_ / "p2").string()}),
+          AwsEnv());
+  MustRun(Aws({"s3api", "abort-multipart-upload", "--bucket", bucket_, "--key", "mp/aborted", "--upload-id", id2}),
+          AwsEnv());
+  CommandResult after =
+      Run(Aws({"s3api", "list-parts", "--bucket", bucket_, "--key", "mp/aborted", "--upload-id", id2}), AwsEnv());
+  EXPECT_NE(after.exit_code, 0);
+  EXPECT_NE(after.stderr_text.find("NoSuchUpload"), std::string::npos) << after.stderr_text;
+  CommandResult missing = Run(Aws({"s3api", "head-object", "--bucket", bucket_, "--key", "mp/aborted"}), AwsEnv());
+  EXPECT_NE(missing.exit_code, 0);
+}
+
+TEST_P(GatewayClientsTest, WrongSecretIsRefusedByEveryClient) {
+  const std::string bad = "definitely-not-the-secret";
+  int before = AccessLogCount(" SignatureDoesNotMatch ");
+  CommandResult aws = Run(Aws({"s3", "ls", "s3://" + bucket_ + "/"}), AwsEnv(bad));
+  EXPECT_NE(aws.exit_code, 0);
+  EXPECT_NE(aws.stderr_text.find("SignatureDoesNotMatch"), std::string::npos) << aws.stderr_text;
+  CommandResult boto = Run(Boto({"list"}, bad), WithoutCaBundles());
+  EXPECT_EQ(boto.exit_code, 2);
+  EXPECT_NE(boto.stderr_text.find("SignatureDoesNotMatch"), std::string::npos) << boto.stderr_text;
+  CommandResult s3cmd = Run(S3cmd({"ls", "s3://" + bucket_ + "/"}, bad), WithoutCaBundles());
+  EXPECT_NE(s3cmd.exit_code, 0);
+  EXPECT_NE((s3cmd.stderr_text + s3cmd.stdout_text).find("SignatureDoesNotMatch"), std::string::npos)
+      << s3cmd.stderr_text;
+  CommandResult rclone =
+      Run({"rclone", "lsf", "--retries", "1", "--low-level-retries", "1", "gw:" + bucket_}, RcloneEnv(bad));
+  EXPECT_NE(rclone.exit_code, 0);
+  EXPECT_NE(rclone.stderr_text.find("SignatureDoesNotMatch"), std::string::npos) << rclone.stderr_text;
+  int s3fs_before = AccessLogCount(" SignatureDoesNotMatch ");
+  int s3fs_code = -1;
+  EXPECT_FALSE(MountS3fs(bad, &s3fs_code)) << "s3fs mounted with a wrong secret";
+  if (s3fs_) UnmountS3fs();
+  // s3fs reports the refusal in its own words; the gateway's access log names the code.
+  EXPECT_GT(AccessLogCount(" SignatureDoesNotMatch "), s3fs_before);
+  EXPECT_GE(AccessLogCount(" SignatureDoesNotMatch "), before + 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GatewayClientsTest, ::testing::Values(BackendKind::kFile, BackendKind::kRgw),
+                         [](const auto& info) { return info.param == BackendKind::kFile ? "File" : "Rgw"; });
+
+}  // namespace
+}  // namespace strata

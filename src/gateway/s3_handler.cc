@@ -1,0 +1,385 @@
+#include "gateway/s3_handler.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "gateway/s3_ops.h"
+#include "gateway/sigv2.h"
+#include "net/s3_errors.h"
+#include "net/s3_xml.h"
+#include "net/sigv4.h"
+#include "net/uri.h"
+
+namespace strata {
+
+Result<ParsedTarget> ParseTarget(std::string_view target) {
+  auto bad = [&](std::string why) {
+    return Status(Code::kInvalidArgument, "request target " + std::string(target.substr(0, 200)) + ": " + why,
+                  "InvalidURI");
+  };
+  if (target.empty() || target.front() != '/') return bad("must start with '/' (path-style addressing only)");
+  ParsedTarget t;
+  size_t q = target.find('?');
+  t.raw_path = std::string(target.substr(0, q));
+  if (q != std::string_view::npos) t.raw_query = std::string(target.substr(q + 1));
+  std::string_view rest = std::string_view(t.raw_path).substr(1);
+  size_t slash = rest.find('/');
+  std::string_view raw_bucket = rest.substr(0, slash);
+  if (!UriDecode(raw_bucket, &t.bucket)) return bad("malformed percent-escape in the bucket name");
+  if (slash != std::string_view::npos) {
+    if (!UriDecode(rest.substr(slash + 1), &t.key)) return bad("malformed percent-escape in the key");
+  }
+  return t;
+}
+
+namespace gw {
+
+const std::string* Ctx::Query(std::string_view name) const {
+  for (const auto& [k, v] : query)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+void Ctx::Xml(std::string body, int status) {
+  resp.status = status;
+  if (!body.empty()) SetHeader(resp.headers, "Content-Type", "application/xml");
+  resp.content_length = body.size();
+  resp.body = std::move(body);
+}
+
+Status S3Error(Code code, std::string_view s3_code, std::string message) {
+  return Status(code, std::move(message), std::string(s3_code));
+}
+
+Status WithS3Code(Status s, Code code, std::string_view s3_code) {
+  if (s.ok() || s.code() != code || HttpStatusForS3Code(s.cause()) != 0) return s;
+  return Status(s.code(), s.message(), std::string(s3_code), s.retryable());
+}
+
+std::string Quote(std::string_view etag) { return "\"" + std::string(etag) + "\""; }
+
+std::string Unquote(std::string_view etag) {
+  if (etag.starts_with("W/")) etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return std::string(etag);
+}
+
+Status CheckContentMd5(const Ctx& ctx) {
+  const std::string* md5 = ctx.Header("content-md5");
+  if (!md5) return Status::Ok();
+  std::string raw;
+  if (!Base64Decode(*md5, &raw) || raw.size() != 16) {
+    return S3Error(Code::kInvalidArgument, "InvalidDigest", "The Content-MD5 you specified is not valid.");
+  }
+  Md5Digest actual = Md5(ctx.body.data(), ctx.body.size());
+  if (std::string_view(reinterpret_cast<const char*>(actual.data()), actual.size()) != raw) {
+    return S3Error(Code::kCorruption, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Query parameters that never select a different operation.
+bool IsPlainParam(std::string_view name) {
+  static constexpr std::string_view kPlain[] = {"prefix",
+                                                "delimiter",
+                                                "marker",
+                                                "max-keys",
+                                                "encoding-type",
+                                                "list-type",
+                                                "continuation-token",
+                                                "start-after",
+                                                "fetch-owner",
+                                                "x-id",
+                                                "versionId",
+                                                "partNumber",
+                                                "uploadId",
+                                                "max-parts",
+                                                "part-number-marker",
+                                                "response-content-type",
+                                                "response-content-language",
+                                                "response-expires",
+                                                "response-cache-control",
+                                                "response-content-disposition",
+                                                "response-content-encoding",
+                                                "allow-unordered",
+                                                "optional-object-attributes",
+                                                "AWSAccessKeyId",  // SigV2 presigned URLs
+                                                "Signature",
+                                                "Expires"};
+  if (name.size() > 6 && (name.starts_with("X-Amz-") || name.starts_with("x-amz-"))) return true;
+  return std::find(std::begin(kPlain), std::end(kPlain), name) != std::end(kPlain);
+}
+
+// The first query parameter that names a subresource we do not serve, if any.
+const std::string* UnknownSubresource(const Ctx& ctx, std::initializer_list<std::string_view> served) {
+  for (const auto& [k, v] : ctx.query) {
+    if (IsPlainParam(k)) continue;
+    if (std::find(served.begin(), served.end(), k) != served.end()) continue;
+    return &k;
+  }
+  return nullptr;
+}
+
+Status NotImplemented(const Ctx& ctx, std::string_view what) {
+  return S3Error(Code::kNotSupported, "NotImplemented",
+                 "A header or query you provided implies functionality that is not implemented: " + std::string(what));
+}
+
+Status MethodNotAllowed(const Ctx& ctx) {
+  return S3Error(Code::kNotSupported, "MethodNotAllowed",
+                 "The specified method " + ctx.req.method + " is not allowed against this resource.");
+}
+
+Status DispatchObject(Ctx& ctx) {
+  const std::string& m = ctx.req.method;
+  if (m == "GET" || m == "HEAD") {
+    if (auto* sub = UnknownSubresource(ctx, {"acl"})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetObjectAcl", GetAcl(ctx));
+    if (m == "GET" && ctx.HasQuery("uploadId")) return (ctx.resp.op = "ListParts", ListParts(ctx));
+    ctx.resp.op = m == "GET" ? "GetObject" : "HeadObject";
+    return GetObject(ctx, m == "HEAD");
+  }
+  if (m == "PUT") {
+    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("uploadId") || ctx.HasQuery("partNumber")) {
+      ctx.resp.op = ctx.Header("x-amz-copy-source") ? "UploadPartCopy" : "UploadPart";
+      return UploadPart(ctx);
+    }
+    if (ctx.Header("x-amz-copy-source")) return (ctx.resp.op = "CopyObject", CopyObject(ctx));
+    return (ctx.resp.op = "PutObject", PutObject(ctx));
+  }
+  if (m == "DELETE") {
+    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("uploadId")) return (ctx.resp.op = "AbortMultipartUpload", AbortMultipartUpload(ctx));
+    return (ctx.resp.op = "DeleteObject", DeleteObject(ctx));
+  }
+  if (m == "POST") {
+    if (auto* sub = UnknownSubresource(ctx, {"uploads"})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("uploads")) return (ctx.resp.op = "CreateMultipartUpload", CreateMultipartUpload(ctx));
+    if (ctx.HasQuery("uploadId")) return (ctx.resp.op = "CompleteMultipartUpload", CompleteMultipartUpload(ctx));
+    return NotImplemented(ctx, "POST to an object without ?uploads or ?uploadId");
+  }
+  return MethodNotAllowed(ctx);
+}
+
+Status DispatchBucket(Ctx& ctx) {
+  const std::string& m = ctx.req.method;
+  if (m == "GET") {
+    if (auto* sub = UnknownSubresource(ctx, {"location", "versioning", "acl"})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("location")) return (ctx.resp.op = "GetBucketLocation", GetBucketLocation(ctx));
+    if (ctx.HasQuery("versioning")) return (ctx.resp.op = "GetBucketVersioning", GetBucketVersioning(ctx));
+    if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetBucketAcl", GetAcl(ctx));
+    const std::string* lt = ctx.Query("list-type");
+    bool v2 = lt && *lt == "2";
+    ctx.resp.op = v2 ? "ListObjectsV2" : "ListObjects";
+    return ListObjects(ctx, v2);
+  }
+  if (m == "HEAD") return (ctx.resp.op = "HeadBucket", HeadBucket(ctx));
+  if (m == "PUT") {
+    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
+    return (ctx.resp.op = "CreateBucket", CreateBucket(ctx));
+  }
+  if (m == "DELETE") {
+    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
+    return (ctx.resp.op = "DeleteBucket", DeleteBucket(ctx));
+  }
+  if (m == "POST") {
+    if (auto* sub = UnknownSubresource(ctx, {"delete"})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("delete")) return (ctx.resp.op = "DeleteObjects", DeleteObjects(ctx));
+    return NotImplemented(ctx, "POST to a bucket without ?delete");
+  }
+  return MethodNotAllowed(ctx);
+}
+
+Status Dispatch(Ctx& ctx) {
+  if (ctx.target.bucket.empty()) {
+    if (ctx.req.method != "GET") return MethodNotAllowed(ctx);
+    ctx.resp.op = "ListBuckets";
+    return ListBuckets(ctx);
+  }
+  if (ctx.target.key.empty()) return DispatchBucket(ctx);
+  return DispatchObject(ctx);
+}
+
+// What S3 says for the common codes; other messages come from the Status
+// (they name the object, never a local path: stores report keys).
+std::string MessageFor(const std::string& code, const Status& status) {
+  if (code == "NoSuchKey") return "The specified key does not exist.";
+  if (code == "NoSuchBucket") return "The specified bucket does not exist.";
+  if (code == "NoSuchUpload") return "The specified multipart upload does not exist.";
+  if (code == "SignatureDoesNotMatch") {
+    return "The request signature we calculated does not match the signature you provided. "
+           "Check your key and signing method.";
+  }
+  if (code == "InvalidAccessKeyId") return "The AWS Access Key Id you provided does not exist in our records.";
+  if (code == "InternalError") return "We encountered an internal error. Please try again.";
+  if (code == "ServiceUnavailable" || code == "SlowDown") return "Please reduce your request rate or try again.";
+  return status.message();
+}
+
+}  // namespace
+}  // namespace gw
+
+using gw::Ctx;
+
+S3Handler::S3Handler(BucketSet& buckets, S3HandlerOptions options)
+    : buckets_(buckets), options_(std::move(options)), clock_(options_.clock ? *options_.clock : RealClock()) {}
+
+std::string S3Handler::NextRequestId() {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%016llX", static_cast<unsigned long long>(++request_counter_));
+  return buf;
+}
+
+GatewayResponse S3Handler::Error(int http_status, std::string_view s3_code, std::string_view message,
+                                 std::string_view resource) {
+  GatewayResponse r;
+  r.status = http_status;
+  r.error_code = std::string(s3_code);
+  std::string id = NextRequestId();
+  r.body = EncodeS3Error({std::string(s3_code), std::string(message), std::string(resource), id});
+  r.content_length = r.body.size();
+  r.headers = {{"Content-Type", "application/xml"},
+               {"x-amz-request-id", id},
+               {"Date", FormatHttpDate(clock_.WallNow())},
+               {"Server", "strata"}};
+  return r;
+}
+
+namespace {
+
+// Authenticates the request; *anonymous when it carries no signature and
+// anonymous access is allowed.
+Result<VerifiedRequest> Authenticate(const S3Handler& h, Clock& clock, const GatewayRequest& req, const ParsedTarget& t,
+                                     bool* anonymous) {
+  *anonymous = false;
+  const std::string* authz = FindHeader(req.headers, "authorization");
+  bool presigned = t.raw_query.find("Signature=") != std::string::npos;  // X-Amz-Signature (v4) or Signature (v2)
+  if (!authz && !presigned) {
+    if (h.options().allow_anonymous) {
+      *anonymous = true;
+      return VerifiedRequest{};
+    }
+    return Status(Code::kPermissionDenied, "Access Denied (anonymous requests are not allowed)", "AccessDenied");
+  }
+  HttpRequestParts parts{req.method, t.raw_path, t.raw_query, req.headers};
+  const auto& keys = h.options().keys;
+  SecretLookup lookup = [&keys](std::string_view ak) -> std::optional<std::string> {
+    auto it = keys.find(std::string(ak));
+    if (it == keys.end()) return std::nullopt;
+    return it->second;
+  };
+  if (IsSigV2Request(parts)) return VerifySigV2(parts, lookup, clock.WallNow(), h.options().max_skew);
+  return VerifyRequest(parts, lookup, clock.WallNow(), h.options().max_skew);
+}
+
+bool IsHexSha256(std::string_view s) {
+  if (s.size() != 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+// The payload as the client meant it: aws-chunked decoded and/or its hash checked.
+Status DecodePayload(Ctx& ctx, const VerifiedRequest& v, bool anonymous) {
+  std::string claimed = v.payload_sha256;
+  if (anonymous) {
+    const std::string* h = ctx.Header("x-amz-content-sha256");
+    claimed = h ? *h : std::string(kUnsignedPayload);
+    if (claimed != kStreamingUnsignedTrailer) return Status::Ok();  // nothing to hold an anonymous body to
+  }
+  bool streaming =
+      claimed == kStreamingPayload || claimed == kStreamingPayloadTrailer || claimed == kStreamingUnsignedTrailer;
+  if (streaming) {
+    AwsChunkedOptions o;
+    if (const std::string* d = ctx.Header("x-amz-decoded-content-length")) {
+      uint64_t n = 0;
+      if (std::sscanf(d->c_str(), "%lu", &n) != 1) {
+        return gw::S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-decoded-content-length");
+      }
+      o.decoded_content_length = n;
+    } else {
+      return gw::S3Error(Code::kInvalidArgument, "MissingContentLength",
+                         "aws-chunked uploads need x-amz-decoded-content-length");
+    }
+    VerifiedRequest vv = v;
+    vv.payload_sha256 = claimed;
+    AwsChunkedDecoder decoder = AwsChunkedDecoder::ForRequest(vv, o);
+    std::string out;
+    out.reserve(*o.decoded_content_length);
+    STRATA_RETURN_IF_ERROR(decoder.Feed(ctx.req.body.view(), &out));
+    STRATA_RETURN_IF_ERROR(decoder.Finish());
+    ctx.body = Buffer::FromString(std::move(out));
+    return Status::Ok();
+  }
+  if (IsHexSha256(claimed)) {
+    if (claimed == kEmptyPayloadSha256 && ctx.req.body.empty()) return Status::Ok();
+    return CheckPayloadSha256(v, ToHex(Sha256(ctx.req.body.data(), ctx.req.body.size())));
+  }
+  if (claimed == kUnsignedPayload) return Status::Ok();
+  return gw::S3Error(Code::kInvalidArgument, "InvalidArgument", "unsupported x-amz-content-sha256 value");
+}
+
+void AddCommonHeaders(GatewayResponse& r, const std::string& request_id, WallTime now) {
+  r.headers.emplace_back("x-amz-request-id", request_id);
+  r.headers.emplace_back("Date", FormatHttpDate(now));
+  r.headers.emplace_back("Server", "strata");
+}
+
+}  // namespace
+
+std::optional<GatewayResponse> S3Handler::PreCheck(const GatewayRequest& req) {
+  auto t = ParseTarget(req.target);
+  if (!t.ok()) return Handle(req);  // Handle renders the error
+  bool anonymous = false;
+  auto v = Authenticate(*this, clock_, req, *t, &anonymous);
+  if (v.ok()) return std::nullopt;
+  return Handle(req);
+}
+
+GatewayResponse S3Handler::Handle(const GatewayRequest& req) {
+  Ctx ctx{*this, req, {}, {}, req.body, NextRequestId(), {}, {}};
+  ctx.resp.bytes_in = req.body.size();
+  ctx.resp.op = "Unknown";
+  Status st = [&]() -> Status {
+    STRATA_ASSIGN_OR_RETURN(ctx.target, ParseTarget(req.target));
+    ctx.resp.bucket = ctx.target.bucket;
+    ctx.resp.key = ctx.target.key;
+    auto q = ParseQueryString(ctx.target.raw_query, /*plus_is_space=*/true);
+    if (!q.ok()) return gw::S3Error(Code::kInvalidArgument, "InvalidURI", "malformed query string");
+    ctx.query = std::move(q).value();
+    bool anonymous = false;
+    STRATA_ASSIGN_OR_RETURN(VerifiedRequest v, Authenticate(*this, clock_, req, ctx.target, &anonymous));
+    ctx.resp.access_key = anonymous ? "-" : v.access_key_id;
+    STRATA_RETURN_IF_ERROR(DecodePayload(ctx, v, anonymous));
+    return gw::Dispatch(ctx);
+  }();
+  GatewayResponse& r = ctx.resp;
+  if (!st.ok()) {
+    S3ErrorInfo e = S3ErrorForStatus(st);
+    if (e.http_status >= 500 && e.http_status != 501)
+      STRATA_LOG_WARN("gateway: {} {}: {}", req.method, req.target.substr(0, 300), st.ToString());
+    r.status = e.http_status;
+    r.error_code = e.code;
+    r.stream.reset();
+    r.headers.clear();
+    r.body.clear();
+    r.content_length = 0;
+    for (auto& h : ctx.error_headers) r.headers.push_back(std::move(h));
+    if (e.http_status != 304) {
+      r.body = EncodeS3Error({e.code, gw::MessageFor(e.code, st), ctx.target.raw_path, ctx.request_id});
+      r.content_length = r.body.size();
+      r.headers.emplace_back("Content-Type", "application/xml");
+    }
+    // A HEAD error has no body, but says how long the GET's would have been.
+    r.send_body = req.method != "HEAD" && e.http_status != 304;
+    // After refusing a body we did not read, the connection cannot be reused.
+    if (e.http_status == 400 && (e.code == "IncompleteBody" || e.code == "EntityTooLarge")) r.close = true;
+  }
+  AddCommonHeaders(r, ctx.request_id, clock_.WallNow());
+  return std::move(ctx.resp);
+}
+
+}  // namespace strata

@@ -1,0 +1,257 @@
+// Object operations: GET/HEAD (streamed, ranged, conditional), PUT, copy,
+// delete, multi-delete.
+#include <algorithm>
+
+#include "base/log.h"
+#include "gateway/s3_ops.h"
+#include "net/s3_errors.h"
+#include "net/s3_xml.h"
+#include "net/uri.h"
+
+namespace strata::gw {
+namespace {
+
+// Produces [begin, end) of one object version in block-aligned pieces, each
+// a cache Buffer handed out without copying; the ReadStream's sequential
+// detection drives the cache's read-ahead while the socket drains.
+class StreamBody : public BodySource {
+ public:
+  StreamBody(std::unique_ptr<ReadStream> stream, uint64_t begin, uint64_t end, uint64_t chunk)
+      : stream_(std::move(stream)), pos_(begin), end_(end), chunk_(std::max<uint64_t>(chunk, 4096)) {}
+
+  Result<Buffer> Next() override {
+    if (pos_ >= end_) return Buffer();
+    uint64_t len = std::min(chunk_ - pos_ % chunk_, end_ - pos_);
+    STRATA_ASSIGN_OR_RETURN(Buffer b, stream_->Read(pos_, len));
+    if (b.empty()) {
+      return Status(Code::kUnavailable, stream_->info().key + " ended early at offset " + std::to_string(pos_));
+    }
+    pos_ += b.size();
+    return b;
+  }
+
+ private:
+  std::unique_ptr<ReadStream> stream_;
+  uint64_t pos_, end_, chunk_;
+};
+
+bool EtagListMatches(std::string_view list, const std::string& etag) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == "*" || Unquote(item) == etag) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+int64_t Secs(WallTime t) { return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count(); }
+
+// RFC 7232 order: If-Match, else If-Unmodified-Since (412); then
+// If-None-Match, else If-Modified-Since (304 for reads, 412 for writes).
+// Unparseable dates are ignored, as HTTP requires. Returns 0 to proceed.
+int EvaluateConditions(const Ctx& ctx, const ObjectInfo& info, std::string_view prefix, bool read) {
+  auto h = [&](std::string_view name) { return ctx.Header(std::string(prefix) + std::string(name)); };
+  if (const std::string* m = h("if-match")) {
+    if (!EtagListMatches(*m, info.etag)) return 412;
+  } else if (const std::string* d = h("if-unmodified-since")) {
+    auto t = ParseHttpDate(*d);
+    if (t.ok() && Secs(info.mtime) > Secs(*t)) return 412;
+  }
+  if (const std::string* n = h("if-none-match")) {
+    if (EtagListMatches(*n, info.etag)) return read ? 304 : 412;
+  } else if (const std::string* d = h("if-modified-since")) {
+    auto t = ParseHttpDate(*d);
+    if (t.ok() && Secs(info.mtime) <= Secs(*t)) return read ? 304 : 412;
+  }
+  return 0;
+}
+
+void ObjectHeaders(Ctx& ctx, const ObjectInfo& info) {
+  auto& hs = ctx.resp.headers;
+  hs.emplace_back("ETag", Quote(info.etag));
+  hs.emplace_back("Last-Modified", FormatHttpDate(info.mtime));
+}
+
+// response-content-type=... and friends (presigned URLs use them).
+void ResponseOverrides(Ctx& ctx) {
+  static constexpr std::pair<std::string_view, std::string_view> kOverrides[] = {
+      {"response-content-type", "Content-Type"},
+      {"response-content-language", "Content-Language"},
+      {"response-expires", "Expires"},
+      {"response-cache-control", "Cache-Control"},
+      {"response-content-disposition", "Content-Disposition"},
+      {"response-content-encoding", "Content-Encoding"}};
+  for (const auto& [param, header] : kOverrides) {
+    const std::string* v = ctx.Query(param);
+    if (!v) continue;
+    // Header values must not carry line breaks (response splitting).
+    if (v->find_first_of("\r\n") != std::string::npos) continue;
+    SetHeader(ctx.resp.headers, header, *v);
+  }
+}
+
+// Keys a backend rejects (e.g. "a/../b" on file://) cannot exist: reads say NoSuchKey.
+Status ReadError(Status s) {
+  if (s.code() == Code::kInvalidArgument) return S3Error(Code::kNotFound, "NoSuchKey", s.message());
+  return s;
+}
+
+Result<std::pair<std::string, std::string>> ParseCopySource(const Ctx& ctx) {
+  std::string_view raw = *ctx.Header("x-amz-copy-source");
+  if (size_t q = raw.find('?'); q != std::string_view::npos) {
+    std::string_view params = raw.substr(q + 1);
+    if (params != "versionId=null" && !params.empty()) {
+      return S3Error(Code::kNotSupported, "NotImplemented", "copying a specific object version is not supported");
+    }
+    raw = raw.substr(0, q);
+  }
+  std::string decoded;
+  if (!UriDecode(raw, &decoded)) return S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-copy-source");
+  std::string_view s = decoded;
+  if (s.starts_with('/')) s.remove_prefix(1);
+  size_t slash = s.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == s.size()) {
+    return S3Error(Code::kInvalidArgument, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+  }
+  return std::make_pair(std::string(s.substr(0, slash)), std::string(s.substr(slash + 1)));
+}
+
+}  // namespace
+
+Status GetObject(Ctx& ctx, bool head) {
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  const std::string& key = ctx.target.key;
+  std::unique_ptr<ReadStream> stream;
+  ObjectInfo info;
+  if (head) {
+    auto r = store->Head(key);
+    if (!r.ok()) return ReadError(r.status());
+    info = std::move(r).value();
+  } else {
+    auto r = store->OpenStream(key);
+    if (!r.ok()) return ReadError(r.status());
+    stream = std::move(r).value();
+    info = stream->info();
+  }
+  GatewayResponse& resp = ctx.resp;
+  if (int cond = EvaluateConditions(ctx, info, "", /*read=*/true)) {
+    if (cond == 412)
+      return S3Error(Code::kPreconditionFailed, "PreconditionFailed",
+                     "At least one of the pre-conditions you specified did not hold");
+    resp.status = 304;
+    resp.send_body = false;
+    ObjectHeaders(ctx, info);
+    return Status::Ok();
+  }
+  uint64_t begin = 0, end = info.size;
+  bool ranged = false;
+  if (const std::string* rh = ctx.Header("range")) {
+    auto parsed = ParseRangeHeader(*rh);  // unparseable ranges are ignored (RFC 7233), as S3 does
+    if (parsed.ok()) {
+      ByteRange br{parsed->offset, parsed->length, parsed->suffix};
+      Status st = ResolveRange(br, info.size, &begin, &end);
+      if (!st.ok()) {
+        ctx.error_headers.emplace_back("Content-Range", FormatUnsatisfiedContentRange(info.size));
+        return S3Error(Code::kOutOfRange, "InvalidRange", "The requested range is not satisfiable");
+      }
+      ranged = info.size > 0;
+    }
+  }
+  resp.status = ranged ? 206 : 200;
+  ObjectHeaders(ctx, info);
+  resp.headers.emplace_back("Content-Type", "binary/octet-stream");
+  resp.headers.emplace_back("Accept-Ranges", "bytes");
+  if (ranged) resp.headers.emplace_back("Content-Range", FormatContentRange(begin, end - 1, info.size));
+  ResponseOverrides(ctx);
+  resp.content_length = end - begin;
+  resp.send_body = !head;
+  if (!head && end > begin) {
+    resp.stream = std::make_unique<StreamBody>(std::move(stream), begin, end, ctx.handler.options().stream_chunk);
+  }
+  return Status::Ok();
+}
+
+Status PutObject(Ctx& ctx) {
+  STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  PutOptions o;
+  if (const std::string* ct = ctx.Header("content-type")) o.content_type = *ct;
+  if (const std::string* m = ctx.Header("if-match")) o.if_match = Unquote(*m);
+  if (const std::string* n = ctx.Header("if-none-match")) {
+    if (*n != "*") return S3Error(Code::kNotSupported, "NotImplemented", "If-None-Match on PUT supports only \"*\"");
+    o.if_none_match = true;
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, store->Put(ctx.target.key, ctx.body, o));
+  ctx.resp.headers.emplace_back("ETag", Quote(info.etag));
+  return Status::Ok();
+}
+
+Status CopyObject(Ctx& ctx) {
+  STRATA_ASSIGN_OR_RETURN(auto src, ParseCopySource(ctx));
+  const auto& [src_bucket, src_key] = src;
+  STRATA_ASSIGN_OR_RETURN(auto src_store, ctx.buckets().Get(src_bucket));
+  STRATA_ASSIGN_OR_RETURN(auto dst_store, ctx.buckets().Get(ctx.target.bucket));
+  auto src_info = src_store->Head(src_key);
+  if (!src_info.ok()) return ReadError(src_info.status());
+  if (EvaluateConditions(ctx, *src_info, "x-amz-copy-source-", /*read=*/false)) {
+    return S3Error(Code::kPreconditionFailed, "PreconditionFailed",
+                   "At least one of the pre-conditions you specified did not hold");
+  }
+  ObjectInfo info;
+  if (src_store == dst_store && src_key == ctx.target.key) {
+    // Copying onto itself only changes metadata, which the backends do not keep.
+    const std::string* directive = ctx.Header("x-amz-metadata-directive");
+    if (!directive || *directive != "REPLACE") {
+      return S3Error(Code::kInvalidArgument, "InvalidRequest",
+                     "This copy request is illegal because it is trying to copy an object to itself without "
+                     "changing the object's metadata.");
+    }
+    info = *src_info;
+  } else if (src_store == dst_store) {
+    STRATA_ASSIGN_OR_RETURN(info, dst_store->Copy(src_key, ctx.target.key));
+  } else {
+    if (src_info->size > ctx.handler.options().max_copy_bytes) {
+      return S3Error(Code::kInvalidArgument, "InvalidRequest", "copy source is larger than this gateway copies");
+    }
+    GetOptions go;
+    go.if_match = src_info->etag;
+    auto got = src_store->Get(src_key, go);
+    if (!got.ok()) return ReadError(got.status());
+    STRATA_ASSIGN_OR_RETURN(info, dst_store->Put(ctx.target.key, got->data));
+  }
+  ctx.Xml(EncodeCopyObjectResult({Quote(info.etag), info.mtime}));
+  return Status::Ok();
+}
+
+Status DeleteObject(Ctx& ctx) {
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  Status st = store->Delete(ctx.target.key);
+  // A key the backend cannot hold cannot exist: deleting it succeeds, as for any missing key.
+  if (!st.ok() && st.code() != Code::kInvalidArgument) return st;
+  ctx.resp.status = 204;
+  return Status::Ok();
+}
+
+Status DeleteObjects(Ctx& ctx) {
+  STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  STRATA_ASSIGN_OR_RETURN(DeleteRequest request, DecodeDeleteRequest(ctx.body.view()));
+  DeleteResult result;
+  for (const auto& key : request.keys) {
+    Status st = store->Delete(key);
+    if (st.ok() || st.code() == Code::kInvalidArgument || st.code() == Code::kNotFound) {
+      if (!request.quiet) result.deleted.push_back(key);
+      continue;
+    }
+    S3ErrorInfo e = S3ErrorForStatus(st);
+    result.errors.push_back({key, e.code, st.message()});
+  }
+  ctx.Xml(EncodeDeleteResult(result));
+  return Status::Ok();
+}
+
+}  // namespace strata::gw

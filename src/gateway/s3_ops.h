@@ -1,0 +1,71 @@
+// Internal to the gateway: the per-request context and the S3 operations
+// S3Handler dispatches to (s3_object_ops.cc, s3_bucket_ops.cc,
+// s3_multipart_ops.cc). Each operation fills ctx.resp or returns an error
+// Status that S3Handler turns into the S3 XML error.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/buffer.h"
+#include "gateway/s3_handler.h"
+#include "net/sigv4.h"
+
+namespace strata::gw {
+
+struct Ctx {
+  S3Handler& handler;
+  const GatewayRequest& req;
+  ParsedTarget target;
+  std::vector<std::pair<std::string, std::string>> query;  // decoded
+  Buffer body;                                             // decoded payload (aws-chunked removed)
+  std::string request_id;
+  GatewayResponse resp;
+  HttpHeaders error_headers;  // kept on an error response (Content-Range of a 416)
+
+  const std::string* Query(std::string_view name) const;
+  bool HasQuery(std::string_view name) const { return Query(name) != nullptr; }
+  const std::string* Header(std::string_view name) const { return FindHeader(req.headers, name); }
+  BucketSet& buckets() { return handler.buckets(); }
+  WallTime Now() { return handler.clock().WallNow(); }
+  // Sets an XML (or empty) 200 body.
+  void Xml(std::string body, int status = 200);
+};
+
+// A Status with an S3 error code as its cause (what S3ErrorForStatus reads).
+Status S3Error(Code code, std::string_view s3_code, std::string message);
+// When `s` has code `code` and no known S3 code as cause, gives it `s3_code`.
+Status WithS3Code(Status s, Code code, std::string_view s3_code);
+
+std::string Quote(std::string_view etag);    // "\"etag\""
+std::string Unquote(std::string_view etag);  // strips quotes and a W/ prefix
+
+// Checks Content-MD5 (when present) against ctx.body: InvalidDigest / BadDigest.
+Status CheckContentMd5(const Ctx& ctx);
+
+// Object operations (s3_object_ops.cc).
+Status GetObject(Ctx& ctx, bool head);
+Status PutObject(Ctx& ctx);
+Status CopyObject(Ctx& ctx);
+Status DeleteObject(Ctx& ctx);
+Status DeleteObjects(Ctx& ctx);
+
+// Multipart (s3_multipart_ops.cc).
+Status CreateMultipartUpload(Ctx& ctx);
+Status UploadPart(Ctx& ctx);
+Status CompleteMultipartUpload(Ctx& ctx);
+Status AbortMultipartUpload(Ctx& ctx);
+Status ListParts(Ctx& ctx);
+
+// Bucket operations (s3_bucket_ops.cc).
+Status ListBuckets(Ctx& ctx);
+Status HeadBucket(Ctx& ctx);
+Status CreateBucket(Ctx& ctx);
+Status DeleteBucket(Ctx& ctx);
+Status GetBucketLocation(Ctx& ctx);
+Status GetBucketVersioning(Ctx& ctx);
+Status GetAcl(Ctx& ctx);
+Status ListObjects(Ctx& ctx, bool v2);
+
+}  // namespace strata::gw

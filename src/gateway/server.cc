@@ -1,0 +1,547 @@
+#include "gateway/server.h"
+
+#include <array>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "base/executor.h"
+#include "base/log.h"
+#include "net/s3_errors.h"
+
+namespace strata {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+constexpr size_t kBodyPiece = 1 << 20;             // request bodies are read in pieces of this size
+constexpr uint64_t kLingerMaxBytes = 64ull << 20;  // discarded after a refused body before closing
+constexpr auto kLingerTime = std::chrono::seconds(2);
+
+std::string Reason(int status) {
+  auto r = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
+  if (r.empty() || r == "<unknown-status>") return "Unknown";
+  return std::string(r);
+}
+
+// Header values we send come from our own code; never let one break a line.
+bool SafeHeader(const std::string& s) { return s.find_first_of("\r\n") == std::string::npos; }
+
+}  // namespace
+
+class Conn;
+
+class GatewayServer::Impl {
+ public:
+  Impl(const ServerOptions& options, S3Handler& handler, GatewayObserver& observer)
+      : options_(options),
+        handler_(handler),
+        observer_(observer),
+        acceptor_(ioc_),
+        workers_(std::make_unique<ThreadPool>(std::max(1, options.workers), "strata-gw-worker")) {}
+
+  Status Listen();
+  void Run();
+  void Shutdown();
+  void Accept();
+
+  // Connection registry (for shutdown).
+  void Add(Conn* c, std::weak_ptr<Conn> w);
+  void Remove(Conn* c);
+
+  ServerOptions options_;
+  S3Handler& handler_;
+  GatewayObserver& observer_;
+  std::atomic<bool> stopping_{false};
+  uint16_t port_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<Conn*, std::weak_ptr<Conn>> conns_;
+  bool shut_down_ = false;
+
+  // Destroyed in reverse: the worker pool first (its tasks post into ioc_),
+  // then the io threads, the acceptor and ioc_ (whose queued handlers may
+  // still hold connections that unregister above).
+  net::io_context ioc_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  tcp::acceptor acceptor_;
+  std::vector<std::thread> threads_;
+  std::unique_ptr<ThreadPool> workers_;
+};
+
+class Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  Conn(GatewayServer::Impl& srv, tcp::socket socket)
+      : srv_(srv), stream_(std::move(socket)), buf_(srv.options_.limits.max_header_bytes + kBodyPiece) {
+    beast::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+    srv_.observer_.ConnectionOpened();
+  }
+  ~Conn() {
+    srv_.observer_.ConnectionClosed();
+    srv_.Remove(this);
+  }
+
+  void Start() {
+    srv_.Add(this, weak_from_this());
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitRequest(); });
+  }
+
+  // Shutdown: an idle connection is closed now; a busy one after its response.
+  void StopIfIdle() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->idle_) self->CloseNow();
+    });
+  }
+  void ForceClose() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+  }
+
+ private:
+  const GatewayLimits& limits() const { return srv_.options_.limits; }
+
+  void WaitRequest() {
+    if (srv_.stopping_) return CloseNow();
+    if (buf_.size() > 0) return ReadHeader();  // a pipelined request is already here
+    idle_ = true;
+    stream_.expires_after(limits().idle_timeout);
+    stream_.async_read_some(buf_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->buf_.commit(n);
+      self->idle_ = false;
+      if (ec || n == 0) return self->CloseNow();
+      self->ReadHeader();
+    });
+  }
+
+  void ReadHeader() {
+    idle_ = false;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(std::min<uint64_t>(limits().max_header_bytes, UINT32_MAX)));
+    parser_->body_limit(limits().max_body_bytes);
+    start_ = std::chrono::steady_clock::now();
+    start_wall_ = srv_.handler_.clock().WallNow();
+    stream_.expires_after(limits().header_timeout);
+    http::async_read_header(stream_, buf_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == http::error::header_limit) {
+      return RespondNow(srv_.handler_.Error(431, "RequestHeaderSectionTooLarge",
+                                            "Your request header section exceeds the maximum allowed size.", ""),
+                        true);
+    }
+    if (ec == beast::error::timeout || ec == net::error::operation_aborted || ec == http::error::end_of_stream ||
+        ec == net::error::eof || ec == net::error::connection_reset) {
+      return CloseNow();
+    }
+    if (ec) {
+      return RespondNow(srv_.handler_.Error(400, "BadRequest", "Malformed HTTP request: " + ec.message(), ""), true);
+    }
+    auto& h = parser_->get();
+    req_ = GatewayRequest{};
+    req_.method = std::string(h.method_string());
+    req_.target = std::string(h.target());
+    for (const auto& f : h) req_.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    req_.remote = remote_;
+    http10_ = h.version() < 11;
+    request_keep_alive_ = h.keep_alive();
+
+    if (ServeOps()) return;
+    if (parser_->is_done()) return Dispatch();
+    auto cl = parser_->content_length();
+    if (cl && *cl > limits().max_body_bytes) {
+      return RespondNow(srv_.handler_.Error(400, "EntityTooLarge",
+                                            "Your proposed upload exceeds the maximum allowed size (" +
+                                                std::to_string(limits().max_body_bytes) + " bytes).",
+                                            req_.target.substr(0, req_.target.find('?'))),
+                        true);
+    }
+    // Refuse a bad signature before reading (or inviting) the body.
+    if (auto refusal = srv_.handler_.PreCheck(req_)) return RespondNow(std::move(*refusal), true);
+    content_length_.reset();
+    if (cl) content_length_ = *cl;
+    if (cl) body_ = MutableBuffer(*cl);
+    body_len_ = 0;
+    chunked_body_.clear();
+    const auto expect = h[http::field::expect];
+    if (beast::iequals(expect, "100-continue")) {
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      stream_.expires_after(limits().io_timeout);
+      net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (ec) return self->CloseNow();
+        self->ReadBody();
+      });
+      return;
+    }
+    ReadBody();
+  }
+
+  // Unsigned GET /healthz and /metrics.
+  bool ServeOps() {
+    if (req_.method != "GET" || FindHeader(req_.headers, "authorization")) return false;
+    GatewayResponse r;
+    if (req_.target == "/healthz") {
+      r.body = "ok\n";
+      r.op = "Healthz";
+    } else if (req_.target == "/metrics") {
+      r.body = srv_.observer_.RenderMetrics();
+      r.op = "Metrics";
+    } else {
+      return false;
+    }
+    r.headers.emplace_back("Content-Type", r.op == "Metrics" ? "text/plain; version=0.0.4" : "text/plain");
+    r.content_length = r.body.size();
+    if (!parser_->is_done()) r.close = true;
+    RespondNow(std::move(r), false);
+    return true;
+  }
+
+  void ReadBody() {
+    auto& b = parser_->get().body();
+    if (content_length_) {
+      piece_ = std::min<uint64_t>(*content_length_ - body_len_, kBodyPiece);
+      b.data = body_.data() + body_len_;
+    } else {
+      if (scratch_.size() < kBodyPiece) scratch_.resize(kBodyPiece);
+      piece_ = scratch_.size();
+      b.data = scratch_.data();
+    }
+    b.size = piece_;
+    b.more = true;
+    stream_.expires_after(limits().io_timeout);
+    http::async_read(stream_, buf_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec == http::error::body_limit) {
+      return RespondNow(srv_.handler_.Error(400, "EntityTooLarge", "Your upload exceeds the maximum allowed size.", ""),
+                        true);
+    }
+    if (ec) return CloseNow();
+    auto& b = parser_->get().body();
+    uint64_t got = piece_ - b.size;
+    if (content_length_) {
+      body_len_ += got;
+    } else {
+      chunked_body_.append(scratch_.data(), got);
+    }
+    if (!parser_->is_done()) return ReadBody();
+    if (content_length_) {
+      body_.Resize(body_len_);
+      req_.body = std::move(body_).Freeze();
+    } else {
+      req_.body = Buffer::FromString(std::move(chunked_body_));
+      chunked_body_.clear();
+    }
+    Dispatch();
+  }
+
+  // Runs the S3 operation (and fetches the first body piece) on a worker.
+  void Dispatch() {
+    stream_.expires_never();
+    srv_.workers_->Submit([self = shared_from_this()] {
+      self->resp_ = self->srv_.handler_.Handle(self->req_);
+      self->req_.body = Buffer();
+      GatewayResponse& r = self->resp_;
+      if (r.stream && r.send_body && r.content_length > 0) {
+        auto first = r.stream->Next();
+        if (!first.ok()) {
+          STRATA_LOG_WARN("gateway: {} {}: {}", self->req_.method, self->req_.target, first.status().ToString());
+          std::string op = r.op, bucket = r.bucket, key = r.key;
+          S3ErrorInfo e = S3ErrorForStatus(first.status());
+          r = self->srv_.handler_.Error(e.http_status, e.code, first.status().message(), "");
+          r.op = op, r.bucket = bucket, r.key = key;
+        } else {
+          self->next_ = std::move(first).value();
+        }
+      }
+      net::post(self->stream_.get_executor(), [self] { self->Respond(); });
+    });
+  }
+
+  void RespondNow(GatewayResponse r, bool close) {
+    resp_ = std::move(r);
+    if (close) resp_.close = true;
+    Respond();
+  }
+
+  void Respond() {
+    GatewayResponse& r = resp_;
+    keep_alive_ = request_keep_alive_ && !r.close && !srv_.stopping_;
+    head_ = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) + "\r\n";
+    for (const auto& [name, value] : r.headers) {
+      if (!SafeHeader(name) || !SafeHeader(value)) continue;
+      head_ += name + ": " + value + "\r\n";
+    }
+    if (r.status != 204 && r.status != 304 && r.status >= 200) {
+      head_ += "Content-Length: " + std::to_string(r.content_length) + "\r\n";
+    }
+    if (!keep_alive_)
+      head_ += "Connection: close\r\n";
+    else if (http10_)
+      head_ += "Connection: keep-alive\r\n";
+    head_ += "\r\n";
+    sent_ = 0;
+    total_ = r.send_body ? r.content_length : 0;
+    if (r.status == 204 || r.status == 304) total_ = 0;
+    std::array<net::const_buffer, 2> bufs{net::buffer(head_), net::const_buffer()};
+    if (total_ > 0 && r.stream) {
+      cur_ = std::move(next_);
+      bufs[1] = net::buffer(cur_.data(), cur_.size());
+    } else if (total_ > 0) {
+      bufs[1] = net::buffer(r.body.data(), std::min<uint64_t>(r.body.size(), total_));
+    }
+    size_t body_part = bufs[1].size();
+    if (total_ > body_part && r.stream) FetchNext();
+    pending_ += 1;
+    stream_.expires_after(limits().io_timeout);
+    net::async_write(stream_, bufs, [self = shared_from_this(), body_part](beast::error_code ec, size_t) {
+      if (ec) self->write_failed_ = true;
+      self->sent_ += body_part;
+      self->Step();
+    });
+  }
+
+  // The next piece is fetched on a worker while the current one is written.
+  void FetchNext() {
+    pending_ += 1;
+    srv_.workers_->Submit([self = shared_from_this()] {
+      auto next = self->resp_.stream->Next();
+      if (next.ok())
+        self->next_ = std::move(next).value();
+      else
+        self->fetch_error_ = next.status();
+      net::post(self->stream_.get_executor(), [self] { self->Step(); });
+    });
+  }
+
+  void Step() {
+    if (--pending_ > 0) return;
+    if (write_failed_) return CloseNow();
+    if (!fetch_error_.ok()) {
+      STRATA_LOG_WARN("gateway: streaming {} {} failed after {} bytes: {}", req_.method, req_.target, sent_,
+                      fetch_error_.ToString());
+      return CloseNow();  // the status line is out: a short body is all we can signal
+    }
+    if (sent_ >= total_) return Finish();
+    cur_ = std::move(next_);
+    if (cur_.empty()) return CloseNow();
+    size_t n = std::min<uint64_t>(cur_.size(), total_ - sent_);
+    if (sent_ + n < total_) FetchNext();
+    pending_ += 1;
+    stream_.expires_after(limits().io_timeout);
+    net::async_write(stream_, net::buffer(cur_.data(), n),
+                     [self = shared_from_this(), n](beast::error_code ec, size_t) {
+                       if (ec) self->write_failed_ = true;
+                       self->sent_ += n;
+                       self->Step();
+                     });
+  }
+
+  void Finish() {
+    RequestRecord rec;
+    rec.start = start_wall_;
+    rec.remote = remote_;
+    rec.access_key = resp_.access_key;
+    rec.request_id = std::string(FindHeaderValue(resp_.headers, "x-amz-request-id"));
+    rec.op = resp_.op;
+    rec.bucket = resp_.bucket;
+    rec.key = resp_.key;
+    rec.error_code = resp_.error_code;
+    rec.status = resp_.status;
+    rec.bytes_out = sent_;
+    rec.bytes_in = resp_.bytes_in;
+    rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    srv_.observer_.Record(rec);
+    bool keep = keep_alive_;
+    resp_ = GatewayResponse{};
+    cur_ = next_ = Buffer();
+    if (!keep) return LingerClose();
+    WaitRequest();
+  }
+
+  static std::string_view FindHeaderValue(const HttpHeaders& hs, std::string_view name) {
+    const std::string* v = FindHeader(hs, name);
+    return v ? std::string_view(*v) : std::string_view();
+  }
+
+  // Half-close, then drain what the client still sends (bounded), so our
+  // last response is not lost to a reset.
+  void LingerClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return CloseNow();
+    stream_.expires_after(kLingerTime);
+    Drain();
+  }
+  void Drain() {
+    if (scratch_.size() < 65536) scratch_.resize(65536);
+    stream_.async_read_some(net::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->drained_ += n;
+      if (ec || self->drained_ > kLingerMaxBytes) return self->CloseNow();
+      self->Drain();
+    });
+  }
+
+  void CloseNow() {
+    idle_ = false;
+    beast::error_code ec;
+    stream_.socket().close(ec);
+  }
+
+  GatewayServer::Impl& srv_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buf_;
+  std::optional<http::request_parser<http::buffer_body>> parser_;
+  std::string remote_;
+  bool idle_ = false;
+  bool http10_ = false;
+  bool request_keep_alive_ = true;
+  bool keep_alive_ = true;
+  std::chrono::steady_clock::time_point start_;
+  WallTime start_wall_;
+
+  GatewayRequest req_;
+  std::optional<uint64_t> content_length_;
+  MutableBuffer body_;
+  uint64_t body_len_ = 0;
+  uint64_t piece_ = 0;
+  std::string chunked_body_;
+  std::vector<char> scratch_;
+  uint64_t drained_ = 0;
+
+  GatewayResponse resp_;
+  std::string head_;
+  Buffer cur_, next_;
+  Status fetch_error_;
+  bool write_failed_ = false;
+  int pending_ = 0;
+  uint64_t sent_ = 0, total_ = 0;
+};
+
+void GatewayServer::Impl::Add(Conn* c, std::weak_ptr<Conn> w) {
+  std::lock_guard lock(mu_);
+  conns_[c] = std::move(w);
+}
+
+void GatewayServer::Impl::Remove(Conn* c) {
+  std::lock_guard lock(mu_);
+  conns_.erase(c);
+  cv_.notify_all();
+}
+
+Status GatewayServer::Impl::Listen() {
+  beast::error_code ec;
+  auto address = net::ip::make_address(options_.host, ec);
+  if (ec) return InvalidArgumentError("bad listen host \"" + options_.host + "\"", ec.message());
+  tcp::endpoint ep(address, options_.port);
+  std::string where = options_.host + ":" + std::to_string(options_.port);
+  if (acceptor_.open(ep.protocol(), ec); ec) return UnavailableError("cannot open a socket for " + where, ec.message());
+  acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (acceptor_.bind(ep, ec); ec) return UnavailableError("cannot listen on " + where, ec.message());
+  if (acceptor_.listen(net::socket_base::max_listen_connections, ec); ec) {
+    return UnavailableError("cannot listen on " + where, ec.message());
+  }
+  port_ = acceptor_.local_endpoint(ec).port();
+  return Status::Ok();
+}
+
+void GatewayServer::Impl::Accept() {
+  acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopping_ || ec == net::error::operation_aborted) return;
+    if (ec) {
+      // Out of descriptors (EMFILE) and the like: back off briefly instead of spinning.
+      STRATA_LOG_WARN("gateway: accept failed: {}", ec.message());
+      auto timer = std::make_shared<net::steady_timer>(ioc_, std::chrono::milliseconds(50));
+      timer->async_wait([this, timer](beast::error_code) { Accept(); });
+      return;
+    }
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    std::make_shared<Conn>(*this, std::move(socket))->Start();
+    Accept();
+  });
+}
+
+void GatewayServer::Impl::Run() {
+  work_.emplace(net::make_work_guard(ioc_));
+  Accept();
+  int n = std::max(1, options_.io_threads);
+  for (int i = 0; i < n; ++i) {
+    threads_.emplace_back([this] { ioc_.run(); });
+  }
+}
+
+void GatewayServer::Impl::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  stopping_ = true;
+  net::post(ioc_, [this] {
+    beast::error_code ec;
+    acceptor_.close(ec);
+  });
+  auto each = [this](auto fn) {
+    std::vector<std::shared_ptr<Conn>> live;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [p, w] : conns_)
+        if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+    for (auto& c : live) fn(*c);
+  };
+  each([](Conn& c) { c.StopIfIdle(); });
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, options_.limits.drain_timeout, [this] { return conns_.empty(); });
+  }
+  each([](Conn& c) { c.ForceClose(); });
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(5), [this] { return conns_.empty(); });
+  }
+  work_.reset();
+  ioc_.stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  workers_.reset();  // waits for operations still running on the backend
+}
+
+GatewayServer::GatewayServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+GatewayServer::~GatewayServer() { Shutdown(); }
+
+Result<std::unique_ptr<GatewayServer>> GatewayServer::Start(const ServerOptions& options, S3Handler& handler,
+                                                            GatewayObserver& observer) {
+  auto impl = std::make_unique<Impl>(options, handler, observer);
+  STRATA_RETURN_IF_ERROR(impl->Listen());
+  impl->Run();
+  return std::unique_ptr<GatewayServer>(new GatewayServer(std::move(impl)));
+}
+
+uint16_t GatewayServer::port() const { return impl_->port_; }
+
+std::string GatewayServer::url() const {
+  std::string host = impl_->options_.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(impl_->port_);
+}
+
+void GatewayServer::Shutdown() { impl_->Shutdown(); }
+
+}  // namespace strata
