@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# strata mount vs s3fs (use_cache) vs rclone mount (--vfs-cache-mode full), in one run, over
+# the same emulated cloud bucket:
+#
+#   file:// data  ->  strata serve (no cache: a plain S3 front)  ->  nginx cloud proxy
+#                     (scripts/cloud-proxy.sh: TTFB per request, rate cap per connection)  ->  clients
+#
+# The proxy (not `strata serve --emulate`) adds the latency because it caps each client
+# connection, as a cloud bucket does; --emulate would apply below the gateway's own parallel
+# fetches and let a single client stream run faster than one connection could.
+#
+# rclone runs with --use-server-modtime: without it, `ls -l` HEADs every object for its
+# mtime metadata (a 5,000-object ls -lR took 165 s in a trial run).
+# Workloads (each tool gets a fresh mount and an empty cache):
+#   (a) cold sequential read of one SIZE_MB file with 4 MiB read() calls (dd bs=4M)
+#   (b) warm re-read (same mount: page cache + the tool's cache); (b2) the same after
+#       dropping the kernel page cache (the tool's own cache only)
+#   (c) NFILES files of FILE_KB read in random order by THREADS threads (Python)
+#   (d) ls -lR over NLIST objects: first listing, then again (cached)
+# Sizes are configurable so it can run small:
+#   SIZE_MB=64 NFILES=500 NLIST=5000 bench/mount_bench.sh
+# Output: figures, strata's ratio to the best other tool, bench/out/mount.json.
+set -euo pipefail
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+STRATA=${STRATA:-$SRC/build/src/cli/strata}
+SIZE_MB=${SIZE_MB:-1024}
+NFILES=${NFILES:-10000}
+FILE_KB=${FILE_KB:-100}
+NLIST=${NLIST:-100000}
+THREADS=${THREADS:-8}
+TTFB_MS=${TTFB_MS:-30}
+RATE=${RATE:-25m}
+TOOLS=${TOOLS:-"strata s3fs rclone"}
+TTL=${TTL:-300}  # metadata cache seconds, the same for every tool
+WORK=${WORK:-/tmp/strata-mount-bench}
+OUT=${OUT:-$SRC/bench/out}
+PY=/usr/bin/python3
+AK=benchkey
+SK=benchsecret0123456789
+
+[ -x "$STRATA" ] || { echo "no strata binary at $STRATA (build it, or set STRATA=)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "run as root (FUSE mounts, drop_caches)" >&2; exit 2; }
+mkdir -p "$WORK" "$OUT"
+unset AWS_CA_BUNDLE SSL_CERT_FILE REQUESTS_CA_BUNDLE CURL_CA_BUNDLE SSL_CERT_DIR || true
+
+PIDS=()
+MNT=$WORK/mnt
+cleanup() {
+  mountpoint -q "$MNT" 2>/dev/null && fusermount3 -u -z "$MNT" 2>/dev/null || true
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  "$SRC/scripts/cloud-proxy.sh" stop "$WORK/proxy" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+elapsed() { $PY -c "print(f'{$(now) - $1:.3f}')"; }
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# ---- data (reused across runs when the sizes match) ----
+DATA=$WORK/data/bench
+STAMP="$SIZE_MB $NFILES $FILE_KB $NLIST"
+if [ "$(cat "$WORK/data.stamp" 2>/dev/null)" != "$STAMP" ]; then
+  echo "generating data in $DATA ($STAMP)..."
+  rm -rf "$WORK/data"; mkdir -p "$DATA"
+  dd if=/dev/urandom of="$DATA/big.bin" bs=1M count="$SIZE_MB" status=none
+  $PY - "$DATA" "$NFILES" "$FILE_KB" "$NLIST" <<'EOF'
+import os, sys
+root, nfiles, kb, nlist = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+blob = os.urandom(kb * 1024 + 4096)
+for i in range(nfiles):
+    d = f"{root}/small/d{i // 100:03d}"
+    if i % 100 == 0: os.makedirs(d, exist_ok=True)
+    with open(f"{d}/f{i:05d}.bin", "wb") as f: f.write(blob[i % 4096:i % 4096 + kb * 1024])
+for i in range(nlist):
+    d = f"{root}/list/d{i // 1000:03d}"
+    if i % 1000 == 0: os.makedirs(d, exist_ok=True)
+    with open(f"{d}/o{i:06d}", "wb") as f: f.write(b"x")
+EOF
+  echo "$STAMP" > "$WORK/data.stamp"
+fi
+
+# ---- the emulated cloud bucket ----
+"$STRATA" serve --backend "file://$WORK/data" --listen 127.0.0.1:0 --access-key $AK --secret-key $SK \
+  --cache-ram 0 --metadata-ttl 0s --workers 64 > "$WORK/serve.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 300); do grep -q "listening on" "$WORK/serve.log" && break; sleep 0.1; done
+GW=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/serve.log" | head -1)
+[ -n "$GW" ] || { cat "$WORK/serve.log"; exit 1; }
+PPORT=$(free_port)
+"$SRC/scripts/cloud-proxy.sh" start "$WORK/proxy" "$PPORT" "$GW" --ttfb-ms "$TTFB_MS" --rate "$RATE" >/dev/null
+EP=http://127.0.0.1:$PPORT
+echo "bucket: $GW behind the cloud proxy $EP (ttfb ${TTFB_MS}ms, ${RATE}/s per connection)"
+
+# ---- mounting each tool (foreground child, stopped by PID) ----
+MOUNT_PID=
+wait_mounted() {
+  for _ in $(seq 600); do
+    grep -q " $MNT fuse" /proc/self/mounts && return 0
+    kill -0 "$MOUNT_PID" 2>/dev/null || { echo "mount died; log:"; tail -20 "$WORK/$1.log"; return 1; }
+    sleep 0.05
+  done
+  echo "mount did not appear"; return 1
+}
+mount_tool() {
+  local tool=$1
+  rm -rf "$WORK/cache-$tool"; mkdir -p "$WORK/cache-$tool" "$MNT"
+  case $tool in
+    strata)
+      AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$STRATA" mount \
+        "s3://bench?endpoint=$EP&region=us-east-1&path_style=1" "$MNT" --foreground \
+        --cache-dir "$WORK/cache-strata" --cache-mem 2GiB --cache-disk 20GiB \
+        --attr-ttl ${TTL}s --entry-ttl ${TTL}s --dir-ttl ${TTL}s > "$WORK/strata.log" 2>&1 &
+      ;;
+    s3fs)
+      echo "$AK:$SK" > "$WORK/s3fs.passwd"; chmod 600 "$WORK/s3fs.passwd"
+      s3fs bench "$MNT" -f -o "url=$EP,use_path_request_style,sigv4,endpoint=us-east-1,passwd_file=$WORK/s3fs.passwd,use_cache=$WORK/cache-s3fs,stat_cache_expire=$TTL,dbglevel=warn,parallel_count=8,multireq_max=20" \
+        > "$WORK/s3fs.log" 2>&1 &
+      ;;
+    rclone)
+      RCLONE_CONFIG=/dev/null RCLONE_CONFIG_B_TYPE=s3 RCLONE_CONFIG_B_PROVIDER=Other \
+      RCLONE_CONFIG_B_ACCESS_KEY_ID=$AK RCLONE_CONFIG_B_SECRET_ACCESS_KEY=$SK RCLONE_CONFIG_B_ENDPOINT=$EP \
+      RCLONE_CONFIG_B_REGION=us-east-1 RCLONE_CONFIG_B_FORCE_PATH_STYLE=true \
+        rclone mount b:bench "$MNT" --vfs-cache-mode full --cache-dir "$WORK/cache-rclone" \
+        --dir-cache-time ${TTL}s --attr-timeout ${TTL}s --use-server-modtime --read-only \
+        > "$WORK/rclone.log" 2>&1 &
+      ;;
+  esac
+  MOUNT_PID=$!
+  wait_mounted "$tool"
+}
+unmount_tool() {
+  fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
+  for _ in $(seq 200); do kill -0 "$MOUNT_PID" 2>/dev/null || break; sleep 0.05; done
+  kill "$MOUNT_PID" 2>/dev/null || true
+  wait "$MOUNT_PID" 2>/dev/null || true
+}
+
+read_small() {  # prints seconds for reading NFILES files in a seeded random order with THREADS threads
+  $PY - "$MNT/small" "$NFILES" "$THREADS" <<'EOF'
+import concurrent.futures, random, sys, time
+root, n, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+paths = [f"{root}/d{i // 100:03d}/f{i:05d}.bin" for i in range(n)]
+random.Random(42).shuffle(paths)
+def read(p):
+    with open(p, "rb") as f:
+        return len(f.read())
+t = time.time()
+with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+    total = sum(ex.map(read, paths))
+print(f"{time.time() - t:.3f} {total}")
+EOF
+}
+
+declare -A R
+for tool in $TOOLS; do
+  echo "== $tool"
+  mount_tool "$tool" || { echo "skipping $tool"; continue; }
+  drop_caches
+  t=$(now); dd if="$MNT/big.bin" of=/dev/null bs=4M status=none; R[$tool,cold_s]=$(elapsed "$t")
+  t=$(now); dd if="$MNT/big.bin" of=/dev/null bs=4M status=none; R[$tool,warm_s]=$(elapsed "$t")
+  drop_caches
+  t=$(now); dd if="$MNT/big.bin" of=/dev/null bs=4M status=none; R[$tool,warm_nopc_s]=$(elapsed "$t")
+  read -r s bytes < <(read_small)
+  R[$tool,small_s]=$s
+  [ "$bytes" = $((NFILES * FILE_KB * 1024)) ] || echo "  warning: read $bytes bytes of small files"
+  t=$(now); n=$(ls -lR "$MNT/list" | grep -c '^-' || true); R[$tool,ls1_s]=$(elapsed "$t")
+  [ "$n" = "$NLIST" ] || echo "  warning: ls -lR saw $n of $NLIST objects"
+  t=$(now); ls -lR "$MNT/list" > /dev/null; R[$tool,ls2_s]=$(elapsed "$t")
+  t=$(now); find "$MNT/list" -type f | wc -l > /dev/null; R[$tool,find_s]=$(elapsed "$t")
+  unmount_tool
+  printf '  cold %ss  warm %ss  warm(no page cache) %ss  small %ss  ls-lR %ss then %ss  find %ss\n' \
+    "${R[$tool,cold_s]}" "${R[$tool,warm_s]}" "${R[$tool,warm_nopc_s]}" "${R[$tool,small_s]}" \
+    "${R[$tool,ls1_s]}" "${R[$tool,ls2_s]}" "${R[$tool,find_s]}"
+done
+
+# ---- report ----
+ARGS=""
+for k in "${!R[@]}"; do ARGS+="$k=${R[$k]} "; done
+$PY - "$OUT/mount.json" "$SIZE_MB" "$NFILES" "$FILE_KB" "$NLIST" "$THREADS" "$TTFB_MS" "$RATE" "$TOOLS" $ARGS <<'EOF'
+import json, sys
+out, size_mb, nfiles, kb, nlist, threads, ttfb, rate, tools = sys.argv[1:10]
+size_mb, nfiles, kb, nlist = int(size_mb), int(nfiles), int(kb), int(nlist)
+raw = {}
+for a in sys.argv[10:]:
+    k, v = a.split("=")
+    tool, metric = k.split(",")
+    raw.setdefault(tool, {})[metric] = float(v)
+mb = size_mb * 1048576 / 1e6
+figures = {}
+for tool, m in raw.items():
+    figures[tool] = {
+        "a_cold_seq_MBps": mb / m["cold_s"],
+        "b_warm_reread_MBps": mb / m["warm_s"],
+        "b2_warm_no_page_cache_MBps": mb / m["warm_nopc_s"],
+        "c_small_files_per_s": nfiles / m["small_s"],
+        "d_ls_lR_first_s": m["ls1_s"],
+        "d_ls_lR_cached_s": m["ls2_s"],
+        "d_find_cached_s": m["find_s"],
+    }
+higher = lambda k: not (k.endswith("_s") and not k.endswith("per_s"))
+print(f"\n{'metric':30s}" + "".join(f"{t:>12s}" for t in figures) + "   strata vs best other")
+ratios = {}
+for k in next(iter(figures.values())).keys():
+    row = f"{k:30s}" + "".join(f"{figures[t][k]:12.2f}" for t in figures)
+    others = [figures[t][k] for t in figures if t != "strata"]
+    if "strata" in figures and others:
+        s = figures["strata"][k]
+        best = max(others) if higher(k) else min(others)
+        r = s / best if higher(k) else best / s
+        ratios[k] = r
+        row += f"   {r:6.2f}x {'(faster)' if r >= 1 else '(slower)'}"
+    print(row)
+doc = {"config": {"size_mb": size_mb, "nfiles": nfiles, "file_kb": kb, "nlist": nlist, "threads": int(threads),
+                  "ttfb_ms": int(ttfb), "rate_per_connection": rate, "tools": tools.split()},
+       "figures": figures, "raw_seconds": raw, "strata_ratio_to_best_other": ratios}
+json.dump(doc, open(out, "w"), indent=2)
+print(f"\nwrote {out}")
+EOF
+echo "reproduce: SIZE_MB=$SIZE_MB NFILES=$NFILES FILE_KB=$FILE_KB NLIST=$NLIST THREADS=$THREADS TTFB_MS=$TTFB_MS RATE=$RATE TOOLS=\"$TOOLS\" STRATA=$STRATA $SRC/bench/mount_bench.sh"

@@ -1,0 +1,226 @@
+// strata mount BACKEND_URL MOUNTPOINT: a POSIX view of a bucket through the
+// block cache (fs/ + fuse/). Daemonises once the mount exists unless
+// --foreground; SIGINT/SIGTERM/SIGHUP, `strata umount` and `fusermount3 -u`
+// unmount cleanly. strata umount MOUNTPOINT: unmount.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <iostream>
+
+#include "base/log.h"
+#include "cache/block_cache.h"
+#include "cache/cached_store.h"
+#include "cli/command.h"
+#include "cli/util.h"
+#include "fs/object_fs.h"
+#include "fuse/mount.h"
+#include "object/cloud_store.h"
+#include "object/store_url.h"
+
+namespace strata::cli {
+namespace {
+
+struct MountArgs {
+  std::string url, mountpoint;
+  std::string cache_dir, cache_mem = "1GiB", cache_disk = "10GiB", block_size = "4MiB";
+  std::string attr_ttl = "10s", entry_ttl = "10s", dir_ttl = "60s";
+  std::string emulate, write_dir, log_file, log_level;
+  std::string part_size = "16MiB", readahead_max = "64MiB";
+  bool read_only = false, foreground = false, allow_other = false;
+  int upload_concurrency = 4, max_threads = 64, dir_prefetch = 8;
+};
+
+// "250ms", "10s", "2m", "1h", "0".
+Result<Duration> ParseTtl(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && (isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0 || i > 12) return InvalidArgumentError("bad duration \"" + std::string(text) + "\" (e.g. 500ms, 10s, 5m)");
+  double v = std::strtod(std::string(text.substr(0, i)).c_str(), nullptr);
+  std::string_view unit = text.substr(i);
+  double scale;
+  if (unit == "ms")
+    scale = 1e-3;
+  else if (unit == "s" || (unit.empty() && v == 0))
+    scale = 1;
+  else if (unit == "m")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
+  else
+    return InvalidArgumentError("bad duration unit in \"" + std::string(text) + "\" (ms, s, m, h)");
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v * scale));
+}
+
+std::string Absolute(const std::string& path) {
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) == nullptr) {
+    Fail("mount", path, ErrnoToStatus(errno, "mount point " + path));
+  }
+  return buf;
+}
+
+// Forks; the parent waits until the child reports the mount up (a byte on
+// the pipe) or exits, and mirrors its outcome. Returns the write end in the child.
+int Daemonize() {
+  int fds[2];
+  if (pipe(fds) != 0) Fail("mount", "daemon", ErrnoToStatus(errno, "pipe"));
+  pid_t pid = fork();
+  if (pid < 0) Fail("mount", "daemon", ErrnoToStatus(errno, "fork"));
+  if (pid > 0) {
+    close(fds[1]);
+    char c = 0;
+    ssize_t n;
+    do n = read(fds[0], &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n == 1 && c == 'K') throw QuietExit{kExitOk};
+    int status = 0;
+    waitpid(pid, &status, 0);  // the child printed its own error
+    throw QuietExit{WIFEXITED(status) ? WEXITSTATUS(status) : kExitFailure};
+  }
+  close(fds[0]);
+  setsid();
+  int null = open("/dev/null", O_RDWR);
+  if (null >= 0) dup2(null, STDIN_FILENO), close(null);
+  return fds[1];
+}
+
+// Daemon: stdout/stderr go to the log file (or nowhere) once mounted.
+void DetachOutput(const std::string& log_file) {
+  int fd = log_file.empty() ? open("/dev/null", O_WRONLY) : open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) return;
+  dup2(fd, STDOUT_FILENO);
+  dup2(fd, STDERR_FILENO);
+  close(fd);
+}
+
+void RunMount(const MountArgs& a) {
+  const char* cmd = "mount";
+  const std::string mountpoint = Absolute(a.mountpoint);
+  if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, Status(Code::kAlreadyExists, "already a mount point"));
+  fs::FsOptions fo;
+  fo.attr_ttl = Check(ParseTtl(a.attr_ttl), cmd, "--attr-ttl");
+  fo.entry_ttl = Check(ParseTtl(a.entry_ttl), cmd, "--entry-ttl");
+  fo.dir_ttl = Check(ParseTtl(a.dir_ttl), cmd, "--dir-ttl");
+  fo.read_only = a.read_only;
+  fo.part_size = Check(ParseSize(a.part_size), cmd, "--part-size");
+  fo.upload_concurrency = static_cast<size_t>(std::max(1, a.upload_concurrency));
+  fo.dir_prefetch = static_cast<size_t>(std::max(0, a.dir_prefetch));
+  fo.uid = getuid();
+  fo.gid = getgid();
+  fo.write_dir = !a.write_dir.empty() ? a.write_dir : !a.cache_dir.empty() ? a.cache_dir + "/writes" : "/tmp";
+  CacheOptions co;
+  co.ram_bytes = Check(ParseSize(a.cache_mem), cmd, "--cache-mem");
+  co.dir = a.cache_dir;
+  co.disk_bytes = Check(ParseSize(a.cache_disk), cmd, "--cache-disk");
+  co.block_size = Check(ParseSize(a.block_size), cmd, "--block-size");
+  CloudProfile profile;
+  if (!a.emulate.empty()) profile = Check(ParseCloudProfile(a.emulate), cmd, "--emulate");
+  if (!a.log_level.empty()) SetLogLevel(a.log_level);
+
+  int ready_fd = a.foreground ? -1 : Daemonize();
+  // From here on threads may start: they must not take the stop signals.
+  fuse::BlockStopSignals();
+  ObjectStorePtr backend = Check(OpenStore(a.url), cmd, a.url);
+  // Fail now, with a clear message, rather than with EIO on the first ls.
+  ListOptions probe;
+  probe.max_keys = 1;
+  Check(backend->List(probe).status(), cmd, a.url);
+  if (!a.emulate.empty()) backend = EmulateCloud(backend, profile);
+  if (!fo.read_only) Check(DefaultFileSystem().CreateDirs(fo.write_dir), cmd, fo.write_dir);
+  auto cache = Check(BlockCache::Open(co), cmd, a.cache_dir.empty() ? "cache" : a.cache_dir);
+  CachedStoreOptions so;
+  so.metadata_ttl = fo.attr_ttl;  // one staleness bound for attributes, whichever layer answers
+  so.readahead_max_window = Check(ParseSize(a.readahead_max), cmd, "--readahead-max");
+  auto store = std::make_shared<CachedStore>(backend, cache, so);
+  fs::ObjectFs filesystem(store, fo);
+
+  fuse::MountOptions mo;
+  mo.mountpoint = mountpoint;
+  mo.fsname = "strata:" + backend->Url();
+  mo.read_only = a.read_only;
+  mo.allow_other = a.allow_other;
+  mo.max_threads = static_cast<unsigned>(std::max(2, a.max_threads));
+  mo.on_mounted = [&] {
+    if (ready_fd >= 0) {
+      std::cout << "strata: mounted " << a.url << " at " << mountpoint << " (pid " << getpid() << ")" << std::endl;
+      DetachOutput(a.log_file);
+      char ok = 'K';
+      if (write(ready_fd, &ok, 1) != 1) STRATA_LOG_WARN("mount: could not notify the parent process");
+      close(ready_fd);
+    } else {
+      std::cerr << "strata: mounted " << a.url << " at " << mountpoint << "; Ctrl-C or `strata umount " << mountpoint
+                << "` to unmount" << std::endl;
+    }
+  };
+  Status served = fuse::ServeMount(filesystem, mo);
+  Status saved = filesystem.Shutdown();
+  if (!saved.ok())
+    STRATA_LOG_ERROR("mount: files open for writing at unmount could not be uploaded: {}", saved.ToString());
+  Check(served, cmd, mountpoint);
+  Check(saved, cmd, mountpoint);
+  if (a.foreground) std::cerr << "strata: unmounted " << mountpoint << std::endl;
+}
+
+void RunUmount(const std::string& path, bool lazy) {
+  const std::string mountpoint = Absolute(path);
+  if (lazy) {
+    if (!fuse::IsMounted(mountpoint)) Fail("umount", mountpoint, NotFoundError("not mounted"));
+    if (umount2(mountpoint.c_str(), MNT_DETACH) != 0) Fail("umount", mountpoint, ErrnoToStatus(errno, "umount2"));
+    return;
+  }
+  Check(fuse::Unmount(mountpoint), "umount", mountpoint);
+}
+
+CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
+  auto a = std::make_shared<MountArgs>();
+  auto* sub = root.add_subcommand("mount", "Mount a bucket as a POSIX file system (FUSE), read through the cache");
+  sub->add_option("backend", a->url, "file:///dir, s3://bucket[/prefix]?endpoint=..., mem://name")->required();
+  sub->add_option("mountpoint", a->mountpoint, "An existing empty directory")->required();
+  sub->add_option("--cache-dir", a->cache_dir, "Disk tier directory (default: RAM only); write buffers go under it");
+  sub->add_option("--cache-mem", a->cache_mem, "RAM tier size (default 1GiB)");
+  sub->add_option("--cache-disk", a->cache_disk, "Disk tier size (default 10GiB)");
+  sub->add_option("--block-size", a->block_size, "Cache block size (default 4MiB)");
+  sub->add_flag("--read-only", a->read_only, "Mount read-only (writes fail with EROFS)");
+  sub->add_flag("-f,--foreground", a->foreground, "Stay in the foreground (default: daemonise once mounted)");
+  sub->add_flag("--allow-other", a->allow_other, "Let other users access the mount");
+  sub->add_option("--attr-ttl", a->attr_ttl, "How long file sizes/mtimes are trusted (default 10s)");
+  sub->add_option("--entry-ttl", a->entry_ttl, "How long name lookups (and misses) are trusted (default 10s)");
+  sub->add_option("--dir-ttl", a->dir_ttl, "How long directory listings are trusted (default 60s)");
+  sub->add_option("--emulate", a->emulate, "Emulate a cloud bucket below the cache, e.g. ttfb=30ms,bw=25MB/s");
+  sub->add_option("--write-dir", a->write_dir,
+                  "Where files being written are buffered (default CACHE_DIR/writes or /tmp)");
+  sub->add_option("--part-size", a->part_size, "Multipart upload part size (default 16MiB)");
+  sub->add_option("--upload-concurrency", a->upload_concurrency, "Parts uploaded at once per file (default 4)");
+  sub->add_option("--readahead-max", a->readahead_max, "Per-file read-ahead window cap (default 64MiB)");
+  sub->add_option("--dir-prefetch", a->dir_prefetch, "Subdirectory listings fetched ahead (default 8; 0 off)");
+  sub->add_option("--max-threads", a->max_threads, "FUSE worker threads (default 64)");
+  sub->add_option("--log-file", a->log_file, "Daemon log file (default: none)");
+  sub->add_option("--log-level", a->log_level, "trace, debug, info, warn (default), error");
+  sub->footer([] {
+    return std::string(
+        "Consistency: close-to-open within the mount; other writers' changes appear after the TTLs.\n"
+        "Not supported: writing into existing objects without O_TRUNC (EOPNOTSUPP), chmod of existing\n"
+        "objects and chown (EPERM), "
+        "hard links and symlinks (EPERM), renaming non-empty directories (EXDEV: mv copies instead).\n"
+        "Example: strata mount s3://bucket/data?endpoint=http://127.0.0.1:9000 /mnt/data --cache-dir /nvme/cache");
+  });
+  sub->callback([a] { RunMount(*a); });
+});
+
+CommandRegistrar umount_registrar("umount", [](CLI::App& root) {
+  auto path = std::make_shared<std::string>();
+  auto lazy = std::make_shared<bool>(false);
+  auto* sub = root.add_subcommand("umount", "Unmount a strata mount (like fusermount3 -u)");
+  sub->add_option("mountpoint", *path, "The mount point")->required();
+  sub->add_flag("-l,--lazy", *lazy, "Detach now even if files are open (root)");
+  sub->callback([path, lazy] { RunUmount(*path, *lazy); });
+});
+
+}  // namespace
+}  // namespace strata::cli

@@ -1,0 +1,459 @@
+// Unit tests of the mount's namespace over mem stores and a FakeClock.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <thread>
+
+#include "fs/fs_test_util.h"
+
+namespace strata::fs {
+namespace {
+
+using testing::FsFixture;
+using namespace std::chrono_literals;
+
+std::string Pattern(size_t n, uint32_t seed = 1) {
+  std::string s(n, '\0');
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& c : s) {
+    x = x * 1103515245u + 12345u;
+    c = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
+std::string ReadAll(ObjectFs& fs, uint64_t fh, size_t chunk = 7000) {
+  std::string out;
+  for (;;) {
+    auto r = fs.Read(fh, out.size(), chunk);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok() || r->empty()) return out;
+    out += r->view();
+  }
+}
+
+std::vector<std::string> Names(ObjectFs& fs, Ino dir) {
+  auto dh = fs.OpenDir(dir);
+  EXPECT_TRUE(dh.ok()) << dh.status();
+  if (!dh.ok()) return {};
+  std::vector<std::string> names;
+  for (const auto& item : (*fs.ReadDir(*dh))->items) names.push_back(item.name + (item.attr.is_dir ? "/" : ""));
+  fs.ReleaseDir(*dh);
+  return names;
+}
+
+TEST(FsTest, ListingGivesNamesTypesAndSizes) {
+  FsFixture f;
+  f.Put("a/1.txt", "one");
+  f.Put("a/2.txt", "two!");
+  f.Put("a/sub/x", "x");
+  f.Put("a/", "");  // a directory marker is not an entry
+  f.Put("top", "t");
+  EXPECT_EQ(Names(*f.fs, kRootIno), (std::vector<std::string>{"./", "../", "a/", "top"}));
+  auto a = f.fs->Lookup(kRootIno, "a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->attr.is_dir);
+  EXPECT_EQ(a->attr.mode, S_IFDIR | 0755u);
+  EXPECT_EQ(Names(*f.fs, a->attr.ino), (std::vector<std::string>{"./", "../", "1.txt", "2.txt", "sub/"}));
+  uint64_t lists = f.fs->counters().lists;
+  auto two = f.fs->Lookup(a->attr.ino, "2.txt");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->attr.size, 4u);
+  EXPECT_EQ(two->attr.mode, S_IFREG | 0644u);
+  EXPECT_EQ(two->attr.uid, 1000u);
+  EXPECT_EQ(f.fs->Lookup(a->attr.ino, "nope").status().code(), Code::kNotFound);
+  EXPECT_EQ(f.fs->counters().lists, lists) << "a fresh listing answers lookups, positive and negative";
+}
+
+TEST(FsTest, InodeNumbersAreStable) {
+  FsFixture f;
+  f.Put("d/f", "x");
+  auto d = f.fs->Lookup(kRootIno, "d");
+  auto file = f.fs->Lookup(d->attr.ino, "f");
+  ASSERT_TRUE(file.ok());
+  f.fs->Forget(file->attr.ino, 1);
+  f.fs->Forget(d->attr.ino, 1);
+  f.clock.Advance(1h);  // every cache expired: the names are probed again
+  auto d2 = f.fs->Lookup(kRootIno, "d");
+  auto file2 = f.fs->Lookup(d2->attr.ino, "f");
+  ASSERT_TRUE(file2.ok());
+  EXPECT_EQ(d2->attr.ino, d->attr.ino);
+  EXPECT_EQ(file2->attr.ino, file->attr.ino);
+  EXPECT_NE(file->attr.ino, d->attr.ino);
+}
+
+TEST(FsTest, LookupWithoutListingProbesOnce) {
+  FsFixture f;
+  f.Put("dir/file", "abc");
+  f.Put("dir.txt", "sibling sorting before dir/");
+  auto d = f.fs->Lookup(kRootIno, "dir");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->attr.is_dir);
+  auto file = f.fs->Lookup(d->attr.ino, "file");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->attr.size, 3u);
+  EXPECT_EQ(f.fs->counters().lists, 2u);
+  EXPECT_EQ(f.fs->Lookup(kRootIno, "missing").status().code(), Code::kNotFound);
+}
+
+TEST(FsTest, TtlsBoundStaleness) {
+  FsFixture f;  // attr/entry 1 s, dir 5 s
+  f.Put("d/old", "1");
+  auto d = f.fs->Lookup(kRootIno, "d");
+  ASSERT_EQ(Names(*f.fs, d->attr.ino).size(), 3u);
+  f.Put("d/new", "22");  // another writer, behind the cache's back
+  f.clock.Advance(2s);
+  EXPECT_EQ(f.fs->Lookup(d->attr.ino, "new").status().code(), Code::kNotFound) << "listing still fresh";
+  EXPECT_EQ(Names(*f.fs, d->attr.ino).size(), 3u);
+  f.clock.Advance(4s);
+  EXPECT_EQ(Names(*f.fs, d->attr.ino), (std::vector<std::string>{"./", "../", "new", "old"}));
+  // Attributes: cached for attr_ttl, then refreshed.
+  auto old = f.fs->Lookup(d->attr.ino, "old");
+  f.Put("d/old", "longer");
+  EXPECT_EQ(f.fs->GetAttr(old->attr.ino)->size, 1u);
+  f.clock.Advance(1500ms);
+  EXPECT_EQ(f.fs->GetAttr(old->attr.ino)->size, 6u);
+  // A name deleted elsewhere disappears once its entry expires.
+  ASSERT_TRUE(f.mem->Delete("d/old").ok());
+  f.clock.Advance(10s);
+  EXPECT_EQ(f.fs->GetAttr(old->attr.ino).status().code(), Code::kNotFound);
+  EXPECT_EQ(f.fs->Lookup(d->attr.ino, "old").status().code(), Code::kNotFound);
+}
+
+TEST(FsTest, ReadsAreByteExact) {
+  FsFixture f;
+  std::string data = Pattern(5 * FsFixture::kBlock + 123);
+  f.Put("big", data);
+  auto e = f.fs->Lookup(kRootIno, "big");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->attr.size, data.size());
+  auto h = f.fs->Open(e->attr.ino, O_RDONLY);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(ReadAll(*f.fs, h->fh), data);
+  auto mid = f.fs->Read(h->fh, FsFixture::kBlock - 10, 20);
+  ASSERT_TRUE(mid.ok());
+  EXPECT_EQ(mid->ToString(), data.substr(FsFixture::kBlock - 10, 20));
+  EXPECT_TRUE(f.fs->Read(h->fh, data.size() + 5, 10)->empty());
+  EXPECT_TRUE(f.fs->Release(h->fh).ok());
+}
+
+TEST(FsTest, ReadaheadIsPerHandle) {
+  FsFixture f;
+  std::string data = Pattern(64 * FsFixture::kBlock);
+  f.Put("seq", data);
+  auto e = f.fs->Lookup(kRootIno, "seq");
+  auto random = f.fs->Open(e->attr.ino, O_RDONLY);
+  auto seq = f.fs->Open(e->attr.ino, O_RDONLY);
+  ASSERT_TRUE(random.ok() && seq.ok());
+  // A random reader interleaved with a sequential one on the same file...
+  for (uint64_t i : {40, 3, 61, 17, 29, 8}) {
+    ASSERT_TRUE(f.fs->Read(random->fh, i * FsFixture::kBlock + 5, 100).ok());
+  }
+  f.store->WaitForReadahead();
+  EXPECT_EQ(f.CacheCount(CacheCounter::kReadaheadIssued), 0u) << "random reads never trigger read-ahead";
+  std::string got;
+  for (int i = 0; i < 8; ++i) {
+    got += f.fs->Read(seq->fh, got.size(), FsFixture::kBlock)->ToString();
+    ASSERT_TRUE(f.fs->Read(random->fh, (50 - 3 * i) * FsFixture::kBlock, 10).ok());
+  }
+  f.store->WaitForReadahead();
+  // ...does not break the sequential handle's detection.
+  EXPECT_GT(f.CacheCount(CacheCounter::kReadaheadIssued), 4u);
+  EXPECT_EQ(got, data.substr(0, got.size()));
+  uint64_t misses = f.CacheCount(CacheCounter::kMisses);
+  got += f.fs->Read(seq->fh, got.size(), FsFixture::kBlock)->ToString();
+  EXPECT_EQ(f.CacheCount(CacheCounter::kMisses), misses) << "the next block was read ahead";
+  f.fs->Release(random->fh).IgnoreError();
+  f.fs->Release(seq->fh).IgnoreError();
+}
+
+TEST(FsTest, KeepCacheOnlyWhileUnchanged) {
+  FsFixture f;
+  f.Put("k", "version one");
+  auto e = f.fs->Lookup(kRootIno, "k");
+  auto h1 = f.fs->Open(e->attr.ino, O_RDONLY);
+  EXPECT_FALSE(h1->keep_cache);
+  f.fs->Release(h1->fh).IgnoreError();
+  auto h2 = f.fs->Open(e->attr.ino, O_RDONLY);
+  EXPECT_TRUE(h2->keep_cache) << "unchanged: the kernel may keep its pages";
+  f.fs->Release(h2->fh).IgnoreError();
+  f.Put("k", "version two!!");
+  f.clock.Advance(2s);
+  auto h3 = f.fs->Open(e->attr.ino, O_RDONLY);
+  EXPECT_FALSE(h3->keep_cache);
+  EXPECT_EQ(ReadAll(*f.fs, h3->fh), "version two!!");
+  EXPECT_EQ(f.fs->GetAttr(e->attr.ino)->size, 13u);
+  f.fs->Release(h3->fh).IgnoreError();
+}
+
+TEST(FsTest, WritesUploadOnClose) {
+  FsFixture f;
+  auto c = f.fs->Create(kRootIno, "new.bin", 0640, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto [entry, open] = *c;
+  EXPECT_EQ(entry.attr.mode, S_IFREG | 0640u);
+  std::string data = Pattern(300000, 7);
+  for (size_t off = 0; off < data.size(); off += 65536) {
+    size_t n = std::min<size_t>(65536, data.size() - off);
+    ASSERT_EQ(*f.fs->Write(open.fh, off, data.data() + off, n), n);
+  }
+  EXPECT_EQ(f.Backend("new.bin").substr(0, 1), "<") << "nothing uploaded before close";
+  EXPECT_EQ(f.fs->GetAttr(entry.attr.ino)->size, data.size());
+  EXPECT_EQ(Names(*f.fs, kRootIno), (std::vector<std::string>{"./", "../", "new.bin"}));
+  // Readable through the mount while still open for writing.
+  auto r = f.fs->Open(entry.attr.ino, O_RDONLY);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ReadAll(*f.fs, r->fh), data);
+  f.fs->Release(r->fh).IgnoreError();
+  ASSERT_TRUE(f.fs->Flush(open.fh).ok());
+  EXPECT_EQ(f.Backend("new.bin"), data);
+  ASSERT_TRUE(f.fs->Release(open.fh).ok());
+  EXPECT_EQ(f.fs->counters().uploads, 1u) << "flush then release uploads once";
+  EXPECT_EQ(f.local.FileCount(), 0u) << "write buffer removed";
+  // Random writes within a new file are fine (it is local until uploaded).
+  auto c2 = f.fs->Create(kRootIno, "patched", 0644, O_RDWR | O_CREAT);
+  ASSERT_TRUE(f.fs->Write(c2->second.fh, 0, "hello world", 11).ok());
+  ASSERT_TRUE(f.fs->Write(c2->second.fh, 6, "WORLD", 5).ok());
+  ASSERT_TRUE(f.fs->Release(c2->second.fh).ok());
+  EXPECT_EQ(f.Backend("patched"), "hello WORLD");
+  // An empty created file becomes an empty object (touch).
+  auto c3 = f.fs->Create(kRootIno, "empty", 0644, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(f.fs->Release(c3->second.fh).ok());
+  EXPECT_EQ(f.Backend("empty"), "");
+}
+
+TEST(FsTest, LargeFilesUseMultipart) {
+  FsOptions o = FsFixture::Defaults();
+  o.multipart_threshold = 256 << 10;
+  o.part_size = 96 << 10;
+  FsFixture f(o);
+  auto c = f.fs->Create(kRootIno, "large", 0644, O_WRONLY | O_CREAT);
+  std::string data = Pattern(1000000, 3);
+  ASSERT_TRUE(f.fs->Write(c->second.fh, 0, data.data(), data.size()).ok());
+  ASSERT_TRUE(f.fs->Fsync(c->second.fh).ok());
+  EXPECT_EQ(f.fs->counters().multipart_uploads, 1u);
+  EXPECT_EQ(f.Backend("large"), data);
+  auto head = f.mem->Head("large");
+  EXPECT_NE(head->etag.find('-'), std::string::npos) << "a multipart ETag: " << head->etag;
+  ASSERT_TRUE(f.fs->Release(c->second.fh).ok());
+  EXPECT_EQ(f.fs->counters().uploads, 1u);
+}
+
+TEST(FsTest, UploadFailureIsReportedAndRetried) {
+  FsFixture f;
+  auto c = f.fs->Create(kRootIno, "f", 0644, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "data", 4).ok());
+  f.fault->FailKey("f", UnavailableError("injected"), 1, FaultOp::kPut);
+  Status st = f.fs->Flush(c->second.fh);
+  EXPECT_EQ(st.code(), Code::kIOError) << st;
+  EXPECT_NE(st.message().find("/f"), std::string::npos) << st;
+  EXPECT_TRUE(f.fs->Release(c->second.fh).ok()) << "the retry at release succeeds";
+  EXPECT_EQ(f.Backend("f"), "data");
+}
+
+TEST(FsTest, OverwritingNeedsTruncate) {
+  FsFixture f;
+  f.Put("existing", "old content");
+  auto e = f.fs->Lookup(kRootIno, "existing");
+  EXPECT_EQ(f.fs->Open(e->attr.ino, O_WRONLY).status().code(), Code::kNotSupported);
+  EXPECT_EQ(f.fs->Open(e->attr.ino, O_RDWR | O_APPEND).status().code(), Code::kNotSupported);
+  EXPECT_EQ(f.Backend("existing"), "old content") << "nothing touched";
+  auto h = f.fs->Open(e->attr.ino, O_WRONLY | O_TRUNC);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(f.fs->GetAttr(e->attr.ino)->size, 0u);
+  ASSERT_TRUE(f.fs->Write(h->fh, 0, "new", 3).ok());
+  ASSERT_TRUE(f.fs->Release(h->fh).ok());
+  EXPECT_EQ(f.Backend("existing"), "new");
+  // Truncating to zero is a whole-object replacement; other sizes are refused.
+  SetAttrRequest shrink;
+  shrink.size = 1;
+  EXPECT_EQ(f.fs->SetAttr(e->attr.ino, shrink).status().code(), Code::kNotSupported);
+  SetAttrRequest zero;
+  zero.size = 0;
+  ASSERT_TRUE(f.fs->SetAttr(e->attr.ino, zero).ok());
+  EXPECT_EQ(f.Backend("existing"), "");
+}
+
+TEST(FsTest, UnlinkMkdirRmdir) {
+  FsFixture f;
+  f.Put("gone", "x");
+  ASSERT_TRUE(f.fs->Unlink(kRootIno, "gone").ok());
+  EXPECT_EQ(f.Backend("gone").substr(0, 10), "<NotFound:");
+  EXPECT_EQ(f.fs->Lookup(kRootIno, "gone").status().code(), Code::kNotFound);
+  EXPECT_EQ(f.fs->Unlink(kRootIno, "gone").code(), Code::kNotFound);
+
+  auto d = f.fs->Mkdir(kRootIno, "d", 0755);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->attr.is_dir);
+  EXPECT_EQ(f.Backend("d/"), "") << "marker object";
+  EXPECT_EQ(f.fs->Mkdir(kRootIno, "d", 0755).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(Names(*f.fs, d->attr.ino).size(), 2u);
+  auto c = f.fs->Create(d->attr.ino, "child", 0644, O_WRONLY | O_CREAT);
+  EXPECT_EQ(f.fs->Rmdir(kRootIno, "d").code(), Code::kPreconditionFailed) << "a pending child counts";
+  ASSERT_TRUE(f.fs->Release(c->second.fh).ok());
+  EXPECT_EQ(f.fs->Rmdir(kRootIno, "d").code(), Code::kPreconditionFailed);
+  ASSERT_TRUE(f.fs->Unlink(d->attr.ino, "child").ok());
+  ASSERT_TRUE(f.fs->Rmdir(kRootIno, "d").ok());
+  EXPECT_EQ(f.Backend("d/").substr(0, 10), "<NotFound:");
+  EXPECT_EQ(f.fs->Lookup(kRootIno, "d").status().code(), Code::kNotFound);
+
+  // Unlinking a file still being written: nothing is ever uploaded.
+  auto t = f.fs->Create(kRootIno, "tmp", 0644, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(f.fs->Write(t->second.fh, 0, "zz", 2).ok());
+  ASSERT_TRUE(f.fs->Unlink(kRootIno, "tmp").ok());
+  ASSERT_TRUE(f.fs->Release(t->second.fh).ok());
+  EXPECT_EQ(f.Backend("tmp").substr(0, 10), "<NotFound:");
+  EXPECT_EQ(f.local.FileCount(), 0u);
+}
+
+TEST(FsTest, MkdirOnBackendWithoutMarkers) {
+  FsFixture f;  // file:// refuses "dir/" keys with InvalidArgument
+  f.fault->FailKey("", InvalidArgumentError("no empty path segments"), -1, FaultOp::kPut);
+  auto d = f.fs->Mkdir(kRootIno, "local", 0755);
+  ASSERT_TRUE(d.ok()) << d.status();
+  f.clock.Advance(1h);
+  EXPECT_EQ(Names(*f.fs, kRootIno), (std::vector<std::string>{"./", "../", "local/"})) << "kept across relisting";
+  f.fault->ClearRules();
+  auto c = f.fs->Create(d->attr.ino, "file", 0644, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "z", 1).ok());
+  ASSERT_TRUE(f.fs->Release(c->second.fh).ok());
+  EXPECT_EQ(f.Backend("local/file"), "z");
+  ASSERT_TRUE(f.fs->Unlink(d->attr.ino, "file").ok());
+  f.fault->FailKey("", InvalidArgumentError("no empty path segments"), -1, FaultOp::kDelete);
+  ASSERT_TRUE(f.fs->Rmdir(kRootIno, "local").ok());
+  EXPECT_EQ(f.fs->Lookup(kRootIno, "local").status().code(), Code::kNotFound);
+}
+
+TEST(FsTest, RenameFilesAndEmptyDirs) {
+  FsFixture f;
+  f.Put("src/a", "payload");
+  f.Put("dst/b", "old");
+  auto src = f.fs->Lookup(kRootIno, "src");
+  auto dst = f.fs->Lookup(kRootIno, "dst");
+  auto a = f.fs->Lookup(src->attr.ino, "a");
+  ASSERT_TRUE(f.fs->Rename(src->attr.ino, "a", dst->attr.ino, "b", 1).code() == Code::kAlreadyExists);
+  ASSERT_TRUE(f.fs->Rename(src->attr.ino, "a", dst->attr.ino, "b", 0).ok());
+  EXPECT_EQ(f.Backend("dst/b"), "payload");
+  EXPECT_EQ(f.Backend("src/a").substr(0, 10), "<NotFound:");
+  auto b = f.fs->Lookup(dst->attr.ino, "b");
+  EXPECT_EQ(b->attr.ino, a->attr.ino) << "a renamed file keeps its inode";
+  EXPECT_EQ(f.fs->Lookup(src->attr.ino, "a").status().code(), Code::kNotFound);
+  EXPECT_EQ(f.fs->Rename(kRootIno, "dst", kRootIno, "dst2", 0).code(), Code::kNotSupported)
+      << "non-empty directories are not renamed";
+  ASSERT_TRUE(f.fs->Mkdir(kRootIno, "e", 0755).ok());
+  ASSERT_TRUE(f.fs->Rename(kRootIno, "e", kRootIno, "e2", 0).ok());
+  EXPECT_EQ(f.Backend("e2/"), "");
+  EXPECT_EQ(f.Backend("e/").substr(0, 10), "<NotFound:");
+  EXPECT_EQ(f.fs->Rename(kRootIno, "e2", kRootIno, "x", 2).code(), Code::kInvalidArgument);
+  // A file not yet uploaded is renamed locally, then uploaded under its new name.
+  auto c = f.fs->Create(kRootIno, "part.tmp", 0644, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "abc", 3).ok());
+  ASSERT_TRUE(f.fs->Rename(kRootIno, "part.tmp", kRootIno, "final", 0).ok());
+  ASSERT_TRUE(f.fs->Release(c->second.fh).ok());
+  EXPECT_EQ(f.Backend("final"), "abc");
+  EXPECT_EQ(f.Backend("part.tmp").substr(0, 10), "<NotFound:");
+}
+
+TEST(FsTest, UnsupportedOperationsAreRefused) {
+  FsFixture f;
+  f.Put("file", "x");
+  auto e = f.fs->Lookup(kRootIno, "file");
+  SetAttrRequest same;
+  same.mode = 0644;
+  same.uid = 1000;
+  EXPECT_TRUE(f.fs->SetAttr(e->attr.ino, same).ok()) << "a no-op chmod/chown succeeds";
+  SetAttrRequest chmod;
+  chmod.mode = 0755;
+  EXPECT_EQ(f.fs->SetAttr(e->attr.ino, chmod).status().code(), Code::kPermissionDenied);
+  SetAttrRequest chown;
+  chown.uid = 0;
+  EXPECT_EQ(f.fs->SetAttr(e->attr.ino, chown).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.fs->Link(e->attr.ino, kRootIno, "hard").code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.fs->Symlink(kRootIno, "sym", "file").code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.fs->Mknod(kRootIno, "fifo", S_IFIFO | 0644).code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.fs->counters().refused, 5u);
+  // A file made here may change its (never stored) mode, as cp -p and mv do.
+  auto made = f.fs->Create(kRootIno, "made", 0600, O_WRONLY | O_CREAT);
+  SetAttrRequest widen;
+  widen.mode = 0644;
+  EXPECT_EQ(f.fs->SetAttr(made->first.attr.ino, widen)->mode, S_IFREG | 0644u);
+  ASSERT_TRUE(f.fs->Release(made->second.fh).ok());
+  SetAttrRequest touch;
+  touch.mtime = WallTime(std::chrono::seconds(1700000000));
+  EXPECT_EQ(f.fs->SetAttr(e->attr.ino, touch)->mtime, *touch.mtime) << "times are accepted for the mount's life";
+  EXPECT_EQ(f.fs->Lookup(kRootIno, "a/b").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(f.fs->Lookup(kRootIno, std::string(300, 'n')).status().code(), Code::kOutOfRange);
+  EXPECT_EQ(f.Backend("file"), "x");
+}
+
+TEST(FsTest, ReadOnlyMountRefusesWrites) {
+  FsOptions o = FsFixture::Defaults();
+  o.read_only = true;
+  FsFixture f(o);
+  f.Put("r", "data");
+  auto e = f.fs->Lookup(kRootIno, "r");
+  EXPECT_EQ(f.fs->Create(kRootIno, "w", 0644, O_WRONLY | O_CREAT).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.fs->Open(e->attr.ino, O_WRONLY | O_TRUNC).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.fs->Unlink(kRootIno, "r").code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.fs->Mkdir(kRootIno, "d", 0755).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(f.Backend("r"), "data");
+}
+
+TEST(FsTest, BackendFaultsBecomeIoErrorsAndTheMountStaysUp) {
+  FsFixture f;
+  std::string data = Pattern(3 * FsFixture::kBlock);
+  f.Put("d/obj", data);
+  auto d = f.fs->Lookup(kRootIno, "d");
+  auto e = f.fs->Lookup(d->attr.ino, "obj");
+  auto h = f.fs->Open(e->attr.ino, O_RDONLY);
+  ASSERT_TRUE(h.ok());
+  f.fault->FailKey("d/obj", UnavailableError("injected 503"), -1, FaultOp::kGet);
+  auto r = f.fs->Read(h->fh, 0, 4096);
+  EXPECT_EQ(r.status().code(), Code::kIOError);
+  EXPECT_NE(r.status().message().find("/d/obj"), std::string::npos) << r.status();
+  EXPECT_EQ(f.fs->counters().read_errors, 1u);
+  f.fault->ClearRules();
+  EXPECT_EQ(f.fs->Read(h->fh, 0, 4096)->ToString(), data.substr(0, 4096)) << "the next read works";
+  f.fs->Release(h->fh).IgnoreError();
+  // Listing failures: IOError, then recovery.
+  f.clock.Advance(1h);
+  f.fault->FailKey("d/", UnavailableError("injected"), 1, FaultOp::kList);
+  EXPECT_EQ(f.fs->OpenDir(d->attr.ino).status().code(), Code::kIOError);
+  EXPECT_EQ(Names(*f.fs, d->attr.ino).size(), 3u);
+  // A vanished object: open reports NotFound, not garbage.
+  ASSERT_TRUE(f.mem->Delete("d/obj").ok());
+  f.clock.Advance(1h);
+  EXPECT_EQ(f.fs->Open(e->attr.ino, O_RDONLY).status().code(), Code::kNotFound);
+}
+
+TEST(FsTest, ListingKeepsLocalFilesAndOddNames) {
+  FsFixture f;
+  f.Put("d/x", "1");
+  f.Put("d//weird", "empty component");
+  f.Put("d/both", "file and prefix");
+  f.Put("d/both/inner", "2");
+  auto d = f.fs->Lookup(kRootIno, "d");
+  auto c = f.fs->Create(d->attr.ino, "pending", 0644, O_WRONLY | O_CREAT);
+  f.clock.Advance(1h);  // the listing is redone; the pending file must survive it
+  EXPECT_EQ(Names(*f.fs, d->attr.ino), (std::vector<std::string>{"./", "../", "both/", "pending", "x"}));
+  ASSERT_TRUE(f.fs->Release(c->second.fh).ok());
+}
+
+TEST(FsTest, SubdirectoryListingsArePrefetched) {
+  FsOptions o = FsFixture::Defaults();
+  o.dir_prefetch = 4;
+  FsFixture f(o);
+  for (int i = 0; i < 6; ++i) f.Put("s" + std::to_string(i) + "/f", "x");
+  ASSERT_EQ(Names(*f.fs, kRootIno).size(), 8u);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (f.fs->counters().prefetched_dirs < 6 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(f.fs->counters().prefetched_dirs, 6u);
+  uint64_t lists = f.fs->counters().lists;
+  auto s3 = f.fs->Lookup(kRootIno, "s3");
+  EXPECT_EQ(Names(*f.fs, s3->attr.ino).size(), 3u);
+  EXPECT_EQ(f.fs->counters().lists, lists) << "already listed ahead";
+}
+
+}  // namespace
+}  // namespace strata::fs

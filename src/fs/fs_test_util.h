@@ -1,0 +1,177 @@
+// Test helpers for fs/: an in-memory FileSystem for write buffers (so unit
+// tests touch no disk) and a fixture stack mem -> FaultStore -> CachedStore
+// -> ObjectFs on a FakeClock.
+#pragma once
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cache/block_cache.h"
+#include "cache/cached_store.h"
+#include "fs/object_fs.h"
+#include "io/file_system.h"
+#include "object/fault_store.h"
+#include "object/mem_store.h"
+
+namespace strata::fs::testing {
+
+// Only what write buffers use: OpenForWrite/OpenForRead/Remove/Truncate/Exists.
+class MemFileSystem : public FileSystem {
+ public:
+  struct File {
+    std::mutex mu;
+    std::string bytes;
+  };
+
+  Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override {
+    std::lock_guard lock(mu_);
+    auto it = files_.find(path);
+    if (it == files_.end()) return NotFoundError(path);
+    return std::unique_ptr<RandomAccessFile>(new Reader(it->second, path));
+  }
+  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate) override {
+    std::lock_guard lock(mu_);
+    auto& f = files_[path];
+    if (!f) f = std::make_shared<File>();
+    if (truncate) f->bytes.clear();
+    return std::unique_ptr<WritableFile>(new Writer(f, path));
+  }
+  Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override {
+    return OpenForWrite(path, true);
+  }
+  Status Rename(const std::string&, const std::string&) override { return NotSupportedError("mem fs"); }
+  Status Remove(const std::string& path) override {
+    std::lock_guard lock(mu_);
+    files_.erase(path);
+    return Status::Ok();
+  }
+  Status RemoveDir(const std::string&) override { return NotSupportedError("mem fs"); }
+  Status CreateDirs(const std::string&) override { return Status::Ok(); }
+  Result<std::vector<DirEntry>> ListDir(const std::string&) override { return NotSupportedError("mem fs"); }
+  Result<FileStat> Stat(const std::string&) override { return NotSupportedError("mem fs"); }
+  Status SyncDir(const std::string&) override { return Status::Ok(); }
+  Result<bool> Exists(const std::string& path) override {
+    std::lock_guard lock(mu_);
+    return files_.count(path) > 0;
+  }
+  Result<uint64_t> FreeSpace(const std::string&) override { return uint64_t{1} << 40; }
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string&) override { return NotSupportedError("mem fs"); }
+  Status Truncate(const std::string& path, uint64_t size) override {
+    std::lock_guard lock(mu_);
+    auto it = files_.find(path);
+    if (it == files_.end()) return NotFoundError(path);
+    std::lock_guard fl(it->second->mu);
+    it->second->bytes.resize(size, '\0');
+    return Status::Ok();
+  }
+  size_t FileCount() {
+    std::lock_guard lock(mu_);
+    return files_.size();
+  }
+
+ private:
+  class Reader : public RandomAccessFile {
+   public:
+    Reader(std::shared_ptr<File> f, std::string path) : f_(std::move(f)), path_(std::move(path)) {}
+    Result<size_t> ReadAt(uint64_t offset, size_t n, void* dst) override {
+      std::lock_guard lock(f_->mu);
+      if (offset >= f_->bytes.size()) return size_t{0};
+      size_t k = std::min<size_t>(n, f_->bytes.size() - offset);
+      std::memcpy(dst, f_->bytes.data() + offset, k);
+      return k;
+    }
+    Result<uint64_t> Size() override {
+      std::lock_guard lock(f_->mu);
+      return f_->bytes.size();
+    }
+    const std::string& path() const override { return path_; }
+
+   private:
+    std::shared_ptr<File> f_;
+    std::string path_;
+  };
+  class Writer : public WritableFile {
+   public:
+    Writer(std::shared_ptr<File> f, std::string path) : f_(std::move(f)), path_(std::move(path)) {}
+    Status Append(const void* data, size_t n) override { return WriteAt(Size(), data, n); }
+    Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+      std::lock_guard lock(f_->mu);
+      if (f_->bytes.size() < offset + n) f_->bytes.resize(offset + n, '\0');
+      std::memcpy(f_->bytes.data() + offset, data, n);
+      return Status::Ok();
+    }
+    Status Sync() override { return Status::Ok(); }
+    Status Close() override { return Status::Ok(); }
+    uint64_t Size() const override {
+      std::lock_guard lock(f_->mu);
+      return f_->bytes.size();
+    }
+    const std::string& path() const override { return path_; }
+
+   private:
+    std::shared_ptr<File> f_;
+    std::string path_;
+  };
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<File>> files_;
+};
+
+// mem -> FaultStore -> CachedStore (64 KiB blocks) -> ObjectFs, on a FakeClock.
+struct FsFixture {
+  explicit FsFixture(FsOptions fs_options = Defaults(), size_t readahead_threads = 2) {
+    MemStoreOptions mo;
+    mo.min_part_size = 64 << 10;
+    mo.clock = &clock;
+    mem = MakeMemStore("", mo);
+    fault = std::make_shared<FaultStore>(mem, FaultConfig{}, clock);
+    CacheOptions co;
+    co.block_size = kBlock;
+    co.ram_bytes = 64 << 20;
+    co.clock = &clock;
+    cache = BlockCache::Open(co).value();
+    CachedStoreOptions so;
+    so.metadata_ttl = fs_options.attr_ttl;
+    so.clock = &clock;
+    so.readahead_threads = readahead_threads;
+    so.fetch_part_size = 0;
+    store = std::make_shared<CachedStore>(fault, cache, so);
+    fs_options.clock = &clock;
+    fs_options.local = &local;
+    fs_options.write_dir = "/buffers";
+    fs = std::make_unique<ObjectFs>(store, fs_options);
+  }
+  static FsOptions Defaults() {
+    FsOptions o;
+    o.attr_ttl = std::chrono::seconds(1);
+    o.entry_ttl = std::chrono::seconds(1);
+    o.dir_ttl = std::chrono::seconds(5);
+    o.dir_prefetch = 0;
+    o.uid = 1000;
+    o.gid = 1000;
+    return o;
+  }
+  void Put(const std::string& key, const std::string& data) { ASSERT_TRUE(mem->Put(key, Buffer::Copy(data)).ok()); }
+  std::string Backend(const std::string& key) {
+    auto r = mem->Get(key);
+    return r.ok() ? r->data.ToString() : "<" + r.status().ToString() + ">";
+  }
+  uint64_t CacheCount(CacheCounter c) { return cache->Stats()[c]; }
+
+  static constexpr uint64_t kBlock = 64 << 10;
+  FakeClock clock;
+  MemFileSystem local;
+  std::shared_ptr<ObjectStore> mem;
+  std::shared_ptr<FaultStore> fault;
+  std::shared_ptr<BlockCache> cache;
+  std::shared_ptr<CachedStore> store;
+  std::unique_ptr<ObjectFs> fs;
+};
+
+}  // namespace strata::fs::testing

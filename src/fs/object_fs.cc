@@ -1,0 +1,602 @@
+// ObjectFs: namespace operations (inodes, listings, lookups, directory
+// changes). File data (open, read, write, upload) is in object_fs_io.cc.
+#include "fs/object_fs.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "fs/object_fs_internal.h"
+
+namespace strata::fs {
+
+namespace {
+constexpr size_t kMaxName = 255;
+constexpr size_t kMaxPrefetchPerListing = 1024;
+
+// Backend failures below the namespace surface as IOError naming the object,
+// except NotFound (ENOENT is the honest answer) and codes the caller set.
+Status Backend(const Status& st, std::string_view what) {
+  if (st.ok() || st.code() == Code::kNotFound) return st;
+  return Status(Code::kIOError, std::string(what) + ": " + st.message(), st.cause(), st.retryable());
+}
+}  // namespace
+
+ObjectFs::ObjectFs(std::shared_ptr<CachedStore> store, FsOptions options)
+    : store_(std::move(store)),
+      options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : RealClock()),
+      local_(options_.local ? *options_.local : DefaultFileSystem()),
+      mount_time_(clock_.WallNow()) {
+  auto root = std::make_unique<Inode>();
+  root->ino = kRootIno;
+  root->parent = kRootIno;
+  root->is_dir = true;
+  root->perm = options_.dir_mode & 07777;
+  root->nlookup = 1;
+  by_path_[""] = kRootIno;
+  inodes_[kRootIno] = std::move(root);
+  if (options_.dir_prefetch > 0) prefetch_pool_ = std::make_unique<ThreadPool>(options_.dir_prefetch, "strata-fs-list");
+}
+
+ObjectFs::~ObjectFs() { prefetch_pool_.reset(); }
+
+// ---- attributes ----
+
+Attr ObjectFs::AttrOf(const Inode& inode) const {
+  Attr a;
+  a.ino = inode.ino;
+  a.is_dir = inode.is_dir;
+  a.uid = options_.uid;
+  a.gid = options_.gid;
+  if (inode.is_dir) {
+    a.size = 4096;
+    a.nlink = 2;
+    a.mtime = mount_time_;
+    a.mode = S_IFDIR | inode.perm;
+  } else {
+    a.size = inode.writer ? inode.writer->size : inode.size;
+    a.nlink = 1;
+    a.mtime = inode.mtime;
+    a.mode = S_IFREG | inode.perm;
+  }
+  return a;
+}
+
+Entry ObjectFs::EntryOf(const Inode& inode) const {
+  // A file being written here is authoritative locally; keep the kernel from
+  // caching its growing size for long.
+  bool local = inode.writer != nullptr;
+  return Entry{AttrOf(inode), local ? Duration(0) : options_.attr_ttl, options_.entry_ttl};
+}
+
+std::string ObjectFs::ChildPath(const std::string& dir, std::string_view name) {
+  return dir.empty() ? std::string(name) : dir + "/" + std::string(name);
+}
+
+Status ObjectFs::CheckName(std::string_view name) const {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
+      name.find('\0') != std::string_view::npos) {
+    return InvalidArgumentError("invalid file name \"" + std::string(name) + "\"");
+  }
+  if (name.size() > kMaxName) {
+    return Status(Code::kOutOfRange, "file name longer than " + std::to_string(kMaxName) + " bytes");
+  }
+  return Status::Ok();
+}
+
+Status ObjectFs::Refuse(Code code, std::string_view op, const std::string& path, std::string_view why) {
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.refused;
+  }
+  STRATA_LOG_WARN("mount: {} /{} refused: {}", op, path, why);
+  return Status(code, std::string(op) + " /" + path + ": " + std::string(why));
+}
+
+Status ObjectFs::CheckWritable(std::string_view op, const std::string& path) {
+  if (!options_.read_only) return Status::Ok();
+  return Refuse(Code::kPermissionDenied, op, path, "the mount is read-only");
+}
+
+// ---- inode table ----
+
+ObjectFs::Inode* ObjectFs::FindLocked(Ino ino) {
+  auto it = inodes_.find(ino);
+  return it == inodes_.end() ? nullptr : it->second.get();
+}
+
+const ObjectFs::Inode* ObjectFs::FindLocked(Ino ino) const {
+  auto it = inodes_.find(ino);
+  return it == inodes_.end() ? nullptr : it->second.get();
+}
+
+ObjectFs::Inode& ObjectFs::UpsertLocked(Inode& parent, const std::string& name, bool is_dir) {
+  std::string path = ChildPath(parent.path, name);
+  std::string key = is_dir ? path + "/" : path;
+  Inode* inode = nullptr;
+  if (auto it = by_path_.find(key); it != by_path_.end()) inode = FindLocked(it->second);
+  if (inode == nullptr) {
+    auto fresh = std::make_unique<Inode>();
+    fresh->ino = next_ino_++;
+    fresh->is_dir = is_dir;
+    fresh->perm = (is_dir ? options_.dir_mode : options_.file_mode) & 07777;
+    inode = fresh.get();
+    by_path_[key] = inode->ino;
+    inodes_[inode->ino] = std::move(fresh);
+  }
+  inode->parent = parent.ino;
+  inode->name = name;
+  inode->path = path;
+  inode->attached = true;
+  parent.children[name] = inode->ino;
+  return *inode;
+}
+
+void ObjectFs::DetachLocked(Inode& parent, const std::string& name) {
+  auto it = parent.children.find(name);
+  if (it == parent.children.end()) return;
+  Ino ino = it->second;
+  parent.children.erase(it);
+  ++parent.generation;
+  Inode* inode = FindLocked(ino);
+  if (inode == nullptr) return;
+  std::string key = inode->is_dir ? inode->path + "/" : inode->path;
+  if (auto p = by_path_.find(key); p != by_path_.end() && p->second == ino) by_path_.erase(p);
+  inode->attached = false;
+  if (inode->writer) inode->writer->unlinked = true;
+  if (inode->nlookup == 0 && inode->open_handles == 0) inodes_.erase(ino);
+}
+
+bool ObjectFs::ListingFreshLocked(const Inode& dir) const {
+  return dir.listed && clock_.Now() - dir.listed_at < options_.dir_ttl;
+}
+
+bool ObjectFs::AttrFreshLocked(const Inode& inode) const {
+  return inode.writer != nullptr || clock_.Now() - inode.attr_time < options_.attr_ttl;
+}
+
+Result<std::string> ObjectFs::PathOf(Ino ino) const {
+  std::lock_guard lock(mu_);
+  const Inode* inode = FindLocked(ino);
+  if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+  return inode->path;
+}
+
+FsCounters ObjectFs::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+void ObjectFs::AddLookup(Ino ino) {
+  std::lock_guard lock(mu_);
+  if (Inode* inode = FindLocked(ino)) ++inode->nlookup;
+}
+
+void ObjectFs::Forget(Ino ino, uint64_t n) {
+  if (ino == kRootIno) return;
+  std::lock_guard lock(mu_);
+  Inode* inode = FindLocked(ino);
+  if (inode == nullptr) return;
+  inode->nlookup -= std::min(n, inode->nlookup);
+  // Attached inodes stay (their numbers are stable for the mount's life).
+  if (!inode->attached && inode->nlookup == 0 && inode->open_handles == 0) inodes_.erase(ino);
+}
+
+// ---- listings ----
+
+Status ObjectFs::ListNow(Ino dir_ino) {
+  for (int attempt = 0;; ++attempt) {
+    std::string prefix;
+    uint64_t generation = 0;
+    {
+      std::lock_guard lock(mu_);
+      Inode* dir = FindLocked(dir_ino);
+      if (dir == nullptr || !dir->is_dir)
+        return NotFoundError("directory inode " + std::to_string(dir_ino) + " is gone");
+      prefix = DirKey(dir->path);
+      generation = dir->generation;
+    }
+    std::map<std::string, ObjectInfo> files;
+    std::vector<std::string> dirs;
+    ListOptions o;
+    o.prefix = prefix;
+    o.delimiter = "/";
+    do {
+      auto page = store_->List(o);
+      {
+        std::lock_guard lock(mu_);
+        ++counters_.lists;
+      }
+      if (!page.ok()) return Backend(page.status(), "listing /" + prefix);
+      for (auto& obj : page->objects) {
+        std::string name = obj.key.substr(prefix.size());
+        if (CheckName(name).ok()) files.emplace(std::move(name), std::move(obj));
+      }
+      for (const auto& p : page->common_prefixes) {
+        if (p.size() <= prefix.size() + 1) continue;
+        std::string name = p.substr(prefix.size(), p.size() - prefix.size() - 1);
+        if (CheckName(name).ok()) dirs.push_back(std::move(name));
+      }
+      o.continuation_token = page->next_continuation_token;
+      if (!page->truncated) break;
+    } while (!o.continuation_token.empty());
+
+    std::lock_guard lock(mu_);
+    Inode* dir = FindLocked(dir_ino);
+    if (dir == nullptr) return NotFoundError("directory /" + prefix + " is gone");
+    if (dir->generation != generation && attempt < 2) continue;  // changed here meanwhile: list again
+    const TimePoint now = clock_.Now();
+    std::map<std::string, Ino> old = std::move(dir->children);
+    dir->children.clear();
+    for (const auto& name : dirs) {
+      Inode& child = UpsertLocked(*dir, name, true);
+      child.attr_time = now;
+      child.local_dir = false;
+    }
+    for (auto& [name, info] : files) {
+      if (dir->children.count(name)) {
+        STRATA_LOG_DEBUG("mount: /{}{} is both an object and a prefix; showing the directory", prefix, name);
+        continue;
+      }
+      Inode& child = UpsertLocked(*dir, name, false);
+      if (child.writer) continue;  // being written here: the local bytes win
+      child.size = info.size;
+      child.mtime = info.mtime;
+      child.etag = info.etag;
+      child.attr_time = now;
+    }
+    // Files created here and not uploaded yet are not in the listing: keep them.
+    for (const auto& [name, ino] : old) {
+      if (dir->children.count(name)) continue;
+      Inode* child = FindLocked(ino);
+      if (child && ((child->writer && !child->writer->uploaded && !child->writer->unlinked) || child->local_dir)) {
+        dir->children[name] = ino;
+        continue;
+      }
+      if (child) {
+        std::string key = child->is_dir ? child->path + "/" : child->path;
+        if (auto p = by_path_.find(key); p != by_path_.end() && p->second == ino) by_path_.erase(p);
+        child->attached = false;
+      }
+    }
+    dir->listed = true;
+    dir->listed_at = now;
+    return Status::Ok();
+  }
+}
+
+Status ObjectFs::EnsureListed(Ino dir_ino, bool user_initiated) {
+  std::vector<Ino> subdirs;
+  {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      Inode* dir = FindLocked(dir_ino);
+      if (dir == nullptr) return NotFoundError("no directory inode " + std::to_string(dir_ino));
+      if (!dir->listing) break;
+      listed_cv_.wait(lock);
+    }
+    Inode* dir = FindLocked(dir_ino);
+    if (ListingFreshLocked(*dir)) return Status::Ok();
+    dir->listing = true;
+  }
+  Status st = ListNow(dir_ino);
+  {
+    std::lock_guard lock(mu_);
+    if (Inode* dir = FindLocked(dir_ino)) {
+      dir->listing = false;
+      if (st.ok() && user_initiated) {
+        for (const auto& [name, ino] : dir->children) {
+          const Inode* child = FindLocked(ino);
+          if (child && child->is_dir && !child->listing && !ListingFreshLocked(*child)) subdirs.push_back(ino);
+          if (subdirs.size() >= kMaxPrefetchPerListing) break;
+        }
+      }
+    }
+    listed_cv_.notify_all();
+  }
+  if (!subdirs.empty()) PrefetchSubdirs(subdirs);
+  return st;
+}
+
+// `find` and `ls -R` walk a tree one directory at a time; listing the next
+// few ahead in parallel turns N round trips into N / dir_prefetch. Also used
+// to list a directory in which names are being looked up one by one.
+void ObjectFs::PrefetchSubdirs(const std::vector<Ino>& dirs) {
+  if (!prefetch_pool_) return;
+  for (Ino ino : dirs) {
+    prefetch_pool_->Submit([this, ino] {
+      Status st = EnsureListed(ino, false);
+      std::lock_guard lock(mu_);
+      ++counters_.prefetched_dirs;
+      if (!st.ok()) STRATA_LOG_DEBUG("mount: listing ahead inode {} failed: {}", ino, st.ToString());
+    });
+  }
+}
+
+// ---- lookups ----
+
+Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
+  std::string parent_path;
+  {
+    std::lock_guard lock(mu_);
+    Inode* p = FindLocked(parent);
+    if (p == nullptr || !p->is_dir) return NotFoundError("no directory inode " + std::to_string(parent));
+    parent_path = p->path;
+  }
+  const std::string path = ChildPath(parent_path, name);
+  if (Status st = ValidateKey(path + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  // One List answers both "is there an object named path" and "is path/ a prefix".
+  ListOptions o;
+  o.prefix = path;
+  o.delimiter = "/";
+  std::optional<ObjectInfo> file;
+  bool is_dir = false;
+  for (;;) {
+    auto page = store_->List(o);
+    {
+      std::lock_guard lock(mu_);
+      ++counters_.lists;
+    }
+    if (!page.ok()) return Backend(page.status(), "looking up /" + path);
+    for (auto& obj : page->objects) {
+      if (obj.key == path) file = std::move(obj);
+    }
+    for (const auto& p : page->common_prefixes) {
+      if (p.size() == path.size() + 1) is_dir = true;
+    }
+    const std::string& last = page->objects.empty() ? std::string() : page->objects.back().key;
+    bool passed = (!last.empty() && last > path + "/") ||
+                  (!page->common_prefixes.empty() && page->common_prefixes.back() >= path + "/");
+    if (!page->truncated || page->next_continuation_token.empty() || passed || is_dir) break;
+    o.continuation_token = page->next_continuation_token;
+  }
+  std::lock_guard lock(mu_);
+  Inode* p = FindLocked(parent);
+  if (p == nullptr) return NotFoundError("directory /" + parent_path + " is gone");
+  if (!is_dir && !file) {
+    auto it = p->children.find(name);
+    if (it != p->children.end()) {
+      Inode* child = FindLocked(it->second);
+      if (child && ((child->writer && !child->writer->uploaded) || child->local_dir)) return EntryOf(*child);
+      DetachLocked(*p, name);
+    }
+    return NotFoundError("/" + path + ": no such file or directory");
+  }
+  Inode& child = UpsertLocked(*p, name, is_dir);
+  child.attr_time = clock_.Now();
+  if (!is_dir && !child.writer) {
+    child.size = file->size;
+    child.mtime = file->mtime;
+    child.etag = file->etag;
+  }
+  return EntryOf(child);
+}
+
+Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
+  STRATA_RETURN_IF_ERROR(CheckName(name_view));
+  std::string name(name_view);
+  {
+    std::lock_guard lock(mu_);
+    Inode* p = FindLocked(parent);
+    if (p == nullptr) return NotFoundError("no directory inode " + std::to_string(parent));
+    if (!p->is_dir) return InvalidArgumentError("/" + p->path + " is not a directory");
+    auto it = p->children.find(name);
+    bool listing_fresh = ListingFreshLocked(*p);
+    if (it != p->children.end()) {
+      Inode* child = FindLocked(it->second);
+      if (child && (listing_fresh || AttrFreshLocked(*child))) {
+        ++child->nlookup;
+        return EntryOf(*child);
+      }
+    } else if (listing_fresh) {
+      return NotFoundError("/" + ChildPath(p->path, name) + ": no such file or directory");
+    }
+  }
+  // Programs that open many files by path rarely list first: list the
+  // directory in the background so the next lookups in it need no request.
+  bool list_parent = false;
+  if (prefetch_pool_) {
+    std::lock_guard lock(mu_);
+    Inode* p = FindLocked(parent);
+    list_parent = p && !p->listing && !ListingFreshLocked(*p);
+  }
+  if (list_parent) PrefetchSubdirs({parent});
+  STRATA_ASSIGN_OR_RETURN(Entry e, ProbeChild(parent, name));
+  AddLookup(e.attr.ino);
+  return e;
+}
+
+// The inode of an existing child, without adding a lookup reference.
+Result<Ino> ObjectFs::ResolveChild(Ino parent, std::string_view name) {
+  STRATA_ASSIGN_OR_RETURN(Entry e, Lookup(parent, name));
+  Forget(e.attr.ino, 1);
+  return e.attr.ino;
+}
+
+Status ObjectFs::RefreshAttr(Ino ino) {
+  std::string path;
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+    path = inode->path;
+  }
+  auto info = store_->Head(path);
+  std::lock_guard lock(mu_);
+  ++counters_.heads;
+  Inode* inode = FindLocked(ino);
+  if (inode == nullptr) return NotFoundError("/" + path + " is gone");
+  if (!info.ok()) {
+    if (info.status().code() == Code::kNotFound && inode->attached && !inode->writer) {
+      if (Inode* p = FindLocked(inode->parent)) DetachLocked(*p, inode->name);
+    }
+    return Backend(info.status(), "stat /" + path);
+  }
+  if (!inode->writer) {
+    inode->size = info->size;
+    inode->mtime = info->mtime;
+    inode->etag = info->etag;
+  }
+  inode->attr_time = clock_.Now();
+  return Status::Ok();
+}
+
+Result<Attr> ObjectFs::GetAttr(Ino ino) {
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+    if (inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) return AttrOf(*inode);
+  }
+  STRATA_RETURN_IF_ERROR(RefreshAttr(ino));
+  std::lock_guard lock(mu_);
+  Inode* inode = FindLocked(ino);
+  if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+  return AttrOf(*inode);
+}
+
+// ---- directories ----
+
+Result<uint64_t> ObjectFs::OpenDir(Ino ino) {
+  {
+    std::lock_guard lock(mu_);
+    Inode* dir = FindLocked(ino);
+    if (dir == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+    if (!dir->is_dir) return InvalidArgumentError("/" + dir->path + " is not a directory");
+  }
+  STRATA_RETURN_IF_ERROR(EnsureListed(ino, true));
+  auto snap = std::make_shared<DirSnapshot>();
+  std::lock_guard lock(mu_);
+  Inode* dir = FindLocked(ino);
+  if (dir == nullptr) return NotFoundError("directory inode " + std::to_string(ino) + " is gone");
+  snap->items.reserve(dir->children.size() + 2);
+  snap->items.push_back({".", AttrOf(*dir)});
+  const Inode* parent = FindLocked(dir->parent);
+  snap->items.push_back({"..", AttrOf(parent ? *parent : *dir)});
+  for (const auto& [name, child_ino] : dir->children) {
+    if (const Inode* child = FindLocked(child_ino)) snap->items.push_back({name, AttrOf(*child)});
+  }
+  uint64_t dh = next_fh_++;
+  dirs_[dh] = std::move(snap);
+  return dh;
+}
+
+Result<std::shared_ptr<const DirSnapshot>> ObjectFs::ReadDir(uint64_t dh) {
+  std::lock_guard lock(mu_);
+  auto it = dirs_.find(dh);
+  if (it == dirs_.end()) return InvalidArgumentError("no open directory handle " + std::to_string(dh));
+  return it->second;
+}
+
+void ObjectFs::ReleaseDir(uint64_t dh) {
+  std::lock_guard lock(mu_);
+  dirs_.erase(dh);
+}
+
+Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t mode) {
+  STRATA_RETURN_IF_ERROR(CheckName(name_view));
+  std::string name(name_view), path;
+  {
+    std::lock_guard lock(mu_);
+    Inode* p = FindLocked(parent);
+    if (p == nullptr || !p->is_dir) return NotFoundError("no directory inode " + std::to_string(parent));
+    path = ChildPath(p->path, name);
+  }
+  STRATA_RETURN_IF_ERROR(CheckWritable("mkdir", path));
+  auto existing = ResolveChild(parent, name);
+  if (existing.ok()) return Status(Code::kAlreadyExists, "/" + path + " already exists");
+  if (existing.status().code() != Code::kNotFound) return existing.status();
+  if (Status st = ValidateKey(path + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  // The marker object keeps an empty directory visible to every client.
+  auto put = store_->Put(path + "/", Buffer());
+  // file:// cannot hold "dir/" objects: the directory then lives in this
+  // mount until a file is written into it.
+  bool local_only = !put.ok() && put.status().code() == Code::kInvalidArgument;
+  if (!put.ok() && !local_only) return Backend(put.status(), "mkdir /" + path);
+  if (local_only)
+    STRATA_LOG_INFO("mount: backend stores no directory markers; /{} exists in this mount until it has files", path);
+  std::lock_guard lock(mu_);
+  Inode* p = FindLocked(parent);
+  if (p == nullptr) return NotFoundError("directory inode " + std::to_string(parent) + " is gone");
+  ++p->generation;
+  Inode& dir = UpsertLocked(*p, name, true);
+  dir.perm = mode & 07777 ? mode & 07777 : dir.perm;
+  dir.local_dir = local_only;
+  dir.made_here = true;
+  dir.attr_time = clock_.Now();
+  dir.listed = true;
+  dir.listed_at = clock_.Now();
+  dir.children.clear();
+  ++dir.nlookup;
+  return EntryOf(dir);
+}
+
+// Non-empty: a child here not yet uploaded, or anything under the prefix but its marker.
+Result<bool> ObjectFs::DirHasChildren(Ino ino, const std::string& path) {
+  {
+    std::lock_guard lock(mu_);
+    Inode* dir = FindLocked(ino);
+    if (dir == nullptr) return NotFoundError("/" + path + " is gone");
+    for (const auto& [name, child_ino] : dir->children) {
+      const Inode* child = FindLocked(child_ino);
+      if (child && child->writer && !child->writer->uploaded && !child->writer->unlinked) return true;
+    }
+  }
+  ListOptions o;
+  o.prefix = path + "/";
+  o.delimiter = "/";
+  o.max_keys = 2;
+  auto page = store_->List(o);
+  if (!page.ok()) return Backend(page.status(), "listing /" + path);
+  if (!page->common_prefixes.empty()) return true;
+  for (const auto& obj : page->objects) {
+    if (obj.key != o.prefix) return true;
+  }
+  return false;
+}
+
+Status ObjectFs::Rmdir(Ino parent, std::string_view name_view) {
+  STRATA_RETURN_IF_ERROR(CheckName(name_view));
+  std::string name(name_view);
+  STRATA_ASSIGN_OR_RETURN(Ino ino, ResolveChild(parent, name));
+  std::string path;
+  bool local_dir;
+  {
+    std::lock_guard lock(mu_);
+    Inode* dir = FindLocked(ino);
+    if (dir == nullptr) return NotFoundError("inode " + std::to_string(ino) + " is gone");
+    if (!dir->is_dir) return InvalidArgumentError("/" + dir->path + " is not a directory");
+    path = dir->path;
+    local_dir = dir->local_dir;
+  }
+  STRATA_RETURN_IF_ERROR(CheckWritable("rmdir", path));
+  STRATA_ASSIGN_OR_RETURN(bool busy, DirHasChildren(ino, path));
+  if (busy) return Status(Code::kPreconditionFailed, "/" + path + ": directory not empty");
+  if (!local_dir) {
+    Status del = store_->Delete(path + "/");
+    // InvalidArgument: a backend without markers (file://) has none to delete.
+    if (!del.ok() && del.code() != Code::kInvalidArgument) return Backend(del, "rmdir /" + path);
+  }
+  std::lock_guard lock(mu_);
+  if (Inode* p = FindLocked(parent)) DetachLocked(*p, name);
+  return Status::Ok();
+}
+
+Status ObjectFs::Link(Ino ino, Ino, std::string_view new_name) {
+  return Refuse(Code::kPermissionDenied, "link", std::string(new_name),
+                "hard links cannot be stored in an object store");
+}
+
+Status ObjectFs::Symlink(Ino, std::string_view name, std::string_view) {
+  return Refuse(Code::kPermissionDenied, "symlink", std::string(name), "symbolic links are not supported");
+}
+
+Status ObjectFs::Mknod(Ino, std::string_view name, uint32_t) {
+  return Refuse(Code::kPermissionDenied, "mknod", std::string(name),
+                "only regular files and directories are supported");
+}
+
+}  // namespace strata::fs

@@ -1,0 +1,235 @@
+// ObjectFs: a POSIX namespace over an object store, read through CachedStore.
+// No FUSE types: fuse/ adapts it to libfuse, tests drive it directly.
+//
+// Model. A key "a/b/c" is the file c in directory a/b; directories are key
+// prefixes, listed with delimiter "/" (an object "a/b/" is a directory
+// marker, as mkdir writes). Names appear as soon as they are listed; bytes are
+// fetched on first read (lazy loading). Inode numbers are stable for the
+// mount's lifetime: a path keeps its number while the object exists (a
+// renamed file keeps its number under the new name).
+//
+// Consistency (close-to-open). Within one mount, a file's bytes are visible
+// to open() calls that start after the writer's close() (or fsync())
+// returned; an upload failure is reported by that close()/fsync(). Changes by
+// other writers are seen when a cached answer expires: attributes after
+// attr_ttl, names after entry_ttl, directory listings after dir_ttl. An open
+// file reads the one object version it opened (blocks are keyed by ETag):
+// if the object is replaced underneath, further reads of bytes not cached
+// fail with IOError instead of mixing versions.
+//
+// What S3 cannot honour fails, with one log line, never silently:
+//  - writes into an existing non-empty object without O_TRUNC: NotSupported
+//  - chown to another owner, chmod of an object not created by this mount
+//    (modes are never stored; those of new files and directories are kept
+//    in memory so cp -p and mv work), hard links, symlinks, device nodes:
+//    PermissionDenied
+//  - renaming a non-empty directory: NotSupported (the adapter reports EXDEV,
+//    so mv(1) falls back to copy + delete)
+// Rename of a file is a server-side copy then a delete: not atomic.
+//
+// Error codes returned: NotFound, AlreadyExists, NotSupported,
+// PermissionDenied, PreconditionFailed (directory not empty), InvalidArgument,
+// OutOfRange (name or key too long), NoSpace (local write buffer), IOError (any backend failure on a read or an
+// upload; the message names the object). Thread-safe: every method may be
+// called from many threads at once.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/clock.h"
+#include "base/executor.h"
+#include "base/status.h"
+#include "cache/cached_store.h"
+#include "io/file_system.h"
+
+namespace strata::fs {
+
+using Ino = uint64_t;
+inline constexpr Ino kRootIno = 1;
+
+struct FsOptions {
+  Duration attr_ttl = std::chrono::seconds(10);   // file size/mtime trusted this long
+  Duration entry_ttl = std::chrono::seconds(10);  // name -> inode (and "no such name") trusted this long
+  Duration dir_ttl = std::chrono::seconds(30);    // a directory listing trusted this long
+  bool read_only = false;
+  std::string write_dir = "/tmp";              // where files being written are buffered until upload
+  uint64_t multipart_threshold = 32ull << 20;  // larger files upload in parts...
+  uint64_t part_size = 16ull << 20;            // ...of this size (raised if over 10000 parts)
+  size_t upload_concurrency = 4;               // parts in flight per file
+  size_t dir_prefetch = 8;                     // subdirectory listings fetched ahead after a readdir (0: off)
+  uint32_t uid = 0, gid = 0;
+  uint32_t file_mode = 0644, dir_mode = 0755;
+  Clock* clock = nullptr;       // default RealClock(); TTLs use Now()
+  FileSystem* local = nullptr;  // for write buffers; default DefaultFileSystem()
+};
+
+struct Attr {
+  Ino ino = 0;
+  bool is_dir = false;
+  uint64_t size = 0;
+  WallTime mtime{};
+  uint32_t mode = 0;  // type and permission bits (S_IFREG | 0644 ...)
+  uint32_t nlink = 1;
+  uint32_t uid = 0, gid = 0;
+};
+
+struct Entry {
+  Attr attr;
+  Duration attr_ttl{0};
+  Duration entry_ttl{0};
+};
+
+struct DirItem {
+  std::string name;
+  Attr attr;
+};
+
+// A consistent view of one directory taken at OpenDir; offsets index into it
+// ("." and ".." first).
+struct DirSnapshot {
+  std::vector<DirItem> items;
+};
+
+struct OpenResult {
+  uint64_t fh = 0;
+  bool keep_cache = false;  // the content is unchanged since the last open: keep the page cache
+  bool writable = false;
+};
+
+struct SetAttrRequest {
+  std::optional<uint32_t> mode;  // permission bits only
+  std::optional<uint32_t> uid, gid;
+  std::optional<uint64_t> size;
+  std::optional<WallTime> mtime;  // accepted for the mount's lifetime, not persisted
+};
+
+struct FsCounters {
+  uint64_t lists = 0;    // List requests for directories and lookups
+  uint64_t heads = 0;    // attribute refreshes
+  uint64_t uploads = 0;  // files uploaded (single PUT or multipart)
+  uint64_t multipart_uploads = 0;
+  uint64_t read_errors = 0;      // reads answered with IOError
+  uint64_t refused = 0;          // operations refused as unsupported
+  uint64_t prefetched_dirs = 0;  // listings fetched ahead
+};
+
+class ObjectFs {
+ public:
+  // `store` must outlive nothing here: it is shared.
+  ObjectFs(std::shared_ptr<CachedStore> store, FsOptions options);
+  ~ObjectFs();  // call Shutdown() first to upload files still open for writing
+  ObjectFs(const ObjectFs&) = delete;
+  ObjectFs& operator=(const ObjectFs&) = delete;
+
+  const FsOptions& options() const { return options_; }
+  CachedStore& store() { return *store_; }
+
+  // Each successful Lookup (and each readdir item handed to the kernel with
+  // attributes) adds one lookup reference, dropped by Forget.
+  Result<Entry> Lookup(Ino parent, std::string_view name);
+  void AddLookup(Ino ino);
+  void Forget(Ino ino, uint64_t n);
+  Result<Attr> GetAttr(Ino ino);
+  // `fh`, when given, is a handle open on `ino` (truncating an open new file).
+  Result<Attr> SetAttr(Ino ino, const SetAttrRequest& request, std::optional<uint64_t> fh = std::nullopt);
+
+  Result<uint64_t> OpenDir(Ino ino);
+  Result<std::shared_ptr<const DirSnapshot>> ReadDir(uint64_t dh);
+  void ReleaseDir(uint64_t dh);
+
+  // flags: O_RDONLY/O_WRONLY/O_RDWR, O_TRUNC, O_APPEND (from <fcntl.h>).
+  Result<OpenResult> Open(Ino ino, int flags);
+  Result<std::pair<Entry, OpenResult>> Create(Ino parent, std::string_view name, uint32_t mode, int flags);
+  // Fewer bytes than asked only at end of file.
+  Result<Buffer> Read(uint64_t fh, uint64_t offset, size_t size);
+  Result<size_t> Write(uint64_t fh, uint64_t offset, const void* data, size_t size);
+  Status Flush(uint64_t fh);  // uploads the file if written since the last upload
+  Status Fsync(uint64_t fh);
+  Status Release(uint64_t fh);
+
+  Status Unlink(Ino parent, std::string_view name);
+  Result<Entry> Mkdir(Ino parent, std::string_view name, uint32_t mode);
+  Status Rmdir(Ino parent, std::string_view name);
+  // flags: 0, or RENAME_NOREPLACE (1); RENAME_EXCHANGE (2) is InvalidArgument.
+  Status Rename(Ino parent, std::string_view name, Ino new_parent, std::string_view new_name, unsigned flags);
+  // Always refused (PermissionDenied), logged.
+  Status Link(Ino ino, Ino new_parent, std::string_view new_name);
+  Status Symlink(Ino parent, std::string_view name, std::string_view target);
+  Status Mknod(Ino parent, std::string_view name, uint32_t mode);
+
+  // Uploads every file still open with unsaved writes (unmount).
+  Status Shutdown();
+  FsCounters counters() const;
+  // The key (files) or prefix without its trailing '/' (directories).
+  Result<std::string> PathOf(Ino ino) const;
+
+ private:
+  struct Writer;
+  struct Inode;
+  struct Handle;
+  struct Listing;
+
+  Attr AttrOf(const Inode& inode) const;
+  Entry EntryOf(const Inode& inode) const;
+  static std::string ChildPath(const std::string& dir, std::string_view name);
+  Status CheckName(std::string_view name) const;
+  Status CheckWritable(std::string_view op, const std::string& path);
+  Status Refuse(Code code, std::string_view op, const std::string& path, std::string_view why);
+
+  // Inode table (callers hold mu_).
+  Inode* FindLocked(Ino ino);
+  const Inode* FindLocked(Ino ino) const;
+  Inode& UpsertLocked(Inode& parent, const std::string& name, bool is_dir);
+  void DetachLocked(Inode& parent, const std::string& name);
+  bool ListingFreshLocked(const Inode& dir) const;
+  bool AttrFreshLocked(const Inode& inode) const;
+
+  // Backend probes (no lock held).
+  Status EnsureListed(Ino dir, bool user_initiated);
+  Status ListNow(Ino dir);
+  Result<Entry> ProbeChild(Ino parent, const std::string& name);
+  void PrefetchSubdirs(const std::vector<Ino>& dirs);
+  Status RefreshAttr(Ino ino);
+  Result<Ino> ResolveChild(Ino parent, std::string_view name);
+
+  Result<bool> DirHasChildren(Ino ino, const std::string& path);
+  void MoveLocked(Inode& inode, Inode& new_parent, const std::string& new_name);
+
+  // Writes.
+  Result<std::shared_ptr<Writer>> NewWriter(const std::string& path);
+  Status UploadLocked(Ino ino, Writer& w);  // w.mu held
+  Status UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& writer);
+  Result<ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size);
+  Result<Buffer> ReadLocal(Writer& w, uint64_t offset, size_t size);
+
+  std::shared_ptr<CachedStore> store_;
+  FsOptions options_;
+  Clock& clock_;
+  FileSystem& local_;
+  const WallTime mount_time_;
+
+  mutable std::mutex mu_;
+  std::condition_variable listed_cv_;
+  std::unordered_map<Ino, std::unique_ptr<Inode>> inodes_;
+  std::unordered_map<std::string, Ino> by_path_;  // files: key; dirs: prefix + "/"
+  Ino next_ino_ = kRootIno + 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Handle>> handles_;
+  std::unordered_map<uint64_t, std::shared_ptr<const DirSnapshot>> dirs_;
+  uint64_t next_fh_ = 1;
+  uint64_t next_temp_ = 1;
+  FsCounters counters_;
+
+  std::unique_ptr<ThreadPool> prefetch_pool_;  // last: drained first
+};
+
+}  // namespace strata::fs

@@ -1,0 +1,69 @@
+// ObjectFs's private records, shared by its two source files. Not a public API.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fs/object_fs.h"
+
+namespace strata::fs {
+
+// The local buffer of a file open for writing. `mu` serialises writes,
+// truncation and uploads; `refs` and `unlinked` are guarded by ObjectFs::mu_.
+struct ObjectFs::Writer {
+  std::string temp_path;
+  std::mutex mu;
+  std::unique_ptr<WritableFile> out;
+  std::unique_ptr<RandomAccessFile> in;
+  uint64_t size = 0;
+  bool dirty = false;     // written (or truncated) since the last upload
+  bool uploaded = false;  // an object exists under the inode's key
+  bool unlinked = false;  // removed while open: never upload
+  int refs = 0;
+};
+
+struct ObjectFs::Inode {
+  Ino ino = 0;
+  Ino parent = 0;
+  std::string name;
+  std::string path;  // key of a file; prefix without '/' of a directory ("" for the root)
+  bool is_dir = false;
+  bool attached = true;  // reachable by path (false once unlinked or replaced)
+  uint64_t nlookup = 0;
+  int open_handles = 0;
+
+  uint64_t size = 0;
+  WallTime mtime{};
+  std::string etag;
+  TimePoint attr_time{};   // when size/mtime/etag (or a directory's existence) were last confirmed
+  uint32_t perm = 0;       // permission bits shown
+  bool made_here = false;  // created by this mount: its (unstored) mode may be changed, as cp -p/mv do
+
+  // Directories.
+  std::map<std::string, Ino> children;
+  bool listed = false;
+  bool listing = false;  // a listing is in flight (others wait on listed_cv_)
+  TimePoint listed_at{};
+  uint64_t generation = 0;  // bumped by local changes, so a listing racing one is retried
+  bool local_dir = false;   // made by mkdir on a backend that cannot store markers: this mount only
+
+  // Files.
+  std::string kept_etag;  // the version whose pages the kernel may keep
+  std::shared_ptr<Writer> writer;
+};
+
+struct ObjectFs::Handle {
+  Ino ino = 0;
+  bool writable = false;
+  std::shared_ptr<Writer> writer;  // writers, and readers of a file being written here
+  std::mutex mu;                   // guards stream (one sequential reader)
+  std::unique_ptr<ReadStream> stream;
+  std::string key, etag;
+};
+
+// Directory key of a path: the listing prefix ("" for the root).
+inline std::string DirKey(const std::string& path) { return path.empty() ? path : path + "/"; }
+
+}  // namespace strata::fs

@@ -1,0 +1,576 @@
+// ObjectFs: file data. Reads go through one CachedStore ReadStream per
+// handle (its own sequential detection and read-ahead); writes go to a local
+// temp file and are uploaded on flush/fsync/release (multipart when large).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "base/log.h"
+#include "fs/object_fs.h"
+#include "fs/object_fs_internal.h"
+
+namespace strata::fs {
+
+namespace {
+Status Backend(const Status& st, std::string_view what) {
+  if (st.ok() || st.code() == Code::kNotFound) return st;
+  return Status(Code::kIOError, std::string(what) + ": " + st.message(), st.cause(), st.retryable());
+}
+constexpr unsigned kRenameNoReplace = 1, kRenameExchange = 2;
+}  // namespace
+
+// ---- writers ----
+
+Result<std::shared_ptr<ObjectFs::Writer>> ObjectFs::NewWriter(const std::string& path) {
+  uint64_t n;
+  {
+    std::lock_guard lock(mu_);
+    n = next_temp_++;
+  }
+  auto w = std::make_shared<Writer>();
+  w->temp_path = options_.write_dir + "/strata-write-" + std::to_string(getpid()) + "-" + std::to_string(n);
+  auto out = local_.OpenForWrite(w->temp_path, true);
+  if (!out.ok()) return out.status().WithContext("buffering /" + path);
+  w->out = std::move(out).value();
+  auto in = local_.OpenForRead(w->temp_path);
+  if (!in.ok()) {
+    local_.Remove(w->temp_path).IgnoreError();
+    return in.status().WithContext("buffering /" + path);
+  }
+  w->in = std::move(in).value();
+  return w;
+}
+
+Result<Buffer> ObjectFs::ReadLocal(Writer& w, uint64_t offset, size_t size) {
+  uint64_t end;
+  {
+    std::lock_guard lock(w.mu);
+    end = w.size;
+  }
+  if (offset >= end) return Buffer();
+  size_t n = static_cast<size_t>(std::min<uint64_t>(size, end - offset));
+  MutableBuffer buf(n);
+  STRATA_ASSIGN_OR_RETURN(size_t got, w.in->ReadAt(offset, n, buf.data()));
+  // Bytes past what was written but within the size (a sparse extension) read as zeros.
+  if (got < n) std::memset(buf.data() + got, 0, n - got);
+  return std::move(buf).Freeze();
+}
+
+Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, uint64_t size) {
+  uint64_t part = std::max(options_.part_size, store_->MinPartSize());
+  while ((size + part - 1) / part > 10000) part *= 2;
+  const size_t parts = static_cast<size_t>((size + part - 1) / part);
+  STRATA_ASSIGN_OR_RETURN(std::string upload_id, store_->CreateMultipartUpload(key));
+  std::vector<CompletedPart> done(parts);
+  std::mutex mu;
+  Status first;
+  ParallelFor(parts, std::max<size_t>(1, options_.upload_concurrency), [&](size_t i) {
+    {
+      std::lock_guard lock(mu);
+      if (!first.ok()) return;
+    }
+    uint64_t off = i * part, len = std::min(part, size - off);
+    MutableBuffer buf(len);
+    auto got = w.in->ReadAt(off, len, buf.data());
+    Result<std::string> etag =
+        got.ok() ? store_->UploadPart(key, upload_id, static_cast<int>(i + 1), std::move(buf).Freeze())
+                 : Result<std::string>(got.status());
+    std::lock_guard lock(mu);
+    if (got.ok() && *got != len && etag.ok()) etag = IOError("write buffer of /" + key + " shrank while uploading");
+    if (!etag.ok()) {
+      if (first.ok()) first = etag.status();
+      return;
+    }
+    done[i] = CompletedPart{static_cast<int>(i + 1), *etag};
+  });
+  if (first.ok()) {
+    auto info = store_->CompleteMultipartUpload(key, upload_id, done);
+    if (info.ok()) return info;
+    first = info.status();
+  }
+  store_->AbortMultipartUpload(key, upload_id).IgnoreError();
+  return first;
+}
+
+// Requires w.mu held by the caller.
+Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
+  std::string path;
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    if (inode == nullptr || w.unlinked || !inode->attached) return Status::Ok();  // removed: nothing to save
+    path = inode->path;
+  }
+  const uint64_t size = w.size;
+  Result<ObjectInfo> info = Status(Code::kInternal, "not uploaded");
+  bool multipart = size > options_.multipart_threshold;
+  if (!multipart) {
+    MutableBuffer buf(size);
+    auto got = size ? w.in->ReadAt(0, size, buf.data()) : Result<size_t>(size_t{0});
+    if (!got.ok()) return got.status().WithContext("uploading /" + path);
+    info = store_->Put(path, std::move(buf).Freeze());
+  } else {
+    info = UploadMultipart(path, w, size);
+  }
+  if (!info.ok()) {
+    STRATA_LOG_WARN("mount: upload of /{} ({} bytes) failed: {}", path, size, info.status().ToString());
+    return Status(Code::kIOError, "uploading /" + path + ": " + info.status().message(), info.status().cause(),
+                  info.status().retryable());
+  }
+  if (info->etag.empty()) {  // some servers answer CompleteMultipartUpload without one
+    if (auto head = store_->Head(path); head.ok()) info = head;
+  }
+  w.dirty = false;
+  w.uploaded = true;
+  std::lock_guard lock(mu_);
+  ++counters_.uploads;
+  if (multipart) ++counters_.multipart_uploads;
+  if (Inode* inode = FindLocked(ino)) {
+    inode->size = size;
+    inode->etag = info->etag;
+    inode->mtime = info->mtime;
+    inode->attr_time = clock_.Now();
+    inode->kept_etag.clear();  // the kernel's pages came from writes, not from this version
+  }
+  return Status::Ok();
+}
+
+Status ObjectFs::UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& w) {
+  std::lock_guard lock(w->mu);
+  if (!w->dirty) return Status::Ok();
+  return UploadLocked(ino, *w);
+}
+
+// ---- open / create ----
+
+Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
+  const int acc = flags & O_ACCMODE;
+  const bool write = acc != O_RDONLY;
+  std::string path;
+  std::shared_ptr<Writer> writer;
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+    if (inode->is_dir) return InvalidArgumentError("/" + inode->path + " is a directory");
+    path = inode->path;
+    writer = inode->writer;
+  }
+  if (write) {
+    STRATA_RETURN_IF_ERROR(CheckWritable("open for writing", path));
+    if (writer) {
+      if (flags & O_TRUNC) {
+        std::lock_guard wl(writer->mu);
+        STRATA_RETURN_IF_ERROR(local_.Truncate(writer->temp_path, 0));
+        writer->size = 0;
+        writer->dirty = true;
+      }
+    } else {
+      uint64_t size;
+      {
+        std::lock_guard lock(mu_);
+        size = FindLocked(ino)->size;
+      }
+      if (!(flags & O_TRUNC) && size > 0) {
+        return Refuse(Code::kNotSupported, "open for writing", path,
+                      "writing into an existing object is not supported (open with O_TRUNC to replace it)");
+      }
+      STRATA_ASSIGN_OR_RETURN(writer, NewWriter(path));
+      writer->uploaded = true;
+      writer->dirty = (flags & O_TRUNC) != 0;
+    }
+  }
+  auto handle = std::make_unique<Handle>();
+  handle->ino = ino;
+  handle->writable = write;
+  handle->key = path;
+  OpenResult result;
+  result.writable = write;
+  if (!writer) {
+    auto stream = store_->OpenStream(path);
+    if (!stream.ok()) {
+      if (stream.status().code() == Code::kNotFound) {
+        std::lock_guard lock(mu_);
+        Inode* inode = FindLocked(ino);
+        if (inode && inode->attached && !inode->writer)
+          if (Inode* p = FindLocked(inode->parent)) DetachLocked(*p, inode->name);
+      }
+      return Backend(stream.status(), "opening /" + path);
+    }
+    handle->stream = std::move(stream).value();
+    handle->etag = handle->stream->info().etag;
+  }
+  std::lock_guard lock(mu_);
+  Inode* inode = FindLocked(ino);
+  if (inode == nullptr) return NotFoundError("/" + path + " is gone");
+  if (write && !inode->writer) inode->writer = writer;  // (another opener may have raced: share theirs)
+  if (inode->writer) {
+    handle->writer = inode->writer;
+    ++handle->writer->refs;
+  } else if (handle->stream) {
+    const ObjectInfo& info = handle->stream->info();
+    inode->size = info.size;
+    inode->mtime = info.mtime;
+    inode->etag = info.etag;
+    inode->attr_time = clock_.Now();
+    result.keep_cache = !info.etag.empty() && inode->kept_etag == info.etag;
+    inode->kept_etag = info.etag;
+  }
+  ++inode->open_handles;
+  result.fh = next_fh_++;
+  handles_[result.fh] = std::move(handle);
+  return result;
+}
+
+Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_view name_view, uint32_t mode,
+                                                      int flags) {
+  STRATA_RETURN_IF_ERROR(CheckName(name_view));
+  std::string name(name_view), path;
+  {
+    std::lock_guard lock(mu_);
+    Inode* p = FindLocked(parent);
+    if (p == nullptr || !p->is_dir) return NotFoundError("no directory inode " + std::to_string(parent));
+    path = ChildPath(p->path, name);
+  }
+  STRATA_RETURN_IF_ERROR(CheckWritable("create", path));
+  if (Status st = ValidateKey(path + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  auto existing = ResolveChild(parent, name);
+  if (existing.ok()) {
+    if (flags & O_EXCL) return Status(Code::kAlreadyExists, "/" + path + " already exists");
+    STRATA_ASSIGN_OR_RETURN(OpenResult opened, Open(*existing, flags));
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(*existing);
+    if (inode == nullptr) return NotFoundError("/" + path + " is gone");
+    ++inode->nlookup;
+    return std::make_pair(EntryOf(*inode), opened);
+  }
+  if (existing.status().code() != Code::kNotFound) return existing.status();
+  STRATA_ASSIGN_OR_RETURN(auto writer, NewWriter(path));
+  writer->dirty = true;  // even empty: close() creates the object
+  writer->refs = 1;
+  std::lock_guard lock(mu_);
+  Inode* p = FindLocked(parent);
+  if (p == nullptr) return NotFoundError("directory of /" + path + " is gone");
+  ++p->generation;
+  Inode& inode = UpsertLocked(*p, name, false);
+  inode.writer = writer;
+  inode.size = 0;
+  inode.etag.clear();
+  inode.kept_etag.clear();
+  inode.mtime = clock_.WallNow();
+  inode.attr_time = clock_.Now();
+  inode.perm = mode & 07777;
+  inode.made_here = true;
+  ++inode.nlookup;
+  ++inode.open_handles;
+  auto handle = std::make_unique<Handle>();
+  handle->ino = inode.ino;
+  handle->writable = true;
+  handle->writer = writer;
+  handle->key = path;
+  OpenResult result;
+  result.fh = next_fh_++;
+  result.writable = true;
+  handles_[result.fh] = std::move(handle);
+  return std::make_pair(EntryOf(inode), result);
+}
+
+// ---- read / write ----
+
+Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
+  Handle* h;
+  std::shared_ptr<Writer> local;
+  {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(fh);
+    if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
+    h = it->second.get();
+    local = h->writer;
+  }
+  Result<Buffer> data = Status(Code::kInternal, "not read");
+  if (local) {
+    data = ReadLocal(*local, offset, size);
+  } else {
+    // One stream per handle: the kernel's parallel read-ahead requests queue
+    // here so the stream sees them in order and keeps its window growing
+    // (they mostly hit blocks the stream already prefetched).
+    std::lock_guard sl(h->mu);
+    data = h->stream->Read(offset, size);
+  }
+  if (!data.ok()) {
+    {
+      std::lock_guard lock(mu_);
+      ++counters_.read_errors;
+    }
+    STRATA_LOG_WARN("mount: read of /{} at offset {} ({} bytes) failed: {}", h->key, offset, size,
+                    data.status().ToString());
+    return Status(Code::kIOError,
+                  "reading /" + h->key + " at offset " + std::to_string(offset) + ": " + data.status().message(),
+                  data.status().cause(), data.status().retryable());
+  }
+  return data;
+}
+
+Result<size_t> ObjectFs::Write(uint64_t fh, uint64_t offset, const void* data, size_t size) {
+  std::shared_ptr<Writer> w;
+  Ino ino;
+  {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(fh);
+    if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
+    if (!it->second->writable) return InvalidArgumentError("file handle " + std::to_string(fh) + " is read-only");
+    w = it->second->writer;
+    ino = it->second->ino;
+  }
+  {
+    std::lock_guard wl(w->mu);
+    STRATA_RETURN_IF_ERROR(w->out->WriteAt(offset, data, size));
+    w->size = std::max(w->size, offset + size);
+    w->dirty = true;
+  }
+  std::lock_guard lock(mu_);
+  if (Inode* inode = FindLocked(ino)) inode->mtime = clock_.WallNow();
+  return size;
+}
+
+Status ObjectFs::Flush(uint64_t fh) {
+  std::shared_ptr<Writer> w;
+  Ino ino;
+  {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(fh);
+    if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
+    if (!it->second->writable) return Status::Ok();
+    w = it->second->writer;
+    ino = it->second->ino;
+  }
+  return UploadIfDirty(ino, w);
+}
+
+Status ObjectFs::Fsync(uint64_t fh) { return Flush(fh); }
+
+Status ObjectFs::Release(uint64_t fh) {
+  std::unique_ptr<Handle> h;
+  {
+    std::lock_guard lock(mu_);
+    auto it = handles_.find(fh);
+    if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
+    h = std::move(it->second);
+    handles_.erase(it);
+  }
+  Status st;
+  if (h->writable) st = UploadIfDirty(h->ino, h->writer);
+  bool clean = true;
+  if (h->writer) {
+    std::lock_guard wl(h->writer->mu);
+    clean = !h->writer->dirty;
+  }
+  std::lock_guard lock(mu_);
+  Inode* inode = FindLocked(h->ino);
+  if (h->writer && --h->writer->refs == 0) {
+    bool ours = inode && inode->writer == h->writer;
+    if (clean || h->writer->unlinked || !ours) {
+      local_.Remove(h->writer->temp_path).IgnoreError();
+      if (ours) inode->writer.reset();
+    }  // else the upload failed: keep the bytes for a retry by the next flush or Shutdown
+  }
+  if (inode && --inode->open_handles == 0 && !inode->attached && inode->nlookup == 0) inodes_.erase(h->ino);
+  return st;
+}
+
+Status ObjectFs::Shutdown() {
+  std::vector<std::pair<Ino, std::shared_ptr<Writer>>> writers;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [ino, inode] : inodes_)
+      if (inode->writer) writers.emplace_back(ino, inode->writer);
+  }
+  Status first;
+  for (auto& [ino, w] : writers) {
+    Status st = UploadIfDirty(ino, w);
+    if (!st.ok() && first.ok()) first = st;
+    local_.Remove(w->temp_path).IgnoreError();
+  }
+  return first;
+}
+
+// ---- attributes that change data ----
+
+Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional<uint64_t> fh) {
+  std::string path;
+  std::shared_ptr<Writer> w;
+  uint64_t size;
+  bool mode_change, owner_change;
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+    path = inode->path;
+    w = inode->writer;
+    size = inode->size;
+    mode_change = req.mode && (*req.mode & 07777) != inode->perm;
+    if (mode_change && inode->made_here) {
+      inode->perm = *req.mode & 07777;  // never stored: kept for the mount's lifetime
+      mode_change = false;
+    }
+    owner_change = (req.uid && *req.uid != options_.uid) || (req.gid && *req.gid != options_.gid);
+  }
+  if (mode_change)
+    return Refuse(Code::kPermissionDenied, "chmod", path, "permissions cannot be stored in an object store");
+  if (owner_change)
+    return Refuse(Code::kPermissionDenied, "chown", path, "ownership cannot be stored in an object store");
+  if (req.size) {
+    STRATA_RETURN_IF_ERROR(CheckWritable("truncate", path));
+    if (w) {
+      std::lock_guard wl(w->mu);
+      STRATA_RETURN_IF_ERROR(local_.Truncate(w->temp_path, *req.size));
+      w->size = *req.size;
+      w->dirty = true;
+    } else if (*req.size == 0 && size != 0) {
+      auto put = store_->Put(path, Buffer());
+      if (!put.ok()) return Backend(put.status(), "truncating /" + path);
+      std::lock_guard lock(mu_);
+      if (Inode* inode = FindLocked(ino)) {
+        inode->size = 0;
+        inode->etag = put->etag;
+        inode->mtime = put->mtime;
+        inode->attr_time = clock_.Now();
+      }
+    } else if (*req.size != size) {
+      return Refuse(Code::kNotSupported, "truncate", path, "changing the size of an existing object is not supported");
+    }
+  }
+  std::lock_guard lock(mu_);
+  Inode* inode = FindLocked(ino);
+  if (inode == nullptr) return NotFoundError("/" + path + " is gone");
+  if (req.mtime && !inode->is_dir) inode->mtime = *req.mtime;  // this mount only
+  return AttrOf(*inode);
+}
+
+// ---- unlink / rename ----
+
+Status ObjectFs::Unlink(Ino parent, std::string_view name_view) {
+  STRATA_RETURN_IF_ERROR(CheckName(name_view));
+  std::string name(name_view);
+  STRATA_ASSIGN_OR_RETURN(Ino ino, ResolveChild(parent, name));
+  std::string path;
+  std::shared_ptr<Writer> w;
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    if (inode == nullptr) return NotFoundError("inode " + std::to_string(ino) + " is gone");
+    if (inode->is_dir) return InvalidArgumentError("/" + inode->path + " is a directory");
+    path = inode->path;
+    w = inode->writer;
+  }
+  STRATA_RETURN_IF_ERROR(CheckWritable("unlink", path));
+  std::unique_lock<std::mutex> wl;
+  if (w) wl = std::unique_lock(w->mu);  // not while an upload of it runs
+  if (!w || w->uploaded) STRATA_RETURN_IF_ERROR(Backend(store_->Delete(path), "unlink /" + path));
+  std::lock_guard lock(mu_);
+  if (Inode* p = FindLocked(parent)) DetachLocked(*p, name);
+  if (w) w->unlinked = true;
+  return Status::Ok();
+}
+
+void ObjectFs::MoveLocked(Inode& inode, Inode& new_parent, const std::string& new_name) {
+  if (Inode* old_parent = FindLocked(inode.parent)) {
+    old_parent->children.erase(inode.name);
+    ++old_parent->generation;
+  }
+  std::string old_key = inode.is_dir ? inode.path + "/" : inode.path;
+  if (auto p = by_path_.find(old_key); p != by_path_.end() && p->second == inode.ino) by_path_.erase(p);
+  if (new_parent.children.count(new_name)) DetachLocked(new_parent, new_name);
+  inode.parent = new_parent.ino;
+  inode.name = new_name;
+  inode.path = ChildPath(new_parent.path, new_name);
+  inode.attached = true;
+  by_path_[inode.is_dir ? inode.path + "/" : inode.path] = inode.ino;
+  new_parent.children[new_name] = inode.ino;
+  ++new_parent.generation;
+}
+
+Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, std::string_view new_name_view,
+                        unsigned flags) {
+  STRATA_RETURN_IF_ERROR(CheckName(name_view));
+  STRATA_RETURN_IF_ERROR(CheckName(new_name_view));
+  std::string name(name_view), new_name(new_name_view);
+  if (flags & kRenameExchange) return InvalidArgumentError("RENAME_EXCHANGE is not supported");
+  STRATA_ASSIGN_OR_RETURN(Ino ino, ResolveChild(parent, name));
+  auto target = ResolveChild(new_parent, new_name);
+  if (!target.ok() && target.status().code() != Code::kNotFound) return target.status();
+  if (target.ok() && *target == ino) return Status::Ok();
+  if (target.ok() && (flags & kRenameNoReplace)) return Status(Code::kAlreadyExists, new_name + " exists");
+  std::string from, to;
+  bool is_dir, target_dir = false, local_dir = false;
+  std::shared_ptr<Writer> w;
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    Inode* np = FindLocked(new_parent);
+    if (inode == nullptr || np == nullptr) return NotFoundError("rename source or target directory is gone");
+    from = inode->path;
+    to = ChildPath(np->path, new_name);
+    is_dir = inode->is_dir;
+    local_dir = inode->local_dir;
+    w = inode->writer;
+    if (target.ok())
+      if (const Inode* t = FindLocked(*target)) target_dir = t->is_dir;
+  }
+  STRATA_RETURN_IF_ERROR(CheckWritable("rename", from));
+  if (Status st = ValidateKey(to + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  if (target.ok() && target_dir != is_dir) {
+    return InvalidArgumentError("cannot rename /" + from + " over /" + to + " (one is a directory)");
+  }
+  if (is_dir) {
+    if (target.ok()) {
+      STRATA_ASSIGN_OR_RETURN(bool busy, DirHasChildren(*target, to));
+      if (busy) return Status(Code::kPreconditionFailed, "/" + to + ": directory not empty");
+    }
+    STRATA_ASSIGN_OR_RETURN(bool busy, DirHasChildren(ino, from));
+    if (busy) {
+      return Refuse(Code::kNotSupported, "rename", from,
+                    "renaming a non-empty directory is not supported (mv falls back to copy + delete)");
+    }
+    if (!local_dir) {
+      // InvalidArgument: a backend without markers (file://); the directory stays local.
+      Status put = store_->Put(to + "/", Buffer()).status();
+      if (!put.ok() && put.code() != Code::kInvalidArgument) return Backend(put, "rename /" + from + " to /" + to);
+      local_dir = !put.ok();
+      Status del = store_->Delete(from + "/");
+      if (!del.ok() && del.code() != Code::kInvalidArgument) return Backend(del, "rename: deleting /" + from);
+    }
+  } else {
+    std::unique_lock<std::mutex> wl;
+    if (w) wl = std::unique_lock(w->mu);
+    if (w && w->dirty && w->uploaded) STRATA_RETURN_IF_ERROR(UploadLocked(ino, *w));
+    if (!w || w->uploaded) {
+      // Not atomic: a server-side copy, then a delete.
+      auto copied = store_->Copy(from, to);
+      if (!copied.ok()) return Backend(copied.status(), "rename: copying /" + from + " to /" + to);
+      Status del = store_->Delete(from);
+      if (!del.ok()) {
+        STRATA_LOG_WARN("mount: rename copied /{} to /{} but could not delete the source: {}", from, to,
+                        del.ToString());
+        return Backend(del, "rename: deleting /" + from + " after copying it to /" + to);
+      }
+    }  // else: never uploaded, the next upload goes to the new name
+  }
+  std::lock_guard lock(mu_);
+  Inode* inode = FindLocked(ino);
+  Inode* np = FindLocked(new_parent);
+  if (inode == nullptr || np == nullptr) return NotFoundError("rename: /" + from + " is gone");
+  MoveLocked(*inode, *np, new_name);
+  if (is_dir) {
+    inode->local_dir = local_dir;
+    inode->children.clear();
+    inode->listed = true;
+    inode->listed_at = clock_.Now();
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata::fs

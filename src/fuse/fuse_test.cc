@@ -1,0 +1,488 @@
+// Real mounts of the built `strata` binary (label fuse): over a file://
+// backend and over Ceph RGW, driven by real tools (cp, find, cat, sha256sum,
+// dd, fio, Python, PyTorch DataLoader); contents checked byte-exact against
+// the backend. Mounts run with --foreground in the background and are
+// stopped by PID (SIGTERM / SIGINT) or with `strata umount`.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "base/hash.h"
+#include "object/store_url.h"
+#include "testing/s3_server.h"
+#include "testing/subprocess.h"
+
+namespace strata {
+namespace {
+
+namespace stdfs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+constexpr const char* kPython = "/usr/bin/python3";
+
+enum class Backend { kFile, kRgw };
+
+std::string StrataBin() {
+  const char* dir = std::getenv("STRATA_BINARY_DIR");
+  return dir ? std::string(dir) + "/src/cli/strata" : "";
+}
+
+bool Mounted(const std::string& mp) {
+  std::ifstream in("/proc/self/mounts");
+  std::string dev, point, rest;
+  while (in >> dev >> point && std::getline(in, rest)) {
+    if (point == mp) return true;
+  }
+  return false;
+}
+
+std::string RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+std::string Sha(const std::string& s) { return ToHex(Sha256(s)); }
+
+// The RGW server shared by every test of this binary (started on first use).
+class Rgw : public ::testing::Environment {
+ public:
+  static S3TestServer* Get() {
+    std::lock_guard lock(mu_);
+    if (!server_) {
+      auto s = S3TestServer::Start(S3TestServer::Kind::kRgw);
+      if (!s.ok()) s = S3TestServer::Start(S3TestServer::Kind::kRgw);  // a loaded machine can miss the deadline once
+      if (!s.ok()) {
+        ADD_FAILURE() << "cannot start Ceph RGW: " << s.status();
+        return nullptr;
+      }
+      server_ = std::move(*s);
+    }
+    return server_.get();
+  }
+  void TearDown() override {
+    std::lock_guard lock(mu_);
+    if (server_) {
+      EXPECT_TRUE(server_->Stop().ok());
+    }
+    server_.reset();
+  }
+
+ private:
+  static inline std::mutex mu_;
+  static inline std::unique_ptr<S3TestServer> server_;
+};
+const auto* const kRgwEnv = ::testing::AddGlobalTestEnvironment(new Rgw);
+
+// A `strata mount --foreground` child process.
+class MountProcess {
+ public:
+  MountProcess(const std::vector<std::string>& args, const EnvOverrides& env, const std::string& log) : log_(log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      for (const auto& [k, v] : env) v ? setenv(k.c_str(), v->c_str(), 1) : unsetenv(k.c_str());
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~MountProcess() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  std::string Log() const {
+    std::ifstream in(log_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // Waits for the mount to appear (or the process to die).
+  bool WaitMounted(const std::string& mp) {
+    auto deadline = SteadyClock::now() + std::chrono::seconds(60);
+    while (SteadyClock::now() < deadline) {
+      if (Mounted(mp)) return true;
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling an external process
+    }
+    return false;
+  }
+  // Waits for the process to exit; its exit code (-1 on timeout).
+  int Wait(std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    if (reaped_) return exit_code_;
+    auto deadline = SteadyClock::now() + timeout;
+    while (SteadyClock::now() < deadline) {
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return exit_code_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int exit_code_ = -1;
+};
+
+class FuseTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(stdfs::exists(StrataBin())) << "no strata binary at " << StrataBin() << " (run under ctest)";
+    ASSERT_TRUE(stdfs::exists("/dev/fuse"));
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = (stdfs::temp_directory_path() / ("strata-fuse-" + std::to_string(getpid()) + "-" + name)).string();
+    stdfs::remove_all(dir_);
+    stdfs::create_directories(dir_ + "/mnt");
+    stdfs::create_directories(dir_ + "/local");
+    mnt_ = dir_ + "/mnt";
+    if (GetParam() == Backend::kFile) {
+      stdfs::create_directories(dir_ + "/bucket");
+      url_ = "file://" + dir_ + "/bucket";
+    } else {
+      S3TestServer* rgw = Rgw::Get();
+      ASSERT_NE(rgw, nullptr);
+      // Each test under its own prefix of the shared bucket.
+      static int n = 0;
+      url_ = rgw->StoreUrl("t" + std::to_string(getpid()) + "-" + std::to_string(++n));
+      env_ = rgw->ClientEnv();
+      // The test's own store (to seed and check objects) reads the same credentials.
+      for (const auto& [k, v] : env_) v ? setenv(k.c_str(), v->c_str(), 1) : unsetenv(k.c_str());
+    }
+    auto store = OpenStore(url_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *store;
+  }
+
+  void TearDown() override {
+    if (mount_) Stop(SIGTERM);
+    if (Mounted(mnt_)) (void)RunCommand({"fusermount3", "-u", "-z", mnt_});
+    stdfs::remove_all(dir_);
+  }
+
+  void Put(const std::string& key, const std::string& data) {
+    ASSERT_TRUE(store_->Put(key, Buffer::Copy(data)).ok()) << key;
+    expected_[key] = data;
+  }
+  std::string Get(const std::string& key) {
+    auto r = store_->Get(key);
+    return r.ok() ? r->data.ToString() : "<" + r.status().ToString() + ">";
+  }
+
+  void Mount(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {StrataBin(),   "mount",         url_,          mnt_,    "--foreground",
+                                     "--cache-dir", dir_ + "/cache", "--cache-mem", "256MiB"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    mount_ = std::make_unique<MountProcess>(args, env_, dir_ + "/mount.log");
+    ASSERT_TRUE(mount_->WaitMounted(mnt_)) << "mount did not appear; log:\n" << mount_->Log();
+  }
+  void Stop(int sig) {
+    ASSERT_EQ(kill(mount_->pid(), sig), 0);
+    EXPECT_EQ(mount_->Wait(), 0) << mount_->Log();
+    EXPECT_FALSE(Mounted(mnt_));
+    mount_.reset();
+  }
+
+  CommandResult Run(const std::vector<std::string>& argv, std::optional<std::string_view> in = std::nullopt) {
+    auto r = RunCommand(argv, WithoutCaBundles(), in);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : CommandResult{-1, "", r.status().ToString()};
+  }
+  void ExpectOk(const std::vector<std::string>& argv, const CommandResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << DescribeRun(argv, r) << "\nmount log:\n" << (mount_ ? mount_->Log() : "");
+  }
+  CommandResult RunOk(const std::vector<std::string>& argv, std::optional<std::string_view> in = std::nullopt) {
+    auto r = Run(argv, in);
+    ExpectOk(argv, r);
+    return r;
+  }
+
+  // A small tree: nested dirs, an empty file, a multi-block file.
+  void PutTree() {
+    Put("data/a.txt", "hello\n");
+    Put("data/empty", "");
+    Put("data/sub/b.bin", RandomBytes(100 * 1024, 1));
+    Put("data/sub/deeper/c.bin", RandomBytes(300 * 1024 + 17, 2));
+    Put("data/big.bin", RandomBytes(9 * 1024 * 1024 + 123, 3));
+    for (int i = 0; i < 20; ++i) Put("samples/s" + std::to_string(i) + ".bin", RandomBytes(20000 + i * 997, 10 + i));
+    Put("top.txt", "top level\n");
+  }
+
+  std::string dir_, mnt_, url_;
+  EnvOverrides env_;
+  ObjectStorePtr store_;
+  std::map<std::string, std::string> expected_;
+  std::unique_ptr<MountProcess> mount_;
+};
+
+TEST_P(FuseTest, ReadToolsSeeExactBytes) {
+  PutTree();
+  Mount();
+  // find: every name, types right.
+  auto found = RunOk({"find", mnt_, "-type", "f"});
+  std::vector<std::string> files;
+  std::istringstream lines(found.stdout_text);
+  for (std::string line; std::getline(lines, line);) files.push_back(line.substr(mnt_.size() + 1));
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> want;
+  for (const auto& [k, v] : expected_) want.push_back(k);
+  EXPECT_EQ(files, want);
+  EXPECT_EQ(RunOk({"find", mnt_, "-type", "d"}).stdout_text.size() > 0, true);
+  // cat and sha256sum, byte-exact.
+  EXPECT_EQ(RunOk({"cat", mnt_ + "/data/a.txt"}).stdout_text, "hello\n");
+  EXPECT_EQ(RunOk({"cat", mnt_ + "/data/big.bin"}).stdout_text, expected_["data/big.bin"]);
+  for (const auto& [key, data] : expected_) {
+    auto sum = RunOk({"sha256sum", mnt_ + "/" + key});
+    EXPECT_EQ(sum.stdout_text.substr(0, 64), Sha(data)) << key;
+  }
+  // stat sizes; ls -l.
+  EXPECT_EQ(RunOk({"stat", "-c", "%s %F", mnt_ + "/data/big.bin"}).stdout_text, "9437307 regular file\n");
+  EXPECT_NE(RunOk({"ls", "-lR", mnt_}).stdout_text.find("c.bin"), std::string::npos);
+  // dd: whole file in 4 MiB reads, and a range.
+  RunOk({"dd", "if=" + mnt_ + "/data/big.bin", "of=" + dir_ + "/local/big.dd", "bs=4M"});
+  EXPECT_EQ(Sha(RunOk({"cat", dir_ + "/local/big.dd"}).stdout_text), Sha(expected_["data/big.bin"]));
+  auto part = RunOk({"dd", "if=" + mnt_ + "/data/big.bin", "bs=1M", "skip=3", "count=2", "status=none"});
+  EXPECT_EQ(part.stdout_text, expected_["data/big.bin"].substr(3 << 20, 2 << 20));
+  // cp -r out of the mount.
+  RunOk({"cp", "-r", mnt_ + "/data", dir_ + "/local/copy"});
+  for (const auto& [key, data] : expected_) {
+    if (!key.starts_with("data/")) continue;
+    std::ifstream in(dir_ + "/local/copy/" + key.substr(5), std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), data) << key;
+  }
+  // A file's inode number is stable across lookups.
+  auto ino1 = RunOk({"stat", "-c", "%i", mnt_ + "/data/sub/b.bin"}).stdout_text;
+  RunOk({"sh", "-c", "echo 3 > /proc/sys/vm/drop_caches"});
+  EXPECT_EQ(RunOk({"stat", "-c", "%i", mnt_ + "/data/sub/b.bin"}).stdout_text, ino1);
+}
+
+TEST_P(FuseTest, FioSequentialAndRandomReads) {
+  Put("fio/file", RandomBytes(16 << 20, 5));
+  Mount();
+  for (const char* rw : {"read", "randread"}) {
+    std::vector<std::string> argv = {"fio",
+                                     "--name=" + std::string(rw),
+                                     "--filename=" + mnt_ + "/fio/file",
+                                     "--rw=" + std::string(rw),
+                                     std::string("--bs=") + (std::string(rw) == "read" ? "1M" : "4k"),
+                                     "--size=16M",
+                                     "--readonly",
+                                     "--ioengine=psync",
+                                     "--runtime=5",
+                                     "--time_based=0",
+                                     "--output-format=json"};
+    auto r = RunOk(argv);
+    auto doc = nlohmann::json::parse(r.stdout_text.substr(r.stdout_text.find('{')), nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << r.stdout_text;
+    EXPECT_EQ(doc["jobs"][0]["error"].get<int>(), 0) << rw;
+    EXPECT_GT(doc["jobs"][0]["read"]["io_bytes"].get<uint64_t>(), 0u) << rw;
+  }
+}
+
+TEST_P(FuseTest, PythonAndPyTorchOpenFilesByPath) {
+  PutTree();
+  Mount();
+  const std::string script = R"PY(
+import hashlib, json, os, sys
+import torch
+from torch.utils.data import Dataset, DataLoader
+root = sys.argv[1]
+names = []
+def walk(d):
+    with os.scandir(d) as it:
+        for e in sorted(it, key=lambda e: e.name):
+            if e.is_dir(): walk(e.path)
+            else: names.append(os.path.relpath(e.path, root))
+walk(root)
+plain = {n: hashlib.sha256(open(os.path.join(root, n), 'rb').read()).hexdigest() for n in names}
+class Files(Dataset):
+    def __len__(self): return len(names)
+    def __getitem__(self, i):
+        with open(os.path.join(root, names[i]), 'rb') as f:
+            data = f.read()
+        return i, torch.tensor(list(hashlib.sha256(data).digest()), dtype=torch.uint8)
+got = {}
+for idx, digests in DataLoader(Files(), batch_size=4, num_workers=2):
+    for i, d in zip(idx.tolist(), digests):
+        got[names[i]] = bytes(d.tolist()).hex()
+print(json.dumps({"plain": plain, "torch": got}))
+)PY";
+  auto r = RunOk({kPython, "-c", script, mnt_});
+  auto doc = nlohmann::json::parse(r.stdout_text, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.stdout_text << r.stderr_text;
+  ASSERT_EQ(doc["plain"].size(), expected_.size());
+  for (const auto& [key, data] : expected_) {
+    EXPECT_EQ(doc["plain"][key], Sha(data)) << key;
+    EXPECT_EQ(doc["torch"][key], Sha(data)) << key;
+  }
+}
+
+TEST_P(FuseTest, WritesReachTheBackend) {
+  Put("existing.txt", "do not touch");
+  Mount();
+  stdfs::create_directories(dir_ + "/local/src/nested");
+  std::map<std::string, std::string> local = {{"one.txt", "first file\n"},
+                                              {"nested/two.bin", RandomBytes(1 << 20, 7)},
+                                              {"nested/three.bin", RandomBytes(5 * 1024 * 1024 + 3, 8)}};
+  for (const auto& [name, data] : local) {
+    std::ofstream(dir_ + "/local/src/" + name, std::ios::binary) << data;
+  }
+  RunOk({"cp", "-r", dir_ + "/local/src", mnt_ + "/copied"});
+  for (const auto& [name, data] : local) EXPECT_EQ(Get("copied/" + name), data) << name;
+  // A large file: multipart upload.
+  RunOk({"dd", "if=/dev/urandom", "of=" + dir_ + "/local/large", "bs=1M", "count=40", "status=none"});
+  RunOk({"cp", dir_ + "/local/large", mnt_ + "/large"});
+  std::ifstream large_in(dir_ + "/local/large", std::ios::binary);
+  std::string large(std::istreambuf_iterator<char>(large_in), {});
+  EXPECT_EQ(Sha(Get("large")), Sha(large));
+  EXPECT_EQ(RunOk({"sha256sum", mnt_ + "/large"}).stdout_text.substr(0, 64), Sha(large));
+  // Overwrite with O_TRUNC, mkdir/rmdir, mv (copy + delete), rm.
+  RunOk({"sh", "-c", "printf replaced > " + mnt_ + "/copied/one.txt"});
+  EXPECT_EQ(Get("copied/one.txt"), "replaced");
+  RunOk({"mkdir", mnt_ + "/newdir"});
+  RunOk({"test", "-d", mnt_ + "/newdir"});
+  if (GetParam() == Backend::kRgw) {
+    EXPECT_EQ(Get("newdir/"), "") << "a directory marker";
+  }
+  RunOk({"rmdir", mnt_ + "/newdir"});
+  RunOk({"sh", "-c", "! test -e " + mnt_ + "/newdir"});
+  if (GetParam() == Backend::kRgw) {
+    EXPECT_EQ(Get("newdir/").substr(0, 10), "<NotFound:");
+  }
+  RunOk({"mv", mnt_ + "/copied/one.txt", mnt_ + "/moved.txt"});
+  EXPECT_EQ(Get("moved.txt"), "replaced");
+  EXPECT_EQ(Get("copied/one.txt").substr(0, 10), "<NotFound:");
+  RunOk({"mv", mnt_ + "/copied", mnt_ + "/copied2"});  // non-empty dir: EXDEV, mv copies
+  for (const auto& [name, data] : local) {
+    if (name != "one.txt") {
+      EXPECT_EQ(Get("copied2/" + name), data) << name;
+    }
+  }
+  RunOk({"rm", "-r", mnt_ + "/copied2"});
+  EXPECT_EQ(Get("copied2/nested/two.bin").substr(0, 10), "<NotFound:");
+  auto rmdir_busy = Run({"rmdir", mnt_});
+  EXPECT_NE(rmdir_busy.exit_code, 0);
+  EXPECT_EQ(Get("existing.txt"), "do not touch");
+}
+
+TEST_P(FuseTest, UnsupportedOperationsFailWithErrno) {
+  Put("f.txt", "content");
+  Mount();
+  const std::string script = R"PY(
+import errno, os, sys
+root = sys.argv[1]
+f = os.path.join(root, "f.txt")
+def code(fn):
+    try:
+        fn(); return "ok"
+    except OSError as e:
+        names = {errno.EPERM: "EPERM", errno.EOPNOTSUPP: "EOPNOTSUPP", errno.ENOENT: "ENOENT"}
+        return names.get(e.errno, errno.errorcode[e.errno])
+print(code(lambda: os.link(f, os.path.join(root, "hard"))))
+print(code(lambda: os.symlink("f.txt", os.path.join(root, "sym"))))
+print(code(lambda: os.chmod(f, 0o777)))
+print(code(lambda: os.chmod(f, 0o644)))
+print(code(lambda: open(f, "r+b")))
+print(code(lambda: open(f, "ab")))
+print(code(lambda: os.truncate(f, 3)))
+print(code(lambda: os.rmdir(root + "/nope")))
+print(open(f).read())
+)PY";
+  auto r = RunOk({kPython, "-c", script, mnt_});
+  EXPECT_EQ(r.stdout_text, "EPERM\nEPERM\nEPERM\nok\nEOPNOTSUPP\nEOPNOTSUPP\nEOPNOTSUPP\nENOENT\ncontent\n");
+  EXPECT_EQ(Get("f.txt"), "content");
+  Stop(SIGTERM);
+  std::ifstream log(dir_ + "/mount.log");
+  std::string text(std::istreambuf_iterator<char>(log), {});
+  EXPECT_NE(text.find("link /hard refused"), std::string::npos) << text;
+  EXPECT_NE(text.find("chmod /f.txt refused"), std::string::npos) << text;
+}
+
+TEST_P(FuseTest, ReadOnlyMount) {
+  Put("r.txt", "read me");
+  Mount({"--read-only"});
+  EXPECT_EQ(RunOk({"cat", mnt_ + "/r.txt"}).stdout_text, "read me");
+  auto w = Run({"sh", "-c", "echo x > " + mnt_ + "/new"});
+  EXPECT_NE(w.exit_code, 0);
+  EXPECT_NE(w.stderr_text.find("Read-only file system"), std::string::npos) << w.stderr_text;
+}
+
+TEST_P(FuseTest, BackendErrorIsEioAndTheMountStaysUp) {
+  if (GetParam() != Backend::kFile) GTEST_SKIP() << "needs a backend the test can break (file://)";
+  Put("vanishing.bin", RandomBytes(24 << 20, 9));
+  Put("stays.txt", "still here");
+  Mount({"--attr-ttl", "1h"});
+  EXPECT_EQ(RunOk({"stat", "-c", "%s", mnt_ + "/vanishing.bin"}).stdout_text, "25165824\n");
+  RunOk({"head", "-c", "100", mnt_ + "/vanishing.bin"});  // opens it: the mount now knows its ETag
+  // Replace the backend file behind the mount's back: blocks not yet cached
+  // cannot be fetched for the version the mount knows, so the read fails (EIO)
+  // instead of mixing two versions.
+  std::ofstream(dir_ + "/bucket/vanishing.bin", std::ios::binary) << RandomBytes(24 << 20, 99);
+  auto r = Run({"dd", "if=" + mnt_ + "/vanishing.bin", "of=/dev/null", "bs=1M", "skip=20", "status=none"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.stderr_text.find("Input/output error"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(RunOk({"cat", mnt_ + "/stays.txt"}).stdout_text, "still here") << "the mount is still up";
+}
+
+TEST_P(FuseTest, UnmountPaths) {
+  Put("x", "1");
+  Mount();
+  Stop(SIGINT);
+  Mount();
+  RunOk({StrataBin(), "umount", mnt_});
+  EXPECT_EQ(mount_->Wait(), 0) << mount_->Log();
+  EXPECT_FALSE(Mounted(mnt_));
+  mount_.reset();
+  Mount();
+  RunOk({"fusermount3", "-u", mnt_});
+  EXPECT_EQ(mount_->Wait(), 0) << mount_->Log();
+  mount_.reset();
+  // Daemon mode: returns once mounted; the daemon exits on umount.
+  auto r = RunCommand({StrataBin(), "mount", url_, mnt_, "--cache-mem", "64MiB"}, env_);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
+  EXPECT_TRUE(Mounted(mnt_));
+  size_t p = r->stdout_text.find("(pid ");
+  ASSERT_NE(p, std::string::npos) << r->stdout_text;
+  pid_t daemon = std::stoi(r->stdout_text.substr(p + 5));
+  EXPECT_EQ(RunOk({"cat", mnt_ + "/x"}).stdout_text, "1");
+  RunOk({StrataBin(), "umount", mnt_});
+  auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+  while (!ProcessGone(daemon) && SteadyClock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(ProcessGone(daemon));
+  EXPECT_FALSE(Mounted(mnt_));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FuseTest, ::testing::Values(Backend::kFile, Backend::kRgw),
+                         [](const auto& info) { return info.param == Backend::kFile ? "file" : "rgw"; });
+
+}  // namespace
+}  // namespace strata
