@@ -1,7 +1,5 @@
 #include "ckpt/location.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -15,33 +13,6 @@
 namespace strata::ckpt {
 namespace {
 
-// Directory listing without FileSystem::ListDir: while io/file_system.h and
-// object/file_util.h both define strata::DirEntry (an ODR clash, reported),
-// the linker may pair ListDir's sort with the other struct's move and corrupt
-// memory. Names come from readdir; everything else goes through `fs`.
-// TODO(ckpt): back to fs.ListDir once the clash is fixed.
-Result<std::vector<std::string>> ListNames(const std::string& path) {
-  DIR* dir = ::opendir(path.c_str());
-  if (!dir) return ErrnoToStatus(errno, "list directory " + path);
-  std::vector<std::string> names;
-  while (struct dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-Status RemoveTree(FileSystem& fs, const std::string& path) {
-  auto st = fs.Stat(path);
-  if (!st.ok()) return st.status().code() == Code::kNotFound ? Status::Ok() : st.status();
-  if (!st->is_dir) return fs.Remove(path);
-  STRATA_ASSIGN_OR_RETURN(auto names, ListNames(path));
-  for (const auto& n : names) STRATA_RETURN_IF_ERROR(RemoveTree(fs, JoinPath(path, n)));
-  return fs.RemoveDir(path);
-}
-
 bool IsCommitName(std::string_view name) {
   return name == kCommitFile || (name.size() > 10 && name.substr(name.size() - 10) == ".COMMITTED");
 }
@@ -53,27 +24,20 @@ class LocalLocation : public Location {
   bool is_local() const override { return true; }
 
   Result<std::vector<int64_t>> ListSteps() override {
-    STRATA_ASSIGN_OR_RETURN(auto names, ListNames(dir_));
+    STRATA_ASSIGN_OR_RETURN(auto entries, fs_.ListDir(dir_));
     std::vector<int64_t> steps;
-    for (const auto& name : names) {
-      auto s = ParseStepDirName(name);
-      if (!s) continue;
-      auto st = fs_.Stat(JoinPath(dir_, name));
-      if (st.ok() && st->is_dir) steps.push_back(*s);
+    for (const auto& e : entries) {
+      auto s = ParseStepDirName(e.name);
+      if (s && e.is_dir) steps.push_back(*s);
     }
     std::sort(steps.begin(), steps.end());
     return steps;
   }
   Result<std::vector<FileEntry>> ListFiles(int64_t step) override {
-    STRATA_ASSIGN_OR_RETURN(auto names, ListNames(StepDir(step)));
+    STRATA_ASSIGN_OR_RETURN(auto entries, fs_.ListDir(StepDir(step)));
     std::vector<FileEntry> files;
-    for (const auto& name : names) {
-      auto st = fs_.Stat(JoinPath(StepDir(step), name));
-      if (!st.ok()) {
-        if (st.status().code() == Code::kNotFound) continue;  // removed meanwhile
-        return st.status();
-      }
-      if (!st->is_dir) files.push_back({name, st->size});
+    for (const auto& e : entries) {
+      if (!e.is_dir) files.push_back({e.name, e.size});
     }
     return files;
   }
@@ -115,7 +79,7 @@ class LocalLocation : public Location {
       removed_marker = true;
     }
     if (removed_marker) STRATA_RETURN_IF_ERROR(fs_.SyncDir(StepDir(step)));
-    STRATA_RETURN_IF_ERROR(RemoveTree(fs_, StepDir(step)));
+    STRATA_RETURN_IF_ERROR(RemoveAll(fs_, StepDir(step)));
     return fs_.SyncDir(dir_);
   }
 
