@@ -86,7 +86,7 @@ TEST(CkptCrash, LatestIsAlwaysValidAfterSigkill) {
   EXPECT_GT(found, i / 2);
   EXPECT_GT(advanced, 10);  // kills landed while saves made progress, not only in one phase
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);  // not io RemoveAll: see location.cc on the DirEntry clash
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ class CkptTest : public ::testing::Test {
   }
   void TearDown() override {
     std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);  // not io RemoveAll: see location.cc on the DirEntry clash
+    std::filesystem::remove_all(dir_, ec);
   }
 
   WriterOptions Options(std::string sub = "local") {

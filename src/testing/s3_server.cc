@@ -120,6 +120,17 @@ void RemoveDir(const std::string& dir) {
   fs::remove_all(dir, ec);
 }
 
+// Stops what a script started in `dir` (by the PIDs it recorded), removes the
+// dir, and forgets both; idempotent.
+Status StopDaemons(const std::string& script, std::string& dir, std::vector<pid_t>& pids) {
+  if (dir.empty()) return Status::Ok();
+  Status st = RunStop(script, dir);
+  if (st.ok()) RemoveDir(dir);
+  dir.clear();
+  pids.clear();
+  return st;
+}
+
 }  // namespace
 
 std::string SourceDir() {
@@ -174,14 +185,7 @@ Result<std::unique_ptr<S3TestServer>> S3TestServer::Start(Kind kind) {
 
 S3TestServer::~S3TestServer() { Stop().IgnoreError(); }
 
-Status S3TestServer::Stop() {
-  if (dir_.empty()) return Status::Ok();
-  Status st = RunStop(script_, dir_);
-  if (st.ok()) RemoveDir(dir_);
-  dir_.clear();
-  pids_.clear();
-  return st;
-}
+Status S3TestServer::Stop() { return StopDaemons(script_, dir_, pids_); }
 
 EnvOverrides S3TestServer::ClientEnv() const {
   EnvOverrides env = WithoutCaBundles();
@@ -232,13 +236,6 @@ Result<std::unique_ptr<CloudProxy>> CloudProxy::Start(const std::string& upstrea
 
 CloudProxy::~CloudProxy() { Stop().IgnoreError(); }
 
-Status CloudProxy::Stop() {
-  if (dir_.empty()) return Status::Ok();
-  Status st = RunStop(script_, dir_);
-  if (st.ok()) RemoveDir(dir_);
-  dir_.clear();
-  pids_.clear();
-  return st;
-}
+Status CloudProxy::Stop() { return StopDaemons(script_, dir_, pids_); }
 
 }  // namespace strata
