@@ -1,0 +1,178 @@
+// StreamingDataset: a packed dataset (dataset/) streamed for training.
+//
+// The epoch's global order is a pure function of (index, seed, epoch,
+// shuffle options): shard order shuffled, then samples shuffled across a
+// window of consecutive shards. The order is dealt out to (rank, worker) in
+// units of one batch, so what a rank has consumed is always a prefix of its
+// part of the order and a resume state is just "samples consumed this epoch"
+// (as in MosaicML Streaming): resuming with another number of workers (or
+// ranks) re-deals only the remainder, nothing repeated or skipped.
+//
+// Shards are read through a bounded local cache (RAM + optional disk
+// directory): the shards the iterator will need next are fetched ahead with
+// parallel ranged reads, and shards already consumed are the first evicted
+// when the cache is full, so a dataset larger than the local disk streams.
+//
+// Thread safety: StreamingDataset is thread-safe and may back many
+// iterators; one Iterator is used by one consumer thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/status.h"
+#include "dataset/manifest.h"
+#include "dataset/sample.h"
+#include "object/object_store.h"
+
+namespace strata::loader {
+
+enum class Shuffle {
+  kNone,    // storage order
+  kShards,  // shard order shuffled, samples in storage order within a shard
+  kWindow,  // shard order shuffled, then samples shuffled across windows of `shuffle_window` shards
+};
+
+// How a field's bytes are turned into a value. kAuto picks by field name
+// suffix: ".npy" -> kNpy, ".json" -> kJson, TFRecord shards -> kExample, else kRaw.
+enum class Decode { kAuto, kRaw, kJson, kNpy, kExample };
+
+struct StreamingOptions {
+  // Local shard cache. Empty `cache_dir`: RAM only (`ram_cache_bytes`).
+  std::string cache_dir;
+  uint64_t cache_limit_bytes = 16ull << 30;
+  uint64_t ram_cache_bytes = 256ull << 20;
+
+  Shuffle shuffle = Shuffle::kWindow;
+  uint64_t seed = 0;
+  size_t shuffle_window = 8;  // shards per shuffle window (kWindow)
+
+  // Partitioning. Every sample goes to exactly one (rank, worker) per epoch.
+  size_t world_size = 1;
+  size_t rank = 0;
+  size_t num_workers = 1;  // data-loading workers per rank
+  size_t batch_size = 1;   // per rank; the unit dealt to workers
+  bool drop_last = false;  // drop the final partial batch of each rank
+
+  // Pipeline.
+  size_t prefetch_shards = 4;    // shards fetched ahead of the one being read
+  size_t prefetch_batches = 8;   // bound of the queue to the consumer
+  size_t decode_threads = 2;     // per iterator
+  size_t fetch_concurrency = 16; // ranged reads in flight per shard fetch
+  std::map<std::string, Decode> decode;  // per field; unlisted fields use kAuto
+
+  // Bad input: a shard that fails to fetch or parse is retried `retries`
+  // times, then fails the iterator with an error naming it, unless
+  // `skip_corrupt` (then it is skipped and counted in Stats).
+  int retries = 2;
+  bool skip_corrupt = false;
+};
+
+// A decoded field. Exactly one of the members is meaningful, by `kind`.
+struct Value {
+  Decode kind = Decode::kRaw;
+  Buffer bytes;                 // kRaw: the field; kNpy: the array data (zero-copy slice)
+  std::string dtype;            // kNpy: numpy descr, e.g. "<f4"
+  std::vector<int64_t> shape;   // kNpy
+  bool fortran_order = false;   // kNpy
+  std::string json;             // kJson: the validated JSON text; kExample: the Example as JSON
+};
+
+struct DecodedSample {
+  uint64_t index = 0;  // global sample index (storage order)
+  std::string key;
+  std::map<std::string, Value> fields;
+};
+
+// A batch with each field collated into one contiguous buffer: when every
+// sample's field has the same size (fixed-shape arrays, fixed records),
+// `data` is [batch x item] and `offsets` is empty; otherwise `offsets` has
+// batch+1 entries into `data`.
+struct Column {
+  Decode kind = Decode::kRaw;
+  Buffer data;
+  std::vector<uint64_t> offsets;
+  std::string dtype;           // kNpy when all samples agree
+  std::vector<int64_t> shape;  // kNpy: per-sample shape when all samples agree
+};
+
+struct Batch {
+  uint64_t epoch = 0;
+  uint64_t first_position = 0;   // position in the epoch's global order of the batch's first sample
+  std::vector<uint64_t> indices; // global sample indices
+  std::vector<std::string> keys;
+  std::map<std::string, Column> columns;
+};
+
+// Resume state. `samples_consumed` counts samples of the epoch's global order
+// consumed by all ranks (a prefix of it). `fingerprint` identifies the
+// dataset and order options; a state with another fingerprint is refused.
+struct State {
+  uint64_t epoch = 0;
+  uint64_t samples_consumed = 0;
+  std::string fingerprint;
+
+  std::string ToJson() const;
+  static Result<State> FromJson(std::string_view json);  // InvalidArgument on malformed input
+};
+
+struct Stats {
+  uint64_t samples = 0;
+  uint64_t bytes = 0;
+  uint64_t batches = 0;
+  uint64_t shards_fetched = 0;
+  uint64_t shard_fetch_retries = 0;
+  uint64_t shards_skipped = 0;
+  uint64_t queue_depth = 0;            // batches ready now
+  std::chrono::nanoseconds consumer_wait{0};  // total time Next() blocked
+  std::chrono::nanoseconds elapsed{0};        // since the iterator started
+  double samples_per_second() const;
+  double bytes_per_second() const;
+};
+
+class StreamingDataset;
+
+// One (rank, worker)'s stream over one epoch, produced on background threads.
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  // The next sample, std::nullopt at the end of this worker's part of the epoch.
+  virtual Result<std::optional<DecodedSample>> NextSample() = 0;
+  // The next batch of up to batch_size samples (a short final batch unless drop_last).
+  virtual Result<std::optional<Batch>> NextBatch() = 0;
+  virtual Stats stats() const = 0;
+};
+
+class StreamingDataset {
+ public:
+  // `url` is anything OpenStore accepts (s3://, file://, mem://, ...) naming
+  // the dataset prefix (index.json or manifest.json under it).
+  static Result<std::shared_ptr<StreamingDataset>> Open(std::string_view url, StreamingOptions options = {});
+  static Result<std::shared_ptr<StreamingDataset>> Open(ObjectStorePtr store, std::string prefix,
+                                                        StreamingOptions options = {});
+  virtual ~StreamingDataset() = default;
+
+  virtual const dataset::Manifest& index() const = 0;
+  virtual const StreamingOptions& options() const = 0;
+  virtual uint64_t size() const = 0;  // samples in the dataset
+  // Samples the given rank sees this epoch (all its workers together).
+  virtual uint64_t RankSize(size_t rank) const = 0;
+  // The epoch's global order (global sample indices), the pure function above.
+  virtual std::vector<uint64_t> EpochOrder(uint64_t epoch) const = 0;
+  virtual std::string fingerprint() const = 0;
+
+  // Iterates `worker`'s part of this rank's remainder of `state.epoch` after
+  // `state.samples_consumed`. InvalidArgument (naming both) if the
+  // state's fingerprint differs (another dataset or order).
+  virtual Result<std::unique_ptr<Iterator>> Iterate(size_t worker, const State& state) = 0;
+  // Random access to one decoded sample (global index).
+  virtual Result<DecodedSample> Get(uint64_t index) = 0;
+};
+
+}  // namespace strata::loader
