@@ -223,6 +223,26 @@ TEST(FsTest, WritesUploadOnClose) {
   EXPECT_EQ(f.Backend("empty"), "");
 }
 
+TEST(FsTest, WriteBuffersOfDeadMountsAreSweptAtStart) {
+  FsFixture f;
+  // PIDs above Linux's PID_MAX_LIMIT (2^22) never exist.
+  const std::string dead = "/buffers/strata-write-4194400-3";
+  const std::string live = "/buffers/strata-write-" + std::to_string(getpid()) + "-9";
+  for (const auto& path : {dead, live, std::string("/buffers/unrelated"), std::string("/buffers/strata-write-x")}) {
+    auto out = f.local.OpenForWrite(path, true);
+    ASSERT_TRUE(out.ok() && (*out)->Append(std::string_view("partial")).ok());
+  }
+  FsOptions options = FsFixture::Defaults();
+  options.clock = &f.clock;
+  options.local = &f.local;
+  options.write_dir = "/buffers";
+  ObjectFs second(f.store, options);
+  EXPECT_FALSE(*f.local.Exists(dead)) << "a dead mount's buffer is removed";
+  EXPECT_TRUE(*f.local.Exists(live)) << "a live mount's buffer is kept";
+  EXPECT_TRUE(*f.local.Exists("/buffers/unrelated"));
+  EXPECT_TRUE(*f.local.Exists("/buffers/strata-write-x"));
+}
+
 TEST(FsTest, LargeFilesUseMultipart) {
   FsOptions o = FsFixture::Defaults();
   o.multipart_threshold = 256 << 10;

@@ -53,7 +53,20 @@ class MemFileSystem : public FileSystem {
   }
   Status RemoveDir(const std::string&) override { return NotSupportedError("mem fs"); }
   Status CreateDirs(const std::string&) override { return Status::Ok(); }
-  Result<std::vector<DirEntry>> ListDir(const std::string&) override { return NotSupportedError("mem fs"); }
+  // Files directly in `dir` (names are flat paths; no subdirectories here).
+  Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
+    std::lock_guard lock(mu_);
+    std::vector<DirEntry> out;
+    const std::string prefix = dir + "/";
+    for (const auto& [path, file] : files_) {
+      if (!path.starts_with(prefix) || path.find('/', prefix.size()) != std::string::npos) continue;
+      DirEntry e;
+      e.name = path.substr(prefix.size());
+      e.size = file->bytes.size();
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
   Result<FileStat> Stat(const std::string&) override { return NotSupportedError("mem fs"); }
   Status SyncDir(const std::string&) override { return Status::Ok(); }
   Result<bool> Exists(const std::string& path) override {

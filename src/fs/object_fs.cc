@@ -38,6 +38,7 @@ ObjectFs::ObjectFs(std::shared_ptr<CachedStore> store, FsOptions options)
   root->nlookup = 1;
   by_path_[""] = kRootIno;
   inodes_[kRootIno] = std::move(root);
+  SweepStaleWriteBuffers();
   if (options_.dir_prefetch > 0) prefetch_pool_ = std::make_unique<ThreadPool>(options_.dir_prefetch, "strata-fs-list");
 }
 

@@ -207,6 +207,8 @@ class ObjectFs {
 
   // Writes.
   Result<std::shared_ptr<Writer>> NewWriter(const std::string& path);
+  // Removes write buffers left in write_dir by mounts that died (their PID is gone).
+  void SweepStaleWriteBuffers();
   Status UploadLocked(Ino ino, Writer& w);  // w.mu held
   Status UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& writer);
   Result<ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size);

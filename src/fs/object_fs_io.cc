@@ -2,10 +2,13 @@
 // handle (its own sequential detection and read-ahead); writes go to a local
 // temp file and are uploaded on flush/fsync/release (multipart when large).
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "base/log.h"
@@ -23,6 +26,34 @@ constexpr unsigned kRenameNoReplace = 1, kRenameExchange = 2;
 }  // namespace
 
 // ---- writers ----
+
+namespace {
+constexpr std::string_view kWriteBufferPrefix = "strata-write-";
+
+// The PID in "strata-write-<pid>-<n>", or 0 if the name is not ours.
+pid_t WriteBufferOwner(std::string_view name) {
+  if (!name.starts_with(kWriteBufferPrefix)) return 0;
+  name.remove_prefix(kWriteBufferPrefix.size());
+  pid_t pid = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+  if (ec != std::errc() || end == name.data() + name.size() || *end != '-') return 0;
+  return pid;
+}
+}  // namespace
+
+void ObjectFs::SweepStaleWriteBuffers() {
+  if (options_.read_only) return;
+  auto entries = local_.ListDir(options_.write_dir);
+  if (!entries.ok()) return;  // a missing dir holds nothing; mount setup reports real problems
+  size_t removed = 0;
+  for (const auto& e : *entries) {
+    pid_t pid = WriteBufferOwner(e.name);
+    // Only buffers whose mount process is gone: another live mount may share the dir.
+    if (e.is_dir || pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (local_.Remove(options_.write_dir + "/" + e.name).ok()) ++removed;
+  }
+  if (removed > 0) STRATA_LOG_INFO("removed {} write buffers left by dead mounts in {}", removed, options_.write_dir);
+}
 
 Result<std::shared_ptr<ObjectFs::Writer>> ObjectFs::NewWriter(const std::string& path) {
   uint64_t n;
