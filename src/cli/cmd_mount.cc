@@ -36,27 +36,6 @@ struct MountArgs {
   int upload_concurrency = 4, max_threads = 64, dir_prefetch = 8;
 };
 
-// "250ms", "10s", "2m", "1h", "0".
-Result<Duration> ParseTtl(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size() && (isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0 || i > 12) return InvalidArgumentError("bad duration \"" + std::string(text) + "\" (e.g. 500ms, 10s, 5m)");
-  double v = std::strtod(std::string(text.substr(0, i)).c_str(), nullptr);
-  std::string_view unit = text.substr(i);
-  double scale;
-  if (unit == "ms")
-    scale = 1e-3;
-  else if (unit == "s" || (unit.empty() && v == 0))
-    scale = 1;
-  else if (unit == "m")
-    scale = 60;
-  else if (unit == "h")
-    scale = 3600;
-  else
-    return InvalidArgumentError("bad duration unit in \"" + std::string(text) + "\" (ms, s, m, h)");
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v * scale));
-}
-
 std::string Absolute(const std::string& path) {
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) == nullptr) {
@@ -104,9 +83,9 @@ void RunMount(const MountArgs& a) {
   const std::string mountpoint = Absolute(a.mountpoint);
   if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, Status(Code::kAlreadyExists, "already a mount point"));
   fs::FsOptions fo;
-  fo.attr_ttl = Check(ParseTtl(a.attr_ttl), cmd, "--attr-ttl");
-  fo.entry_ttl = Check(ParseTtl(a.entry_ttl), cmd, "--entry-ttl");
-  fo.dir_ttl = Check(ParseTtl(a.dir_ttl), cmd, "--dir-ttl");
+  fo.attr_ttl = Check(ParseDuration(a.attr_ttl), cmd, "--attr-ttl");
+  fo.entry_ttl = Check(ParseDuration(a.entry_ttl), cmd, "--entry-ttl");
+  fo.dir_ttl = Check(ParseDuration(a.dir_ttl), cmd, "--dir-ttl");
   fo.read_only = a.read_only;
   fo.part_size = Check(ParseSize(a.part_size), cmd, "--part-size");
   fo.upload_concurrency = static_cast<size_t>(std::max(1, a.upload_concurrency));

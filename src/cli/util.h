@@ -30,6 +30,9 @@ std::string FormatDuration(double seconds);            // "1.23 s", "45 ms"
 // Parses sizes such as "8MiB", "8M", "512k", "1048576" (binary units).
 Result<uint64_t> ParseSize(std::string_view text);
 
+// Parses durations such as "250ms", "10s", "2m", "1h", "1.5s" or "0" (at most a year).
+Result<Duration> ParseDuration(std::string_view text);
+
 // Writes all of `data` to fd, retrying short writes and EINTR.
 Status WriteAll(int fd, std::string_view data);
 
