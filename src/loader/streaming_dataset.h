@@ -40,7 +40,9 @@ enum class Shuffle {
 };
 
 // How a field's bytes are turned into a value. kAuto picks by field name
-// suffix: ".npy" -> kNpy, ".json" -> kJson, TFRecord shards -> kExample, else kRaw.
+// suffix: ".npy" -> kNpy, ".json" -> kJson, in TFRecord shards int64/float
+// features -> kExample (the feature as protobuf JSON), else kRaw. An explicit
+// kExample on a tar/indexed field parses its bytes as a serialized Example.
 enum class Decode { kAuto, kRaw, kJson, kNpy, kExample };
 
 struct StreamingOptions {
@@ -58,13 +60,15 @@ struct StreamingOptions {
   size_t rank = 0;
   size_t num_workers = 1;  // data-loading workers per rank
   size_t batch_size = 1;   // per rank; the unit dealt to workers
-  bool drop_last = false;  // drop the final partial batch of each rank
+  // drop_last drops only the epoch's one partial batch: the tail that does not
+  // fill batch_size (it lands on at most one rank); full batches are never dropped.
+  bool drop_last = false;
 
   // Pipeline.
-  size_t prefetch_shards = 4;    // shards fetched ahead of the one being read
-  size_t prefetch_batches = 8;   // bound of the queue to the consumer
-  size_t decode_threads = 2;     // per iterator
-  size_t fetch_concurrency = 16; // ranged reads in flight per shard fetch
+  size_t prefetch_shards = 4;            // shards fetched ahead of the one being read
+  size_t prefetch_batches = 8;           // bound of the queue to the consumer
+  size_t decode_threads = 2;             // per iterator
+  size_t fetch_concurrency = 16;         // ranged reads in flight per shard fetch
   std::map<std::string, Decode> decode;  // per field; unlisted fields use kAuto
 
   // Bad input: a shard that fails to fetch or parse is retried `retries`
@@ -77,11 +81,11 @@ struct StreamingOptions {
 // A decoded field. Exactly one of the members is meaningful, by `kind`.
 struct Value {
   Decode kind = Decode::kRaw;
-  Buffer bytes;                 // kRaw: the field; kNpy: the array data (zero-copy slice)
-  std::string dtype;            // kNpy: numpy descr, e.g. "<f4"
-  std::vector<int64_t> shape;   // kNpy
-  bool fortran_order = false;   // kNpy
-  std::string json;             // kJson: the validated JSON text; kExample: the Example as JSON
+  Buffer bytes;                // kRaw: the field; kNpy: the array data (zero-copy slice)
+  std::string dtype;           // kNpy: numpy descr, e.g. "<f4"
+  std::vector<int64_t> shape;  // kNpy
+  bool fortran_order = false;  // kNpy
+  std::string json;            // kJson: the validated JSON text; kExample: the Example as JSON
 };
 
 struct DecodedSample {
@@ -104,8 +108,8 @@ struct Column {
 
 struct Batch {
   uint64_t epoch = 0;
-  uint64_t first_position = 0;   // position in the epoch's global order of the batch's first sample
-  std::vector<uint64_t> indices; // global sample indices
+  uint64_t first_position = 0;    // position in the epoch's global order of the batch's first sample
+  std::vector<uint64_t> indices;  // global sample indices
   std::vector<std::string> keys;
   std::map<std::string, Column> columns;
 };
@@ -129,7 +133,9 @@ struct Stats {
   uint64_t shards_fetched = 0;
   uint64_t shard_fetch_retries = 0;
   uint64_t shards_skipped = 0;
-  uint64_t queue_depth = 0;            // batches ready now
+  uint64_t shards_from_cache = 0;             // shards served by the local cache (RAM or disk), not the store
+  uint64_t samples_skipped = 0;               // skip_corrupt: samples whose fields failed to decode
+  uint64_t queue_depth = 0;                   // batches ready now
   std::chrono::nanoseconds consumer_wait{0};  // total time Next() blocked
   std::chrono::nanoseconds elapsed{0};        // since the iterator started
   double samples_per_second() const;
@@ -166,6 +172,8 @@ class StreamingDataset {
   // The epoch's global order (global sample indices), the pure function above.
   virtual std::vector<uint64_t> EpochOrder(uint64_t epoch) const = 0;
   virtual std::string fingerprint() const = 0;
+  // The resume state after `samples_consumed` samples of `epoch` (all ranks).
+  State MakeState(uint64_t epoch, uint64_t samples_consumed) const { return {epoch, samples_consumed, fingerprint()}; }
 
   // Iterates `worker`'s part of this rank's remainder of `state.epoch` after
   // `state.samples_consumed`. InvalidArgument (naming both) if the

@@ -1,0 +1,74 @@
+// Pieces shared by the loader's .cc files (not part of the public API).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dataset/dataset.h"
+#include "dataset/tfrecord.h"
+#include "loader/plan.h"
+#include "loader/shard_cache.h"
+#include "loader/streaming_dataset.h"
+
+namespace strata::loader {
+
+// One shard parsed in memory: samples (and TFRecord Examples) whose field
+// Buffers are slices of `bytes` where the format stores them uncompressed.
+struct ParsedShard {
+  Buffer bytes;
+  std::vector<dataset::Sample> samples;
+  std::vector<dataset::Example> examples;  // TFRecord shards only, parallel to samples
+};
+
+// Corruption naming `key` if the bytes do not parse or hold another number
+// of samples than `expected`.
+Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat format, Buffer bytes, const std::string& key,
+                                                      uint64_t expected, uint64_t first_index);
+
+// Decodes one sample's fields per the options. `example` is its TFRecord Example, if any.
+Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t index, const dataset::Sample& sample,
+                                   const dataset::Example* example);
+
+class DatasetImpl;
+
+std::unique_ptr<Iterator> MakeIterator(std::shared_ptr<DatasetImpl> ds, size_t worker, const State& state);
+
+class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this<DatasetImpl> {
+ public:
+  static Result<std::shared_ptr<DatasetImpl>> Make(ObjectStorePtr store, std::string prefix, StreamingOptions options);
+
+  const dataset::Manifest& index() const override { return ds_->index(); }
+  const StreamingOptions& options() const override { return options_; }
+  uint64_t size() const override { return ds_->size(); }
+  uint64_t RankSize(size_t rank) const override;
+  std::vector<uint64_t> EpochOrder(uint64_t epoch) const override { return *Order(epoch); }
+  std::string fingerprint() const override { return fingerprint_; }
+  Result<std::unique_ptr<Iterator>> Iterate(size_t worker, const State& state) override;
+  Result<DecodedSample> Get(uint64_t index) override;
+
+  // Shared, memoised epoch order (the last few epochs are kept).
+  std::shared_ptr<const std::vector<uint64_t>> Order(uint64_t epoch) const;
+  PartitionSpec Partition() const;
+  std::pair<size_t, uint64_t> Locate(uint64_t index) const { return ds_->Locate(index); }
+  uint64_t ShardFirst(size_t shard) const { return first_[shard]; }
+  std::string ShardKey(size_t shard) const { return ds_->ShardKey(shard); }
+  ShardCache& cache() { return *cache_; }
+
+ private:
+  DatasetImpl() = default;
+
+  ObjectStorePtr store_;
+  StreamingOptions options_;
+  std::unique_ptr<dataset::Dataset> ds_;
+  std::vector<uint64_t> shard_samples_;
+  std::vector<uint64_t> first_;
+  OrderSpec spec_;
+  std::string fingerprint_;
+  std::shared_ptr<ShardCache> cache_;
+  mutable std::mutex order_mu_;
+  mutable std::vector<std::pair<uint64_t, std::shared_ptr<const std::vector<uint64_t>>>> orders_;
+};
+
+}  // namespace strata::loader

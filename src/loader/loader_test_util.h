@@ -1,0 +1,58 @@
+// Test helpers: small packed datasets written straight into a store.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "dataset/byte_source.h"
+#include "dataset/manifest.h"
+#include "dataset/shard.h"
+#include "object/object_store.h"
+
+namespace strata::loader::testing {
+
+// Shard k holds counts[k] samples; sample i (global) has key "s%06d" and
+// fields from make_fields(i). Writes shards, sidecars and index.json under `prefix`.
+template <typename MakeFields>
+dataset::Manifest WriteDataset(ObjectStore& store, const std::string& prefix, dataset::ShardFormat format,
+                               const std::vector<uint64_t>& counts, MakeFields make_fields) {
+  dataset::Manifest m;
+  m.format = format;
+  uint64_t index = 0;
+  std::vector<std::string> fields;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    dataset::BufferSink sink;
+    dataset::ShardWriteOptions wo;
+    wo.format = format;
+    auto writer = dataset::ShardWriter::Make(sink, wo);
+    for (uint64_t j = 0; j < counts[k]; ++j, ++index) {
+      char key[32];
+      snprintf(key, sizeof key, "s%06llu", static_cast<unsigned long long>(index));
+      dataset::Sample s{key, make_fields(index)};
+      for (const auto& f : s.fields) fields.push_back(f.name);
+      (void)writer->Add(s);
+    }
+    Buffer sidecar = *writer->Finish();
+    char name[32];
+    snprintf(name, sizeof name, "shard-%05zu%s", k, std::string(dataset::ShardExtension(format)).c_str());
+    dataset::ShardEntry e{name, sink.bytes_written(), counts[k], "", ""};
+    (void)store.Put(prefix + name, sink.Take());
+    if (format != dataset::ShardFormat::kIndexed) {
+      e.sidecar = dataset::SidecarName(name);
+      (void)store.Put(prefix + e.sidecar, sidecar);
+    }
+    m.shards.push_back(e);
+  }
+  std::sort(fields.begin(), fields.end());
+  fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
+  m.fields = fields;
+  (void)store.Put(prefix + std::string(dataset::kIndexName), Buffer::FromString(dataset::EncodeIndex(m)));
+  return m;
+}
+
+inline std::vector<dataset::Field> TextFields(uint64_t i) {
+  return {{"txt", Buffer::FromString("sample-" + std::to_string(i))}};
+}
+
+}  // namespace strata::loader::testing

@@ -1,0 +1,329 @@
+// The iterator: fetch -> decode -> (collate) on background threads.
+//
+// The worker's batches are known up front (plan.h), so are the shards in
+// the order it first needs them. Fetches run on a small pool, up to
+// `prefetch_shards` shards beyond those the batch being decoded needs;
+// decoders claim batches in order, at most `prefetch_batches` ahead of the
+// consumer (the queue bound), and wait until the batch's shards are parsed.
+// When every batch that uses a shard is decoded, the iterator drops it and
+// tells the cache it may be evicted first. One mutex guards all of this;
+// the work (fetch, parse, decode, collate) runs outside it.
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "base/executor.h"
+#include "loader/decode.h"
+#include "loader/internal.h"
+
+namespace strata::loader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Item {
+  uint64_t position;
+  uint64_t index;
+  size_t shard;
+  uint64_t local;
+};
+
+struct Unit {
+  Status status;
+  uint64_t first_position = 0;
+  std::vector<DecodedSample> samples;
+  std::optional<Batch> batch;
+  uint64_t bytes = 0;
+};
+
+uint64_t SampleBytes(const DecodedSample& s) {
+  uint64_t n = 0;
+  for (const auto& [_, v] : s.fields) n += (v.kind == Decode::kJson ? v.json.size() : v.bytes.size());
+  return n;
+}
+
+class IteratorImpl : public Iterator {
+ public:
+  IteratorImpl(std::shared_ptr<DatasetImpl> ds, size_t worker, const State& state)
+      : ds_(std::move(ds)), opt_(ds_->options()), epoch_(state.epoch), start_(Clock::now()) {
+    order_ = ds_->Order(epoch_);
+    Plan(WorkerBatches(ds_->Partition(), state.samples_consumed, worker));
+    size_t fetchers = std::clamp<size_t>(opt_.prefetch_shards + 1, 1, 4);
+    fetch_pool_ = std::make_unique<ThreadPool>(fetchers, "strata-ld-fetch");
+    {
+      std::lock_guard lock(mu_);
+      MaybeFetchLocked();
+    }
+    for (size_t i = 0; i < std::max<size_t>(opt_.decode_threads, 1); ++i) {
+      decoders_.emplace_back([this] { DecodeLoop(); });
+    }
+  }
+
+  ~IteratorImpl() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : decoders_) t.join();
+    fetch_pool_.reset();  // queued fetches see stop_ and return at once
+  }
+
+  Result<std::optional<Batch>> NextBatch() override {
+    collate_ = true;
+    if (!pending_.empty()) {  // samples left over from NextSample calls
+      std::vector<DecodedSample> rest(std::make_move_iterator(pending_.begin()),
+                                      std::make_move_iterator(pending_.end()));
+      pending_.clear();
+      return std::optional<Batch>(Collate(rest, epoch_, pending_first_));
+    }
+    STRATA_ASSIGN_OR_RETURN(std::optional<Unit> u, NextUnit());
+    if (!u) return std::optional<Batch>();
+    if (!u->batch) u->batch = Collate(u->samples, epoch_, u->first_position);
+    return std::move(u->batch);
+  }
+
+  Result<std::optional<DecodedSample>> NextSample() override {
+    while (pending_.empty()) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<Unit> u, NextUnit());
+      if (!u) return std::optional<DecodedSample>();
+      pending_first_ = u->first_position;
+      for (auto& s : u->samples) pending_.push_back(std::move(s));
+    }
+    DecodedSample s = std::move(pending_.front());
+    pending_.pop_front();
+    ++pending_first_;
+    return std::optional<DecodedSample>(std::move(s));
+  }
+
+  Stats stats() const override {
+    std::lock_guard lock(mu_);
+    Stats s = stats_;
+    s.queue_depth = ready_.size();
+    s.elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_);
+    return s;
+  }
+
+ private:
+  void Plan(const std::vector<PositionRange>& batches) {
+    const auto& order = *order_;
+    std::map<size_t, size_t> first_batch;
+    items_.resize(batches.size());
+    for (size_t b = 0; b < batches.size(); ++b) {
+      for (uint64_t p = batches[b].begin; p < batches[b].end; ++p) {
+        uint64_t index = order[p];
+        auto [shard, local] = ds_->Locate(index);
+        items_[b].push_back({p, index, shard, local});
+        if (!last_batch_.count(shard)) shard_seq_.push_back(shard);
+        last_batch_[shard] = b;
+      }
+      need_upto_.push_back(shard_seq_.size());
+    }
+  }
+
+  // Starts fetches for shards needed up to the batch being claimed, plus prefetch_shards more.
+  void MaybeFetchLocked() {
+    if (items_.empty() || stop_) return;
+    size_t at = std::min(claim_next_, items_.size() - 1);
+    size_t allowed = need_upto_[at] + opt_.prefetch_shards;
+    while (fetch_next_ < shard_seq_.size() && fetch_next_ < allowed && fetch_inflight_ < fetch_pool_->size()) {
+      size_t shard = shard_seq_[fetch_next_++];
+      ++fetch_inflight_;
+      fetch_pool_->Submit([this, shard] { FetchShard(shard); });
+    }
+  }
+
+  void FetchShard(size_t shard) {
+    const auto& entry = ds_->index().shards[shard];
+    const std::string key = ds_->ShardKey(shard);
+    Status last;
+    std::shared_ptr<const ParsedShard> parsed;
+    bool from_store = false;
+    int attempts = 0;
+    for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
+      {
+        std::lock_guard lock(mu_);
+        if (stop_) break;
+        if (attempt > 0) ++stats_.shard_fetch_retries;
+      }
+      ++attempts;
+      auto got = ds_->cache().Get(shard);
+      if (!got.ok()) {
+        last = got.status();
+        continue;
+      }
+      from_store = got->from_store;
+      auto p = ParseShard(ds_->index().format, got->data, key, entry.samples, ds_->ShardFirst(shard));
+      if (p.ok()) {
+        parsed = std::move(*p);
+        break;
+      }
+      last = p.status();
+      ds_->cache().Invalidate(shard);  // the retry must refetch, not reread bad bytes
+    }
+    {
+      std::lock_guard lock(mu_);
+      --fetch_inflight_;
+      if (parsed) {
+        loaded_[shard] = std::move(parsed);
+        ++(from_store ? stats_.shards_fetched : stats_.shards_from_cache);
+      } else if (!stop_) {
+        if (opt_.skip_corrupt) {
+          skipped_.insert(shard);
+          ++stats_.shards_skipped;
+        } else {
+          failed_[shard] = Status(last.code(), "shard " + key + " failed after " + std::to_string(attempts) +
+                                                   " attempt(s): " + last.ToString());
+        }
+      }
+      MaybeFetchLocked();
+    }
+    cv_.notify_all();
+  }
+
+  bool BatchReadyLocked(size_t b) const {
+    for (const Item& it : items_[b]) {
+      if (!loaded_.count(it.shard) && !failed_.count(it.shard) && !skipped_.count(it.shard)) return false;
+    }
+    return true;
+  }
+
+  void DecodeLoop() {
+    std::unique_lock lock(mu_);
+    const size_t bound = std::max<size_t>(opt_.prefetch_batches, 1);
+    while (true) {
+      cv_.wait(lock, [&] {
+        return stop_ || claim_next_ >= items_.size() ||
+               (claim_next_ < out_next_ + bound && BatchReadyLocked(claim_next_));
+      });
+      if (stop_ || claim_next_ >= items_.size()) return;
+      size_t b = claim_next_++;
+      MaybeFetchLocked();
+      std::map<size_t, std::shared_ptr<const ParsedShard>> shards;
+      Status failed;
+      for (const Item& it : items_[b]) {
+        if (auto f = failed_.find(it.shard); f != failed_.end() && failed.ok()) failed = f->second;
+        if (auto l = loaded_.find(it.shard); l != loaded_.end()) shards[it.shard] = l->second;
+      }
+      lock.unlock();
+      Unit u;
+      if (failed.ok()) {
+        u = Decode(b, shards);
+      } else {
+        u.status = failed;
+      }
+      lock.lock();
+      ready_.emplace(b, std::move(u));
+      decoded_.insert(b);
+      while (decoded_.count(frontier_)) decoded_.erase(frontier_++);
+      ReleaseShardsLocked();
+      cv_.notify_all();
+    }
+  }
+
+  // Shards whose last batch is decoded are dropped here and offered to the cache for eviction.
+  void ReleaseShardsLocked() {
+    for (auto it = loaded_.begin(); it != loaded_.end();) {
+      if (last_batch_[it->first] < frontier_) {
+        ds_->cache().Release(it->first);
+        it = loaded_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  Unit Decode(size_t b, const std::map<size_t, std::shared_ptr<const ParsedShard>>& shards) {
+    Unit u;
+    bool first = true;
+    for (const Item& it : items_[b]) {
+      auto s = shards.find(it.shard);
+      if (s == shards.end()) continue;  // skipped shard
+      const ParsedShard& p = *s->second;
+      const dataset::Example* ex = p.examples.empty() ? nullptr : &p.examples[it.local];
+      auto d = DecodeSample(opt_, it.index, p.samples[it.local], ex);
+      if (!d.ok()) {
+        if (opt_.skip_corrupt) {
+          std::lock_guard lock(mu_);
+          ++stats_.samples_skipped;
+          continue;
+        }
+        u.status = d.status().WithContext("decoding sample " + std::to_string(it.index) + " of shard " +
+                                          ds_->ShardKey(it.shard));
+        return u;
+      }
+      if (first) u.first_position = it.position, first = false;
+      u.bytes += SampleBytes(*d);
+      u.samples.push_back(std::move(*d));
+    }
+    if (collate_ && !u.samples.empty()) u.batch = Collate(u.samples, epoch_, u.first_position);
+    return u;
+  }
+
+  Result<std::optional<Unit>> NextUnit() {
+    if (!error_.ok()) return error_;
+    std::unique_lock lock(mu_);
+    while (true) {
+      auto t0 = Clock::now();
+      cv_.wait(lock, [&] { return out_next_ >= items_.size() || ready_.count(out_next_); });
+      stats_.consumer_wait += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
+      if (out_next_ >= items_.size()) return std::optional<Unit>();
+      Unit u = std::move(ready_.at(out_next_));
+      ready_.erase(out_next_++);
+      cv_.notify_all();
+      if (!u.status.ok()) {
+        error_ = u.status;
+        return error_;
+      }
+      if (u.samples.empty()) continue;  // every sample was in skipped shards
+      stats_.samples += u.samples.size();
+      stats_.bytes += u.bytes;
+      ++stats_.batches;
+      return std::optional<Unit>(std::move(u));
+    }
+  }
+
+  std::shared_ptr<DatasetImpl> ds_;
+  const StreamingOptions& opt_;
+  const uint64_t epoch_;
+  const Clock::time_point start_;
+  std::shared_ptr<const std::vector<uint64_t>> order_;
+
+  // The plan (immutable after construction).
+  std::vector<std::vector<Item>> items_;  // per batch
+  std::vector<size_t> shard_seq_;         // shards in order of first need
+  std::vector<size_t> need_upto_;         // per batch: shard_seq_ entries needed through it
+  std::map<size_t, size_t> last_batch_;   // shard -> last batch using it
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  size_t fetch_next_ = 0, fetch_inflight_ = 0;
+  size_t claim_next_ = 0, out_next_ = 0, frontier_ = 0;
+  std::set<size_t> decoded_;
+  std::map<size_t, std::shared_ptr<const ParsedShard>> loaded_;
+  std::map<size_t, Status> failed_;
+  std::set<size_t> skipped_;
+  std::map<size_t, Unit> ready_;
+  Stats stats_;
+  std::atomic<bool> collate_{false};
+
+  // Consumer-thread state.
+  Status error_;
+  std::deque<DecodedSample> pending_;
+  uint64_t pending_first_ = 0;
+
+  std::unique_ptr<ThreadPool> fetch_pool_;
+  std::vector<std::thread> decoders_;
+};
+
+}  // namespace
+
+std::unique_ptr<Iterator> MakeIterator(std::shared_ptr<DatasetImpl> ds, size_t worker, const State& state) {
+  return std::make_unique<IteratorImpl>(std::move(ds), worker, state);
+}
+
+}  // namespace strata::loader

@@ -1,0 +1,135 @@
+#include "loader/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/hash.h"
+
+namespace strata::loader {
+
+uint64_t SplitMix64::Next() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t SplitMix64::Below(uint64_t n) {
+  // Lemire: the high half of x*n is uniform once the low half's biased zone is rejected.
+  unsigned __int128 m = static_cast<unsigned __int128>(Next()) * n;
+  uint64_t low = static_cast<uint64_t>(m);
+  if (low < n) {
+    uint64_t threshold = (0 - n) % n;
+    while (low < threshold) {
+      m = static_cast<unsigned __int128>(Next()) * n;
+      low = static_cast<uint64_t>(m);
+    }
+  }
+  return static_cast<uint64_t>(m >> 64);
+}
+
+void SeededShuffle(std::vector<uint64_t>& v, uint64_t seed) {
+  SplitMix64 rng(seed);
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.Below(i)]);
+}
+
+uint64_t MixSeed(std::initializer_list<uint64_t> parts) {
+  uint64_t h = 0x243f6a8885a308d3ull;
+  for (uint64_t p : parts) {
+    SplitMix64 m(h ^ p);
+    h = m.Next();
+  }
+  return h;
+}
+
+std::string Fingerprint(const dataset::Manifest& index, const OrderSpec& spec) {
+  std::string canon = "strata-loader-order-v1\n";
+  canon += std::string(dataset::FormatName(index.format)) + "\n" + index.compression + "\n";
+  for (const auto& s : index.shards) {
+    canon += s.name + "\t" + std::to_string(s.size) + "\t" + std::to_string(s.samples) + "\n";
+  }
+  canon += "seed=" + std::to_string(spec.seed) + " shuffle=" + std::to_string(static_cast<int>(spec.shuffle));
+  if (spec.shuffle == Shuffle::kWindow) canon += " window=" + std::to_string(spec.shuffle_window);
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XxHash3(canon)));
+  return hex;
+}
+
+std::vector<uint64_t> ShardOrder(size_t shards, const OrderSpec& spec, const std::string& fingerprint, uint64_t epoch) {
+  std::vector<uint64_t> order(shards);
+  for (size_t i = 0; i < shards; ++i) order[i] = i;
+  if (spec.shuffle != Shuffle::kNone) SeededShuffle(order, MixSeed({XxHash3(fingerprint), epoch, 1}));
+  return order;
+}
+
+std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, const OrderSpec& spec,
+                                 const std::string& fingerprint, uint64_t epoch) {
+  std::vector<uint64_t> first(shard_samples.size() + 1, 0);
+  for (size_t k = 0; k < shard_samples.size(); ++k) first[k + 1] = first[k] + shard_samples[k];
+  std::vector<uint64_t> shards = ShardOrder(shard_samples.size(), spec, fingerprint, epoch);
+  std::vector<uint64_t> order;
+  order.reserve(first.back());
+  size_t window = spec.shuffle == Shuffle::kWindow ? std::max<size_t>(spec.shuffle_window, 1) : 1;
+  uint64_t fp = XxHash3(fingerprint);
+  for (size_t w = 0; w < shards.size(); w += window) {
+    size_t begin = order.size();
+    for (size_t k = w; k < std::min(shards.size(), w + window); ++k) {
+      for (uint64_t i = first[shards[k]]; i < first[shards[k] + 1]; ++i) order.push_back(i);
+    }
+    if (spec.shuffle == Shuffle::kWindow) {
+      std::vector<uint64_t> part(order.begin() + begin, order.end());
+      SeededShuffle(part, MixSeed({fp, epoch, 2, w}));
+      std::copy(part.begin(), part.end(), order.begin() + begin);
+    }
+  }
+  return order;
+}
+
+Status ValidatePartition(const PartitionSpec& spec) {
+  if (spec.world_size == 0 || spec.num_workers == 0 || spec.batch_size == 0) {
+    return InvalidArgumentError("world_size, num_workers and batch_size must be at least 1 (got " +
+                                std::to_string(spec.world_size) + ", " + std::to_string(spec.num_workers) + ", " +
+                                std::to_string(spec.batch_size) + ")");
+  }
+  if (spec.rank >= spec.world_size) {
+    return InvalidArgumentError("rank " + std::to_string(spec.rank) + " is not below world_size " +
+                                std::to_string(spec.world_size));
+  }
+  return Status::Ok();
+}
+
+std::vector<PositionRange> RankBatches(const PartitionSpec& spec, uint64_t consumed) {
+  std::vector<PositionRange> out;
+  if (consumed >= spec.total) return out;
+  const uint64_t b = spec.batch_size, g = b * spec.world_size;
+  const uint64_t remain = spec.total - consumed;
+  const uint64_t full = remain / g, tail = remain % g;
+  out.reserve(full + 1);
+  for (uint64_t i = 0; i < full; ++i) {
+    uint64_t begin = consumed + i * g + spec.rank * b;
+    out.push_back({begin, begin + b});
+  }
+  uint64_t skip = spec.rank * b;
+  if (tail > skip) {
+    uint64_t len = std::min<uint64_t>(b, tail - skip);
+    if (len == b || !spec.drop_last) {
+      uint64_t begin = consumed + full * g + skip;
+      out.push_back({begin, begin + len});
+    }
+  }
+  return out;
+}
+
+std::vector<PositionRange> WorkerBatches(const PartitionSpec& spec, uint64_t consumed, size_t worker) {
+  std::vector<PositionRange> all = RankBatches(spec, consumed), out;
+  for (size_t i = worker; i < all.size(); i += spec.num_workers) out.push_back(all[i]);
+  return out;
+}
+
+uint64_t RankSampleCount(const PartitionSpec& spec, uint64_t consumed) {
+  uint64_t n = 0;
+  for (const auto& r : RankBatches(spec, consumed)) n += r.size();
+  return n;
+}
+
+}  // namespace strata::loader

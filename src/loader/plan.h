@@ -1,0 +1,88 @@
+// The loader's pure functions: the epoch order (shuffles), the deal of that
+// order to (rank, worker) in units of one batch, and the fingerprint that
+// ties a resume state to a dataset and its order options. No I/O, no state;
+// thread-safe. Everything here is reproducible across machines and standard
+// libraries: the PRNG and the bounded draws are our own (splitmix64 and
+// Lemire's method), never std::shuffle or std distributions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataset/manifest.h"
+#include "loader/streaming_dataset.h"
+
+namespace strata::loader {
+
+// splitmix64: a 64-bit generator whose output is fixed by the seed alone.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t Next();
+  // Uniform in [0, n), unbiased (Lemire's multiply-and-reject); n > 0.
+  uint64_t Below(uint64_t n);
+
+ private:
+  uint64_t state_;
+};
+
+// Fisher-Yates with SplitMix64; the same (seed, input) gives the same output everywhere.
+void SeededShuffle(std::vector<uint64_t>& v, uint64_t seed);
+
+// Mixes several values into one seed (order matters).
+uint64_t MixSeed(std::initializer_list<uint64_t> parts);
+
+// The order options that, with the index, fix every epoch's order.
+struct OrderSpec {
+  Shuffle shuffle = Shuffle::kWindow;
+  uint64_t seed = 0;
+  size_t shuffle_window = 8;
+};
+
+// Hex fingerprint of the index (format, each shard's name, size and sample
+// count) and the order options.
+std::string Fingerprint(const dataset::Manifest& index, const OrderSpec& spec);
+
+// Shard order for `epoch`: storage order for kNone, else a seeded permutation.
+std::vector<uint64_t> ShardOrder(size_t shards, const OrderSpec& spec, const std::string& fingerprint, uint64_t epoch);
+
+// The epoch's global order of sample indices. `shard_samples[k]` is shard k's
+// sample count. kWindow: samples of each group of `shuffle_window`
+// consecutive shards (in shuffled shard order) are shuffled together, so a
+// sample's epoch position stays within its window's span.
+std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, const OrderSpec& spec,
+                                 const std::string& fingerprint, uint64_t epoch);
+
+// The deal. After `consumed` samples of an epoch of `total` samples, the
+// remainder is cut into global batches of batch*world samples; rank r gets
+// the r-th run of `batch` samples of each; the last, partial global batch is
+// cut the same way (ranks past its end get nothing from it, and at most one
+// rank gets a partial batch). Rank-local batch b goes to worker b % workers.
+// drop_last drops only that one partial batch (< batch samples).
+struct PartitionSpec {
+  uint64_t total = 0;
+  size_t world_size = 1;
+  size_t rank = 0;
+  size_t num_workers = 1;
+  size_t batch_size = 1;
+  bool drop_last = false;
+};
+
+// A batch as a half-open range of positions in the epoch's global order.
+struct PositionRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t size() const { return end - begin; }
+};
+
+// The rank's batches after `consumed`, in rank-local order.
+std::vector<PositionRange> RankBatches(const PartitionSpec& spec, uint64_t consumed);
+// The worker's batches (every num_workers-th rank batch, from `worker`).
+std::vector<PositionRange> WorkerBatches(const PartitionSpec& spec, uint64_t consumed, size_t worker);
+// Samples the rank gets after `consumed` (all its workers).
+uint64_t RankSampleCount(const PartitionSpec& spec, uint64_t consumed);
+
+Status ValidatePartition(const PartitionSpec& spec);
+
+}  // namespace strata::loader

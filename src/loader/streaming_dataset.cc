@@ -1,0 +1,222 @@
+#include "loader/streaming_dataset.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "dataset/byte_source.h"
+#include "dataset/shard.h"
+#include "loader/decode.h"
+#include "loader/internal.h"
+#include "object/store_url.h"
+
+namespace strata::loader {
+
+// ---- State / Stats ----------------------------------------------------------
+
+std::string State::ToJson() const {
+  return nlohmann::json{
+      {"version", 1}, {"epoch", epoch}, {"samples_consumed", samples_consumed}, {"fingerprint", fingerprint}}
+      .dump();
+}
+
+Result<State> State::FromJson(std::string_view json) {
+  auto j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("loader state: " + why + " (got: " + std::string(json.substr(0, 200)) + ")");
+  };
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1) {
+    return bad("unsupported or missing \"version\" (expected 1)");
+  }
+  State s;
+  for (const char* k : {"epoch", "samples_consumed"}) {
+    if (!j.contains(k) || !j[k].is_number_unsigned())
+      return bad(std::string("\"") + k + "\" must be an unsigned integer");
+  }
+  if (!j.contains("fingerprint") || !j["fingerprint"].is_string()) return bad("\"fingerprint\" must be a string");
+  s.epoch = j["epoch"].get<uint64_t>();
+  s.samples_consumed = j["samples_consumed"].get<uint64_t>();
+  s.fingerprint = j["fingerprint"].get<std::string>();
+  return s;
+}
+
+double Stats::samples_per_second() const {
+  double s = std::chrono::duration<double>(elapsed).count();
+  return s > 0 ? static_cast<double>(samples) / s : 0;
+}
+
+double Stats::bytes_per_second() const {
+  double s = std::chrono::duration<double>(elapsed).count();
+  return s > 0 ? static_cast<double>(bytes) / s : 0;
+}
+
+// ---- shard parsing and sample decoding --------------------------------------
+
+Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat format, Buffer bytes, const std::string& key,
+                                                      uint64_t expected, uint64_t first_index) {
+  auto out = std::make_shared<ParsedShard>();
+  out->bytes = bytes;
+  dataset::BufferSource src(bytes, key);
+  out->samples.reserve(expected);
+  if (format == dataset::ShardFormat::kTfRecord) {
+    dataset::TfRecordReader reader(src);
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> payload, reader.Next());
+      if (!payload) break;
+      auto ex = dataset::DecodeExample(*payload);
+      if (!ex.ok()) {
+        return CorruptionError(
+            key + ": record at offset " + std::to_string(reader.record_offset()) + " is not a tf.train.Example",
+            ex.status().ToString());
+      }
+      out->samples.push_back(dataset::ExampleToSample(*ex, std::to_string(first_index + out->examples.size())));
+      out->examples.push_back(std::move(*ex));
+      if (out->samples.size() > expected) break;
+    }
+  } else {
+    auto stream = dataset::MakeSampleStream(format, src);
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<dataset::Sample> s, stream->Next());
+      if (!s) break;
+      out->samples.push_back(std::move(*s));
+      if (out->samples.size() > expected) break;
+    }
+  }
+  if (out->samples.size() != expected) {
+    return CorruptionError(key + ": holds " + (out->samples.size() > expected ? "more than " : "") +
+                           std::to_string(out->samples.size()) + " samples, the index says " +
+                           std::to_string(expected));
+  }
+  return std::shared_ptr<const ParsedShard>(std::move(out));
+}
+
+Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t index, const dataset::Sample& sample,
+                                   const dataset::Example* example) {
+  DecodedSample out;
+  out.index = index;
+  out.key = sample.key;
+  for (const dataset::Field& f : sample.fields) {
+    const dataset::Feature* feature = nullptr;
+    if (example) {
+      auto it = example->find(f.name);
+      if (it != example->end()) feature = &it->second;
+    }
+    bool numeric = feature && feature->kind != dataset::Feature::Kind::kBytes;
+    Decode kind = ResolveDecode(options, f.name, example != nullptr, numeric);
+    STRATA_ASSIGN_OR_RETURN(Value v, DecodeField(sample.key, f.name, f.data, kind, feature));
+    out.fields.emplace(f.name, std::move(v));
+  }
+  return out;
+}
+
+// ---- the dataset --------------------------------------------------------------
+
+Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std::string prefix,
+                                                       StreamingOptions options) {
+  PartitionSpec part{0, options.world_size, options.rank, options.num_workers, options.batch_size, options.drop_last};
+  STRATA_RETURN_IF_ERROR(ValidatePartition(part));
+  if (options.shuffle == Shuffle::kWindow && options.shuffle_window == 0) {
+    return InvalidArgumentError("shuffle_window must be at least 1 shard");
+  }
+  if (options.retries < 0) return InvalidArgumentError("retries must be >= 0");
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  std::shared_ptr<DatasetImpl> d(new DatasetImpl());
+  d->store_ = store;
+  d->options_ = options;
+  STRATA_ASSIGN_OR_RETURN(d->ds_, dataset::Dataset::Open(store, prefix));
+  const auto& shards = d->ds_->index().shards;
+  d->first_.push_back(0);
+  std::vector<std::string> keys;
+  std::vector<uint64_t> sizes;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    d->shard_samples_.push_back(shards[k].samples);
+    d->first_.push_back(d->first_.back() + shards[k].samples);
+    keys.push_back(d->ds_->ShardKey(k));
+    sizes.push_back(shards[k].size);
+  }
+  d->spec_ = {options.shuffle, options.seed, options.shuffle_window};
+  d->fingerprint_ = Fingerprint(d->ds_->index(), d->spec_);
+
+  // A window's shards are all read at once, so a disk cache that cannot hold
+  // them would evict what the window still needs and refetch it (thrash).
+  if (!options.cache_dir.empty()) {
+    size_t window = options.shuffle == Shuffle::kWindow ? options.shuffle_window : 1;
+    std::sort(sizes.begin(), sizes.end(), std::greater<>());
+    uint64_t need = 0;
+    for (size_t i = 0; i < std::min(window, sizes.size()); ++i) need += sizes[i];
+    if (need > options.cache_limit_bytes) {
+      return InvalidArgumentError("cache_limit_bytes " + std::to_string(options.cache_limit_bytes) +
+                                  " is smaller than the " + std::to_string(need) + " bytes one shuffle window needs (" +
+                                  std::to_string(std::min(window, sizes.size())) + " shards of up to " +
+                                  std::to_string(sizes.empty() ? 0 : sizes[0]) +
+                                  " bytes): raise cache_limit_bytes or lower shuffle_window");
+    }
+    sizes.clear();
+    for (const auto& s : shards) sizes.push_back(s.size);
+  }
+  ShardCacheOptions co;
+  co.dir = options.cache_dir;
+  co.disk_bytes = options.cache_limit_bytes;
+  co.ram_bytes = options.ram_cache_bytes;
+  co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
+  STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::Open(store, std::move(keys), std::move(sizes), co));
+  return d;
+}
+
+PartitionSpec DatasetImpl::Partition() const {
+  return {size(), options_.world_size, options_.rank, options_.num_workers, options_.batch_size, options_.drop_last};
+}
+
+uint64_t DatasetImpl::RankSize(size_t rank) const {
+  PartitionSpec p = Partition();
+  p.rank = rank;
+  if (rank >= p.world_size) return 0;
+  return RankSampleCount(p, 0);
+}
+
+std::shared_ptr<const std::vector<uint64_t>> DatasetImpl::Order(uint64_t epoch) const {
+  std::lock_guard lock(order_mu_);
+  for (const auto& [e, o] : orders_) {
+    if (e == epoch) return o;
+  }
+  auto o =
+      std::make_shared<const std::vector<uint64_t>>(loader::EpochOrder(shard_samples_, spec_, fingerprint_, epoch));
+  orders_.emplace_back(epoch, o);
+  if (orders_.size() > 2) orders_.erase(orders_.begin());
+  return o;
+}
+
+Result<std::unique_ptr<Iterator>> DatasetImpl::Iterate(size_t worker, const State& state) {
+  if (worker >= options_.num_workers) {
+    return InvalidArgumentError("worker " + std::to_string(worker) + " is not below num_workers " +
+                                std::to_string(options_.num_workers));
+  }
+  if (!state.fingerprint.empty() && state.fingerprint != fingerprint_) {
+    return InvalidArgumentError("resume state is for another dataset or order (state fingerprint " + state.fingerprint +
+                                ", this dataset " + fingerprint_ +
+                                ": same shards, seed, shuffle and shuffle_window are required)");
+  }
+  if (state.samples_consumed > size()) {
+    return InvalidArgumentError("resume state says " + std::to_string(state.samples_consumed) +
+                                " samples consumed, but the epoch has only " + std::to_string(size()));
+  }
+  return MakeIterator(shared_from_this(), worker, state);
+}
+
+Result<DecodedSample> DatasetImpl::Get(uint64_t index) {
+  STRATA_ASSIGN_OR_RETURN(dataset::Sample s, ds_->Get(index));
+  return DecodeSample(options_, index, s, nullptr);
+}
+
+Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(ObjectStorePtr store, std::string prefix,
+                                                                 StreamingOptions options) {
+  STRATA_ASSIGN_OR_RETURN(auto d, DatasetImpl::Make(std::move(store), std::move(prefix), std::move(options)));
+  return std::shared_ptr<StreamingDataset>(std::move(d));
+}
+
+Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(std::string_view url, StreamingOptions options) {
+  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url));
+  return Open(std::move(store), "", std::move(options));
+}
+
+}  // namespace strata::loader
