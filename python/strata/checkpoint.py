@@ -1,0 +1,485 @@
+"""Async, sharded, verified checkpoints of PyTorch state_dicts (``strata.checkpoint``).
+
+    ckpt = strata.checkpoint.Checkpointer("/ckpt", remote="s3://bucket/run1?endpoint=...", keep_local=2)
+    fut = ckpt.save(step, {"model": model.state_dict(), "optim": opt.state_dict()}, async_save=True)
+    ...                                  # training continues once the bytes are staged in RAM
+    fut.result()                         # committed locally; fut.wait_uploaded(): committed remotely
+    state = ckpt.load()                  # the newest checkpoint that verifies
+
+Tensors (every torch dtype, any strides, 0-dim, empty) are stored in safetensors shards; the
+rest of the structure (dicts incl. OrderedDict and their ``_metadata``, lists, tuples,
+torch.Size, None, bool, int, float, complex, str, bytes, torch.dtype/device, numpy arrays) is
+kept as JSON in the checkpoint's metadata. Nothing is pickled: other objects are refused with
+TypeError naming where they are. A tensor object appearing twice is stored once and restored
+shared; distinct views of one storage are stored separately.
+"""
+
+import base64
+import collections
+import concurrent.futures
+import json
+import os
+import threading
+
+import numpy as np
+import torch
+
+from . import _strata
+from .store import to_url
+
+_FORMAT = "strata.checkpoint/1"
+
+# torch dtype -> safetensors dtype; any other dtype is stored as its raw bytes ("U8", [nbytes]).
+_SAFETENSORS = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+    torch.bool: "BOOL", torch.complex64: "C64",
+}
+
+# torch.distributed.checkpoint (StorageWriter/StorageReader) is not in every PyTorch; this build's
+# integration is only defined when it is importable.
+try:  # pragma: no cover - depends on the installed PyTorch
+    import torch.distributed.checkpoint as _dcp  # noqa: F401
+    HAVE_DCP = hasattr(_dcp, "StorageWriter") and hasattr(_dcp, "StorageReader")
+except Exception:  # noqa: BLE001  (ImportError, or a broken module on this Python)
+    HAVE_DCP = False
+
+
+def _torch_dtype(name):
+    dt = getattr(torch, name.replace("torch.", ""), None)
+    if not isinstance(dt, torch.dtype):
+        raise _strata.Corruption(f"checkpoint names an unknown torch dtype {name!r}")
+    return dt
+
+
+class _Encoder:
+    """Splits a state_dict into tensor specs (for the C++ writer) and a JSON skeleton."""
+
+    def __init__(self, name_prefix=""):
+        self._prefix = name_prefix  # "rank-N/" with several ranks: names unique across the checkpoint
+        self.specs = []  # (name, dtype, shape, address, nbytes)
+        self.keep = []  # the tensors/arrays whose memory the specs point at
+        self._names = set()
+        self._seen = {}  # id(tensor) -> name
+
+    def _name(self, path):
+        name = self._prefix + ("/".join(path) or "tensor")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            name = self._prefix + "tensor"
+        if len(name.encode("utf-8")) > 2000:
+            name = self._prefix + "tensor"
+        base, n = name, 1
+        while name in self._names or name == "__metadata__":
+            name, n = f"{base}~{n}", n + 1
+        self._names.add(name)
+        return name
+
+    def _add(self, path, stored_dtype, shape, address, nbytes, owner):
+        name = self._name(path)
+        self.specs.append((name, stored_dtype, list(shape), address, nbytes))
+        self.keep.append(owner)
+        return name
+
+    def tensor(self, t, path):
+        if id(t) in self._seen:
+            return {"T": "ref", "name": self._seen[id(t)]}
+        if t.layout != torch.strided or t.is_quantized:
+            raise TypeError(f"cannot checkpoint the {t.layout} / quantized tensor at {'/'.join(path)!r}: "
+                            "convert it to a dense tensor first")
+        node = {"T": "tensor", "dtype": str(t.dtype), "shape": list(t.shape), "device": str(t.device),
+                "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, torch.nn.Parameter)}
+        data = t.detach()
+        if data.device.type != "cpu":
+            data = data.cpu()  # e.g. CUDA: copied to host first (no zero-copy path for device memory)
+        if data.is_conj():
+            data = data.resolve_conj()
+        if data.is_neg():
+            data = data.resolve_neg()
+        if not data.is_contiguous():
+            data = data.contiguous()
+        nbytes = data.numel() * data.element_size()
+        stored = _SAFETENSORS.get(data.dtype)
+        shape = list(data.shape) if stored else [nbytes]
+        name = self._add(path, stored or "U8", shape, data.data_ptr() if nbytes else 0, nbytes, data)
+        node["name"] = name
+        self._seen[id(t)] = name
+        self.keep.append(t)
+        return node
+
+    def array(self, a, path):
+        if a.dtype.hasobject or a.dtype.fields is not None:
+            raise TypeError(f"cannot checkpoint the numpy array of dtype {a.dtype} at {'/'.join(path)!r}")
+        c = np.ascontiguousarray(a)
+        name = self._add(path, "U8", [c.nbytes], c.ctypes.data if c.nbytes else 0, c.nbytes, c)
+        return {"T": "ndarray", "dtype": c.dtype.str, "shape": list(c.shape), "name": name}
+
+    def encode(self, obj, path=()):
+        if isinstance(obj, torch.Tensor):
+            return self.tensor(obj, path)
+        if isinstance(obj, np.ndarray):
+            return self.array(obj, path)
+        if obj is None:
+            return {"T": "none"}
+        if isinstance(obj, bool):
+            return {"T": "bool", "v": obj}
+        if isinstance(obj, int):
+            return {"T": "int", "v": str(int(obj))}  # exact for any size
+        if isinstance(obj, float):
+            return {"T": "float", "v": float(obj).hex()}  # exact, incl. nan/inf
+        if isinstance(obj, complex):
+            return {"T": "complex", "re": obj.real.hex(), "im": obj.imag.hex()}
+        if isinstance(obj, str):
+            return {"T": "str", "v": base64.b64encode(obj.encode("utf-8", "surrogatepass")).decode()}
+        if isinstance(obj, (bytes, bytearray)):
+            return {"T": "bytearray" if isinstance(obj, bytearray) else "bytes", "v": base64.b64encode(obj).decode()}
+        if isinstance(obj, torch.dtype):
+            return {"T": "dtype", "v": str(obj)}
+        if isinstance(obj, torch.device):
+            return {"T": "device", "v": str(obj)}
+        if isinstance(obj, torch.Size):
+            return {"T": "size", "v": list(obj)}
+        if type(obj) in (list, tuple):
+            return {"T": type(obj).__name__,
+                    "items": [self.encode(v, path + (str(i),)) for i, v in enumerate(obj)]}
+        if type(obj) in (dict, collections.OrderedDict):
+            node = {"T": "odict" if isinstance(obj, collections.OrderedDict) else "dict",
+                    "items": [[self.encode(k, path + ("<key>",)), self.encode(v, path + (str(k),))]
+                              for k, v in obj.items()]}
+            meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict() versions
+            if meta is not None:
+                node["meta"] = self.encode(meta, path + ("_metadata",))
+            return node
+        raise TypeError(
+            f"cannot checkpoint {type(obj).__module__}.{type(obj).__qualname__} at {'/'.join(path) or '<root>'!r}: "
+            "strata stores tensors, numpy arrays, None, bool, int, float, complex, str, bytes, lists, tuples, "
+            "dicts, torch.Size/dtype/device, and never pickles; convert it (e.g. to a dict or tensor) first")
+
+
+class _Decoder:
+    """Rebuilds the structure; tensors are allocated first and filled by one LoadInto."""
+
+    def __init__(self, stored):
+        self.stored = stored  # name -> (dtype, shape, size) as recorded in the manifest
+        self.targets = []  # (name, address, nbytes)
+        self.tensors = {}  # name -> tensor
+        self.fixups = []  # (name, node): device / requires_grad / Parameter, applied after loading
+
+    def _entry(self, name):
+        if name not in self.stored:
+            raise _strata.Corruption(f"checkpoint metadata names tensor {name!r}, which is not in the checkpoint")
+        return self.stored[name]
+
+    def decode(self, node):
+        t = node["T"]
+        if t == "tensor":
+            dtype, shape = _torch_dtype(node["dtype"]), node["shape"]
+            out = torch.empty(shape, dtype=dtype)
+            nbytes = out.numel() * out.element_size()
+            if self._entry(node["name"])[2] != nbytes:
+                raise _strata.Corruption(f"tensor {node['name']!r}: {self.stored[node['name']][2]} bytes stored, "
+                                         f"{nbytes} expected for {dtype} {shape}")
+            if nbytes:
+                self.targets.append((node["name"], out.data_ptr(), nbytes))
+            self.tensors[node["name"]] = out
+            self.fixups.append((node["name"], node))
+            return _Slot(node["name"])
+        if t == "ref":
+            return _Slot(node["name"])
+        if t == "ndarray":
+            out = np.empty(node["shape"], dtype=np.dtype(node["dtype"]))
+            if self._entry(node["name"])[2] != out.nbytes:
+                raise _strata.Corruption(f"array {node['name']!r}: size differs from its metadata")
+            if out.nbytes:
+                self.targets.append((node["name"], out.ctypes.data, out.nbytes))
+            return out
+        if t == "none":
+            return None
+        if t == "bool":
+            return bool(node["v"])
+        if t == "int":
+            return int(node["v"])
+        if t == "float":
+            return float.fromhex(node["v"])
+        if t == "complex":
+            return complex(float.fromhex(node["re"]), float.fromhex(node["im"]))
+        if t == "str":
+            return base64.b64decode(node["v"]).decode("utf-8", "surrogatepass")
+        if t == "bytes":
+            return base64.b64decode(node["v"])
+        if t == "bytearray":
+            return bytearray(base64.b64decode(node["v"]))
+        if t == "dtype":
+            return _torch_dtype(node["v"])
+        if t == "device":
+            return torch.device(node["v"])
+        if t == "size":
+            return torch.Size(node["v"])
+        if t in ("list", "tuple"):
+            items = [self.decode(v) for v in node["items"]]
+            return items if t == "list" else _TupleSlot(items)
+        if t in ("dict", "odict"):
+            d = collections.OrderedDict() if t == "odict" else {}
+            for k, v in node["items"]:
+                d[_resolve_key(self.decode(k))] = self.decode(v)
+            if "meta" in node:
+                d._metadata = self.decode(node["meta"])
+            return d
+        raise _strata.Corruption(f"checkpoint metadata has an unknown node type {t!r}")
+
+    def finish(self, obj, map_location):
+        for name, node in self.fixups:
+            t = self.tensors[name]
+            if map_location is not None:
+                t = t.to(map_location)
+            if node.get("parameter"):
+                t = torch.nn.Parameter(t, requires_grad=node.get("requires_grad", True))
+            elif node.get("requires_grad"):
+                t.requires_grad_(True)
+            self.tensors[name] = t
+        return self._fill(obj)
+
+    def _fill(self, obj):
+        if isinstance(obj, _Slot):
+            return self.tensors[obj.name]
+        if isinstance(obj, _TupleSlot):
+            return tuple(self._fill(v) for v in obj.items)
+        if isinstance(obj, list):
+            for i, v in enumerate(obj):
+                obj[i] = self._fill(v)
+        elif isinstance(obj, dict):
+            for k in list(obj.keys()):
+                obj[k] = self._fill(obj[k])
+            if hasattr(obj, "_metadata"):
+                obj._metadata = self._fill(obj._metadata)
+        return obj
+
+
+class _Slot:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+class _TupleSlot:
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = items
+
+
+def _resolve_key(k):
+    return tuple(_resolve_key(v) for v in k.items) if isinstance(k, _TupleSlot) else k
+
+
+def _rank_world(rank, world_size):
+    if rank is None or world_size is None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            r, w = dist.get_rank(), dist.get_world_size()
+        else:
+            r, w = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        rank = r if rank is None else rank
+        world_size = w if world_size is None else world_size
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is not in [0, world_size={world_size})")
+    return int(rank), int(world_size)
+
+
+class SaveFuture(concurrent.futures.Future):
+    """A save in flight: ``done()``, ``result(timeout)`` (stats once committed locally),
+    ``wait_uploaded()`` (committed in the remote store too) and ``step``."""
+
+    def __init__(self, handle):
+        super().__init__()
+        self._handle = handle
+        self.step = handle.step
+        self.set_running_or_notify_cancel()
+        threading.Thread(target=self._wait, name=f"strata-ckpt-{self.step}", daemon=True).start()
+
+    def _wait(self):
+        try:
+            self._handle.wait()  # GIL released in C++
+            self.set_result(self._handle.stats())
+        except BaseException as e:  # noqa: BLE001  (delivered through result())
+            self.set_exception(e)
+
+    def wait_uploaded(self):
+        """Blocks until the checkpoint is committed in the remote store (at once without one)."""
+        self._handle.wait_uploaded()
+        return self._handle.stats()
+
+    def stats(self):
+        return self._handle.stats()
+
+
+class Checkpointer:
+    """Saves and loads state_dicts under ``dir`` (local), tiering to ``remote`` (a store URL).
+
+    ``rank``/``world_size`` default to torch.distributed or RANK/WORLD_SIZE: every rank saves
+    its own state into the same step, which commits when every rank's part is durable.
+    ``keep_local``/``keep_remote``: keep the newest N checkpoints (0 = all). ``policy``: a save
+    while the previous one is still persisting "wait"s, or is "queue"d (at most ``max_queued``).
+    Thread-safe. Use as a context manager or call ``close()`` to wait for staged saves.
+    """
+
+    def __init__(self, dir, remote=None, rank=None, world_size=None, keep_local=0, keep_remote=0,  # noqa: A002
+                 policy="wait", *, max_queued=2, io_threads=4, stage_threads=2, shard_bytes=256 << 20,
+                 shared_dir=True, fsync=True):
+        if policy not in ("wait", "queue"):
+            raise ValueError(f"policy must be 'wait' or 'queue', not {policy!r}")
+        self.dir = os.path.abspath(os.fspath(dir))
+        self.remote = to_url(remote) if remote is not None else None
+        self.rank, self.world_size = _rank_world(rank, world_size)
+        os.makedirs(self.dir, exist_ok=True)
+        self._writer_args = dict(
+            dir=self.dir, remote_url=self.remote or "", rank=self.rank, world_size=self.world_size,
+            shared_dir=bool(shared_dir), policy=policy, keep_local=int(keep_local), keep_remote=int(keep_remote),
+            io_threads=int(io_threads), stage_threads=int(stage_threads), shard_bytes=int(shard_bytes),
+            max_queued=int(max_queued), fsync=bool(fsync))
+        self._writer = None
+        self._lock = threading.Lock()
+        self._local = _strata._open_location(self.dir)
+        self._remote = _strata._open_location(self.remote) if self.remote else None
+
+    def _get_writer(self):
+        with self._lock:
+            if self._writer is None:  # opened on first save: resumes uploads a crash left behind
+                self._writer = _strata._open_writer(**self._writer_args)
+            return self._writer
+
+    def save(self, step, state_dict, async_save=False, metadata=None):
+        """Saves ``state_dict`` as checkpoint ``step``.
+
+        Returns once the tensors' bytes are copied to RAM staging: with ``async_save`` a
+        :class:`SaveFuture`; else after the local commit, the save's stats dict.
+        ``metadata``: extra JSON-serialisable user metadata.
+        """
+        enc = _Encoder(f"rank-{self.rank}/" if self.world_size > 1 else "")
+        skeleton = enc.encode(state_dict)
+        meta = json.dumps({"format": _FORMAT, "skeleton": skeleton, "user": metadata}, separators=(",", ":"))
+        handle = self._get_writer().save(int(step), enc.specs, meta)  # staging copies with the GIL released
+        del enc  # the tensors may change from here on
+        future = SaveFuture(handle)
+        return future if async_save else future.result()
+
+    def flush(self):
+        """Waits until every staged save is committed locally."""
+        if self._writer is not None:
+            self._writer.flush()
+
+    def wait_for_uploads(self):
+        if self._writer is not None:
+            self._writer.wait_for_uploads()
+
+    def close(self):
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _location(self, source):
+        if source == "local":
+            return self._local
+        if source == "remote":
+            if self._remote is None:
+                raise ValueError("this Checkpointer has no remote")
+            return self._remote
+        raise ValueError(f"source must be 'local' or 'remote', not {source!r}")
+
+    def list(self, source="local"):
+        """Steps with a committed checkpoint (quick checks), ascending."""
+        loc = self._location(source)
+        out = []
+        for step in loc.steps():
+            try:
+                loc.info(step)
+                out.append(step)
+            except _strata.Error:
+                pass
+        return out
+
+    def latest(self, source="local", full=False):
+        """The newest step that verifies (``full``: every byte hashed), or None."""
+        return self._location(source).latest(full)
+
+    def verify(self, step, source="local", full=True):
+        """A report dict: ok, committed, problems [{file, tensor, what}], text."""
+        return self._location(source).verify(int(step), full)
+
+    def metadata(self, step, source="local"):
+        """The user metadata saved with ``step``."""
+        return self._meta(self._location(source), int(step))[0].get("user")
+
+    def _meta(self, loc, step):
+        info = loc.info(step)
+        ranks = info["ranks"]
+        if self.rank >= len(ranks):
+            raise _strata.NotFound(f"checkpoint {step} has {len(ranks)} ranks, not rank {self.rank}")
+        rank = ranks[self.rank]
+        try:
+            meta = json.loads(rank["metadata"])
+            if isinstance(meta, str):
+                meta = json.loads(meta)
+        except ValueError as e:
+            raise _strata.Corruption(f"checkpoint {step}: unreadable metadata: {e}") from None
+        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+            raise _strata.Corruption(f"checkpoint {step} was not saved by strata.checkpoint (no state_dict skeleton)")
+        return meta, {name: (dtype, shape, size) for name, dtype, shape, size in rank["tensors"]}
+
+    def _load_step(self, loc, step, map_location, verify):
+        meta, stored = self._meta(loc, step)
+        dec = _Decoder(stored)
+        obj = dec.decode(meta["skeleton"])
+        loc.load_into(step, dec.targets, verify=verify, rank=self.rank)  # GIL released
+        return dec.finish(obj, map_location)
+
+    def load(self, step=None, map_location=None, verify=True, source="auto"):
+        """Loads checkpoint ``step`` (None: the newest one that loads and verifies).
+
+        ``map_location``: a device (str or torch.device) to move tensors to. ``source``:
+        "local", "remote" or "auto" (local first, then remote). Raises strata.NotFound when
+        nothing loads, strata.Corruption when ``step`` was given and fails verification.
+        """
+        sources = ["local", "remote"] if source == "auto" else [source]
+        if self._remote is None and source == "auto":
+            sources = ["local"]
+        if map_location is not None and not isinstance(map_location, (str, torch.device)):
+            raise ValueError("map_location must be a device (str or torch.device)")
+        if step is not None:
+            last = None
+            for s in sources:
+                try:
+                    return self._load_step(self._location(s), int(step), map_location, verify)
+                except _strata.NotFound as e:
+                    last = e
+            raise last
+        skipped = []
+        for s in sources:
+            loc = self._location(s)
+            for st in sorted(loc.steps(), reverse=True):
+                try:
+                    return self._load_step(loc, st, map_location, verify)
+                except (_strata.NotFound, _strata.Corruption) as e:
+                    skipped.append(f"{s} step {st}: {e}")
+        raise _strata.NotFound(f"no valid checkpoint in {self.dir}" + (f" or {self.remote}" if self.remote else "") +
+                               ("; skipped: " + "; ".join(skipped) if skipped else ""))
+
+
+def save(dir, step, state_dict, **kwargs):  # noqa: A002
+    """One-shot synchronous save (see Checkpointer)."""
+    with Checkpointer(dir) as c:
+        return c.save(step, state_dict, **kwargs)
+
+
+def load(dir, step=None, **kwargs):  # noqa: A002
+    """One-shot load of ``step`` or the newest valid checkpoint (see Checkpointer.load)."""
+    return Checkpointer(dir).load(step, **kwargs)

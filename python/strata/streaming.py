@@ -1,0 +1,277 @@
+"""The streaming loader for PyTorch: ``StreamingDataset`` and ``StreamingDataLoader``.
+
+The epoch's order is a pure function of (dataset, seed, epoch, shuffle options) and is dealt to
+ranks and dataloader workers in units of one batch, so a ``DataLoader`` (which takes batches from
+its workers in turn) consumes a prefix of each rank's order. A resume state is therefore just the
+number of samples consumed in the epoch; ``StreamingDataLoader`` counts them for you.
+"""
+
+import os
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from . import _strata
+from .store import to_url
+
+_SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
+_STATE_FORMAT = "strata.StreamingDataset/1"
+_FORK_INHERITED = []  # C++ handles inherited from the parent process through fork(): never freed
+
+
+def _require_loader():
+    if not _strata.HAVE_LOADER:
+        raise ImportError("this strata build has no streaming loader (strata_loader was not built)")
+
+
+def _rank_world(rank, world_size):
+    """Explicit arguments, else torch.distributed when initialised, else RANK / WORLD_SIZE."""
+    if rank is None or world_size is None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            r, w = dist.get_rank(), dist.get_world_size()
+        else:
+            r, w = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        rank = r if rank is None else rank
+        world_size = w if world_size is None else world_size
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is not in [0, world_size={world_size})")
+    return int(rank), int(world_size)
+
+
+class StreamingDataset(IterableDataset):
+    """A packed dataset (``strata pack`` / ``strata.pack``) streamed from any URL.
+
+    Yields dicts ``{"__key__": str, "__index__": int, field: value}`` where a value is ``bytes``
+    (raw fields), a read-only numpy array viewing strata's buffer without a copy (``.npy``
+    fields), or the parsed JSON (``.json`` fields, TFRecord ``Example``s). ``decode`` maps a
+    field name to "raw", "json", "npy", "example" or "auto" (by suffix); ``transform`` is
+    applied to every sample dict in the worker.
+
+    ``shuffle``: True or "window" (shard order shuffled, then samples across windows of
+    ``shuffle_window`` shards), "shards" (shard order only) or False. Call ``set_epoch(e)``
+    before each epoch (as with DistributedSampler); the order is a function of (seed, epoch).
+
+    ``batch_size`` must equal the DataLoader's for exact resume (StreamingDataLoader sets it).
+    Rank and world size come from the arguments, torch.distributed or RANK / WORLD_SIZE.
+    ``persistent_workers=True`` is not supported: workers would not see set_epoch/resume.
+    """
+
+    def __init__(self, url, *, cache_dir=None, cache_limit=16 << 30, ram_cache=256 << 20, shuffle=True, seed=0,
+                 shuffle_window=8, batch_size=None, drop_last=False, prefetch=4, prefetch_batches=8,
+                 decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
+                 fetch_concurrency=16, world_size=None, rank=None):
+        _require_loader()
+        if shuffle not in _SHUFFLE:
+            raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+        if decode is not None and not isinstance(decode, dict):
+            raise ValueError("decode must be a dict {field: 'raw'|'json'|'npy'|'example'|'auto'}")
+        self.url = to_url(url)
+        self.rank, self.world_size = _rank_world(rank, world_size)
+        self._batch_size_set = batch_size is not None
+        self.batch_size = batch_size or 1
+        self.drop_last = bool(drop_last)
+        self.transform = transform
+        self._options = dict(
+            cache_dir=os.fspath(cache_dir) if cache_dir is not None else None, cache_limit=int(cache_limit),
+            ram_cache=int(ram_cache), shuffle=_SHUFFLE[shuffle], seed=int(seed), shuffle_window=int(shuffle_window),
+            prefetch=int(prefetch), prefetch_batches=int(prefetch_batches), decode=decode,
+            skip_corrupt=bool(skip_corrupt), retries=int(retries), decode_threads=int(decode_threads),
+            fetch_concurrency=int(fetch_concurrency))
+        self.epoch = 0
+        self._resume = None  # (epoch, samples_consumed): where the next iteration of that epoch starts
+        self._handles = {}
+        self._last_iter = None
+        self._last_stats = None
+        self._handle(1)  # open now: a bad URL or index fails here, not in a worker
+
+    # -- the C++ dataset, one per (process, worker count, batch size) ---------------------------
+    def _handle(self, num_workers):
+        key = (os.getpid(), num_workers, self.batch_size, self.drop_last)
+        h = self._handles.get(key)
+        if h is None:
+            if any(k[0] != key[0] for k in self._handles):
+                # A forked worker: the parent's handles own threads that do not exist here, so
+                # they must never be destroyed (or used) in this process.
+                _FORK_INHERITED.extend(self._handles.values())
+                self._handles = {}
+            opts = dict(self._options, world_size=self.world_size, rank=self.rank, num_workers=num_workers,
+                        batch_size=self.batch_size, drop_last=self.drop_last)
+            h = self._handles[key] = _strata._open_dataset(self.url, opts)
+        return h
+
+    def __getstate__(self):  # for spawned workers: the C++ handles stay behind
+        state = dict(self.__dict__)
+        state["_handles"] = {}
+        state["_last_iter"] = None
+        return state
+
+    @property
+    def fingerprint(self):
+        """Identifies the dataset and order options (seed, shuffle, window)."""
+        return self._handle(1).fingerprint
+
+    @property
+    def size(self):
+        """Samples in the whole dataset."""
+        return self._handle(1).size
+
+    @property
+    def fields(self):
+        return list(self._handle(1).fields)
+
+    def __len__(self):
+        """Samples this rank sees per epoch (all its workers together)."""
+        return self._handle(1).rank_size(self.rank)
+
+    def __getitem__(self, index):
+        """Random access to global sample ``index`` (storage order), decoded."""
+        return self._handle(1).get(int(index))
+
+    def epoch_order(self, epoch=None):
+        """The epoch's global order of sample indices (numpy array)."""
+        return self._handle(1).epoch_order(self.epoch if epoch is None else int(epoch))
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    # -- resume -------------------------------------------------------------------------------
+    def _start(self):
+        if self._resume is not None and self._resume[0] == self.epoch:
+            return self._resume[1]
+        return 0
+
+    def state_dict(self, num_samples=0, from_beginning=True):
+        """Resume state after ``num_samples`` samples of this epoch consumed by ALL ranks.
+
+        ``from_beginning=False``: ``num_samples`` counts from where this run resumed the epoch.
+        """
+        consumed = int(num_samples) + (0 if from_beginning else self._start())
+        return {"format": _STATE_FORMAT, "epoch": self.epoch, "samples_consumed": min(consumed, self.size),
+                "fingerprint": self.fingerprint}
+
+    def load_state_dict(self, state):
+        """Resumes at ``state`` on the next iteration; ValueError for another dataset's state."""
+        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+            raise ValueError(f"not a strata.StreamingDataset state: {state!r:.200}")
+        if state.get("fingerprint") != self.fingerprint:
+            raise ValueError(
+                f"resume state is from another dataset or order options (state fingerprint "
+                f"{state.get('fingerprint')}, this dataset {self.fingerprint} at {self.url}): "
+                f"same index, seed, shuffle and shuffle_window are required")
+        consumed = int(state["samples_consumed"])
+        if consumed < 0 or consumed > self.size:
+            raise ValueError(f"samples_consumed {consumed} is outside [0, {self.size}]")
+        self.epoch = int(state["epoch"])
+        self._resume = (self.epoch, consumed)
+
+    # -- iteration ----------------------------------------------------------------------------
+    def _iterator(self, worker, num_workers):
+        it = self._handle(num_workers).iterate(worker, self.epoch, self._start(), self.fingerprint)
+        self._last_iter = it
+        return it
+
+    def _finish(self, it, completed, in_main_process):
+        self._last_stats = it.stats()
+        self._last_iter = None
+        it.close()
+        if completed and in_main_process:
+            self._resume = None  # the resumed epoch is done
+
+    def __iter__(self):
+        info = get_worker_info()
+        worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        it = self._iterator(worker, num_workers)
+        completed = False
+        try:
+            while True:
+                sample = it.next_sample()
+                if sample is None:
+                    completed = True
+                    break
+                yield self.transform(sample) if self.transform is not None else sample
+        finally:
+            self._finish(it, completed, info is None)
+
+    def batches(self):
+        """Iterates this rank's batches collated in C++, in this process (the fast path).
+
+        Each batch is a dict: ``__key__`` (list), ``__index__`` (uint64 array), and per field a
+        ``[B, ...]`` read-only numpy array when every item has the same size and dtype
+        (fixed-shape .npy, fixed-size raw records as uint8 ``[B, nbytes]``), else a list (one
+        memoryview / array / parsed JSON per sample).
+        """
+        it = self._iterator(0, 1)
+        completed = False
+        try:
+            while True:
+                batch = it.next_batch()
+                if batch is None:
+                    completed = True
+                    break
+                yield batch
+        finally:
+            self._finish(it, completed, True)
+
+    def stats(self):
+        """Pipeline statistics of this process's current (else last) iterator, or None."""
+        if self._last_iter is not None:
+            return self._last_iter.stats()
+        return self._last_stats
+
+
+class StreamingDataLoader(DataLoader):
+    """A ``DataLoader`` that counts the samples it yields, for exact mid-epoch resume.
+
+    ``state_dict()`` / ``load_state_dict()`` save and restore the position in the epoch (the
+    number of workers may differ on resume). The dataset's batch_size is set to the loader's.
+    """
+
+    def __init__(self, dataset, *args, **kwargs):
+        batch_size = kwargs.get("batch_size", args[0] if args else 1)
+        if kwargs.get("persistent_workers"):
+            raise ValueError("StreamingDataLoader does not support persistent_workers "
+                             "(workers would miss set_epoch and resume)")
+        if isinstance(dataset, StreamingDataset) and batch_size is not None:
+            if not dataset._batch_size_set:
+                dataset.batch_size = batch_size
+            elif dataset.batch_size != batch_size:
+                raise ValueError(f"dataset batch_size {dataset.batch_size} differs from the loader's "
+                                 f"{batch_size}: exact resume needs them equal")
+            if kwargs.get("drop_last"):
+                dataset.drop_last = True  # only a rank's last batch can be short: drop it in C++
+        super().__init__(dataset, *args, **kwargs)
+        self.num_samples_yielded = 0
+        self._base = 0
+
+    def _count(self, batch):
+        if self.batch_size is None:
+            return 1
+        if isinstance(batch, dict):
+            if "__key__" in batch:
+                return len(batch["__key__"])
+            batch = next(iter(batch.values()))
+        if isinstance(batch, (list, tuple)):
+            batch = batch[0]
+        return len(batch)
+
+    def __iter__(self):
+        ds = self.dataset
+        self.num_samples_yielded = 0
+        self._base = ds._start() if isinstance(ds, StreamingDataset) else 0
+        for batch in super().__iter__():
+            self.num_samples_yielded += self._count(batch)
+            yield batch
+        if isinstance(ds, StreamingDataset):
+            ds._resume = None  # the epoch is complete: the next iteration starts it afresh
+
+    def state_dict(self):
+        ds = self.dataset
+        if not isinstance(ds, StreamingDataset):
+            return None
+        return ds.state_dict(self._base + self.num_samples_yielded * ds.world_size, from_beginning=True)
+
+    def load_state_dict(self, state):
+        self.dataset.load_state_dict(state)

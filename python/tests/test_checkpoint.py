@@ -1,0 +1,194 @@
+import collections
+import glob
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import strata
+import strata.checkpoint as sc
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+          torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128]
+
+
+def make_tensor(dtype, shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_complex:
+        return torch.randn(shape, generator=g, dtype=dtype)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype)
+    return torch.randint(-100 if dtype != torch.uint8 else 0, 100, shape, generator=g).to(dtype)
+
+
+def nested_state():
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    shared = torch.ones(3)
+    od = collections.OrderedDict([("w", torch.randn(2, 2)), ("b", torch.zeros(2))])
+    od._metadata = {"": {"version": 2}}
+    return {
+        "tensors": {str(d): make_tensor(d, (3, 5), i) for i, d in enumerate(DTYPES)},
+        "strided": base.t(),  # non-contiguous
+        "sliced": base[:, ::2],
+        "scalar": torch.tensor(3.5, dtype=torch.float64),
+        "empty": torch.empty(0, 7, dtype=torch.int32),
+        "param": torch.nn.Parameter(torch.randn(4)),
+        "shared_a": shared, "shared_b": shared,
+        "odict": od,
+        "array": np.arange(10, dtype=np.uint16).reshape(2, 5),
+        "lists": [1, 2.5, "three", None, True, b"\x00\xff", [torch.tensor([1, 2])], (4, (5, "six"))],
+        "ints": {0: {"step": 10 ** 30, "nan": float("nan")}, (1, 2): "tuple key", -1: float("-inf")},
+        "misc": {"dtype": torch.bfloat16, "device": torch.device("cpu"), "size": torch.Size([2, 3]),
+                 "complex": 1 + 2j, "unicode": "héllo ✓", "ba": bytearray(b"xy")},
+    }
+
+
+def assert_same(a, b, path="root"):
+    assert type(a) is type(b), f"{path}: {type(a)} vs {type(b)}"
+    if isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and a.shape == b.shape, path
+        assert torch.equal(a, b), path
+        assert a.requires_grad == b.requires_grad, path
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape and (a == b).all(), path
+    elif isinstance(a, dict):
+        assert list(a.keys()) == list(b.keys()), path
+        for k in a:
+            assert_same(a[k], b[k], f"{path}/{k}")
+        assert getattr(a, "_metadata", None) == getattr(b, "_metadata", None), path
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}/{i}")
+    elif isinstance(a, float) and a != a:
+        assert b != b, path
+    else:
+        assert a == b, path
+
+
+def test_roundtrip_all_dtypes_and_structure(tmp_path):
+    state = nested_state()
+    with sc.Checkpointer(tmp_path / "ckpt") as ckpt:
+        stats = ckpt.save(1, state, metadata={"note": "first"})
+        assert stats["bytes"] > 0
+        loaded = ckpt.load()
+    assert_same(state, loaded)
+    assert loaded["shared_a"] is loaded["shared_b"]  # one tensor object saved once, restored shared
+    assert isinstance(loaded["param"], torch.nn.Parameter)
+    assert ckpt.metadata(1) == {"note": "first"}
+    assert ckpt.list() == [1] and ckpt.latest() == 1
+    assert ckpt.verify(1)["ok"]
+
+
+def test_model_and_optimizer_resume(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    model(torch.randn(5, 4)).sum().backward()
+    opt.step()
+    ckpt = sc.Checkpointer(tmp_path / "ckpt")
+    ckpt.save(7, {"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3})
+    ckpt.close()
+
+    model2 = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt2 = torch.optim.Adam(model2.parameters(), lr=0.5)
+    state = sc.Checkpointer(tmp_path / "ckpt").load(7)
+    model2.load_state_dict(state["model"])
+    opt2.load_state_dict(state["optim"])
+    assert_same(model.state_dict(), model2.state_dict())
+    assert opt2.state_dict()["param_groups"][0]["lr"] == 0.01
+    assert torch.equal(opt.state_dict()["state"][0]["exp_avg"], opt2.state_dict()["state"][0]["exp_avg"])
+
+
+def test_async_save_returns_after_staging(tmp_path):
+    weights = torch.randn(1 << 20)  # 4 MiB
+    expected = weights.clone()
+    with sc.Checkpointer(tmp_path / "ckpt", remote=strata.to_url(tmp_path / "remote")) as ckpt:
+        fut = ckpt.save(1, {"w": weights}, async_save=True)
+        weights.add_(1.0)  # the bytes were staged before save returned: this must not leak in
+        stats = fut.result(timeout=120)
+        assert fut.done() and stats["bytes"] >= expected.numel() * 4
+        fut.wait_uploaded()
+        assert torch.equal(ckpt.load(1)["w"], expected)
+        assert torch.equal(ckpt.load(1, source="remote")["w"], expected)
+        assert ckpt.list(source="remote") == [1]
+
+
+def test_latest_valid_skips_corrupt_newest(tmp_path):
+    d = tmp_path / "ckpt"
+    with sc.Checkpointer(d) as ckpt:
+        ckpt.save(1, {"w": torch.full((1000,), 1.0)})
+        ckpt.save(2, {"w": torch.full((1000,), 2.0)})
+    shard = sorted(glob.glob(str(d / "step-000000002" / "*.safetensors")))[0]
+    with open(shard, "r+b") as f:  # flip one data byte: sizes and commit markers still look fine
+        f.seek(os.path.getsize(shard) - 100)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    ckpt = sc.Checkpointer(d)
+    report = ckpt.verify(2)
+    assert not report["ok"] and os.path.basename(shard) in report["text"] and "w" in report["text"]
+    assert ckpt.latest(full=True) == 1
+    with pytest.raises(strata.Corruption):
+        ckpt.load(2)
+    assert torch.equal(ckpt.load()["w"], torch.full((1000,), 1.0))  # newest valid
+
+
+def test_refuses_unpicklable_objects(tmp_path):
+    class Thing:
+        pass
+
+    with sc.Checkpointer(tmp_path / "ckpt") as ckpt:
+        with pytest.raises(TypeError, match="opt/thing"):
+            ckpt.save(1, {"opt": {"thing": Thing()}})
+        assert ckpt.list() == []
+
+
+def test_step_must_increase_and_missing_step(tmp_path):
+    with sc.Checkpointer(tmp_path / "ckpt") as ckpt:
+        ckpt.save(5, {"x": torch.zeros(1)})
+        with pytest.raises(strata.Error):
+            ckpt.save(5, {"x": torch.zeros(1)})
+        with pytest.raises(strata.NotFound):
+            ckpt.load(6)
+    with pytest.raises(strata.NotFound):
+        sc.Checkpointer(tmp_path / "empty").load()
+
+
+@pytest.mark.skipif(not sc.HAVE_DCP, reason="torch.distributed.checkpoint is not available in this PyTorch")
+def test_dcp_storage_writer_reader(tmp_path):
+    import torch.distributed.checkpoint as dcp
+
+    state = {"w": torch.randn(4, 4), "b": torch.arange(3)}
+    dcp.save_state_dict(state, storage_writer=sc.StrataStorageWriter(tmp_path / "dcp"), no_dist=True)
+    out = {"w": torch.zeros(4, 4), "b": torch.zeros(3, dtype=torch.int64)}
+    dcp.load_state_dict(out, storage_reader=sc.StrataStorageReader(tmp_path / "dcp"), no_dist=True)
+    assert torch.equal(out["w"], state["w"]) and torch.equal(out["b"], state["b"])
+
+
+def test_two_ranks_commit_together(tmp_path):
+    d = tmp_path / "ckpt"
+    r0 = sc.Checkpointer(d, rank=0, world_size=2)
+    r1 = sc.Checkpointer(d, rank=1, world_size=2)
+    f1 = r1.save(3, {"part": torch.full((10,), 1.0), "rank": 1}, async_save=True)
+    f0 = r0.save(3, {"part": torch.full((10,), 0.0), "rank": 0}, async_save=True)
+    f0.result(timeout=120)
+    f1.result(timeout=120)
+    assert r0.latest() == 3
+    assert r0.load()["rank"] == 0 and torch.equal(r1.load()["part"], torch.full((10,), 1.0))
+    r0.close()
+    r1.close()
+
+
+def test_retention_keeps_newest(tmp_path):
+    with sc.Checkpointer(tmp_path / "ckpt", keep_local=2, policy="queue") as ckpt:
+        futures = [ckpt.save(s, {"x": torch.tensor(s)}, async_save=True) for s in range(1, 5)]
+        for f in futures:
+            f.result(timeout=120)
+    # Retention runs after each commit; close() waited for the writer's background work.
+    ckpt = sc.Checkpointer(tmp_path / "ckpt")
+    assert ckpt.list() == [3, 4]
+    assert ckpt.load()["x"].item() == 4

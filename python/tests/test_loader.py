@@ -1,0 +1,193 @@
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import strata
+from conftest import NUM_SAMPLES
+
+pytestmark = pytest.mark.skipif(not strata._strata.HAVE_LOADER, reason="built without strata_loader")
+
+
+def indices(loader):
+    out = []
+    for batch in loader:
+        out.extend(int(i) for i in batch["__index__"])
+    return out
+
+
+def test_sample_fields_and_zero_copy(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, shuffle=False)
+    assert len(ds) == NUM_SAMPLES and ds.size == NUM_SAMPLES
+    assert set(ds.fields) >= {"json", "npy", "bin"}
+    samples = list(ds)
+    assert [s["__index__"] for s in samples] == list(range(NUM_SAMPLES))
+    s = samples[17]
+    assert s["__key__"] == "00017"
+    assert s["json"] == {"i": 17, "name": "sample 17"}  # parsed JSON
+    assert s["bin"] == bytes([17]) * (17 % 7 + 1)  # raw bytes
+    arr = s["npy"]
+    assert isinstance(arr, np.ndarray) and arr.dtype == np.float32 and arr.shape == (2, 3)
+    assert (arr == 17).all()
+    # Zero-copy: the array views a strata.Buffer (its base) and is read-only.
+    assert isinstance(arr.base, strata.Buffer)
+    assert not arr.flags.writeable and not arr.flags.owndata
+    assert arr.base.address <= arr.ctypes.data < arr.base.address + len(arr.base)
+    with pytest.raises(ValueError):
+        arr[0, 0] = 1
+    assert ds[17]["json"]["i"] == 17  # random access
+
+
+def test_dataloader_two_workers_every_sample_once_in_epoch_order(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, shuffle=True, seed=3, shuffle_window=2, batch_size=8)
+    loader = DataLoader(ds, batch_size=8, num_workers=2)
+    seen = indices(loader)
+    assert sorted(seen) == list(range(NUM_SAMPLES))
+    # Batches are dealt to workers in turn and the DataLoader takes them in turn: the epoch order.
+    assert seen == [int(i) for i in ds.epoch_order(0)]
+    assert seen != list(range(NUM_SAMPLES))
+
+
+def test_order_is_deterministic_per_seed_and_epoch(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, seed=5, batch_size=4)
+    loader = DataLoader(ds, batch_size=4, num_workers=2)
+    first = indices(loader)
+    assert indices(loader) == first  # same (seed, epoch): same order
+    ds.set_epoch(1)
+    second = indices(loader)
+    assert second != first and sorted(second) == sorted(first)
+    other_seed = strata.StreamingDataset(dataset_url, seed=6, batch_size=4)
+    assert indices(DataLoader(other_seed, batch_size=4, num_workers=2)) != first
+
+
+def test_ranks_partition_the_epoch(dataset_url):
+    parts = []
+    for rank in range(3):
+        ds = strata.StreamingDataset(dataset_url, seed=1, batch_size=5, world_size=3, rank=rank)
+        got = indices(DataLoader(ds, batch_size=5, num_workers=2))
+        assert len(got) == len(ds)
+        parts.append(got)
+    flat = [i for p in parts for i in p]
+    assert sorted(flat) == list(range(NUM_SAMPLES))
+
+
+@pytest.mark.parametrize("stop_after", [3, 10])
+def test_resume_mid_epoch_with_more_workers(dataset_url, stop_after):
+    ds = strata.StreamingDataset(dataset_url, seed=11, shuffle_window=3)
+    loader = strata.StreamingDataLoader(ds, batch_size=6, num_workers=2)
+    ds.set_epoch(2)
+    before = []
+    for n, batch in enumerate(loader):
+        before.extend(int(i) for i in batch["__index__"])
+        if n + 1 == stop_after:
+            break
+    state = loader.state_dict()
+    assert state["epoch"] == 2 and state["samples_consumed"] == len(before) == stop_after * 6
+
+    ds2 = strata.StreamingDataset(dataset_url, seed=11, shuffle_window=3)
+    loader2 = strata.StreamingDataLoader(ds2, batch_size=6, num_workers=3)
+    loader2.load_state_dict(state)
+    after = indices(loader2)
+    assert not set(before) & set(after), "a sample was repeated"
+    assert sorted(before + after) == list(range(NUM_SAMPLES)), "a sample was skipped"
+    assert before + after == [int(i) for i in ds2.epoch_order(2)]
+    # The resumed epoch is complete: the next iteration starts the epoch afresh.
+    assert len(indices(loader2)) == NUM_SAMPLES
+
+
+def test_resume_twice(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, seed=2)
+    loader = strata.StreamingDataLoader(ds, batch_size=4, num_workers=2)
+    got = []
+    for n, batch in enumerate(loader):
+        got.extend(int(i) for i in batch["__index__"])
+        if n == 4:
+            break
+    state = loader.state_dict()
+    loader = strata.StreamingDataLoader(strata.StreamingDataset(dataset_url, seed=2), batch_size=4, num_workers=1)
+    loader.load_state_dict(state)
+    for n, batch in enumerate(loader):
+        got.extend(int(i) for i in batch["__index__"])
+        if n == 6:
+            break
+    state = loader.state_dict()
+    assert state["samples_consumed"] == len(got)
+    loader = strata.StreamingDataLoader(strata.StreamingDataset(dataset_url, seed=2), batch_size=4, num_workers=3)
+    loader.load_state_dict(state)
+    got.extend(indices(loader))
+    assert got == [int(i) for i in loader.dataset.epoch_order(0)]
+
+
+def test_foreign_state_is_refused(dataset_url, other_dataset_url):
+    ds = strata.StreamingDataset(dataset_url, seed=1)
+    state = ds.state_dict(10)
+    with pytest.raises(ValueError, match="another dataset"):
+        strata.StreamingDataset(dataset_url, seed=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="another dataset"):
+        strata.StreamingDataset(other_dataset_url, seed=1).load_state_dict(state)
+    with pytest.raises(ValueError):
+        ds.load_state_dict({"epoch": 0})
+    ds.load_state_dict(state)  # its own state is accepted
+
+
+def test_batches_fast_path(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, shuffle=False, batch_size=10)
+    batches = list(ds.batches())
+    assert sum(len(b["__key__"]) for b in batches) == NUM_SAMPLES
+    b = batches[1]
+    arr = b["npy"]
+    assert isinstance(arr, np.ndarray) and arr.shape == (10, 2, 3) and arr.dtype == np.float32
+    assert (arr[:, 0, 0] == np.arange(10, 20)).all()
+    assert not arr.flags.writeable
+    assert [j["i"] for j in b["json"]] == list(range(10, 20))
+    assert bytes(b["bin"][3]) == bytes([13]) * (13 % 7 + 1)
+    stats = ds.stats()
+    assert stats["samples"] == NUM_SAMPLES and stats["batches"] == len(batches)
+
+
+def test_collates_into_tensors(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, transform=lambda s: {"x": torch.from_numpy(s["npy"].copy()),
+                                                                   "y": s["json"]["i"]})
+    loader = DataLoader(ds, batch_size=16, num_workers=2)
+    batch = next(iter(loader))
+    assert batch["x"].shape == (16, 2, 3) and batch["y"].shape == (16,)
+    assert (batch["x"][:, 0, 0].long() == batch["y"]).all()
+
+
+def test_bad_url_is_not_found(tmp_path):
+    with pytest.raises(strata.NotFound):
+        strata.StreamingDataset(str(tmp_path / "missing"))
+
+
+def test_arrays_outlive_the_dataset(dataset_url):
+    import gc
+
+    ds = strata.StreamingDataset(dataset_url, shuffle=False)
+    arrays = [s["npy"] for s in ds]
+    del ds
+    gc.collect()
+    assert all((a == i).all() for i, a in enumerate(arrays))  # the Buffers are kept alive by the arrays
+
+
+def test_spawned_workers(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, seed=4, batch_size=10)
+    loader = DataLoader(ds, batch_size=10, num_workers=2, multiprocessing_context="spawn")
+    assert indices(loader) == [int(i) for i in ds.epoch_order(0)]
+
+
+def test_corrupt_shard_is_named_or_skipped(dataset_url, tmp_path):
+    import shutil
+
+    src = dataset_url[len("file://"):]
+    dst = tmp_path / "copy"
+    shutil.copytree(src, dst)
+    shards = sorted(p for p in dst.iterdir() if p.suffix == ".tar")
+    victim = shards[2]
+    victim.write_bytes(victim.read_bytes()[:700])  # truncated mid-sample
+    ds = strata.StreamingDataset(str(dst), shuffle=False, retries=0)
+    with pytest.raises(strata.Error, match=victim.name):
+        list(ds)
+    ds = strata.StreamingDataset(str(dst), shuffle=False, retries=0, skip_corrupt=True)
+    got = [s["__index__"] for s in ds]
+    assert 0 < len(got) < NUM_SAMPLES and len(set(got)) == len(got)
+    assert ds.stats()["shards_skipped"] == 1
