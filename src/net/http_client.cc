@@ -178,7 +178,15 @@ size_t WriteCb(char* data, size_t size, size_t n, void* user) {
                  {}, true);
       return 0;  // aborts the transfer
     }
-    std::memcpy(sink.data + t->resp.body_bytes, data, len);
+    if (sink.write) {
+      Status st = sink.write(t->resp.body_bytes, reinterpret_cast<const uint8_t*>(data), len);
+      if (!st.ok()) {
+        t->error = std::move(st);
+        return 0;  // aborts the transfer
+      }
+    } else {
+      std::memcpy(sink.data + t->resp.body_bytes, data, len);
+    }
   } else {
     t->body.append(data, len);
   }

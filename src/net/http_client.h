@@ -29,13 +29,22 @@ namespace strata {
 // HttpRequest::rewind).
 using UploadFn = std::function<size_t(uint8_t* dst, size_t size)>;
 
-// Where a successful (2xx) response body is written instead of
-// HttpResponse::body: a caller-owned region of `capacity` bytes that must
-// outlive the request. A body larger than capacity fails the request
-// (Unavailable: the server sent more than asked for).
+// Receives streamed body bytes: `size` bytes that start `offset` bytes into
+// the body, in arrival order. A non-OK Status aborts the request and becomes
+// its result.
+using BodyWriteFn = std::function<Status(uint64_t offset, const uint8_t* data, size_t size)>;
+
+// Where a successful (2xx) response body goes instead of HttpResponse::body:
+// a caller-owned region of `capacity` bytes that must outlive the request, or,
+// when `write` is set, straight to write() as the bytes arrive (no copy in
+// between; called on the I/O thread, so keep it short: a memcpy or a pwrite to
+// the page cache, never a network call). If the request is retried the body
+// is delivered again from offset 0. A body larger than capacity fails the
+// request (Unavailable: the server sent more than asked for).
 struct BodySink {
   uint8_t* data = nullptr;
   size_t capacity = 0;
+  BodyWriteFn write;  // set: stream here instead of `data`
 };
 
 struct HttpRequest {

@@ -124,7 +124,7 @@ TEST(HttpClientTest, SinkReceivesSuccessBodyErrorsGoToBody) {
   HttpClient client;
   std::vector<uint8_t> dst(10);
   HttpRequest req = Get(server.Endpoint() + "/s");
-  req.sink = BodySink{dst.data(), dst.size()};
+  req.sink = BodySink{.data = dst.data(), .capacity = dst.size(), .write = nullptr};
   auto r = client.Send(req);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->sunk);
@@ -146,7 +146,7 @@ TEST(HttpClientTest, SinkOverflowIsAnErrorNotData) {
   HttpClient client;
   std::vector<uint8_t> dst(10);
   HttpRequest req = Get(server.Endpoint() + "/s");
-  req.sink = BodySink{dst.data(), dst.size()};
+  req.sink = BodySink{.data = dst.data(), .capacity = dst.size(), .write = nullptr};
   auto r = client.Send(req);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kUnavailable);

@@ -14,6 +14,7 @@
 #include "net/s3_xml.h"
 #include "net/uri.h"
 #include "object/s3_request.h"
+#include "object/transfer.h"
 
 namespace strata {
 namespace {
@@ -121,7 +122,7 @@ S3Call MakeCall(std::string op, std::string method, std::optional<std::string> k
   return call;
 }
 
-class S3Store : public ObjectStore {
+class S3Store : public ObjectStore, public RangeStreamer {
  public:
   explicit S3Store(std::unique_ptr<S3Requester> r) : r_(std::move(r)) {}
 
@@ -139,6 +140,8 @@ class S3Store : public ObjectStore {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
   std::string Url() const override { return S3ConfigUrl(r_->config()); }
+  Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                     const RangeConsumer& consume) override;
 
  private:
   Result<GetResult> GetAttempt(std::string_view key, const GetOptions& options, bool* changed);
@@ -146,6 +149,9 @@ class S3Store : public ObjectStore {
   Result<GetResult> GetEmptyRange(std::string_view key, const GetOptions& options);
   Result<GetResult> GetWhole(std::string_view key, const GetOptions& options);
   Status FetchChunks(const std::string& full, const std::string& etag, uint64_t from, uint64_t to, uint8_t* dst);
+  // One ranged GET of [offset, offset + length), pinned to `etag` when set,
+  // its body into `sink` (capacity is set here).
+  Status FetchRange(const std::string& full, std::string_view etag, uint64_t offset, uint64_t length, BodySink sink);
   Result<ObjectInfo> PutSingle(std::string_view key, Buffer data, const PutOptions& options);
   Result<ObjectInfo> PutMultipart(std::string_view key, Buffer data, const PutOptions& options);
   // key is store-relative; `what` names the operation for messages.
@@ -269,6 +275,62 @@ Result<GetResult> S3Store::GetAttempt(std::string_view key, const GetOptions& op
   return GetResult{info, begin, std::move(buf).Freeze()};
 }
 
+// The headers of a ranged part read, checked before any body byte is
+// accepted (a streamed body cannot be taken back): 206 with exactly the
+// requested range, and the pinned ETag when the server names one (so a server
+// that ignores If-Match still cannot mix two versions).
+Status CheckPartHeaders(int status, const HttpHeaders& headers, std::string_view etag, uint64_t offset,
+                        uint64_t length) {
+  if (status < 200 || status >= 300) return Status::Ok();  // an error answer: mapped by the requester
+  if (status != 206) return Status(Code::kCorruption, "expected 206 for a ranged part read", "", true);
+  const std::string* header = FindHeader(headers, "Content-Range");
+  auto cr = header ? ParseContentRange(*header) : Result<ContentRange>(Status(Code::kCorruption, "missing"));
+  if (!cr.ok() || cr->unsatisfied || cr->first != offset || cr->last != offset + length - 1 || !cr->total ||
+      *cr->total < offset + length) {
+    return Status(Code::kCorruption,
+                  "server answered Content-Range '" + (header ? *header : std::string()) + "' for bytes " +
+                      std::to_string(offset) + "-" + std::to_string(offset + length - 1),
+                  "ContentRangeMismatch", true);
+  }
+  const std::string* got_etag = FindHeader(headers, "ETag");
+  if (!etag.empty() && got_etag && UnquoteEtag(*got_etag) != UnquoteEtag(etag)) {
+    return Status(
+        Code::kPreconditionFailed,
+        "the object changed during a pinned read (ETag " + *got_etag + ", expected " + std::string(etag) + ")",
+        "PreconditionFailed", false);
+  }
+  return Status::Ok();
+}
+
+Status S3Store::FetchRange(const std::string& full, std::string_view etag, uint64_t offset, uint64_t length,
+                           BodySink sink) {
+  S3Call call = MakeCall("GetObject", "GET", full);
+  call.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1));
+  if (!etag.empty()) call.headers.emplace_back("If-Match", QuoteEtag(etag));
+  sink.capacity = length;
+  call.sink = std::move(sink);
+  call.on_headers = [etag, offset, length](int status, const HttpHeaders& headers) {
+    return CheckPartHeaders(status, headers, etag, offset, length);
+  };
+  call.validate = [length](const HttpResponse& r) -> Status {
+    if (r.status != 206 || r.body_bytes != length || !r.sunk) {
+      return Status(Code::kCorruption, "short ranged part", "", true);
+    }
+    return Status::Ok();
+  };
+  return r_->Execute(call).status();
+}
+
+Status S3Store::ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                            const RangeConsumer& consume) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  if (length == 0) return Status::Ok();
+  if (offset > UINT64_MAX - length) return InvalidArgumentError("range past 2^64 for " + r_->Resource(key));
+  BodySink sink;
+  sink.write = [&consume, offset](uint64_t at, const uint8_t* data, size_t n) { return consume(offset + at, data, n); };
+  return FetchRange(r_->FullKey(key), etag, offset, length, std::move(sink));
+}
+
 Status S3Store::FetchChunks(const std::string& full, const std::string& etag, uint64_t from, uint64_t to,
                             uint8_t* dst) {
   const uint64_t part = cfg().part_size;
@@ -280,21 +342,12 @@ Status S3Store::FetchChunks(const std::string& full, const std::string& etag, ui
     if (failed.load()) return;
     uint64_t off = from + i * part;
     uint64_t len = std::min(part, to - off);
-    S3Call call = MakeCall("GetObject", "GET", full);
-    call.headers.emplace_back("Range", "bytes=" + std::to_string(off) + "-" + std::to_string(off + len - 1));
-    call.headers.emplace_back("If-Match", QuoteEtag(etag));
-    call.sink = BodySink{dst + (off - from), len};
-    call.validate = [&, off, len](const HttpResponse& r) -> Status {
-      ContentRange cr;
-      if (r.status != 206) return Status(Code::kCorruption, "expected 206 for a ranged part read", "", true);
-      STRATA_RETURN_IF_ERROR(CheckContentRange(r, off, off + len - 1, std::nullopt, &cr));
-      if (r.body_bytes != len) return Status(Code::kCorruption, "short ranged part", "", true);
-      return Status::Ok();
-    };
-    auto r = r_->Execute(call);
-    if (!r.ok()) {
+    BodySink sink;
+    sink.data = dst + (off - from);
+    Status st = FetchRange(full, etag, off, len, std::move(sink));
+    if (!st.ok()) {
       std::lock_guard lock(mu);
-      if (first_error.ok()) first_error = r.status();
+      if (first_error.ok()) first_error = st;
       failed = true;
     }
   });

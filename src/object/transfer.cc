@@ -1,5 +1,8 @@
 #include "object/transfer.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -37,37 +40,92 @@ Status CheckArgs(std::string_view op, std::string_view key, uint64_t part_size, 
   return Status::Ok();
 }
 
+// Faults in the whole pages of [p, p + n) from the calling worker thread, so
+// the page faults of a fresh buffer (costly on first touch) are spread over
+// the workers and overlap the wait for the first byte, instead of landing on
+// the store's single I/O thread that copies the bytes in. Best effort.
+void Prefault(uint8_t* p, size_t n) {
+#ifdef MADV_POPULATE_WRITE
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
+// One range of the object, streamed when the store can, else through Get().
+Status ReadPart(ObjectStore& store, RangeStreamer* streamer, std::string_view key, const ObjectInfo& info,
+                uint64_t offset, uint64_t length, const RangeConsumer& consume) {
+  if (streamer) return streamer->ReadRangeTo(key, info.etag, offset, length, consume);
+  GetOptions options;
+  options.if_match = info.etag;
+  options.range = ByteRange::Of(offset, length);
+  STRATA_ASSIGN_OR_RETURN(GetResult got, store.Get(key, options));
+  if (got.offset != offset || got.data.size() != length) {
+    return UnavailableError("range " + std::to_string(offset) + "+" + std::to_string(length) + " of '" +
+                            std::string(key) + "' came back as " + std::to_string(got.offset) + "+" +
+                            std::to_string(got.data.size()));
+  }
+  return consume(offset, got.data.data(), got.data.size());
+}
+
+// Reads every part of the object, `concurrency` at a time; `before(offset,
+// length)` runs on the worker just before its part is requested.
+Status ReadParts(ObjectStore& store, std::string_view key, const ObjectInfo& info, uint64_t part_size, int concurrency,
+                 const std::function<void(uint64_t, uint64_t)>& before, const RangeConsumer& consume) {
+  auto* streamer = dynamic_cast<RangeStreamer*>(&store);
+  const uint64_t parts = (info.size + part_size - 1) / part_size;
+  FirstError error;
+  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
+    if (error.failed()) return;
+    const uint64_t offset = i * part_size;
+    const uint64_t length = std::min(part_size, info.size - offset);
+    if (before) before(offset, length);
+    Status st = ReadPart(store, streamer, key, info, offset, length, consume);
+    if (!st.ok()) error.Set(std::move(st));
+  });
+  return error.status();
+}
+
 }  // namespace
 
 Result<Buffer> ParallelGet(ObjectStore& store, std::string_view key, uint64_t part_size, int concurrency) {
   STRATA_RETURN_IF_ERROR(CheckArgs("ParallelGet", key, part_size, concurrency));
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, store.Head(key));
-  GetOptions pinned;
-  pinned.if_match = info.etag;
   if (info.size <= part_size) {
+    GetOptions pinned;
+    pinned.if_match = info.etag;
     STRATA_ASSIGN_OR_RETURN(GetResult whole, store.Get(key, pinned));
     return std::move(whole.data);
   }
-  const uint64_t parts = (info.size + part_size - 1) / part_size;
   MutableBuffer out(info.size);
-  FirstError error;
-  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
-    if (error.failed()) return;
-    GetOptions options = pinned;
-    const uint64_t offset = i * part_size;
-    const uint64_t length = std::min(part_size, info.size - offset);
-    options.range = ByteRange::Of(offset, length);
-    auto got = store.Get(key, options);
-    if (!got.ok()) return error.Set(got.status());
-    if (got->offset != offset || got->data.size() != length) {
-      return error.Set(UnavailableError("range " + std::to_string(offset) + "+" + std::to_string(length) + " of '" +
-                                        std::string(key) + "' came back as " + std::to_string(got->offset) + "+" +
-                                        std::to_string(got->data.size())));
+  uint8_t* dst = out.data();
+  const uint64_t size = info.size;
+  // Bytes are copied once, from the transport's buffer to their final place.
+  RangeConsumer place = [&](uint64_t offset, const uint8_t* data, size_t n) -> Status {
+    if (offset > size || n > size - offset) {
+      return CorruptionError("bytes " + std::to_string(offset) + "+" + std::to_string(n) + " of '" + std::string(key) +
+                             "' lie outside its " + std::to_string(size) + " bytes");
     }
-    std::memcpy(out.data() + offset, got->data.data(), length);
-  });
-  STRATA_RETURN_IF_ERROR(error.status());
+    std::memcpy(dst + offset, data, n);
+    return Status::Ok();
+  };
+  STRATA_RETURN_IF_ERROR(ReadParts(
+      store, key, info, part_size, concurrency, [&](uint64_t offset, uint64_t n) { Prefault(dst + offset, n); },
+      place));
   return std::move(out).Freeze();
+}
+
+Result<ObjectInfo> ParallelGetTo(ObjectStore& store, std::string_view key, uint64_t part_size, int concurrency,
+                                 const RangeConsumer& consume) {
+  STRATA_RETURN_IF_ERROR(CheckArgs("ParallelGetTo", key, part_size, concurrency));
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, store.Head(key));
+  if (info.size == 0) return info;
+  STRATA_RETURN_IF_ERROR(ReadParts(store, key, info, part_size, concurrency, nullptr, consume));
+  return info;
 }
 
 Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer data, uint64_t part_size,

@@ -5,6 +5,8 @@
 // the store is; each call uses up to `concurrency` short-lived threads.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,11 +15,41 @@
 
 namespace strata {
 
+// Receives downloaded bytes [offset, offset + size) of an object. Called
+// concurrently from several threads (and for the streaming fast path on the
+// store's I/O thread: keep it short, e.g. a memcpy or a pwrite), in any
+// order; `data` is valid only during the call. A range may be delivered again
+// after a retry, always with the same bytes (the read is pinned to one ETag),
+// so positional writes are safe. A non-OK Status stops the download.
+using RangeConsumer = std::function<Status(uint64_t offset, const uint8_t* data, size_t size)>;
+
+// Implemented by stores that can stream a byte range to a consumer as it
+// arrives, with no buffer of their own in between (the s3:// store does).
+// ParallelGet and ParallelGetTo find it with dynamic_cast and use it instead
+// of Get(); decorators that do not implement it simply take the Get() path.
+class RangeStreamer {
+ public:
+  virtual ~RangeStreamer() = default;
+  // Delivers exactly [offset, offset + length) of `key` (which must lie within
+  // the object) to `consume`, pinned to `etag` when it is non-empty
+  // (PreconditionFailed if the object changed). Thread-safe.
+  virtual Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                             const RangeConsumer& consume) = 0;
+};
+
 // Heads `key`, then fetches it in `part_size` ranges, `concurrency` at a time,
 // into one buffer. Every range is pinned to the ETag seen by the Head
 // (If-Match), so a concurrent overwrite fails with PreconditionFailed instead
 // of mixing two versions. InvalidArgument if part_size or concurrency is 0.
 Result<Buffer> ParallelGet(ObjectStore& store, std::string_view key, uint64_t part_size, int concurrency);
+
+// Like ParallelGet, but hands the bytes to `consume` as they arrive instead of
+// assembling one buffer (e.g. pwrite them into a file, overlapping the write
+// with the download). Memory use does not grow with the object. Returns the
+// object's info (from the Head) once every byte was consumed; on an error
+// the consumer may have seen part of the object.
+Result<ObjectInfo> ParallelGetTo(ObjectStore& store, std::string_view key, uint64_t part_size, int concurrency,
+                                 const RangeConsumer& consume);
 
 // One Put when data fits in one part; otherwise a multipart upload of
 // `part_size` parts, `concurrency` at a time, aborted on any failure (the

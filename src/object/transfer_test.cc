@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <random>
 
 #include "object/cloud_store.h"
@@ -78,6 +80,108 @@ TEST(ParallelGet, ConcurrencyDividesEmulatedTime) {
   // Total request-time is the same whatever the concurrency: 9 requests' latency + 8 s of body.
   EXPECT_EQ(run(1), std::chrono::milliseconds(90 + 8000));
   EXPECT_EQ(run(8), std::chrono::milliseconds(90 + 8000));
+}
+
+// Collects streamed ranges into one string (distinct offsets: safe to fill
+// concurrently) and counts the calls.
+struct Collector {
+  explicit Collector(size_t n) : bytes(n, '\0') {}
+  RangeConsumer Consumer() {
+    return [this](uint64_t offset, const uint8_t* data, size_t n) -> Status {
+      if (offset + n > bytes.size()) return CorruptionError("out of bounds");
+      std::memcpy(bytes.data() + offset, data, n);
+      calls++;
+      return Status::Ok();
+    };
+  }
+  std::string bytes;
+  std::atomic<int> calls{0};
+};
+
+TEST(ParallelGetTo, StreamsEveryRangeToTheConsumer) {
+  auto store = SmallPartStore();
+  const std::string data = RandomBytes(100'003);
+  ASSERT_TRUE(store->Put("k", Buffer::Copy(data)).ok());
+  for (uint64_t part : {1000u, 4096u, 100'003u, 1u << 20}) {
+    Collector out(data.size());
+    auto info = ParallelGetTo(*store, "k", part, 4, out.Consumer());
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->size, data.size());
+    EXPECT_FALSE(info->etag.empty());
+    EXPECT_TRUE(out.bytes == data) << part;
+    EXPECT_EQ(out.calls.load(), static_cast<int>((data.size() + part - 1) / part));
+  }
+  ASSERT_TRUE(store->Put("empty", Buffer()).ok());
+  Collector none(0);
+  auto empty = ParallelGetTo(*store, "empty", 1000, 4, none.Consumer());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->size, 0u);
+  EXPECT_EQ(none.calls.load(), 0);
+  EXPECT_EQ(ParallelGetTo(*store, "missing", 1000, 4, none.Consumer()).status().code(), Code::kNotFound);
+  EXPECT_EQ(ParallelGetTo(*store, "k", 1000, 0, none.Consumer()).status().code(), Code::kInvalidArgument);
+}
+
+TEST(ParallelGetTo, ConsumerErrorStopsTheDownload) {
+  auto store = SmallPartStore();
+  ASSERT_TRUE(store->Put("k", Buffer::Copy(RandomBytes(100'000))).ok());
+  std::atomic<int> calls{0};
+  auto info = ParallelGetTo(*store, "k", 1000, 1, [&](uint64_t, const uint8_t*, size_t) {
+    return ++calls == 3 ? Status(Code::kNoSpace, "disk full") : Status::Ok();
+  });
+  EXPECT_EQ(info.status().code(), Code::kNoSpace);
+  EXPECT_EQ(calls.load(), 3);  // one at a time: nothing after the failure
+}
+
+// A store with the streaming fast path: serves ranges in small pieces, like
+// a network transport, and records that Get() was not used for the parts.
+class StreamingStore : public FaultStore, public RangeStreamer {
+ public:
+  using FaultStore::FaultStore;
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+    if (options.range) ranged_gets++;
+    return FaultStore::Get(key, options);
+  }
+  Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                     const RangeConsumer& consume) override {
+    streamed++;
+    GetOptions options;
+    options.if_match = std::string(etag);
+    options.range = ByteRange::Of(offset, length);
+    STRATA_ASSIGN_OR_RETURN(GetResult got, FaultStore::Get(key, options));
+    for (size_t at = 0; at < got.data.size(); at += 7) {
+      STRATA_RETURN_IF_ERROR(consume(offset + at, got.data.data() + at, std::min<size_t>(7, got.data.size() - at)));
+    }
+    return Status::Ok();
+  }
+  std::atomic<int> ranged_gets{0}, streamed{0};
+};
+
+TEST(ParallelGet, UsesTheStoresStreamingPathWhenItHasOne) {
+  auto inner = SmallPartStore();
+  const std::string data = RandomBytes(50'001);
+  ASSERT_TRUE(inner->Put("k", Buffer::Copy(data)).ok());
+  StreamingStore store(inner, FaultConfig{}, RealClock());
+  auto got = ParallelGet(store, "k", 4096, 3);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->view() == data);
+  Collector out(data.size());
+  auto info = ParallelGetTo(store, "k", 4096, 3, out.Consumer());
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(out.bytes == data);
+  EXPECT_EQ(store.streamed.load(), 2 * 13);  // 13 parts of 4096, twice
+  EXPECT_EQ(store.ranged_gets.load(), 0);
+  // The ETag pin reaches the streaming path too.
+  class OverwriteAfterHead : public StreamingStore {
+   public:
+    using StreamingStore::StreamingStore;
+    Result<ObjectInfo> Head(std::string_view key) override {
+      auto info = FaultStore::Head(key);
+      inner().Put(key, Buffer::Copy(std::string(50'001, 'z'))).status().IgnoreError();
+      return info;
+    }
+  };
+  OverwriteAfterHead changing(inner, FaultConfig{}, RealClock());
+  EXPECT_EQ(ParallelGet(changing, "k", 4096, 3).status().code(), Code::kPreconditionFailed);
 }
 
 TEST(ParallelPut, SmallDataIsOnePut) {
