@@ -2,25 +2,35 @@
 // synchronous torch.save of the same state (Debian's python3 + torch in a
 // subprocess), strata's persist throughput as a fraction of a plain
 // sequential write + fsync of the same bytes measured in the same run, and
-// load time with full verification.
+// load time with full verification. The stall is also put against "memory
+// speed": a plain memcpy (1 and 2 threads) of the same tensors into
+// pre-faulted memory, measured in the same run. The first save is measured
+// with the staging memory prefaulted at Open (staging_bytes) and, for
+// comparison, with a writer that maps it during the first save.
 //
 //   ckpt_bench [--gib 4] [--dir /tmp/strata-ckpt-bench] [--out bench/out/ckpt.json]
-//              [--python /usr/bin/python3] [--no-torch] [--io-threads 4]
+//              [--python /usr/bin/python3] [--no-torch] [--no-cold] [--io-threads 4]
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/buffer.h"
 #include "base/clock.h"
+#include "base/hash.h"
 #include "ckpt/reader.h"
 #include "ckpt/writer.h"
 #include "io/durable.h"
@@ -38,6 +48,7 @@ struct Args {
   std::string python = "/usr/bin/python3";
   std::string torch_script;
   bool torch = true;
+  bool cold = true;  // also measure a writer without staging_bytes (first save maps its memory)
   size_t io_threads = 4;
 };
 
@@ -90,9 +101,99 @@ double PlainWrite(const std::string& path, const std::vector<MutableBuffer>& buf
   return s;
 }
 
+// "Memory speed": memcpy of every tensor, in 4 MiB chunks over `threads`
+// threads, into memory whose pages are already mapped (huge pages advised,
+// as strata's staging); best of two runs.
+double MemcpyBaseline(const std::vector<TensorView>& views, uint64_t total, size_t threads) {
+  const size_t huge = 2u << 20, cap = (total + 2 * huge) & ~(huge - 1);
+  void* base = ::mmap(nullptr, cap + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return -1;
+  auto* dst = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(base) + huge - 1) & ~uintptr_t(huge - 1));
+  ::madvise(dst, cap, MADV_HUGEPAGE);
+  std::memset(dst, 0, cap);  // fault everything in before timing
+  struct Chunk {
+    const uint8_t* src;
+    uint8_t* dst;
+    uint64_t n;
+  };
+  std::vector<Chunk> chunks;
+  uint64_t at = 0;
+  for (const auto& v : views) {
+    for (uint64_t off = 0; off < v.size; off += 4 << 20) {
+      chunks.push_back(
+          {static_cast<const uint8_t*>(v.data) + off, dst + at + off, std::min<uint64_t>(4 << 20, v.size - off)});
+    }
+    at += v.size;
+  }
+  double best = 1e9;
+  for (int rep = 0; rep < 2; ++rep) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < chunks.size(); i = next++) std::memcpy(chunks[i].dst, chunks[i].src, chunks[i].n);
+    };
+    const double t0 = Now();
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+    work();
+    for (auto& h : helpers) h.join();
+    best = std::min(best, Now() - t0);
+  }
+  ::munmap(base, cap + huge);
+  return best;
+}
+
+// Single-thread hash speeds (GB/s) over `n` bytes already in memory; best of 3.
+std::pair<double, double> HashSpeeds(const void* data, uint64_t n) {
+  double xxh = 0, sha = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = Now();
+    volatile uint64_t x = XxHash3(data, n);
+    (void)x;
+    xxh = std::max(xxh, double(n) / 1e9 / (Now() - t0));
+    t0 = Now();
+    Sha256Digest d = Sha256(data, n);
+    (void)d;
+    sha = std::max(sha, double(n) / 1e9 / (Now() - t0));
+  }
+  return {xxh, sha};
+}
+
+// The raw disk: every shard file under dir read once (4 threads, 8 MiB
+// preads into a reused buffer, no hashing, no fresh memory); returns seconds.
+double PlainRead(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".safetensors") files.push_back(e.path());
+  }
+  std::atomic<size_t> next{0};
+  const double t0 = Now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      std::vector<char> buf(8 << 20);
+      for (size_t i = next++; i < files.size(); i = next++) {
+        int fd = ::open(files[i].c_str(), O_RDONLY);
+        if (fd < 0) continue;
+        for (off_t off = 0;;) {
+          ssize_t n = ::pread(fd, buf.data(), buf.size(), off);
+          if (n <= 0) break;
+          off += n;
+        }
+        ::close(fd);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return Now() - t0;
+}
+
 nlohmann::json RunTorch(const Args& a, const std::vector<uint64_t>& sizes) {
   std::string cmd = a.python + " " + a.torch_script + " " + JoinPath(a.dir, "torch.pt");
-  for (auto n : sizes) cmd += " " + std::to_string(n);
+  for (auto n : sizes) {
+    cmd += ' ';
+    cmd += std::to_string(n);
+  }
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return {{"error", "popen failed"}};
   std::string out;
@@ -125,12 +226,15 @@ int main(int argc, char** argv) {
       a.python = next();
     else if (k == "--no-torch")
       a.torch = false;
+    else if (k == "--no-cold")
+      a.cold = false;
     else if (k == "--torch-script")
       a.torch_script = next();
     else if (k == "--io-threads")
       a.io_threads = std::stoul(next());
     else {
-      std::cerr << "usage: ckpt_bench [--gib N] [--dir D] [--out F] [--python P] [--no-torch] [--io-threads N]\n";
+      std::cerr
+          << "usage: ckpt_bench [--gib N] [--dir D] [--out F] [--python P] [--no-torch] [--no-cold] [--io-threads N]\n";
       return 2;
     }
   }
@@ -172,35 +276,69 @@ int main(int argc, char** argv) {
   result["plain_write_GBps"] = gb / plain_s;
   std::printf("plain sequential write + fsync:     %8.3f s  (%.2f GB/s)\n", plain_s, gb / plain_s);
 
-  // 3. strata: a cold save (the staging pool maps its pages), then warm ones.
+  // 3. Memory speed: the floor for any stall that copies the state.
+  const double mem1 = MemcpyBaseline(views, total, 1), mem2 = MemcpyBaseline(views, total, 2);
+  result["memcpy_1thread_s"] = mem1;
+  result["memcpy_2thread_s"] = mem2;
+  result["memcpy_2thread_ms_per_GB"] = mem2 * 1e3 / gb;
+  std::printf(
+      "memory speed: memcpy into pre-faulted memory, 1 thread %.1f ms (%.2f GB/s), 2 threads %.1f ms (%.2f GB/s)\n",
+      mem1 * 1e3, gb / mem1, mem2 * 1e3, gb / mem2);
+
+  // 4. strata: staging memory prefaulted at Open (the training loop would run
+  // meanwhile), then a first save and warm ones.
+  auto save = [&](CheckpointWriter& w, int step, const char* label) -> std::optional<SaveStats> {
+    const double t0 = Now();
+    auto h = w.Save(step, views, R"({"bench":true})");
+    const double stall = Now() - t0;
+    Status st = h.ok() ? h->Wait() : h.status();
+    if (!st.ok()) {
+      std::cerr << "save failed: " << st << "\n";
+      return std::nullopt;
+    }
+    SaveStats stats = h->stats();
+    const double persist = Seconds(stats.persist);
+    std::printf(
+        "strata save %d %-22s stall %7.1f ms (%5.1f ms/GB, %.2fx memcpy-2t; copy %.1f ms, wait %.1f ms), "
+        "persist %.3f s (%.2f GB/s)\n",
+        step, label, stall * 1e3, stall * 1e3 / gb, stall / mem2, Seconds(stats.copy) * 1e3, Seconds(stats.wait) * 1e3,
+        persist, gb / persist);
+    return stats;
+  };
   WriterOptions o;
   o.dir = JoinPath(a.dir, "strata");
   o.io_threads = a.io_threads;
   o.keep_local = 1;
+  o.staging_bytes = total + (64ull << 20);  // + room for shard headers and alignment
+  double t_open = Now();
   auto writer = CheckpointWriter::Open(o);
   if (!writer.ok()) {
     std::cerr << writer.status() << "\n";
     return 1;
   }
-  std::vector<double> stalls, persists;
-  for (int step = 1; step <= 3; ++step) {
-    double t0 = Now();
-    auto h = (*writer)->Save(step, views, R"({"bench":true})");
-    double stall = Now() - t0;
-    if (!h.ok() || !h->Wait().ok()) {
-      std::cerr << "save failed: " << (h.ok() ? h->Wait() : h.status()) << "\n";
-      return 1;
-    }
-    stalls.push_back(stall);
-    persists.push_back(Seconds(h->stats().persist));
-    std::printf("strata save %d: stall %8.1f ms (%.1f ms/GB)%s, persist %.3f s (%.2f GB/s)\n", step, stall * 1e3,
-                stall * 1e3 / gb, step == 1 ? " [cold staging pool]" : "", persists.back(), gb / persists.back());
+  if (Status st = (*writer)->WaitStagingReady(); !st.ok()) {
+    std::cerr << st << "\n";
+    return 1;
   }
-  const double stall = std::min(stalls[1], stalls[2]);
-  const double persist = std::min(persists[1], persists[2]);
-  result["strata_cold_stall_s"] = stalls[0];
+  const double prefault_s = Now() - t_open;
+  result["staging_prefault_s"] = prefault_s;
+  std::printf("staging memory (%.2f GB) mapped + faulted in the background after Open: %.3f s\n",
+              double(o.staging_bytes) / 1e9, prefault_s);
+  std::vector<SaveStats> runs;
+  for (int step = 1; step <= 3; ++step) {
+    auto st = save(**writer, step, step == 1 ? "[first, prefaulted]" : "[warm]");
+    if (!st) return 1;
+    runs.push_back(*st);
+  }
+  const double first = Seconds(runs[0].stall);
+  const double stall = std::min(Seconds(runs[1].stall), Seconds(runs[2].stall));
+  const double persist = std::min(Seconds(runs[1].persist), Seconds(runs[2].persist));
+  result["strata_first_stall_s"] = first;
+  result["strata_first_stall_ms_per_GB"] = first * 1e3 / gb;
   result["strata_stall_s"] = stall;
   result["strata_stall_ms_per_GB"] = stall * 1e3 / gb;
+  result["strata_stall_over_memcpy_2thread"] = stall / mem2;
+  result["strata_stall_over_memcpy_1thread"] = stall / mem1;
   result["strata_persist_s"] = persist;
   result["strata_persist_GBps"] = gb / persist;
   result["persist_fraction_of_plain_write"] = plain_s / persist;
@@ -209,31 +347,67 @@ int main(int argc, char** argv) {
   }
   writer->reset();
 
-  // 4. Load with full verification (page cache dropped for the shards first).
-  auto loc = std::move(OpenLocalLocation(DefaultFileSystem(), o.dir)).value();
+  // 5. For comparison: no staging_bytes, so the first save faults its memory in.
+  if (a.cold) {
+    WriterOptions c = o;
+    c.dir = JoinPath(a.dir, "strata-cold");
+    c.staging_bytes = 0;
+    auto cw = CheckpointWriter::Open(c);
+    if (!cw.ok()) return 1;
+    auto st = save(**cw, 1, "[first, not prefaulted]");
+    if (!st) return 1;
+    result["strata_unprefaulted_first_stall_s"] = Seconds(st->stall);
+    cw->reset();
+    std::filesystem::remove_all(c.dir, ignore_ec);
+  }
+
+  // 6. Load with full verification (page cache dropped for the shards first):
+  // the default (whole-shard xxh3) and with SHA-256 as well.
+  const auto [xxh_gbps, sha_gbps] = HashSpeeds(views[0].data, views[0].size);
+  result["xxh3_GBps_1thread"] = xxh_gbps;
+  result["sha256_GBps_1thread"] = sha_gbps;
+  std::printf("hash speed, 1 thread, in memory: xxh3 %.1f GB/s, SHA-256 %.2f GB/s\n", xxh_gbps, sha_gbps);
   Evict(o.dir);
-  double t0 = Now();
-  auto latest = Latest(*loc);
-  auto loaded = latest.ok() ? Load(*loc, latest->step, {.verify = true, .parallelism = 4}) : latest.status();
-  const double load_s = Now() - t0;
-  if (!loaded.ok()) {
-    std::cerr << "load failed: " << loaded.status() << "\n";
-    return 1;
+  const double read_s = PlainRead(o.dir);
+  result["plain_read_s"] = read_s;
+  result["plain_read_GBps"] = gb / read_s;
+  std::printf("plain read of the shards (cold cache, 4 threads, no hashing): %.3f s (%.2f GB/s)\n", read_s,
+              gb / read_s);
+  auto loc = std::move(OpenLocalLocation(DefaultFileSystem(), o.dir)).value();
+  bool exact = true;
+  for (bool sha : {false, true}) {
+    Evict(o.dir);
+    double t0 = Now();
+    auto latest = Latest(*loc);
+    auto loaded = latest.ok() ? Load(*loc, latest->step, {.verify = true, .parallelism = 4, .verify_sha256 = sha})
+                              : latest.status();
+    const double load_s = Now() - t0;
+    if (!loaded.ok()) {
+      std::cerr << "load failed: " << loaded.status() << "\n";
+      return 1;
+    }
+    bool same = loaded->tensors.size() == views.size();
+    for (size_t i = 0; same && i < views.size(); ++i) {
+      same = std::memcmp(loaded->Find(views[i].name)->data.data(), views[i].data, views[i].size) == 0;
+    }
+    exact = exact && same;
+    const std::string key = sha ? "load_verified_sha256" : "load_verified";
+    result[key + "_s"] = load_s;
+    result[key + "_GBps"] = gb / load_s;
+    result[key + "_fraction_of_plain_read"] = read_s / load_s;
+    std::printf("load latest + verify %-14s (cold cache): %8.3f s  (%.2f GB/s, %.0f%% of plain read), byte-exact: %s\n",
+                sha ? "(+SHA-256)" : "(xxh3)", load_s, gb / load_s, 100 * read_s / load_s, same ? "yes" : "NO");
   }
-  bool exact = loaded->tensors.size() == views.size();
-  for (size_t i = 0; exact && i < views.size(); ++i) {
-    exact = std::memcmp(loaded->Find(views[i].name)->data.data(), views[i].data, views[i].size) == 0;
-  }
-  result["load_verified_s"] = load_s;
-  result["load_verified_GBps"] = gb / load_s;
   result["load_byte_exact"] = exact;
-  std::printf("load latest + verify (cold cache):  %8.3f s  (%.2f GB/s), byte-exact: %s\n", load_s, gb / load_s,
-              exact ? "yes" : "NO");
   std::printf(
-      "stall: strata %.1f ms (%.1f ms/GB) vs torch.save %.3f s -> %.0fx less; persist at %.0f%% of plain write+fsync\n",
-      stall * 1e3, stall * 1e3 / gb,
+      "stall: strata %.1f ms (%.1f ms/GB, %.2fx a 2-thread memcpy; first save %.1f ms) vs torch.save %.3f s -> %.0fx "
+      "less; persist at %.0f%% of plain write+fsync\n",
+      stall * 1e3, stall * 1e3 / gb, stall / mem2, first * 1e3,
       result.contains("torch") && result["torch"].contains("save_s") ? result["torch"]["save_s"].get<double>() : 0.0,
       result.value("stall_ratio_torch_over_strata", 0.0), 100 * plain_s / persist);
+  double load_avg[3] = {0, 0, 0};
+  if (::getloadavg(load_avg, 3) == 3) result["load_average_1m"] = load_avg[0];
+  std::printf("load average at the end: %.2f (2 cores shared: figures move with it)\n", load_avg[0]);
 
   std::filesystem::remove_all(a.dir, ignore_ec);
   DefaultFileSystem().CreateDirs(ParentDir(a.out)).IgnoreError();

@@ -100,6 +100,35 @@ TEST_F(CkptTest, SaveCopiesThenPersistsAndLoadsByteExact) {
   EXPECT_EQ(LoadInto(*loc, 5, {{expected.views[1].name, {dst.data(), 1}}}).code(), Code::kInvalidArgument);
 }
 
+TEST_F(CkptTest, StagingIsPrefaultedAtOpenAndReused) {
+  const OwnedState s1 = MakeState(1), s2 = MakeState(2);
+  // Without staging_bytes the first save maps its region; the next reuses it.
+  {
+    auto w = std::move(CheckpointWriter::Open(Options("cold"))).value();
+    EXPECT_TRUE(w->WaitStagingReady().ok());
+    auto h1 = w->Save(1, s1.views);
+    ASSERT_TRUE(h1.ok() && h1->Wait().ok());
+    EXPECT_TRUE(h1->stats().cold_staging);
+    auto h2 = w->Save(2, s2.views);
+    ASSERT_TRUE(h2.ok() && h2->Wait().ok());
+    EXPECT_FALSE(h2->stats().cold_staging);
+    EXPECT_LE(h2->stats().copy, h2->stats().stall);
+  }
+  // With it, the region is ready before the first save, which then reuses it.
+  WriterOptions o = Options("warm");
+  o.staging_bytes = 64 << 20;
+  auto w = std::move(CheckpointWriter::Open(o)).value();
+  ASSERT_TRUE(w->WaitStagingReady().ok());
+  auto h = w->Save(1, s1.views);
+  ASSERT_TRUE(h.ok() && h->Wait().ok());
+  EXPECT_FALSE(h->stats().cold_staging);
+  auto loaded = Load(*Local("warm"), 1);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Compare(*loaded, s1), "");
+  // Every shard records a whole-file xxh3 for the fast verified load.
+  for (const auto& shard : loaded->info.ranks[0].shards) EXPECT_TRUE(shard.xxh3.has_value()) << shard.file;
+}
+
 TEST_F(CkptTest, RejectsBadSaves) {
   auto w = std::move(CheckpointWriter::Open(Options())).value();
   OwnedState s = MakeState(1);
@@ -162,6 +191,11 @@ TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
   EXPECT_TRUE(named) << r.ToString();
   EXPECT_EQ(Load(*loc, 2).status().code(), Code::kCorruption);
   EXPECT_NE(Load(*loc, 2).status().message().find(t.name), std::string::npos);
+  // The SHA-256 path (manifests without a shard xxh3) names it too.
+  auto sha = Load(*loc, 2, {.verify_sha256 = true}).status();
+  EXPECT_EQ(sha.code(), Code::kCorruption);
+  EXPECT_NE(sha.message().find("SHA-256"), std::string::npos) << sha;
+  EXPECT_NE(sha.message().find(t.name), std::string::npos) << sha;
   auto latest = Latest(*loc, VerifyLevel::kFull);
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(latest->step, 1);

@@ -157,7 +157,11 @@ std::string EncodeRankManifest(const RankManifest& m) {
   json meta = json::parse(m.metadata, nullptr, false);
   j["metadata"] = meta.is_discarded() ? json(m.metadata) : meta;
   json shards = json::array();
-  for (const auto& s : m.shards) shards.push_back({{"file", s.file}, {"size", s.size}, {"sha256", s.sha256}});
+  for (const auto& s : m.shards) {
+    json e = {{"file", s.file}, {"size", s.size}, {"sha256", s.sha256}};
+    if (s.xxh3) e["xxh3"] = *s.xxh3;
+    shards.push_back(std::move(e));
+  }
   j["shards"] = std::move(shards);
   json tensors = json::array();
   for (const auto& t : m.tensors) {
@@ -200,6 +204,11 @@ Result<RankManifest> ParseRankManifest(std::string_view text) {
         !GetStr(s, "sha256", &e.sha256) || e.file.empty() || e.file.find('/') != std::string::npos ||
         e.file[0] == '.' || e.sha256.size() != 64) {
       return Bad(kWhat, "bad shard entry");
+    }
+    if (s.contains("xxh3")) {
+      uint64_t x = 0;
+      if (!GetU64(s, "xxh3", &x)) return Bad(kWhat, "bad shard xxh3");
+      e.xxh3 = x;
     }
     m.shards.push_back(std::move(e));
   }

@@ -53,6 +53,9 @@ struct ShardEntry {
   std::string file;  // name within the step directory
   uint64_t size = 0;
   std::string sha256;  // hex
+  // XxHash3 of the whole file: lets Load verify every byte at memory speed
+  // (absent in manifests written before it existed).
+  std::optional<uint64_t> xxh3;
 };
 
 struct RankManifest {

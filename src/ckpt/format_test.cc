@@ -18,7 +18,7 @@ RankManifest SampleManifest() {
   m.world_size = 2;
   m.wall_time_ms = 1700000000000;
   m.metadata = R"({"lr":0.1,"epoch":3})";
-  m.shards = {{"rank-00001-shard-00000.safetensors", 1000, std::string(64, 'a')}};
+  m.shards = {{"rank-00001-shard-00000.safetensors", 1000, std::string(64, 'a'), std::nullopt}};
   m.tensors = {{"w", "F32", {2, 3}, 0, 100, 24, 7}, {"b", "BF16", {}, 0, 124, 2, 9}};
   return m;
 }
@@ -35,6 +35,20 @@ TEST(CkptFormat, RankManifestRoundTrip) {
   EXPECT_EQ(parsed->tensors[0].shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(parsed->tensors[1].xxh3, 9u);
   EXPECT_EQ(parsed->shards[0].sha256, std::string(64, 'a'));
+  EXPECT_FALSE(parsed->shards[0].xxh3.has_value());  // manifests from before the field still parse
+}
+
+TEST(CkptFormat, ShardXxh3RoundTripsAndIsChecked) {
+  RankManifest m = SampleManifest();
+  m.shards[0].xxh3 = 0xfedcba9876543210ull;
+  auto parsed = ParseRankManifest(EncodeRankManifest(m));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->shards[0].xxh3, 0xfedcba9876543210ull);
+  std::string text = EncodeRankManifest(m);
+  const std::string key = "\"xxh3\": " + std::to_string(*m.shards[0].xxh3);
+  ASSERT_NE(text.find(key), std::string::npos);
+  text.replace(text.find(key), key.size(), "\"xxh3\":\"no\"");
+  EXPECT_EQ(ParseRankManifest(text).status().code(), Code::kCorruption);
 }
 
 TEST(CkptFormat, RankManifestRejectsInconsistencies) {
@@ -129,6 +143,16 @@ TEST(CkptFormat, ShardHasherNamesTheTensor) {
   bad.Update(data.data(), data.size());
   ASSERT_EQ(bad.BadTensors().size(), 1u);
   EXPECT_EQ(bad.BadTensors()[0]->name, "b");
+  EXPECT_NE(bad.Xxh3(), ok.Xxh3());
+  EXPECT_EQ(bad.Xxh3(), XxHash3(data.data(), data.size()));
+  // The fast path hashes the whole file only, then names the tensor from memory.
+  ShardHasher fast({&a, &b}, {.sha256 = false, .per_tensor = false});
+  fast.Update(data.data(), data.size());
+  EXPECT_EQ(fast.Xxh3(), bad.Xxh3());
+  EXPECT_TRUE(fast.Sha256Hex().empty());
+  auto named = BadTensorsIn(reinterpret_cast<const uint8_t*>(data.data()), data.size(), {&a, &b});
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0]->name, "b");
 }
 
 TEST(CkptLocation, MemStoreListsStepsAndRemovesMarkersFirst) {

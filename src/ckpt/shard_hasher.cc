@@ -11,14 +11,26 @@ struct ShardHasher::Xxh {
   XXH3_state_t state;
 };
 
-ShardHasher::ShardHasher(std::vector<const TensorEntry*> tensors)
-    : tensors_(std::move(tensors)), xxh_(std::make_unique<Xxh>()) {}
+ShardHasher::ShardHasher(std::vector<const TensorEntry*> tensors, Options options)
+    : options_(options),
+      tensors_(std::move(tensors)),
+      sha_(options.sha256 ? std::make_unique<Sha256Hasher>() : nullptr),
+      xxh_(std::make_unique<Xxh>()),
+      whole_(std::make_unique<Xxh>()) {
+  XXH3_64bits_reset(&whole_->state);
+}
 
 ShardHasher::~ShardHasher() = default;
 
 void ShardHasher::Update(const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
-  sha_.Update(p, n);
+  if (sha_) sha_->Update(p, n);
+  XXH3_64bits_update(&whole_->state, p, n);
+  if (options_.per_tensor) UpdateTensors(p, n);
+  offset_ += n;
+}
+
+void ShardHasher::UpdateTensors(const uint8_t* p, size_t n) {
   const uint64_t end = offset_ + n;
   while (next_ < tensors_.size()) {
     const TensorEntry* t = tensors_[next_];
@@ -37,9 +49,21 @@ void ShardHasher::Update(const void* data, size_t n) {
     open_ = false;
     ++next_;
   }
-  offset_ = end;
 }
 
-std::string ShardHasher::Sha256Hex() { return ToHex(sha_.Finish()); }
+std::string ShardHasher::Sha256Hex() { return sha_ ? ToHex(sha_->Finish()) : std::string(); }
+
+uint64_t ShardHasher::Xxh3() { return XXH3_64bits_digest(&whole_->state); }
+
+std::vector<const TensorEntry*> BadTensorsIn(const uint8_t* data, uint64_t size,
+                                             const std::vector<const TensorEntry*>& tensors) {
+  std::vector<const TensorEntry*> bad;
+  for (const TensorEntry* t : tensors) {
+    if (t->offset > size || t->size > size - t->offset || XXH3_64bits(data + t->offset, t->size) != t->xxh3) {
+      bad.push_back(t);
+    }
+  }
+  return bad;
+}
 
 }  // namespace strata::ckpt

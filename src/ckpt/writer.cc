@@ -1,7 +1,5 @@
 #include "ckpt/writer.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 #include <unordered_set>
@@ -19,7 +17,6 @@ namespace strata::ckpt {
 namespace {
 
 constexpr uint64_t kWriteChunk = 8ull << 20;
-constexpr uint64_t kCopyChunk = 4ull << 20;
 constexpr uint64_t kMinShard = 4ull << 20;
 
 Histogram& StallHistogram() {
@@ -43,63 +40,10 @@ std::vector<std::vector<size_t>> PlanShards(const std::vector<TensorView>& tenso
   return plan;
 }
 
-struct CopyTask {
-  const void* src;
-  uint8_t* dst;
-  uint64_t n;
-};
-
-void ParallelCopy(const std::vector<CopyTask>& tasks, size_t threads) {
-  std::vector<CopyTask> chunks;
-  for (const auto& t : tasks) {
-    for (uint64_t off = 0; off < t.n; off += kCopyChunk) {
-      chunks.push_back({static_cast<const uint8_t*>(t.src) + off, t.dst + off, std::min(kCopyChunk, t.n - off)});
-    }
-  }
-  ParallelFor(chunks.size(), std::max<size_t>(1, threads),
-              [&](size_t i) { std::memcpy(chunks[i].dst, chunks[i].src, chunks[i].n); });
-}
+// Where each shard starts in the staging region: 4 KiB aligned (O_DIRECT-able).
+uint64_t AlignUp(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
 
 }  // namespace
-
-// ---- StagingPool ----
-
-MutableBuffer StagingPool::Take(size_t size) {
-  {
-    std::lock_guard lock(mu_);
-    size_t best = free_.size();
-    for (size_t i = 0; i < free_.size(); ++i) {
-      const size_t cap = free_[i].capacity();
-      if (cap >= size && cap <= 2 * size + (1 << 20) && (best == free_.size() || cap < free_[best].capacity())) {
-        best = i;
-      }
-    }
-    if (best != free_.size()) {
-      MutableBuffer b = std::move(free_[best]);
-      free_.erase(free_.begin() + best);
-      pooled_ -= b.capacity();
-      b.Resize(size);
-      return b;
-    }
-  }
-  MutableBuffer b(size);
-  // Transparent huge pages (when enabled as "madvise") cut first-touch page faults 512x.
-  if (size >= (2u << 20)) madvise(b.data(), size & ~size_t{4095}, MADV_HUGEPAGE);
-  return b;
-}
-
-void StagingPool::Give(MutableBuffer buffer) {
-  if (buffer.capacity() == 0) return;
-  std::lock_guard lock(mu_);
-  if (pooled_ + buffer.capacity() > limit_) return;  // freed: the pool is full
-  pooled_ += buffer.capacity();
-  free_.push_back(std::move(buffer));
-}
-
-void StagingPool::SetLimit(uint64_t bytes) {
-  std::lock_guard lock(mu_);
-  limit_ = std::max(limit_, bytes);
-}
 
 // ---- SaveHandle ----
 
@@ -161,6 +105,7 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
   if (impl.opts.remote) {
     impl.remote = StoreLocation(impl.opts.remote, impl.opts.upload_part_size, impl.opts.upload_concurrency);
   }
+  impl.pool.Prefault(impl.opts.staging_bytes);
   if (impl.remote && impl.opts.upload_on_open) impl.EnqueueRecoveredUploads();
   impl.persist_thread = std::thread([&impl] { impl.PersistLoop(); });
   if (impl.remote) impl.upload_thread = std::thread([&impl] { impl.UploadLoop(); });
@@ -202,6 +147,7 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
     return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + opts_.dir);
   }
   const size_t limit = opts_.policy == InflightPolicy::kWait ? 1 : opts_.max_queued;
+  const TimePoint wait_start = impl.clock->Now();
   {
     std::unique_lock lock(impl.mu);
     if (impl.last_step && step <= *impl.last_step) {
@@ -212,7 +158,14 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
     impl.cv.wait(lock, [&] { return impl.jobs.size() + impl.reserved < limit; });
     ++impl.reserved;
   }
-  impl.pool.SetLimit((limit + 1) * (total + tensors.size() * 256 + (1 << 20)));
+  Duration waited = impl.clock->Now() - wait_start;
+  auto release = [&impl] {
+    {
+      std::lock_guard lock(impl.mu);
+      --impl.reserved;
+    }
+    impl.cv.notify_all();
+  };
 
   SaveJob job;
   job.step = step;
@@ -221,7 +174,9 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
       std::chrono::duration_cast<std::chrono::milliseconds>(impl.clock->WallNow().time_since_epoch()).count();
   const uint64_t target = std::min<uint64_t>(
       opts_.shard_bytes, std::max<uint64_t>(total / std::max<size_t>(1, opts_.io_threads), kMinShard));
-  std::vector<CopyTask> copies;
+  // Plan every shard (header + offsets) first, so one region holds them all.
+  std::vector<std::string> headers;
+  uint64_t region_bytes = 0;
   auto plan = PlanShards(tensors, target);
   for (size_t s = 0; s < plan.size(); ++s) {
     std::vector<SafetensorsTensor> header_tensors;
@@ -231,26 +186,50 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
       header_tensors.push_back({t.name, t.dtype, t.shape, data_bytes, data_bytes + t.size});
       data_bytes += t.size;
     }
-    const std::string header =
-        EncodeSafetensorsHeader(header_tensors, {{"format", "pt"}, {"step", std::to_string(step)}});
+    headers.push_back(EncodeSafetensorsHeader(header_tensors, {{"format", "pt"}, {"step", std::to_string(step)}}));
     StagedShard shard;
     shard.file = ShardFileName(opts_.rank, static_cast<int>(s));
-    shard.data = impl.pool.Take(header.size() + data_bytes);
-    std::memcpy(shard.data.data(), header.data(), header.size());
+    shard.size = headers.back().size() + data_bytes;
     for (size_t k = 0; k < plan[s].size(); ++k) {
       const auto& t = tensors[plan[s][k]];
-      const uint64_t offset = header.size() + header_tensors[k].begin;
+      const uint64_t offset = headers.back().size() + header_tensors[k].begin;
       shard.tensors.push_back({t.name, t.dtype, t.shape, static_cast<uint32_t>(s), offset, t.size, 0});
-      copies.push_back({t.data, shard.data.data() + offset, t.size});
     }
+    region_bytes += AlignUp(shard.size);
     job.shards.push_back(std::move(shard));
   }
-  ParallelCopy(copies, opts_.stage_threads);
+  impl.pool.SetLimit((limit + 1) * (region_bytes + (2u << 20)));  // regions round up to 2 MiB
+  const TimePoint take_start = impl.clock->Now();
+  bool cold = false;
+  auto region = impl.pool.Take(region_bytes, &cold);
+  if (!region.ok()) {
+    release();
+    return region.status().WithContext("staging " + StepDirName(step));
+  }
+  waited += cold ? Duration{0} : impl.clock->Now() - take_start;  // waiting for a region being prefaulted
+  job.region = std::move(*region);
+  const TimePoint copy_start = impl.clock->Now();
+  std::vector<CopyTask> copies;
+  uint64_t at = 0;
+  for (size_t s = 0; s < job.shards.size(); ++s) {
+    StagedShard& shard = job.shards[s];
+    shard.data = job.region->data() + at;
+    at += AlignUp(shard.size);
+    std::memcpy(shard.data, headers[s].data(), headers[s].size());
+    for (size_t k = 0; k < plan[s].size(); ++k) {
+      copies.push_back({tensors[plan[s][k]].data, shard.data + shard.tensors[k].offset, shard.tensors[k].size});
+    }
+  }
+  StageCopy(copies, opts_.stage_threads);
 
   auto state = std::make_shared<SaveHandle::State>();
   state->step = step;
   state->want_upload = impl.remote != nullptr;
-  state->stats.stall = impl.clock->Now() - start;
+  const TimePoint end = impl.clock->Now();
+  state->stats.stall = end - start;
+  state->stats.wait = waited;
+  state->stats.copy = end - copy_start;
+  state->stats.cold_staging = cold;
   job.state = state;
   StallHistogram().Observe(Seconds(state->stats.stall));
   {
@@ -261,6 +240,8 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
   impl.cv.notify_all();
   return SaveHandle(state);
 }
+
+Status CheckpointWriter::WaitStagingReady() { return impl_->pool.WaitReady(); }
 
 Status CheckpointWriter::Flush() {
   std::unique_lock lock(impl_->mu);
@@ -292,10 +273,8 @@ void CheckpointWriter::Impl::PersistLoop() {
     Status st = Persist(*job);
     if (!st.ok()) STRATA_LOG_WARN("ckpt: saving {} failed: {}", StepDirName(job->step), st.ToString());
     uint64_t bytes = 0;
-    for (auto& shard : job->shards) {
-      bytes += shard.data.size();
-      pool.Give(std::move(shard.data));
-    }
+    for (auto& shard : job->shards) bytes += shard.size;
+    pool.Give(std::move(job->region));
     auto state = job->state;
     {
       std::lock_guard lock(state->mu);
@@ -329,10 +308,10 @@ Status CheckpointWriter::Impl::WriteShard(int64_t step, StagedShard& shard) {
   ShardHasher hasher(order);  // tensors are already in offset order
   Status st = [&]() -> Status {
     STRATA_ASSIGN_OR_RETURN(auto file, fs->OpenForWrite(tmp, /*truncate=*/true));
-    for (uint64_t off = 0; off < shard.data.size(); off += kWriteChunk) {
-      const uint64_t n = std::min(kWriteChunk, shard.data.size() - off);
-      STRATA_RETURN_IF_ERROR(file->Append(shard.data.data() + off, n));
-      hasher.Update(shard.data.data() + off, n);  // hashing overlaps the kernel's writeback
+    for (uint64_t off = 0; off < shard.size; off += kWriteChunk) {
+      const uint64_t n = std::min(kWriteChunk, shard.size - off);
+      STRATA_RETURN_IF_ERROR(file->Append(shard.data + off, n));
+      hasher.Update(shard.data + off, n);  // hashing overlaps the kernel's writeback
     }
     if (opts.fsync) STRATA_RETURN_IF_ERROR(file->Sync());
     STRATA_RETURN_IF_ERROR(file->Close());
@@ -345,6 +324,7 @@ Status CheckpointWriter::Impl::WriteShard(int64_t step, StagedShard& shard) {
   const auto& digests = hasher.Digests();
   for (size_t i = 0; i < shard.tensors.size() && i < digests.size(); ++i) shard.tensors[i].xxh3 = digests[i];
   shard.sha256 = hasher.Sha256Hex();
+  shard.xxh3 = hasher.Xxh3();
   return Status::Ok();
 }
 
@@ -380,7 +360,7 @@ Status CheckpointWriter::Impl::Persist(SaveJob& job) {
   m.wall_time_ms = job.wall_time_ms;
   m.metadata = job.metadata;
   for (const auto& shard : job.shards) {
-    m.shards.push_back({shard.file, shard.data.size(), shard.sha256});
+    m.shards.push_back({shard.file, shard.size, shard.sha256, shard.xxh3});
     m.tensors.insert(m.tensors.end(), shard.tensors.begin(), shard.tensors.end());
   }
   STRATA_RETURN_IF_ERROR(WriteRankCommit(*local, m).WithContext("committing rank " + std::to_string(opts.rank)));

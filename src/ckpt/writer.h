@@ -1,10 +1,13 @@
 // CheckpointWriter: async, sharded, atomic checkpoints.
 //
-// Save() validates and copies the tensors into page-aligned staging buffers
-// (parallel memcpy; buffers are pooled between saves so steady-state saves
-// pay no page faults) and returns. A background thread then writes the
-// shards in parallel (safetensors, temp + fsync + rename, SHA-256 and per
-// tensor xxh3 computed while writing), the rank manifest and rank commit,
+// Save() validates and copies the tensors into a staging region (parallel,
+// non-temporal copy in chunks; regions are pooled between saves so
+// steady-state saves pay no page faults; with staging_bytes the first region
+// is mapped and faulted in the background at Open, so the first save does
+// not pay them either) and returns; no hashing happens inside Save. A
+// background thread then writes the shards in parallel (safetensors, temp +
+// fsync + rename, SHA-256, whole-shard and per-tensor xxh3 computed while
+// writing), the rank manifest and rank commit,
 // and on rank 0 the global manifest and LAST the global commit marker. When
 // a remote store is configured, committed checkpoints are uploaded in the
 // background (remote markers last) and re-uploaded after a restart if their
@@ -49,9 +52,14 @@ struct WriterOptions {
   // only hold rank commits and the remote store is where checkpoints commit.
   bool shared_dir = true;
   InflightPolicy policy = InflightPolicy::kWait;
-  size_t max_queued = 2;                               // kQueue: staged saves not yet persisted
-  size_t io_threads = 4;                               // shards written at once
-  size_t stage_threads = 2;                            // memcpy parallelism in Save
+  size_t max_queued = 2;     // kQueue: staged saves not yet persisted
+  size_t io_threads = 4;     // shards written at once
+  size_t stage_threads = 2;  // copy parallelism in Save (the caller + N-1 threads)
+  // Bytes of staging memory to map and fault in on a background thread at
+  // Open (at least the state's size + ~1 MiB of headers makes the FIRST save
+  // as fast as later ones). 0: the first save maps its region (page faults
+  // inside the stall); later saves reuse it either way.
+  uint64_t staging_bytes = 0;
   uint64_t shard_bytes = 256ull << 20;                 // target shard size (a bigger tensor gets its own shard)
   int keep_local = 0;                                  // keep the newest N committed checkpoints locally; 0 = all
   int keep_remote = 0;                                 // and M remotely; 0 = all
@@ -72,6 +80,9 @@ struct SaveStats {
   Duration upload{0};   // local commit -> remote commit
   uint64_t bytes = 0;   // shard bytes written
   size_t shards = 0;
+  Duration wait{0};           // part of the stall spent waiting: previous save (kWait/kQueue full) or the prefault
+  Duration copy{0};           // part of the stall spent copying tensors into staging
+  bool cold_staging = false;  // the staging region was freshly mapped (page faults in `copy`)
 };
 
 class SaveHandle {
@@ -109,6 +120,9 @@ class CheckpointWriter {
   Status Flush();
   // Waits for every queued upload (including those resumed at Open).
   Status WaitForUploads();
+  // Waits until the staging memory requested by options().staging_bytes is
+  // mapped and faulted in (OK at once without it); the error if mapping failed.
+  Status WaitStagingReady();
   const WriterOptions& options() const { return opts_; }
 
   struct Impl;

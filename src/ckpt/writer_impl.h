@@ -14,6 +14,7 @@
 #include "base/buffer.h"
 #include "base/executor.h"
 #include "ckpt/location.h"
+#include "ckpt/staging.h"
 #include "ckpt/writer.h"
 
 namespace strata::ckpt {
@@ -31,32 +32,20 @@ struct SaveHandle::State {
   TimePoint committed_at{};
 };
 
-// Page-aligned staging buffers reused between saves: a steady-state save
-// touches pages that are already mapped. Thread-safe.
-class StagingPool {
- public:
-  MutableBuffer Take(size_t size);
-  void Give(MutableBuffer buffer);
-  void SetLimit(uint64_t bytes);
-
- private:
-  std::mutex mu_;
-  std::vector<MutableBuffer> free_;
-  uint64_t pooled_ = 0;
-  uint64_t limit_ = 0;
-};
-
 struct StagedShard {
   std::string file;
-  MutableBuffer data;  // the whole shard file: header, then tensors back to back
+  uint8_t* data = nullptr;  // the whole shard file (header, then tensors), inside the job's region
+  uint64_t size = 0;
   std::vector<TensorEntry> tensors;
-  std::string sha256;  // set once written
+  std::string sha256;            // set once written
+  std::optional<uint64_t> xxh3;  // of the whole file, set once written
 };
 
 struct SaveJob {
   int64_t step = 0;
   std::string metadata;
   int64_t wall_time_ms = 0;
+  StagingRegionPtr region;  // holds every shard's bytes
   std::vector<StagedShard> shards;
   std::shared_ptr<SaveHandle::State> state;
 };
