@@ -98,6 +98,17 @@ memstore device bytes = 8589934592
 osd fast shutdown = true
 osd op num shards = 2
 osd op num threads per shard = 1
+# Serving CPU halves (1.2-1.7 -> 0.7-0.9 CPU s per GiB read, measured with curl on this 2-core
+# machine) without in-memory debug logs and with no CRCs on loopback messages: benchmarks
+# through RGW then measure the client, not RGW's bookkeeping.
+debug rgw = 0/0
+debug ms = 0/0
+debug osd = 0/0
+debug objecter = 0/0
+debug rados = 0/0
+debug memstore = 0/0
+ms crc data = false
+ms crc header = false
 
 [mon.a]
 mon data = $DIR/mon/a
@@ -119,6 +130,8 @@ rgw enable usage log = false
 # Lifecycle workers sleep 5 s at a time and delay shutdown; tests need no lifecycle.
 rgw enable lc threads = false
 rgw thread pool size = 64
+# 16 MiB RADOS stripes: a quarter of the OSD round trips per large GET (default 4 MiB).
+rgw max chunk size = 16777216
 EOF
 
   cleanup_unless_ready stop_cluster
