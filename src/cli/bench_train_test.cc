@@ -1,0 +1,184 @@
+// Integration tests for `strata bench train`: run the built binary on tiny
+// generated datasets in a temporary directory and check the JSON it writes
+// (every sample delivered once per epoch, AU's invariants, a slow data path
+// starving the accelerators) and its exit codes on bad input.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testing/subprocess.h"
+
+namespace {
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+class BenchTrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("STRATA_BINARY_DIR");
+    ASSERT_NE(bin, nullptr) << "STRATA_BINARY_DIR not set (run through ctest)";
+    binary_ = std::string(bin) + "/src/cli/strata";
+    ASSERT_TRUE(fs::exists(binary_)) << binary_;
+    std::string pattern = (fs::temp_directory_path() / "strata-bench-train-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  CliRun Strata(std::vector<std::string> args) {
+    args.insert(args.begin(), {binary_, "bench", "train"});
+    strata::RunOptions options;
+    options.timeout = std::chrono::seconds(60);
+    auto result = strata::RunCommand(args, {{"TMPDIR", dir_.string()}}, std::nullopt, options);
+    CliRun run;
+    if (!result.ok()) {
+      ADD_FAILURE() << "cannot run " << binary_ << ": " << result.status();
+      return run;
+    }
+    run.code = result->exit_code;
+    run.out = std::move(result->stdout_text);
+    run.err = std::move(result->stderr_text);
+    return run;
+  }
+
+  nlohmann::json ReadJson(const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  }
+
+  // 96 samples of 4 KiB in shards of 16, batch 8 per accelerator.
+  std::vector<std::string> Tiny(const std::string& json, const std::string& compute,
+                                const std::string& per_shard = "16") {
+    return {"--workload",    "resnet50", "--samples",          "96",
+            "--record-size", "4KiB",     "--samples-per-file", per_shard,
+            "--batch",       "8",        "--compute-time",     compute,
+            "--json",        json,       "--cache-dir",        (dir_ / "cache").string()};
+  }
+
+  std::string binary_;
+  fs::path dir_;
+};
+
+TEST_F(BenchTrainTest, EveryEpochDeliversTheDatasetAndAuIsAFraction) {
+  const std::string json = (dir_ / "au.json").string();
+  auto args = Tiny(json, "0.01");
+  for (const char* a : {"--accelerators", "1,2,4", "--epochs", "2", "--no-stop", "--emulate", "none"})
+    args.push_back(a);
+  CliRun run = Strata(args);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("largest N with AU >= 90%"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("reproduce: strata bench train --workload resnet50"), std::string::npos) << run.out;
+
+  nlohmann::json doc = ReadJson(json);
+  ASSERT_TRUE(doc.is_object()) << "not JSON: " << json;
+  EXPECT_EQ(doc["tool"], "strata");
+  EXPECT_EQ(doc["dataset"]["samples"], 96);
+  EXPECT_EQ(doc["dataset"]["shards"], 6);
+  EXPECT_EQ(doc["workload"]["batch"], 8);
+  ASSERT_EQ(doc["results"].size(), 6u);  // 3 N x 2 epochs, none skipped with --no-stop
+  const size_t expect_n[] = {1, 1, 2, 2, 4, 4};
+  for (size_t i = 0; i < 6; ++i) {
+    const auto& r = doc["results"][i];
+    SCOPED_TRACE(r.dump());
+    const size_t n = r["accelerators"].get<size_t>();
+    EXPECT_EQ(n, expect_n[i]);
+    EXPECT_EQ(r["epoch"], i % 2 + 1);
+    EXPECT_EQ(r["samples"], 96);  // every sample exactly once per epoch, across ranks
+    EXPECT_EQ(r["bytes"], 96 * 4096);
+    EXPECT_EQ(r["steps"], 96 / 8 / n);
+    EXPECT_DOUBLE_EQ(r["record_size"].get<double>(), 4096.0);
+    // Every step holds one full compute sleep, so AU can never exceed 1.
+    const double au = r["au"].get<double>();
+    EXPECT_GT(au, 0.0);
+    EXPECT_LE(au, 1.0 + 1e-9);
+    EXPECT_NEAR(r["mib_per_s"].get<double>(), r["samples_per_s"].get<double>() * 4096 / 1048576, 1e-6);
+    EXPECT_EQ(r["sources"].size(), n);
+    EXPECT_GE(r["au_dlio"].get<double>(), 0.0);
+  }
+  // Epoch 1 at each N starts from an empty cache; epoch 2 is served by the
+  // cache directory the N ranks share (the node's local disk).
+  for (size_t i = 0; i < 6; ++i) {
+    int fetched = 0, cached = 0;
+    for (const auto& s : doc["results"][i]["sources"]) {
+      fetched += s["shards_fetched"].get<int>();
+      cached += s["shards_from_cache"].get<int>();
+    }
+    if (i % 2 == 0) {
+      EXPECT_GE(fetched, 6) << "cold epoch " << i;
+    } else {
+      EXPECT_EQ(fetched, 0) << "warm epoch " << i;
+      EXPECT_GE(cached, 6) << "warm epoch " << i;
+    }
+  }
+  EXPECT_EQ(doc["max_accelerators"].size(), 2u);
+}
+
+TEST_F(BenchTrainTest, ASlowDataPathStarvesTheAccelerators) {
+  // One shard per batch, one shard prefetched, 150 ms to first byte per
+  // request: each 2 ms step waits for a fetch, so AU stays far below 50%.
+  const std::string slow = (dir_ / "slow.json").string();
+  auto args = Tiny(slow, "0.002", "8");
+  for (const char* a :
+       {"--accelerators", "1", "--epochs", "1", "--prefetch-shards", "1", "--emulate", "ttfb=150ms,bw=1MB/s"}) {
+    args.push_back(a);
+  }
+  CliRun run = Strata(args);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  nlohmann::json doc = ReadJson(slow);
+  ASSERT_EQ(doc["results"].size(), 1u) << doc.dump();
+  EXPECT_LT(doc["results"][0]["au"].get<double>(), 0.5) << doc.dump();
+  EXPECT_EQ(doc["max_accelerators"]["1"], 0);
+  EXPECT_NE(run.out.find("largest N with AU >= 90%: epoch 1: 0"), std::string::npos) << run.out;
+}
+
+TEST_F(BenchTrainTest, GeneratesFilesAndShardsThenReadsAnExistingDataset) {
+  const fs::path data = dir_ / "data";
+  auto gen = Strata({"--workload", "cosmoflow", "--samples", "12", "--record-size", "3000", "--generate-to",
+                     data.string() + "/", "--generate-only"});
+  ASSERT_EQ(gen.code, 0) << gen.out << gen.err;
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(data / "files")) files += e.path().extension() == ".bin";
+  EXPECT_EQ(files, 12u);
+  EXPECT_TRUE(fs::exists(data / "shards" / "manifest.json"));
+
+  const std::string json = (dir_ / "url.json").string();
+  auto run = Strata({"--workload", "cosmoflow", "--url", (data / "shards").string() + "/", "--compute-time", "0.001",
+                     "--accelerators", "1,2", "--epochs", "1", "--json", json});
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  nlohmann::json doc = ReadJson(json);
+  EXPECT_EQ(doc["dataset"]["samples"], 12);
+  EXPECT_EQ(doc["dataset"]["shards"], 12);  // cosmoflow: one sample per file
+  ASSERT_GE(doc["results"].size(), 1u);
+  EXPECT_EQ(doc["results"][0]["samples"], 12);
+  EXPECT_EQ(doc["results"][0]["record_size"], 3000.0);
+}
+
+TEST_F(BenchTrainTest, RejectsBadInputWithUsageAndNotFoundCodes) {
+  EXPECT_EQ(Strata({"--workload", "bert"}).code, 2);
+  EXPECT_EQ(Strata({"--accelerator", "tpu"}).code, 2);
+  EXPECT_EQ(Strata({"--accelerators", "1,x", "--samples", "8"}).code, 2);
+  EXPECT_EQ(Strata({"--threshold", "150"}).code, 2);
+  CliRun small = Strata({"--samples", "10", "--record-size", "1KiB", "--batch", "8", "--emulate", "none"});
+  EXPECT_EQ(small.code, 2) << small.out << small.err;
+  EXPECT_NE(small.err.find("needs at least 16 samples"), std::string::npos) << small.err;
+  CliRun missing = Strata({"--url", (dir_ / "nothing-here").string()});
+  EXPECT_EQ(missing.code, 3) << missing.out << missing.err;
+}
+
+}  // namespace
