@@ -30,6 +30,9 @@ py::dict StatsDict(const ckpt::SaveStats& s) {
   d["upload_s"] = Seconds(s.upload);
   d["bytes"] = s.bytes;
   d["shards"] = s.shards;
+  d["wait_s"] = Seconds(s.wait);
+  d["copy_s"] = Seconds(s.copy);
+  d["cold_staging"] = s.cold_staging;
   return d;
 }
 
@@ -43,7 +46,7 @@ struct PyLocation {
 
 PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int rank, int world_size, bool shared_dir,
                     const std::string& policy, int keep_local, int keep_remote, size_t io_threads, size_t stage_threads,
-                    uint64_t shard_bytes, size_t max_queued, bool fsync) {
+                    uint64_t shard_bytes, size_t max_queued, bool fsync, uint64_t staging_bytes) {
   ckpt::WriterOptions o;
   o.dir = dir;
   o.remote_url = remote_url;
@@ -64,6 +67,7 @@ PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int r
   o.shard_bytes = shard_bytes;
   o.max_queued = max_queued;
   o.fsync = fsync;
+  o.staging_bytes = staging_bytes;
   py::gil_scoped_release release;
   return PyWriter{Unwrap(ckpt::CheckpointWriter::Open(std::move(o)))};
 }
@@ -171,6 +175,15 @@ void BindCkpt(py::module_& m) {
              }
              Check(st);
            })
+      .def("wait_staging_ready",
+           [](PyWriter& w) {
+             Status st;
+             {
+               py::gil_scoped_release release;
+               st = w.writer->WaitStagingReady();
+             }
+             Check(st);
+           })
       .def("close", [](PyWriter& w) {
         py::gil_scoped_release release;
         w.writer.reset();  // waits for staged saves to persist
@@ -178,7 +191,8 @@ void BindCkpt(py::module_& m) {
   m.def("_open_writer", &OpenWriter, py::arg("dir"), py::arg("remote_url") = "", py::arg("rank") = 0,
         py::arg("world_size") = 1, py::arg("shared_dir") = true, py::arg("policy") = "wait", py::arg("keep_local") = 0,
         py::arg("keep_remote") = 0, py::arg("io_threads") = 4, py::arg("stage_threads") = 2,
-        py::arg("shard_bytes") = 256ull << 20, py::arg("max_queued") = 2, py::arg("fsync") = true);
+        py::arg("shard_bytes") = 256ull << 20, py::arg("max_queued") = 2, py::arg("fsync") = true,
+        py::arg("staging_bytes") = 0);
 
   py::class_<PyLocation>(m, "_Location")
       .def_property_readonly("description", [](const PyLocation& l) { return l.loc->Describe(); })

@@ -18,6 +18,7 @@ import base64
 import collections
 import concurrent.futures
 import json
+import operator
 import os
 import threading
 
@@ -55,21 +56,20 @@ def _torch_dtype(name):
 class _Encoder:
     """Splits a state_dict into tensor specs (for the C++ writer) and a JSON skeleton."""
 
-    def __init__(self, name_prefix=""):
-        self._prefix = name_prefix  # "rank-N/" with several ranks: names unique across the checkpoint
+    def __init__(self):
         self.specs = []  # (name, dtype, shape, address, nbytes)
         self.keep = []  # the tensors/arrays whose memory the specs point at
         self._names = set()
         self._seen = {}  # id(tensor) -> name
 
     def _name(self, path):
-        name = self._prefix + ("/".join(path) or "tensor")
+        name = "/".join(path) or "tensor"
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:
-            name = self._prefix + "tensor"
+            name = "tensor"
         if len(name.encode("utf-8")) > 2000:
-            name = self._prefix + "tensor"
+            name = "tensor"
         base, n = name, 1
         while name in self._names or name == "__metadata__":
             name, n = f"{base}~{n}", n + 1
@@ -290,7 +290,13 @@ def _rank_world(rank, world_size):
 
 class SaveFuture(concurrent.futures.Future):
     """A save in flight: ``done()``, ``result(timeout)`` (stats once committed locally),
-    ``wait_uploaded()`` (committed in the remote store too) and ``step``."""
+    ``wait_uploaded()`` (committed in the remote store too) and ``step``.
+
+    Stats (a dict; ``stats()`` any time, times in seconds): ``stall_s`` (time inside save(),
+    what training waited), of it ``wait_s`` (for the previous save or the staging memory) and
+    ``copy_s`` (copying the tensors to RAM), ``cold_staging`` (the copy went to freshly mapped
+    memory: see Checkpointer's ``staging_bytes``), ``persist_s`` (staged -> committed
+    locally), ``upload_s`` (-> committed remotely), ``bytes``, ``shards``."""
 
     def __init__(self, handle):
         super().__init__()
@@ -323,13 +329,29 @@ class Checkpointer:
     ``keep_local``/``keep_remote``: keep the newest N checkpoints (0 = all). ``policy``: a save
     while the previous one is still persisting "wait"s, or is "queue"d (at most ``max_queued``).
     Thread-safe. Use as a context manager or call ``close()`` to wait for staged saves.
+
+    ``staging_bytes``: the size in bytes of the tensors you will save (e.g.
+    ``state_nbytes(state_dict)``). Saves copy the state into reused, already-mapped RAM; the
+    first save would otherwise map that memory itself and pay its page faults inside the
+    stall (on VMs several times the copy itself). Given the state's size, the writer is opened here and maps and
+    faults the memory in on a background thread, so the FIRST save stages at memory speed too
+    (room for the shard headers is added). None (default): nothing is reserved up front and
+    only the first save is slower; later saves reuse its memory either way.
+    ``stats()["cold_staging"]`` of a save tells whether it had to map fresh memory.
     """
 
     def __init__(self, dir, remote=None, rank=None, world_size=None, keep_local=0, keep_remote=0,  # noqa: A002
                  policy="wait", *, max_queued=2, io_threads=4, stage_threads=2, shard_bytes=256 << 20,
-                 shared_dir=True, fsync=True):
+                 shared_dir=True, fsync=True, staging_bytes=None):
         if policy not in ("wait", "queue"):
             raise ValueError(f"policy must be 'wait' or 'queue', not {policy!r}")
+        if staging_bytes is not None:
+            try:
+                if isinstance(staging_bytes, bool) or operator.index(staging_bytes) < 0:
+                    raise TypeError
+            except TypeError:
+                raise ValueError(f"staging_bytes must be None or a byte count >= 0, not {staging_bytes!r}") from None
+            staging_bytes = operator.index(staging_bytes)
         self.dir = os.path.abspath(os.fspath(dir))
         self.remote = to_url(remote) if remote is not None else None
         self.rank, self.world_size = _rank_world(rank, world_size)
@@ -338,15 +360,17 @@ class Checkpointer:
             dir=self.dir, remote_url=self.remote or "", rank=self.rank, world_size=self.world_size,
             shared_dir=bool(shared_dir), policy=policy, keep_local=int(keep_local), keep_remote=int(keep_remote),
             io_threads=int(io_threads), stage_threads=int(stage_threads), shard_bytes=int(shard_bytes),
-            max_queued=int(max_queued), fsync=bool(fsync))
+            max_queued=int(max_queued), fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes))
         self._writer = None
         self._lock = threading.Lock()
         self._local = _strata._open_location(self.dir)
         self._remote = _strata._open_location(self.remote) if self.remote else None
+        if staging_bytes:
+            self._get_writer()  # now, so the staging memory is faulted in before the first save
 
     def _get_writer(self):
         with self._lock:
-            if self._writer is None:  # opened on first save: resumes uploads a crash left behind
+            if self._writer is None:  # at the first save (or with staging_bytes); resumes uploads left behind
                 self._writer = _strata._open_writer(**self._writer_args)
             return self._writer
 
@@ -357,7 +381,7 @@ class Checkpointer:
         :class:`SaveFuture`; else after the local commit, the save's stats dict.
         ``metadata``: extra JSON-serialisable user metadata.
         """
-        enc = _Encoder(f"rank-{self.rank}/" if self.world_size > 1 else "")
+        enc = _Encoder()  # each rank's names are its own: loads ask for this rank's part
         skeleton = enc.encode(state_dict)
         meta = json.dumps({"format": _FORMAT, "skeleton": skeleton, "user": metadata}, separators=(",", ":"))
         handle = self._get_writer().save(int(step), enc.specs, meta)  # staging copies with the GIL released
@@ -373,6 +397,13 @@ class Checkpointer:
     def wait_for_uploads(self):
         if self._writer is not None:
             self._writer.wait_for_uploads()
+
+    def wait_staging_ready(self):
+        """Blocks until the memory requested with ``staging_bytes`` is mapped and faulted in
+        (at once without it); raises the error if mapping it failed. Optional: a save made
+        earlier simply waits for it."""
+        if self._writer is not None:
+            self._writer.wait_staging_ready()
 
     def close(self):
         with self._lock:
@@ -472,6 +503,29 @@ class Checkpointer:
                     skipped.append(f"{s} step {st}: {e}")
         raise _strata.NotFound(f"no valid checkpoint in {self.dir}" + (f" or {self.remote}" if self.remote else "") +
                                ("; skipped: " + "; ".join(skipped) if skipped else ""))
+
+
+def state_nbytes(state_dict):
+    """Bytes of the tensors and numpy arrays in ``state_dict`` (nested dicts, lists and tuples;
+    a tensor object appearing twice counts once): what a save stages, for ``staging_bytes``."""
+    seen, total, todo = set(), 0, [state_dict]
+    while todo:
+        obj = todo.pop()
+        if isinstance(obj, (torch.Tensor, np.ndarray)):
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                total += obj.numel() * obj.element_size() if isinstance(obj, torch.Tensor) else obj.nbytes
+        elif isinstance(obj, dict):
+            todo.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            todo.extend(obj)
+    return total
+
+
+def _with_header_room(staging_bytes):
+    """The staging memory for a state of ``staging_bytes`` tensor bytes: shards also hold a
+    safetensors header each and start 4 KiB aligned."""
+    return 0 if not staging_bytes else staging_bytes + (4 << 20) + staging_bytes // 256
 
 
 def save(dir, step, state_dict, **kwargs):  # noqa: A002

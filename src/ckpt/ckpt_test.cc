@@ -363,6 +363,58 @@ TEST_F(CkptTest, DistributedRanksCommitTogether) {
   }
 }
 
+// DDP: every rank saves the same tensor names with its own bytes; loading
+// with a rank must give that rank's bytes, never the first rank's.
+TEST_F(CkptTest, LoadIntoReadsTheRequestedRanksPart) {
+  constexpr int kWorld = 2;
+  std::vector<OwnedState> states;  // moved in, never copied: views point into the bytes
+  states.reserve(kWorld);
+  for (int r = 0; r < kWorld; ++r) states.push_back(MakeState(9, r));
+  for (size_t i = 0; i < states[1].views.size(); ++i) states[1].views[i].name = states[0].views[i].name;
+  const std::vector<uint8_t> extra(64, 7);
+  states[0].views.push_back({"only.on.rank0", "U8", {64}, extra.data(), extra.size()});
+  std::vector<Status> results(kWorld);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorld; ++r) {
+    ranks.emplace_back([&, r] {
+      WriterOptions o = Options();
+      o.rank = r;
+      o.world_size = kWorld;
+      auto w = CheckpointWriter::Open(o);
+      auto h = w.ok() ? (*w)->Save(9, states[r].views) : Result<SaveHandle>(w.status());
+      results[r] = h.ok() ? h->Wait() : h.status();
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (const auto& st : results) ASSERT_TRUE(st.ok()) << st;
+
+  auto loc = Local();
+  const TensorView& big = states[0].views[0];  // same name on both ranks
+  ASSERT_NE(0, std::memcmp(big.data, states[1].views[0].data, big.size));
+  for (int r = 0; r < kWorld; ++r) {
+    std::vector<uint8_t> dst(big.size);
+    Status st = LoadInto(*loc, 9, {{big.name, {dst.data(), dst.size()}}}, {.rank = r});
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_EQ(0, std::memcmp(dst.data(), states[r].views[0].data, dst.size())) << "rank " << r;
+    auto loaded = Load(*loc, 9, {.rank = r});
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(Compare(*loaded, states[r]), "") << "rank " << r;
+  }
+  // A name rank 1 lacks is NotFound naming the rank and the step, with the
+  // destination untouched; rank 0 and "any rank" (-1) find it.
+  std::vector<uint8_t> dst(extra.size(), 0xAB);
+  Status missing = LoadInto(*loc, 9, {{"only.on.rank0", {dst.data(), dst.size()}}}, {.rank = 1});
+  EXPECT_EQ(missing.code(), Code::kNotFound) << missing;
+  EXPECT_NE(missing.message().find("rank 1 of " + StepDirName(9)), std::string::npos) << missing;
+  EXPECT_EQ(dst, std::vector<uint8_t>(extra.size(), 0xAB));
+  for (int r : {0, -1}) {
+    ASSERT_TRUE(LoadInto(*loc, 9, {{"only.on.rank0", {dst.data(), dst.size()}}}, {.rank = r}).ok()) << r;
+    EXPECT_EQ(dst, extra);
+  }
+  // A rank outside the checkpoint's world is refused.
+  EXPECT_EQ(LoadInto(*loc, 9, {{big.name, {dst.data(), big.size}}}, {.rank = 2}).code(), Code::kInvalidArgument);
+}
+
 TEST_F(CkptTest, CoordinatorGivesUpOnAMissingRank) {
   FakeClock clock(/*auto_advance=*/true);
   WriterOptions o = Options();

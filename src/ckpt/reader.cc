@@ -320,6 +320,13 @@ Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level, std::vector<Veri
   return NotFoundError("no valid checkpoint in " + loc.Describe());
 }
 
+const RankManifest* CheckpointInfo::Rank(int rank) const {
+  for (const auto& r : ranks) {
+    if (r.rank == rank) return &r;
+  }
+  return nullptr;
+}
+
 const LoadedTensor* LoadedCheckpoint::Find(const std::string& name) const {
   for (const auto& t : tensors) {
     if (t.name == name) return &t;
@@ -367,6 +374,19 @@ Result<LoadedCheckpoint> Load(Location& loc, int64_t step, const LoadOptions& op
 
 Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>& targets, const LoadOptions& options) {
   STRATA_ASSIGN_OR_RETURN(CheckpointInfo info, OpenCheckpoint(loc, step));
+  if (options.rank >= 0 && !info.Rank(options.rank)) {
+    return InvalidArgumentError("rank " + std::to_string(options.rank) + " is not in " + StepDirName(step) +
+                                " (world size " + std::to_string(info.ranks.size()) + ")");
+  }
+  // name -> (tensor, its shard) over the selected rank(s); one pass, so a
+  // state_dict of many thousand tensors costs no quadratic lookup.
+  std::unordered_map<std::string_view, std::pair<const TensorEntry*, const ShardEntry*>> index;
+  for (const auto& rm : info.ranks) {
+    if (options.rank >= 0 && rm.rank != options.rank) continue;
+    for (const auto& t : rm.tensors) index.try_emplace(t.name, &t, &rm.shards[t.shard]);
+  }
+  const std::string where =
+      options.rank >= 0 ? "rank " + std::to_string(options.rank) + " of " + StepDirName(step) : StepDirName(step);
   struct Job {
     const TensorEntry* entry;
     const ShardEntry* shard;
@@ -374,14 +394,14 @@ Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>
   };
   std::vector<Job> jobs;
   for (const auto& [name, target] : targets) {
-    int rank = 0;
-    const TensorEntry* t = info.Find(name, &rank);
-    if (!t) return NotFoundError("tensor '" + name + "' is not in " + StepDirName(step));
+    auto it = index.find(name);
+    if (it == index.end()) return NotFoundError("tensor '" + name + "' is not in " + where + " in " + loc.Describe());
+    const auto [t, shard] = it->second;
     if (target.size != t->size || (t->size > 0 && !target.data)) {
       return InvalidArgumentError("tensor '" + name + "' has " + std::to_string(t->size) +
                                   " bytes; the destination has " + std::to_string(target.size));
     }
-    jobs.push_back({t, &info.ranks[rank].shards[t->shard], target});
+    jobs.push_back({t, shard, target});
   }
   std::vector<Status> errors(jobs.size());
   ParallelFor(jobs.size(), std::max(1, options.parallelism), [&](size_t i) {

@@ -27,6 +27,8 @@ struct CheckpointInfo {
   size_t NumTensors() const;
   // The tensor named `name` (first rank that has it), or nullptr.
   const TensorEntry* Find(const std::string& name, int* rank = nullptr) const;
+  // The manifest of rank `rank`, or nullptr when the checkpoint has no such rank.
+  const RankManifest* Rank(int rank) const;
 };
 
 enum class VerifyLevel {
@@ -89,6 +91,10 @@ Result<LoadedCheckpoint> Load(Location& loc, int64_t step, const LoadOptions& op
 // Reads the named tensors straight into caller memory (`targets`: name ->
 // destination of exactly the tensor's size bytes, caller-owned, untouched on
 // NotFound/InvalidArgument). Verifies each tensor's xxh3 when options.verify.
+// With options.rank >= 0 names are looked up in that rank's part only (ranks
+// may use the same names, e.g. DDP replicas): NotFound names the rank and the
+// step when it lacks one, InvalidArgument when the checkpoint has no such rank.
+// With -1 each name comes from the first rank that has it.
 struct Target {
   void* data = nullptr;
   uint64_t size = 0;
