@@ -161,7 +161,8 @@ def test_step_must_increase_and_missing_step(tmp_path):
 def test_no_dcp_adapter_without_dcp():
     # Debian's torch 1.13 has no torch.distributed.checkpoint: strata must not pretend to offer
     # a storage writer/reader it cannot test (README, "Checkpoints").
-    assert sc.HAVE_DCP is False
+    if sc.HAVE_DCP:
+        pytest.skip("this PyTorch has torch.distributed.checkpoint")
     assert not hasattr(sc, "StrataStorageWriter") and not hasattr(sc, "StrataStorageReader")
 
 
