@@ -366,6 +366,7 @@ class LoaderSource : public RankSource {
             {"shard_fetch_retries", s.shard_fetch_retries},
             {"shards_skipped", s.shards_skipped},
             {"shards_from_cache", s.shards_from_cache},
+            {"shards_parsed", s.shards_parsed},
             {"consumer_wait_s", Seconds(s.consumer_wait)},
             {"elapsed_s", Seconds(s.elapsed)}};
   }

@@ -310,8 +310,11 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--min-accelerators", a->min_accelerators, "Never stop the sweep before this N")
       ->capture_default_str();
   sub->add_option("--cache-dir", a->cache_dir, "Loader's shard cache root (default: a temporary dir); nN/ per N");
-  sub->add_option("--cache-limit", a->cache_limit, "Disk cache bound per rank")->capture_default_str();
-  sub->add_option("--ram-cache", a->ram_cache, "RAM cache per rank")->capture_default_str();
+  sub->add_option("--cache-limit", a->cache_limit,
+                  "Disk cache bound (ranks share one cache per process: the largest bound wins)")
+      ->capture_default_str();
+  sub->add_option("--ram-cache", a->ram_cache, "RAM cache (shared by the ranks, like the disk bound)")
+      ->capture_default_str();
   sub->add_option("--prefetch-shards", a->prefetch_shards, "Shards fetched ahead per rank")->capture_default_str();
   sub->add_option("--prefetch-batches", a->prefetch_batches, "Batches queued per rank")->capture_default_str();
   sub->add_option("--decode-threads", a->decode_threads, "Decode threads per rank")->capture_default_str();

@@ -20,6 +20,7 @@ struct ParsedShard {
   Buffer bytes;
   std::vector<dataset::Sample> samples;
   std::vector<dataset::Example> examples;  // TFRecord shards only, parallel to samples
+  uint64_t extra_bytes = 0;                // memory held beyond `bytes` (estimate, for the RAM bound)
 };
 
 // Corruption naming `key` if the bytes do not parse or hold another number

@@ -2,16 +2,28 @@
 // behind cloud emulation, streamed through a disk cache directory smaller
 // than the dataset. Every sample arrives each epoch, the directory stays
 // within its bound (eviction works), a later epoch reuses what survived,
-// and a cached file altered on disk is refetched, never served.
+// and a cached file altered on disk is refetched, never served. Caches on
+// one directory (processes, or caches that share nothing else) download each
+// shard once between them, and a waiter outlives a lock holder that dies.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "dataset/pack.h"
 #include "io/durable.h"
 #include "io/file_system.h"
+#include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
 #include "object/cloud_store.h"
+#include "object/fault_store.h"
 #include "object/mem_store.h"
 #include "object/store_url.h"
 
@@ -39,6 +51,7 @@ class LoaderIntegrationTest : public ::testing::Test {
     shards_ = packed->manifest.shards.size();
     ASSERT_GE(shards_, 10u);
     shard_bytes_ = packed->manifest.shards[0].size;
+    for (const auto& e : packed->manifest.shards) keys_.push_back("data/" + e.name), sizes_.push_back(e.size);
     CloudProfile cloud;
     cloud.first_byte = std::chrono::milliseconds(2);
     cloud.bytes_per_second_per_connection = 200e6;
@@ -62,6 +75,50 @@ class LoaderIntegrationTest : public ::testing::Test {
   ObjectStorePtr store_;
   size_t shards_ = 0;
   uint64_t shard_bytes_ = 0;
+  std::vector<std::string> keys_;  // the shards' keys in store_, and their sizes
+  std::vector<uint64_t> sizes_;
+};
+
+bool WaitFor(const std::function<bool()>& cond) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Counts requests; GETs of `gated` wait until Open() (a download held in flight).
+class GateStore : public FaultStore {
+ public:
+  GateStore(ObjectStorePtr inner, std::string gated) : FaultStore(std::move(inner), FaultConfig{}), gated_(gated) {}
+  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override {
+    if (key == gated_) {
+      std::unique_lock lock(mu_);
+      ++blocked_;
+      cv_.wait(lock, [&] { return open_; });
+    }
+    return FaultStore::Get(key, options);
+  }
+  void Open() {
+    {
+      std::lock_guard lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  size_t blocked() const {
+    std::lock_guard lock(mu_);
+    return blocked_;
+  }
+  uint64_t gets() const { return counters().requests; }
+
+ private:
+  const std::string gated_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  size_t blocked_ = 0;
 };
 
 TEST_F(LoaderIntegrationTest, StreamsThroughASmallDiskCacheWithEviction) {
@@ -132,6 +189,144 @@ TEST_F(LoaderIntegrationTest, StreamsThroughASmallDiskCacheWithEviction) {
     }
   }
   EXPECT_EQ(n, static_cast<uint64_t>(kSamples));
+}
+
+// Two caches that share nothing but the directory (as two processes): while
+// one downloads a shard the other waits for its lock, then loads the file.
+TEST_F(LoaderIntegrationTest, CachesOnOneDirectoryDownloadEachShardOnce) {
+  auto gate = std::make_shared<GateStore>(store_, keys_[0]);
+  ShardCacheOptions co;
+  co.dir = root_ + "/cache";
+  co.ram_bytes = 0;  // only the directory is shared
+  auto a = *ShardCache::Open(gate, keys_, sizes_, co);
+  auto b = *ShardCache::Open(gate, keys_, sizes_, co);
+  Result<ShardFetch> got_a = Status(Code::kInternal, "not run"), got_b = got_a;
+  std::thread ta([&] { got_a = a->Get(0); });
+  ASSERT_TRUE(WaitFor([&] { return gate->blocked() == 1; }));  // a holds the lock, its GET in the store
+  std::thread tb([&] { got_b = b->Get(0); });
+  ASSERT_TRUE(WaitFor([&] { return b->counters().lock_waits == 1; }));
+  gate->Open();
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(got_a.ok()) << got_a.status().ToString();
+  ASSERT_TRUE(got_b.ok()) << got_b.status().ToString();
+  EXPECT_TRUE(got_a->from_store);
+  EXPECT_FALSE(got_b->from_store);
+  EXPECT_EQ(b->counters().disk_hits, 1u);
+  EXPECT_EQ(got_b->data.ToString(), got_a->data.ToString());
+  EXPECT_EQ(gate->gets(), 1u);
+  EXPECT_FALSE(*DefaultFileSystem().Exists(a->FilePath(0) + ".lock"));  // removed by its holder
+
+  // Every shard, both caches at once in the same order: one download each in total.
+  auto all = [&](ShardCache& c) {
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      auto g = c.Get(k);
+      EXPECT_TRUE(g.ok() && g->data.size() == sizes_[k]) << k;
+    }
+  };
+  std::thread t1([&] { all(*a); });
+  std::thread t2([&] { all(*b); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(gate->gets(), shards_);
+  EXPECT_EQ(a->counters().fetches + b->counters().fetches, shards_);
+}
+
+// Two processes on one directory, each with its own cache: each shard is
+// downloaded once in total (each child reports its downloads as its exit code).
+TEST_F(LoaderIntegrationTest, ProcessesOnOneDirectoryDownloadEachShardOnce) {
+  ASSERT_LT(shards_, 100u);
+  ShardCacheOptions co;
+  co.dir = root_ + "/cache";
+  std::vector<pid_t> children;
+  for (int i = 0; i < 2; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 100;
+      auto cache = ShardCache::Open(store_, keys_, sizes_, co);
+      if (cache.ok()) {
+        bool ok = true;
+        for (size_t k = 0; k < keys_.size(); ++k) {
+          auto g = (*cache)->Get(k);
+          ok = ok && g.ok() && g->data.size() == sizes_[k];
+        }
+        code = ok ? static_cast<int>((*cache)->counters().fetches) : 101;
+      }
+      _exit(code);
+    }
+    children.push_back(pid);
+  }
+  int fetches = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_LT(WEXITSTATUS(status), 100) << "child failed";
+    fetches += WEXITSTATUS(status);
+  }
+  EXPECT_EQ(fetches, static_cast<int>(shards_));
+  auto cache = *ShardCache::Open(store_, keys_, sizes_, co);
+  for (size_t k = 0; k < keys_.size(); ++k) EXPECT_TRUE(*DefaultFileSystem().Exists(cache->FilePath(k))) << k;
+}
+
+// A forked child (a torch DataLoader worker) never gets its parent's shared
+// cache, whose threads did not survive the fork: it opens its own.
+TEST_F(LoaderIntegrationTest, AForkedChildOpensItsOwnSharedCache) {
+  ShardCacheOptions co;
+  auto parent = *ShardCache::OpenShared("fork-test", store_, keys_, sizes_, co);
+  ASSERT_TRUE(parent->Get(0).ok());
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto mine = ShardCache::OpenShared("fork-test", store_, keys_, sizes_, co);
+    bool own = mine.ok() && mine->get() != parent.get() && (*mine)->counters().fetches == 0;
+    auto again = ShardCache::OpenShared("fork-test", store_, keys_, sizes_, co);
+    bool shared = again.ok() && mine.ok() && again->get() == mine->get();  // and shares it within itself
+    _exit(own && shared ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(ShardCache::OpenShared("fork-test", store_, keys_, sizes_, co)->get(), parent.get());
+}
+
+// A process holding a shard's download lock dies without writing the file:
+// the kernel drops its lock and the waiting cache downloads the shard.
+TEST_F(LoaderIntegrationTest, AWaiterDownloadsWhenTheLockHolderDies) {
+  auto counting = std::make_shared<GateStore>(store_, "");
+  ShardCacheOptions co;
+  co.dir = root_ + "/cache";
+  auto cache = *ShardCache::Open(counting, keys_, sizes_, co);
+  const std::string lock_path = cache->FilePath(0) + ".lock";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {  // only async-signal-safe calls here
+    int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) _exit(1);
+    char c = 'x';
+    if (::write(ready[1], &c, 1) != 1) _exit(1);
+    while (true) pause();
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);  // the child holds the lock
+  ::close(ready[0]);
+  Result<ShardFetch> got = Status(Code::kInternal, "not run");
+  std::thread t([&] { got = cache->Get(0); });
+  EXPECT_TRUE(WaitFor([&] { return cache->counters().lock_waits == 1; }));
+  EXPECT_EQ(counting->gets(), 0u);
+  ::kill(holder, SIGKILL);
+  int status = 0;
+  EXPECT_EQ(waitpid(holder, &status, 0), holder);
+  t.join();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(got->from_store);
+  EXPECT_EQ(counting->gets(), 1u);
+  EXPECT_TRUE(*DefaultFileSystem().Exists(cache->FilePath(0)));
 }
 
 }  // namespace

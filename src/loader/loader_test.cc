@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -11,6 +13,7 @@
 #include "loader/decode.h"
 #include "loader/loader_test_util.h"
 #include "loader/plan.h"
+#include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
@@ -345,6 +348,8 @@ TEST(StreamingTest, TransientFailureRetriedAndSkipCorruptCounts) {
   Stats st;
   EXPECT_EQ(Drain(*it, &st).size(), 15u);
   EXPECT_EQ(st.shard_fetch_retries, 1u);
+  // Datasets of the same data share a cache: drop this one's, which holds the good bytes.
+  it.reset();
 
   // Corrupt bytes (same size, so only parsing can tell) with skip_corrupt.
   auto bad = f.store->Get("ds/shard-00001.tar");
@@ -527,6 +532,172 @@ TEST(PipelineTest, DestroyingMidEpochStopsBackgroundWork) {
   auto again = *ds->Iterate(0, {});
   ASSERT_TRUE(again->NextSample().ok());
   EXPECT_GT(counting->gets(), after);  // the store still works; nothing else was running
+}
+
+// A store whose Gets of shards block until Open(): to hold a fetch in flight without sleeping.
+class GateStore : public CountingStore {
+ public:
+  explicit GateStore(ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
+  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override {
+    if (key.starts_with("ds/shard-")) {
+      std::unique_lock lock(gate_mu_);
+      ++blocked_;
+      gate_cv_.wait(lock, [&] { return open_; });
+      --blocked_;
+    }
+    return CountingStore::Get(key, options);
+  }
+  void Open() {
+    {
+      std::lock_guard lock(gate_mu_);
+      open_ = true;
+    }
+    gate_cv_.notify_all();
+  }
+  size_t blocked() const {
+    std::lock_guard lock(gate_mu_);
+    return blocked_;
+  }
+
+ private:
+  mutable std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool open_ = false;
+  size_t blocked_ = 0;
+};
+
+// Several workers of one rank iterated at once over one dataset (one shared
+// shard cache, too small for the epoch): each gets exactly its planned part,
+// while another thread reads stats.
+TEST(PipelineTest, ConcurrentIteratorsOverOneCache) {
+  Fixture f({7, 5, 9, 3, 8, 6, 4, 7});
+  StreamingOptions o;
+  o.num_workers = 4, o.batch_size = 3, o.shuffle_window = 3, o.seed = 11, o.decode_threads = 2;
+  o.prefetch_shards = 1, o.prefetch_batches = 2;
+  o.ram_cache_bytes = 2 * f.index.shards[0].size;  // evictions while others read
+  auto ds = f.Open(o);
+  auto order = ds->EpochOrder(0);
+  std::vector<std::vector<uint64_t>> got(o.num_workers);
+  std::vector<std::unique_ptr<Iterator>> its;
+  for (size_t w = 0; w < o.num_workers; ++w) its.push_back(*ds->Iterate(w, ds->MakeState(0, 0)));
+  std::atomic<bool> done{false};
+  std::thread poller([&] {
+    while (!done) {
+      for (auto& it : its) (void)it->stats();
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < o.num_workers; ++w) {
+    workers.emplace_back([&, w] {
+      // Mix the two ways of consuming: samples first, then batches.
+      for (int i = 0; i < 2; ++i) {
+        auto s = its[w]->NextSample();
+        ASSERT_TRUE(s.ok() && *s);
+        got[w].push_back((*s)->index);
+      }
+      while (true) {
+        auto b = its[w]->NextBatch();
+        ASSERT_TRUE(b.ok()) << b.status().ToString();
+        if (!*b) break;
+        got[w].insert(got[w].end(), (*b)->indices.begin(), (*b)->indices.end());
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  done = true;
+  poller.join();
+  for (size_t w = 0; w < o.num_workers; ++w) {
+    std::vector<uint64_t> want;
+    for (auto r : WorkerBatches({f.total, 1, 0, o.num_workers, o.batch_size, false}, 0, w)) {
+      for (uint64_t p = r.begin; p < r.end; ++p) want.push_back(order[p]);
+    }
+    EXPECT_EQ(got[w], want) << "worker " << w;
+  }
+}
+
+// Iterators destroyed at every point of an epoch (background fetches and
+// decodes in flight, a failed shard on the way) stop cleanly.
+TEST(PipelineTest, DestroyedAtAnyPoint) {
+  Fixture f(std::vector<uint64_t>(12, 3));
+  auto faults = std::make_shared<FaultStore>(f.store, FaultConfig{});
+  faults->FailKey("ds/shard-00007.tar", UnavailableError("down"), -1, FaultOp::kGet);
+  StreamingOptions o;
+  o.batch_size = 2, o.decode_threads = 3, o.prefetch_shards = 3, o.prefetch_batches = 2, o.retries = 0;
+  o.ram_cache_bytes = 3 * f.index.shards[0].size;
+  auto ds = f.Open(o, faults);
+  for (uint64_t consume = 0; consume <= f.total; consume += 5) {
+    auto it = *ds->Iterate(0, {});
+    for (uint64_t i = 0; i < consume; ++i) {
+      if (!it->NextSample().ok()) break;
+    }
+  }
+}
+
+// The destructor of an iterator whose fetch is stuck in the store returns
+// once the store answers, and nothing runs afterwards.
+TEST(PipelineTest, DestroyedWhileAFetchIsInTheStore) {
+  Fixture f({5, 5, 5});
+  auto gate = std::make_shared<GateStore>(f.store);
+  StreamingOptions o;
+  o.fetch_concurrency = 1;
+  auto ds = f.Open(o, gate);
+  auto it = *ds->Iterate(0, {});
+  ASSERT_TRUE(WaitFor([&] { return gate->blocked() >= 1; }));
+  std::thread destroyer([&] { it.reset(); });
+  gate->Open();
+  destroyer.join();
+  uint64_t gets = gate->gets();
+  EXPECT_LE(gets, 1u + 3u);  // the index, then at most the epoch's 3 shards (already claimed)
+  auto again = *ds->Iterate(0, {});
+  ASSERT_TRUE(again->NextSample().ok());
+}
+
+// Gets of one shard that arrive while it is being fetched share that fetch,
+// even when the RAM tier cannot keep the shard.
+TEST(CacheTest, ConcurrentGetsOfOneShardShareOneFetch) {
+  Fixture f({20});
+  auto gate = std::make_shared<GateStore>(f.store);
+  ShardCacheOptions co;
+  co.ram_bytes = 0;
+  co.fetch_concurrency = 1;  // one ranged GET per fetch
+  auto cache = *ShardCache::Open(gate, {"ds/shard-00000.tar"}, {f.index.shards[0].size}, co);
+  constexpr int kCallers = 4;
+  std::vector<Result<ShardFetch>> got(kCallers, Status(Code::kInternal, "not run"));
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i) callers.emplace_back([&, i] { got[i] = cache->Get(0); });
+  ASSERT_TRUE(WaitFor([&] { return gate->blocked() == 1 && cache->counters().flight_joins == kCallers - 1; }));
+  gate->Open();
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(gate->gets(), 1u);  // (ShardCache reads nothing else)
+  int from_store = 0;
+  for (auto& g : got) {
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g->data.size(), f.index.shards[0].size);
+    EXPECT_EQ(g->data.data(), got[0]->data.data());  // the same bytes, not copies
+    from_store += g->from_store;
+  }
+  EXPECT_EQ(from_store, 1);
+  EXPECT_EQ(cache->counters().fetches, 1u);
+  // Done and not kept: the next Get fetches again.
+  ASSERT_TRUE(cache->Get(0).ok());
+  EXPECT_EQ(gate->gets(), 2u);
+}
+
+// Invalidate drops the RAM copy: the next Get goes back to the store.
+TEST(CacheTest, InvalidateForcesARefetch) {
+  Fixture f({5, 5});
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto cache = *ShardCache::Open(counting, {"ds/shard-00000.tar", "ds/shard-00001.tar"},
+                                 {f.index.shards[0].size, f.index.shards[1].size}, ShardCacheOptions{});
+  ASSERT_TRUE(cache->Get(1).value().from_store);
+  EXPECT_FALSE(cache->Get(1).value().from_store);  // RAM
+  EXPECT_EQ(counting->gets(), 1u);
+  cache->Invalidate(1);
+  cache->Invalidate(7);  // no such shard: ignored
+  EXPECT_TRUE(cache->Get(1).value().from_store);
+  EXPECT_EQ(counting->gets(), 2u);
+  EXPECT_EQ(cache->Get(7).status().code(), Code::kInvalidArgument);
 }
 
 TEST(CacheTest, DiskCacheLimitTooSmallForWindowIsRefused) {

@@ -70,6 +70,8 @@ class IteratorImpl : public Iterator {
     cv_.notify_all();
     for (auto& t : decoders_) t.join();
     fetch_pool_.reset();  // queued fetches see stop_ and return at once
+    // The cache may be shared with other iterators (ranks): say we are done with what we hold.
+    for (const auto& [shard, parsed] : loaded_) ds_->cache().Release(shard);
   }
 
   Result<std::optional<Batch>> NextBatch() override {
@@ -141,8 +143,15 @@ class IteratorImpl : public Iterator {
     const std::string key = ds_->ShardKey(shard);
     Status last;
     std::shared_ptr<const ParsedShard> parsed;
-    bool from_store = false;
+    bool from_store = false, parsed_here = false;
     int attempts = 0;
+    // Parsed once per cache: iterators sharing it (other ranks) reuse the result.
+    const ShardParser parse = [&](const Buffer& bytes) -> Result<ParsedValue> {
+      STRATA_ASSIGN_OR_RETURN(auto p,
+                              ParseShard(ds_->index().format, bytes, key, entry.samples, ds_->ShardFirst(shard)));
+      uint64_t extra = p->extra_bytes;
+      return ParsedValue{std::move(p), extra};
+    };
     for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
       {
         std::lock_guard lock(mu_);
@@ -150,19 +159,16 @@ class IteratorImpl : public Iterator {
         if (attempt > 0) ++stats_.shard_fetch_retries;
       }
       ++attempts;
-      auto got = ds_->cache().Get(shard);
+      // Bytes that fail to parse are invalidated by the cache: the retry refetches.
+      auto got = ds_->cache().GetParsed(shard, parse);
       if (!got.ok()) {
         last = got.status();
         continue;
       }
       from_store = got->from_store;
-      auto p = ParseShard(ds_->index().format, got->data, key, entry.samples, ds_->ShardFirst(shard));
-      if (p.ok()) {
-        parsed = std::move(*p);
-        break;
-      }
-      last = p.status();
-      ds_->cache().Invalidate(shard);  // the retry must refetch, not reread bad bytes
+      parsed_here = got->parsed_here;
+      parsed = std::move(got->parsed);
+      break;
     }
     {
       std::lock_guard lock(mu_);
@@ -170,6 +176,7 @@ class IteratorImpl : public Iterator {
       if (parsed) {
         loaded_[shard] = std::move(parsed);
         ++(from_store ? stats_.shards_fetched : stats_.shards_from_cache);
+        if (parsed_here) ++stats_.shards_parsed;
       } else if (!stop_) {
         if (opt_.skip_corrupt) {
           skipped_.insert(shard);

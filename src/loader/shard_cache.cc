@@ -1,6 +1,12 @@
 #include "loader/shard_cache.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -25,6 +31,83 @@ uint64_t GetLe(const uint8_t* p, int bytes) {
   return v;
 }
 
+void RaiseTo(std::atomic<uint64_t>& bound, uint64_t v) {
+  uint64_t cur = bound.load();
+  while (v > cur && !bound.compare_exchange_weak(cur, v)) {
+  }
+}
+
+// The caches OpenShared handed out, by identity, while some user holds them.
+struct Registry {
+  const pid_t pid = ::getpid();
+  std::mutex mu;
+  std::map<std::string, std::weak_ptr<ShardCache>> caches;
+};
+// This process's registry (never destroyed: caches may outlive static
+// destruction). A process forked from one that had a registry (torch
+// DataLoader workers) starts its own and leaks the copy: the parent's caches
+// own threads that do not exist here, and its lock may have been held at fork.
+Registry& SharedCaches() {
+  static std::atomic<Registry*> current{new Registry()};
+  Registry* r = current.load();
+  while (r->pid != ::getpid()) {
+    auto* fresh = new Registry();
+    if (current.compare_exchange_strong(r, fresh)) return *fresh;
+    delete fresh;  // another thread installed one first (`r` is it now)
+  }
+  return *r;
+}
+
+// An exclusive flock on a shard's lock file, held while its holder downloads
+// the shard and writes the file. The holder removes the lock file before
+// unlocking (so lock files do not pile up); a waiter that then holds a
+// removed file sees it is no longer the one named and locks the new one.
+// A holder that dies releases the lock with its descriptor.
+class DownloadLock {
+ public:
+  DownloadLock() = default;
+  DownloadLock(const DownloadLock&) = delete;
+  DownloadLock& operator=(const DownloadLock&) = delete;
+  ~DownloadLock() {
+    if (fd_ < 0) return;
+    (void)::unlink(path_.c_str());
+    ::close(fd_);
+  }
+
+  // Blocks until held; `on_wait` runs first if another holder has it.
+  Status Acquire(const std::string& path, const std::function<void()>& on_wait) {
+    while (true) {
+      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return ErrnoToStatus(errno, "opening the download lock " + path);
+      int rc = ::flock(fd, LOCK_EX | LOCK_NB);
+      if (rc != 0 && errno == EWOULDBLOCK) {
+        on_wait();
+        do {
+          rc = ::flock(fd, LOCK_EX);
+        } while (rc != 0 && errno == EINTR);
+      }
+      if (rc != 0) {
+        int err = errno;
+        ::close(fd);
+        return ErrnoToStatus(err, "locking " + path);
+      }
+      struct stat held {};
+      struct stat named {};
+      if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+          held.st_ino == named.st_ino) {
+        path_ = path;
+        fd_ = fd;
+        return Status::Ok();
+      }
+      ::close(fd);  // its holder removed it as it unlocked: lock the file the name has now
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 }  // namespace
 
 ShardCache::ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
@@ -33,10 +116,13 @@ ShardCache::ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std:
       keys_(std::move(keys)),
       sizes_(std::move(sizes)),
       options_(std::move(options)),
+      ram_bytes_(options_.ram_bytes),
+      disk_bytes_(options_.disk_bytes),
+      fetch_threads_(std::max<size_t>(options_.fetch_concurrency, 1)),
+      users_(keys_.size(), 0),
       last_use_(keys_.size(), 0),
-      released_at_(keys_.size(), 0) {
-  parts_ = std::make_unique<ThreadPool>(std::max<size_t>(options_.fetch_concurrency, 1), "strata-shard-get");
-}
+      released_at_(keys_.size(), 0),
+      generation_(keys_.size(), 0) {}
 
 ShardCache::~ShardCache() = default;
 
@@ -48,6 +134,40 @@ Result<std::shared_ptr<ShardCache>> ShardCache::Open(ObjectStorePtr store, std::
   }
   return std::shared_ptr<ShardCache>(new ShardCache(std::move(store), std::move(keys), std::move(sizes), options));
 }
+
+Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& identity, ObjectStorePtr store,
+                                                           std::vector<std::string> keys, std::vector<uint64_t> sizes,
+                                                           ShardCacheOptions options) {
+  Registry& registry = SharedCaches();
+  std::lock_guard lock(registry.mu);
+  std::erase_if(registry.caches, [](const auto& entry) { return entry.second.expired(); });
+  auto it = registry.caches.find(identity);
+  if (it != registry.caches.end()) {
+    std::shared_ptr<ShardCache> live = it->second.lock();
+    // The identity names the index, so keys and sizes agree; if a caller's
+    // identity is too coarse, it gets a cache of its own rather than wrong shards.
+    if (live && live->keys_ == keys && live->sizes_ == sizes) {
+      RaiseTo(live->ram_bytes_, options.ram_bytes);
+      RaiseTo(live->disk_bytes_, options.disk_bytes);
+      // Each opener (rank) brings its own GETs in flight, as when each had a
+      // cache, so N ranks still keep N times the bytes in flight. Openers
+      // after the first multi-part fetch (which starts the threads) add none.
+      constexpr size_t kMaxFetchThreads = 256;
+      size_t threads = live->fetch_threads_.load();
+      while (threads < kMaxFetchThreads &&
+             !live->fetch_threads_.compare_exchange_weak(
+                 threads, std::min(kMaxFetchThreads, threads + std::max<size_t>(options.fetch_concurrency, 1)))) {
+      }
+      return live;
+    }
+    if (live) return Open(std::move(store), std::move(keys), std::move(sizes), std::move(options));
+  }
+  STRATA_ASSIGN_OR_RETURN(auto cache, Open(std::move(store), std::move(keys), std::move(sizes), std::move(options)));
+  registry.caches[identity] = cache;
+  return cache;
+}
+
+std::string ShardCache::FilePath(size_t shard) const { return options_.dir + "/" + FileName(shard); }
 
 std::string ShardCache::FileName(size_t shard) const {
   std::string id = store_->Url() + "\n" + keys_[shard] + "\n" + std::to_string(sizes_[shard]);
@@ -62,54 +182,141 @@ uint64_t ShardCache::Priority(size_t shard) const {
 
 Result<ShardFetch> ShardCache::Get(size_t shard) {
   if (shard >= keys_.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
-  // Single flight: the first caller fetches, later ones wait on cv_ and then
-  // find the shard in RAM (or fetch it themselves if RAM could not keep it).
+  std::shared_ptr<Flight> flight;
+  uint64_t generation = 0;
   {
     std::unique_lock lock(mu_);
     last_use_[shard] = ++seq_;
     released_at_[shard] = 0;
-    while (inflight_.count(shard)) cv_.wait(lock);
-    auto it = ram_.find(shard);
-    if (it != ram_.end()) {
-      ++counters_.ram_hits;
-      return ShardFetch{it->second, false};
+    while (true) {
+      if (auto it = ram_.find(shard); it != ram_.end()) {
+        ++counters_.ram_hits;
+        return ShardFetch{it->second.bytes, false};
+      }
+      auto f = inflight_.find(shard);
+      if (f == inflight_.end()) break;
+      std::shared_ptr<Flight> other = f->second;  // kept alive while we wait
+      ++counters_.flight_joins;
+      cv_.wait(lock, [&] { return other->done; });
+      if (other->result.ok()) return ShardFetch{*other->result, false};
+      // That fetch failed: look again, and fetch ourselves if nobody else is.
     }
-    inflight_[shard] = true;
+    flight = std::make_shared<Flight>();
+    inflight_[shard] = flight;
+    generation = generation_[shard];
   }
-  ShardFetch out;
   Result<Buffer> got = LoadFromDisk(shard);
   bool from_disk = got.ok();
-  if (!from_disk) {
-    got = FetchFromStore(shard);
-    out.from_store = got.ok();
+  DownloadLock download;  // other processes (or caches) on this directory wait while we fetch and write
+  if (!from_disk && !options_.dir.empty()) {
+    Status locked = download.Acquire(FilePath(shard) + ".lock", [this] {
+      std::lock_guard lock(mu_);
+      ++counters_.lock_waits;
+    });
+    if (locked.ok()) {
+      got = LoadFromDisk(shard);  // written by the holder we waited for, or just before we looked
+      from_disk = got.ok();
+    } else {
+      STRATA_LOG_WARN("loader cache: {}; fetching {} unlocked (another process may fetch it too)", locked.ToString(),
+                      keys_[shard]);
+    }
   }
+  if (!from_disk) got = FetchFromStore(shard);
+  const bool from_store = !from_disk && got.ok();
   {
     std::lock_guard lock(mu_);
-    if (got.ok()) {
-      if (from_disk) ++counters_.disk_hits;
-      PutInRam(shard, *got);
-    }
-    inflight_.erase(shard);
+    flight->done = true;
+    flight->result = got;
+    if (from_disk) ++counters_.disk_hits;
+    if (got.ok() && generation_[shard] == generation) PutInRam(shard, *got);
+    if (!from_store) EndFlightLocked(shard, flight);
   }
   cv_.notify_all();
   if (!got.ok()) return got.status();
-  if (out.from_store) StoreToDisk(shard, *got);
-  out.data = std::move(*got);
-  return out;
+  if (from_store) {
+    // Still in flight: a Get arriving now shares these bytes rather than
+    // missing the file being written and fetching the shard again.
+    StoreToDisk(shard, *got, generation);
+    std::lock_guard lock(mu_);
+    EndFlightLocked(shard, flight);
+  }
+  return ShardFetch{std::move(*got), from_store};
+}
+
+void ShardCache::EndFlightLocked(size_t shard, const std::shared_ptr<Flight>& flight) {
+  auto it = inflight_.find(shard);
+  if (it != inflight_.end() && it->second == flight) inflight_.erase(it);
+}
+
+Result<ParsedFetch> ShardCache::GetParsed(size_t shard, const ShardParser& parse) {
+  if (shard >= keys_.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
+  std::shared_ptr<ParseFlight> flight;
+  uint64_t generation = 0;
+  {
+    std::unique_lock lock(mu_);
+    while (true) {
+      std::shared_ptr<const ParsedShard> shared;
+      if (auto it = ram_.find(shard); it != ram_.end() && it->second.parsed) {
+        shared = it->second.parsed;
+      } else if (auto f = parsing_.find(shard); f != parsing_.end()) {
+        std::shared_ptr<ParseFlight> other = f->second;
+        cv_.wait(lock, [&] { return other->done; });
+        if (!other->result.ok()) continue;  // look again; parse ourselves if nobody else is
+        shared = *other->result;
+      } else {
+        break;
+      }
+      last_use_[shard] = ++seq_;
+      released_at_[shard] = 0;
+      ++users_[shard];
+      ++counters_.parse_hits;
+      return ParsedFetch{std::move(shared), false, false};
+    }
+    flight = std::make_shared<ParseFlight>();
+    parsing_[shard] = flight;
+    generation = generation_[shard];
+  }
+  Result<ShardFetch> got = Get(shard);
+  Result<ParsedValue> parsed = got.ok() ? parse(got->data) : Result<ParsedValue>(got.status());
+  if (got.ok() && !parsed.ok()) Invalidate(shard);  // the next call refetches rather than reparsing bad bytes
+  {
+    std::lock_guard lock(mu_);
+    flight->done = true;
+    if (parsed.ok()) {
+      flight->result = parsed->parsed;
+      ++counters_.parses;
+      ++users_[shard];
+      if (generation_[shard] == generation) PutParsedLocked(shard, got->data, *parsed);
+    } else {
+      flight->result = parsed.status();
+    }
+    if (auto f = parsing_.find(shard); f != parsing_.end() && f->second == flight) parsing_.erase(f);
+  }
+  cv_.notify_all();
+  if (!parsed.ok()) return parsed.status();
+  return ParsedFetch{std::move(parsed->parsed), got->from_store, true};
 }
 
 void ShardCache::Release(size_t shard) {
   std::lock_guard lock(mu_);
-  if (shard < released_at_.size()) released_at_[shard] = ++seq_;
+  if (shard >= released_at_.size()) return;
+  if (users_[shard] > 0) --users_[shard];
+  if (users_[shard] == 0) released_at_[shard] = ++seq_;  // other users (ranks) still reading keep it
 }
 
 void ShardCache::Invalidate(size_t shard) {
+  if (shard >= keys_.size()) return;
   {
     std::lock_guard lock(mu_);
+    ++generation_[shard];  // a flight that read the bad bytes keeps them out of RAM and off disk
     auto it = ram_.find(shard);
-    if (it != ram_.end()) ram_used_ -= it->second.size(), ram_.erase(it);
+    if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
+    auto f = inflight_.find(shard);
+    if (f != inflight_.end() && f->second->done) inflight_.erase(f);  // later Gets must not share its bytes
   }
   if (!options_.dir.empty()) {
+    // Under disk_mu_: a StoreToDisk that passed its generation check writes
+    // first, and this removes the file after it.
     std::lock_guard lock(disk_mu_);
     (void)DefaultFileSystem().Remove(options_.dir + "/" + FileName(shard));
   }
@@ -122,19 +329,37 @@ ShardCache::Counters ShardCache::counters() const {
   return c;
 }
 
-void ShardCache::PutInRam(size_t shard, const Buffer& data) {
-  if (data.size() > options_.ram_bytes || ram_.count(shard)) return;
-  while (ram_used_ + data.size() > options_.ram_bytes && !ram_.empty()) {
-    auto victim = ram_.begin();
+bool ShardCache::MakeRoomLocked(size_t keep, uint64_t need) {
+  const uint64_t bound = ram_bytes_;
+  if (need > bound) return false;
+  while (ram_used_ + need > bound) {
+    auto victim = ram_.end();
     for (auto it = ram_.begin(); it != ram_.end(); ++it) {
-      if (Priority(it->first) < Priority(victim->first)) victim = it;
+      if (it->first != keep && (victim == ram_.end() || Priority(it->first) < Priority(victim->first))) victim = it;
     }
-    ram_used_ -= victim->second.size();
+    if (victim == ram_.end()) return false;
+    ram_used_ -= victim->second.charge;
     ram_.erase(victim);
     ++counters_.ram_evictions;
   }
-  ram_.emplace(shard, data);
+  return true;
+}
+
+void ShardCache::PutInRam(size_t shard, const Buffer& data) {
+  if (ram_.count(shard) || !MakeRoomLocked(shard, data.size())) return;
+  ram_.emplace(shard, RamEntry{data, nullptr, data.size()});
   ram_used_ += data.size();
+}
+
+void ShardCache::PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed) {
+  auto it = ram_.find(shard);
+  if (it != ram_.end() && it->second.parsed) return;
+  uint64_t need = parsed.extra_bytes + (it == ram_.end() ? data.size() : 0);
+  if (!MakeRoomLocked(shard, need)) return;  // (evicts others only: `it` stays valid)
+  if (it == ram_.end()) it = ram_.emplace(shard, RamEntry{data, nullptr, 0}).first;
+  it->second.parsed = parsed.parsed;
+  it->second.charge += need;
+  ram_used_ += need;
 }
 
 Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
@@ -144,15 +369,18 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   uint64_t part = std::clamp<uint64_t>((size + conc - 1) / conc, options_.min_part_size, options_.max_part_size);
   size_t n = size == 0 ? 1 : static_cast<size_t>((size + part - 1) / part);
   std::vector<Result<GetResult>> results(n, Status(Code::kInternal, "not run"));
-  {
+  auto get_part = [&](size_t i) {
+    GetOptions get;
+    if (size > 0) get.range = ByteRange::Of(i * part, std::min(part, size - i * part));
+    results[i] = store_->Get(key, get);
+  };
+  if (n == 1) {
+    get_part(0);  // on the caller's thread: no hand-off for a one-part shard
+  } else {
+    std::call_once(parts_once_,
+                   [&] { parts_ = std::make_unique<ThreadPool>(fetch_threads_.load(), "strata-shard-get"); });
     TaskGroup group(*parts_);
-    for (size_t i = 0; i < n; ++i) {
-      group.Run([&, i] {
-        GetOptions get;
-        if (size > 0) get.range = ByteRange::Of(i * part, std::min(part, size - i * part));
-        results[i] = store_->Get(key, get);
-      });
-    }
+    for (size_t i = 0; i < n; ++i) group.Run([&get_part, i] { get_part(i); });
     group.Wait();
   }
   std::vector<Buffer> parts;
@@ -212,13 +440,18 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   return CorruptionError(path + ": cached copy of " + key + " failed verification");
 }
 
-void ShardCache::StoreToDisk(size_t shard, const Buffer& data) {
+void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generation) {
   if (options_.dir.empty()) return;
+  auto stale = [&] {
+    std::lock_guard lock(mu_);
+    return generation_[shard] != generation;
+  };
   const std::string& key = keys_[shard];
   uint64_t need = kFixedHeader + key.size() + data.size();
-  if (need > options_.disk_bytes) return;
+  if (need > disk_bytes_) return;
   FileSystem& fs = DefaultFileSystem();
   std::lock_guard disk(disk_mu_);
+  if (stale()) return;
   auto entries = fs.ListDir(options_.dir);
   if (!entries.ok()) return;
   std::map<std::string, size_t> ours;
@@ -249,14 +482,14 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data) {
   }
   std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) { return a.priority < b.priority; });
   for (const Victim& v : victims) {
-    if (used + need <= options_.disk_bytes) break;
+    if (used + need <= disk_bytes_) break;
     if (fs.Remove(options_.dir + "/" + v.name).ok()) {
       used -= v.size;
       std::lock_guard lock(mu_);
       ++counters_.disk_evictions;
     }
   }
-  if (used + need > options_.disk_bytes) return;
+  if (used + need > disk_bytes_ || stale()) return;
   std::string header(kMagic, 8);
   PutLe(header, data.size(), 8);
   PutLe(header, XxHash3(data.data(), data.size()), 8);

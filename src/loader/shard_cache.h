@@ -10,11 +10,29 @@
 // loader (consumed) first, in release order, then the least recently used;
 // files other processes wrote into the same directory count towards the
 // bound (the directory is rescanned before each write).
-// Thread-safe; concurrent Gets of one shard share one fetch.
+// Thread-safe. Concurrent Gets of one shard share one fetch (a "flight"):
+// callers that arrive while it runs get its bytes, even when the RAM tier
+// cannot keep them; the flight lasts until the disk copy is written, so no
+// caller refetches a shard whose file is still being written.
+//
+// Sharing. OpenShared returns one cache per identity (store URL, dataset
+// prefix, index, cache_dir) per process, so every StreamingDataset of the same
+// data in a process (the ranks of a node run as threads, several workers)
+// shares the RAM tier, the single-flight fetches and the parsed shards: each
+// shard is fetched and parsed once per process however many ranks read it.
+// The RAM and disk bounds of a shared cache are the largest any opener asked
+// for (the bound is per process, not per rank); its store and other options
+// are the first opener's. A forked child opens caches of its own.
+// Processes sharing `dir` coordinate through a lock file per shard
+// ("<file>.lock", flock): one downloads while the others wait for its
+// verified file; a holder that dies releases the lock, and a waiter that then
+// finds no valid file downloads.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,11 +47,13 @@
 
 namespace strata::loader {
 
+struct ParsedShard;  // loader/internal.h: what the loader parses a shard into
+
 struct ShardCacheOptions {
   std::string dir;  // empty: RAM only
   uint64_t disk_bytes = 16ull << 30;
   uint64_t ram_bytes = 256ull << 20;
-  size_t fetch_concurrency = 16;        // ranged GETs in flight (all shards together)
+  size_t fetch_concurrency = 16;        // ranged GETs in flight (all shards together; per opener when shared)
   uint64_t min_part_size = 1ull << 20;  // parts are size/fetch_concurrency, clamped to these
   uint64_t max_part_size = 16ull << 20;
 };
@@ -43,34 +63,89 @@ struct ShardFetch {
   bool from_store = false;  // false: served from RAM or disk
 };
 
+struct ParsedFetch {
+  std::shared_ptr<const ParsedShard> parsed;
+  bool from_store = false;   // this call fetched the bytes from the store
+  bool parsed_here = false;  // this call parsed them (false: shared with another caller)
+};
+
+// Parses a shard's bytes; also returns the bytes the result holds beyond the
+// shard's own (charged to the RAM bound with them).
+struct ParsedValue {
+  std::shared_ptr<const ParsedShard> parsed;
+  uint64_t extra_bytes = 0;
+};
+using ShardParser = std::function<Result<ParsedValue>(const Buffer& bytes)>;
+
 class ShardCache {
  public:
   // `keys[k]` is shard k's object key in `store`, `sizes[k]` its size from the index.
   static Result<std::shared_ptr<ShardCache>> Open(ObjectStorePtr store, std::vector<std::string> keys,
                                                   std::vector<uint64_t> sizes, ShardCacheOptions options);
+  // The process-wide cache of `identity` (the caller names the store URL,
+  // prefix, index and dir in it): the live one if any (its bounds raised to
+  // these options' if larger), else a new one, registered until its last user goes.
+  static Result<std::shared_ptr<ShardCache>> OpenShared(const std::string& identity, ObjectStorePtr store,
+                                                        std::vector<std::string> keys, std::vector<uint64_t> sizes,
+                                                        ShardCacheOptions options);
   ~ShardCache();
 
   // The shard's bytes, from RAM, disk or the store (in that order).
   Result<ShardFetch> Get(size_t shard);
-  // The loader is done with this shard for now: evict it before others.
+  // The shard parsed by `parse`, memoised with the RAM tier: concurrent
+  // callers share one fetch and one parse. Bytes that fail to parse are
+  // invalidated (the next call refetches) and the error returned.
+  // Each success counts one user of the shard until Release.
+  Result<ParsedFetch> GetParsed(size_t shard, const ShardParser& parse);
+  // A user is done with this shard for now: once none is left, evict it before others.
   void Release(size_t shard);
-  // Forget any cached copy (after the loader found the bytes unparsable).
+  // Forget any cached copy (after the loader found the bytes unparsable):
+  // RAM, disk, a finished flight, and a disk copy a flight has yet to write.
   void Invalidate(size_t shard);
 
   struct Counters {
     uint64_t ram_hits = 0, disk_hits = 0, fetches = 0, fetched_bytes = 0, disk_evictions = 0, ram_evictions = 0;
     uint64_t disk_bytes = 0, ram_bytes = 0, verify_failures = 0;
+    uint64_t flight_joins = 0;            // Gets that waited for another caller's fetch of the shard
+    uint64_t parses = 0, parse_hits = 0;  // GetParsed: parsed here / shared a memoised or in-flight parse
+    uint64_t lock_waits = 0;              // fetches that waited for another process's (or cache's) download lock
   };
   Counters counters() const;
-  const ShardCacheOptions& options() const { return options_; }
+  const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
+  uint64_t ram_bytes() const { return ram_bytes_; }
+  uint64_t disk_bytes() const { return disk_bytes_; }
+  // The shard's file in `dir` (its lock file is this + ".lock").
+  std::string FilePath(size_t shard) const;
 
  private:
   ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
              ShardCacheOptions options);
+  // One fetch of a shard and the callers sharing it (guarded by mu_).
+  struct Flight {
+    bool done = false;  // `result` is set; the disk copy may still be being written
+    Result<Buffer> result = Status(Code::kInternal, "fetch pending");
+  };
+  struct ParseFlight {
+    bool done = false;
+    Result<std::shared_ptr<const ParsedShard>> result = Status(Code::kInternal, "parse pending");
+  };
+  // A shard in RAM: its bytes, and its parsed form once some caller parsed it.
+  struct RamEntry {
+    Buffer bytes;
+    std::shared_ptr<const ParsedShard> parsed;
+    uint64_t charge = 0;  // bytes + the parsed form's extra bytes
+  };
+
   Result<Buffer> FetchFromStore(size_t shard);
   Result<Buffer> LoadFromDisk(size_t shard);
-  void StoreToDisk(size_t shard, const Buffer& data);
+  // Writes the disk copy unless the shard was invalidated after `generation` was read.
+  void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
   void PutInRam(size_t shard, const Buffer& data);
+  // Keeps `parsed` with the shard's bytes if the RAM bound allows (callers hold mu_).
+  void PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed);
+  // Evicts others (by Priority) until `need` more bytes fit; false if they cannot (callers hold mu_).
+  bool MakeRoomLocked(size_t keep, uint64_t need);
+  void EndFlightLocked(size_t shard, const std::shared_ptr<Flight>& flight);
   std::string FileName(size_t shard) const;
   uint64_t Priority(size_t shard) const;  // lower: evicted first (callers hold mu_)
 
@@ -81,14 +156,22 @@ class ShardCache {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<size_t, Buffer> ram_;
+  std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)
+  std::atomic<size_t> fetch_threads_;             // the openers' fetch_concurrency summed (capped)
+  std::map<size_t, RamEntry> ram_;
   uint64_t ram_used_ = 0;
+  std::vector<uint32_t> users_;        // per shard: GetParsed successes not yet Released
   std::vector<uint64_t> last_use_;     // use sequence per shard
   std::vector<uint64_t> released_at_;  // release sequence per shard (0: not released)
   uint64_t seq_ = 0;
-  std::map<size_t, bool> inflight_;  // shards being fetched (single flight)
+  std::vector<uint64_t> generation_;  // per shard, bumped by Invalidate: bytes read before are stale
+  std::map<size_t, std::shared_ptr<Flight>> inflight_;
+  std::map<size_t, std::shared_ptr<ParseFlight>> parsing_;
   Counters counters_;
   std::mutex disk_mu_;  // one writer/evictor of the directory at a time
+  // Threads for the ranged GETs of multi-part fetches, started on first use
+  // (a dataset that is only opened, or has small shards, starts none).
+  std::once_flag parts_once_;
   std::unique_ptr<ThreadPool> parts_;
 };
 

@@ -52,6 +52,36 @@ double Stats::bytes_per_second() const {
 
 // ---- shard parsing and sample decoding --------------------------------------
 
+namespace {
+
+// What a parsed shard holds beyond its bytes: the sample and Example
+// structures, and field values that are not slices of the shard (decoded
+// numeric features). An estimate (allocator overhead is a guess), so the
+// shared RAM bound counts parsed shards at about their real cost.
+uint64_t ParsedExtraBytes(const ParsedShard& p) {
+  constexpr uint64_t kNode = 48;  // a std::map node's links and allocator header
+  const uint8_t* begin = p.bytes.data();
+  const uint8_t* end = begin + p.bytes.size();
+  auto outside = [&](const Buffer& b) { return b.size() > 0 && (b.data() < begin || b.data() >= end) ? b.size() : 0; };
+  uint64_t n = sizeof(ParsedShard) + p.samples.capacity() * sizeof(dataset::Sample) +
+               p.examples.capacity() * sizeof(dataset::Example);
+  for (const dataset::Sample& s : p.samples) {
+    n += s.key.capacity() + s.fields.capacity() * sizeof(dataset::Field);
+    for (const dataset::Field& f : s.fields) n += f.name.capacity() + outside(f.data);
+  }
+  for (const dataset::Example& ex : p.examples) {
+    for (const auto& [name, feature] : ex) {
+      n += kNode + sizeof(std::pair<const std::string, dataset::Feature>) + name.capacity();
+      n += feature.bytes.capacity() * sizeof(Buffer) + feature.floats.capacity() * sizeof(float) +
+           feature.int64s.capacity() * sizeof(int64_t);
+      for (const Buffer& b : feature.bytes) n += outside(b);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat format, Buffer bytes, const std::string& key,
                                                       uint64_t expected, uint64_t first_index) {
   auto out = std::make_shared<ParsedShard>();
@@ -87,6 +117,7 @@ Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat forma
                            std::to_string(out->samples.size()) + " samples, the index says " +
                            std::to_string(expected));
   }
+  out->extra_bytes = ParsedExtraBytes(*out);
   return std::shared_ptr<const ParsedShard>(std::move(out));
 }
 
@@ -159,7 +190,15 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
   co.disk_bytes = options.cache_limit_bytes;
   co.ram_bytes = options.ram_cache_bytes;
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
-  STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::Open(store, std::move(keys), std::move(sizes), co));
+  if (options.share_cache) {
+    // The data (the store's URL names its bytes, the index fingerprint its
+    // shards) and the directory; not the order or partition, which every rank differs in.
+    std::string identity =
+        store->Url() + "\n" + prefix + "\n" + Fingerprint(d->ds_->index(), OrderSpec{}) + "\n" + options.cache_dir;
+    STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::OpenShared(identity, store, std::move(keys), std::move(sizes), co));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::Open(store, std::move(keys), std::move(sizes), co));
+  }
   return d;
 }
 

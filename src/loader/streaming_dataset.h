@@ -47,9 +47,14 @@ enum class Decode { kAuto, kRaw, kJson, kNpy, kExample };
 
 struct StreamingOptions {
   // Local shard cache. Empty `cache_dir`: RAM only (`ram_cache_bytes`).
+  // With share_cache, every dataset of a process opened on the same data
+  // (store URL, prefix, index) and cache_dir shares one cache: its RAM tier,
+  // fetches and parsed shards, so ranks run as threads fetch and parse each
+  // shard once. The bounds are then per process: the largest any of them asked for.
   std::string cache_dir;
   uint64_t cache_limit_bytes = 16ull << 30;
   uint64_t ram_cache_bytes = 256ull << 20;
+  bool share_cache = true;
 
   Shuffle shuffle = Shuffle::kWindow;
   uint64_t seed = 0;
@@ -134,6 +139,7 @@ struct Stats {
   uint64_t shard_fetch_retries = 0;
   uint64_t shards_skipped = 0;
   uint64_t shards_from_cache = 0;             // shards served by the local cache (RAM or disk), not the store
+  uint64_t shards_parsed = 0;                 // shards this iterator parsed (others shared another's parse)
   uint64_t samples_skipped = 0;               // skip_corrupt: samples whose fields failed to decode
   uint64_t queue_depth = 0;                   // batches ready now
   std::chrono::nanoseconds consumer_wait{0};  // total time Next() blocked

@@ -1,0 +1,246 @@
+// Unit tests (part of loader_test) for the cache shared by the datasets of a
+// process: ranks run as threads fetch and parse each shard once. Mem stores
+// only, no sleeps.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <thread>
+
+#include "loader/internal.h"
+#include "loader/loader_test_util.h"
+#include "loader/shard_cache.h"
+#include "loader/streaming_dataset.h"
+#include "object/fault_store.h"
+#include "object/mem_store.h"
+
+namespace strata::loader {
+namespace {
+
+using testing::TextFields;
+using testing::WriteDataset;
+
+class CountingStore : public FaultStore {
+ public:
+  explicit CountingStore(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}) {}
+  uint64_t gets() const { return counters().requests; }
+};
+
+struct SharedFixture {
+  std::string name;
+  ObjectStorePtr store;
+  dataset::Manifest index;
+  uint64_t total = 0;
+  std::vector<std::string> keys;
+  std::vector<uint64_t> sizes;
+  explicit SharedFixture(std::vector<uint64_t> counts) {
+    static std::atomic<int> n{0};
+    name = "shared-cache-test-" + std::to_string(n++);
+    store = MakeMemStore(name);
+    index = WriteDataset(*store, "ds/", dataset::ShardFormat::kTar, counts, TextFields);
+    total = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
+    for (const auto& s : index.shards) keys.push_back("ds/" + s.name), sizes.push_back(s.size);
+  }
+  ~SharedFixture() { DropMemStore(name); }
+};
+
+// Drains (rank, worker) iterators of `ranks` concurrently over one epoch;
+// returns every sample index seen and the iterators' summed stats.
+std::vector<uint64_t> RunEpoch(const std::vector<std::shared_ptr<StreamingDataset>>& ranks, uint64_t epoch,
+                               Stats* sum) {
+  const size_t workers = ranks[0]->options().num_workers;
+  std::vector<std::vector<uint64_t>> got(ranks.size() * workers);
+  std::vector<Stats> stats(got.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    for (size_t w = 0; w < workers; ++w) {
+      threads.emplace_back([&, r, w] {
+        auto it = ranks[r]->Iterate(w, ranks[r]->MakeState(epoch, 0));
+        ASSERT_TRUE(it.ok()) << it.status().ToString();
+        while (true) {
+          auto s = (*it)->NextSample();
+          ASSERT_TRUE(s.ok()) << s.status().ToString();
+          if (!*s) break;
+          EXPECT_EQ((*s)->fields.at("txt").bytes.ToString(), "sample-" + std::to_string((*s)->index));
+          got[r * workers + w].push_back((*s)->index);
+        }
+        stats[r * workers + w] = (*it)->stats();
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  std::vector<uint64_t> all;
+  *sum = Stats{};
+  for (size_t i = 0; i < got.size(); ++i) {
+    all.insert(all.end(), got[i].begin(), got[i].end());
+    sum->shards_fetched += stats[i].shards_fetched;
+    sum->shards_from_cache += stats[i].shards_from_cache;
+    sum->shards_parsed += stats[i].shards_parsed;
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+std::vector<std::shared_ptr<StreamingDataset>> OpenRanks(const SharedFixture& f, ObjectStorePtr store, size_t world,
+                                                         bool share) {
+  std::vector<std::shared_ptr<StreamingDataset>> ranks;
+  for (size_t r = 0; r < world; ++r) {
+    StreamingOptions o;
+    o.world_size = world, o.rank = r, o.num_workers = 2, o.batch_size = 2, o.shuffle_window = 4, o.seed = 9;
+    o.share_cache = share;
+    auto ds = StreamingDataset::Open(store, "ds", o);
+    EXPECT_TRUE(ds.ok()) << ds.status().ToString();
+    ranks.push_back(*ds);
+  }
+  return ranks;
+}
+
+// Three ranks (two workers each) in one process, each with its own
+// StreamingDataset, read concurrently: every shard is fetched once and parsed
+// once in the cold epoch, and the warm epoch fetches and parses nothing.
+TEST(SharedCacheTest, RanksInOneProcessFetchAndParseEachShardOnce) {
+  SharedFixture f({7, 5, 9, 3, 8, 6, 4, 7});
+  const uint64_t shards = f.keys.size();
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto ranks = OpenRanks(f, counting, 3, /*share=*/true);
+  const uint64_t opened = counting->gets();  // each Open read the index
+  std::vector<uint64_t> every(f.total);
+  std::iota(every.begin(), every.end(), 0);
+  Stats s;
+  EXPECT_EQ(RunEpoch(ranks, 0, &s), every);
+  EXPECT_EQ(counting->gets() - opened, shards);  // one GET per shard (each is one part)
+  EXPECT_EQ(s.shards_fetched, shards);
+  EXPECT_EQ(s.shards_parsed, shards);
+  EXPECT_GT(s.shards_from_cache, 0u);  // the other iterators shared them
+
+  EXPECT_EQ(RunEpoch(ranks, 1, &s), every);
+  EXPECT_EQ(counting->gets() - opened, shards);  // warm: nothing fetched
+  EXPECT_EQ(s.shards_fetched, 0u);
+  EXPECT_EQ(s.shards_parsed, 0u);
+}
+
+// The same ranks with share_cache off: each fetches and parses on its own
+// (what the sharing above saves).
+TEST(SharedCacheTest, UnsharedRanksEachFetch) {
+  SharedFixture f({7, 5, 9, 3, 8, 6, 4, 7});
+  const uint64_t shards = f.keys.size();
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto ranks = OpenRanks(f, counting, 3, /*share=*/false);
+  const uint64_t opened = counting->gets();
+  Stats s;
+  EXPECT_EQ(RunEpoch(ranks, 0, &s).size(), f.total);
+  EXPECT_GT(counting->gets() - opened, shards);
+  EXPECT_GT(s.shards_parsed, shards);
+}
+
+TEST(SharedCacheTest, OneCachePerIdentityWithTheLargestBounds) {
+  SharedFixture f({3, 3});
+  ShardCacheOptions small, large;
+  small.ram_bytes = 1 << 20, small.disk_bytes = 1 << 20;
+  large.ram_bytes = 4 << 20, large.disk_bytes = 2 << 20;
+  auto a = *ShardCache::OpenShared("id", f.store, f.keys, f.sizes, small);
+  auto b = *ShardCache::OpenShared("id", f.store, f.keys, f.sizes, large);
+  auto other = *ShardCache::OpenShared("other-id", f.store, f.keys, f.sizes, small);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_NE(a.get(), other.get());
+  EXPECT_EQ(a->ram_bytes(), 4u << 20);
+  EXPECT_EQ(a->disk_bytes(), 2u << 20);
+  auto c = *ShardCache::OpenShared("id", f.store, f.keys, f.sizes, small);  // never lowered
+  EXPECT_EQ(c->ram_bytes(), 4u << 20);
+  // Another index under an identity already taken: a cache of its own, not the wrong shards.
+  auto mismatched = *ShardCache::OpenShared("id", f.store, {f.keys[0]}, {f.sizes[0]}, small);
+  EXPECT_NE(mismatched.get(), a.get());
+  ASSERT_TRUE(a->Get(0).ok());
+  EXPECT_EQ(a->counters().fetches, 1u);
+  // Once its last user is gone the identity opens a new, empty cache.
+  a.reset(), b.reset(), c.reset();
+  auto fresh = *ShardCache::OpenShared("id", f.store, f.keys, f.sizes, small);
+  EXPECT_EQ(fresh->counters().fetches, 0u);
+  EXPECT_EQ(fresh->ram_bytes(), 1u << 20);
+}
+
+ShardParser CountingParser(std::atomic<int>& calls, uint64_t extra = 0) {
+  return [&calls, extra](const Buffer& bytes) -> Result<ParsedValue> {
+    ++calls;
+    auto p = std::make_shared<ParsedShard>();
+    p->bytes = bytes;
+    return ParsedValue{std::move(p), extra};
+  };
+}
+
+// Concurrent GetParsed calls of one shard share one fetch and one parse.
+TEST(SharedCacheTest, ConcurrentGetParsedParsesOnce) {
+  SharedFixture f({20});
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto cache = *ShardCache::Open(counting, f.keys, f.sizes, ShardCacheOptions{});
+  std::atomic<int> calls{0};
+  ShardParser parse = CountingParser(calls);
+  constexpr int kCallers = 4;
+  std::vector<Result<ParsedFetch>> got(kCallers, Status(Code::kInternal, "not run"));
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i) callers.emplace_back([&, i] { got[i] = cache->GetParsed(0, parse); });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(counting->gets(), 1u);
+  int here = 0, from_store = 0;
+  for (auto& g : got) {
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g->parsed.get(), got[0]->parsed.get());
+    here += g->parsed_here, from_store += g->from_store;
+  }
+  EXPECT_EQ(here, 1);
+  EXPECT_EQ(from_store, 1);
+  auto c = cache->counters();
+  EXPECT_EQ(c.parses, 1u);
+  EXPECT_EQ(c.parse_hits, kCallers - 1u);
+}
+
+// Bytes that fail to parse are dropped: the next call refetches them.
+TEST(SharedCacheTest, ParseFailureInvalidates) {
+  SharedFixture f({5});
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto cache = *ShardCache::Open(counting, f.keys, f.sizes, ShardCacheOptions{});
+  int calls = 0;
+  ShardParser flaky = [&](const Buffer& bytes) -> Result<ParsedValue> {
+    if (++calls == 1) return CorruptionError("bad bytes");
+    auto p = std::make_shared<ParsedShard>();
+    p->bytes = bytes;
+    return ParsedValue{std::move(p), 0};
+  };
+  EXPECT_EQ(cache->GetParsed(0, flaky).status().code(), Code::kCorruption);
+  auto again = cache->GetParsed(0, flaky);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->from_store);
+  EXPECT_EQ(counting->gets(), 2u);
+  EXPECT_EQ(cache->GetParsed(7, flaky).status().code(), Code::kInvalidArgument);
+}
+
+// A shard one user (rank) released but another still reads is not the first
+// evicted; the parsed form's extra bytes count towards the RAM bound.
+TEST(SharedCacheTest, ReleasedByAllUsersIsEvictedFirst) {
+  SharedFixture f({4, 4, 4});
+  ASSERT_EQ(f.sizes[0], f.sizes[1]);
+  ASSERT_EQ(f.sizes[0], f.sizes[2]);
+  auto counting = std::make_shared<CountingStore>(f.store);
+  ShardCacheOptions co;
+  const uint64_t extra = 100;
+  co.ram_bytes = 2 * (f.sizes[0] + extra) + extra / 2;  // two parsed shards, not three
+  auto cache = *ShardCache::Open(counting, f.keys, f.sizes, co);
+  std::atomic<int> calls{0};
+  ShardParser parse = CountingParser(calls, extra);
+  ASSERT_TRUE(cache->GetParsed(0, parse).ok());  // two users of shard 0
+  ASSERT_TRUE(cache->GetParsed(0, parse).ok());
+  ASSERT_TRUE(cache->GetParsed(1, parse).ok());
+  EXPECT_EQ(cache->counters().ram_bytes, 2 * (f.sizes[0] + extra));
+  cache->Release(1);                             // shard 1: no user left
+  cache->Release(0);                             // shard 0: one user left
+  ASSERT_TRUE(cache->GetParsed(2, parse).ok());  // evicts one: shard 1
+  EXPECT_EQ(counting->gets(), 3u);
+  EXPECT_FALSE(cache->GetParsed(0, parse)->parsed_here);  // still parsed in RAM
+  EXPECT_EQ(counting->gets(), 3u);
+  EXPECT_TRUE(cache->GetParsed(1, parse)->from_store);
+  EXPECT_EQ(calls, 4);
+}
+
+}  // namespace
+}  // namespace strata::loader
