@@ -663,19 +663,26 @@ TEST(CacheTest, ConcurrentGetsOfOneShardShareOneFetch) {
   co.fetch_concurrency = 1;  // one ranged GET per fetch
   auto cache = *ShardCache::Open(gate, {"ds/shard-00000.tar"}, {f.index.shards[0].size}, co);
   constexpr int kCallers = 4;
-  std::vector<Result<ShardFetch>> got(kCallers, Status(Code::kInternal, "not run"));
+  std::vector<Status> status(kCallers);
+  std::vector<ShardFetch> got(kCallers);
   std::vector<std::thread> callers;
-  for (int i = 0; i < kCallers; ++i) callers.emplace_back([&, i] { got[i] = cache->Get(0); });
+  for (int i = 0; i < kCallers; ++i) {
+    callers.emplace_back([&, i] {
+      auto r = cache->Get(0);
+      if (r.ok()) got[i] = std::move(*r);
+      status[i] = r.status();
+    });
+  }
   ASSERT_TRUE(WaitFor([&] { return gate->blocked() == 1 && cache->counters().flight_joins == kCallers - 1; }));
   gate->Open();
   for (auto& t : callers) t.join();
   EXPECT_EQ(gate->gets(), 1u);  // (ShardCache reads nothing else)
   int from_store = 0;
-  for (auto& g : got) {
-    ASSERT_TRUE(g.ok()) << g.status().ToString();
-    EXPECT_EQ(g->data.size(), f.index.shards[0].size);
-    EXPECT_EQ(g->data.data(), got[0]->data.data());  // the same bytes, not copies
-    from_store += g->from_store;
+  for (int i = 0; i < kCallers; ++i) {
+    ASSERT_TRUE(status[i].ok()) << status[i].ToString();
+    EXPECT_EQ(got[i].data.size(), f.index.shards[0].size);
+    EXPECT_EQ(got[i].data.data(), got[0].data.data());  // the same bytes, not copies
+    from_store += got[i].from_store;
   }
   EXPECT_EQ(from_store, 1);
   EXPECT_EQ(cache->counters().fetches, 1u);
