@@ -37,7 +37,8 @@ class DiskCacheTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::shared_ptr<CachedStore> Open(CacheOptions o = {}, DiskOpenReport* report = nullptr) {
+  std::shared_ptr<CachedStore> Open(CacheOptions o = {}, DiskOpenReport* report = nullptr,
+                                    size_t max_parallel_blocks = CachedStoreOptions{}.max_parallel_blocks) {
     o.block_size = kBlock;
     o.dir = dir_.string();
     if (o.disk_bytes == (10ull << 30)) o.disk_bytes = 100 * kFileBytes;
@@ -48,6 +49,7 @@ class DiskCacheTest : public ::testing::Test {
     CachedStoreOptions so;
     so.readahead_threads = 0;
     so.fetch_part_size = 0;
+    so.max_parallel_blocks = max_parallel_blocks;
     return std::make_shared<CachedStore>(counting_, *cache, so);
   }
   Buffer Add(const std::string& key, size_t size, uint64_t seed) {
@@ -199,7 +201,9 @@ TEST_F(DiskCacheTest, DemotionFromRamAndPromotionFromDisk) {
   o.ram_bytes = 2 * kBlock;
   o.write_through = false;
   Buffer a = Add("a", 4 * kBlock, 1);
-  auto store = Open(o);
+  // One block filled at a time: they enter RAM in order, so blocks 0 and 1 are the ones
+  // demoted (parallel fills finish in any order and may leave block 0 in RAM).
+  auto store = Open(o, nullptr, 1);
   ASSERT_EQ(store->Get("a")->data, a);
   EXPECT_EQ(store->cache().ram().blocks(), 2u);
   EXPECT_EQ(store->cache().disk()->blocks(), 2u);  // the two evicted from RAM
