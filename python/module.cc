@@ -97,10 +97,5 @@ PYBIND11_MODULE(_strata, m) {
   sp::BindStore(m);
   sp::BindDataset(m);
   sp::BindCkpt(m);
-#if defined(STRATA_PY_HAVE_LOADER)
   sp::BindLoader(m);
-  m.attr("HAVE_LOADER") = true;
-#else
-  m.attr("HAVE_LOADER") = false;
-#endif
 }

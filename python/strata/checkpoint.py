@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from . import _strata
+from ._distributed import rank_world
 from .store import to_url
 
 _FORMAT = "strata.checkpoint/1"
@@ -274,20 +275,6 @@ def _resolve_key(k):
     return tuple(_resolve_key(v) for v in k.items) if isinstance(k, _TupleSlot) else k
 
 
-def _rank_world(rank, world_size):
-    if rank is None or world_size is None:
-        dist = torch.distributed
-        if dist.is_available() and dist.is_initialized():
-            r, w = dist.get_rank(), dist.get_world_size()
-        else:
-            r, w = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-        rank = r if rank is None else rank
-        world_size = w if world_size is None else world_size
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(f"rank {rank} is not in [0, world_size={world_size})")
-    return int(rank), int(world_size)
-
-
 class SaveFuture(concurrent.futures.Future):
     """A save in flight: ``done()``, ``result(timeout)`` (stats once committed locally),
     ``wait_uploaded()`` (committed in the remote store too) and ``step``.
@@ -354,7 +341,7 @@ class Checkpointer:
             staging_bytes = operator.index(staging_bytes)
         self.dir = os.path.abspath(os.fspath(dir))
         self.remote = to_url(remote) if remote is not None else None
-        self.rank, self.world_size = _rank_world(rank, world_size)
+        self.rank, self.world_size = rank_world(rank, world_size)
         os.makedirs(self.dir, exist_ok=True)
         self._writer_args = dict(
             dir=self.dir, remote_url=self.remote or "", rank=self.rank, world_size=self.world_size,

@@ -12,31 +12,12 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from . import _strata
+from ._distributed import rank_world
 from .store import to_url
 
 _SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
 _STATE_FORMAT = "strata.StreamingDataset/1"
 _FORK_INHERITED = []  # C++ handles inherited from the parent process through fork(): never freed
-
-
-def _require_loader():
-    if not _strata.HAVE_LOADER:
-        raise ImportError("this strata build has no streaming loader (strata_loader was not built)")
-
-
-def _rank_world(rank, world_size):
-    """Explicit arguments, else torch.distributed when initialised, else RANK / WORLD_SIZE."""
-    if rank is None or world_size is None:
-        dist = torch.distributed
-        if dist.is_available() and dist.is_initialized():
-            r, w = dist.get_rank(), dist.get_world_size()
-        else:
-            r, w = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-        rank = r if rank is None else rank
-        world_size = w if world_size is None else world_size
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(f"rank {rank} is not in [0, world_size={world_size})")
-    return int(rank), int(world_size)
 
 
 class StreamingDataset(IterableDataset):
@@ -61,7 +42,6 @@ class StreamingDataset(IterableDataset):
                  shuffle_window=8, batch_size=None, drop_last=False, prefetch=4, prefetch_batches=8,
                  decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None):
-        _require_loader()
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
         if batch_size is not None and batch_size < 1:
@@ -69,7 +49,7 @@ class StreamingDataset(IterableDataset):
         if decode is not None and not isinstance(decode, dict):
             raise ValueError("decode must be a dict {field: 'raw'|'json'|'npy'|'example'|'auto'}")
         self.url = to_url(url)
-        self.rank, self.world_size = _rank_world(rank, world_size)
+        self.rank, self.world_size = rank_world(rank, world_size)
         self._batch_size_set = batch_size is not None
         self.batch_size = batch_size or 1
         self.drop_last = bool(drop_last)

@@ -6,9 +6,6 @@ from torch.utils.data import DataLoader
 import strata
 from conftest import NUM_SAMPLES
 
-pytestmark = pytest.mark.skipif(not strata._strata.HAVE_LOADER, reason="built without strata_loader")
-
-
 def indices(loader):
     out = []
     for batch in loader:
