@@ -13,46 +13,18 @@
 #include <string>
 #include <vector>
 
-#include "testing/subprocess.h"
+#include "cli/cli_test_util.h"
 
 namespace {
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using strata::cli_test::CliRun;
 
-class BenchTrainTest : public ::testing::Test {
+class BenchTrainTest : public strata::cli_test::StrataBinaryTest {
  protected:
-  void SetUp() override {
-    const char* bin = std::getenv("STRATA_BINARY_DIR");
-    ASSERT_NE(bin, nullptr) << "STRATA_BINARY_DIR not set (run through ctest)";
-    binary_ = std::string(bin) + "/src/cli/strata";
-    ASSERT_TRUE(fs::exists(binary_)) << binary_;
-    std::string pattern = (fs::temp_directory_path() / "strata-bench-train-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   CliRun Strata(std::vector<std::string> args) {
-    args.insert(args.begin(), {binary_, "bench", "train"});
-    strata::RunOptions options;
-    options.timeout = std::chrono::seconds(60);
-    auto result = strata::RunCommand(args, {{"TMPDIR", dir_.string()}}, std::nullopt, options);
-    CliRun run;
-    if (!result.ok()) {
-      ADD_FAILURE() << "cannot run " << binary_ << ": " << result.status();
-      return run;
-    }
-    run.code = result->exit_code;
-    run.out = std::move(result->stdout_text);
-    run.err = std::move(result->stderr_text);
-    return run;
+    args.insert(args.begin(), {"bench", "train"});
+    return RunStrata(args, std::chrono::seconds(60), {{"TMPDIR", dir_.string()}});
   }
 
   nlohmann::json ReadJson(const fs::path& path) {
@@ -70,9 +42,6 @@ class BenchTrainTest : public ::testing::Test {
             "--batch",       "8",        "--compute-time",     compute,
             "--json",        json,       "--cache-dir",        (dir_ / "cache").string()};
   }
-
-  std::string binary_;
-  fs::path dir_;
 };
 
 TEST_F(BenchTrainTest, EveryEpochDeliversTheDatasetAndAuIsAFraction) {

@@ -14,15 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "testing/subprocess.h"
+#include "cli/cli_test_util.h"
 
 namespace {
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using strata::cli_test::CliRun;
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -53,39 +50,9 @@ std::map<std::string, std::string> Tree(const fs::path& dir) {
   return tree;
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public strata::cli_test::StrataBinaryTest {
  protected:
-  void SetUp() override {
-    const char* bin = std::getenv("STRATA_BINARY_DIR");
-    ASSERT_NE(bin, nullptr) << "STRATA_BINARY_DIR not set (run through ctest)";
-    binary_ = std::string(bin) + "/src/cli/strata";
-    ASSERT_TRUE(fs::exists(binary_)) << binary_;
-    std::string pattern = (fs::temp_directory_path() / "strata-cli-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  // Runs the binary through testing/subprocess.h (no shell; stdout/stderr captured).
-  CliRun Strata(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{binary_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    strata::RunOptions options;
-    options.timeout = std::chrono::minutes(2);
-    auto result = strata::RunCommand(argv, {}, std::nullopt, options);
-    CliRun run;
-    if (!result.ok()) {
-      ADD_FAILURE() << "cannot run " << binary_ << ": " << result.status();
-      return run;
-    }
-    run.code = result->exit_code;
-    run.out = std::move(result->stdout_text);
-    run.err = std::move(result->stderr_text);
-    return run;
-  }
+  CliRun Strata(const std::vector<std::string>& args) { return RunStrata(args, std::chrono::minutes(2)); }
 
   std::string Url(const std::string& rel) { return "file://" + (dir_ / rel).string(); }
 
@@ -102,9 +69,6 @@ class CliTest : public ::testing::Test {
     for (const auto& [rel, data] : files) WriteFile(dir_ / "src" / rel, data);
     return files;
   }
-
-  std::string binary_;
-  fs::path dir_;
 };
 
 TEST_F(CliTest, CopiesATreeInAndOutByteExact) {
