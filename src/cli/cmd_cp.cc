@@ -36,7 +36,7 @@ struct Plan {
 Plan PlanTree(const CpArgs& args, const ObjectUrl& src_url, const ObjectUrl& dst_url) {
   Plan plan;
   plan.src = Check(OpenTreeSource(src_url), "cp", args.src);
-  auto objects = Check(ListAllPages(*plan.src.store, plan.src.key), "cp", args.src);
+  auto objects = Check(ListAll(*plan.src.store, plan.src.key), "cp", args.src);
   if (objects.empty()) Fail("cp", args.src, NotFoundError("no objects to copy"));
   plan.dst = Check(OpenTreeDestination(dst_url), "cp", args.dst);
   for (const auto& object : objects) {

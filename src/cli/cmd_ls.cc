@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
+#include "object/transfer.h"
 
 namespace strata::cli {
 namespace {
@@ -34,7 +35,7 @@ void RunLs(const LsArgs& args) {
   ObjectUrl url = Check(ParseObjectUrl(args.url), cmd, args.url);
   Endpoint ep = Check(OpenListing(url), cmd, args.url);
   std::vector<std::string> prefixes;
-  auto objects = Check(ListAllPages(*ep.store, ep.key, args.recursive ? "" : "/", &prefixes), cmd, args.url);
+  auto objects = Check(ListAll(*ep.store, ep.key, args.recursive ? "" : "/", &prefixes), cmd, args.url);
   // Merge prefixes ("dir/") and objects in key order, as one listing.
   size_t p = 0;
   for (const auto& object : objects) {

@@ -11,6 +11,7 @@
 #include "cli/url.h"
 #include "cli/util.h"
 #include "object/cloud_store.h"
+#include "object/transfer.h"
 
 namespace strata::cli {
 namespace {
@@ -42,7 +43,7 @@ void RunWarm(const WarmArgs& args) {
   store_options.readahead_threads = 0;
   CachedStore store(backend, cache, store_options);
 
-  auto objects = Check(ListAllPages(store, ep.key), cmd, args.url);
+  auto objects = Check(ListAll(store, ep.key), cmd, args.url);
   uint64_t total = 0;
   for (const auto& o : objects) total += o.size;
   if (total > options.disk_bytes) {

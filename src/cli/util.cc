@@ -12,27 +12,6 @@
 
 namespace strata::cli {
 
-Result<std::vector<ObjectInfo>> ListAllPages(ObjectStore& store, const std::string& prefix,
-                                             const std::string& delimiter, std::vector<std::string>* prefixes) {
-  std::vector<ObjectInfo> objects;
-  ListOptions options;
-  options.prefix = prefix;
-  options.delimiter = delimiter;
-  while (true) {
-    STRATA_ASSIGN_OR_RETURN(ListResult page, store.List(options));
-    for (auto& object : page.objects) objects.push_back(std::move(object));
-    if (prefixes) {
-      for (auto& p : page.common_prefixes) prefixes->push_back(std::move(p));
-    }
-    if (!page.truncated) break;
-    if (page.next_continuation_token.empty() || page.next_continuation_token == options.continuation_token) {
-      return InternalError("listing of \"" + prefix + "\" did not advance (empty or repeated continuation token)");
-    }
-    options.continuation_token = page.next_continuation_token;
-  }
-  return objects;
-}
-
 std::string FormatBytes(double bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

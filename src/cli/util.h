@@ -1,5 +1,5 @@
-// Small helpers shared by the strata commands: full listings, human-readable
-// figures, and a progress line on stderr for terminals.
+// Small helpers shared by the strata commands: human-readable figures, value
+// parsers, and a progress line on stderr for terminals.
 #pragma once
 
 #include <atomic>
@@ -15,12 +15,6 @@
 #include "object/object_store.h"
 
 namespace strata::cli {
-
-// Every object under `prefix` (all pages). With a delimiter, the common
-// prefixes go to *prefixes (may be null).
-Result<std::vector<ObjectInfo>> ListAllPages(ObjectStore& store, const std::string& prefix,
-                                             const std::string& delimiter = "",
-                                             std::vector<std::string>* prefixes = nullptr);
 
 std::string FormatBytes(double bytes);                 // "1.5 MiB"
 std::string FormatRate(double bytes, double seconds);  // "25.0 MB/s" (decimal, as bandwidths are quoted)

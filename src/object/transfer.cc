@@ -163,13 +163,18 @@ Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer 
   return st;
 }
 
-Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix) {
+Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix, std::string_view delimiter,
+                                        std::vector<std::string>* prefixes) {
   std::vector<ObjectInfo> all;
   ListOptions options;
   options.prefix = std::string(prefix);
+  options.delimiter = std::string(delimiter);
   for (;;) {
     STRATA_ASSIGN_OR_RETURN(ListResult page, store.List(options));
     for (ObjectInfo& info : page.objects) all.push_back(std::move(info));
+    if (prefixes) {
+      for (std::string& p : page.common_prefixes) prefixes->push_back(std::move(p));
+    }
     if (!page.truncated) break;
     if (page.next_continuation_token.empty() || page.next_continuation_token == options.continuation_token) {
       return InternalError("listing '" + std::string(prefix) + "' is truncated but gives no new continuation token");

@@ -58,7 +58,9 @@ Result<ObjectInfo> ParallelGetTo(ObjectStore& store, std::string_view key, uint6
 Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer data, uint64_t part_size,
                                int concurrency, const PutOptions& options = {});
 
-// Every object under `prefix` (no delimiter), following continuation tokens.
-Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix);
+// Every object under `prefix`, following continuation tokens. With a
+// delimiter, the common prefixes of every page go to *prefixes (may be null).
+Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix, std::string_view delimiter = {},
+                                        std::vector<std::string>* prefixes = nullptr);
 
 }  // namespace strata

@@ -253,5 +253,21 @@ TEST(ListAll, FollowsContinuationTokens) {
   EXPECT_EQ(all->back().key, "p/102499");
 }
 
+TEST(ListAll, DelimiterCollectsCommonPrefixesOfEveryPage) {
+  auto store = MakeMemStore();
+  for (int i = 0; i < 1500; ++i) {
+    ASSERT_TRUE(store->Put("d/" + std::to_string(100000 + i) + "/x", Buffer()).ok());
+  }
+  ASSERT_TRUE(store->Put("d/top", Buffer()).ok());
+  std::vector<std::string> prefixes;
+  auto top = ListAll(*store, "d/", "/", &prefixes);
+  ASSERT_TRUE(top.ok()) << top.status();
+  ASSERT_EQ(top->size(), 1u);
+  EXPECT_EQ(top->front().key, "d/top");
+  ASSERT_EQ(prefixes.size(), 1500u);
+  EXPECT_EQ(prefixes.front(), "d/100000/");
+  EXPECT_EQ(prefixes.back(), "d/101499/");
+}
+
 }  // namespace
 }  // namespace strata
