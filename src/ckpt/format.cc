@@ -146,16 +146,26 @@ std::string RankCommitName(int rank) {
   return buf;
 }
 
-std::string EncodeRankManifest(const RankManifest& m) {
+namespace {
+// The members every manifest starts with. User metadata that is not JSON is
+// stored as a string.
+json ManifestHeader(std::string_view format, int64_t step, int world_size, int64_t wall_time_ms,
+                    const std::string& metadata) {
   json j;
-  j["format"] = "strata-ckpt-rank";
+  j["format"] = format;
   j["version"] = kFormatVersion;
-  j["step"] = m.step;
+  j["step"] = step;
+  j["world_size"] = world_size;
+  j["wall_time_ms"] = wall_time_ms;
+  json meta = json::parse(metadata, nullptr, false);
+  j["metadata"] = meta.is_discarded() ? json(metadata) : meta;
+  return j;
+}
+}  // namespace
+
+std::string EncodeRankManifest(const RankManifest& m) {
+  json j = ManifestHeader("strata-ckpt-rank", m.step, m.world_size, m.wall_time_ms, m.metadata);
   j["rank"] = m.rank;
-  j["world_size"] = m.world_size;
-  j["wall_time_ms"] = m.wall_time_ms;
-  json meta = json::parse(m.metadata, nullptr, false);
-  j["metadata"] = meta.is_discarded() ? json(m.metadata) : meta;
   json shards = json::array();
   for (const auto& s : m.shards) {
     json e = {{"file", s.file}, {"size", s.size}, {"sha256", s.sha256}};
@@ -232,14 +242,7 @@ Result<RankManifest> ParseRankManifest(std::string_view text) {
 }
 
 std::string EncodeGlobalManifest(const GlobalManifest& m) {
-  json j;
-  j["format"] = "strata-ckpt";
-  j["version"] = kFormatVersion;
-  j["step"] = m.step;
-  j["world_size"] = m.world_size;
-  j["wall_time_ms"] = m.wall_time_ms;
-  json meta = json::parse(m.metadata, nullptr, false);
-  j["metadata"] = meta.is_discarded() ? json(m.metadata) : meta;
+  json j = ManifestHeader("strata-ckpt", m.step, m.world_size, m.wall_time_ms, m.metadata);
   json ranks = json::array();
   for (const auto& r : m.ranks) ranks.push_back({{"rank", r.rank}, {"manifest", r.manifest}, {"sha256", r.sha256}});
   j["ranks"] = std::move(ranks);
