@@ -101,47 +101,6 @@ double PlainWrite(const std::string& path, const std::vector<MutableBuffer>& buf
   return s;
 }
 
-// "Memory speed": memcpy of every tensor, in 4 MiB chunks over `threads`
-// threads, into memory whose pages are already mapped (huge pages advised,
-// as strata's staging); best of two runs.
-double MemcpyBaseline(const std::vector<TensorView>& views, uint64_t total, size_t threads) {
-  const size_t huge = 2u << 20, cap = (total + 2 * huge) & ~(huge - 1);
-  void* base = ::mmap(nullptr, cap + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) return -1;
-  auto* dst = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(base) + huge - 1) & ~uintptr_t(huge - 1));
-  ::madvise(dst, cap, MADV_HUGEPAGE);
-  std::memset(dst, 0, cap);  // fault everything in before timing
-  struct Chunk {
-    const uint8_t* src;
-    uint8_t* dst;
-    uint64_t n;
-  };
-  std::vector<Chunk> chunks;
-  uint64_t at = 0;
-  for (const auto& v : views) {
-    for (uint64_t off = 0; off < v.size; off += 4 << 20) {
-      chunks.push_back(
-          {static_cast<const uint8_t*>(v.data) + off, dst + at + off, std::min<uint64_t>(4 << 20, v.size - off)});
-    }
-    at += v.size;
-  }
-  double best = 1e9;
-  for (int rep = 0; rep < 2; ++rep) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < chunks.size(); i = next++) std::memcpy(chunks[i].dst, chunks[i].src, chunks[i].n);
-    };
-    const double t0 = Now();
-    std::vector<std::thread> helpers;
-    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-    work();
-    for (auto& h : helpers) h.join();
-    best = std::min(best, Now() - t0);
-  }
-  ::munmap(base, cap + huge);
-  return best;
-}
-
 // Single-thread hash speeds (GB/s) over `n` bytes already in memory; best of 3.
 std::pair<double, double> HashSpeeds(const void* data, uint64_t n) {
   double xxh = 0, sha = 0;
@@ -277,7 +236,8 @@ int main(int argc, char** argv) {
   std::printf("plain sequential write + fsync:     %8.3f s  (%.2f GB/s)\n", plain_s, gb / plain_s);
 
   // 3. Memory speed: the floor for any stall that copies the state.
-  const double mem1 = MemcpyBaseline(views, total, 1), mem2 = MemcpyBaseline(views, total, 2);
+  const double mem1 = MemcpyBaselineSeconds(views, 1).value_or(-1);
+  const double mem2 = MemcpyBaselineSeconds(views, 2).value_or(-1);
   result["memcpy_1thread_s"] = mem1;
   result["memcpy_2thread_s"] = mem2;
   result["memcpy_2thread_ms_per_GB"] = mem2 * 1e3 / gb;

@@ -74,6 +74,11 @@ struct WriterOptions {
   Clock* clock = nullptr;             // nullptr: RealClock()
 };
 
+// "Memory speed", the yardstick for a save's stall: seconds for a plain
+// memcpy of `tensors` in 4 MiB chunks over `threads` threads into a
+// pre-faulted region like the staging one; best of two runs.
+Result<double> MemcpyBaselineSeconds(const std::vector<TensorView>& tensors, size_t threads);
+
 struct SaveStats {
   Duration stall{0};    // time inside Save (validation + staging)
   Duration persist{0};  // staging done -> local commit

@@ -20,8 +20,6 @@ namespace {
 
 using namespace strata::ckpt;
 
-constexpr uint64_t kMemcpyChunk = 4ull << 20;
-
 struct State {
   std::vector<MutableBuffer> bytes;
   std::vector<TensorView> views;
@@ -49,42 +47,6 @@ State MakeModel(uint64_t target) {
 void Say(DemoContext& ctx, const std::string& line) {
   ctx.out << "  " << line << "\n";
   ctx.out.flush();
-}
-
-// "Memory speed", the floor for any stall that copies the state: the same
-// tensors memcpy'd in 4 MiB chunks by `threads` threads (the writer's copy
-// parallelism) into memory whose pages are already faulted in; best of two.
-double MemcpySeconds(const State& s, size_t threads) {
-  MutableBuffer dst(s.total);
-  std::memset(dst.data(), 0, s.total);
-  struct Chunk {
-    const uint8_t* src;
-    uint8_t* dst;
-    uint64_t n;
-  };
-  std::vector<Chunk> chunks;
-  uint64_t at = 0;
-  for (const auto& v : s.views) {
-    for (uint64_t off = 0; off < v.size; off += kMemcpyChunk) {
-      chunks.push_back({static_cast<const uint8_t*>(v.data) + off, dst.data() + at + off,
-                        std::min<uint64_t>(kMemcpyChunk, v.size - off)});
-    }
-    at += v.size;
-  }
-  double best = 1e9;
-  for (int rep = 0; rep < 2; ++rep) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i = next++; i < chunks.size(); i = next++) std::memcpy(chunks[i].dst, chunks[i].src, chunks[i].n);
-    };
-    const TimePoint t0 = RealClock().Now();
-    std::vector<std::thread> helpers;
-    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-    work();
-    for (auto& h : helpers) h.join();
-    best = std::min(best, Seconds(RealClock().Now() - t0));
-  }
-  return best;
 }
 
 // What the section measures, in seconds.
@@ -125,7 +87,7 @@ Status Save(DemoContext& ctx, const State& model, Figures* f) {
   STRATA_ASSIGN_OR_RETURN(auto writer, CheckpointWriter::Open(o));
   STRATA_RETURN_IF_ERROR(writer->WaitStagingReady());  // a trainer would be building its model meanwhile
   f->prefault = Seconds(clock.Now() - t0);
-  f->memcpy = MemcpySeconds(model, o.stage_threads);
+  STRATA_ASSIGN_OR_RETURN(f->memcpy, MemcpyBaselineSeconds(model.views, o.stage_threads));
 
   // Synchronous: save and wait until it is durable (what a blocking
   // torch.save costs). Its staging part is the first save's stall.
