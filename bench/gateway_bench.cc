@@ -4,8 +4,8 @@
 // read into a reused 1 MiB buffer and discarded (counted, first bytes
 // checked against the Content-Length). Prints one JSON object.
 //
-//   gateway_bench --endpoint http://127.0.0.1:PORT --bucket B --keys k1,k2,... \
-//                 --access-key AK --secret-key SK [--region us-east-1] \
+//   gateway_bench --endpoint http://127.0.0.1:PORT --bucket B --keys k1,k2,...
+//                 --access-key AK --secret-key SK [--region us-east-1]
 //                 --clients N (--requests-per-client R | --seconds S)
 // Clients pick keys round-robin from a per-client offset.
 #include <arpa/inet.h>

@@ -187,7 +187,9 @@ class GatewayClientsTest : public ::testing::TestWithParam<BackendKind> {
       int code = gateway_->Stop();
       EXPECT_EQ(code, 0) << "strata serve did not exit cleanly on SIGTERM:\n" << gateway_->Log();
     }
-    if (rgw_) EXPECT_TRUE(rgw_->Stop().ok());
+    if (rgw_) {
+      EXPECT_TRUE(rgw_->Stop().ok());
+    }
     fs::remove_all(dir_);
   }
 
