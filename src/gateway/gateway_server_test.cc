@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/hash.h"
+#include "base/metrics.h"
 #include "gateway/gateway.h"
 #include "net/sigv4.h"
 
@@ -305,8 +306,13 @@ TEST_F(GatewayServerTest, HealthAndMetrics) {
 TEST_F(GatewayServerTest, BadConnectionsDoNotLeakDescriptors) {
   // Warm up whatever the server opens once (bucket stores, threads).
   EXPECT_EQ(Call(SignedRequest("PUT", "/bucket/fd", "x")).status, 200);
-  int before = CountFds();
-  for (int i = 0; i < 200; ++i) {
+  auto& reg = MetricsRegistry::Global();
+  const Counter& accepted = reg.GetCounter("strata_gateway_connections_accepted_total", "");
+  const Gauge& open = reg.GetGauge("strata_gateway_connections", "");
+  const int before = CountFds();
+  const uint64_t accepted_before = accepted.Value();
+  const int kClients = 200;
+  for (int i = 0; i < kClients; ++i) {
     Client c(port());
     ASSERT_TRUE(c.connected());
     switch (i % 5) {
@@ -317,12 +323,21 @@ TEST_F(GatewayServerTest, BadConnectionsDoNotLeakDescriptors) {
       case 4: c.Send("GET /bucket/fd HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab"); break;  // short body
     }
   }
-  // Every server-side socket must be closed (some only at the header deadline).
+  // Every connection must be accepted and then closed (some only at the
+  // header deadline); until the server has accepted them all, a low
+  // descriptor count proves nothing, so wait for all three conditions.
+  auto settled = [&](int fds) {
+    return accepted.Value() >= accepted_before + kClients && open.Value() == 0 && fds <= before + 2;
+  };
   auto deadline = Clock_::now() + std::chrono::seconds(10);
-  while (CountFds() > before + 2 && Clock_::now() < deadline) {
+  int fds = CountFds();
+  while (!settled(fds) && Clock_::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a condition, not winning a race
+    fds = CountFds();
   }
-  EXPECT_LE(CountFds(), before + 2);
+  EXPECT_GE(accepted.Value(), accepted_before + kClients);
+  EXPECT_EQ(open.Value(), 0);
+  EXPECT_LE(fds, before + 2);
   EXPECT_EQ(Call("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").status, 200);
 }
 

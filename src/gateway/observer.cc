@@ -22,6 +22,8 @@ Result<std::unique_ptr<GatewayObserver>> GatewayObserver::Open(const std::string
   o->bytes_out_ = &reg.GetCounter("strata_gateway_bytes_out_total", "Response body bytes sent by the S3 gateway");
   o->bytes_in_ = &reg.GetCounter("strata_gateway_bytes_in_total", "Request body bytes received by the S3 gateway");
   o->connections_ = &reg.GetGauge("strata_gateway_connections", "Open client connections to the S3 gateway");
+  o->accepted_ =
+      &reg.GetCounter("strata_gateway_connections_accepted_total", "Client connections accepted by the S3 gateway");
   o->hit_ratio_ppm_ = &reg.GetGauge("strata_gateway_cache_hit_ratio_ppm",
                                     "Block cache hits (RAM+disk) per million block lookups, since start");
   return o;

@@ -36,7 +36,10 @@ class GatewayObserver {
   ~GatewayObserver();
 
   void Record(const RequestRecord& r);
-  void ConnectionOpened() { connections_->Add(1); }
+  void ConnectionOpened() {
+    connections_->Add(1);
+    accepted_->Inc();
+  }
   void ConnectionClosed() { connections_->Add(-1); }
   // Refreshes derived gauges, then renders the whole registry.
   std::string RenderMetrics();
@@ -52,6 +55,7 @@ class GatewayObserver {
   Counter* bytes_out_ = nullptr;
   Counter* bytes_in_ = nullptr;
   Gauge* connections_ = nullptr;
+  Counter* accepted_ = nullptr;
   Gauge* hit_ratio_ppm_ = nullptr;
 };
 
