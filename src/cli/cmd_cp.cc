@@ -1,7 +1,8 @@
 // strata cp SRC DST [--recursive] [--parallel N] [--part-size S]: copies
 // objects between any two stores and local files/directories. Small objects
 // are copied N at a time; large ones (> part size) one at a time with N
-// parallel ranged GETs and a parallel multipart PUT (object/transfer.h).
+// parallel ranged GETs streamed into a local file or a parallel multipart
+// PUT (object/transfer.h), never held whole in memory.
 #include <iostream>
 #include <mutex>
 
@@ -9,6 +10,9 @@
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
+#include "io/durable.h"
+#include "io/file_system.h"
+#include "object/file_store.h"
 #include "object/transfer.h"
 
 namespace strata::cli {
@@ -61,23 +65,57 @@ Plan PlanSingle(const CpArgs& args, const ObjectUrl& src_url, const ObjectUrl& d
   return plan;
 }
 
-// Copies one object; returns the bytes copied. Errors name the failing side.
-Result<uint64_t> CopyOne(const Plan& plan, const Job& job, uint64_t part_size, int parallel) {
-  Buffer data;
-  if (job.size > part_size) {
-    auto got = ParallelGet(*plan.src.store, job.src_key, part_size, parallel);
-    if (!got.ok()) return got.status().WithContext(plan.src.UrlOf(job.src_key));
-    data = std::move(got).value();
-  } else {
-    auto got = plan.src.store->Get(job.src_key);
-    if (!got.ok()) return got.status().WithContext(plan.src.UrlOf(job.src_key));
-    data = std::move(got->data);
+// Downloads a large object straight into a local file: ranges are written
+// where they belong as they arrive (no whole-object buffer) into a temp file
+// that is renamed over the destination only once complete and synced.
+Status DownloadToFile(const Plan& plan, const Job& job, uint64_t part_size, int parallel) {
+  const std::string dst_url = plan.dst.UrlOf(job.dst_key);
+  // The key may come from a remote listing: refuse one that escapes the directory.
+  Status valid = ValidateFileKey(job.dst_key);
+  if (!valid.ok()) return valid.WithContext(dst_url);
+  PosixFileSystem fs;
+  const std::string path = JoinPath(plan.dst.local_dir, job.dst_key);
+  STRATA_RETURN_IF_ERROR(fs.CreateDirs(ParentDir(path)).WithContext(dst_url));
+  auto writer = AtomicFileWriter::Create(fs, path);
+  if (!writer.ok()) return writer.status().WithContext(dst_url);
+  Status write_error;  // kept apart so a full disk is not blamed on the source
+  std::mutex mu;
+  auto got = ParallelGetTo(*plan.src.store, job.src_key, part_size, parallel,
+                           [&](uint64_t offset, const uint8_t* data, size_t n) {
+                             Status st = (*writer)->WriteAt(offset, data, n);
+                             if (!st.ok()) {
+                               std::lock_guard<std::mutex> lock(mu);
+                               if (write_error.ok()) write_error = st;
+                             }
+                             return st;
+                           });
+  if (!got.ok()) {
+    std::lock_guard<std::mutex> lock(mu);
+    return write_error.ok() ? got.status().WithContext(plan.src.UrlOf(job.src_key)) : write_error;
   }
-  uint64_t size = data.size();
-  uint64_t put_part = std::max(part_size, plan.dst.store->MinPartSize());
-  Result<ObjectInfo> put = size > put_part
-                               ? ParallelPut(*plan.dst.store, job.dst_key, std::move(data), put_part, parallel)
-                               : plan.dst.store->Put(job.dst_key, std::move(data));
+  return (*writer)->Commit();
+}
+
+// Copies one object; returns the bytes copied. Errors name the failing side.
+// Small objects go whole; large ones stream in parts (to a local file, or as
+// ranged GETs feeding a multipart upload), so memory stays near
+// parallel x part size whatever the object's size.
+Result<uint64_t> CopyOne(const Plan& plan, const Job& job, uint64_t part_size, int parallel) {
+  if (job.size > part_size) {
+    if (!plan.dst.local_dir.empty()) {
+      STRATA_RETURN_IF_ERROR(DownloadToFile(plan, job, part_size, parallel));
+      return job.size;
+    }
+    auto copied = ParallelCopy(*plan.src.store, job.src_key, *plan.dst.store, job.dst_key, part_size, parallel);
+    if (!copied.ok()) {
+      return copied.status().WithContext("copy " + plan.src.UrlOf(job.src_key) + " to " + plan.dst.UrlOf(job.dst_key));
+    }
+    return copied->size;
+  }
+  auto got = plan.src.store->Get(job.src_key);
+  if (!got.ok()) return got.status().WithContext(plan.src.UrlOf(job.src_key));
+  uint64_t size = got->data.size();
+  auto put = plan.dst.store->Put(job.dst_key, std::move(got->data));
   if (!put.ok()) return put.status().WithContext(plan.dst.UrlOf(job.dst_key));
   return size;
 }

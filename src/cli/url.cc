@@ -87,12 +87,12 @@ Result<Endpoint> LocalEndpoint(const std::string& dir, std::string key, bool cre
     return NotFoundError("no such directory: " + dir);
   }
   STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenFileStore(dir));
-  return Endpoint{std::move(store), std::move(key), LocalBase(dir), true};
+  return Endpoint{std::move(store), std::move(key), LocalBase(dir), dir};
 }
 
 Result<Endpoint> RemoteEndpoint(const ObjectUrl& url, std::string key) {
   STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url.store_url));
-  return Endpoint{std::move(store), std::move(key), url.display, false};
+  return Endpoint{std::move(store), std::move(key), url.display, ""};
 }
 
 std::string AsPrefix(std::string key) {

@@ -37,9 +37,9 @@ Result<ObjectUrl> ParseObjectUrl(std::string_view text);
 // A store plus a key (one object) or a prefix (a tree) inside it.
 struct Endpoint {
   ObjectStorePtr store;
-  std::string key;   // object key, or the prefix for trees ("" or ending in '/')
-  std::string base;  // display URL of the store root, ending in '/'
-  bool local = false;
+  std::string key;        // object key, or the prefix for trees ("" or ending in '/')
+  std::string base;       // display URL of the store root, ending in '/'
+  std::string local_dir;  // a local directory (whose files are the keys), or "" for a store
   std::string UrlOf(std::string_view key_in_store) const { return base + std::string(key_in_store); }
 };
 

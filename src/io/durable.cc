@@ -48,6 +48,41 @@ Status WriteFileAtomic(FileSystem& fs, const std::string& path, const Buffer& da
   return WriteAtomic(fs, path, data.data(), data.size());
 }
 
+AtomicFileWriter::AtomicFileWriter(FileSystem& fs, std::string path, std::string tmp,
+                                   std::unique_ptr<WritableFile> file)
+    : fs_(fs), path_(std::move(path)), tmp_(std::move(tmp)), file_(std::move(file)) {}
+
+Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Create(FileSystem& fs, const std::string& path) {
+  std::string tmp = TempNameFor(path);
+  auto file = fs.CreateExclusive(tmp);
+  if (!file.ok()) return file.status().WithContext("write " + path + " atomically");
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(fs, path, std::move(tmp), std::move(*file)));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (committed_) return;
+  if (file_) file_->Close().IgnoreError();
+  fs_.Remove(tmp_).IgnoreError();  // best effort: an uncommitted temp file is garbage
+}
+
+Status AtomicFileWriter::WriteAt(uint64_t offset, const void* data, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!file_) return InternalError("write to " + path_ + " after Commit()");
+  return file_->WriteAt(offset, data, n).WithContext("write " + path_ + " atomically");
+}
+
+Status AtomicFileWriter::Commit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!file_) return InternalError("Commit() of " + path_ + " called twice, or after a failure");
+  std::unique_ptr<WritableFile> file = std::move(file_);
+  Status s = file->Sync();
+  if (s.ok()) s = file->Close();
+  if (s.ok()) s = fs_.Rename(tmp_, path_);
+  if (!s.ok()) return s.WithContext("write " + path_ + " atomically");  // the destructor removes the temp file
+  committed_ = true;
+  return fs_.SyncDir(ParentDir(path_)).WithContext("write " + path_ + " atomically");
+}
+
 Result<std::string> ReadFileToString(FileSystem& fs, const std::string& path, uint64_t max_size) {
   STRATA_ASSIGN_OR_RETURN(auto file, fs.OpenForRead(path));
   STRATA_ASSIGN_OR_RETURN(uint64_t size, file->Size());

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -19,6 +21,31 @@ namespace strata {
 // the temp file is removed and `path` is untouched.
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, std::string_view data);
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, const Buffer& data);
+
+// Builds a file from positional writes (any order, from any thread) under a
+// temp name beside `path`; Commit() then publishes it as WriteFileAtomic
+// does (fsync, rename, directory fsync). Destroyed uncommitted, or after a
+// failed Commit(), it removes the temp file and leaves `path` untouched: for
+// downloads that must never leave a partial file under the real name.
+class AtomicFileWriter {
+ public:
+  static Result<std::unique_ptr<AtomicFileWriter>> Create(FileSystem& fs, const std::string& path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  Status WriteAt(uint64_t offset, const void* data, size_t n);
+  Status Commit();
+  const std::string& path() const { return path_; }
+
+ private:
+  AtomicFileWriter(FileSystem& fs, std::string path, std::string tmp, std::unique_ptr<WritableFile> file);
+  FileSystem& fs_;
+  const std::string path_, tmp_;
+  std::mutex mu_;  // WritableFile is not thread-safe
+  std::unique_ptr<WritableFile> file_;
+  bool committed_ = false;
+};
 
 // Reads a whole file; InvalidArgument if it holds more than max_size bytes.
 // Never allocates more than max_size + a small chunk, whatever the file claims.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "io/fault_file_system.h"
 
 namespace strata {
@@ -107,6 +109,68 @@ TEST_F(DurableTest, CrashBeforeDirectorySyncKeepsOldVersion) {
   ASSERT_TRUE(fs.SimulateCrash().ok());
   EXPECT_EQ(Read(P("m")), "v1");
   EXPECT_EQ(Names(), std::vector<std::string>{"m"});
+}
+
+TEST_F(DurableTest, AtomicFileWriterPublishesOutOfOrderConcurrentWritesOnlyAtCommit) {
+  ASSERT_TRUE(WriteFileAtomic(posix_, P("f"), "old").ok());
+  FaultFileSystem fs(posix_);
+  auto w = AtomicFileWriter::Create(fs, P("f"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  // 64 pieces of 4 KiB written by 4 threads, last piece first.
+  constexpr int kPieces = 64, kPiece = 4096;
+  std::string want(kPieces * kPiece, '\0');
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<char>('a' + (i * 7) % 26);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = kPieces - 1 - t; i >= 0; i -= 4) {
+        EXPECT_TRUE((*w)->WriteAt(uint64_t(i) * kPiece, want.data() + i * kPiece, kPiece).ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(Read(P("f")), "old");  // nothing visible under the real name yet
+  EXPECT_EQ(Names().size(), 2u);   // "f" and the temp file
+  ASSERT_TRUE((*w)->Commit().ok());
+  EXPECT_EQ(Read(P("f")), want);
+  EXPECT_EQ(Names(), std::vector<std::string>{"f"});
+  FaultCounters c = fs.Counters();
+  EXPECT_EQ(c.syncs, 1u);
+  EXPECT_EQ(c.renames, 1u);
+  EXPECT_EQ(c.dir_syncs, 1u);
+  EXPECT_FALSE((*w)->WriteAt(0, "x", 1).ok());  // used after Commit: an error, not a write
+  EXPECT_FALSE((*w)->Commit().ok());
+}
+
+TEST_F(DurableTest, AtomicFileWriterAbandonedOrFailedLeavesNoTrace) {
+  ASSERT_TRUE(WriteFileAtomic(posix_, P("f"), "old").ok());
+  {
+    auto w = AtomicFileWriter::Create(posix_, P("f"));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->WriteAt(0, "partial", 7).ok());
+  }  // dropped without Commit, as after a failed download
+  EXPECT_EQ(Read(P("f")), "old");
+  EXPECT_EQ(Names(), std::vector<std::string>{"f"});
+
+  FaultFileSystem fs(posix_);
+  fs.SetWriteBudget(3);  // the disk fills
+  {
+    auto w = AtomicFileWriter::Create(fs, P("f"));
+    ASSERT_TRUE(w.ok());
+    Status s = (*w)->WriteAt(0, "new content", 11);
+    EXPECT_EQ(s.code(), Code::kNoSpace) << s;
+    EXPECT_NE(s.message().find(P("f")), std::string::npos) << s;
+  }
+  fs.ClearWriteBudget();
+  fs.InjectErrors({.path_substring = ".tmp.", .probability = 1.0, .seed = 1, .ops = kFaultSync});
+  {
+    auto w = AtomicFileWriter::Create(fs, P("f"));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->WriteAt(0, "new", 3).ok());
+    EXPECT_EQ((*w)->Commit().code(), Code::kIOError);
+  }
+  EXPECT_EQ(Read(P("f")), "old");
+  EXPECT_EQ(Names(), std::vector<std::string>{"f"});
 }
 
 TEST_F(DurableTest, ReadFileToStringEnforcesLimit) {

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -160,6 +161,53 @@ Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer 
   }
   // Best effort: the caller needs the original error, not the cleanup's.
   store.AbortMultipartUpload(key, upload_id).IgnoreError();
+  return st;
+}
+
+Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, ObjectStore& dst, std::string_view dst_key,
+                                uint64_t part_size, int concurrency, const PutOptions& options) {
+  STRATA_RETURN_IF_ERROR(CheckArgs("ParallelCopy", src_key, part_size, concurrency));
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, src.Head(src_key));
+  constexpr uint64_t kMaxParts = 10000;
+  part_size = std::max({part_size, dst.MinPartSize(), (info.size + kMaxParts - 1) / kMaxParts});
+  if (info.size <= part_size) {
+    GetOptions pinned;
+    pinned.if_match = info.etag;
+    STRATA_ASSIGN_OR_RETURN(GetResult whole, src.Get(src_key, pinned));
+    return dst.Put(dst_key, std::move(whole.data), options);
+  }
+  auto* streamer = dynamic_cast<RangeStreamer*>(&src);
+  const uint64_t parts = (info.size + part_size - 1) / part_size;
+  STRATA_ASSIGN_OR_RETURN(std::string upload_id, dst.CreateMultipartUpload(dst_key, options));
+  std::vector<CompletedPart> completed(parts);
+  FirstError error;
+  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
+    if (error.failed()) return;
+    const uint64_t offset = i * part_size;
+    const uint64_t length = std::min(part_size, info.size - offset);
+    MutableBuffer part(length);
+    RangeConsumer place = [&](uint64_t at, const uint8_t* data, size_t n) -> Status {
+      if (at < offset || at - offset > length || n > length - (at - offset)) {
+        return CorruptionError("bytes " + std::to_string(at) + "+" + std::to_string(n) + " of '" +
+                               std::string(src_key) + "' lie outside part " + std::to_string(i + 1));
+      }
+      std::memcpy(part.data() + (at - offset), data, n);
+      return Status::Ok();
+    };
+    Status read = ReadPart(src, streamer, src_key, info, offset, length, place);
+    if (!read.ok()) return error.Set(read.WithContext("read source '" + std::string(src_key) + "'"));
+    int number = static_cast<int>(i) + 1;
+    auto etag = dst.UploadPart(dst_key, upload_id, number, std::move(part).Freeze());
+    if (!etag.ok()) return error.Set(etag.status().WithContext("write destination '" + std::string(dst_key) + "'"));
+    completed[i] = CompletedPart{number, std::move(*etag)};
+  });
+  Status st = error.status();
+  if (st.ok()) {
+    auto done = dst.CompleteMultipartUpload(dst_key, upload_id, completed);
+    if (done.ok()) return done;
+    st = done.status().WithContext("write destination '" + std::string(dst_key) + "'");
+  }
+  dst.AbortMultipartUpload(dst_key, upload_id).IgnoreError();  // best effort: the caller needs the first error
   return st;
 }
 

@@ -58,6 +58,16 @@ Result<ObjectInfo> ParallelGetTo(ObjectStore& store, std::string_view key, uint6
 Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer data, uint64_t part_size,
                                int concurrency, const PutOptions& options = {});
 
+// Copies `src_key` of `src` to `dst_key` of `dst` without ever holding the
+// whole object: ranged GETs pinned to the source's ETag feed a multipart
+// upload part by part, `concurrency` parts in flight, so memory stays near
+// concurrency x part_size whatever the object's size. The part size is raised
+// to the destination's MinPartSize() and so that at most 10000 parts are
+// needed. An object that fits in one part is one Get and one Put. The upload
+// is aborted on any failure and the first error returned.
+Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, ObjectStore& dst, std::string_view dst_key,
+                                uint64_t part_size, int concurrency, const PutOptions& options = {});
+
 // Every object under `prefix`, following continuation tokens. With a
 // delimiter, the common prefixes of every page go to *prefixes (may be null).
 Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix, std::string_view delimiter = {},

@@ -240,6 +240,92 @@ TEST(ParallelPut, AbortsOnFailure) {
   EXPECT_TRUE(create_fails.upload_id.empty());
 }
 
+// Counts parts held in memory across a copy: a ranged Get on the source
+// starts one, the destination's UploadPart of it ends it.
+struct PartTally {
+  std::atomic<int> held{0}, peak{0};
+};
+class CountingStore : public FaultStore {
+ public:
+  CountingStore(ObjectStorePtr inner, PartTally& tally)
+      : FaultStore(std::move(inner), FaultConfig{}, RealClock()), tally_(tally) {}
+  Result<GetResult> Get(std::string_view key, const GetOptions& o) override {
+    int now = ++tally_.held;
+    int seen = tally_.peak.load();
+    while (now > seen && !tally_.peak.compare_exchange_weak(seen, now)) {
+    }
+    return FaultStore::Get(key, o);
+  }
+  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
+    auto etag = FaultStore::UploadPart(key, id, n, std::move(data));
+    --tally_.held;
+    return etag;
+  }
+
+ private:
+  PartTally& tally_;
+};
+
+TEST(ParallelCopy, StreamsPartsBetweenStoresHoldingAtMostConcurrencyParts) {
+  auto src = SmallPartStore();
+  const std::string data = RandomBytes(50'500);
+  ASSERT_TRUE(src->Put("big", Buffer::Copy(data)).ok());
+  ASSERT_TRUE(src->Put("small", Buffer::Copy("tiny")).ok());
+  auto dst = SmallPartStore();
+  PartTally tally;
+  CountingStore counted_src(src, tally), counted_dst(dst, tally);
+  auto info = ParallelCopy(counted_src, "big", counted_dst, "copy/big", 1000, 3);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->size, data.size());
+  EXPECT_TRUE(info->etag.size() > 3 && info->etag.substr(info->etag.size() - 3) == "-51") << info->etag;
+  EXPECT_TRUE(dst->Get("copy/big")->data.view() == data);
+  EXPECT_GE(tally.peak.load(), 1);
+  EXPECT_LE(tally.peak.load(), 3);  // memory is bounded by the parts in flight, not the object
+  EXPECT_EQ(tally.held.load(), 0);
+
+  auto one = ParallelCopy(*src, "small", *dst, "copy/small", 1000, 3);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->etag.find('-'), std::string::npos);  // one plain Put
+  EXPECT_EQ(dst->Get("copy/small")->data.ToString(), "tiny");
+  EXPECT_EQ(ParallelCopy(*src, "missing", *dst, "x", 1000, 3).status().code(), Code::kNotFound);
+}
+
+TEST(ParallelCopy, RaisesThePartSizeToTheDestinationsLimits) {
+  auto src = MakeMemStore("", MemStoreOptions{.min_part_size = 1});
+  const std::string data = RandomBytes(20'001);
+  ASSERT_TRUE(src->Put("k", Buffer::Copy(data)).ok());
+  auto dst = MakeMemStore("", MemStoreOptions{.min_part_size = 1});
+  auto info = ParallelCopy(*src, "k", *dst, "k", 1, 8);  // 20001 parts of 1 byte would exceed 10000
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->etag.size() > 5 && info->etag.substr(info->etag.size() - 5) == "-6667") << info->etag;
+  EXPECT_TRUE(dst->Get("k")->data.view() == data);
+  auto strict = SmallPartStore();  // min part 1000: 20001 bytes in 21 parts
+  info = ParallelCopy(*src, "k", *strict, "k", 10, 8);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->etag.substr(info->etag.size() - 3) == "-21") << info->etag;
+}
+
+TEST(ParallelCopy, SourceOrDestinationFailureAbortsAndNamesTheSide) {
+  auto inner = SmallPartStore();
+  ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
+  FaultStore src(inner, FaultConfig{}, RealClock());
+  src.FailKey("k", UnavailableError("injected"), 1, FaultOp::kGet);
+  auto dst_inner = SmallPartStore();
+  FlakyUploads dst(dst_inner);
+  Status st = ParallelCopy(src, "k", dst, "out", 1000, 2).status();
+  EXPECT_EQ(st.code(), Code::kUnavailable) << st;
+  EXPECT_NE(st.ToString().find("read source 'k'"), std::string::npos) << st;
+  ASSERT_FALSE(dst.upload_id.empty());
+  EXPECT_EQ(dst_inner->ListParts("out", dst.upload_id).status().code(), Code::kNotFound);  // aborted
+  EXPECT_EQ(dst_inner->Head("out").status().code(), Code::kNotFound);
+
+  // The destination losing part 3 is named as the destination.
+  st = ParallelCopy(*inner, "k", dst, "out", 1000, 2).status();
+  EXPECT_EQ(st.code(), Code::kUnavailable) << st;
+  EXPECT_NE(st.ToString().find("write destination 'out'"), std::string::npos) << st;
+  EXPECT_EQ(dst_inner->Head("out").status().code(), Code::kNotFound);
+}
+
 TEST(ListAll, FollowsContinuationTokens) {
   auto store = MakeMemStore();
   for (int i = 0; i < 2500; ++i) {
