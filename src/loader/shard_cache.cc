@@ -58,19 +58,20 @@ Registry& SharedCaches() {
   return *r;
 }
 
-// An exclusive flock on a shard's lock file, held while its holder downloads
-// the shard and writes the file. The holder removes the lock file before
-// unlocking (so lock files do not pile up); a waiter that then holds a
-// removed file sees it is no longer the one named and locks the new one.
+// An exclusive, blocking flock on a lock file. A shard's download lock is
+// held while its holder downloads the shard and writes the file; the holder
+// removes that lock file before unlocking (so lock files do not pile up), and
+// a waiter that then holds a removed file sees it is no longer the one named
+// and locks the new one. The directory's budget lock (BudgetLockPath) stays.
 // A holder that dies releases the lock with its descriptor.
 class DownloadLock {
  public:
-  DownloadLock() = default;
+  explicit DownloadLock(bool remove_on_release = true) : remove_on_release_(remove_on_release) {}
   DownloadLock(const DownloadLock&) = delete;
   DownloadLock& operator=(const DownloadLock&) = delete;
   ~DownloadLock() {
     if (fd_ < 0) return;
-    (void)::unlink(path_.c_str());
+    if (remove_on_release_) (void)::unlink(path_.c_str());
     ::close(fd_);
   }
 
@@ -104,6 +105,7 @@ class DownloadLock {
   }
 
  private:
+  const bool remove_on_release_;
   std::string path_;
   int fd_ = -1;
 };
@@ -168,6 +170,8 @@ Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& id
 }
 
 std::string ShardCache::FilePath(size_t shard) const { return options_.dir + "/" + FileName(shard); }
+
+std::string ShardCache::BudgetLockPath() const { return options_.dir + "/budget.lock"; }
 
 std::string ShardCache::FileName(size_t shard) const {
   std::string id = store_->Url() + "\n" + keys_[shard] + "\n" + std::to_string(sizes_[shard]);
@@ -451,6 +455,15 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   if (need > disk_bytes_) return;
   FileSystem& fs = DefaultFileSystem();
   std::lock_guard disk(disk_mu_);
+  // Caches in other processes (DataLoader workers) share the directory and
+  // its bound: count, evict and write under its lock, or two of them could
+  // each find room for one more shard and overshoot the bound together.
+  DownloadLock budget(/*remove_on_release=*/false);
+  Status locked = budget.Acquire(BudgetLockPath(), [] {});
+  if (!locked.ok()) {
+    STRATA_LOG_WARN("loader cache: {}; not keeping {} on disk", locked.ToString(), keys_[shard]);
+    return;
+  }
   if (stale()) return;
   auto entries = fs.ListDir(options_.dir);
   if (!entries.ok()) return;

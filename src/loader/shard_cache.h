@@ -26,7 +26,8 @@
 // Processes sharing `dir` coordinate through a lock file per shard
 // ("<file>.lock", flock): one downloads while the others wait for its
 // verified file; a holder that dies releases the lock, and a waiter that then
-// finds no valid file downloads.
+// finds no valid file downloads. The disk bound holds across processes too:
+// each evicts and writes under the directory's budget lock.
 #pragma once
 
 #include <atomic>
@@ -116,6 +117,9 @@ class ShardCache {
   uint64_t disk_bytes() const { return disk_bytes_; }
   // The shard's file in `dir` (its lock file is this + ".lock").
   std::string FilePath(size_t shard) const;
+  // The lock file (flock) under which every cache on `dir`, in any process,
+  // counts the directory's bytes, evicts and writes a shard.
+  std::string BudgetLockPath() const;
 
  private:
   ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
