@@ -359,12 +359,17 @@ int main(int argc, char** argv) {
                 sha ? "(+SHA-256)" : "(xxh3)", load_s, gb / load_s, 100 * read_s / load_s, same ? "yes" : "NO");
   }
   result["load_byte_exact"] = exact;
+  std::string versus_torch = "(torch.save not run)";
+  if (result.contains("stall_ratio_torch_over_strata")) {
+    char text[96];
+    std::snprintf(text, sizeof(text), "vs torch.save %.3f s -> %.0fx less", result["torch"]["save_s"].get<double>(),
+                  result["stall_ratio_torch_over_strata"].get<double>());
+    versus_torch = text;
+  }
   std::printf(
-      "stall: strata %.1f ms (%.1f ms/GB, %.2fx a 2-thread memcpy; first save %.1f ms) vs torch.save %.3f s -> %.0fx "
-      "less; persist at %.0f%% of plain write+fsync\n",
-      stall * 1e3, stall * 1e3 / gb, stall / mem2, first * 1e3,
-      result.contains("torch") && result["torch"].contains("save_s") ? result["torch"]["save_s"].get<double>() : 0.0,
-      result.value("stall_ratio_torch_over_strata", 0.0), 100 * plain_s / persist);
+      "stall: strata %.1f ms (%.1f ms/GB, %.2fx a 2-thread memcpy; first save %.1f ms) %s; persist at %.0f%% "
+      "of plain write+fsync\n",
+      stall * 1e3, stall * 1e3 / gb, stall / mem2, first * 1e3, versus_torch.c_str(), 100 * plain_s / persist);
   double load_avg[3] = {0, 0, 0};
   if (::getloadavg(load_avg, 3) == 3) result["load_average_1m"] = load_avg[0];
   std::printf("load average at the end: %.2f (2 cores shared: figures move with it)\n", load_avg[0]);

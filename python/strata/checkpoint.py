@@ -39,7 +39,8 @@ _SAFETENSORS = {
 }
 
 # torch.distributed.checkpoint (StorageWriter/StorageReader) is not in every PyTorch; this build's
-# integration is only defined when it is importable.
+# integration is only defined when it is importable. Debian's 1.13 lacks it, and its predecessor
+# torch.distributed._shard.checkpoint does not import on Python 3.11 (a dataclass error).
 try:  # pragma: no cover - depends on the installed PyTorch
     import torch.distributed.checkpoint as _dcp  # noqa: F401
     HAVE_DCP = hasattr(_dcp, "StorageWriter") and hasattr(_dcp, "StorageReader")

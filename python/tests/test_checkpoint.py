@@ -158,14 +158,6 @@ def test_step_must_increase_and_missing_step(tmp_path):
         sc.Checkpointer(tmp_path / "empty").load()
 
 
-def test_no_dcp_adapter_without_dcp():
-    # Debian's torch 1.13 has no torch.distributed.checkpoint: strata must not pretend to offer
-    # a storage writer/reader it cannot test (README, "Checkpoints").
-    if sc.HAVE_DCP:
-        pytest.skip("this PyTorch has torch.distributed.checkpoint")
-    assert not hasattr(sc, "StrataStorageWriter") and not hasattr(sc, "StrataStorageReader")
-
-
 def test_two_ranks_commit_together(tmp_path):
     d = tmp_path / "ckpt"
     r0 = sc.Checkpointer(d, rank=0, world_size=2)
