@@ -33,6 +33,8 @@ class FirstError {
   std::atomic<bool> failed_{false};
 };
 
+constexpr uint64_t kMaxParts = 10000;  // S3's limit per multipart upload
+
 Status CheckArgs(std::string_view op, std::string_view key, uint64_t part_size, int concurrency) {
   if (part_size == 0 || concurrency < 1) {
     return InvalidArgumentError(std::string(op) + " of '" + std::string(key) +
@@ -91,6 +93,38 @@ Status ReadParts(ObjectStore& store, std::string_view key, const ObjectInfo& inf
   return error.status();
 }
 
+// One multipart upload of `parts` parts, `concurrency` at a time; part i is
+// made by make_part(i) on the worker that uploads it, so no more than
+// `concurrency` parts exist at once. Aborted on any failure; the first error
+// is returned (the store's with `store_context` added, if not empty).
+Result<ObjectInfo> UploadInParts(ObjectStore& store, std::string_view key, uint64_t parts, int concurrency,
+                                 const PutOptions& options, const std::string& store_context,
+                                 const std::function<Result<Buffer>(size_t)>& make_part) {
+  auto in_context = [&](Status st) { return store_context.empty() ? st : st.WithContext(store_context); };
+  auto upload_id = store.CreateMultipartUpload(key, options);
+  if (!upload_id.ok()) return in_context(upload_id.status());
+  std::vector<CompletedPart> completed(parts);
+  FirstError error;
+  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
+    if (error.failed()) return;
+    auto part = make_part(i);
+    if (!part.ok()) return error.Set(part.status());
+    int number = static_cast<int>(i) + 1;
+    auto etag = store.UploadPart(key, *upload_id, number, std::move(*part));
+    if (!etag.ok()) return error.Set(in_context(etag.status()));
+    completed[i] = CompletedPart{number, std::move(*etag)};
+  });
+  Status st = error.status();
+  if (st.ok()) {
+    auto info = store.CompleteMultipartUpload(key, *upload_id, completed);
+    if (info.ok()) return info;
+    st = in_context(info.status());
+  }
+  // Best effort: the caller needs the original error, not the cleanup's.
+  store.AbortMultipartUpload(key, *upload_id).IgnoreError();
+  return st;
+}
+
 }  // namespace
 
 Result<Buffer> ParallelGet(ObjectStore& store, std::string_view key, uint64_t part_size, int concurrency) {
@@ -139,76 +173,48 @@ Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer 
                                 " is below the store's minimum of " + std::to_string(store.MinPartSize()));
   }
   const uint64_t parts = (data.size() + part_size - 1) / part_size;
-  if (parts > 10000) {
+  if (parts > kMaxParts) {
     return InvalidArgumentError("ParallelPut of '" + k + "' would need " + std::to_string(parts) +
                                 " parts (max 10000); raise the part size");
   }
-  STRATA_ASSIGN_OR_RETURN(std::string upload_id, store.CreateMultipartUpload(key, options));
-  std::vector<CompletedPart> completed(parts);
-  FirstError error;
-  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
-    if (error.failed()) return;
-    int number = static_cast<int>(i) + 1;
-    auto etag = store.UploadPart(key, upload_id, number, data.Slice(i * part_size, part_size));
-    if (!etag.ok()) return error.Set(etag.status());
-    completed[i] = CompletedPart{number, std::move(*etag)};
-  });
-  Status st = error.status();
-  if (st.ok()) {
-    auto info = store.CompleteMultipartUpload(key, upload_id, completed);
-    if (info.ok()) return info;
-    st = info.status();
-  }
-  // Best effort: the caller needs the original error, not the cleanup's.
-  store.AbortMultipartUpload(key, upload_id).IgnoreError();
-  return st;
+  return UploadInParts(store, key, parts, concurrency, options, "",
+                       [&](size_t i) -> Result<Buffer> { return data.Slice(i * part_size, part_size); });
 }
 
 Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, ObjectStore& dst, std::string_view dst_key,
                                 uint64_t part_size, int concurrency, const PutOptions& options) {
   STRATA_RETURN_IF_ERROR(CheckArgs("ParallelCopy", src_key, part_size, concurrency));
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, src.Head(src_key));
-  constexpr uint64_t kMaxParts = 10000;
   part_size = std::max({part_size, dst.MinPartSize(), (info.size + kMaxParts - 1) / kMaxParts});
   if (info.size <= part_size) {
     GetOptions pinned;
     pinned.if_match = info.etag;
-    STRATA_ASSIGN_OR_RETURN(GetResult whole, src.Get(src_key, pinned));
-    return dst.Put(dst_key, std::move(whole.data), options);
+    auto whole = src.Get(src_key, pinned);
+    if (!whole.ok()) return whole.status().WithContext("read source '" + std::string(src_key) + "'");
+    auto put = dst.Put(dst_key, std::move(whole->data), options);
+    if (!put.ok()) return put.status().WithContext("write destination '" + std::string(dst_key) + "'");
+    return put;
   }
   auto* streamer = dynamic_cast<RangeStreamer*>(&src);
   const uint64_t parts = (info.size + part_size - 1) / part_size;
-  STRATA_ASSIGN_OR_RETURN(std::string upload_id, dst.CreateMultipartUpload(dst_key, options));
-  std::vector<CompletedPart> completed(parts);
-  FirstError error;
-  ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
-    if (error.failed()) return;
-    const uint64_t offset = i * part_size;
-    const uint64_t length = std::min(part_size, info.size - offset);
-    MutableBuffer part(length);
-    RangeConsumer place = [&](uint64_t at, const uint8_t* data, size_t n) -> Status {
-      if (at < offset || at - offset > length || n > length - (at - offset)) {
-        return CorruptionError("bytes " + std::to_string(at) + "+" + std::to_string(n) + " of '" +
-                               std::string(src_key) + "' lie outside part " + std::to_string(i + 1));
-      }
-      std::memcpy(part.data() + (at - offset), data, n);
-      return Status::Ok();
-    };
-    Status read = ReadPart(src, streamer, src_key, info, offset, length, place);
-    if (!read.ok()) return error.Set(read.WithContext("read source '" + std::string(src_key) + "'"));
-    int number = static_cast<int>(i) + 1;
-    auto etag = dst.UploadPart(dst_key, upload_id, number, std::move(part).Freeze());
-    if (!etag.ok()) return error.Set(etag.status().WithContext("write destination '" + std::string(dst_key) + "'"));
-    completed[i] = CompletedPart{number, std::move(*etag)};
-  });
-  Status st = error.status();
-  if (st.ok()) {
-    auto done = dst.CompleteMultipartUpload(dst_key, upload_id, completed);
-    if (done.ok()) return done;
-    st = done.status().WithContext("write destination '" + std::string(dst_key) + "'");
-  }
-  dst.AbortMultipartUpload(dst_key, upload_id).IgnoreError();  // best effort: the caller needs the first error
-  return st;
+  return UploadInParts(dst, dst_key, parts, concurrency, options, "write destination '" + std::string(dst_key) + "'",
+                       [&](size_t i) -> Result<Buffer> {
+                         const uint64_t offset = i * part_size;
+                         const uint64_t length = std::min(part_size, info.size - offset);
+                         MutableBuffer part(length);
+                         RangeConsumer place = [&](uint64_t at, const uint8_t* data, size_t n) -> Status {
+                           if (at < offset || at - offset > length || n > length - (at - offset)) {
+                             return CorruptionError("bytes " + std::to_string(at) + "+" + std::to_string(n) + " of '" +
+                                                    std::string(src_key) + "' lie outside part " +
+                                                    std::to_string(i + 1));
+                           }
+                           std::memcpy(part.data() + (at - offset), data, n);
+                           return Status::Ok();
+                         };
+                         Status read = ReadPart(src, streamer, src_key, info, offset, length, place);
+                         if (!read.ok()) return read.WithContext("read source '" + std::string(src_key) + "'");
+                         return std::move(part).Freeze();
+                       });
 }
 
 Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix, std::string_view delimiter,
