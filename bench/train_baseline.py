@@ -47,6 +47,17 @@ class FileDataset(Dataset):
         return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
+def prefer_accelerator_thread():
+    """Real-time priority for the emulated accelerator's thread, as `strata bench train` gives
+    its own: a real accelerator's step does not wait for a CPU the data loader keeps busy. The
+    thread sleeps almost all the time, so it cannot starve the workers. Best effort."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        return True
+    except (PermissionError, OSError, AttributeError):
+        return False
+
+
 def rank_main(rank, world, args, paths, epoch, barrier, results):
     torch.set_num_threads(1)
     sampler = DistributedSampler(FileDataset(paths), num_replicas=world, rank=rank, shuffle=True,
@@ -58,7 +69,9 @@ def rank_main(rank, world, args, paths, epoch, barrier, results):
     steps = []  # (end of step, compute seconds, samples, bytes)
     barrier.wait()  # every rank starts together
     start = time.monotonic()
-    for batch in loader:
+    batches = iter(loader)  # forks the workers, which keep the normal policy
+    prefer_accelerator_thread()
+    for batch in batches:
         c0 = time.monotonic()
         time.sleep(args.compute_time)  # the emulated accelerator
         c1 = time.monotonic()

@@ -111,6 +111,7 @@ struct EpochResult {
   uint64_t steps = 0;  // most steps of any rank
   uint64_t samples = 0;
   uint64_t bytes = 0;
+  bool realtime_accelerators = false;                     // every accelerator thread ran at real-time priority
   nlohmann::json source_stats = nlohmann::json::array();  // per rank
   nlohmann::json ToJson() const;
 };
