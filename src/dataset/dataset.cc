@@ -102,6 +102,16 @@ Result<Sample> Dataset::Get(uint64_t i) {
   return r->Get(local);
 }
 
+Result<Buffer> Dataset::GetRecord(uint64_t i) {
+  if (i >= size()) {
+    return InvalidArgumentError("sample " + std::to_string(i) + " out of range (dataset has " + std::to_string(size()) +
+                                ")");
+  }
+  auto [shard, local] = Locate(i);
+  STRATA_ASSIGN_OR_RETURN(const ShardRandomReader* r, Reader(shard));
+  return r->GetRecord(local);
+}
+
 Result<Dataset::ShardStream> Dataset::OpenShard(size_t shard, StreamOptions options) const {
   if (shard >= index_.shards.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
   ShardStream s;

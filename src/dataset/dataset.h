@@ -27,6 +27,8 @@ class Dataset {
   // Which shard holds global sample i, and its index inside that shard.
   std::pair<size_t, uint64_t> Locate(uint64_t i) const;
   Result<Sample> Get(uint64_t i);
+  // Global sample i's bytes as stored in its shard (ShardRandomReader::GetRecord).
+  Result<Buffer> GetRecord(uint64_t i);
   // Reads shard `shard` front to back; call Next() on the returned stream.
   struct ShardStream {
     std::unique_ptr<ObjectSource> source;

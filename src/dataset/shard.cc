@@ -170,7 +170,7 @@ Result<std::unique_ptr<ShardRandomReader>> ShardRandomReader::Open(ObjectStore& 
   return r;
 }
 
-Result<Sample> ShardRandomReader::Get(uint64_t i) const {
+Result<Buffer> ShardRandomReader::GetRecord(uint64_t i) const {
   if (i >= size()) {
     return InvalidArgumentError(key_ + ": sample " + std::to_string(i) + " out of range (shard has " +
                                 std::to_string(size()) + ")");
@@ -189,6 +189,12 @@ Result<Sample> ShardRandomReader::Get(uint64_t i) const {
                            std::to_string(len) + " bytes but only " + std::to_string(data.size()) +
                            " exist (truncated shard?)");
   }
+  return data;
+}
+
+Result<Sample> ShardRandomReader::Get(uint64_t i) const {
+  STRATA_ASSIGN_OR_RETURN(Buffer data, GetRecord(i));
+  const uint64_t begin = offsets_[i];
   if (format_ == ShardFormat::kIndexed) return DecodeIndexedRecord(data, header_, i, key_, limits_);
   BufferSource src(data, key_, begin);
   std::optional<Sample> sample;

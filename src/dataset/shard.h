@@ -65,6 +65,9 @@ class ShardRandomReader {
   uint64_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
   // Sample i with one ranged GET. InvalidArgument if i >= size().
   Result<Sample> Get(uint64_t i) const;
+  // Sample i's bytes as stored (a tar member group, a framed TFRecord
+  // record, an indexed record), with one ranged GET.
+  Result<Buffer> GetRecord(uint64_t i) const;
   const std::vector<std::string>& fields() const { return header_.fields; }
 
  private:
