@@ -419,6 +419,9 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
   o.rank = rank;
   o.num_workers = 1;
   o.cache_dir = cache_dir;
+  // Every sample exactly once (the sweep checks the count); the barrier lets a
+  // rank with one batch fewer drop out, where DDP would need even_batches.
+  o.even_batches = false;
   // The accelerator gets bytes, as DLIO's readers hand over (no JSON or Example decoding).
   for (const auto& f : fields) o.decode.emplace(f, loader::Decode::kRaw);
   return o;

@@ -296,6 +296,13 @@ Batch Collate(std::vector<DecodedSample>& samples, uint64_t epoch, uint64_t firs
     }
     if (!same_kind) col.kind = Decode::kRaw;
     if (col.kind != Decode::kNpy || !same_kind || !same_array) col.dtype.clear(), col.shape.clear();
+    if (col.kind == Decode::kNpy && !same_array) {
+      // Ragged arrays keep each row's layout, so every row can still be viewed as its array.
+      for (const auto& s : samples) {
+        const Value& v = s.fields.at(name);  // same_kind: every sample has the field
+        col.rows.push_back({v.dtype, v.shape, v.fortran_order});
+      }
+    }
     bool fixed = true;
     uint64_t total = 0;
     for (auto p : parts) fixed = fixed && p.size() == parts[0].size(), total += p.size();

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -206,7 +207,7 @@ TEST(StreamingTest, EverySampleOnceAcrossRanksAndWorkersInPlannedOrder) {
     for (size_t rank = 0; rank < 2; ++rank) {
       StreamingOptions o;
       o.shuffle = sh, o.shuffle_window = 2, o.seed = 5, o.world_size = 2, o.rank = rank, o.num_workers = 3,
-      o.batch_size = 4;
+      o.batch_size = 4, o.even_batches = false;
       auto ds = f.Open(o);
       auto order = ds->EpochOrder(0);
       uint64_t rank_total = 0;
@@ -258,6 +259,7 @@ TEST(StreamingTest, ResumeWithOtherWorkersAndWorldSize) {
         for (size_t rank = 0; rank < before.world; ++rank) {
           StreamingOptions o;
           o.world_size = before.world, o.rank = rank, o.num_workers = before.workers, o.batch_size = batch;
+          o.even_batches = false;  // exactly once (even_batches pads: EvenBatchesResume)
           auto ds = f.Open(o);
           std::vector<std::unique_ptr<Iterator>> its;
           for (size_t w = 0; w < before.workers; ++w) its.push_back(*ds->Iterate(w, ds->MakeState(0, 0)));
@@ -275,6 +277,7 @@ TEST(StreamingTest, ResumeWithOtherWorkersAndWorldSize) {
         for (size_t rank = 0; rank < after.world; ++rank) {
           StreamingOptions o;
           o.world_size = after.world, o.rank = rank, o.num_workers = after.workers, o.batch_size = batch;
+          o.even_batches = false;
           auto ds = f.Open(o);
           for (size_t w = 0; w < after.workers; ++w) {
             for (uint64_t i : Drain(**ds->Iterate(w, *state))) seen.insert(i);
@@ -299,8 +302,12 @@ TEST(StreamingTest, StateJsonAndForeignStateRefused) {
   EXPECT_EQ(back->samples_consumed, 3u);
   EXPECT_EQ(back->fingerprint, ds->fingerprint());
   EXPECT_EQ(State::FromJson("{").status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(State::FromJson(R"({"version":1,"epoch":-1,"samples_consumed":0,"fingerprint":""})").status().code(),
+  EXPECT_EQ(State::FromJson(R"({"version":1,"epoch":-1,"samples_consumed":0,"fingerprint":"ab"})").status().code(),
             Code::kInvalidArgument);
+  // A saved state without a fingerprint could resume any dataset: refused, saying why.
+  auto unnamed = State::FromJson(R"({"version":1,"epoch":0,"samples_consumed":0,"fingerprint":""})");
+  EXPECT_EQ(unnamed.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(unnamed.status().message().find("non-empty fingerprint"), std::string::npos) << unnamed.status();
 
   auto other = g.Open(o);
   auto refused = other->Iterate(0, s);
@@ -616,8 +623,16 @@ TEST(PipelineTest, ConcurrentIteratorsOverOneCache) {
   }
 }
 
+size_t ThreadCount() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.is_directory();
+  return n;
+}
+
 // Iterators destroyed at every point of an epoch (background fetches and
-// decodes in flight, a failed shard on the way) stop cleanly.
+// decodes in flight, a failed shard on the way) stop cleanly: their threads
+// are gone, nothing reaches the store afterwards, their stats counted what
+// the consumer got, and the failed shard is named once the consumer reaches it.
 TEST(PipelineTest, DestroyedAtAnyPoint) {
   Fixture f(std::vector<uint64_t>(12, 3));
   auto faults = std::make_shared<FaultStore>(f.store, FaultConfig{});
@@ -626,11 +641,37 @@ TEST(PipelineTest, DestroyedAtAnyPoint) {
   o.batch_size = 2, o.decode_threads = 3, o.prefetch_shards = 3, o.prefetch_batches = 2, o.retries = 0;
   o.ram_cache_bytes = 3 * f.index.shards[0].size;
   auto ds = f.Open(o, faults);
+  const size_t idle = ThreadCount();
   for (uint64_t consume = 0; consume <= f.total; consume += 5) {
-    auto it = *ds->Iterate(0, {});
-    for (uint64_t i = 0; i < consume; ++i) {
-      if (!it->NextSample().ok()) break;
+    SCOPED_TRACE(consume);
+    uint64_t got = 0;
+    Status err;
+    {
+      auto it = *ds->Iterate(0, {});
+      EXPECT_GT(ThreadCount(), idle);  // its pipeline runs
+      for (uint64_t i = 0; i < consume; ++i) {
+        auto s = it->NextSample();
+        if (!s.ok()) {
+          err = s.status();
+          break;
+        }
+        ASSERT_TRUE(*s);
+        ++got;
+      }
+      Stats st = it->stats();
+      EXPECT_GE(st.samples, got);  // whole batches are counted as they are handed over
+      EXPECT_LT(st.samples, got + o.batch_size);
+      EXPECT_LE(st.queue_depth, o.prefetch_batches);
     }
+    const uint64_t requests = faults->counters().requests;  // destroyed: its fetches are over
+    EXPECT_TRUE(WaitFor([&] { return ThreadCount() == idle; })) << ThreadCount() << " threads, " << idle << " before";
+    if (!err.ok()) {
+      EXPECT_NE(err.message().find("ds/shard-00007.tar"), std::string::npos) << err;
+    }
+    if (consume == f.total) {
+      EXPECT_FALSE(err.ok()) << "the epoch includes the failing shard";
+    }
+    EXPECT_EQ(faults->counters().requests, requests);
   }
 }
 
@@ -642,13 +683,14 @@ TEST(PipelineTest, DestroyedWhileAFetchIsInTheStore) {
   StreamingOptions o;
   o.fetch_concurrency = 1;
   auto ds = f.Open(o, gate);
+  const uint64_t opened = gate->gets();  // index.json, manifest.json
   auto it = *ds->Iterate(0, {});
   ASSERT_TRUE(WaitFor([&] { return gate->blocked() >= 1; }));
   std::thread destroyer([&] { it.reset(); });
   gate->Open();
   destroyer.join();
   uint64_t gets = gate->gets();
-  EXPECT_LE(gets, 1u + 3u);  // the index, then at most the epoch's 3 shards (already claimed)
+  EXPECT_LE(gets, opened + 3u);  // at most the epoch's 3 shards (already claimed)
   auto again = *ds->Iterate(0, {});
   ASSERT_TRUE(again->NextSample().ok());
 }

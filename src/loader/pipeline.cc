@@ -116,7 +116,7 @@ class IteratorImpl : public Iterator {
     items_.resize(batches.size());
     for (size_t b = 0; b < batches.size(); ++b) {
       for (uint64_t p = batches[b].begin; p < batches[b].end; ++p) {
-        uint64_t index = order[p];
+        uint64_t index = order[OrderSlot(p, order.size())];  // (padding repeats the epoch's start)
         auto [shard, local] = ds_->Locate(index);
         items_[b].push_back({p, index, shard, local});
         if (!last_batch_.count(shard)) shard_seq_.push_back(shard);
@@ -153,6 +153,7 @@ class IteratorImpl : public Iterator {
       return ParsedValue{std::move(p), extra};
     };
     for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
+      if (attempt > 0 && !Backoff(shard, attempt)) break;
       {
         std::lock_guard lock(mu_);
         if (stop_) break;
@@ -189,6 +190,26 @@ class IteratorImpl : public Iterator {
       MaybeFetchLocked();
     }
     cv_.notify_all();
+  }
+
+  // Waits before retry `attempt` (>= 1): exponential with jitter, so shards
+  // failing together (a throttled or restarting store) do not retry in lockstep.
+  // False if the iterator stopped meanwhile.
+  bool Backoff(size_t shard, int attempt) {
+    using std::chrono::nanoseconds;
+    const nanoseconds cap = std::chrono::seconds(2);
+    nanoseconds full = std::min<nanoseconds>(cap, opt_.retry_backoff * (1ll << std::min(attempt - 1, 20)));
+    SplitMix64 rng(MixSeed(
+        {shard, static_cast<uint64_t>(attempt), static_cast<uint64_t>(Clock::now().time_since_epoch().count())}));
+    nanoseconds wait = full / 2 + nanoseconds(full.count() > 0 ? rng.Below(full.count() / 2 + 1) : 0);
+    if (opt_.clock) {
+      opt_.clock->SleepFor(wait);
+    } else {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, wait, [&] { return stop_; });
+    }
+    std::lock_guard lock(mu_);
+    return !stop_;
   }
 
   bool BatchReadyLocked(size_t b) const {

@@ -46,7 +46,11 @@ std::string Fingerprint(const dataset::Manifest& index, const OrderSpec& spec) {
   std::string canon = "strata-loader-order-v1\n";
   canon += std::string(dataset::FormatName(index.format)) + "\n" + index.compression + "\n";
   for (const auto& s : index.shards) {
-    canon += s.name + "\t" + std::to_string(s.size) + "\t" + std::to_string(s.samples) + "\n";
+    canon += s.name + "\t" + std::to_string(s.size) + "\t" + std::to_string(s.samples);
+    // Content hashes, where the index has them (manifest.json): a dataset
+    // regenerated with the same layout is another dataset.
+    if (!s.sha256.empty()) canon += "\t" + s.sha256;
+    canon += "\n";
   }
   canon += "seed=" + std::to_string(spec.seed) + " shuffle=" + std::to_string(static_cast<int>(spec.shuffle));
   if (spec.shuffle == Shuffle::kWindow) canon += " window=" + std::to_string(spec.shuffle_window);
@@ -109,13 +113,20 @@ std::vector<PositionRange> RankBatches(const PartitionSpec& spec, uint64_t consu
     uint64_t begin = consumed + i * g + spec.rank * b;
     out.push_back({begin, begin + b});
   }
+  if (tail == 0) return out;
+  const uint64_t tail_begin = consumed + full * g;
+  if (spec.even_batches) {
+    // Every rank gets one more batch, or none: DDP's collectives need equal step counts.
+    if (!spec.drop_last) {
+      const uint64_t per_rank = (tail + spec.world_size - 1) / spec.world_size;
+      out.push_back({tail_begin + spec.rank * per_rank, tail_begin + (spec.rank + 1) * per_rank});
+    }
+    return out;
+  }
   uint64_t skip = spec.rank * b;
   if (tail > skip) {
     uint64_t len = std::min<uint64_t>(b, tail - skip);
-    if (len == b || !spec.drop_last) {
-      uint64_t begin = consumed + full * g + skip;
-      out.push_back({begin, begin + len});
-    }
+    if (len == b || !spec.drop_last) out.push_back({tail_begin + skip, tail_begin + skip + len});
   }
   return out;
 }

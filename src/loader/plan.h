@@ -40,8 +40,8 @@ struct OrderSpec {
   size_t shuffle_window = 8;
 };
 
-// Hex fingerprint of the index (format, each shard's name, size and sample
-// count) and the order options.
+// Hex fingerprint of the index (format, each shard's name, size, sample
+// count and sha256 where recorded) and the order options.
 std::string Fingerprint(const dataset::Manifest& index, const OrderSpec& spec);
 
 // Shard order for `epoch`: storage order for kNone, else a seeded permutation.
@@ -56,10 +56,17 @@ std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, con
 
 // The deal. After `consumed` samples of an epoch of `total` samples, the
 // remainder is cut into global batches of batch*world samples; rank r gets
-// the r-th run of `batch` samples of each; the last, partial global batch is
-// cut the same way (ranks past its end get nothing from it, and at most one
-// rank gets a partial batch). Rank-local batch b goes to worker b % workers.
-// drop_last drops only that one partial batch (< batch samples).
+// the r-th run of `batch` samples of each. Rank-local batch b goes to worker
+// b % workers. The last, partial global batch (`tail` < batch*world samples):
+//  - even_batches, !drop_last: cut into world runs of ceil(tail/world), so
+//    every rank gets the same number of batches; positions past the end are
+//    padding, position total+j repeating position j % total (the epoch's
+//    start), as torch's DistributedSampler pads. At most world-1 repeats.
+//  - even_batches, drop_last: dropped for every rank (the same batch counts
+//    as DistributedSampler(drop_last) + DataLoader(drop_last)).
+//  - !even_batches: cut like the full ones (ranks past its end get nothing,
+//    at most one rank gets a partial batch, so ranks may differ by one
+//    batch); drop_last drops only that one partial batch (< batch samples).
 struct PartitionSpec {
   uint64_t total = 0;
   size_t world_size = 1;
@@ -67,9 +74,11 @@ struct PartitionSpec {
   size_t num_workers = 1;
   size_t batch_size = 1;
   bool drop_last = false;
+  bool even_batches = false;
 };
 
-// A batch as a half-open range of positions in the epoch's global order.
+// A batch as a half-open range of positions in the epoch's global order
+// (positions >= total are padding: see PartitionSpec).
 struct PositionRange {
   uint64_t begin = 0;
   uint64_t end = 0;
@@ -80,7 +89,9 @@ struct PositionRange {
 std::vector<PositionRange> RankBatches(const PartitionSpec& spec, uint64_t consumed);
 // The worker's batches (every num_workers-th rank batch, from `worker`).
 std::vector<PositionRange> WorkerBatches(const PartitionSpec& spec, uint64_t consumed, size_t worker);
-// Samples the rank gets after `consumed` (all its workers).
+// The epoch order's index for `position` (padding wraps to the epoch's start); total > 0.
+inline uint64_t OrderSlot(uint64_t position, uint64_t total) { return position < total ? position : position % total; }
+// Samples the rank gets after `consumed` (all its workers; padding included).
 uint64_t RankSampleCount(const PartitionSpec& spec, uint64_t consumed);
 
 Status ValidatePartition(const PartitionSpec& spec);

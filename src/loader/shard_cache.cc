@@ -175,6 +175,7 @@ std::string ShardCache::BudgetLockPath() const { return options_.dir + "/budget.
 
 std::string ShardCache::FileName(size_t shard) const {
   std::string id = store_->Url() + "\n" + keys_[shard] + "\n" + std::to_string(sizes_[shard]);
+  if (!options_.content_id.empty()) id += "\n" + options_.content_id;
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XxHash3(id)));
   return std::string(hex) + std::string(kSuffix);

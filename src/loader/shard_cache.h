@@ -52,6 +52,11 @@ struct ParsedShard;  // loader/internal.h: what the loader parses a shard into
 
 struct ShardCacheOptions {
   std::string dir;  // empty: RAM only
+  // Names the shards' content (the loader passes its index fingerprint, which
+  // has the shards' sha256 when the dataset records them): part of every file
+  // name in `dir`, so a dataset regenerated with the same layout never reads
+  // the files of the one it replaced.
+  std::string content_id;
   uint64_t disk_bytes = 16ull << 30;
   uint64_t ram_bytes = 256ull << 20;
   size_t fetch_concurrency = 16;        // ranged GETs in flight (all shards together; per opener when shared)

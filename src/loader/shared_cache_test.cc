@@ -88,6 +88,7 @@ std::vector<std::shared_ptr<StreamingDataset>> OpenRanks(const SharedFixture& f,
     StreamingOptions o;
     o.world_size = world, o.rank = r, o.num_workers = 2, o.batch_size = 2, o.shuffle_window = 4, o.seed = 9;
     o.share_cache = share;
+    o.even_batches = false;  // every sample exactly once (no padding)
     auto ds = StreamingDataset::Open(store, "ds", o);
     EXPECT_TRUE(ds.ok()) << ds.status().ToString();
     ranks.push_back(*ds);

@@ -33,7 +33,10 @@ Result<State> State::FromJson(std::string_view json) {
     if (!j.contains(k) || !j[k].is_number_unsigned())
       return bad(std::string("\"") + k + "\" must be an unsigned integer");
   }
-  if (!j.contains("fingerprint") || !j["fingerprint"].is_string()) return bad("\"fingerprint\" must be a string");
+  if (!j.contains("fingerprint") || !j["fingerprint"].is_string() || j["fingerprint"].get<std::string>().empty()) {
+    // A saved state must say which dataset it is for; accepting none would resume any dataset.
+    return bad("\"fingerprint\" must be the non-empty fingerprint of the dataset the state was saved from");
+  }
   s.epoch = j["epoch"].get<uint64_t>();
   s.samples_consumed = j["samples_consumed"].get<uint64_t>();
   s.fingerprint = j["fingerprint"].get<std::string>();
@@ -142,14 +145,54 @@ Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t ind
 
 // ---- the dataset --------------------------------------------------------------
 
+namespace {
+
+// `index` with each shard's sha256 from manifest.json, when the dataset has
+// one (strata pack writes index.json without hashes and manifest.json with
+// them), so the fingerprint tells a regenerated dataset of the same layout
+// from the original. Corruption if the two files list different shards.
+Result<dataset::Manifest> WithContentHashes(ObjectStore& store, const std::string& prefix,
+                                            const dataset::Manifest& index) {
+  dataset::Manifest out = index;
+  bool hashed = std::all_of(out.shards.begin(), out.shards.end(), [](const auto& s) { return !s.sha256.empty(); });
+  if (hashed || out.shards.empty()) return out;
+  const std::string key = prefix + std::string(dataset::kManifestName);
+  auto got = store.Get(key);
+  if (!got.ok()) {
+    if (got.status().code() == Code::kNotFound) return out;
+    return got.status().WithContext("reading " + key + " for the shards' content hashes");
+  }
+  STRATA_ASSIGN_OR_RETURN(dataset::Manifest m, dataset::ParseManifest(got->data.view(), key));
+  bool same = m.shards.size() == out.shards.size();
+  for (size_t k = 0; same && k < m.shards.size(); ++k) {
+    const auto &a = m.shards[k], &b = out.shards[k];
+    same = a.name == b.name && a.size == b.size && a.samples == b.samples;
+    if (same && b.sha256.empty()) out.shards[k].sha256 = a.sha256;
+  }
+  if (!same) {
+    return CorruptionError(key + " lists other shards than the dataset's index (a pack interrupted or mixed with " +
+                           "another?): repack the dataset");
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std::string prefix,
                                                        StreamingOptions options) {
-  PartitionSpec part{0, options.world_size, options.rank, options.num_workers, options.batch_size, options.drop_last};
+  PartitionSpec part{0,
+                     options.world_size,
+                     options.rank,
+                     options.num_workers,
+                     options.batch_size,
+                     options.drop_last,
+                     options.even_batches};
   STRATA_RETURN_IF_ERROR(ValidatePartition(part));
   if (options.shuffle == Shuffle::kWindow && options.shuffle_window == 0) {
     return InvalidArgumentError("shuffle_window must be at least 1 shard");
   }
   if (options.retries < 0) return InvalidArgumentError("retries must be >= 0");
+  if (options.retry_backoff.count() < 0) return InvalidArgumentError("retry_backoff must be >= 0");
   if (!prefix.empty() && prefix.back() != '/') prefix += '/';
   std::shared_ptr<DatasetImpl> d(new DatasetImpl());
   d->store_ = store;
@@ -166,7 +209,8 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
     sizes.push_back(shards[k].size);
   }
   d->spec_ = {options.shuffle, options.seed, options.shuffle_window};
-  d->fingerprint_ = Fingerprint(d->ds_->index(), d->spec_);
+  STRATA_ASSIGN_OR_RETURN(dataset::Manifest hashed, WithContentHashes(*store, prefix, d->ds_->index()));
+  d->fingerprint_ = Fingerprint(hashed, d->spec_);
 
   // A window's shards are all read at once, so a disk cache that cannot hold
   // them would evict what the window still needs and refetch it (thrash).
@@ -187,14 +231,14 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
   }
   ShardCacheOptions co;
   co.dir = options.cache_dir;
+  co.content_id = Fingerprint(hashed, OrderSpec{});
   co.disk_bytes = options.cache_limit_bytes;
   co.ram_bytes = options.ram_cache_bytes;
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
   if (options.share_cache) {
     // The data (the store's URL names its bytes, the index fingerprint its
     // shards) and the directory; not the order or partition, which every rank differs in.
-    std::string identity =
-        store->Url() + "\n" + prefix + "\n" + Fingerprint(d->ds_->index(), OrderSpec{}) + "\n" + options.cache_dir;
+    std::string identity = store->Url() + "\n" + prefix + "\n" + co.content_id + "\n" + options.cache_dir;
     STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::OpenShared(identity, store, std::move(keys), std::move(sizes), co));
   } else {
     STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::Open(store, std::move(keys), std::move(sizes), co));
@@ -203,7 +247,13 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
 }
 
 PartitionSpec DatasetImpl::Partition() const {
-  return {size(), options_.world_size, options_.rank, options_.num_workers, options_.batch_size, options_.drop_last};
+  return {size(),
+          options_.world_size,
+          options_.rank,
+          options_.num_workers,
+          options_.batch_size,
+          options_.drop_last,
+          options_.even_batches};
 }
 
 uint64_t DatasetImpl::RankSize(size_t rank) const {
@@ -243,8 +293,21 @@ Result<std::unique_ptr<Iterator>> DatasetImpl::Iterate(size_t worker, const Stat
 }
 
 Result<DecodedSample> DatasetImpl::Get(uint64_t index) {
-  STRATA_ASSIGN_OR_RETURN(dataset::Sample s, ds_->Get(index));
-  return DecodeSample(options_, index, s, nullptr);
+  if (ds_->index().format != dataset::ShardFormat::kTfRecord) {
+    STRATA_ASSIGN_OR_RETURN(dataset::Sample s, ds_->Get(index));
+    return DecodeSample(options_, index, s, nullptr);
+  }
+  // TFRecord: parse the record as iteration parses a shard (the Example kept,
+  // numeric features rendered, a missing key numbered globally), so both agree.
+  if (index >= size()) {
+    return InvalidArgumentError("sample " + std::to_string(index) + " out of range (dataset has " +
+                                std::to_string(size()) + ")");
+  }
+  auto [shard, local] = Locate(index);
+  STRATA_ASSIGN_OR_RETURN(Buffer record, ds_->GetRecord(index));
+  STRATA_ASSIGN_OR_RETURN(auto parsed, ParseShard(ds_->index().format, std::move(record),
+                                                  ShardKey(shard) + " sample " + std::to_string(local), 1, index));
+  return DecodeSample(options_, index, parsed->samples[0], &parsed->examples[0]);
 }
 
 Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(ObjectStorePtr store, std::string prefix,

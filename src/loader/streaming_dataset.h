@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/clock.h"
 #include "base/status.h"
 #include "dataset/manifest.h"
 #include "dataset/sample.h"
@@ -65,9 +66,16 @@ struct StreamingOptions {
   size_t rank = 0;
   size_t num_workers = 1;  // data-loading workers per rank
   size_t batch_size = 1;   // per rank; the unit dealt to workers
-  // drop_last drops only the epoch's one partial batch: the tail that does not
-  // fill batch_size (it lands on at most one rank); full batches are never dropped.
+  // The epoch's last, partial global batch (fewer than batch_size x world_size
+  // samples). even_batches (default): every rank gets the same number of
+  // batches, as DDP's collectives need: the partial global batch is split
+  // evenly over the ranks and padded with samples from the epoch's start
+  // (at most world_size - 1 repeats, as torch's DistributedSampler pads), or
+  // with drop_last dropped for every rank. Without even_batches every sample
+  // is yielded exactly once but ranks may differ by one batch; drop_last then
+  // drops only the one partial rank batch. With world_size 1 both agree.
   bool drop_last = false;
+  bool even_batches = true;
 
   // Pipeline.
   size_t prefetch_shards = 4;            // shards fetched ahead of the one being read
@@ -79,8 +87,13 @@ struct StreamingOptions {
   // Bad input: a shard that fails to fetch or parse is retried `retries`
   // times, then fails the iterator with an error naming it, unless
   // `skip_corrupt` (then it is skipped and counted in Stats).
+  // Retry k waits about retry_backoff x 2^(k-1) (half of it random jitter, at
+  // most 2 s), on `clock` if set (tests pass a FakeClock), else on the real
+  // clock, cut short when the iterator is destroyed.
   int retries = 2;
   bool skip_corrupt = false;
+  std::chrono::milliseconds retry_backoff{50};
+  Clock* clock = nullptr;
 };
 
 // A decoded field. Exactly one of the members is meaningful, by `kind`.
@@ -99,6 +112,14 @@ struct DecodedSample {
   std::map<std::string, Value> fields;
 };
 
+// One .npy array's layout (the data is elsewhere).
+struct ArrayMeta {
+  std::string dtype;  // numpy descr, e.g. "<f4"
+  std::vector<int64_t> shape;
+  bool fortran_order = false;
+  bool operator==(const ArrayMeta&) const = default;
+};
+
 // A batch with each field collated into one contiguous buffer: when every
 // sample's field has the same size (fixed-shape arrays, fixed records),
 // `data` is [batch x item] and `offsets` is empty; otherwise `offsets` has
@@ -107,8 +128,11 @@ struct Column {
   Decode kind = Decode::kRaw;
   Buffer data;
   std::vector<uint64_t> offsets;
-  std::string dtype;           // kNpy when all samples agree
+  std::string dtype;           // kNpy when all samples agree (C order, same dtype and shape)
   std::vector<int64_t> shape;  // kNpy: per-sample shape when all samples agree
+  // kNpy when the samples' arrays differ (ragged: shape, dtype or order):
+  // each row's layout, its data at offsets[i]..offsets[i+1]; else empty.
+  std::vector<ArrayMeta> rows;
 };
 
 struct Batch {
