@@ -5,7 +5,8 @@
 // and a cached file altered on disk is refetched, never served. Caches on
 // one directory (processes, or caches that share nothing else) download each
 // shard once between them, keep the directory within its bound together, and
-// a waiter outlives a lock holder that dies.
+// a waiter outlives a lock holder that dies. A regenerated dataset (other
+// content hashes, same layout) never gets the files kept for the old one.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include "dataset/pack.h"
 #include "io/durable.h"
 #include "io/file_system.h"
+#include "loader/loader_test_util.h"
 #include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
 #include "object/cloud_store.h"
@@ -410,6 +412,36 @@ TEST_F(LoaderIntegrationTest, AWaiterDownloadsWhenTheLockHolderDies) {
   EXPECT_TRUE(got->from_store);
   EXPECT_EQ(counting->gets(), 1u);
   EXPECT_TRUE(*DefaultFileSystem().Exists(cache->FilePath(0)));
+}
+
+// Files a cache directory kept for one dataset are not served to a dataset
+// regenerated with the same layout (other content hashes).
+TEST(LoaderCacheDirTest, ACacheDirectoryNeverServesAReplacedDatasetsShards) {
+  auto store = MakeMemStore("loader-it-regenerated");
+  auto index = testing::WriteDataset(*store, "ds/", dataset::ShardFormat::kTar, {4, 4}, testing::TextFields);
+  auto write_manifest = [&](const std::string& hash) {
+    dataset::Manifest m = index;
+    for (auto& s : m.shards) s.sha256 = std::string(64, hash[0]);
+    ASSERT_TRUE(store->Put("ds/manifest.json", Buffer::FromString(dataset::EncodeManifest(m))).ok());
+  };
+  const std::string dir = *MakeTempDir("strata-partition-test-");
+  StreamingOptions o;
+  o.cache_dir = dir;
+  auto drain = [&] {
+    auto it = *(*StreamingDataset::Open(store, "ds", o))->Iterate(0, {});
+    while (it->NextSample().value()) {
+    }
+    return it->stats();
+  };
+  write_manifest("a");
+  EXPECT_EQ(drain().shards_fetched, 2u);
+  EXPECT_EQ(drain().shards_from_cache, 2u);  // the same dataset again: from the directory
+  write_manifest("b");
+  Stats replaced = drain();
+  EXPECT_EQ(replaced.shards_from_cache, 0u);
+  EXPECT_EQ(replaced.shards_fetched, 2u);
+  (void)RemoveAll(DefaultFileSystem(), dir);
+  DropMemStore("loader-it-regenerated");
 }
 
 }  // namespace
