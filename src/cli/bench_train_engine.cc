@@ -148,14 +148,8 @@ nlohmann::json EpochResult::ToJson() const {
 
 namespace {
 
-struct RankLog {
-  TimePoint start{};
-  std::vector<TimePoint> step_end;
-  std::vector<Duration> compute;  // measured sleep per step
-  std::vector<BatchInfo> batches;
+struct RankLog : RankTimeline {
   Status error;
-  nlohmann::json stats = nlohmann::json::object();
-  bool realtime = false;  // the thread got its real-time priority
 };
 
 // A real accelerator computes on its own silicon: its step time does not
@@ -220,14 +214,29 @@ Result<EpochResult> RunEpoch(size_t world, uint64_t epoch, Duration compute, con
       return logs[r].error.WithContext("accelerator " + std::to_string(r) + " of " + std::to_string(world));
     }
   }
+  std::vector<RankTimeline> timelines(logs.begin(), logs.end());
+  return SummarizeEpoch(epoch, compute, timelines);
+}
+
+Result<EpochResult> SummarizeEpoch(uint64_t epoch, Duration compute, const std::vector<RankTimeline>& logs) {
+  if (logs.empty()) return InvalidArgumentError("no accelerators to summarise");
+  const size_t world = logs.size();
   EpochResult res;
   res.accelerators = world;
-  res.realtime_accelerators = std::all_of(logs.begin(), logs.end(), [](const RankLog& log) { return log.realtime; });
+  res.realtime_accelerators =
+      std::all_of(logs.begin(), logs.end(), [](const RankTimeline& log) { return log.realtime; });
   res.epoch = epoch + 1;
   TimePoint start = logs[0].start, first_end{}, end{};
   Duration measured_after{0};
   uint64_t steps_after = 0, samples_after = 0;
-  for (const auto& log : logs) {
+  for (size_t r = 0; r < world; ++r) {
+    const RankTimeline& log = logs[r];
+    if (log.step_end.size() != log.batches.size() || log.compute.size() != log.batches.size()) {
+      return InvalidArgumentError("accelerator " + std::to_string(r) + "'s timeline has " +
+                                  std::to_string(log.batches.size()) + " batches but " +
+                                  std::to_string(log.step_end.size()) + " step ends and " +
+                                  std::to_string(log.compute.size()) + " compute times");
+    }
     start = std::min(start, log.start);
     res.steps = std::max<uint64_t>(res.steps, log.step_end.size());
     for (size_t i = 0; i < log.batches.size(); ++i) {

@@ -116,6 +116,20 @@ struct EpochResult {
   nlohmann::json ToJson() const;
 };
 
+// What one accelerator recorded over an epoch (RunEpoch's threads fill these).
+struct RankTimeline {
+  TimePoint start{};                // when it asked for its source (the epoch's start)
+  std::vector<TimePoint> step_end;  // after each step's barrier (the allreduce)
+  std::vector<Duration> compute;    // measured compute sleep per step
+  std::vector<BatchInfo> batches;
+  nlohmann::json stats = nlohmann::json::object();
+  bool realtime = false;  // the thread got its real-time priority
+};
+// The report of one epoch from every rank's timeline: the AU formula above
+// and the rates over the same window. Pure. InvalidArgument if a rank got
+// fewer than 2 steps.
+Result<EpochResult> SummarizeEpoch(uint64_t epoch, Duration compute, const std::vector<RankTimeline>& ranks);
+
 // Runs one epoch with `world` accelerators. FailedPrecondition-like
 // InvalidArgument if a rank gets fewer than 2 batches (AU needs a step after
 // the first); a source's error is returned naming the rank.
