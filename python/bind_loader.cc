@@ -3,7 +3,8 @@
 // bytes, .npy fields as read-only numpy arrays viewing the sample's Buffer
 // (zero-copy; the array's base keeps the bytes alive), JSON and TFRecord
 // Examples parsed with json.loads. Batches become dicts of columns: fixed-size
-// numeric columns are one [B, ...] array over the collated buffer. Every
+// numeric columns are one [B, ...] array over the collated buffer, ragged
+// .npy columns a list of arrays viewing it (each row's dtype and shape). Every
 // fetch from the C++ pipeline runs with the GIL released.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -53,6 +54,7 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("num_workers", o.num_workers);
   get("batch_size", o.batch_size);
   get("drop_last", o.drop_last);
+  get("even_batches", o.even_batches);
   get("prefetch", o.prefetch_shards);
   get("prefetch_batches", o.prefetch_batches);
   get("decode_threads", o.decode_threads);
@@ -108,6 +110,9 @@ py::object ColumnToPy(ld::Column& c, size_t rows) {
     Buffer item = c.data.Slice(begin, end - begin);
     if (c.kind == ld::Decode::kJson || c.kind == ld::Decode::kExample) {
       out.append(JsonLoads(item.ToString()));
+    } else if (c.kind == ld::Decode::kNpy && i < c.rows.size()) {  // ragged: each row its own array
+      const ld::ArrayMeta& m = c.rows[i];
+      out.append(NumpyView(std::move(item), m.dtype, m.shape, m.fortran_order));
     } else if (c.kind == ld::Decode::kNpy && !c.dtype.empty()) {
       py::dtype dt(c.dtype);
       out.append(NumpyView(item, c.dtype, {static_cast<int64_t>(item.size() / dt.itemsize())}));
@@ -138,6 +143,9 @@ py::dict StatsToPy(const ld::Stats& s) {
   d["shards_fetched"] = s.shards_fetched;
   d["shard_fetch_retries"] = s.shard_fetch_retries;
   d["shards_skipped"] = s.shards_skipped;
+  d["shards_from_cache"] = s.shards_from_cache;
+  d["shards_parsed"] = s.shards_parsed;
+  d["samples_skipped"] = s.samples_skipped;
   d["queue_depth"] = s.queue_depth;
   d["consumer_wait_s"] = Seconds(s.consumer_wait);
   d["elapsed_s"] = Seconds(s.elapsed);

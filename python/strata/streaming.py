@@ -6,7 +6,11 @@ its workers in turn) consumes a prefix of each rank's order. A resume state is t
 number of samples consumed in the epoch; ``StreamingDataLoader`` counts them for you.
 """
 
+import hashlib
 import os
+import shutil
+import tempfile
+import weakref
 
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
@@ -18,6 +22,46 @@ from .store import to_url
 _SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
 _STATE_FORMAT = "strata.StreamingDataset/1"
 _FORK_INHERITED = []  # C++ handles inherited from the parent process through fork(): never freed
+_DEFAULT_CACHE_LIMIT = 16 << 30
+_TEMP_DIRS = {}  # default cache dir -> datasets of this process using it
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _temp_cache_dir(url):
+    """The default cache dir: one per (process, dataset URL) under the system temp dir.
+
+    DataLoader workers inherit the path, so they share downloads through it (a per-shard lock:
+    one worker downloads, the others read its verified file) instead of each fetching every
+    shard. Removed when the process's last dataset using it goes; directories left by dead
+    processes are removed when the next one is made.
+    """
+    root = os.path.join(tempfile.gettempdir(), f"strata-stream-{os.getuid()}")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    for name in os.listdir(root):
+        pid = name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    path = os.path.join(root, f"{os.getpid()}-{hashlib.sha1(url.encode()).hexdigest()[:16]}")
+    _TEMP_DIRS[path] = _TEMP_DIRS.get(path, 0) + 1
+    return path
+
+
+def _release_temp_cache_dir(path, owner):
+    if os.getpid() != owner:  # a forked worker's copy of the dataset: the parent owns the dir
+        return
+    _TEMP_DIRS[path] -= 1
+    if _TEMP_DIRS[path] == 0:
+        del _TEMP_DIRS[path]
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class StreamingDataset(IterableDataset):
@@ -33,14 +77,23 @@ class StreamingDataset(IterableDataset):
     ``shuffle_window`` shards), "shards" (shard order only) or False. Call ``set_epoch(e)``
     before each epoch (as with DistributedSampler); the order is a function of (seed, epoch).
 
+    ``cache_dir``: where shards are kept while in use (bounded by ``cache_limit`` bytes). The
+    default, None, is a directory under the system temp dir shared by this process's DataLoader
+    workers (each shard is downloaded once, not once per worker), bounded by 16 GiB or half the
+    free space there, and removed with the dataset; False keeps shards in RAM only (per process).
+
     ``batch_size`` must equal the DataLoader's for exact resume (StreamingDataLoader sets it).
+    ``even_batches`` (default True): every rank gets the same number of batches (DDP needs it):
+    the last partial global batch is padded with samples from the epoch start, at most
+    world_size - 1 (as DistributedSampler), or dropped for all ranks with ``drop_last``.
+    False: every sample exactly once, but ranks may differ by one batch.
     Rank and world size come from the arguments, torch.distributed or RANK / WORLD_SIZE.
     ``persistent_workers=True`` is not supported: workers would not see set_epoch/resume.
     """
 
-    def __init__(self, url, *, cache_dir=None, cache_limit=16 << 30, ram_cache=256 << 20, shuffle=True, seed=0,
-                 shuffle_window=8, batch_size=None, drop_last=False, prefetch=4, prefetch_batches=8,
-                 decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
+    def __init__(self, url, *, cache_dir=None, cache_limit=None, ram_cache=256 << 20, shuffle=True, seed=0,
+                 shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=4,
+                 prefetch_batches=8, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None):
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
@@ -53,15 +106,27 @@ class StreamingDataset(IterableDataset):
         self._batch_size_set = batch_size is not None
         self.batch_size = batch_size or 1
         self.drop_last = bool(drop_last)
+        self.even_batches = bool(even_batches)
         self.transform = transform
+        if cache_dir is None:
+            cache_dir = _temp_cache_dir(self.url)
+            weakref.finalize(self, _release_temp_cache_dir, cache_dir, os.getpid())
+            if cache_limit is None:
+                free = shutil.disk_usage(os.path.dirname(cache_dir)).free
+                cache_limit = min(_DEFAULT_CACHE_LIMIT, free // 2)
+        elif cache_dir is False:
+            cache_dir = ""  # RAM only
+        self.cache_dir = os.fspath(cache_dir) or None
         self._options = dict(
-            cache_dir=os.fspath(cache_dir) if cache_dir is not None else None, cache_limit=int(cache_limit),
+            cache_dir=os.fspath(cache_dir), cache_limit=int(_DEFAULT_CACHE_LIMIT if cache_limit is None else cache_limit),
             ram_cache=int(ram_cache), shuffle=_SHUFFLE[shuffle], seed=int(seed), shuffle_window=int(shuffle_window),
             prefetch=int(prefetch), prefetch_batches=int(prefetch_batches), decode=decode,
             skip_corrupt=bool(skip_corrupt), retries=int(retries), decode_threads=int(decode_threads),
             fetch_concurrency=int(fetch_concurrency))
         self.epoch = 0
         self._resume = None  # (epoch, samples_consumed): where the next iteration of that epoch starts
+        self._yielded = None  # samples this process's own iteration yielded this epoch (None: none)
+        self._yield_base = 0  # samples consumed when that iteration started
         self._handles = {}
         self._last_iter = None
         self._last_stats = None
@@ -69,7 +134,7 @@ class StreamingDataset(IterableDataset):
 
     # -- the C++ dataset, one per (process, worker count, batch size) ---------------------------
     def _handle(self, num_workers):
-        key = (os.getpid(), num_workers, self.batch_size, self.drop_last)
+        key = (os.getpid(), num_workers, self.batch_size, self.drop_last, self.even_batches)
         h = self._handles.get(key)
         if h is None:
             if any(k[0] != key[0] for k in self._handles):
@@ -78,7 +143,7 @@ class StreamingDataset(IterableDataset):
                 _FORK_INHERITED.extend(self._handles.values())
                 self._handles = {}
             opts = dict(self._options, world_size=self.world_size, rank=self.rank, num_workers=num_workers,
-                        batch_size=self.batch_size, drop_last=self.drop_last)
+                        batch_size=self.batch_size, drop_last=self.drop_last, even_batches=self.even_batches)
             h = self._handles[key] = _strata._open_dataset(self.url, opts)
         return h
 
@@ -115,6 +180,8 @@ class StreamingDataset(IterableDataset):
         return self._handle(1).epoch_order(self.epoch if epoch is None else int(epoch))
 
     def set_epoch(self, epoch):
+        if int(epoch) != self.epoch:
+            self._yielded = None
         self.epoch = int(epoch)
 
     # -- resume -------------------------------------------------------------------------------
@@ -123,11 +190,21 @@ class StreamingDataset(IterableDataset):
             return self._resume[1]
         return 0
 
-    def state_dict(self, num_samples=0, from_beginning=True):
+    def state_dict(self, num_samples=None, from_beginning=True):
         """Resume state after ``num_samples`` samples of this epoch consumed by ALL ranks.
 
         ``from_beginning=False``: ``num_samples`` counts from where this run resumed the epoch.
+        Without ``num_samples``: what this process's own iteration (``for s in ds``,
+        ``ds.batches()``) yielded, times world_size; ValueError if it did not iterate (DataLoader
+        workers did: use ``StreamingDataLoader.state_dict()``, which counts what it yielded).
         """
+        if num_samples is None:
+            if self._yielded is None:
+                raise ValueError("state_dict() cannot tell how far this epoch got: this process did not iterate "
+                                 "the dataset itself (DataLoader workers do not report back). Use "
+                                 "strata.StreamingDataLoader(...).state_dict(), or pass num_samples (consumed by "
+                                 "all ranks)")
+            num_samples, from_beginning = self._yield_base + self._yielded * self.world_size, True
         consumed = int(num_samples) + (0 if from_beginning else self._start())
         return {"format": _STATE_FORMAT, "epoch": self.epoch, "samples_consumed": min(consumed, self.size),
                 "fingerprint": self.fingerprint}
@@ -146,11 +223,15 @@ class StreamingDataset(IterableDataset):
             raise ValueError(f"samples_consumed {consumed} is outside [0, {self.size}]")
         self.epoch = int(state["epoch"])
         self._resume = (self.epoch, consumed)
+        self._yielded = None
 
     # -- iteration ----------------------------------------------------------------------------
-    def _iterator(self, worker, num_workers):
-        it = self._handle(num_workers).iterate(worker, self.epoch, self._start(), self.fingerprint)
+    def _iterator(self, worker, num_workers, in_main_process):
+        start = self._start()
+        it = self._handle(num_workers).iterate(worker, self.epoch, start, self.fingerprint)
         self._last_iter = it
+        if in_main_process:
+            self._yielded, self._yield_base = 0, start
         return it
 
     def _finish(self, it, completed, in_main_process):
@@ -163,7 +244,7 @@ class StreamingDataset(IterableDataset):
     def __iter__(self):
         info = get_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        it = self._iterator(worker, num_workers)
+        it = self._iterator(worker, num_workers, info is None)
         completed = False
         try:
             while True:
@@ -171,6 +252,8 @@ class StreamingDataset(IterableDataset):
                 if sample is None:
                     completed = True
                     break
+                if info is None:
+                    self._yielded += 1
                 yield self.transform(sample) if self.transform is not None else sample
         finally:
             self._finish(it, completed, info is None)
@@ -181,9 +264,10 @@ class StreamingDataset(IterableDataset):
         Each batch is a dict: ``__key__`` (list), ``__index__`` (uint64 array), and per field a
         ``[B, ...]`` read-only numpy array when every item has the same size and dtype
         (fixed-shape .npy, fixed-size raw records as uint8 ``[B, nbytes]``), else a list (one
-        memoryview / array / parsed JSON per sample).
+        memoryview / parsed JSON per sample; ragged .npy: one array per sample with its own
+        dtype and shape, viewing the batch's buffer).
         """
-        it = self._iterator(0, 1)
+        it = self._iterator(0, 1, True)
         completed = False
         try:
             while True:
@@ -191,6 +275,7 @@ class StreamingDataset(IterableDataset):
                 if batch is None:
                     completed = True
                     break
+                self._yielded += len(batch["__key__"])
                 yield batch
         finally:
             self._finish(it, completed, True)
@@ -221,7 +306,7 @@ class StreamingDataLoader(DataLoader):
                 raise ValueError(f"dataset batch_size {dataset.batch_size} differs from the loader's "
                                  f"{batch_size}: exact resume needs them equal")
             if kwargs.get("drop_last"):
-                dataset.drop_last = True  # only a rank's last batch can be short: drop it in C++
+                dataset.drop_last = True  # only the last batch can be short: drop it in C++
         super().__init__(dataset, *args, **kwargs)
         self.num_samples_yielded = 0
         self._base = 0

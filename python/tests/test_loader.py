@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -188,3 +190,116 @@ def test_corrupt_shard_is_named_or_skipped(dataset_url, tmp_path):
     got = [s["__index__"] for s in ds]
     assert 0 < len(got) < NUM_SAMPLES and len(set(got)) == len(got)
     assert ds.stats()["shards_skipped"] == 1
+
+
+def test_ragged_npy_batches_keep_each_rows_dtype_and_shape(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    arrays = []
+    for i in range(10):
+        a = np.arange(i + 1, dtype=np.int32) if i % 2 == 0 else np.full((2, i), i, dtype=np.float64, order="F")
+        arrays.append(a)
+        np.save(raw / f"{i:05d}.npy", a)
+    strata.pack(str(raw), str(tmp_path / "packed"), format="tar", shard_size=1 << 10)
+    ds = strata.StreamingDataset(str(tmp_path / "packed"), shuffle=False, batch_size=4)
+    rows = []
+    for batch in ds.batches():
+        assert isinstance(batch["npy"], list)
+        rows.extend(batch["npy"])
+    assert len(rows) == 10
+    for i, (got, want) in enumerate(zip(rows, arrays)):
+        assert isinstance(got, np.ndarray), i
+        assert got.dtype == want.dtype and got.shape == want.shape, (i, got.dtype, got.shape)
+        assert (got == want).all(), i
+        assert isinstance(got.base, strata.Buffer) and not got.flags.writeable  # a view, not a copy
+    assert rows[3].flags.f_contiguous and not rows[3].flags.c_contiguous  # Fortran order kept
+
+
+@pytest.mark.parametrize("world,batch", [(2, 4), (3, 7), (4, 7), (5, 3)])
+def test_even_batches_every_rank_the_same_number_of_batches(dataset_url, world, batch):
+    counts, seen = [], []
+    for rank in range(world):
+        ds = strata.StreamingDataset(dataset_url, seed=1, batch_size=batch, world_size=world, rank=rank)
+        got = [[int(i) for i in b["__index__"]] for b in DataLoader(ds, batch_size=batch, num_workers=2)]
+        counts.append(len(got))
+        assert sum(map(len, got)) == len(ds)
+        seen.extend(i for b in got for i in b)
+    assert len(set(counts)) == 1, counts  # DDP's allreduce gets a partner at every step
+    assert set(seen) == set(range(NUM_SAMPLES))
+    padding = len(seen) - NUM_SAMPLES
+    assert 0 <= padding < world
+    order = [int(i) for i in ds.epoch_order(0)]
+    assert sorted(seen) == sorted(list(range(NUM_SAMPLES)) + order[:padding])  # repeats of the epoch's start
+
+    # drop_last drops the partial global batch everywhere; even_batches=False yields each sample once.
+    dropped = [len(indices(strata.StreamingDataLoader(
+        strata.StreamingDataset(dataset_url, seed=1, world_size=world, rank=r), batch_size=batch, drop_last=True)))
+        for r in range(world)]
+    assert dropped == [NUM_SAMPLES // (batch * world) * batch] * world
+    once = [indices(DataLoader(strata.StreamingDataset(dataset_url, seed=1, batch_size=batch, world_size=world,
+                                                       rank=r, even_batches=False), batch_size=batch))
+            for r in range(world)]
+    assert sorted(i for part in once for i in part) == list(range(NUM_SAMPLES))
+
+
+def test_state_dict_counts_what_this_process_iterated(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, seed=7, world_size=1)
+    with pytest.raises(ValueError, match="StreamingDataLoader"):
+        ds.state_dict()  # nothing iterated here: no silent 0
+    before = []
+    for s in ds:
+        before.append(s["__index__"])
+        if len(before) == 25:
+            break
+    state = ds.state_dict()
+    assert state["samples_consumed"] == 25
+    ds2 = strata.StreamingDataset(dataset_url, seed=7)
+    ds2.load_state_dict(state)
+    after = [s["__index__"] for s in ds2]
+    assert before + after == [int(i) for i in ds.epoch_order(0)]
+
+    # batches() counts too; a DataLoader's workers cannot report back, so no guess is made.
+    ds3 = strata.StreamingDataset(dataset_url, seed=7, batch_size=10)
+    for n, _ in enumerate(ds3.batches()):
+        if n == 2:
+            break
+    assert ds3.state_dict()["samples_consumed"] == 30
+    ds3.set_epoch(1)
+    with pytest.raises(ValueError):
+        ds3.state_dict()
+    ds4 = strata.StreamingDataset(dataset_url, seed=7, batch_size=10)
+    next(iter(DataLoader(ds4, batch_size=10, num_workers=2)))
+    with pytest.raises(ValueError, match="did not iterate"):
+        ds4.state_dict()
+    assert ds4.state_dict(40)["samples_consumed"] == 40  # explicit counts still work
+
+
+def test_stats_count_skipped_samples_waits_and_rates(dataset_url, tmp_path):
+    import shutil
+
+    dst = tmp_path / "copy"
+    shutil.copytree(dataset_url[len("file://"):], dst)
+    shards = sorted(p for p in dst.iterdir() if p.suffix == ".tar")
+    first = shards[0]
+    first.write_bytes(first.read_bytes()[:700])  # fails to parse: retried after a backoff, then skipped
+    victim = shards[3]
+    data = victim.read_bytes()
+    key = data[data.index(b'{"i": ') + 6:].split(b",")[0]
+    victim.write_bytes(data.replace(b'{"i": ' + key + b",", b'{"i"# ' + key + b",", 1))  # one bad JSON field
+    ds = strata.StreamingDataset(str(dst), shuffle=False, retries=1, skip_corrupt=True)
+    got = [s["__index__"] for s in ds]
+    st = ds.stats()
+    assert st["shards_skipped"] == 1 and st["shard_fetch_retries"] == 1
+    assert st["samples_skipped"] == 1
+    assert int(key) not in got
+    assert st["samples"] == len(got)
+    assert st["shards_parsed"] == len(shards) - 1 and st["shards_from_cache"] == 0
+    # The consumer waited at least the backoff (>= 25 ms) before the first shard was given up.
+    assert 0.025 <= st["consumer_wait_s"] <= st["elapsed_s"]
+    assert st["samples_per_second"] == pytest.approx(st["samples"] / st["elapsed_s"], rel=1e-9)
+    assert st["bytes_per_second"] == pytest.approx(st["bytes"] / st["elapsed_s"], rel=1e-9)
+    assert st["bytes"] > 0
+    # Without skip_corrupt the bad field fails the iteration, naming the sample and field.
+    first.write_bytes((Path(dataset_url[len("file://"):]) / first.name).read_bytes())
+    with pytest.raises(strata.Error, match=f"sample '{int(key):05d}' field 'json'"):
+        list(strata.StreamingDataset(str(dst), shuffle=False, retries=0))

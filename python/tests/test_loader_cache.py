@@ -1,0 +1,103 @@
+"""The loader's shard cache from Python: DataLoader workers share downloads through the default
+cache directory, a small cache_limit is kept while streaming, and ranks resume exactly."""
+
+import gc
+import os
+import tempfile
+
+import pytest
+from torch.utils.data import DataLoader, get_worker_info
+
+import strata
+from conftest import NUM_SAMPLES
+
+
+def shard_files(path):
+    return [e for e in os.scandir(path) if e.name.endswith(".shard")]
+
+
+def fetches_per_worker(ds, num_workers):
+    """Iterates an epoch with DataLoader workers; returns {worker: (shards fetched, from cache)}."""
+
+    def note(sample):  # runs in the worker: its iterator's stats so far ride along with the sample
+        st = ds.stats()
+        return {"i": sample["__index__"], "w": get_worker_info().id, "fetched": st["shards_fetched"],
+                "cached": st["shards_from_cache"]}
+
+    ds.transform = note
+    seen, last = [], {}
+    for batch in DataLoader(ds, batch_size=5, num_workers=num_workers):
+        seen.extend(int(i) for i in batch["i"])
+        for w, f, c in zip(batch["w"].tolist(), batch["fetched"].tolist(), batch["cached"].tolist()):
+            last[w] = (f, c)  # counters only grow: the last is the worker's total
+    assert sorted(seen) == list(range(NUM_SAMPLES))
+    return last
+
+
+def test_workers_share_downloads_through_the_default_cache_dir(dataset_url):
+    num_shards = strata.StreamingDataset(dataset_url, cache_dir=False)._handle(1).num_shards
+    ds = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, batch_size=5)
+    path = ds.cache_dir
+    assert os.path.dirname(os.path.dirname(path)) == tempfile.gettempdir()
+    per_worker = fetches_per_worker(ds, 2)
+    assert len(per_worker) == 2
+    # Each worker read (nearly) every shard, but each shard came from the store once.
+    assert sum(f for f, _ in per_worker.values()) == num_shards
+    assert sum(c for _, c in per_worker.values()) > 0
+    assert len(shard_files(path)) == num_shards
+    del ds
+    gc.collect()
+    assert not os.path.exists(path)  # removed with its last dataset
+
+    # RAM only (cache_dir=False): every worker downloads what it reads.
+    ram = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, batch_size=5, cache_dir=False)
+    assert ram.cache_dir is None
+    assert sum(f for f, _ in fetches_per_worker(ram, 2).values()) > num_shards
+
+
+def test_small_cache_limit_is_kept_while_streaming(dataset_url, tmp_path):
+    probe = strata.StreamingDataset(dataset_url, cache_dir=False)
+    shard_bytes = max(os.path.getsize(p) for p in
+                      (os.path.join(dataset_url[len("file://"):], n) for n in os.listdir(dataset_url[len("file://"):]))
+                      if p.endswith(".tar"))
+    limit = 3 * (shard_bytes + 512)  # three shard files with their headers, of >= 8 shards
+    cache = tmp_path / "cache"
+    ds = strata.StreamingDataset(dataset_url, cache_dir=cache, cache_limit=limit, ram_cache=0, shuffle_window=2,
+                                 batch_size=10)
+    for epoch in range(2):
+        ds.set_epoch(epoch)
+        seen = []
+        for batch in ds.batches():
+            seen.extend(int(i) for i in batch["__index__"])
+            files = shard_files(cache)
+            assert sum(f.stat().st_size for f in files) <= limit
+            assert len(files) <= 3
+        assert sorted(seen) == list(range(NUM_SAMPLES))
+        assert ds.stats()["shards_fetched"] >= probe._handle(1).num_shards - 3  # evicted shards came back
+    with pytest.raises(ValueError, match="shuffle window"):
+        strata.StreamingDataset(dataset_url, cache_dir=cache, cache_limit=shard_bytes, shuffle_window=4)
+
+
+@pytest.mark.parametrize("workers_after", [1, 3])
+def test_two_ranks_resume_with_other_worker_counts(dataset_url, workers_after):
+    world, batch, stop_after = 2, 5, 4  # 150 samples = 15 global batches of 10: no padding
+    before, states = [], []
+    for rank in range(world):
+        ds = strata.StreamingDataset(dataset_url, seed=8, shuffle_window=3, world_size=world, rank=rank)
+        loader = strata.StreamingDataLoader(ds, batch_size=batch, num_workers=2)
+        for n, b in enumerate(loader):
+            before.extend(int(i) for i in b["__index__"])
+            if n + 1 == stop_after:
+                break
+        states.append(loader.state_dict())
+    assert states[0] == states[1]  # every rank saves the same state
+    assert states[0]["samples_consumed"] == world * batch * stop_after == len(before)
+    after = []
+    for rank in range(world):
+        ds = strata.StreamingDataset(dataset_url, seed=8, shuffle_window=3, world_size=world, rank=rank)
+        loader = strata.StreamingDataLoader(ds, batch_size=batch, num_workers=workers_after)
+        loader.load_state_dict(states[rank])
+        for b in loader:
+            after.extend(int(i) for i in b["__index__"])
+    assert not set(before) & set(after), "a sample was repeated"
+    assert sorted(before + after) == list(range(NUM_SAMPLES)), "a sample was skipped"
