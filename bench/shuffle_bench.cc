@@ -5,9 +5,14 @@
 // kShards and kWindow with windows 1..16, the Spearman rank correlation
 // between a sample's storage position and its epoch position, the share of
 // consecutive epoch samples that come from the same shard, and the distinct
-// shards per batch. Cost: shard fetches per worker per epoch when each worker
-// keeps an LRU cache of C shards (simulated over the worker's real sample
-// sequence from the partition). Throughput: StreamingDataset over a mem
+// shards per batch. Cost, measured: real iterators over a mem store of the
+// same shape, their Stats.shards_fetched summed: per worker when each worker
+// (a DataLoader process) has a RAM cache of its own, and per node when the
+// workers share a cache directory (the Python default), the workers running
+// at once with caches of their own on one directory. Cost, simulated: fetches
+// per worker if it kept only an LRU cache of C shards (a reader that drops
+// shards it still needs; the loader keeps each shard from its first to its
+// last use instead). Throughput: StreamingDataset over a mem
 // store behind EmulateCloud (30 ms first byte, 25 MB/s per connection),
 // prefetch off (prefetch_shards 0, one connection) vs on (defaults).
 // Writes bench/out/shuffle.json (plot.py schema) and prints the tables.
@@ -23,8 +28,11 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
+#include "io/durable.h"
+#include "io/file_system.h"
 #include "loader/loader_test_util.h"
 #include "loader/plan.h"
 #include "loader/streaming_dataset.h"
@@ -36,8 +44,11 @@ namespace {
 
 struct Quality {
   std::string name;
+  OrderSpec spec;
   double spearman = 0, same_shard = 0, shards_per_batch = 0;
-  std::vector<double> fetches;  // per cache size
+  std::vector<double> fetches;    // simulated, per cache size
+  double fetched_per_worker = 0;  // measured: own cache per worker (mean)
+  uint64_t fetched_per_node = 0;  // measured: the workers sharing a cache directory (total)
 };
 
 double Spearman(const std::vector<uint64_t>& order) {
@@ -81,6 +92,7 @@ Quality Measure(const std::string& name, OrderSpec spec, size_t shards, uint64_t
   auto order = EpochOrder(std::vector<uint64_t>(shards, per_shard), spec, fp, 0);
   Quality q;
   q.name = name;
+  q.spec = spec;
   q.spearman = Spearman(order);
   uint64_t same = 0;
   for (size_t p = 1; p < order.size(); ++p) same += order[p] / per_shard == order[p - 1] / per_shard;
@@ -99,6 +111,42 @@ Quality Measure(const std::string& name, OrderSpec spec, size_t shards, uint64_t
     q.fetches.push_back(total / workers);
   }
   return q;
+}
+
+// Drains worker `w`'s part of epoch 0 of a dataset opened with `o`; its Stats.
+Stats DrainWorker(ObjectStorePtr store, StreamingOptions o, size_t w) {
+  auto ds = StreamingDataset::Open(store, "ds", o);
+  if (!ds.ok()) {
+    fprintf(stderr, "shuffle_bench: %s\n", ds.status().ToString().c_str());
+    return {};
+  }
+  auto it = *(*ds)->Iterate(w, (*ds)->MakeState(0, 0));
+  while (true) {
+    auto b = it->NextBatch();
+    if (!b.ok()) fprintf(stderr, "shuffle_bench: %s\n", b.status().ToString().c_str());
+    if (!b.ok() || !*b) break;
+  }
+  return it->stats();
+}
+
+// The real loader's fetches for `q`'s order: each worker with a cache of its
+// own (RAM only, as separate DataLoader processes without cache_dir), then all
+// workers at once on one cache directory (each with its own cache, as processes).
+void MeasureFetches(ObjectStorePtr store, Quality& q, size_t workers, size_t batch, const std::string& dir) {
+  StreamingOptions o;
+  o.shuffle = q.spec.shuffle, o.seed = q.spec.seed, o.shuffle_window = std::max<size_t>(q.spec.shuffle_window, 1);
+  o.num_workers = workers, o.batch_size = batch, o.share_cache = false, o.decode_threads = 1;
+  o.ram_cache_bytes = 0;  // the iterator itself holds a shard from first to last use
+  uint64_t own = 0;
+  for (size_t w = 0; w < workers; ++w) own += DrainWorker(store, o, w).shards_fetched;
+  q.fetched_per_worker = static_cast<double>(own) / workers;
+  o.cache_dir = dir;
+  std::vector<Stats> stats(workers);
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back([&, w] { stats[w] = DrainWorker(store, o, w); });
+  for (auto& t : threads) t.join();
+  for (const Stats& s : stats) q.fetched_per_node += s.shards_fetched;
+  (void)RemoveAll(DefaultFileSystem(), dir);
 }
 
 double Throughput(ObjectStorePtr store, StreamingOptions o, uint64_t* samples) {
@@ -141,16 +189,35 @@ int Main(int argc, char** argv) {
     rows.push_back(
         Measure("window " + std::to_string(w), {Shuffle::kWindow, 1, w}, shards, per_shard, workers, batch, caches));
   }
+  // The real loader over a mem store of the same shape (tiny samples: the fetch counts are the point).
+  auto fetch_store = MakeMemStore("shuffle-bench-fetches");
+  testing::WriteDataset(*fetch_store, "ds/", dataset::ShardFormat::kTar, std::vector<uint64_t>(shards, per_shard),
+                        [](uint64_t i) {
+                          return std::vector<dataset::Field>{{"bin", Buffer::FromString(std::to_string(i))}};
+                        });
+  const std::string fetch_dir = *MakeTempDir("strata-shuffle-bench-");
+  auto t_measure = std::chrono::steady_clock::now();
+  for (auto& q : rows) MeasureFetches(fetch_store, q, workers, batch, fetch_dir + "/" + q.name);
+  double measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_measure).count();
+  (void)RemoveAll(DefaultFileSystem(), fetch_dir);
+  DropMemStore("shuffle-bench-fetches");
+
   printf("shuffle quality and cost: %zu shards x %llu samples, %zu workers, batch %zu\n", shards,
          static_cast<unsigned long long>(per_shard), workers, batch);
-  printf("%-10s %9s %11s %12s |", "shuffle", "spearman", "same-shard%", "shards/batch");
-  for (size_t c : caches) printf(" fetch/wkr C=%-3zu", c);
+  printf("%-10s %9s %11s %12s | %14s %12s |", "shuffle", "spearman", "same-shard%", "shards/batch", "fetched/worker",
+         "fetched/node");
+  for (size_t c : caches) printf(" sim LRU C=%-3zu", c);
   printf("\n");
   for (const auto& q : rows) {
-    printf("%-10s %9.4f %11.1f %12.1f |", q.name.c_str(), q.spearman, q.same_shard, q.shards_per_batch);
-    for (double f : q.fetches) printf(" %15.0f", f);
+    printf("%-10s %9.4f %11.1f %12.1f | %14.1f %12llu |", q.name.c_str(), q.spearman, q.same_shard, q.shards_per_batch,
+           q.fetched_per_worker, static_cast<unsigned long long>(q.fetched_per_node));
+    for (double f : q.fetches) printf(" %13.0f", f);
     printf("\n");
   }
+  printf(
+      "(measured: real iterators' Stats.shards_fetched, %.1f s; per worker: each with its own cache; per node:\n"
+      " %zu workers at once sharing a cache directory; sim LRU: a reader keeping only C shards)\n",
+      measure_s, workers);
 
   // Throughput from an emulated cloud bucket.
   const uint64_t tp_shards = quick ? 8 : 24, tp_per_shard = 32, tp_bytes = 64 << 10;
@@ -179,8 +246,11 @@ int Main(int argc, char** argv) {
   nlohmann::json j;
   j["title"] = "loader: shuffle quality vs cost, streaming throughput";
   std::vector<std::string> names;
-  std::vector<double> same, spb;
-  for (const auto& q : rows) names.push_back(q.name), same.push_back(q.same_shard), spb.push_back(q.shards_per_batch);
+  std::vector<double> same, spb, per_worker, per_node;
+  for (const auto& q : rows) {
+    names.push_back(q.name), same.push_back(q.same_shard), spb.push_back(q.shards_per_batch);
+    per_worker.push_back(q.fetched_per_worker), per_node.push_back(static_cast<double>(q.fetched_per_node));
+  }
   nlohmann::json fetch_series = nlohmann::json::array();
   for (size_t c = 0; c < caches.size(); ++c) {
     std::vector<double> v;
@@ -195,10 +265,18 @@ int Main(int argc, char** argv) {
                   {"ylabel", "shards"},
                   {"groups", names},
                   {"series", {{{"label", "shards/batch"}, {"values", spb}}}}},
-                 {{"title", "shard fetches per worker per epoch (" + std::to_string(workers) + " workers)"},
+                 {{"title", "simulated: shard fetches per worker with an LRU of C shards (" + std::to_string(workers) +
+                                " workers)"},
                   {"ylabel", "fetches"},
                   {"groups", names},
                   {"series", fetch_series}},
+                 {{"title", "measured: shard fetches per epoch (" + std::to_string(shards) + " shards, " +
+                                std::to_string(workers) + " workers)"},
+                  {"ylabel", "fetches"},
+                  {"groups", names},
+                  {"series",
+                   {{{"label", "per worker (own cache)"}, {"values", per_worker}},
+                    {{"label", "per node (shared cache dir)"}, {"values", per_node}}}}},
                  {{"title", "throughput from a 30 ms / 25 MB/s bucket"},
                   {"ylabel", "samples/s"},
                   {"groups", {"prefetch off", "prefetch on"}},
@@ -209,7 +287,9 @@ int Main(int argc, char** argv) {
                          {"spearman", q.spearman},
                          {"same_shard_pct", q.same_shard},
                          {"shards_per_batch", q.shards_per_batch},
-                         {"fetches_per_worker", q.fetches}});
+                         {"simulated_lru_fetches_per_worker", q.fetches},
+                         {"fetched_per_worker", q.fetched_per_worker},
+                         {"fetched_per_node", q.fetched_per_node}});
   }
   j["cache_sizes"] = caches;
   j["throughput"] = {
