@@ -197,7 +197,8 @@ class StreamingDataset {
   virtual const dataset::Manifest& index() const = 0;
   virtual const StreamingOptions& options() const = 0;
   virtual uint64_t size() const = 0;  // samples in the dataset
-  // Samples the given rank sees this epoch (all its workers together).
+  // Samples the given rank sees this epoch (all its workers together; with
+  // even_batches, padding included, so every rank's count is the same).
   virtual uint64_t RankSize(size_t rank) const = 0;
   // The epoch's global order (global sample indices), the pure function above.
   virtual std::vector<uint64_t> EpochOrder(uint64_t epoch) const = 0;
