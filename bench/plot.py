@@ -64,7 +64,7 @@ def main(argv):
         fail(3, "matplotlib is not installed for this Python")
 
     charts = doc["charts"]
-    fig, axes = plt.subplots(1, len(charts), figsize=(5.5 * len(charts), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(charts), figsize=(5.5 * len(charts), 4.8), squeeze=False)
     for ax, chart in zip(axes[0], charts):
         groups, series = chart["groups"], chart["series"]
         width = 0.8 / len(series)
@@ -80,8 +80,8 @@ def main(argv):
         ax.set_xticklabels(groups, fontsize=9)
         ax.set_ylabel(chart.get("ylabel", ""))
         ax.set_title(chart.get("title", ""), fontsize=10)
-        if len(series) > 1:
-            ax.legend(fontsize=8)
+        if len(series) > 1:  # below the axes: inside, it can hide the tallest bars' labels
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=min(len(series), 2), frameon=False)
         ax.margins(y=0.15)
     if doc.get("title"):
         fig.suptitle(doc["title"])
