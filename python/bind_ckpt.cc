@@ -129,6 +129,13 @@ PyLocation OpenLoc(const std::string& dir_or_url) {
 
 ckpt::VerifyLevel Level(bool full) { return full ? ckpt::VerifyLevel::kFull : ckpt::VerifyLevel::kQuick; }
 
+ckpt::VerifyLevel LevelNamed(const std::string& level) {
+  if (level == "quick") return ckpt::VerifyLevel::kQuick;
+  if (level == "bytes") return ckpt::VerifyLevel::kBytes;
+  if (level == "full") return ckpt::VerifyLevel::kFull;
+  ThrowStatus(InvalidArgumentError("level must be 'quick', 'bytes' or 'full', not '" + level + "'"));
+}
+
 }  // namespace
 
 void BindCkpt(py::module_& m) {
@@ -203,16 +210,17 @@ void BindCkpt(py::module_& m) {
            })
       .def(
           "latest",
-          [](PyLocation& l, bool full) -> py::object {
+          [](PyLocation& l, const std::string& level) -> py::object {
+            const ckpt::VerifyLevel v = LevelNamed(level);
             Result<ckpt::CheckpointInfo> r = NotFoundError("");
             {
               py::gil_scoped_release release;
-              r = ckpt::Latest(*l.loc, Level(full));
+              r = ckpt::Latest(*l.loc, v);
             }
             if (!r.ok() && r.status().code() == Code::kNotFound) return py::none();
             return py::int_(Unwrap(std::move(r)).step);
           },
-          py::arg("full") = false)
+          py::arg("level") = "bytes")
       .def("info",
            [](PyLocation& l, int64_t step) {
              ckpt::CheckpointInfo info;

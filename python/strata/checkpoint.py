@@ -426,9 +426,13 @@ class Checkpointer:
                 pass
         return out
 
-    def latest(self, source="local", full=False):
-        """The newest step that verifies (``full``: every byte hashed), or None."""
-        return self._location(source).latest(full)
+    def latest(self, source="local", full=False, quick=False):
+        """The newest step whose every byte verifies (whole-shard xxh3, per-tensor xxh3), or None.
+
+        ``full``: also each shard's SHA-256 (slower). ``quick``: only commit markers, manifest
+        hashes and shard sizes (misses flipped or zeroed bytes; e.g. before a ``load()``, which
+        verifies every byte it reads anyway). On a remote source every byte is downloaded."""
+        return self._location(source).latest("full" if full else "quick" if quick else "bytes")
 
     def verify(self, step, source="local", full=True):
         """A report dict: ok, committed, problems [{file, tensor, what}], text."""

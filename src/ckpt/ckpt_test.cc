@@ -234,6 +234,31 @@ TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
   EXPECT_EQ(Verify(*loc, 1, VerifyLevel::kQuick).ToStatus().code(), Code::kNotFound);
 }
 
+// Right size, intact markers, zeroed bytes: only reading the bytes tells.
+// Latest() does that by default; kQuick is the opt-out and is fooled.
+TEST_F(CkptTest, LatestSkipsAZeroedRangeByDefault) {
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  Save(*w, 1, MakeState(1));
+  Save(*w, 2, MakeState(2));
+  const TensorEntry t = FirstTensorOf(2, 1);
+  auto file = std::move(DefaultFileSystem().OpenForWrite(ShardPath(2, 1), /*truncate=*/false)).value();
+  const std::string zeros(std::min<uint64_t>(4096, t.size), '\0');
+  ASSERT_TRUE(file->WriteAt(t.offset, zeros.data(), zeros.size()).ok());
+  ASSERT_TRUE(file->Close().ok());
+
+  auto loc = Local();
+  std::vector<VerifyReport> skipped;
+  auto latest = Latest(*loc, VerifyLevel::kBytes, &skipped);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->step, 1);
+  ASSERT_EQ(skipped.size(), 1u);
+  bool named = false;
+  for (const auto& p : skipped[0].problems) named |= p.file == ShardFileName(0, 1) && p.tensor == t.name;
+  EXPECT_TRUE(named) << skipped[0].ToString();
+  EXPECT_EQ(Latest(*loc)->step, 1);                       // the default
+  EXPECT_EQ(Latest(*loc, VerifyLevel::kQuick)->step, 2);  // sizes and markers look fine
+}
+
 TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   FaultFileSystem fault(DefaultFileSystem());
   WriterOptions o = Options();

@@ -137,12 +137,14 @@ void CheckHeader(std::string_view file, std::string_view prefix, uint64_t file_s
   }
 }
 
-// Streams one shard: SHA-256, per-tensor xxh3 and the header check.
+// Streams one shard: whole-file xxh3 (SHA-256 too at kFull, or when the
+// manifest has no xxh3), per-tensor xxh3 and the header check.
 void VerifyShardBytes(Location& loc, int64_t step, const RankManifest& rm, uint32_t s, uint64_t actual,
-                      std::vector<Problem>* problems) {
+                      VerifyLevel level, std::vector<Problem>* problems) {
   const ShardEntry& shard = rm.shards[s];
   auto tensors = TensorsOf(rm, s);
-  ShardHasher hasher(tensors);
+  const bool sha = level == VerifyLevel::kFull || !shard.xxh3;
+  ShardHasher hasher(tensors, {.sha256 = sha, .per_tensor = true});
   std::vector<uint8_t> chunk(std::min<uint64_t>(kChunk, std::max<uint64_t>(actual, 1)));
   const uint64_t n = std::min(actual, shard.size);
   std::string prefix;
@@ -166,8 +168,13 @@ void VerifyShardBytes(Location& loc, int64_t step, const RankManifest& rm, uint3
     }
   }
   CheckHeader(shard.file, prefix, actual, tensors, problems);
-  if (hasher.Sha256Hex() != shard.sha256 && actual == shard.size) {
-    problems->push_back({shard.file, "", "SHA-256 mismatch: the shard's bytes changed"});
+  if (actual == shard.size) {
+    if (shard.xxh3 && hasher.Xxh3() != *shard.xxh3) {
+      problems->push_back({shard.file, "", "xxh3 mismatch: the shard's bytes changed"});
+    }
+    if (sha && hasher.Sha256Hex() != shard.sha256) {
+      problems->push_back({shard.file, "", "SHA-256 mismatch: the shard's bytes changed"});
+    }
   }
   for (const TensorEntry* t : hasher.BadTensors()) {
     problems->push_back({shard.file, t->name, "xxh3 mismatch: the tensor's bytes changed"});
@@ -293,7 +300,7 @@ VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallel
   std::vector<std::vector<Problem>> found(shards.size());
   ParallelFor(shards.size(), std::max(1, parallelism), [&](size_t i) {
     const auto& [rm, s] = shards[i];
-    VerifyShardBytes(loc, step, *rm, s, sizes[rm->shards[s].file], &found[i]);
+    VerifyShardBytes(loc, step, *rm, s, sizes.at(rm->shards[s].file), level, &found[i]);
   });
   for (auto& f : found) {
     for (auto& p : f) {

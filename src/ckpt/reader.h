@@ -33,7 +33,10 @@ struct CheckpointInfo {
 
 enum class VerifyLevel {
   kQuick,  // commit marker, manifest hashes, every shard present with its recorded size
-  kFull,   // + SHA-256 of every shard, xxh3 of every tensor, shard headers match the manifest
+  // + every byte: each shard's whole-file xxh3 (tens of GB/s; SHA-256 for
+  // manifests without it), each tensor's xxh3, shard headers match the manifest
+  kBytes,
+  kFull,  // kBytes + the SHA-256 of every shard (~1-2 GB/s per core)
 };
 
 struct Problem {
@@ -55,9 +58,12 @@ struct VerifyReport {
 // Committed and consistent (kQuick checks), or Corruption/NotFound naming what is wrong.
 Result<CheckpointInfo> OpenCheckpoint(Location& loc, int64_t step);
 VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallelism = 4);
-// The newest checkpoint passing `level`; torn, partial and corrupt ones are
-// skipped (and described in *skipped when given). NotFound if none.
-Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level = VerifyLevel::kQuick,
+// The newest checkpoint passing `level`; torn, partial and corrupt ones
+// (truncated, zeroed or flipped bytes) are skipped (and described in
+// *skipped when given). NotFound if none. The default reads every byte: cheap
+// for a local checkpoint just written (page cache, xxh3); kQuick is the
+// opt-out when the caller verifies while loading anyway (e.g. from a store).
+Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level = VerifyLevel::kBytes,
                               std::vector<VerifyReport>* skipped = nullptr);
 
 struct LoadedTensor {

@@ -24,9 +24,12 @@ std::unique_ptr<Location> OpenLoc(const std::string& cmd, const std::string& whe
   return Check(OpenLocation(where), cmd, where);
 }
 
-// "latest" (newest valid) or a step number.
-int64_t ResolveStep(const std::string& cmd, Location& loc, const std::string& step) {
-  if (step == "latest") return Check(Latest(loc), cmd, loc.Describe()).step;
+// "latest" (the newest checkpoint whose every byte verifies; with `quick`,
+// whose markers, manifests and sizes do) or a step number.
+int64_t ResolveStep(const std::string& cmd, Location& loc, const std::string& step, bool quick = false) {
+  if (step == "latest") {
+    return Check(Latest(loc, quick ? VerifyLevel::kQuick : VerifyLevel::kBytes), cmd, loc.Describe()).step;
+  }
   char* end = nullptr;
   long long v = std::strtoll(step.c_str(), &end, 10);
   if (step.empty() || *end != '\0' || v < 0) {
@@ -93,7 +96,7 @@ void RunVerify(const CkptArgs& a) {
   if (a.step == "all") {
     steps = Check(loc->ListSteps(), "ckpt verify", a.location);
   } else {
-    steps.push_back(ResolveStep("ckpt verify", *loc, a.step));
+    steps.push_back(ResolveStep("ckpt verify", *loc, a.step, a.quick));
   }
   Status worst;
   for (int64_t s : steps) {
