@@ -1,6 +1,7 @@
 // Writer + reader end to end on temp directories and mem:// stores.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -18,6 +19,52 @@ namespace {
 using testing::Compare;
 using testing::MakeState;
 using testing::OwnedState;
+
+// Forwards to a Location and records the largest single read: streaming
+// copies must read in parts, never a whole (multi-GB) shard at once.
+class ProbedLocation : public Location {
+ public:
+  explicit ProbedLocation(std::unique_ptr<Location> inner) : inner_(std::move(inner)) {}
+  uint64_t largest_read() const { return largest_.load(); }
+  std::string Describe() const override { return inner_->Describe(); }
+  bool is_local() const override { return inner_->is_local(); }
+  Result<std::vector<int64_t>> ListSteps() override { return inner_->ListSteps(); }
+  Result<std::vector<FileEntry>> ListFiles(int64_t step) override { return inner_->ListFiles(step); }
+  Result<uint64_t> FileSize(int64_t step, std::string_view name) override { return inner_->FileSize(step, name); }
+  Result<std::string> ReadSmall(int64_t step, std::string_view name, uint64_t max_size) override {
+    return inner_->ReadSmall(step, name, max_size);
+  }
+  Status ReadAt(int64_t step, std::string_view name, uint64_t offset, uint64_t n, void* dst) override {
+    uint64_t seen = largest_.load();
+    while (n > seen && !largest_.compare_exchange_weak(seen, n)) {
+    }
+    return inner_->ReadAt(step, name, offset, n, dst);
+  }
+  Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
+    return inner_->WriteFile(step, name, data);
+  }
+  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size, const PartSource& source,
+                                    const StreamPutHooks& hooks) override {
+    return inner_->WriteFileFrom(step, name, size, source, hooks);
+  }
+  Status Remove(int64_t step, std::string_view name) override { return inner_->Remove(step, name); }
+  Status RemoveStep(int64_t step) override { return inner_->RemoveStep(step); }
+
+ private:
+  std::unique_ptr<Location> inner_;
+  std::atomic<uint64_t> largest_{0};
+};
+
+// Flips one byte of a file in place (sizes and markers stay as they were).
+void FlipByte(const std::string& path, uint64_t offset) {
+  auto in = std::move(DefaultFileSystem().OpenForRead(path)).value();
+  uint8_t byte = 0;
+  ASSERT_TRUE(in->ReadAt(offset, 1, &byte).ok());
+  byte ^= 0x20;
+  auto out = std::move(DefaultFileSystem().OpenForWrite(path, /*truncate=*/false)).value();
+  ASSERT_TRUE(out->WriteAt(offset, &byte, 1).ok());
+  ASSERT_TRUE(out->Close().ok());
+}
 
 class CkptTest : public ::testing::Test {
  protected:
@@ -315,6 +362,61 @@ TEST_F(CkptTest, TiersToTheStoreWithRetention) {
   ASSERT_TRUE(Pull(*remote, 30, *pulled).ok());
   EXPECT_EQ(Compare(*Load(*pulled, 30), MakeState(3)), "");
   EXPECT_EQ(Pull(*remote, 30, *pulled).code(), Code::kAlreadyExists);
+}
+
+// Pull checks every shard while copying, before anything is committed at
+// the destination: a bad source leaves nothing there and a retry works.
+TEST_F(CkptTest, PullVerifiesWhileCopyingAndARetryWorks) {
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  const OwnedState state = MakeState(1, 0, 16);  // a 16 MiB tensor: its own shard, larger than a part
+  Save(*w, 1, state);
+  const TensorEntry t = FirstTensorOf(1, 0);
+  ASSERT_GT(t.size, 8u << 20);
+  FlipByte(ShardPath(1, 0), t.offset + t.size - 5);  // in the last part read
+
+  ProbedLocation src(Local());
+  auto dst = Local("pulled");
+  Status st = Pull(src, 1, *dst);
+  EXPECT_EQ(st.code(), Code::kCorruption) << st;
+  EXPECT_NE(st.message().find(ShardFileName(0, 0)), std::string::npos) << st;
+  EXPECT_NE(st.message().find(t.name), std::string::npos) << st;
+  EXPECT_EQ(dst->ListSteps()->size(), 0u);  // no committed copy, and no leftovers either
+  EXPECT_EQ(Latest(*dst).status().code(), Code::kNotFound);
+
+  FlipByte(ShardPath(1, 0), t.offset + t.size - 5);  // repaired at the source
+  st = Pull(src, 1, *dst);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(Compare(*Load(*dst, 1), state), "");
+  EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());
+  EXPECT_LE(src.largest_read(), 8u << 20) << "a whole shard was read into memory at once";
+  EXPECT_EQ(Pull(src, 1, *dst).code(), Code::kAlreadyExists);
+
+  // A damaged committed copy at the destination is replaced, not kept forever.
+  FlipByte(ShardPath(1, 0, "pulled"), t.offset + 3);
+  st = Pull(src, 1, *dst);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());
+}
+
+// The upload checks each shard against the manifest while streaming it: a
+// locally damaged shard never reaches the store, nor does a remote commit.
+TEST_F(CkptTest, UploadRefusesALocallyDamagedShard) {
+  {
+    auto w = std::move(CheckpointWriter::Open(Options())).value();
+    Save(*w, 1, MakeState(1));
+  }
+  const TensorEntry t = FirstTensorOf(1, 1);
+  FlipByte(ShardPath(1, 1), t.offset + 1);
+  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
+  WriterOptions o = Options();
+  o.remote = store;
+  auto w = std::move(CheckpointWriter::Open(o)).value();  // resumes the upload of step 1
+  Status st = w->WaitForUploads();
+  EXPECT_EQ(st.code(), Code::kCorruption) << st;
+  EXPECT_NE(st.message().find(ShardFileName(0, 1)), std::string::npos) << st;
+  EXPECT_NE(st.message().find(t.name), std::string::npos) << st;
+  EXPECT_EQ(store->Head(StepDirName(1) + "/" + ShardFileName(0, 1)).status().code(), Code::kNotFound);
+  EXPECT_EQ(store->Head(StepDirName(1) + "/" + std::string(kCommitFile)).status().code(), Code::kNotFound);
 }
 
 TEST_F(CkptTest, UploadResumesAfterARestart) {

@@ -423,31 +423,96 @@ Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>
   return Status::Ok();
 }
 
+Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rm, uint32_t s, Location& to) {
+  const ShardEntry& shard = rm.shards.at(s);
+  const std::string where = StepDirName(step) + "/" + shard.file + " in " + from.Describe();
+  STRATA_ASSIGN_OR_RETURN(uint64_t size, from.FileSize(step, shard.file));
+  if (size != shard.size) {
+    return CorruptionError(where + ": size " + std::to_string(size) + " bytes, manifest says " +
+                           std::to_string(shard.size) + "; not copying it");
+  }
+  const auto tensors = TensorsOf(rm, s);
+  const bool xxh = shard.xxh3.has_value();
+  ShardHasher hasher(tensors, {.sha256 = !xxh, .per_tensor = true});
+  PartSource source = [&](uint64_t offset, uint64_t n) -> Result<Buffer> {
+    MutableBuffer part(n);
+    STRATA_RETURN_IF_ERROR(from.ReadAt(step, shard.file, offset, n, part.data()));
+    return std::move(part).Freeze();
+  };
+  StreamPutHooks hooks;
+  hooks.in_order = [&](uint64_t, const Buffer& part) {
+    hasher.Update(part.data(), part.size());
+    return Status::Ok();
+  };
+  hooks.before_commit = [&]() -> Status {
+    if (xxh ? hasher.Xxh3() == *shard.xxh3 : hasher.Sha256Hex() == shard.sha256) return Status::Ok();
+    std::string names;
+    for (const TensorEntry* t : hasher.BadTensors()) names += (names.empty() ? "'" : ", '") + t->name + "'";
+    return CorruptionError(where + ": " + (xxh ? "xxh3" : "SHA-256") + " mismatch: the shard's bytes changed" +
+                           (names.empty() ? "" : " (tensor " + names + ")") + "; not copying it");
+  };
+  return to.WriteFileFrom(step, shard.file, size, source, hooks);
+}
+
+namespace {
+
+// Manifests and markers of a committed checkpoint, exactly as committed:
+// each text re-read from `from` must still hash to what its parent records.
+Status CopyManifests(Location& from, int64_t step, const CheckpointInfo& info, Location& to) {
+  for (const auto& ref : info.manifest.ranks) {
+    STRATA_ASSIGN_OR_RETURN(std::string text, from.ReadSmall(step, ref.manifest, kMaxManifestBytes));
+    if (Sha256Hex(text) != ref.sha256) return CorruptionError(ref.manifest + " changed while being copied");
+    STRATA_RETURN_IF_ERROR(to.WriteFile(step, ref.manifest, Buffer::FromString(text)));
+    STRATA_RETURN_IF_ERROR(to.WriteFile(step, RankCommitName(ref.rank), Buffer::FromString(EncodeCommit(ref.sha256))));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string marker, from.ReadSmall(step, kCommitFile, 4096));
+  STRATA_ASSIGN_OR_RETURN(std::string digest, ParseCommit(marker));
+  STRATA_ASSIGN_OR_RETURN(std::string text, from.ReadSmall(step, kManifestFile, kMaxManifestBytes));
+  if (Sha256Hex(text) != digest) return CorruptionError(std::string(kManifestFile) + " changed while being copied");
+  STRATA_RETURN_IF_ERROR(to.WriteFile(step, kManifestFile, Buffer::FromString(text)));
+  return to.WriteFile(step, kCommitFile, Buffer::FromString(marker));  // last
+}
+
+// Commit markers first, so a partial copy never counts as committed.
+void WithdrawCommit(Location& to, int64_t step, const CheckpointInfo& info) {
+  to.Remove(step, kCommitFile).IgnoreError();
+  for (const auto& ref : info.manifest.ranks) to.Remove(step, RankCommitName(ref.rank)).IgnoreError();
+}
+
+}  // namespace
+
 Status Pull(Location& from, int64_t step, Location& to, int parallelism) {
   STRATA_ASSIGN_OR_RETURN(CheckpointInfo info, OpenCheckpoint(from, step));
+  const bool existed = to.ListFiles(step).ok();
   if (to.FileSize(step, kCommitFile).ok()) {
-    return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + to.Describe());
+    if (Verify(to, step, VerifyLevel::kBytes, parallelism).ok()) {
+      return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + to.Describe());
+    }
+    // A damaged copy: it stops counting now and is replaced by a verified one.
+    STRATA_RETURN_IF_ERROR(to.Remove(step, kCommitFile));
   }
-  std::vector<std::string> shards;
+  std::vector<std::pair<const RankManifest*, uint32_t>> shards;
   for (const auto& rm : info.ranks) {
-    for (const auto& s : rm.shards) shards.push_back(s.file);
+    for (uint32_t s = 0; s < rm.shards.size(); ++s) shards.push_back({&rm, s});
   }
-  auto copy = [&](const std::string& name) -> Status {
-    STRATA_ASSIGN_OR_RETURN(uint64_t size, from.FileSize(step, name));
-    MutableBuffer buf(size);
-    STRATA_RETURN_IF_ERROR(from.ReadAt(step, name, 0, size, buf.data()));
-    return to.WriteFile(step, name, std::move(buf).Freeze());
-  };
   std::vector<Status> errors(shards.size());
-  ParallelFor(shards.size(), std::max(1, parallelism), [&](size_t i) { errors[i] = copy(shards[i]); });
-  for (const auto& st : errors) STRATA_RETURN_IF_ERROR(st);
-  for (const auto& ref : info.manifest.ranks) {
-    STRATA_RETURN_IF_ERROR(copy(ref.manifest));
-    STRATA_RETURN_IF_ERROR(copy(RankCommitName(ref.rank)));
+  ParallelFor(shards.size(), std::max(1, parallelism),
+              [&](size_t i) { errors[i] = CopyShard(from, step, *shards[i].first, shards[i].second, to).status(); });
+  Status st;
+  for (const auto& e : errors) {
+    if (!e.ok()) {
+      st = e;
+      break;
+    }
   }
-  STRATA_RETURN_IF_ERROR(copy(std::string(kManifestFile)));
-  STRATA_RETURN_IF_ERROR(copy(std::string(kCommitFile)));
-  return Verify(to, step, VerifyLevel::kFull, parallelism).ToStatus().WithContext("verifying the pulled copy");
+  if (st.ok()) st = CopyManifests(from, step, info, to);
+  if (st.ok()) st = Verify(to, step, VerifyLevel::kQuick).ToStatus().WithContext("checking the copy's manifests");
+  if (!st.ok()) {
+    WithdrawCommit(to, step, info);
+    if (!existed) to.RemoveStep(step).IgnoreError();  // nothing was there: leave nothing
+    return st.WithContext("pulling " + StepDirName(step) + " from " + from.Describe() + " to " + to.Describe());
+  }
+  return Status::Ok();
 }
 
 }  // namespace strata::ckpt

@@ -108,8 +108,20 @@ struct Target {
 Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>& targets,
                 const LoadOptions& options = {});
 
-// Copies a committed checkpoint from `from` to `to`, shards first, the commit
-// marker last, and verifies the copy. AlreadyExists if `to` has it committed.
+// Copies shard `shard` of `rank` (a committed rank manifest of `step`) from
+// `from` to `to` in parts (memory bounded by the parts in flight, whatever
+// the shard's size), checking its bytes against the manifest (whole-shard
+// xxh3, or SHA-256 for manifests without it) before the copy becomes visible:
+// else Corruption naming the shard and the tensors that differ, and no file
+// at `to`. Returns the destination's ETag ("" for a local directory).
+Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rank, uint32_t shard, Location& to);
+
+// Copies a committed checkpoint from `from` to `to`: every shard streamed and
+// verified on the way (CopyShard), then the manifests, the commit marker
+// last, so `to` never holds a committed copy that was not verified. On
+// failure `to` has no commit for `step` (and nothing at all if it had
+// nothing before), so a retry starts afresh. AlreadyExists if `to` already
+// has a copy whose every byte verifies; a damaged one is replaced.
 Status Pull(Location& from, int64_t step, Location& to, int parallelism = 4);
 
 }  // namespace strata::ckpt

@@ -50,32 +50,23 @@ void CheckpointWriter::Impl::UploadLoop() {
   }
 }
 
-Status CheckpointWriter::Impl::UploadFile(int64_t step, const std::string& name,
-                                          std::map<std::string, std::string>* journal,
-                                          const std::string* expect_sha256) {
-  const std::string path = JoinPath(StepDir(step), name);
-  STRATA_ASSIGN_OR_RETURN(auto file, fs->OpenForRead(path));
-  STRATA_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, uint32_t s,
+                                          std::map<std::string, std::string>* journal) {
+  const ShardEntry& shard = m.shards[s];
   std::string recorded;
   {
     std::lock_guard lock(journal_mu);
-    if (auto it = journal->find(name); it != journal->end()) recorded = it->second;
+    if (auto it = journal->find(shard.file); it != journal->end()) recorded = it->second;
   }
   if (!recorded.empty()) {
-    auto head = opts.remote->Head(StepDirName(step) + "/" + name);
-    if (head.ok() && head->size == size && head->etag == recorded) return Status::Ok();  // done before a restart
+    auto head = opts.remote->Head(StepDirName(step) + "/" + shard.file);
+    if (head.ok() && head->size == shard.size && head->etag == recorded) return Status::Ok();  // done before a restart
   }
-  STRATA_ASSIGN_OR_RETURN(Buffer data, file->Read(0, size));
-  if (data.size() != size) return CorruptionError(path + " changed size while being uploaded");
-  // Never spread local damage: the bytes must still be the ones committed.
-  if (expect_sha256 && ToHex(Sha256(data.data(), data.size())) != *expect_sha256) {
-    return CorruptionError(path + " no longer matches its SHA-256 in the manifest; not uploading it");
-  }
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, ParallelPut(*opts.remote, StepDirName(step) + "/" + name, data,
-                                                       std::max(opts.upload_part_size, opts.remote->MinPartSize()),
-                                                       opts.upload_concurrency));
+  // Streamed in parts, checked against the manifest before the object
+  // appears: local damage is never spread, and a huge shard needs no huge buffer.
+  STRATA_ASSIGN_OR_RETURN(std::string etag, CopyShard(*local, step, m, s, *remote));
   std::lock_guard lock(journal_mu);
-  (*journal)[name] = info.etag;
+  (*journal)[shard.file] = etag;
   return WriteFileAtomic(*fs, JoinPath(StepDir(step), JournalName(opts.rank)), nlohmann::json(*journal).dump());
 }
 
@@ -100,7 +91,7 @@ Status CheckpointWriter::Impl::Upload(int64_t step) {
         return;
       }
     }
-    results[i] = UploadFile(step, m.shards[i].file, &journal, &m.shards[i].sha256);
+    results[i] = UploadFile(step, m, static_cast<uint32_t>(i), &journal);
   });
   for (const auto& st : results) STRATA_RETURN_IF_ERROR(st);
   // The rank manifest, then its commit marker, exactly as committed locally.

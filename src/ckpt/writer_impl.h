@@ -89,8 +89,7 @@ struct CheckpointWriter::Impl {
   // tiering.cc
   void UploadLoop();
   Status Upload(int64_t step);
-  Status UploadFile(int64_t step, const std::string& name, std::map<std::string, std::string>* journal,
-                    const std::string* expect_sha256);
+  Status UploadFile(int64_t step, const RankManifest& m, uint32_t shard, std::map<std::string, std::string>* journal);
   void EnqueueRecoveredUploads();
   void ApplyRetention();
   std::set<int64_t> ProtectedSteps();
