@@ -419,33 +419,6 @@ TEST_F(CkptTest, UploadRefusesALocallyDamagedShard) {
   EXPECT_EQ(store->Head(StepDirName(1) + "/" + std::string(kCommitFile)).status().code(), Code::kNotFound);
 }
 
-TEST_F(CkptTest, UploadResumesAfterARestart) {
-  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
-  {  // Saved while the store was not configured (as if the process died before uploading).
-    auto w = std::move(CheckpointWriter::Open(Options())).value();
-    Save(*w, 7, MakeState(7));
-    Save(*w, 8, MakeState(8));
-  }
-  auto remote = StoreLocation(store);
-  // A half-finished earlier upload of step 8: one shard and no markers.
-  ASSERT_TRUE(Pull(*Local(), 8, *StoreLocation(MakeMemStore())).ok());
-  WriterOptions o = Options();
-  o.remote = store;
-  o.upload_part_size = 1 << 20;
-  auto w = std::move(CheckpointWriter::Open(o)).value();
-  ASSERT_TRUE(w->WaitForUploads().ok());
-  EXPECT_EQ(*remote->ListSteps(), (std::vector<int64_t>{7, 8}));
-  EXPECT_EQ(Compare(*Load(*remote, 8), MakeState(8)), "");
-  // Already uploaded: a new writer finds nothing to do and changes nothing.
-  auto before = store->Head(StepDirName(8) + "/" + ShardFileName(0, 0));
-  w.reset();
-  auto w2 = std::move(CheckpointWriter::Open(o)).value();
-  ASSERT_TRUE(w2->WaitForUploads().ok());
-  auto after = store->Head(StepDirName(8) + "/" + ShardFileName(0, 0));
-  ASSERT_TRUE(before.ok() && after.ok());
-  EXPECT_EQ(before->mtime, after->mtime);
-}
-
 // Ranks as threads with their own writers: shared directory, then node-local
 // directories committing through the store.
 TEST_F(CkptTest, DistributedRanksCommitTogether) {
@@ -459,6 +432,7 @@ TEST_F(CkptTest, DistributedRanksCommitTogether) {
         WriterOptions o = Options(shared ? "shared" : "node" + std::to_string(r));
         o.rank = r;
         o.world_size = kWorld;
+        o.attempt = "run-1";
         o.shared_dir = shared;
         o.remote = store;
         o.upload_part_size = 1 << 20;
@@ -507,6 +481,7 @@ TEST_F(CkptTest, LoadIntoReadsTheRequestedRanksPart) {
       WriterOptions o = Options();
       o.rank = r;
       o.world_size = kWorld;
+      o.attempt = "run-1";
       auto w = CheckpointWriter::Open(o);
       auto h = w.ok() ? (*w)->Save(9, states[r].views) : Result<SaveHandle>(w.status());
       results[r] = h.ok() ? h->Wait() : h.status();
@@ -546,6 +521,7 @@ TEST_F(CkptTest, CoordinatorGivesUpOnAMissingRank) {
   FakeClock clock(/*auto_advance=*/true);
   WriterOptions o = Options();
   o.world_size = 2;
+  o.attempt = "run-1";
   o.clock = &clock;
   o.commit_timeout = std::chrono::seconds(30);
   auto w = std::move(CheckpointWriter::Open(o)).value();

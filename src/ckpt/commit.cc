@@ -15,7 +15,7 @@ Status WriteRankCommit(Location& loc, const RankManifest& manifest) {
                        Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
 }
 
-Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank) {
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256) {
   STRATA_ASSIGN_OR_RETURN(std::string marker, loc.ReadSmall(step, RankCommitName(rank), 4096));
   STRATA_ASSIGN_OR_RETURN(std::string digest, ParseCommit(marker));
   STRATA_ASSIGN_OR_RETURN(std::string text, loc.ReadSmall(step, RankManifestName(rank), kMaxManifestBytes));
@@ -26,40 +26,47 @@ Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank) {
   if (m.step != step || m.rank != rank) {
     return CorruptionError(RankManifestName(rank) + " of " + StepDirName(step) + " names another step or rank");
   }
+  if (sha256) *sha256 = digest;
   return m;
 }
 
-Status CommitGlobal(Location& loc, int64_t step, int world_size, Clock& clock, TimePoint deadline, Duration poll) {
+Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
+                    TimePoint deadline, Duration poll, const std::function<bool()>& cancelled) {
   std::vector<RankManifest> ranks(world_size);
+  std::vector<std::string> digests(world_size);  // of the manifests as checked, not as re-read later
   std::vector<bool> have(world_size, false);
   for (;;) {
     std::string missing;
     for (int r = 0; r < world_size; ++r) {
       if (have[r]) continue;
-      auto m = ReadRankCommit(loc, step, r);
-      if (m.ok() && m->world_size == world_size) {
+      auto m = ReadRankCommit(loc, step, r, &digests[r]);
+      if (m.ok() && m->world_size == world_size && m->attempt == attempt) {
         ranks[r] = std::move(*m);
         have[r] = true;
-      } else {
-        missing += (missing.empty() ? "" : ",") + std::to_string(r);
+        continue;
       }
+      missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      if (m.ok() && m->attempt != attempt) missing += " (a part of attempt '" + m->attempt + "')";
     }
     if (missing.empty()) break;
+    if (cancelled && cancelled()) {
+      return Status(Code::kCancelled, "stopped waiting for the commits of ranks " + missing + " of " +
+                                          StepDirName(step) + " in " + loc.Describe());
+    }
     if (clock.Now() >= deadline) {
       return Status(Code::kDeadlineExceeded, "gave up waiting for the commits of ranks " + missing + " of " +
-                                                 StepDirName(step) + " in " + loc.Describe());
+                                                 StepDirName(step) + " (attempt '" + attempt + "') in " +
+                                                 loc.Describe());
     }
     clock.SleepFor(poll);
   }
   GlobalManifest g;
   g.step = step;
   g.world_size = world_size;
+  g.attempt = attempt;
   g.wall_time_ms = ranks[0].wall_time_ms;
   g.metadata = ranks[0].metadata;
-  for (int r = 0; r < world_size; ++r) {
-    STRATA_ASSIGN_OR_RETURN(std::string text, loc.ReadSmall(step, RankManifestName(r), kMaxManifestBytes));
-    g.ranks.push_back({r, RankManifestName(r), ToHex(Sha256(text))});
-  }
+  for (int r = 0; r < world_size; ++r) g.ranks.push_back({r, RankManifestName(r), digests[r]});
   const std::string text = EncodeGlobalManifest(g);
   STRATA_RETURN_IF_ERROR(loc.WriteFile(step, kManifestFile, Buffer::FromString(text)));
   return loc.WriteFile(step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));

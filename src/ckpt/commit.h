@@ -20,14 +20,17 @@ namespace strata::ckpt {
 Status WriteRankCommit(Location& loc, const RankManifest& manifest);
 
 // The rank manifest whose commit marker for `rank` is present and matches,
-// or NotFound (not committed yet) / Corruption.
-Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank);
+// or NotFound (not committed yet) / Corruption. *sha256: the manifest's hash.
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256 = nullptr);
 
 // The coordinator's job: waits (polling every `poll`, until `deadline` on
-// `clock`) for all `world_size` rank commits of `step` in `loc`, then writes
-// manifest.json and LAST the global COMMITTED marker. DeadlineExceeded naming
-// the missing ranks.
-Status CommitGlobal(Location& loc, int64_t step, int world_size, Clock& clock, TimePoint deadline, Duration poll);
+// `clock`) for all `world_size` rank commits of `step` in `loc` whose
+// manifests carry `attempt` (parts left by another attempt, e.g. one that
+// crashed, are never paired with this one's), then writes manifest.json and
+// LAST the global COMMITTED marker. DeadlineExceeded naming the missing ranks
+// (and the attempt of a stale part); Cancelled once `cancelled()` is true.
+Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
+                    TimePoint deadline, Duration poll, const std::function<bool()>& cancelled = nullptr);
 
 // The newest step in `loc` with a valid global commit marker (cheap: the
 // hash chain and shard sizes), or nullopt.

@@ -19,6 +19,10 @@
 
 namespace strata::ckpt {
 
+// Which shards of a rank's part are already in the store (a restart resumes
+// from it): hidden, so listings and verification ignore it.
+inline std::string UploadJournalName(int rank) { return ".upload-" + RankManifestName(rank); }
+
 struct SaveHandle::State {
   int64_t step = 0;
   mutable std::mutex mu;
@@ -84,12 +88,16 @@ struct CheckpointWriter::Impl {
   // writer.cc
   void PersistLoop();
   Status Persist(SaveJob& job);
+  Status WritePart(SaveJob& job);
+  void RemovePart(const SaveJob& job);  // what a failed persist left behind
   Status WriteShard(int64_t step, StagedShard& shard);
 
   // tiering.cc
   void UploadLoop();
   Status Upload(int64_t step);
-  Status UploadFile(int64_t step, const RankManifest& m, uint32_t shard, std::map<std::string, std::string>* journal);
+  Status UploadFile(int64_t step, const RankManifest& m, uint32_t shard, const std::string& digest,
+                    std::map<std::string, std::string>* journal);
+  bool Stopping();  // Close() began: background waits give up
   void EnqueueRecoveredUploads();
   void ApplyRetention();
   std::set<int64_t> ProtectedSteps();
