@@ -310,9 +310,10 @@ TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   FaultFileSystem fault(DefaultFileSystem());
   WriterOptions o = Options();
   o.fs = &fault;
+  o.io_threads = 1;  // shards in order: the first fits in the budget, the second does not
   auto w = std::move(CheckpointWriter::Open(o)).value();
   Save(*w, 1, MakeState(1));
-  fault.SetWriteBudget(1 << 20);  // the next checkpoint needs ~3 MiB
+  fault.SetWriteBudget(1536 << 10);  // the next checkpoint needs ~2.4 MiB in three shards
   OwnedState s = MakeState(2);
   auto h = w->Save(2, s.views);
   ASSERT_TRUE(h.ok());
@@ -321,6 +322,9 @@ TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   EXPECT_NE(st.message().find("shard"), std::string::npos) << st;
   EXPECT_EQ(w->Flush().code(), Code::kNoSpace);
   fault.ClearWriteBudget();
+  // Nothing of the failed step is left (its first shard had been renamed into place).
+  EXPECT_GE(fault.Counters().renames, 1u);
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(JoinPath(dir_, "local"), StepDirName(2))));
   auto loc = Local();
   auto latest = Latest(*loc, VerifyLevel::kFull);
   ASSERT_TRUE(latest.ok()) << latest.status();
@@ -329,6 +333,50 @@ TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   // Space is back: the same writer saves again.
   Save(*w, 3, MakeState(3));
   EXPECT_EQ(Latest(*loc)->step, 3);
+}
+
+// keep=1 with a byte-corrupt newest: the only good checkpoint must stay.
+TEST_F(CkptTest, RetentionNeverDeletesTheNewestVerifiedCheckpoint) {
+  {
+    auto w = std::move(CheckpointWriter::Open(Options())).value();
+    Save(*w, 1, MakeState(1));
+    Save(*w, 2, MakeState(2));
+  }
+  const TensorEntry t = FirstTensorOf(2, 0);
+  FlipByte(ShardPath(2, 0), t.offset + 100);  // step 2 still looks valid to the quick check
+  auto loc = Local();
+  auto deleted = RetainNewest(*loc, 1);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_TRUE(deleted->empty());
+  EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(Compare(*Load(*loc, 1), MakeState(1)), "");
+  // Once a newer good one exists, the older ones go.
+  {
+    auto w = std::move(CheckpointWriter::Open(Options())).value();
+    Save(*w, 3, MakeState(3));
+  }
+  deleted = RetainNewest(*loc, 1);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{3}));
+}
+
+// Staging memory that cannot be had fails the save, and the step stays free.
+TEST_F(CkptTest, StagingFailureLeavesTheStepFreeToSaveAgain) {
+  std::string overcommit;
+  if (auto text = ReadFileToString(DefaultFileSystem(), "/proc/sys/vm/overcommit_memory", 16); text.ok()) {
+    overcommit = *text;
+  }
+  if (overcommit.empty() || overcommit[0] == '1') {
+    GTEST_SKIP() << "the kernel may grant any mapping (vm.overcommit_memory=1): cannot make staging fail";
+  }
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  const uint64_t huge = uint64_t{1} << 44;  // 16 TiB: more than RAM + swap, so mmap refuses it
+  std::vector<uint8_t> unused(64);          // never read: staging fails before the copy
+  auto h = w->Save(7, {{"huge", "U8", {static_cast<int64_t>(huge)}, unused.data(), huge}});
+  EXPECT_EQ(h.status().code(), Code::kNoSpace) << h.status();
+  Save(*w, 7, MakeState(7));
+  EXPECT_EQ(Compare(*Load(*Local(), 7), MakeState(7)), "");
 }
 
 TEST_F(CkptTest, TiersToTheStoreWithRetention) {

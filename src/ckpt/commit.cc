@@ -1,6 +1,7 @@
 #include "ckpt/commit.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/hash.h"
 #include "base/log.h"
@@ -81,14 +82,24 @@ Result<std::optional<int64_t>> NewestCommitted(Location& loc) {
 }
 
 Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect,
-                                          std::function<bool(int64_t)> valid, bool dry_run) {
+                                          std::function<bool(int64_t)> valid, std::function<bool(int64_t)> verified,
+                                          bool dry_run) {
   if (keep < 1) return InvalidArgumentError("retention must keep at least one checkpoint");
   if (!valid) valid = [&loc](int64_t s) { return OpenCheckpoint(loc, s).ok(); };
+  if (!verified) verified = [&loc](int64_t s) { return Verify(loc, s, VerifyLevel::kBytes).ok(); };
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
   std::vector<int64_t> good, torn, deleted;
   for (int64_t s : steps) (valid(s) ? good : torn).push_back(s);
   if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
   const int64_t newest = good.back();
+  std::optional<int64_t> safe;  // the newest whose bytes verify
+  for (auto it = good.rbegin(); it != good.rend() && !safe; ++it) {
+    if (verified(*it)) safe = *it;
+  }
+  if (!safe) {
+    STRATA_LOG_WARN("ckpt: retention in {} deletes nothing: no checkpoint verifies", loc.Describe());
+    return deleted;
+  }
   std::vector<int64_t> doomed;
   if (good.size() > static_cast<size_t>(keep)) doomed.assign(good.begin(), good.end() - keep);
   for (int64_t s : torn) {
@@ -96,7 +107,7 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   }
   std::sort(doomed.begin(), doomed.end());
   for (int64_t s : doomed) {
-    if (s == newest || protect.count(s)) continue;
+    if (s == newest || s == *safe || protect.count(s)) continue;
     Status st = dry_run ? Status::Ok() : loc.RemoveStep(s);
     if (st.ok()) {
       deleted.push_back(s);

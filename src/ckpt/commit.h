@@ -36,12 +36,16 @@ Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::stri
 // hash chain and shard sizes), or nullopt.
 Result<std::optional<int64_t>> NewestCommitted(Location& loc);
 
-// Retention: deletes all but the newest `keep` valid checkpoints (never the
-// newest valid one, never one in `protect`), and torn leftovers older than the
-// newest valid one. `valid` defaults to OpenCheckpoint(loc, step).ok().
-// Returns the steps deleted (or that would be, with dry_run); failures to
-// delete are logged and skipped.
+// Retention: deletes all but the newest `keep` valid checkpoints, and torn
+// leftovers older than the newest valid one; never one in `protect`, and
+// never the newest checkpoint whose every byte verifies (a newer one may only
+// look valid, and deleting the last good one would lose everything): when
+// none verifies, nothing is deleted. `valid` defaults to OpenCheckpoint(loc,
+// step).ok(); `verified` (asked newest first, until one holds) to
+// Verify(loc, step, kBytes).ok(). Returns the steps deleted (or that would be,
+// with dry_run); failures to delete are logged and skipped.
 Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect = {},
-                                          std::function<bool(int64_t)> valid = nullptr, bool dry_run = false);
+                                          std::function<bool(int64_t)> valid = nullptr,
+                                          std::function<bool(int64_t)> verified = nullptr, bool dry_run = false);
 
 }  // namespace strata::ckpt

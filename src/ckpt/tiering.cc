@@ -59,6 +59,7 @@ void CheckpointWriter::Impl::UploadLoop() {
       std::lock_guard lock(mu);
       uploading.reset();
       if (!st.ok() && first_upload_error.ok()) first_upload_error = st;
+      if (st.ok() && opts.rank == 0) verified_remote.insert(item.first);  // every shard checked while streaming
     }
     cv.notify_all();
     if (st.ok()) ApplyRetention();
@@ -174,12 +175,33 @@ std::set<int64_t> CheckpointWriter::Impl::ProtectedSteps() {
   return keep;
 }
 
+bool CheckpointWriter::Impl::KnownGood(Location& loc, std::set<int64_t>& memo, int64_t step, bool can_verify) {
+  {
+    std::lock_guard lock(mu);
+    if (memo.count(step)) return true;
+  }
+  if (!can_verify || !Verify(loc, step, VerifyLevel::kBytes).ok()) return false;
+  std::lock_guard lock(mu);
+  memo.insert(step);
+  return true;
+}
+
 void CheckpointWriter::Impl::ApplyRetention() {
   std::lock_guard lock(retention_mu);
+  auto forget = [this](std::set<int64_t>& memo, const Result<std::vector<int64_t>>& deleted) {
+    std::lock_guard l(mu);
+    if (deleted.ok()) {
+      for (int64_t s : *deleted) memo.erase(s);
+    }
+  };
   if (opts.keep_local > 0 && (opts.rank == 0 || !opts.shared_dir)) {
-    RetainNewest(*local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); })
-        .status()
-        .IgnoreError();
+    // Verify needs a global commit: a rank whose directory holds only its own
+    // part counts only the steps it wrote itself as verified.
+    const bool global = CommitsLocally() || opts.shared_dir;
+    auto deleted = RetainNewest(
+        *local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); },
+        [this, global](int64_t s) { return KnownGood(*local, verified_local, s, global); });
+    forget(verified_local, deleted);
   }
   if (remote && opts.keep_remote > 0 && opts.rank == 0) {
     std::set<int64_t> protect;
@@ -188,9 +210,10 @@ void CheckpointWriter::Impl::ApplyRetention() {
       if (uploading) protect.insert(*uploading);
       for (const auto& u : uploads) protect.insert(u.first);
     }
-    RetainNewest(*remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).ok(); })
-        .status()
-        .IgnoreError();
+    auto deleted = RetainNewest(
+        *remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).ok(); },
+        [this](int64_t s) { return KnownGood(*remote, verified_remote, s, true); });
+    forget(verified_remote, deleted);
   }
 }
 

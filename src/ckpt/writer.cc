@@ -318,6 +318,7 @@ void CheckpointWriter::Impl::PersistLoop() {
       std::lock_guard lock(mu);
       if (!st.ok() && first_error.ok()) first_error = st;
       if (st.ok() && remote) uploads.emplace_back(state->step, state);
+      if (st.ok()) verified_local.insert(state->step);  // hashed while writing
       jobs.pop_front();
     }
     cv.notify_all();

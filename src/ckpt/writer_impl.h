@@ -74,6 +74,10 @@ struct CheckpointWriter::Impl {
   std::deque<std::pair<int64_t, std::shared_ptr<SaveHandle::State>>> uploads;
   std::optional<int64_t> uploading;
   Status first_upload_error;
+  // Steps known good without reading them again, for retention: this writer
+  // hashed them while writing (local) or checked them while uploading
+  // (remote), or retention verified them once. Under `mu`.
+  std::set<int64_t> verified_local, verified_remote;
   std::mutex retention_mu;
   std::mutex journal_mu;  // the upload journal, shared by parallel file uploads
 
@@ -103,6 +107,8 @@ struct CheckpointWriter::Impl {
   std::set<int64_t> ProtectedSteps();
   // Whether `step` counts as committed in `loc` for retention purposes.
   bool LocallyValid(int64_t step);
+  // Whether every byte of `step` in `loc` is good: in `memo`, or verified now (when `can_verify`).
+  bool KnownGood(Location& loc, std::set<int64_t>& memo, int64_t step, bool can_verify);
 };
 
 }  // namespace strata::ckpt

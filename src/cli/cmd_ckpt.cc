@@ -125,7 +125,7 @@ void RunPull(const CkptArgs& a) {
 
 void RunGc(const CkptArgs& a) {
   auto loc = OpenLoc("ckpt gc", a.location);
-  auto deleted = Check(RetainNewest(*loc, a.keep, {}, nullptr, a.dry_run), "ckpt gc", a.location);
+  auto deleted = Check(RetainNewest(*loc, a.keep, {}, nullptr, nullptr, a.dry_run), "ckpt gc", a.location);
   for (int64_t s : deleted) std::cout << (a.dry_run ? "would delete " : "deleted ") << StepDirName(s) << "\n";
   if (deleted.empty()) std::cout << "nothing to delete\n";
 }
@@ -167,7 +167,9 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
   gc->add_option("location", a->location, where)->required();
   gc->add_option("--keep", a->keep, "How many valid checkpoints to keep (>= 1)")->required();
   gc->add_flag("-n,--dry-run", a->dry_run, "Only print what would be deleted");
-  gc->footer("Never deletes the newest valid checkpoint. Do not run while a writer saves into the same location.");
+  gc->footer(
+      "Never deletes the newest valid checkpoint, nor the newest one whose every byte verifies (read in full). "
+      "Do not run while a writer saves into the same location.");
   gc->callback([a] { RunGc(*a); });
 });
 
