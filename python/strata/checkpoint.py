@@ -39,9 +39,11 @@ _SAFETENSORS = {
     torch.bool: "BOOL", torch.complex64: "C64",
 }
 
-# torch.distributed.checkpoint (StorageWriter/StorageReader) is not in every PyTorch; this build's
-# integration is only defined when it is importable. Debian's 1.13 lacks it, and its predecessor
-# torch.distributed._shard.checkpoint does not import on Python 3.11 (a dataclass error).
+# No torch.distributed.checkpoint (DCP) StorageWriter/StorageReader adapter is shipped, whatever
+# PyTorch is installed: none could be exercised here (Debian's PyTorch 1.13 has no
+# torch.distributed.checkpoint, and its predecessor torch.distributed._shard.checkpoint fails to
+# import on Python 3.11 with a dataclass error), and untested adapter code is not shipped.
+# HAVE_DCP only reports whether the installed PyTorch has those interfaces; nothing here uses it.
 try:  # pragma: no cover - depends on the installed PyTorch
     import torch.distributed.checkpoint as _dcp  # noqa: F401
     HAVE_DCP = hasattr(_dcp, "StorageWriter") and hasattr(_dcp, "StorageReader")
