@@ -289,10 +289,15 @@ TEST_F(TieringTest, CloseIsPromptWhileTheRemoteCommitWaits) {
   auto h = w->Save(1, MakeState(1).views);
   ASSERT_TRUE(h.ok() && h->Wait().ok());
   ASSERT_TRUE(WaitForObject(Key(1, RankCommitName(0))));  // now waiting for rank 1
+  auto queued = w->Save(2, MakeState(2).views);           // its upload waits behind step 1's
+  ASSERT_TRUE(queued.ok() && queued->Wait().ok());
   const auto start = std::chrono::steady_clock::now();
   w.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_EQ(h->WaitUploaded().code(), Code::kCancelled);
+  Status st = queued->WaitUploaded();  // answered, not left waiting forever
+  EXPECT_EQ(st.code(), Code::kCancelled) << st;
+  EXPECT_NE(st.message().find("resumes it"), std::string::npos) << st;
 }
 
 }  // namespace

@@ -141,6 +141,16 @@ CheckpointWriter::~CheckpointWriter() {
   impl_->cv.notify_all();
   impl_->persist_thread.join();
   if (impl_->upload_thread.joinable()) impl_->upload_thread.join();
+  // Uploads still queued resume at the next Open; their handles learn it now
+  // instead of waiting forever.
+  for (auto& [step, state] : impl_->uploads) {
+    if (!state) continue;
+    std::lock_guard lock(state->mu);
+    state->uploaded = true;
+    state->upload_status = Status(Code::kCancelled, "writer closed before uploading " + StepDirName(step) +
+                                                        "; the next writer opened on " + opts_.dir + " resumes it");
+    state->cv.notify_all();
+  }
 }
 
 Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<TensorView>& tensors,

@@ -157,6 +157,12 @@ TEST_F(CkptCliTest, PullCopiesVerifiedAndRefusesADamagedSource) {
   EXPECT_NE(refused.err.find(t.name), std::string::npos) << refused.err;
   CliRun listed = Strata({"ckpt", "ls", "--all", bucket});
   EXPECT_EQ(listed.out.find(StepDirName(2)), std::string::npos) << "left in the bucket:\n" << listed.out;
+
+  // "latest" skips the damaged step 2 and pulls step 1.
+  CliRun latest = Strata({"ckpt", "pull", Dir("ckpt"), Dir("fresh"), "latest"});
+  ASSERT_EQ(latest.code, 0) << latest.err;
+  EXPECT_NE(latest.err.find("skipping " + StepDirName(2)), std::string::npos) << latest.err;
+  EXPECT_NE(latest.out.find("pulled " + StepDirName(1)), std::string::npos) << latest.out;
 }
 
 TEST_F(CkptCliTest, GcDryRunThenDeleteKeepingTheNewestVerified) {

@@ -1,5 +1,6 @@
 // strata ckpt ls | show | verify | pull | gc: inspect and manage checkpoints
 // in a local directory or an object store URL.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -118,9 +119,27 @@ void RunVerify(const CkptArgs& a) {
 void RunPull(const CkptArgs& a) {
   auto from = OpenLoc("ckpt pull", a.location);
   auto to = OpenLoc("ckpt pull", a.destination);
-  int64_t step = ResolveStep("ckpt pull", *from, a.step);
-  Check(Pull(*from, step, *to, a.parallelism), "ckpt pull", from->Describe() + " " + StepDirName(step));
-  std::cout << "pulled " << StepDirName(step) << " to " << to->Describe() << " (verified)\n";
+  std::vector<int64_t> candidates;
+  if (a.step == "latest") {
+    // The newest that copies with every shard verified: Pull checks the bytes
+    // on the way, so they are read once (not verified first, then copied).
+    candidates = Check(from->ListSteps(), "ckpt pull", a.location);
+    std::reverse(candidates.begin(), candidates.end());
+  } else {
+    candidates.push_back(ResolveStep("ckpt pull", *from, a.step));
+  }
+  Status st = NotFoundError("no valid checkpoint in " + from->Describe());
+  for (int64_t step : candidates) {
+    if (a.step == "latest" && !OpenCheckpoint(*from, step).ok()) continue;  // torn or partial
+    st = Pull(*from, step, *to, a.parallelism);
+    if (st.ok()) {
+      std::cout << "pulled " << StepDirName(step) << " to " << to->Describe() << " (verified)\n";
+      return;
+    }
+    if (a.step != "latest" || st.code() != Code::kCorruption) break;
+    std::cerr << "skipping " << StepDirName(step) << ": " << st.ToString() << "\n";
+  }
+  Fail("ckpt pull", from->Describe(), st);
 }
 
 void RunGc(const CkptArgs& a) {
@@ -159,7 +178,7 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
   auto* pull = ckpt->add_subcommand("pull", "Copy a checkpoint (e.g. from the store to a local directory), verified");
   pull->add_option("source", a->location, where)->required();
   pull->add_option("destination", a->destination, "Where to copy it")->required();
-  pull->add_option("step", a->step, "Step number or 'latest'");
+  pull->add_option("step", a->step, "Step number or 'latest' (the newest that copies with every byte verified)");
   pull->add_option("-j,--parallel", a->parallelism, "Shards copied at once");
   pull->callback([a] { RunPull(*a); });
 
