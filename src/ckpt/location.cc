@@ -199,13 +199,8 @@ class StoreLocationImpl : public Location {
   }
   Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size, const PartSource& source,
                                     const StreamPutHooks& hooks) override {
-    const std::string key = KeyOf(step, name);
     STRATA_ASSIGN_OR_RETURN(ObjectInfo info,
-                            ParallelPutFrom(*store_, key, size, part_size_, concurrency_, source, hooks));
-    if (info.etag.empty()) {  // some servers (RGW) answer a completed multipart upload without one
-      auto head = store_->Head(key);
-      if (head.ok()) info.etag = head->etag;
-    }
+                            ParallelPutFrom(*store_, KeyOf(step, name), size, part_size_, concurrency_, source, hooks));
     return info.etag;
   }
   Status Remove(int64_t step, std::string_view name) override { return store_->Delete(KeyOf(step, name)); }
