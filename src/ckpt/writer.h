@@ -10,8 +10,11 @@
 // writing), the rank manifest and rank commit,
 // and on rank 0 the global manifest and LAST the global commit marker. When
 // a remote store is configured, committed checkpoints are uploaded in the
-// background (remote markers last) and re-uploaded after a restart if their
-// remote commit is missing. Retention keeps the last N local / M remote.
+// background in bounded parts, each shard checked against its manifest hash
+// before it appears (remote markers last), and resumed after a restart
+// (shards the upload journal records are not sent again). Retention keeps
+// the last N local / M remote, never deleting the newest fully verified one.
+// A failed persist removes what it wrote; a failed staging leaves the step free.
 //
 // Distributed: every rank opens a writer on the same dir (and/or store) with
 // its rank, world size and attempt id; rank 0 waits (deadline on the Clock)
@@ -31,8 +34,9 @@
 // (PreconditionFailed) rather than risk mixing.
 //
 // Thread-safe: Save may be called from any thread (saves are persisted in
-// call order). The destructor waits for staged saves to persist; pending
-// uploads are abandoned and resumed by the next writer opened on the dir.
+// call order). The destructor waits for staged saves to persist; uploads
+// stop at once (a remote commit waiting for other ranks too), their handles
+// get Cancelled, and the next writer opened on the dir resumes them.
 #pragma once
 
 #include <cstdint>
