@@ -6,15 +6,18 @@
 // speed": a plain memcpy (1 and 2 threads) of the same tensors into
 // pre-faulted memory, measured in the same run. The first save is measured
 // with the staging memory prefaulted at Open (staging_bytes) and, for
-// comparison, with a writer that maps it during the first save.
+// comparison, with a writer that maps it during the first save. The
+// steady-state stall is judged against the aim of 50 ms per GB staged; the
+// plain write+fsync and strata's warm saves are both timed best of --reps.
 //
-//   ckpt_bench [--gib 4] [--dir /tmp/strata-ckpt-bench] [--out bench/out/ckpt.json]
+//   ckpt_bench [--gib 4] [--reps 3] [--dir /tmp/strata-ckpt-bench] [--out bench/out/ckpt.json]
 //              [--python /usr/bin/python3] [--no-torch] [--no-cold] [--io-threads 4]
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -50,7 +53,10 @@ struct Args {
   bool torch = true;
   bool cold = true;  // also measure a writer without staging_bytes (first save maps its memory)
   size_t io_threads = 4;
+  int reps = 3;  // best of: plain write+fsync, and strata's warm saves
 };
+
+constexpr double kStallAimMsPerGB = 50;
 
 double Now() { return Seconds(RealClock().Now().time_since_epoch()); }
 
@@ -191,9 +197,11 @@ int main(int argc, char** argv) {
       a.torch_script = next();
     else if (k == "--io-threads")
       a.io_threads = std::stoul(next());
+    else if (k == "--reps")
+      a.reps = std::max(1, std::stoi(next()));
     else {
-      std::cerr
-          << "usage: ckpt_bench [--gib N] [--dir D] [--out F] [--python P] [--no-torch] [--no-cold] [--io-threads N]\n";
+      std::cerr << "usage: ckpt_bench [--gib N] [--reps N] [--dir D] [--out F] [--python P] [--no-torch] [--no-cold] "
+                   "[--io-threads N]\n";
       return 2;
     }
   }
@@ -202,7 +210,11 @@ int main(int argc, char** argv) {
   const uint64_t total = static_cast<uint64_t>(a.gib * (1ull << 30));
   const std::vector<uint64_t> sizes = TensorSizes(total);
   const double gb = double(total) / 1e9;
-  nlohmann::json result = {{"state_bytes", total}, {"tensors", sizes.size()}, {"dir", a.dir}};
+  std::string reproduce = "build/bench/ckpt_bench";
+  for (int i = 1; i < argc; ++i) reproduce += std::string(" ") + argv[i];
+  nlohmann::json result = {
+      {"state_bytes", total}, {"tensors", sizes.size()}, {"dir", a.dir}, {"reps", a.reps}, {"reproduce", reproduce}};
+  std::printf("reproduce: %s\n", reproduce.c_str());
   std::printf("state: %zu tensors, %.2f GiB, in %s\n", sizes.size(), double(total) / (1ull << 30), a.dir.c_str());
 
   // 1. torch.save first, in its own process, before we allocate our copy.
@@ -229,11 +241,16 @@ int main(int argc, char** argv) {
     bufs.push_back(std::move(b));
   }
 
-  // 2. Plain sequential write + fsync of the same bytes.
-  const double plain_s = PlainWrite(JoinPath(a.dir, "plain.bin"), bufs);
+  // 2. Plain sequential write + fsync of the same bytes, best of reps (as
+  // strata's persist below), so neither side gets more tries.
+  double plain_s = -1;
+  for (int r = 0; r < a.reps; ++r) {
+    const double s = PlainWrite(JoinPath(a.dir, "plain.bin"), bufs);
+    if (s > 0 && (plain_s < 0 || s < plain_s)) plain_s = s;
+  }
   result["plain_write_fsync_s"] = plain_s;
   result["plain_write_GBps"] = gb / plain_s;
-  std::printf("plain sequential write + fsync:     %8.3f s  (%.2f GB/s)\n", plain_s, gb / plain_s);
+  std::printf("plain sequential write + fsync:     %8.3f s  (%.2f GB/s, best of %d)\n", plain_s, gb / plain_s, a.reps);
 
   // 3. Memory speed: the floor for any stall that copies the state.
   const double mem1 = MemcpyBaselineSeconds(views, 1).value_or(-1);
@@ -285,14 +302,21 @@ int main(int argc, char** argv) {
   std::printf("staging memory (%.2f GB) mapped + faulted in the background after Open: %.3f s\n",
               double(o.staging_bytes) / 1e9, prefault_s);
   std::vector<SaveStats> runs;
-  for (int step = 1; step <= 3; ++step) {
+  for (int step = 1; step <= 1 + a.reps; ++step) {
     auto st = save(**writer, step, step == 1 ? "[first, prefaulted]" : "[warm]");
     if (!st) return 1;
     runs.push_back(*st);
   }
   const double first = Seconds(runs[0].stall);
-  const double stall = std::min(Seconds(runs[1].stall), Seconds(runs[2].stall));
-  const double persist = std::min(Seconds(runs[1].persist), Seconds(runs[2].persist));
+  double stall = Seconds(runs[1].stall), persist = Seconds(runs[1].persist);
+  for (size_t r = 2; r < runs.size(); ++r) {  // warm saves: best of reps
+    stall = std::min(stall, Seconds(runs[r].stall));
+    persist = std::min(persist, Seconds(runs[r].persist));
+  }
+  const bool meets_aim = stall * 1e3 / gb <= kStallAimMsPerGB;
+  result["stall_aim_ms_per_GB"] = kStallAimMsPerGB;
+  result["stall_meets_aim"] = meets_aim;
+  result["first_stall_meets_aim"] = first * 1e3 / gb <= kStallAimMsPerGB;
   result["strata_first_stall_s"] = first;
   result["strata_first_stall_ms_per_GB"] = first * 1e3 / gb;
   result["strata_stall_s"] = stall;
@@ -338,7 +362,7 @@ int main(int argc, char** argv) {
   for (bool sha : {false, true}) {
     Evict(o.dir);
     double t0 = Now();
-    auto latest = Latest(*loc);
+    auto latest = Latest(*loc, VerifyLevel::kQuick);  // Load verifies every byte itself
     auto loaded = latest.ok() ? Load(*loc, latest->step, {.verify = true, .parallelism = 4, .verify_sha256 = sha})
                               : latest.status();
     const double load_s = Now() - t0;
@@ -370,6 +394,12 @@ int main(int argc, char** argv) {
       "stall: strata %.1f ms (%.1f ms/GB, %.2fx a 2-thread memcpy; first save %.1f ms) %s; persist at %.0f%% "
       "of plain write+fsync\n",
       stall * 1e3, stall * 1e3 / gb, stall / mem2, first * 1e3, versus_torch.c_str(), 100 * plain_s / persist);
+  // The floor is the machine's memory speed: an aim below it cannot pass here.
+  std::printf(
+      "stall vs the aim of %.0f ms/GB: %s (warm saves, best of %d: %.1f ms/GB; first save %.1f ms/GB: %s; "
+      "memory speed here, a 2-thread memcpy: %.1f ms/GB)\n",
+      kStallAimMsPerGB, meets_aim ? "PASS" : "FAIL", a.reps, stall * 1e3 / gb, first * 1e3 / gb,
+      first * 1e3 / gb <= kStallAimMsPerGB ? "PASS" : "FAIL", mem2 * 1e3 / gb);
   double load_avg[3] = {0, 0, 0};
   if (::getloadavg(load_avg, 3) == 3) result["load_average_1m"] = load_avg[0];
   std::printf("load average at the end: %.2f (2 cores shared: figures move with it)\n", load_avg[0]);

@@ -46,7 +46,8 @@ struct PyLocation {
 
 PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int rank, int world_size, bool shared_dir,
                     const std::string& policy, int keep_local, int keep_remote, size_t io_threads, size_t stage_threads,
-                    uint64_t shard_bytes, size_t max_queued, bool fsync, uint64_t staging_bytes) {
+                    uint64_t shard_bytes, size_t max_queued, bool fsync, uint64_t staging_bytes,
+                    const std::string& attempt) {
   ckpt::WriterOptions o;
   o.dir = dir;
   o.remote_url = remote_url;
@@ -68,6 +69,7 @@ PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int r
   o.max_queued = max_queued;
   o.fsync = fsync;
   o.staging_bytes = staging_bytes;
+  o.attempt = attempt;
   py::gil_scoped_release release;
   return PyWriter{Unwrap(ckpt::CheckpointWriter::Open(std::move(o)))};
 }
@@ -128,6 +130,13 @@ PyLocation OpenLoc(const std::string& dir_or_url) {
 }
 
 ckpt::VerifyLevel Level(bool full) { return full ? ckpt::VerifyLevel::kFull : ckpt::VerifyLevel::kQuick; }
+
+ckpt::VerifyLevel LevelNamed(const std::string& level) {
+  if (level == "quick") return ckpt::VerifyLevel::kQuick;
+  if (level == "bytes") return ckpt::VerifyLevel::kBytes;
+  if (level == "full") return ckpt::VerifyLevel::kFull;
+  ThrowStatus(InvalidArgumentError("level must be 'quick', 'bytes' or 'full', not '" + level + "'"));
+}
 
 }  // namespace
 
@@ -192,7 +201,7 @@ void BindCkpt(py::module_& m) {
         py::arg("world_size") = 1, py::arg("shared_dir") = true, py::arg("policy") = "wait", py::arg("keep_local") = 0,
         py::arg("keep_remote") = 0, py::arg("io_threads") = 4, py::arg("stage_threads") = 2,
         py::arg("shard_bytes") = 256ull << 20, py::arg("max_queued") = 2, py::arg("fsync") = true,
-        py::arg("staging_bytes") = 0);
+        py::arg("staging_bytes") = 0, py::arg("attempt") = "");
 
   py::class_<PyLocation>(m, "_Location")
       .def_property_readonly("description", [](const PyLocation& l) { return l.loc->Describe(); })
@@ -203,16 +212,17 @@ void BindCkpt(py::module_& m) {
            })
       .def(
           "latest",
-          [](PyLocation& l, bool full) -> py::object {
+          [](PyLocation& l, const std::string& level) -> py::object {
+            const ckpt::VerifyLevel v = LevelNamed(level);
             Result<ckpt::CheckpointInfo> r = NotFoundError("");
             {
               py::gil_scoped_release release;
-              r = ckpt::Latest(*l.loc, Level(full));
+              r = ckpt::Latest(*l.loc, v);
             }
             if (!r.ok() && r.status().code() == Code::kNotFound) return py::none();
             return py::int_(Unwrap(std::move(r)).step);
           },
-          py::arg("full") = false)
+          py::arg("level") = "bytes")
       .def("info",
            [](PyLocation& l, int64_t step) {
              ckpt::CheckpointInfo info;

@@ -21,6 +21,7 @@ import json
 import operator
 import os
 import threading
+import uuid
 
 import numpy as np
 import torch
@@ -38,9 +39,11 @@ _SAFETENSORS = {
     torch.bool: "BOOL", torch.complex64: "C64",
 }
 
-# torch.distributed.checkpoint (StorageWriter/StorageReader) is not in every PyTorch; this build's
-# integration is only defined when it is importable. Debian's 1.13 lacks it, and its predecessor
-# torch.distributed._shard.checkpoint does not import on Python 3.11 (a dataclass error).
+# No torch.distributed.checkpoint (DCP) StorageWriter/StorageReader adapter is shipped, whatever
+# PyTorch is installed: none could be exercised here (Debian's PyTorch 1.13 has no
+# torch.distributed.checkpoint, and its predecessor torch.distributed._shard.checkpoint fails to
+# import on Python 3.11 with a dataclass error), and untested adapter code is not shipped.
+# HAVE_DCP only reports whether the installed PyTorch has those interfaces; nothing here uses it.
 try:  # pragma: no cover - depends on the installed PyTorch
     import torch.distributed.checkpoint as _dcp  # noqa: F401
     HAVE_DCP = hasattr(_dcp, "StorageWriter") and hasattr(_dcp, "StorageReader")
@@ -314,6 +317,12 @@ class Checkpointer:
 
     ``rank``/``world_size`` default to torch.distributed or RANK/WORLD_SIZE: every rank saves
     its own state into the same step, which commits when every rank's part is durable.
+    ``attempt``: with several ranks, an id shared by every rank of this run of the job and new
+    when the job restarts, so parts left by a crashed earlier attempt at the same step are
+    never committed with this one's. Default: a UUID broadcast from rank 0 through
+    torch.distributed when it is initialised (creating the Checkpointer is then a collective
+    call); without torch.distributed pass it yourself (e.g. a launcher's run id + restart
+    count). Ignored with one rank.
     ``keep_local``/``keep_remote``: keep the newest N checkpoints (0 = all). ``policy``: a save
     while the previous one is still persisting "wait"s, or is "queue"d (at most ``max_queued``).
     Thread-safe. Use as a context manager or call ``close()`` to wait for staged saves.
@@ -330,7 +339,7 @@ class Checkpointer:
 
     def __init__(self, dir, remote=None, rank=None, world_size=None, keep_local=0, keep_remote=0,  # noqa: A002
                  policy="wait", *, max_queued=2, io_threads=4, stage_threads=2, shard_bytes=256 << 20,
-                 shared_dir=True, fsync=True, staging_bytes=None):
+                 shared_dir=True, fsync=True, staging_bytes=None, attempt=None):
         if policy not in ("wait", "queue"):
             raise ValueError(f"policy must be 'wait' or 'queue', not {policy!r}")
         if staging_bytes is not None:
@@ -343,12 +352,14 @@ class Checkpointer:
         self.dir = os.path.abspath(os.fspath(dir))
         self.remote = to_url(remote) if remote is not None else None
         self.rank, self.world_size = rank_world(rank, world_size)
+        attempt = _resolve_attempt(attempt, self.world_size)
         os.makedirs(self.dir, exist_ok=True)
         self._writer_args = dict(
             dir=self.dir, remote_url=self.remote or "", rank=self.rank, world_size=self.world_size,
             shared_dir=bool(shared_dir), policy=policy, keep_local=int(keep_local), keep_remote=int(keep_remote),
             io_threads=int(io_threads), stage_threads=int(stage_threads), shard_bytes=int(shard_bytes),
-            max_queued=int(max_queued), fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes))
+            max_queued=int(max_queued), fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes),
+            attempt=attempt)
         self._writer = None
         self._lock = threading.Lock()
         self._local = _strata._open_location(self.dir)
@@ -426,9 +437,13 @@ class Checkpointer:
                 pass
         return out
 
-    def latest(self, source="local", full=False):
-        """The newest step that verifies (``full``: every byte hashed), or None."""
-        return self._location(source).latest(full)
+    def latest(self, source="local", full=False, quick=False):
+        """The newest step whose every byte verifies (whole-shard xxh3, per-tensor xxh3), or None.
+
+        ``full``: also each shard's SHA-256 (slower). ``quick``: only commit markers, manifest
+        hashes and shard sizes (misses flipped or zeroed bytes; e.g. before a ``load()``, which
+        verifies every byte it reads anyway). On a remote source every byte is downloaded."""
+        return self._location(source).latest("full" if full else "quick" if quick else "bytes")
 
     def verify(self, step, source="local", full=True):
         """A report dict: ok, committed, problems [{file, tensor, what}], text."""
@@ -508,6 +523,24 @@ def state_nbytes(state_dict):
         elif isinstance(obj, (list, tuple)):
             todo.extend(obj)
     return total
+
+
+def _resolve_attempt(attempt, world_size):
+    """The save attempt id every rank must share (see Checkpointer): given, or broadcast from rank 0."""
+    if attempt is not None:
+        attempt = str(attempt)
+        if not attempt or len(attempt.encode("utf-8")) > 256:
+            raise ValueError(f"attempt must be a non-empty string of at most 256 bytes, not {attempt!r}")
+        return attempt
+    if world_size == 1:
+        return ""  # a single rank needs no agreement: the writer picks a random id
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        box = [uuid.uuid4().hex if dist.get_rank() == 0 else None]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+    raise ValueError("several ranks without torch.distributed initialised: pass attempt=, the same string on "
+                     "every rank and a new one each time the job (re)starts")
 
 
 def _with_header_room(staging_bytes):

@@ -1,6 +1,8 @@
 import collections
 import glob
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -130,11 +132,30 @@ def test_latest_valid_skips_corrupt_newest(tmp_path):
         f.write(bytes([byte[0] ^ 0xFF]))
     ckpt = sc.Checkpointer(d)
     report = ckpt.verify(2)
-    assert not report["ok"] and os.path.basename(shard) in report["text"] and "w" in report["text"]
-    assert ckpt.latest(full=True) == 1
+    assert not report["ok"]
+    # The problem names the tensor and its shard (not just "w" somewhere in the text).
+    assert {"file": os.path.basename(shard), "tensor": "w"} in [
+        {"file": p["file"], "tensor": p["tensor"]} for p in report["problems"]], report["problems"]
+    assert ckpt.latest(full=True) == 1 and ckpt.latest() == 1
     with pytest.raises(strata.Corruption):
         ckpt.load(2)
     assert torch.equal(ckpt.load()["w"], torch.full((1000,), 1.0))  # newest valid
+
+
+def test_latest_skips_zeroed_range_by_default(tmp_path):
+    d = tmp_path / "ckpt"
+    with sc.Checkpointer(d) as ckpt:
+        ckpt.save(1, {"w": torch.full((4096,), 1.0)})
+        ckpt.save(2, {"w": torch.full((4096,), 2.0)})
+    shard = sorted(glob.glob(str(d / "step-000000002" / "*.safetensors")))[0]
+    with open(shard, "r+b") as f:  # zero 4 KiB of tensor data: size and markers unchanged
+        f.seek(os.path.getsize(shard) - 8192)
+        f.write(bytes(4096))
+    ckpt = sc.Checkpointer(d)
+    assert ckpt.latest() == 1  # every byte checked by default
+    assert ckpt.latest(quick=True) == 2  # the opt-out only checks markers and sizes
+    with pytest.raises(ValueError, match="level"):
+        ckpt._local.latest("everything")
 
 
 def test_refuses_unpicklable_objects(tmp_path):
@@ -160,8 +181,10 @@ def test_step_must_increase_and_missing_step(tmp_path):
 
 def test_two_ranks_commit_together(tmp_path):
     d = tmp_path / "ckpt"
-    r0 = sc.Checkpointer(d, rank=0, world_size=2)
-    r1 = sc.Checkpointer(d, rank=1, world_size=2)
+    with pytest.raises(ValueError, match="attempt="):  # no torch.distributed to agree on one
+        sc.Checkpointer(d, rank=0, world_size=2)
+    r0 = sc.Checkpointer(d, rank=0, world_size=2, attempt="run-1")
+    r1 = sc.Checkpointer(d, rank=1, world_size=2, attempt="run-1")
     f1 = r1.save(3, {"part": torch.full((10,), 1.0), "rank": 1}, async_save=True)
     f0 = r0.save(3, {"part": torch.full((10,), 0.0), "rank": 0}, async_save=True)
     f0.result(timeout=120)
@@ -174,6 +197,37 @@ def test_two_ranks_commit_together(tmp_path):
     assert r1.load()["rank"] == 1 and torch.equal(r1.load()["part"], torch.full((10,), 1.0))
     r0.close()
     r1.close()
+
+
+_RANK_SCRIPT = r"""
+import sys
+import torch
+import torch.distributed as dist
+import strata.checkpoint as sc
+
+rank, directory, init = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+with sc.Checkpointer(directory) as ckpt:  # rank, world size and attempt from torch.distributed
+    ckpt.save(4, {"part": torch.full((8,), float(rank))})
+    print(ckpt._writer_args["attempt"])
+dist.destroy_process_group()
+"""
+
+
+def test_ranks_agree_on_an_attempt_through_torch_distributed(tmp_path):
+    script = tmp_path / "rank.py"
+    script.write_text(_RANK_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), GLOO_SOCKET_IFNAME="lo")
+    init = f"file://{tmp_path / 'pg'}"
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(tmp_path / "ckpt"), init], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    attempts = [out.strip().splitlines()[-1] for out, _ in outs]
+    assert attempts[0] == attempts[1] and len(attempts[0]) == 32, attempts  # rank 0's UUID, on both ranks
+    ckpt = sc.Checkpointer(tmp_path / "ckpt", rank=1, world_size=2, attempt="reader")
+    assert ckpt.latest() == 4
+    assert torch.equal(ckpt.load(4)["part"], torch.full((8,), 1.0))
 
 
 def test_staging_bytes_and_save_stats(tmp_path):

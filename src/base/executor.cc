@@ -87,4 +87,22 @@ void ParallelFor(size_t n, size_t parallelism, const std::function<void(size_t)>
   for (auto& t : threads) t.join();
 }
 
+bool Sequencer::RunInOrder(size_t i, const std::function<void()>& fn) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return cancelled_ || next_ == i; });
+  if (cancelled_) return false;
+  fn();
+  ++next_;
+  cv_.notify_all();
+  return true;
+}
+
+void Sequencer::Cancel() {
+  {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+  }
+  cv_.notify_all();
+}
+
 }  // namespace strata

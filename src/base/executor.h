@@ -68,4 +68,23 @@ class TaskGroup {
 // fresh threads, and waits. For bounded fan-out (parallel parts, ranged GETs).
 void ParallelFor(size_t n, size_t parallelism, const std::function<void(size_t)>& fn);
 
+// Lets ParallelFor workers run one step strictly in index order, e.g. to hash
+// parts read in parallel as one stream: RunInOrder(i, fn) waits until the
+// steps of 0..i-1 have run, runs fn (serially, under a lock), then lets i+1
+// go. A worker that fails or skips its index before its step must Cancel(),
+// which releases every waiter with false. Relies on indices being handed out
+// in increasing order (ParallelFor does), so the lowest one never waits on a
+// higher one. Thread-safe.
+class Sequencer {
+ public:
+  bool RunInOrder(size_t i, const std::function<void()>& fn);
+  void Cancel();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t next_ = 0;
+  bool cancelled_ = false;
+};
+
 }  // namespace strata

@@ -171,5 +171,28 @@ TEST(ParallelForTest, SerialWhenParallelismIsOne) {
   EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3, 4}));
 }
 
+TEST(SequencerTest, StepsRunInIndexOrderWhateverTheWorkersTimes) {
+  Sequencer seq;
+  std::vector<size_t> order;
+  ParallelFor(64, 4, [&](size_t i) {
+    if (i % 3 == 0) std::this_thread::yield();  // workers reach their step in any order
+    EXPECT_TRUE(seq.RunInOrder(i, [&] { order.push_back(i); }));
+  });
+  ASSERT_EQ(order.size(), 64u);
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(SequencerTest, CancelReleasesEveryWaiter) {
+  Sequencer seq;
+  std::atomic<int> released{0};
+  // Index 0 fails before its step: without Cancel the others would wait forever.
+  ParallelFor(8, 8, [&](size_t i) {
+    if (i == 0) return seq.Cancel();
+    if (!seq.RunInOrder(i, [] {})) ++released;
+  });
+  EXPECT_EQ(released.load(), 7);
+  EXPECT_FALSE(seq.RunInOrder(0, [] { ADD_FAILURE() << "ran after Cancel"; }));
+}
+
 }  // namespace
 }  // namespace strata

@@ -1,6 +1,7 @@
 // Writer + reader end to end on temp directories and mem:// stores.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -18,6 +19,52 @@ namespace {
 using testing::Compare;
 using testing::MakeState;
 using testing::OwnedState;
+
+// Forwards to a Location and records the largest single read: streaming
+// copies must read in parts, never a whole (multi-GB) shard at once.
+class ProbedLocation : public Location {
+ public:
+  explicit ProbedLocation(std::unique_ptr<Location> inner) : inner_(std::move(inner)) {}
+  uint64_t largest_read() const { return largest_.load(); }
+  std::string Describe() const override { return inner_->Describe(); }
+  bool is_local() const override { return inner_->is_local(); }
+  Result<std::vector<int64_t>> ListSteps() override { return inner_->ListSteps(); }
+  Result<std::vector<FileEntry>> ListFiles(int64_t step) override { return inner_->ListFiles(step); }
+  Result<uint64_t> FileSize(int64_t step, std::string_view name) override { return inner_->FileSize(step, name); }
+  Result<std::string> ReadSmall(int64_t step, std::string_view name, uint64_t max_size) override {
+    return inner_->ReadSmall(step, name, max_size);
+  }
+  Status ReadAt(int64_t step, std::string_view name, uint64_t offset, uint64_t n, void* dst) override {
+    uint64_t seen = largest_.load();
+    while (n > seen && !largest_.compare_exchange_weak(seen, n)) {
+    }
+    return inner_->ReadAt(step, name, offset, n, dst);
+  }
+  Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
+    return inner_->WriteFile(step, name, data);
+  }
+  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size, const PartSource& source,
+                                    const StreamPutHooks& hooks) override {
+    return inner_->WriteFileFrom(step, name, size, source, hooks);
+  }
+  Status Remove(int64_t step, std::string_view name) override { return inner_->Remove(step, name); }
+  Status RemoveStep(int64_t step) override { return inner_->RemoveStep(step); }
+
+ private:
+  std::unique_ptr<Location> inner_;
+  std::atomic<uint64_t> largest_{0};
+};
+
+// Flips one byte of a file in place (sizes and markers stay as they were).
+void FlipByte(const std::string& path, uint64_t offset) {
+  auto in = std::move(DefaultFileSystem().OpenForRead(path)).value();
+  uint8_t byte = 0;
+  ASSERT_TRUE(in->ReadAt(offset, 1, &byte).ok());
+  byte ^= 0x20;
+  auto out = std::move(DefaultFileSystem().OpenForWrite(path, /*truncate=*/false)).value();
+  ASSERT_TRUE(out->WriteAt(offset, &byte, 1).ok());
+  ASSERT_TRUE(out->Close().ok());
+}
 
 class CkptTest : public ::testing::Test {
  protected:
@@ -234,13 +281,39 @@ TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
   EXPECT_EQ(Verify(*loc, 1, VerifyLevel::kQuick).ToStatus().code(), Code::kNotFound);
 }
 
+// Right size, intact markers, zeroed bytes: only reading the bytes tells.
+// Latest() does that by default; kQuick is the opt-out and is fooled.
+TEST_F(CkptTest, LatestSkipsAZeroedRangeByDefault) {
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  Save(*w, 1, MakeState(1));
+  Save(*w, 2, MakeState(2));
+  const TensorEntry t = FirstTensorOf(2, 1);
+  auto file = std::move(DefaultFileSystem().OpenForWrite(ShardPath(2, 1), /*truncate=*/false)).value();
+  const std::string zeros(std::min<uint64_t>(4096, t.size), '\0');
+  ASSERT_TRUE(file->WriteAt(t.offset, zeros.data(), zeros.size()).ok());
+  ASSERT_TRUE(file->Close().ok());
+
+  auto loc = Local();
+  std::vector<VerifyReport> skipped;
+  auto latest = Latest(*loc, VerifyLevel::kBytes, &skipped);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->step, 1);
+  ASSERT_EQ(skipped.size(), 1u);
+  bool named = false;
+  for (const auto& p : skipped[0].problems) named |= p.file == ShardFileName(0, 1) && p.tensor == t.name;
+  EXPECT_TRUE(named) << skipped[0].ToString();
+  EXPECT_EQ(Latest(*loc)->step, 1);                       // the default
+  EXPECT_EQ(Latest(*loc, VerifyLevel::kQuick)->step, 2);  // sizes and markers look fine
+}
+
 TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   FaultFileSystem fault(DefaultFileSystem());
   WriterOptions o = Options();
   o.fs = &fault;
+  o.io_threads = 1;  // shards in order: the first fits in the budget, the second does not
   auto w = std::move(CheckpointWriter::Open(o)).value();
   Save(*w, 1, MakeState(1));
-  fault.SetWriteBudget(1 << 20);  // the next checkpoint needs ~3 MiB
+  fault.SetWriteBudget(1536 << 10);  // the next checkpoint needs ~2.4 MiB in three shards
   OwnedState s = MakeState(2);
   auto h = w->Save(2, s.views);
   ASSERT_TRUE(h.ok());
@@ -249,6 +322,9 @@ TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   EXPECT_NE(st.message().find("shard"), std::string::npos) << st;
   EXPECT_EQ(w->Flush().code(), Code::kNoSpace);
   fault.ClearWriteBudget();
+  // Nothing of the failed step is left (its first shard had been renamed into place).
+  EXPECT_GE(fault.Counters().renames, 1u);
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(JoinPath(dir_, "local"), StepDirName(2))));
   auto loc = Local();
   auto latest = Latest(*loc, VerifyLevel::kFull);
   ASSERT_TRUE(latest.ok()) << latest.status();
@@ -257,6 +333,50 @@ TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   // Space is back: the same writer saves again.
   Save(*w, 3, MakeState(3));
   EXPECT_EQ(Latest(*loc)->step, 3);
+}
+
+// keep=1 with a byte-corrupt newest: the only good checkpoint must stay.
+TEST_F(CkptTest, RetentionNeverDeletesTheNewestVerifiedCheckpoint) {
+  {
+    auto w = std::move(CheckpointWriter::Open(Options())).value();
+    Save(*w, 1, MakeState(1));
+    Save(*w, 2, MakeState(2));
+  }
+  const TensorEntry t = FirstTensorOf(2, 0);
+  FlipByte(ShardPath(2, 0), t.offset + 100);  // step 2 still looks valid to the quick check
+  auto loc = Local();
+  auto deleted = RetainNewest(*loc, 1);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_TRUE(deleted->empty());
+  EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(Compare(*Load(*loc, 1), MakeState(1)), "");
+  // Once a newer good one exists, the older ones go.
+  {
+    auto w = std::move(CheckpointWriter::Open(Options())).value();
+    Save(*w, 3, MakeState(3));
+  }
+  deleted = RetainNewest(*loc, 1);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{3}));
+}
+
+// Staging memory that cannot be had fails the save, and the step stays free.
+TEST_F(CkptTest, StagingFailureLeavesTheStepFreeToSaveAgain) {
+  std::string overcommit;
+  if (auto text = ReadFileToString(DefaultFileSystem(), "/proc/sys/vm/overcommit_memory", 16); text.ok()) {
+    overcommit = *text;
+  }
+  if (overcommit.empty() || overcommit[0] == '1') {
+    GTEST_SKIP() << "the kernel may grant any mapping (vm.overcommit_memory=1): cannot make staging fail";
+  }
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  const uint64_t huge = uint64_t{1} << 44;  // 16 TiB: more than RAM + swap, so mmap refuses it
+  std::vector<uint8_t> unused(64);          // never read: staging fails before the copy
+  auto h = w->Save(7, {{"huge", "U8", {static_cast<int64_t>(huge)}, unused.data(), huge}});
+  EXPECT_EQ(h.status().code(), Code::kNoSpace) << h.status();
+  Save(*w, 7, MakeState(7));
+  EXPECT_EQ(Compare(*Load(*Local(), 7), MakeState(7)), "");
 }
 
 TEST_F(CkptTest, TiersToTheStoreWithRetention) {
@@ -292,31 +412,59 @@ TEST_F(CkptTest, TiersToTheStoreWithRetention) {
   EXPECT_EQ(Pull(*remote, 30, *pulled).code(), Code::kAlreadyExists);
 }
 
-TEST_F(CkptTest, UploadResumesAfterARestart) {
-  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
-  {  // Saved while the store was not configured (as if the process died before uploading).
+// Pull checks every shard while copying, before anything is committed at
+// the destination: a bad source leaves nothing there and a retry works.
+TEST_F(CkptTest, PullVerifiesWhileCopyingAndARetryWorks) {
+  auto w = std::move(CheckpointWriter::Open(Options())).value();
+  const OwnedState state = MakeState(1, 0, 16);  // a 16 MiB tensor: its own shard, larger than a part
+  Save(*w, 1, state);
+  const TensorEntry t = FirstTensorOf(1, 0);
+  ASSERT_GT(t.size, 8u << 20);
+  FlipByte(ShardPath(1, 0), t.offset + t.size - 5);  // in the last part read
+
+  ProbedLocation src(Local());
+  auto dst = Local("pulled");
+  Status st = Pull(src, 1, *dst);
+  EXPECT_EQ(st.code(), Code::kCorruption) << st;
+  EXPECT_NE(st.message().find(ShardFileName(0, 0)), std::string::npos) << st;
+  EXPECT_NE(st.message().find(t.name), std::string::npos) << st;
+  EXPECT_EQ(dst->ListSteps()->size(), 0u);  // no committed copy, and no leftovers either
+  EXPECT_EQ(Latest(*dst).status().code(), Code::kNotFound);
+
+  FlipByte(ShardPath(1, 0), t.offset + t.size - 5);  // repaired at the source
+  st = Pull(src, 1, *dst);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(Compare(*Load(*dst, 1), state), "");
+  EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());
+  EXPECT_LE(src.largest_read(), 8u << 20) << "a whole shard was read into memory at once";
+  EXPECT_EQ(Pull(src, 1, *dst).code(), Code::kAlreadyExists);
+
+  // A damaged committed copy at the destination is replaced, not kept forever.
+  FlipByte(ShardPath(1, 0, "pulled"), t.offset + 3);
+  st = Pull(src, 1, *dst);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());
+}
+
+// The upload checks each shard against the manifest while streaming it: a
+// locally damaged shard never reaches the store, nor does a remote commit.
+TEST_F(CkptTest, UploadRefusesALocallyDamagedShard) {
+  {
     auto w = std::move(CheckpointWriter::Open(Options())).value();
-    Save(*w, 7, MakeState(7));
-    Save(*w, 8, MakeState(8));
+    Save(*w, 1, MakeState(1));
   }
-  auto remote = StoreLocation(store);
-  // A half-finished earlier upload of step 8: one shard and no markers.
-  ASSERT_TRUE(Pull(*Local(), 8, *StoreLocation(MakeMemStore())).ok());
+  const TensorEntry t = FirstTensorOf(1, 1);
+  FlipByte(ShardPath(1, 1), t.offset + 1);
+  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
   WriterOptions o = Options();
   o.remote = store;
-  o.upload_part_size = 1 << 20;
-  auto w = std::move(CheckpointWriter::Open(o)).value();
-  ASSERT_TRUE(w->WaitForUploads().ok());
-  EXPECT_EQ(*remote->ListSteps(), (std::vector<int64_t>{7, 8}));
-  EXPECT_EQ(Compare(*Load(*remote, 8), MakeState(8)), "");
-  // Already uploaded: a new writer finds nothing to do and changes nothing.
-  auto before = store->Head(StepDirName(8) + "/" + ShardFileName(0, 0));
-  w.reset();
-  auto w2 = std::move(CheckpointWriter::Open(o)).value();
-  ASSERT_TRUE(w2->WaitForUploads().ok());
-  auto after = store->Head(StepDirName(8) + "/" + ShardFileName(0, 0));
-  ASSERT_TRUE(before.ok() && after.ok());
-  EXPECT_EQ(before->mtime, after->mtime);
+  auto w = std::move(CheckpointWriter::Open(o)).value();  // resumes the upload of step 1
+  Status st = w->WaitForUploads();
+  EXPECT_EQ(st.code(), Code::kCorruption) << st;
+  EXPECT_NE(st.message().find(ShardFileName(0, 1)), std::string::npos) << st;
+  EXPECT_NE(st.message().find(t.name), std::string::npos) << st;
+  EXPECT_EQ(store->Head(StepDirName(1) + "/" + ShardFileName(0, 1)).status().code(), Code::kNotFound);
+  EXPECT_EQ(store->Head(StepDirName(1) + "/" + std::string(kCommitFile)).status().code(), Code::kNotFound);
 }
 
 // Ranks as threads with their own writers: shared directory, then node-local
@@ -332,6 +480,7 @@ TEST_F(CkptTest, DistributedRanksCommitTogether) {
         WriterOptions o = Options(shared ? "shared" : "node" + std::to_string(r));
         o.rank = r;
         o.world_size = kWorld;
+        o.attempt = "run-1";
         o.shared_dir = shared;
         o.remote = store;
         o.upload_part_size = 1 << 20;
@@ -380,6 +529,7 @@ TEST_F(CkptTest, LoadIntoReadsTheRequestedRanksPart) {
       WriterOptions o = Options();
       o.rank = r;
       o.world_size = kWorld;
+      o.attempt = "run-1";
       auto w = CheckpointWriter::Open(o);
       auto h = w.ok() ? (*w)->Save(9, states[r].views) : Result<SaveHandle>(w.status());
       results[r] = h.ok() ? h->Wait() : h.status();
@@ -419,6 +569,7 @@ TEST_F(CkptTest, CoordinatorGivesUpOnAMissingRank) {
   FakeClock clock(/*auto_advance=*/true);
   WriterOptions o = Options();
   o.world_size = 2;
+  o.attempt = "run-1";
   o.clock = &clock;
   o.commit_timeout = std::chrono::seconds(30);
   auto w = std::move(CheckpointWriter::Open(o)).value();

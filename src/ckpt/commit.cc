@@ -1,6 +1,7 @@
 #include "ckpt/commit.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/hash.h"
 #include "base/log.h"
@@ -15,7 +16,7 @@ Status WriteRankCommit(Location& loc, const RankManifest& manifest) {
                        Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
 }
 
-Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank) {
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256) {
   STRATA_ASSIGN_OR_RETURN(std::string marker, loc.ReadSmall(step, RankCommitName(rank), 4096));
   STRATA_ASSIGN_OR_RETURN(std::string digest, ParseCommit(marker));
   STRATA_ASSIGN_OR_RETURN(std::string text, loc.ReadSmall(step, RankManifestName(rank), kMaxManifestBytes));
@@ -26,40 +27,47 @@ Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank) {
   if (m.step != step || m.rank != rank) {
     return CorruptionError(RankManifestName(rank) + " of " + StepDirName(step) + " names another step or rank");
   }
+  if (sha256) *sha256 = digest;
   return m;
 }
 
-Status CommitGlobal(Location& loc, int64_t step, int world_size, Clock& clock, TimePoint deadline, Duration poll) {
+Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
+                    TimePoint deadline, Duration poll, const std::function<bool()>& cancelled) {
   std::vector<RankManifest> ranks(world_size);
+  std::vector<std::string> digests(world_size);  // of the manifests as checked, not as re-read later
   std::vector<bool> have(world_size, false);
   for (;;) {
     std::string missing;
     for (int r = 0; r < world_size; ++r) {
       if (have[r]) continue;
-      auto m = ReadRankCommit(loc, step, r);
-      if (m.ok() && m->world_size == world_size) {
+      auto m = ReadRankCommit(loc, step, r, &digests[r]);
+      if (m.ok() && m->world_size == world_size && m->attempt == attempt) {
         ranks[r] = std::move(*m);
         have[r] = true;
-      } else {
-        missing += (missing.empty() ? "" : ",") + std::to_string(r);
+        continue;
       }
+      missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      if (m.ok() && m->attempt != attempt) missing += " (a part of attempt '" + m->attempt + "')";
     }
     if (missing.empty()) break;
+    if (cancelled && cancelled()) {
+      return Status(Code::kCancelled, "stopped waiting for the commits of ranks " + missing + " of " +
+                                          StepDirName(step) + " in " + loc.Describe());
+    }
     if (clock.Now() >= deadline) {
       return Status(Code::kDeadlineExceeded, "gave up waiting for the commits of ranks " + missing + " of " +
-                                                 StepDirName(step) + " in " + loc.Describe());
+                                                 StepDirName(step) + " (attempt '" + attempt + "') in " +
+                                                 loc.Describe());
     }
     clock.SleepFor(poll);
   }
   GlobalManifest g;
   g.step = step;
   g.world_size = world_size;
+  g.attempt = attempt;
   g.wall_time_ms = ranks[0].wall_time_ms;
   g.metadata = ranks[0].metadata;
-  for (int r = 0; r < world_size; ++r) {
-    STRATA_ASSIGN_OR_RETURN(std::string text, loc.ReadSmall(step, RankManifestName(r), kMaxManifestBytes));
-    g.ranks.push_back({r, RankManifestName(r), ToHex(Sha256(text))});
-  }
+  for (int r = 0; r < world_size; ++r) g.ranks.push_back({r, RankManifestName(r), digests[r]});
   const std::string text = EncodeGlobalManifest(g);
   STRATA_RETURN_IF_ERROR(loc.WriteFile(step, kManifestFile, Buffer::FromString(text)));
   return loc.WriteFile(step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
@@ -74,14 +82,24 @@ Result<std::optional<int64_t>> NewestCommitted(Location& loc) {
 }
 
 Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect,
-                                          std::function<bool(int64_t)> valid, bool dry_run) {
+                                          std::function<bool(int64_t)> valid, std::function<bool(int64_t)> verified,
+                                          bool dry_run) {
   if (keep < 1) return InvalidArgumentError("retention must keep at least one checkpoint");
   if (!valid) valid = [&loc](int64_t s) { return OpenCheckpoint(loc, s).ok(); };
+  if (!verified) verified = [&loc](int64_t s) { return Verify(loc, s, VerifyLevel::kBytes).ok(); };
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
   std::vector<int64_t> good, torn, deleted;
   for (int64_t s : steps) (valid(s) ? good : torn).push_back(s);
   if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
   const int64_t newest = good.back();
+  std::optional<int64_t> safe;  // the newest whose bytes verify
+  for (auto it = good.rbegin(); it != good.rend() && !safe; ++it) {
+    if (verified(*it)) safe = *it;
+  }
+  if (!safe) {
+    STRATA_LOG_WARN("ckpt: retention in {} deletes nothing: no checkpoint verifies", loc.Describe());
+    return deleted;
+  }
   std::vector<int64_t> doomed;
   if (good.size() > static_cast<size_t>(keep)) doomed.assign(good.begin(), good.end() - keep);
   for (int64_t s : torn) {
@@ -89,7 +107,7 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   }
   std::sort(doomed.begin(), doomed.end());
   for (int64_t s : doomed) {
-    if (s == newest || protect.count(s)) continue;
+    if (s == newest || s == *safe || protect.count(s)) continue;
     Status st = dry_run ? Status::Ok() : loc.RemoveStep(s);
     if (st.ok()) {
       deleted.push_back(s);

@@ -20,25 +20,32 @@ namespace strata::ckpt {
 Status WriteRankCommit(Location& loc, const RankManifest& manifest);
 
 // The rank manifest whose commit marker for `rank` is present and matches,
-// or NotFound (not committed yet) / Corruption.
-Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank);
+// or NotFound (not committed yet) / Corruption. *sha256: the manifest's hash.
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256 = nullptr);
 
 // The coordinator's job: waits (polling every `poll`, until `deadline` on
-// `clock`) for all `world_size` rank commits of `step` in `loc`, then writes
-// manifest.json and LAST the global COMMITTED marker. DeadlineExceeded naming
-// the missing ranks.
-Status CommitGlobal(Location& loc, int64_t step, int world_size, Clock& clock, TimePoint deadline, Duration poll);
+// `clock`) for all `world_size` rank commits of `step` in `loc` whose
+// manifests carry `attempt` (parts left by another attempt, e.g. one that
+// crashed, are never paired with this one's), then writes manifest.json and
+// LAST the global COMMITTED marker. DeadlineExceeded naming the missing ranks
+// (and the attempt of a stale part); Cancelled once `cancelled()` is true.
+Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
+                    TimePoint deadline, Duration poll, const std::function<bool()>& cancelled = nullptr);
 
 // The newest step in `loc` with a valid global commit marker (cheap: the
 // hash chain and shard sizes), or nullopt.
 Result<std::optional<int64_t>> NewestCommitted(Location& loc);
 
-// Retention: deletes all but the newest `keep` valid checkpoints (never the
-// newest valid one, never one in `protect`), and torn leftovers older than the
-// newest valid one. `valid` defaults to OpenCheckpoint(loc, step).ok().
-// Returns the steps deleted (or that would be, with dry_run); failures to
-// delete are logged and skipped.
+// Retention: deletes all but the newest `keep` valid checkpoints, and torn
+// leftovers older than the newest valid one; never one in `protect`, and
+// never the newest checkpoint whose every byte verifies (a newer one may only
+// look valid, and deleting the last good one would lose everything): when
+// none verifies, nothing is deleted. `valid` defaults to OpenCheckpoint(loc,
+// step).ok(); `verified` (asked newest first, until one holds) to
+// Verify(loc, step, kBytes).ok(). Returns the steps deleted (or that would be,
+// with dry_run); failures to delete are logged and skipped.
 Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect = {},
-                                          std::function<bool(int64_t)> valid = nullptr, bool dry_run = false);
+                                          std::function<bool(int64_t)> valid = nullptr,
+                                          std::function<bool(int64_t)> verified = nullptr, bool dry_run = false);
 
 }  // namespace strata::ckpt

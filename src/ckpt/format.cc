@@ -149,22 +149,29 @@ std::string RankCommitName(int rank) {
 namespace {
 // The members every manifest starts with. User metadata that is not JSON is
 // stored as a string.
-json ManifestHeader(std::string_view format, int64_t step, int world_size, int64_t wall_time_ms,
-                    const std::string& metadata) {
+json ManifestHeader(std::string_view format, int64_t step, int world_size, const std::string& attempt,
+                    int64_t wall_time_ms, const std::string& metadata) {
   json j;
   j["format"] = format;
   j["version"] = kFormatVersion;
   j["step"] = step;
   j["world_size"] = world_size;
+  if (!attempt.empty()) j["attempt"] = attempt;
   j["wall_time_ms"] = wall_time_ms;
   json meta = json::parse(metadata, nullptr, false);
   j["metadata"] = meta.is_discarded() ? json(metadata) : meta;
   return j;
 }
+
+// The optional "attempt" member (absent in manifests written before it existed).
+bool GetAttempt(const json& j, std::string* out) {
+  if (!j.contains("attempt")) return true;
+  return GetStr(j, "attempt", out) && !out->empty() && out->size() <= kMaxAttemptBytes;
+}
 }  // namespace
 
 std::string EncodeRankManifest(const RankManifest& m) {
-  json j = ManifestHeader("strata-ckpt-rank", m.step, m.world_size, m.wall_time_ms, m.metadata);
+  json j = ManifestHeader("strata-ckpt-rank", m.step, m.world_size, m.attempt, m.wall_time_ms, m.metadata);
   j["rank"] = m.rank;
   json shards = json::array();
   for (const auto& s : m.shards) {
@@ -201,6 +208,7 @@ Result<RankManifest> ParseRankManifest(std::string_view text) {
   }
   m.rank = static_cast<int>(rank);
   m.world_size = static_cast<int>(world);
+  if (!GetAttempt(j, &m.attempt)) return Bad(kWhat, "bad attempt");
   if (auto it = j.find("metadata"); it != j.end())
     m.metadata = it->dump(-1, ' ', false, json::error_handler_t::replace);
   auto shards = j.find("shards");
@@ -242,7 +250,7 @@ Result<RankManifest> ParseRankManifest(std::string_view text) {
 }
 
 std::string EncodeGlobalManifest(const GlobalManifest& m) {
-  json j = ManifestHeader("strata-ckpt", m.step, m.world_size, m.wall_time_ms, m.metadata);
+  json j = ManifestHeader("strata-ckpt", m.step, m.world_size, m.attempt, m.wall_time_ms, m.metadata);
   json ranks = json::array();
   for (const auto& r : m.ranks) ranks.push_back({{"rank", r.rank}, {"manifest", r.manifest}, {"sha256", r.sha256}});
   j["ranks"] = std::move(ranks);
@@ -262,6 +270,7 @@ Result<GlobalManifest> ParseGlobalManifest(std::string_view text) {
     return Bad(kWhat, "bad step, world_size or wall_time_ms");
   }
   m.world_size = static_cast<int>(world);
+  if (!GetAttempt(j, &m.attempt)) return Bad(kWhat, "bad attempt");
   if (auto it = j.find("metadata"); it != j.end())
     m.metadata = it->dump(-1, ' ', false, json::error_handler_t::replace);
   auto ranks = j.find("ranks");

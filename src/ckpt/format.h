@@ -62,6 +62,7 @@ struct RankManifest {
   int64_t step = 0;
   int rank = 0;
   int world_size = 1;
+  std::string attempt;       // the save attempt this part belongs to (WriterOptions::attempt)
   int64_t wall_time_ms = 0;  // Unix epoch milliseconds
   std::string metadata;      // user metadata, JSON text
   std::vector<ShardEntry> shards;
@@ -77,6 +78,7 @@ struct RankRef {
 struct GlobalManifest {
   int64_t step = 0;
   int world_size = 1;
+  std::string attempt;  // every rank part carries it
   int64_t wall_time_ms = 0;
   std::string metadata;  // rank 0's user metadata, JSON text
   std::vector<RankRef> ranks;
@@ -85,6 +87,7 @@ struct GlobalManifest {
 inline constexpr int kFormatVersion = 1;
 inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
 inline constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // safetensors' own limit
+inline constexpr size_t kMaxAttemptBytes = 256;
 inline constexpr std::string_view kCommitFile = "COMMITTED";
 inline constexpr std::string_view kManifestFile = "manifest.json";
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/hash.h"
 #include "ckpt/location.h"
 #include "ckpt/reader.h"
@@ -49,6 +51,30 @@ TEST(CkptFormat, ShardXxh3RoundTripsAndIsChecked) {
   ASSERT_NE(text.find(key), std::string::npos);
   text.replace(text.find(key), key.size(), "\"xxh3\":\"no\"");
   EXPECT_EQ(ParseRankManifest(text).status().code(), Code::kCorruption);
+}
+
+TEST(CkptFormat, AttemptRoundTripsAndIsOptional) {
+  RankManifest m = SampleManifest();
+  EXPECT_EQ(EncodeRankManifest(m).find("attempt"), std::string::npos);  // absent when empty
+  EXPECT_EQ(ParseRankManifest(EncodeRankManifest(m))->attempt, "");
+  m.attempt = "job-7/restart-2";
+  auto parsed = ParseRankManifest(EncodeRankManifest(m));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->attempt, "job-7/restart-2");
+  GlobalManifest g;
+  g.step = 7;
+  g.attempt = "a1";
+  g.ranks = {{0, RankManifestName(0), std::string(64, '0')}};
+  EXPECT_EQ(ParseGlobalManifest(EncodeGlobalManifest(g))->attempt, "a1");
+  for (const std::string& bad : {std::string(R"("attempt": "")"), std::string(R"("attempt": 5)"),
+                                 R"("attempt": ")" + std::string(kMaxAttemptBytes + 1, 'x') + "\""}) {
+    std::string text = EncodeRankManifest(m);
+    const std::string good = R"("attempt": "job-7/restart-2")";
+    ASSERT_NE(text.find(good), std::string::npos);
+    text.replace(text.find(good), good.size(), bad);
+    ASSERT_TRUE(nlohmann::json::accept(text)) << text;  // still JSON: the attempt itself is refused
+    EXPECT_EQ(ParseRankManifest(text).status().code(), Code::kCorruption) << bad;
+  }
 }
 
 TEST(CkptFormat, RankManifestRejectsInconsistencies) {

@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "io/file_system.h"
 #include "object/object_store.h"
+#include "object/transfer.h"
 
 namespace strata::ckpt {
 
@@ -41,6 +42,13 @@ class Location {
   virtual Status ReadAt(int64_t step, std::string_view name, uint64_t offset, uint64_t n, void* dst) = 0;
   // Atomic, durable whole-file write: readers see the old file, the new one, or none.
   virtual Status WriteFile(int64_t step, std::string_view name, const Buffer& data) = 0;
+  // Streams a file of `size` bytes into place without holding it whole:
+  // `source` gives byte ranges (called from several threads at once),
+  // hooks.in_order sees them in offset order (e.g. to hash them) and
+  // hooks.before_commit runs before the file becomes visible. Any error
+  // leaves no new file (an older one stays). Returns the ETag ("" locally).
+  virtual Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size,
+                                            const PartSource& source, const StreamPutHooks& hooks) = 0;
   virtual Status Remove(int64_t step, std::string_view name) = 0;  // OK if missing
   // Deletes a checkpoint: the commit markers first (so it stops counting at
   // once, even if the deletion is interrupted), then every other file.

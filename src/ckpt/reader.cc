@@ -137,12 +137,14 @@ void CheckHeader(std::string_view file, std::string_view prefix, uint64_t file_s
   }
 }
 
-// Streams one shard: SHA-256, per-tensor xxh3 and the header check.
+// Streams one shard: whole-file xxh3 (SHA-256 too at kFull, or when the
+// manifest has no xxh3), per-tensor xxh3 and the header check.
 void VerifyShardBytes(Location& loc, int64_t step, const RankManifest& rm, uint32_t s, uint64_t actual,
-                      std::vector<Problem>* problems) {
+                      VerifyLevel level, std::vector<Problem>* problems) {
   const ShardEntry& shard = rm.shards[s];
   auto tensors = TensorsOf(rm, s);
-  ShardHasher hasher(tensors);
+  const bool sha = level == VerifyLevel::kFull || !shard.xxh3;
+  ShardHasher hasher(tensors, {.sha256 = sha, .per_tensor = true});
   std::vector<uint8_t> chunk(std::min<uint64_t>(kChunk, std::max<uint64_t>(actual, 1)));
   const uint64_t n = std::min(actual, shard.size);
   std::string prefix;
@@ -166,8 +168,13 @@ void VerifyShardBytes(Location& loc, int64_t step, const RankManifest& rm, uint3
     }
   }
   CheckHeader(shard.file, prefix, actual, tensors, problems);
-  if (hasher.Sha256Hex() != shard.sha256 && actual == shard.size) {
-    problems->push_back({shard.file, "", "SHA-256 mismatch: the shard's bytes changed"});
+  if (actual == shard.size) {
+    if (shard.xxh3 && hasher.Xxh3() != *shard.xxh3) {
+      problems->push_back({shard.file, "", "xxh3 mismatch: the shard's bytes changed"});
+    }
+    if (sha && hasher.Sha256Hex() != shard.sha256) {
+      problems->push_back({shard.file, "", "SHA-256 mismatch: the shard's bytes changed"});
+    }
   }
   for (const TensorEntry* t : hasher.BadTensors()) {
     problems->push_back({shard.file, t->name, "xxh3 mismatch: the tensor's bytes changed"});
@@ -293,7 +300,7 @@ VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallel
   std::vector<std::vector<Problem>> found(shards.size());
   ParallelFor(shards.size(), std::max(1, parallelism), [&](size_t i) {
     const auto& [rm, s] = shards[i];
-    VerifyShardBytes(loc, step, *rm, s, sizes[rm->shards[s].file], &found[i]);
+    VerifyShardBytes(loc, step, *rm, s, sizes.at(rm->shards[s].file), level, &found[i]);
   });
   for (auto& f : found) {
     for (auto& p : f) {
@@ -416,31 +423,96 @@ Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>
   return Status::Ok();
 }
 
+Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rm, uint32_t s, Location& to) {
+  const ShardEntry& shard = rm.shards.at(s);
+  const std::string where = StepDirName(step) + "/" + shard.file + " in " + from.Describe();
+  STRATA_ASSIGN_OR_RETURN(uint64_t size, from.FileSize(step, shard.file));
+  if (size != shard.size) {
+    return CorruptionError(where + ": size " + std::to_string(size) + " bytes, manifest says " +
+                           std::to_string(shard.size) + "; not copying it");
+  }
+  const auto tensors = TensorsOf(rm, s);
+  const bool xxh = shard.xxh3.has_value();
+  ShardHasher hasher(tensors, {.sha256 = !xxh, .per_tensor = true});
+  PartSource source = [&](uint64_t offset, uint64_t n) -> Result<Buffer> {
+    MutableBuffer part(n);
+    STRATA_RETURN_IF_ERROR(from.ReadAt(step, shard.file, offset, n, part.data()));
+    return std::move(part).Freeze();
+  };
+  StreamPutHooks hooks;
+  hooks.in_order = [&](uint64_t, const Buffer& part) {
+    hasher.Update(part.data(), part.size());
+    return Status::Ok();
+  };
+  hooks.before_commit = [&]() -> Status {
+    if (xxh ? hasher.Xxh3() == *shard.xxh3 : hasher.Sha256Hex() == shard.sha256) return Status::Ok();
+    std::string names;
+    for (const TensorEntry* t : hasher.BadTensors()) names += (names.empty() ? "'" : ", '") + t->name + "'";
+    return CorruptionError(where + ": " + (xxh ? "xxh3" : "SHA-256") + " mismatch: the shard's bytes changed" +
+                           (names.empty() ? "" : " (tensor " + names + ")") + "; not copying it");
+  };
+  return to.WriteFileFrom(step, shard.file, size, source, hooks);
+}
+
+namespace {
+
+// Manifests and markers of a committed checkpoint, exactly as committed:
+// each text re-read from `from` must still hash to what its parent records.
+Status CopyManifests(Location& from, int64_t step, const CheckpointInfo& info, Location& to) {
+  for (const auto& ref : info.manifest.ranks) {
+    STRATA_ASSIGN_OR_RETURN(std::string text, from.ReadSmall(step, ref.manifest, kMaxManifestBytes));
+    if (Sha256Hex(text) != ref.sha256) return CorruptionError(ref.manifest + " changed while being copied");
+    STRATA_RETURN_IF_ERROR(to.WriteFile(step, ref.manifest, Buffer::FromString(text)));
+    STRATA_RETURN_IF_ERROR(to.WriteFile(step, RankCommitName(ref.rank), Buffer::FromString(EncodeCommit(ref.sha256))));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string marker, from.ReadSmall(step, kCommitFile, 4096));
+  STRATA_ASSIGN_OR_RETURN(std::string digest, ParseCommit(marker));
+  STRATA_ASSIGN_OR_RETURN(std::string text, from.ReadSmall(step, kManifestFile, kMaxManifestBytes));
+  if (Sha256Hex(text) != digest) return CorruptionError(std::string(kManifestFile) + " changed while being copied");
+  STRATA_RETURN_IF_ERROR(to.WriteFile(step, kManifestFile, Buffer::FromString(text)));
+  return to.WriteFile(step, kCommitFile, Buffer::FromString(marker));  // last
+}
+
+// Commit markers first, so a partial copy never counts as committed.
+void WithdrawCommit(Location& to, int64_t step, const CheckpointInfo& info) {
+  to.Remove(step, kCommitFile).IgnoreError();
+  for (const auto& ref : info.manifest.ranks) to.Remove(step, RankCommitName(ref.rank)).IgnoreError();
+}
+
+}  // namespace
+
 Status Pull(Location& from, int64_t step, Location& to, int parallelism) {
   STRATA_ASSIGN_OR_RETURN(CheckpointInfo info, OpenCheckpoint(from, step));
+  const bool existed = to.ListFiles(step).ok();
   if (to.FileSize(step, kCommitFile).ok()) {
-    return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + to.Describe());
+    if (Verify(to, step, VerifyLevel::kBytes, parallelism).ok()) {
+      return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + to.Describe());
+    }
+    // A damaged copy: it stops counting now and is replaced by a verified one.
+    STRATA_RETURN_IF_ERROR(to.Remove(step, kCommitFile));
   }
-  std::vector<std::string> shards;
+  std::vector<std::pair<const RankManifest*, uint32_t>> shards;
   for (const auto& rm : info.ranks) {
-    for (const auto& s : rm.shards) shards.push_back(s.file);
+    for (uint32_t s = 0; s < rm.shards.size(); ++s) shards.push_back({&rm, s});
   }
-  auto copy = [&](const std::string& name) -> Status {
-    STRATA_ASSIGN_OR_RETURN(uint64_t size, from.FileSize(step, name));
-    MutableBuffer buf(size);
-    STRATA_RETURN_IF_ERROR(from.ReadAt(step, name, 0, size, buf.data()));
-    return to.WriteFile(step, name, std::move(buf).Freeze());
-  };
   std::vector<Status> errors(shards.size());
-  ParallelFor(shards.size(), std::max(1, parallelism), [&](size_t i) { errors[i] = copy(shards[i]); });
-  for (const auto& st : errors) STRATA_RETURN_IF_ERROR(st);
-  for (const auto& ref : info.manifest.ranks) {
-    STRATA_RETURN_IF_ERROR(copy(ref.manifest));
-    STRATA_RETURN_IF_ERROR(copy(RankCommitName(ref.rank)));
+  ParallelFor(shards.size(), std::max(1, parallelism),
+              [&](size_t i) { errors[i] = CopyShard(from, step, *shards[i].first, shards[i].second, to).status(); });
+  Status st;
+  for (const auto& e : errors) {
+    if (!e.ok()) {
+      st = e;
+      break;
+    }
   }
-  STRATA_RETURN_IF_ERROR(copy(std::string(kManifestFile)));
-  STRATA_RETURN_IF_ERROR(copy(std::string(kCommitFile)));
-  return Verify(to, step, VerifyLevel::kFull, parallelism).ToStatus().WithContext("verifying the pulled copy");
+  if (st.ok()) st = CopyManifests(from, step, info, to);
+  if (st.ok()) st = Verify(to, step, VerifyLevel::kQuick).ToStatus().WithContext("checking the copy's manifests");
+  if (!st.ok()) {
+    WithdrawCommit(to, step, info);
+    if (!existed) to.RemoveStep(step).IgnoreError();  // nothing was there: leave nothing
+    return st.WithContext("pulling " + StepDirName(step) + " from " + from.Describe() + " to " + to.Describe());
+  }
+  return Status::Ok();
 }
 
 }  // namespace strata::ckpt

@@ -33,7 +33,10 @@ struct CheckpointInfo {
 
 enum class VerifyLevel {
   kQuick,  // commit marker, manifest hashes, every shard present with its recorded size
-  kFull,   // + SHA-256 of every shard, xxh3 of every tensor, shard headers match the manifest
+  // + every byte: each shard's whole-file xxh3 (tens of GB/s; SHA-256 for
+  // manifests without it), each tensor's xxh3, shard headers match the manifest
+  kBytes,
+  kFull,  // kBytes + the SHA-256 of every shard (~1-2 GB/s per core)
 };
 
 struct Problem {
@@ -55,9 +58,12 @@ struct VerifyReport {
 // Committed and consistent (kQuick checks), or Corruption/NotFound naming what is wrong.
 Result<CheckpointInfo> OpenCheckpoint(Location& loc, int64_t step);
 VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallelism = 4);
-// The newest checkpoint passing `level`; torn, partial and corrupt ones are
-// skipped (and described in *skipped when given). NotFound if none.
-Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level = VerifyLevel::kQuick,
+// The newest checkpoint passing `level`; torn, partial and corrupt ones
+// (truncated, zeroed or flipped bytes) are skipped (and described in
+// *skipped when given). NotFound if none. The default reads every byte: cheap
+// for a local checkpoint just written (page cache, xxh3); kQuick is the
+// opt-out when the caller verifies while loading anyway (e.g. from a store).
+Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level = VerifyLevel::kBytes,
                               std::vector<VerifyReport>* skipped = nullptr);
 
 struct LoadedTensor {
@@ -102,8 +108,20 @@ struct Target {
 Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>& targets,
                 const LoadOptions& options = {});
 
-// Copies a committed checkpoint from `from` to `to`, shards first, the commit
-// marker last, and verifies the copy. AlreadyExists if `to` has it committed.
+// Copies shard `shard` of `rank` (a committed rank manifest of `step`) from
+// `from` to `to` in parts (memory bounded by the parts in flight, whatever
+// the shard's size), checking its bytes against the manifest (whole-shard
+// xxh3, or SHA-256 for manifests without it) before the copy becomes visible:
+// else Corruption naming the shard and the tensors that differ, and no file
+// at `to`. Returns the destination's ETag ("" for a local directory).
+Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rank, uint32_t shard, Location& to);
+
+// Copies a committed checkpoint from `from` to `to`: every shard streamed and
+// verified on the way (CopyShard), then the manifests, the commit marker
+// last, so `to` never holds a committed copy that was not verified. On
+// failure `to` has no commit for `step` (and nothing at all if it had
+// nothing before), so a retry starts afresh. AlreadyExists if `to` already
+// has a copy whose every byte verifies; a damaged one is replaced.
 Status Pull(Location& from, int64_t step, Location& to, int parallelism = 4);
 
 }  // namespace strata::ckpt

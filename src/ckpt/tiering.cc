@@ -15,7 +15,22 @@
 namespace strata::ckpt {
 namespace {
 
-std::string JournalName(int rank) { return ".upload-" + RankManifestName(rank); }
+// The journal: {"manifest": sha256 of the rank manifest it belongs to,
+// "etags": {shard file: ETag once uploaded}}. One left by another attempt at
+// the step (other shards under the same names) is ignored.
+std::map<std::string, std::string> ReadJournal(Location& local, int64_t step, int rank, const std::string& digest) {
+  std::map<std::string, std::string> etags;
+  auto text = local.ReadSmall(step, UploadJournalName(rank), 1 << 20);
+  if (!text.ok()) return etags;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || j.value("manifest", "") != digest || !j.contains("etags") || !j["etags"].is_object()) {
+    return etags;
+  }
+  for (auto it = j["etags"].begin(); it != j["etags"].end(); ++it) {
+    if (it->is_string()) etags[it.key()] = it->get<std::string>();
+  }
+  return etags;
+}
 
 }  // namespace
 
@@ -44,73 +59,87 @@ void CheckpointWriter::Impl::UploadLoop() {
       std::lock_guard lock(mu);
       uploading.reset();
       if (!st.ok() && first_upload_error.ok()) first_upload_error = st;
+      if (st.ok() && opts.rank == 0) verified_remote.insert(item.first);  // every shard checked while streaming
     }
     cv.notify_all();
     if (st.ok()) ApplyRetention();
   }
 }
 
-Status CheckpointWriter::Impl::UploadFile(int64_t step, const std::string& name,
-                                          std::map<std::string, std::string>* journal,
-                                          const std::string* expect_sha256) {
-  const std::string path = JoinPath(StepDir(step), name);
-  STRATA_ASSIGN_OR_RETURN(auto file, fs->OpenForRead(path));
-  STRATA_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, uint32_t s, const std::string& digest,
+                                          std::map<std::string, std::string>* journal) {
+  const ShardEntry& shard = m.shards[s];
   std::string recorded;
   {
     std::lock_guard lock(journal_mu);
-    if (auto it = journal->find(name); it != journal->end()) recorded = it->second;
+    if (auto it = journal->find(shard.file); it != journal->end()) recorded = it->second;
   }
   if (!recorded.empty()) {
-    auto head = opts.remote->Head(StepDirName(step) + "/" + name);
-    if (head.ok() && head->size == size && head->etag == recorded) return Status::Ok();  // done before a restart
+    auto head = opts.remote->Head(StepDirName(step) + "/" + shard.file);
+    if (head.ok() && head->size == shard.size && head->etag == recorded) return Status::Ok();  // done before a restart
   }
-  STRATA_ASSIGN_OR_RETURN(Buffer data, file->Read(0, size));
-  if (data.size() != size) return CorruptionError(path + " changed size while being uploaded");
-  // Never spread local damage: the bytes must still be the ones committed.
-  if (expect_sha256 && ToHex(Sha256(data.data(), data.size())) != *expect_sha256) {
-    return CorruptionError(path + " no longer matches its SHA-256 in the manifest; not uploading it");
-  }
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, ParallelPut(*opts.remote, StepDirName(step) + "/" + name, data,
-                                                       std::max(opts.upload_part_size, opts.remote->MinPartSize()),
-                                                       opts.upload_concurrency));
+  // Streamed in parts, checked against the manifest before the object
+  // appears: local damage is never spread, and a huge shard needs no huge buffer.
+  STRATA_ASSIGN_OR_RETURN(std::string etag, CopyShard(*local, step, m, s, *remote));
   std::lock_guard lock(journal_mu);
-  (*journal)[name] = info.etag;
-  return WriteFileAtomic(*fs, JoinPath(StepDir(step), JournalName(opts.rank)), nlohmann::json(*journal).dump());
+  (*journal)[shard.file] = etag;
+  const nlohmann::json j = {{"manifest", digest}, {"etags", *journal}};
+  return WriteFileAtomic(*fs, JoinPath(StepDir(step), UploadJournalName(opts.rank)), j.dump());
 }
 
 Status CheckpointWriter::Impl::Upload(int64_t step) {
-  STRATA_ASSIGN_OR_RETURN(RankManifest m, ReadRankCommit(*local, step, opts.rank));
-  std::map<std::string, std::string> journal;
-  if (auto text = local->ReadSmall(step, JournalName(opts.rank), 1 << 20); text.ok()) {
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_object()) {
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        if (it->is_string()) journal[it.key()] = it->get<std::string>();
-      }
-    }
-  }
-  // Several shards at once (each a parallel multipart upload when large).
-  std::vector<Status> results(m.shards.size());
-  ParallelFor(m.shards.size(), std::max<size_t>(1, opts.upload_files_in_flight), [&](size_t i) {
-    {
-      std::lock_guard lock(mu);
-      if (stopping) {
-        results[i] = Status(Code::kCancelled, "writer closed during the upload");
-        return;
-      }
-    }
-    results[i] = UploadFile(step, m.shards[i].file, &journal, &m.shards[i].sha256);
-  });
-  for (const auto& st : results) STRATA_RETURN_IF_ERROR(st);
-  // The rank manifest, then its commit marker, exactly as committed locally.
+  std::string digest;
+  STRATA_ASSIGN_OR_RETURN(RankManifest m, ReadRankCommit(*local, step, opts.rank, &digest));
   STRATA_ASSIGN_OR_RETURN(std::string text, local->ReadSmall(step, RankManifestName(opts.rank), kMaxManifestBytes));
-  STRATA_ASSIGN_OR_RETURN(std::string marker, local->ReadSmall(step, RankCommitName(opts.rank), 4096));
-  STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankManifestName(opts.rank), Buffer::FromString(text)));
-  STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankCommitName(opts.rank), Buffer::FromString(marker)));
+  const std::string marker = EncodeCommit(digest);
+  // Committed in the store already: done if with this part, else never overwritten.
+  if (auto committed = OpenCheckpoint(*remote, step); committed.ok()) {
+    for (const auto& ref : committed->manifest.ranks) {
+      if (ref.rank == opts.rank && ref.sha256 == digest) return Status::Ok();
+    }
+    return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + remote->Describe() +
+                                            " by attempt '" + committed->manifest.attempt +
+                                            "'; not overwriting it with attempt '" + m.attempt + "'");
+  }
+  auto remote_marker = remote->ReadSmall(step, RankCommitName(opts.rank), 4096);
+  if (!remote_marker.ok() && remote_marker.status().code() != Code::kNotFound) return remote_marker.status();
+  const bool part_done = remote_marker.ok() && *remote_marker == marker;  // uploaded before a restart
+  if (remote_marker.ok() && !part_done) {
+    // Left by another attempt: withdrawn before any of its shards is replaced,
+    // so the coordinator never pairs it with this attempt's parts.
+    STRATA_RETURN_IF_ERROR(remote->Remove(step, RankCommitName(opts.rank)).WithContext("withdrawing a stale commit"));
+  }
+  if (!part_done) {
+    auto journal = ReadJournal(*local, step, opts.rank, digest);
+    // Several shards at once (each a parallel multipart upload when large).
+    std::vector<Status> results(m.shards.size());
+    ParallelFor(m.shards.size(), std::max<size_t>(1, opts.upload_files_in_flight), [&](size_t i) {
+      results[i] = Stopping() ? Status(Code::kCancelled, "writer closed during the upload")
+                              : UploadFile(step, m, static_cast<uint32_t>(i), digest, &journal);
+    });
+    for (const auto& st : results) STRATA_RETURN_IF_ERROR(st);
+    // The rank manifest, then its commit marker, exactly as committed locally.
+    STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankManifestName(opts.rank), Buffer::FromString(text)));
+    STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankCommitName(opts.rank), Buffer::FromString(marker)));
+  }
   if (opts.rank != 0) return Status::Ok();
-  return CommitGlobal(*remote, step, opts.world_size, *clock, clock->Now() + opts.commit_timeout, opts.poll_interval)
-      .WithContext("remote commit");
+  // Waiting ends early on Close, or when a newer save of this step replaced
+  // this rank's part locally (e.g. the retry after a crash while resuming
+  // the crashed attempt's upload, whose other parts may never come).
+  bool superseded = false;
+  auto give_up = [&] {
+    auto now = local->ReadSmall(step, RankCommitName(opts.rank), 4096);
+    superseded = !now.ok() || *now != marker;
+    return superseded || Stopping();
+  };
+  Status st = CommitGlobal(*remote, step, opts.world_size, m.attempt, *clock, clock->Now() + opts.commit_timeout,
+                           opts.poll_interval, give_up);
+  return st.WithContext(superseded ? "remote commit, superseded by a newer save of the step" : "remote commit");
+}
+
+bool CheckpointWriter::Impl::Stopping() {
+  std::lock_guard lock(mu);
+  return stopping;
 }
 
 bool CheckpointWriter::Impl::LocallyValid(int64_t step) {
@@ -125,8 +154,11 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
   const int64_t floor = newest_remote.ok() && newest_remote->has_value() ? **newest_remote : -1;
   for (int64_t step : *steps) {
     if (step <= floor || !LocallyValid(step)) continue;
-    const bool remote_done =
-        ReadRankCommit(*remote, step, opts.rank).ok() && (opts.rank != 0 || OpenCheckpoint(*remote, step).ok());
+    // Done when the store has this very part (not one of another attempt) and, on rank 0, the commit.
+    auto local_marker = local->ReadSmall(step, RankCommitName(opts.rank), 4096);
+    auto remote_marker = remote->ReadSmall(step, RankCommitName(opts.rank), 4096);
+    const bool remote_done = local_marker.ok() && remote_marker.ok() && *local_marker == *remote_marker &&
+                             (opts.rank != 0 || OpenCheckpoint(*remote, step).ok());
     if (remote_done) continue;
     STRATA_LOG_INFO("ckpt: resuming the upload of {} to {}", StepDirName(step), remote->Describe());
     uploads.emplace_back(step, nullptr);
@@ -143,12 +175,33 @@ std::set<int64_t> CheckpointWriter::Impl::ProtectedSteps() {
   return keep;
 }
 
+bool CheckpointWriter::Impl::KnownGood(Location& loc, std::set<int64_t>& memo, int64_t step, bool can_verify) {
+  {
+    std::lock_guard lock(mu);
+    if (memo.count(step)) return true;
+  }
+  if (!can_verify || !Verify(loc, step, VerifyLevel::kBytes).ok()) return false;
+  std::lock_guard lock(mu);
+  memo.insert(step);
+  return true;
+}
+
 void CheckpointWriter::Impl::ApplyRetention() {
   std::lock_guard lock(retention_mu);
+  auto forget = [this](std::set<int64_t>& memo, const Result<std::vector<int64_t>>& deleted) {
+    std::lock_guard l(mu);
+    if (deleted.ok()) {
+      for (int64_t s : *deleted) memo.erase(s);
+    }
+  };
   if (opts.keep_local > 0 && (opts.rank == 0 || !opts.shared_dir)) {
-    RetainNewest(*local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); })
-        .status()
-        .IgnoreError();
+    // Verify needs a global commit: a rank whose directory holds only its own
+    // part counts only the steps it wrote itself as verified.
+    const bool global = CommitsLocally() || opts.shared_dir;
+    auto deleted = RetainNewest(
+        *local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); },
+        [this, global](int64_t s) { return KnownGood(*local, verified_local, s, global); });
+    forget(verified_local, deleted);
   }
   if (remote && opts.keep_remote > 0 && opts.rank == 0) {
     std::set<int64_t> protect;
@@ -157,9 +210,10 @@ void CheckpointWriter::Impl::ApplyRetention() {
       if (uploading) protect.insert(*uploading);
       for (const auto& u : uploads) protect.insert(u.first);
     }
-    RetainNewest(*remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).ok(); })
-        .status()
-        .IgnoreError();
+    auto deleted = RetainNewest(
+        *remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).ok(); },
+        [this](int64_t s) { return KnownGood(*remote, verified_remote, s, true); });
+    forget(verified_remote, deleted);
   }
 }
 

@@ -1,7 +1,9 @@
 #include "ckpt/writer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <unordered_set>
 
 #include "base/hash.h"
@@ -42,6 +44,14 @@ std::vector<std::vector<size_t>> PlanShards(const std::vector<TensorView>& tenso
 
 // Where each shard starts in the staging region: 4 KiB aligned (O_DIRECT-able).
 uint64_t AlignUp(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
+
+// A single rank needs no agreement on its attempt id, only uniqueness.
+std::string RandomAttempt() {
+  std::random_device rd;
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  return buf;
+}
 
 }  // namespace
 
@@ -97,6 +107,16 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
   if (options.world_size > 1 && !options.shared_dir && !options.remote) {
     return InvalidArgumentError("world size > 1 with per-node directories needs a remote store to commit through");
   }
+  if (options.attempt.empty()) {
+    if (options.world_size > 1) {
+      return InvalidArgumentError(
+          "world size > 1 needs an attempt id: the same on every rank, a new one when the job restarts");
+    }
+    options.attempt = RandomAttempt();
+  }
+  if (options.attempt.size() > kMaxAttemptBytes) {
+    return InvalidArgumentError("attempt id is longer than " + std::to_string(kMaxAttemptBytes) + " bytes");
+  }
   std::unique_ptr<CheckpointWriter> w(new CheckpointWriter(std::move(options)));
   Impl& impl = *w->impl_;
   impl.fs = impl.opts.fs ? impl.opts.fs : &DefaultFileSystem();
@@ -121,6 +141,16 @@ CheckpointWriter::~CheckpointWriter() {
   impl_->cv.notify_all();
   impl_->persist_thread.join();
   if (impl_->upload_thread.joinable()) impl_->upload_thread.join();
+  // Uploads still queued resume at the next Open; their handles learn it now
+  // instead of waiting forever.
+  for (auto& [step, state] : impl_->uploads) {
+    if (!state) continue;
+    std::lock_guard lock(state->mu);
+    state->uploaded = true;
+    state->upload_status = Status(Code::kCancelled, "writer closed before uploading " + StepDirName(step) +
+                                                        "; the next writer opened on " + opts_.dir + " resumes it");
+    state->cv.notify_all();
+  }
 }
 
 Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<TensorView>& tensors,
@@ -148,21 +178,25 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
   }
   const size_t limit = opts_.policy == InflightPolicy::kWait ? 1 : opts_.max_queued;
   const TimePoint wait_start = impl.clock->Now();
+  std::optional<int64_t> previous_step;
   {
     std::unique_lock lock(impl.mu);
     if (impl.last_step && step <= *impl.last_step) {
       return InvalidArgumentError("step " + std::to_string(step) + " is not newer than the last saved step " +
                                   std::to_string(*impl.last_step));
     }
-    impl.last_step = step;
+    previous_step = impl.last_step;
+    impl.last_step = step;  // reserved now, so concurrent saves keep their order
     impl.cv.wait(lock, [&] { return impl.jobs.size() + impl.reserved < limit; });
     ++impl.reserved;
   }
   Duration waited = impl.clock->Now() - wait_start;
-  auto release = [&impl] {
+  // Staging failed: nothing of this step exists, so it may be saved again.
+  auto release = [&impl, step, previous_step] {
     {
       std::lock_guard lock(impl.mu);
       --impl.reserved;
+      if (impl.last_step == step) impl.last_step = previous_step;
     }
     impl.cv.notify_all();
   };
@@ -294,6 +328,7 @@ void CheckpointWriter::Impl::PersistLoop() {
       std::lock_guard lock(mu);
       if (!st.ok() && first_error.ok()) first_error = st;
       if (st.ok() && remote) uploads.emplace_back(state->step, state);
+      if (st.ok()) verified_local.insert(state->step);  // hashed while writing
       jobs.pop_front();
     }
     cv.notify_all();
@@ -334,14 +369,32 @@ Status CheckpointWriter::Impl::Persist(SaveJob& job) {
   STRATA_RETURN_IF_ERROR(fs->CreateDirs(dir));
   if (opts.fsync) STRATA_RETURN_IF_ERROR(fs->SyncDir(opts.dir));
   // An earlier attempt at this step (before a crash or restart) may have left
-  // this rank's commit: withdraw it before any shard is replaced, so the
-  // coordinator never pairs it with new shards.
-  const std::string rank_commit = JoinPath(dir, RankCommitName(opts.rank));
-  STRATA_ASSIGN_OR_RETURN(bool stale, fs->Exists(rank_commit));
-  if (stale) {
-    STRATA_RETURN_IF_ERROR(fs->Remove(rank_commit));
-    STRATA_RETURN_IF_ERROR(fs->SyncDir(dir));
+  // this rank's part. The same attempt id twice would make its parts
+  // indistinguishable: refuse, touching nothing.
+  auto stale = ReadRankCommit(*local, step, opts.rank);
+  if (stale.ok() && stale->attempt == opts.attempt) {
+    return Status(Code::kPreconditionFailed, StepDirName(step) + " in " + opts.dir + " already holds rank " +
+                                                 std::to_string(opts.rank) + "'s part of attempt '" + opts.attempt +
+                                                 "': saving a step again needs a new attempt id");
   }
+  Status st = WritePart(job);
+  if (!st.ok()) RemovePart(job);
+  return st;
+}
+
+Status CheckpointWriter::Impl::WritePart(SaveJob& job) {
+  const int64_t step = job.step;
+  const std::string dir = StepDir(step);
+  // Withdraw a stale commit (and its upload journal) before any shard is
+  // replaced, so the coordinator never pairs it with new shards.
+  bool withdrew = false;
+  for (const std::string& name : {RankCommitName(opts.rank), UploadJournalName(opts.rank)}) {
+    STRATA_ASSIGN_OR_RETURN(bool exists, fs->Exists(JoinPath(dir, name)));
+    if (!exists) continue;
+    STRATA_RETURN_IF_ERROR(fs->Remove(JoinPath(dir, name)));
+    withdrew = true;
+  }
+  if (withdrew) STRATA_RETURN_IF_ERROR(fs->SyncDir(dir));
   std::vector<Status> results(job.shards.size());
   {
     TaskGroup group(io_pool);
@@ -357,6 +410,7 @@ Status CheckpointWriter::Impl::Persist(SaveJob& job) {
   m.step = step;
   m.rank = opts.rank;
   m.world_size = opts.world_size;
+  m.attempt = opts.attempt;
   m.wall_time_ms = job.wall_time_ms;
   m.metadata = job.metadata;
   for (const auto& shard : job.shards) {
@@ -365,11 +419,33 @@ Status CheckpointWriter::Impl::Persist(SaveJob& job) {
   }
   STRATA_RETURN_IF_ERROR(WriteRankCommit(*local, m).WithContext("committing rank " + std::to_string(opts.rank)));
   if (CommitsLocally()) {
-    STRATA_RETURN_IF_ERROR(
-        CommitGlobal(*local, step, opts.world_size, *clock, clock->Now() + opts.commit_timeout, opts.poll_interval));
+    STRATA_RETURN_IF_ERROR(CommitGlobal(*local, step, opts.world_size, opts.attempt, *clock,
+                                        clock->Now() + opts.commit_timeout, opts.poll_interval));
     if (opts.fsync) STRATA_RETURN_IF_ERROR(fs->SyncDir(opts.dir));
   }
   return Status::Ok();
+}
+
+void CheckpointWriter::Impl::RemovePart(const SaveJob& job) {
+  const std::string dir = StepDir(job.step);
+  // Markers first, so nothing half-removed ever counts as committed.
+  std::vector<std::string> names;
+  if (CommitsLocally()) names = {std::string(kCommitFile), std::string(kManifestFile)};
+  for (std::string name : {RankCommitName(opts.rank), RankManifestName(opts.rank), UploadJournalName(opts.rank)}) {
+    names.push_back(std::move(name));
+  }
+  for (const auto& shard : job.shards) {
+    names.push_back(shard.file);
+    names.push_back(shard.file + ".tmp");
+  }
+  for (const auto& name : names) {
+    Status st = fs->Remove(JoinPath(dir, name));
+    if (!st.ok() && st.code() != Code::kNotFound) {
+      STRATA_LOG_WARN("ckpt: cleaning up the failed {}: {}", StepDirName(job.step), st.ToString());
+    }
+  }
+  fs->SyncDir(dir).IgnoreError();
+  if (fs->RemoveDir(dir).ok()) fs->SyncDir(opts.dir).IgnoreError();  // only when no other rank's files remain
 }
 
 }  // namespace strata::ckpt

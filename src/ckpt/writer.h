@@ -10,17 +10,33 @@
 // writing), the rank manifest and rank commit,
 // and on rank 0 the global manifest and LAST the global commit marker. When
 // a remote store is configured, committed checkpoints are uploaded in the
-// background (remote markers last) and re-uploaded after a restart if their
-// remote commit is missing. Retention keeps the last N local / M remote.
+// background in bounded parts, each shard checked against its manifest hash
+// before it appears (remote markers last), and resumed after a restart
+// (shards the upload journal records are not sent again). Retention keeps
+// the last N local / M remote, never deleting the newest fully verified one.
+// A failed persist removes what it wrote; a failed staging leaves the step free.
 //
 // Distributed: every rank opens a writer on the same dir (and/or store) with
-// its rank and world size; rank 0 waits (deadline on the Clock) for all rank
-// commits before writing the global commit. Only a globally committed
-// checkpoint counts for readers.
+// its rank, world size and attempt id; rank 0 waits (deadline on the Clock)
+// for all rank commits of its attempt before writing the global commit. Only
+// a globally committed checkpoint counts for readers.
+//
+// Attempts: a job that crashes mid-save and restarts may save the same step
+// again, while parts of the crashed attempt (rank commits, locally and in the
+// store) are still there. Every rank part records WriterOptions::attempt and
+// the coordinator pairs only parts carrying its own, so a stale part is never
+// committed with new ones; each rank withdraws its stale commit (local and
+// remote) before replacing its shards, and never overwrites a step already
+// committed in the store. The caller picks the id: the same on every rank of
+// one run of the job, a new one when the job restarts (e.g. a UUID broadcast
+// by rank 0; strata.checkpoint does this through torch.distributed). Saving
+// a step again under the attempt id that already has a part there fails
+// (PreconditionFailed) rather than risk mixing.
 //
 // Thread-safe: Save may be called from any thread (saves are persisted in
-// call order). The destructor waits for staged saves to persist; pending
-// uploads are abandoned and resumed by the next writer opened on the dir.
+// call order). The destructor waits for staged saves to persist; uploads
+// stop at once (a remote commit waiting for other ranks too), their handles
+// get Cancelled, and the next writer opened on the dir resumes them.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +67,9 @@ struct WriterOptions {
   // writes the global commit there. When false (node-local disks), local dirs
   // only hold rank commits and the remote store is where checkpoints commit.
   bool shared_dir = true;
+  // This run's save attempt id (see "Attempts" above; up to 256 bytes).
+  // Required when world_size > 1; a single rank gets a random one.
+  std::string attempt;
   InflightPolicy policy = InflightPolicy::kWait;
   size_t max_queued = 2;     // kQueue: staged saves not yet persisted
   size_t io_threads = 4;     // shards written at once
@@ -119,7 +138,8 @@ class CheckpointWriter {
   // Copies `tensors` and returns; the bytes may be reused once it returns.
   // `metadata_json`: user metadata (a JSON value; other text is stored as a
   // string). Errors: InvalidArgument (bad tensor, duplicate name, step not
-  // newer than the last save), AlreadyExists (step already committed).
+  // newer than the last save staged), AlreadyExists (step already committed),
+  // NoSpace (no staging memory; the same step may be saved again).
   Result<SaveHandle> Save(int64_t step, const std::vector<TensorView>& tensors, std::string metadata_json = "{}");
   // Waits for every staged save to commit locally; the first failure since the last Flush.
   Status Flush();

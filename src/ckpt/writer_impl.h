@@ -19,6 +19,10 @@
 
 namespace strata::ckpt {
 
+// Which shards of a rank's part are already in the store (a restart resumes
+// from it): hidden, so listings and verification ignore it.
+inline std::string UploadJournalName(int rank) { return ".upload-" + RankManifestName(rank); }
+
 struct SaveHandle::State {
   int64_t step = 0;
   mutable std::mutex mu;
@@ -70,6 +74,10 @@ struct CheckpointWriter::Impl {
   std::deque<std::pair<int64_t, std::shared_ptr<SaveHandle::State>>> uploads;
   std::optional<int64_t> uploading;
   Status first_upload_error;
+  // Steps known good without reading them again, for retention: this writer
+  // hashed them while writing (local) or checked them while uploading
+  // (remote), or retention verified them once. Under `mu`.
+  std::set<int64_t> verified_local, verified_remote;
   std::mutex retention_mu;
   std::mutex journal_mu;  // the upload journal, shared by parallel file uploads
 
@@ -84,18 +92,23 @@ struct CheckpointWriter::Impl {
   // writer.cc
   void PersistLoop();
   Status Persist(SaveJob& job);
+  Status WritePart(SaveJob& job);
+  void RemovePart(const SaveJob& job);  // what a failed persist left behind
   Status WriteShard(int64_t step, StagedShard& shard);
 
   // tiering.cc
   void UploadLoop();
   Status Upload(int64_t step);
-  Status UploadFile(int64_t step, const std::string& name, std::map<std::string, std::string>* journal,
-                    const std::string* expect_sha256);
+  Status UploadFile(int64_t step, const RankManifest& m, uint32_t shard, const std::string& digest,
+                    std::map<std::string, std::string>* journal);
+  bool Stopping();  // Close() began: background waits give up
   void EnqueueRecoveredUploads();
   void ApplyRetention();
   std::set<int64_t> ProtectedSteps();
   // Whether `step` counts as committed in `loc` for retention purposes.
   bool LocallyValid(int64_t step);
+  // Whether every byte of `step` in `loc` is good: in `memo`, or verified now (when `can_verify`).
+  bool KnownGood(Location& loc, std::set<int64_t>& memo, int64_t step, bool can_verify);
 };
 
 }  // namespace strata::ckpt

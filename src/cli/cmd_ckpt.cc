@@ -1,5 +1,6 @@
 // strata ckpt ls | show | verify | pull | gc: inspect and manage checkpoints
 // in a local directory or an object store URL.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -24,9 +25,12 @@ std::unique_ptr<Location> OpenLoc(const std::string& cmd, const std::string& whe
   return Check(OpenLocation(where), cmd, where);
 }
 
-// "latest" (newest valid) or a step number.
-int64_t ResolveStep(const std::string& cmd, Location& loc, const std::string& step) {
-  if (step == "latest") return Check(Latest(loc), cmd, loc.Describe()).step;
+// "latest" (the newest checkpoint whose every byte verifies; with `quick`,
+// whose markers, manifests and sizes do) or a step number.
+int64_t ResolveStep(const std::string& cmd, Location& loc, const std::string& step, bool quick = false) {
+  if (step == "latest") {
+    return Check(Latest(loc, quick ? VerifyLevel::kQuick : VerifyLevel::kBytes), cmd, loc.Describe()).step;
+  }
   char* end = nullptr;
   long long v = std::strtoll(step.c_str(), &end, 10);
   if (step.empty() || *end != '\0' || v < 0) {
@@ -93,7 +97,7 @@ void RunVerify(const CkptArgs& a) {
   if (a.step == "all") {
     steps = Check(loc->ListSteps(), "ckpt verify", a.location);
   } else {
-    steps.push_back(ResolveStep("ckpt verify", *loc, a.step));
+    steps.push_back(ResolveStep("ckpt verify", *loc, a.step, a.quick));
   }
   Status worst;
   for (int64_t s : steps) {
@@ -115,14 +119,32 @@ void RunVerify(const CkptArgs& a) {
 void RunPull(const CkptArgs& a) {
   auto from = OpenLoc("ckpt pull", a.location);
   auto to = OpenLoc("ckpt pull", a.destination);
-  int64_t step = ResolveStep("ckpt pull", *from, a.step);
-  Check(Pull(*from, step, *to, a.parallelism), "ckpt pull", from->Describe() + " " + StepDirName(step));
-  std::cout << "pulled " << StepDirName(step) << " to " << to->Describe() << " (verified)\n";
+  std::vector<int64_t> candidates;
+  if (a.step == "latest") {
+    // The newest that copies with every shard verified: Pull checks the bytes
+    // on the way, so they are read once (not verified first, then copied).
+    candidates = Check(from->ListSteps(), "ckpt pull", a.location);
+    std::reverse(candidates.begin(), candidates.end());
+  } else {
+    candidates.push_back(ResolveStep("ckpt pull", *from, a.step));
+  }
+  Status st = NotFoundError("no valid checkpoint in " + from->Describe());
+  for (int64_t step : candidates) {
+    if (a.step == "latest" && !OpenCheckpoint(*from, step).ok()) continue;  // torn or partial
+    st = Pull(*from, step, *to, a.parallelism);
+    if (st.ok()) {
+      std::cout << "pulled " << StepDirName(step) << " to " << to->Describe() << " (verified)\n";
+      return;
+    }
+    if (a.step != "latest" || st.code() != Code::kCorruption) break;
+    std::cerr << "skipping " << StepDirName(step) << ": " << st.ToString() << "\n";
+  }
+  Fail("ckpt pull", from->Describe(), st);
 }
 
 void RunGc(const CkptArgs& a) {
   auto loc = OpenLoc("ckpt gc", a.location);
-  auto deleted = Check(RetainNewest(*loc, a.keep, {}, nullptr, a.dry_run), "ckpt gc", a.location);
+  auto deleted = Check(RetainNewest(*loc, a.keep, {}, nullptr, nullptr, a.dry_run), "ckpt gc", a.location);
   for (int64_t s : deleted) std::cout << (a.dry_run ? "would delete " : "deleted ") << StepDirName(s) << "\n";
   if (deleted.empty()) std::cout << "nothing to delete\n";
 }
@@ -156,7 +178,7 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
   auto* pull = ckpt->add_subcommand("pull", "Copy a checkpoint (e.g. from the store to a local directory), verified");
   pull->add_option("source", a->location, where)->required();
   pull->add_option("destination", a->destination, "Where to copy it")->required();
-  pull->add_option("step", a->step, "Step number or 'latest'");
+  pull->add_option("step", a->step, "Step number or 'latest' (the newest that copies with every byte verified)");
   pull->add_option("-j,--parallel", a->parallelism, "Shards copied at once");
   pull->callback([a] { RunPull(*a); });
 
@@ -164,7 +186,9 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
   gc->add_option("location", a->location, where)->required();
   gc->add_option("--keep", a->keep, "How many valid checkpoints to keep (>= 1)")->required();
   gc->add_flag("-n,--dry-run", a->dry_run, "Only print what would be deleted");
-  gc->footer("Never deletes the newest valid checkpoint. Do not run while a writer saves into the same location.");
+  gc->footer(
+      "Never deletes the newest valid checkpoint, nor the newest one whose every byte verifies (read in full). "
+      "Do not run while a writer saves into the same location.");
   gc->callback([a] { RunGc(*a); });
 });
 

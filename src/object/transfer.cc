@@ -95,26 +95,40 @@ Status ReadParts(ObjectStore& store, std::string_view key, const ObjectInfo& inf
 
 // One multipart upload of `parts` parts, `concurrency` at a time; part i is
 // made by make_part(i) on the worker that uploads it, so no more than
-// `concurrency` parts exist at once. Aborted on any failure; the first error
-// is returned (the store's with `store_context` added, if not empty).
+// `concurrency` parts exist at once. hooks.in_order sees the parts in index
+// order; hooks.before_commit runs before completing. Aborted on any failure;
+// the first error is returned (the store's with `store_context` added, if not empty).
 Result<ObjectInfo> UploadInParts(ObjectStore& store, std::string_view key, uint64_t parts, int concurrency,
                                  const PutOptions& options, const std::string& store_context,
-                                 const std::function<Result<Buffer>(size_t)>& make_part) {
+                                 const std::function<Result<Buffer>(size_t)>& make_part,
+                                 const std::function<Status(size_t, const Buffer&)>& in_order = nullptr,
+                                 const std::function<Status()>& before_commit = nullptr) {
   auto in_context = [&](Status st) { return store_context.empty() ? st : st.WithContext(store_context); };
   auto upload_id = store.CreateMultipartUpload(key, options);
   if (!upload_id.ok()) return in_context(upload_id.status());
   std::vector<CompletedPart> completed(parts);
   FirstError error;
+  Sequencer order;  // cancelled on the first error, so no worker waits for a part never made
+  auto fail = [&](Status st) {
+    error.Set(std::move(st));
+    order.Cancel();
+  };
   ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
     if (error.failed()) return;
     auto part = make_part(i);
-    if (!part.ok()) return error.Set(part.status());
+    if (!part.ok()) return fail(part.status());
+    if (in_order) {
+      Status st;
+      if (!order.RunInOrder(i, [&] { st = in_order(i, *part); })) return;
+      if (!st.ok()) return fail(st);
+    }
     int number = static_cast<int>(i) + 1;
     auto etag = store.UploadPart(key, *upload_id, number, std::move(*part));
-    if (!etag.ok()) return error.Set(in_context(etag.status()));
+    if (!etag.ok()) return fail(in_context(etag.status()));
     completed[i] = CompletedPart{number, std::move(*etag)};
   });
   Status st = error.status();
+  if (st.ok() && before_commit) st = before_commit();
   if (st.ok()) {
     auto info = store.CompleteMultipartUpload(key, *upload_id, completed);
     if (info.ok()) return info;
@@ -179,6 +193,38 @@ Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer 
   }
   return UploadInParts(store, key, parts, concurrency, options, "",
                        [&](size_t i) -> Result<Buffer> { return data.Slice(i * part_size, part_size); });
+}
+
+Result<ObjectInfo> ParallelPutFrom(ObjectStore& store, std::string_view key, uint64_t size, uint64_t part_size,
+                                   int concurrency, const PartSource& source, const StreamPutHooks& hooks,
+                                   const PutOptions& options) {
+  STRATA_RETURN_IF_ERROR(CheckArgs("ParallelPutFrom", key, part_size, concurrency));
+  part_size = std::max({part_size, store.MinPartSize(), (size + kMaxParts - 1) / kMaxParts});
+  // Every part must be exactly what was asked for: a short one would shift the object.
+  auto read = [&](uint64_t offset, uint64_t length) -> Result<Buffer> {
+    STRATA_ASSIGN_OR_RETURN(Buffer part, source(offset, length));
+    if (part.size() != length) {
+      return InternalError("ParallelPutFrom of '" + std::string(key) + "': the source gave " +
+                           std::to_string(part.size()) + " bytes for " + std::to_string(offset) + "+" +
+                           std::to_string(length));
+    }
+    return part;
+  };
+  if (size <= part_size) {
+    STRATA_ASSIGN_OR_RETURN(Buffer whole, read(0, size));
+    if (hooks.in_order) STRATA_RETURN_IF_ERROR(hooks.in_order(0, whole));
+    if (hooks.before_commit) STRATA_RETURN_IF_ERROR(hooks.before_commit());
+    return store.Put(key, std::move(whole), options);
+  }
+  const uint64_t parts = (size + part_size - 1) / part_size;
+  std::function<Status(size_t, const Buffer&)> in_order;
+  if (hooks.in_order) {
+    in_order = [&](size_t i, const Buffer& part) { return hooks.in_order(i * part_size, part); };
+  }
+  return UploadInParts(
+      store, key, parts, concurrency, options, "",
+      [&](size_t i) { return read(i * part_size, std::min(part_size, size - i * part_size)); }, in_order,
+      hooks.before_commit);
 }
 
 Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, ObjectStore& dst, std::string_view dst_key,

@@ -58,6 +58,30 @@ Result<ObjectInfo> ParallelGetTo(ObjectStore& store, std::string_view key, uint6
 Result<ObjectInfo> ParallelPut(ObjectStore& store, std::string_view key, Buffer data, uint64_t part_size,
                                int concurrency, const PutOptions& options = {});
 
+// Produces bytes [offset, offset + length) of an upload (a local file read, a
+// ranged GET of another store, ...). Called from several threads at once.
+using PartSource = std::function<Result<Buffer>(uint64_t offset, uint64_t length)>;
+
+struct StreamPutHooks {
+  // Sees every part once, in offset order, before it is uploaded (e.g. to
+  // hash the object as one stream while parts are read in parallel). A
+  // non-OK Status aborts the upload.
+  std::function<Status(uint64_t offset, const Buffer& part)> in_order;
+  // Runs once every part is uploaded, just before the object is created
+  // (the single Put, or completing the multipart upload). A non-OK Status
+  // aborts instead, so the object never appears (e.g. a hash mismatch).
+  std::function<Status()> before_commit;
+};
+
+// Uploads `size` bytes from `source` to `key` without ever holding them all:
+// one Put when they fit in one part, else a multipart upload of `part_size`
+// parts (raised to the store's MinPartSize() and so that at most 10000 parts
+// are needed), `concurrency` in flight, so memory stays near concurrency x
+// part_size. Aborted on any failure, the first error returned.
+Result<ObjectInfo> ParallelPutFrom(ObjectStore& store, std::string_view key, uint64_t size, uint64_t part_size,
+                                   int concurrency, const PartSource& source, const StreamPutHooks& hooks = {},
+                                   const PutOptions& options = {});
+
 // Copies `src_key` of `src` to `dst_key` of `dst` without ever holding the
 // whole object: ranged GETs pinned to the source's ETag feed a multipart
 // upload part by part, `concurrency` parts in flight, so memory stays near

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "object/cloud_store.h"
 #include "object/fault_store.h"
@@ -324,6 +325,74 @@ TEST(ParallelCopy, SourceOrDestinationFailureAbortsAndNamesTheSide) {
   EXPECT_EQ(st.code(), Code::kUnavailable) << st;
   EXPECT_NE(st.ToString().find("write destination 'out'"), std::string::npos) << st;
   EXPECT_EQ(dst_inner->Head("out").status().code(), Code::kNotFound);
+}
+
+TEST(ParallelPutFrom, ReadsBoundedPartsAndHandsThemOverInOrder) {
+  auto store = SmallPartStore();
+  const std::string data = RandomBytes(20'500);
+  std::atomic<uint64_t> largest{0};
+  PartSource source = [&](uint64_t offset, uint64_t length) -> Result<Buffer> {
+    uint64_t seen = largest.load();
+    while (length > seen && !largest.compare_exchange_weak(seen, length)) {
+    }
+    if (offset % 3000 == 0) std::this_thread::yield();  // parts become ready out of order
+    return Buffer::Copy(std::string_view(data).substr(offset, length));
+  };
+  std::string streamed;  // what in_order saw, in its order
+  bool committed_after_all = false;
+  StreamPutHooks hooks;
+  hooks.in_order = [&](uint64_t offset, const Buffer& part) {
+    EXPECT_EQ(offset, streamed.size());
+    streamed += part.ToString();
+    return Status::Ok();
+  };
+  hooks.before_commit = [&] {
+    committed_after_all = streamed.size() == data.size();
+    return Status::Ok();
+  };
+  auto info = ParallelPutFrom(*store, "k", data.size(), 1000, 4, source, hooks);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(streamed, data);
+  EXPECT_TRUE(committed_after_all);
+  EXPECT_LE(largest.load(), 1000u);  // never the whole object at once
+  EXPECT_TRUE(store->Get("k")->data.view() == data);
+  EXPECT_TRUE(info->etag.size() > 3 && info->etag.substr(info->etag.size() - 3) == "-21") << info->etag;
+}
+
+TEST(ParallelPutFrom, AFailedCheckOrSourceLeavesNoObject) {
+  for (uint64_t size : {500u, 20'500u}) {  // one Put, and a multipart upload
+    const std::string data = RandomBytes(size);
+    PartSource source = [&](uint64_t offset, uint64_t length) -> Result<Buffer> {
+      return Buffer::Copy(std::string_view(data).substr(offset, length));
+    };
+    auto inner = SmallPartStore();
+    class KeepsUploadId : public FaultStore {
+     public:
+      explicit KeepsUploadId(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+      Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
+        auto id = FaultStore::CreateMultipartUpload(key, o);
+        if (id.ok()) upload_id = *id;
+        return id;
+      }
+      std::string upload_id;
+    } store(inner);
+    StreamPutHooks hooks;
+    hooks.before_commit = [] { return CorruptionError("hash mismatch"); };
+    EXPECT_EQ(ParallelPutFrom(store, "k", size, 1000, 3, source, hooks).status().code(), Code::kCorruption);
+    EXPECT_EQ(inner->Head("k").status().code(), Code::kNotFound) << size;
+    if (!store.upload_id.empty()) EXPECT_EQ(inner->ListParts("k", store.upload_id).status().code(), Code::kNotFound);
+
+    // A source failing in the middle (workers waiting for their turn are released).
+    std::atomic<int> calls{0};
+    PartSource flaky = [&](uint64_t offset, uint64_t length) -> Result<Buffer> {
+      if (++calls == 2 || size < 1000) return IOError("injected read failure");
+      return Buffer::Copy(std::string_view(data).substr(offset, length));
+    };
+    hooks.before_commit = nullptr;
+    hooks.in_order = [](uint64_t, const Buffer&) { return Status::Ok(); };
+    EXPECT_EQ(ParallelPutFrom(*inner, "k", size, 1000, 3, flaky, hooks).status().code(), Code::kIOError);
+    EXPECT_EQ(inner->Head("k").status().code(), Code::kNotFound) << size;
+  }
 }
 
 TEST(ListAll, FollowsContinuationTokens) {

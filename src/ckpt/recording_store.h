@@ -1,0 +1,79 @@
+// A store decorator for checkpoint tests: records every mutation in order
+// and can fail new objects after some appeared (a store going away mid-upload).
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "object/fault_store.h"
+
+namespace strata::ckpt::testing {
+
+// Records every mutation in order (an object appears at a successful Put or
+// CompleteMultipartUpload) and, once armed, fails new objects after `k` appeared.
+class RecordingStore : public FaultStore {
+ public:
+  struct Event {
+    std::string op;  // "create" (a Put or multipart upload begins), "object" (it appeared), "delete"
+    std::string key;
+  };
+  explicit RecordingStore(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+
+  void FailNewObjectsAfter(int k) {
+    std::lock_guard lock(mu_);
+    fail_after_ = k;
+    objects_ = 0;
+  }
+  void Heal() {
+    std::lock_guard lock(mu_);
+    fail_after_ = -1;
+  }
+  std::vector<Event> TakeEvents() {
+    std::lock_guard lock(mu_);
+    return std::exchange(events_, {});
+  }
+
+  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& o) override {
+    STRATA_RETURN_IF_ERROR(Begin(key));
+    return Done(key, FaultStore::Put(key, std::move(data), o));
+  }
+  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
+    STRATA_RETURN_IF_ERROR(Begin(key));
+    return FaultStore::CreateMultipartUpload(key, o);
+  }
+  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
+                                             const std::vector<CompletedPart>& parts) override {
+    return Done(key, FaultStore::CompleteMultipartUpload(key, id, parts));
+  }
+  Status Delete(std::string_view key) override {
+    Status st = FaultStore::Delete(key);
+    std::lock_guard lock(mu_);
+    if (st.ok()) events_.push_back({"delete", std::string(key)});
+    return st;
+  }
+
+ private:
+  Status Begin(std::string_view key) {
+    std::lock_guard lock(mu_);
+    if (fail_after_ >= 0 && objects_ >= fail_after_) return UnavailableError("injected: store went away");
+    events_.push_back({"create", std::string(key)});
+    return Status::Ok();
+  }
+  Result<ObjectInfo> Done(std::string_view key, Result<ObjectInfo> r) {
+    std::lock_guard lock(mu_);
+    if (r.ok()) {
+      ++objects_;
+      events_.push_back({"object", std::string(key)});
+    }
+    return r;
+  }
+
+  std::mutex mu_;
+  std::vector<Event> events_;
+  int fail_after_ = -1;
+  int objects_ = 0;
+};
+
+}  // namespace strata::ckpt::testing
