@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (CI runs it through .ci/run):
 #
-#   scripts/test.sh              setup, build (build/, RelWithDebInfo), ctest labels unit,
+#   scripts/test.sh              setup, build (build/, RelWithDebInfo, -Werror), ctest labels unit,
 #                                integration, fuse (+ stress with STRATA_STRESS=1), then the
 #                                libFuzzer targets (build-fuzz/, clang-14) on their seed corpora
 #   scripts/test.sh --sanitize   setup, build in build-sanitize/ (ASan+UBSan), unit tests there
@@ -185,7 +185,7 @@ if [ "$MODE" = sanitize ]; then
   finish
 fi
 
-step configure configure "$BUILD" RelWithDebInfo || finish
+step configure configure "$BUILD" RelWithDebInfo -DSTRATA_WERROR=ON || finish
 step build cmake --build "$BUILD" -j "$JOBS" -- -k 0
 step tests-registered check_registered "$BUILD" '*_test.cc'
 step labels check_labels

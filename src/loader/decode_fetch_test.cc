@@ -21,25 +21,10 @@ namespace strata::loader {
 namespace {
 
 using dataset::ShardFormat;
+using testing::Npy;
 using testing::TextFields;
+using testing::UniqueName;
 using testing::WriteDataset;
-
-std::string UniqueName() {
-  static std::atomic<int> n{0};
-  return "decode-fetch-test-" + std::to_string(n++);
-}
-
-std::string Npy(const std::string& descr, const std::string& shape, const std::string& data, bool fortran = false) {
-  std::string header =
-      "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
-  while ((10 + header.size() + 1) % 64) header += ' ';
-  header += '\n';
-  std::string out = "\x93NUMPY\x01";
-  out += '\0';
-  out += static_cast<char>(header.size() & 0xff);
-  out += static_cast<char>(header.size() >> 8);
-  return out + header + data;
-}
 
 // ---- ragged .npy columns --------------------------------------------------------
 
@@ -53,7 +38,7 @@ std::vector<dataset::Field> RaggedFields(uint64_t i) {
 }
 
 TEST(RaggedTest, BatchesOfDifferingArraysKeepEachRowsDtypeAndShape) {
-  std::string name = UniqueName();
+  std::string name = UniqueName("decode-fetch-test");
   auto store = MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTar, {5, 3}, RaggedFields);
   StreamingOptions o;
@@ -111,7 +96,7 @@ TEST(RaggedTest, UniformArraysStayOneBlockWithoutRows) {
 // ---- TFRecord random access agrees with iteration ------------------------------
 
 TEST(TfRecordGetTest, RandomAccessDecodesLikeIteration) {
-  std::string name = UniqueName();
+  std::string name = UniqueName("decode-fetch-test");
   auto store = MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTfRecord, {3, 2}, [](uint64_t i) {
     return std::vector<dataset::Field>{{"cls", Buffer::FromString(std::to_string(i * 7))},
@@ -148,7 +133,7 @@ TEST(TfRecordGetTest, RandomAccessDecodesLikeIteration) {
 // ---- retry backoff --------------------------------------------------------------
 
 TEST(BackoffTest, RetriesWaitExponentiallyWithJitter) {
-  std::string name = UniqueName();
+  std::string name = UniqueName("decode-fetch-test");
   auto store = MakeMemStore(name);
   WriteDataset(*store, "ds/", ShardFormat::kTar, {4, 4}, TextFields);
   auto faults = std::make_shared<FaultStore>(store, FaultConfig{});
@@ -178,7 +163,7 @@ TEST(BackoffTest, RetriesWaitExponentiallyWithJitter) {
 
 // A backing-off fetch does not hold up the iterator's destruction.
 TEST(BackoffTest, DestroyingTheIteratorCutsTheWaitShort) {
-  std::string name = UniqueName();
+  std::string name = UniqueName("decode-fetch-test");
   auto store = MakeMemStore(name);
   WriteDataset(*store, "ds/", ShardFormat::kTar, {4}, TextFields);
   auto faults = std::make_shared<FaultStore>(store, FaultConfig{});
@@ -236,7 +221,7 @@ class ReplacingStore : public FaultStore {
 };
 
 struct BigShards {
-  std::string name = UniqueName();
+  std::string name = UniqueName("decode-fetch-test");
   ObjectStorePtr store = MakeMemStore(name);
   std::vector<std::string> keys;
   std::vector<uint64_t> sizes;

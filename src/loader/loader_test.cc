@@ -23,13 +23,10 @@ namespace strata::loader {
 namespace {
 
 using dataset::ShardFormat;
+using testing::Npy;
 using testing::TextFields;
+using testing::UniqueName;
 using testing::WriteDataset;
-
-std::string UniqueName() {
-  static std::atomic<int> n{0};
-  return "loader-test-" + std::to_string(n++);
-}
 
 // ---- plan: order and partition ------------------------------------------------
 
@@ -171,7 +168,7 @@ TEST(PlanTest, WindowShuffleStaysInsideTheWindow) {
 // ---- the streaming dataset over a mem store ------------------------------------
 
 struct Fixture {
-  std::string name = UniqueName();
+  std::string name = UniqueName("loader-test");
   ObjectStorePtr store = MakeMemStore(name);
   dataset::Manifest index;
   uint64_t total = 0;
@@ -384,17 +381,6 @@ TEST(StreamingTest, TransientFailureRetriedAndSkipCorruptCounts) {
   EXPECT_NE(err.message().find("ds/shard-00001.tar"), std::string::npos) << err.ToString();
 }
 
-std::string Npy(const std::string& descr, const std::string& shape, const std::string& data) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  while ((10 + header.size() + 1) % 64) header += ' ';
-  header += '\n';
-  std::string out = "\x93NUMPY\x01";
-  out += '\0';
-  out += static_cast<char>(header.size() & 0xff);
-  out += static_cast<char>(header.size() >> 8);
-  return out + header + data;
-}
-
 TEST(DecodeTest, NpyParsesAndRejects) {
   std::string data(24, '\x01');
   auto a = ParseNpy(Buffer::FromString(Npy("<f4", "(2, 3)", data)), "x");
@@ -415,7 +401,7 @@ TEST(DecodeTest, NpyParsesAndRejects) {
 }
 
 TEST(DecodeTest, NpyIsZeroCopyJsonValidatedExampleRendered) {
-  std::string name = UniqueName();
+  std::string name = UniqueName("loader-test");
   auto store = MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTar, {3}, [](uint64_t i) {
     std::string d(16, static_cast<char>(i));
@@ -466,7 +452,7 @@ TEST(DecodeTest, NpyIsZeroCopyJsonValidatedExampleRendered) {
 }
 
 TEST(DecodeTest, TfRecordNumericFeaturesBecomeExampleJson) {
-  std::string name = UniqueName();
+  std::string name = UniqueName("loader-test");
   auto store = MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTfRecord, {2, 2}, [](uint64_t i) {
     return std::vector<dataset::Field>{{"cls", Buffer::FromString(std::to_string(i))},

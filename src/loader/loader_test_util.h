@@ -1,6 +1,7 @@
 // Test helpers: small packed datasets written straight into a store.
 #pragma once
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -49,6 +50,26 @@ dataset::Manifest WriteDataset(ObjectStore& store, const std::string& prefix, da
   m.fields = fields;
   (void)store.Put(prefix + std::string(dataset::kIndexName), Buffer::FromString(dataset::EncodeIndex(m)));
   return m;
+}
+
+// A store name no other test in the binary uses ("<prefix>-<n>").
+inline std::string UniqueName(const std::string& prefix) {
+  static std::atomic<int> n{0};
+  return prefix + "-" + std::to_string(n++);
+}
+
+// A .npy v1 file: header padded to 64 bytes, then `data`.
+inline std::string Npy(const std::string& descr, const std::string& shape, const std::string& data,
+                       bool fortran = false) {
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  return out + header + data;
 }
 
 inline std::vector<dataset::Field> TextFields(uint64_t i) {

@@ -18,12 +18,8 @@ namespace {
 
 using dataset::ShardFormat;
 using testing::TextFields;
+using testing::UniqueName;
 using testing::WriteDataset;
-
-std::string UniqueName() {
-  static std::atomic<int> n{0};
-  return "partition-test-" + std::to_string(n++);
-}
 
 // For many (total, world, batch, workers, consumed): every rank gets the same
 // number of batches (DDP's allreduce would hang otherwise). Without drop_last
@@ -91,7 +87,7 @@ TEST(EvenBatchesTest, EveryRankGetsTheSameNumberOfBatches) {
 // store; padded samples are the epoch order's first ones, so their content
 // is real data; the prefix property of a resume still holds.
 struct Fixture {
-  std::string name = UniqueName();
+  std::string name = UniqueName("partition-test");
   ObjectStorePtr store = MakeMemStore(name);
   uint64_t total = 0;
   explicit Fixture(std::vector<uint64_t> counts) {

@@ -380,7 +380,9 @@ TEST(ParallelPutFrom, AFailedCheckOrSourceLeavesNoObject) {
     hooks.before_commit = [] { return CorruptionError("hash mismatch"); };
     EXPECT_EQ(ParallelPutFrom(store, "k", size, 1000, 3, source, hooks).status().code(), Code::kCorruption);
     EXPECT_EQ(inner->Head("k").status().code(), Code::kNotFound) << size;
-    if (!store.upload_id.empty()) EXPECT_EQ(inner->ListParts("k", store.upload_id).status().code(), Code::kNotFound);
+    if (!store.upload_id.empty()) {
+      EXPECT_EQ(inner->ListParts("k", store.upload_id).status().code(), Code::kNotFound);
+    }
 
     // A source failing in the middle (workers waiting for their turn are released).
     std::atomic<int> calls{0};
