@@ -175,7 +175,7 @@ nlohmann::json RunTorch(const Args& a, const std::vector<uint64_t>& sizes) {
 int main(int argc, char** argv) {
   std::error_code ignore_ec;
   Args a;
-  a.torch_script = ParentDir(__FILE__) + "/ckpt_bench_torch.py";  // beside this source file
+  a.torch_script = std::string(STRATA_BENCH_DIR) + "/ckpt_bench_torch.py";
   if (const char* env = std::getenv("STRATA_SOURCE_DIR"))
     a.torch_script = std::string(env) + "/bench/ckpt_bench_torch.py";
   for (int i = 1; i < argc; ++i) {

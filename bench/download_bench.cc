@@ -340,7 +340,7 @@ int Main(int argc, char** argv) {
   std::ofstream(args.out) << doc.dump(2) << "\n";
   std::cout << "wrote " << args.out << "\n";
   std::string script = args.plot_script;
-  if (script.empty()) script = (std::filesystem::path(__FILE__).parent_path() / "plot.py").string();
+  if (script.empty()) script = std::string(STRATA_BENCH_DIR) + "/plot.py";
   std::string png = out.replace_extension(".png").string();
   auto rc = Spawn({"/usr/bin/python3", script, args.out, png}, ProcessEnvironment());
   if (rc.ok() && *rc == 0) {

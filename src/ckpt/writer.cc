@@ -342,7 +342,8 @@ Status CheckpointWriter::Impl::WriteShard(int64_t step, StagedShard& shard) {
   for (const auto& t : shard.tensors) order.push_back(&t);
   ShardHasher hasher(order);  // tensors are already in offset order
   Status st = [&]() -> Status {
-    STRATA_ASSIGN_OR_RETURN(auto file, fs->OpenForWrite(tmp, /*truncate=*/true));
+    STRATA_ASSIGN_OR_RETURN(auto file,
+                            opts.bypass_page_cache ? fs->OpenForStreamingWrite(tmp) : fs->OpenForWrite(tmp, true));
     for (uint64_t off = 0; off < shard.size; off += kWriteChunk) {
       const uint64_t n = std::min(kWriteChunk, shard.size - off);
       STRATA_RETURN_IF_ERROR(file->Append(shard.data + off, n));

@@ -88,9 +88,14 @@ struct WriterOptions {
   int upload_concurrency = 8;         // parts in flight per file
   size_t upload_files_in_flight = 4;  // files uploaded at once
   bool fsync = true;                  // false: skip fsyncs (benchmarks of the raw path only)
-  bool upload_on_open = true;         // re-upload committed checkpoints missing remotely
-  FileSystem* fs = nullptr;           // nullptr: DefaultFileSystem()
-  Clock* clock = nullptr;             // nullptr: RealClock()
+  // Shards are written from staging straight to the device (O_DIRECT where
+  // the file system allows): no copy into the page cache, whose first-touch
+  // cost dominates a buffered persist, and the training data's cached pages
+  // are not evicted by checkpoint bytes. false: buffered writes.
+  bool bypass_page_cache = true;
+  bool upload_on_open = true;  // re-upload committed checkpoints missing remotely
+  FileSystem* fs = nullptr;    // nullptr: DefaultFileSystem()
+  Clock* clock = nullptr;      // nullptr: RealClock()
 };
 
 // "Memory speed", the yardstick for a save's stall: seconds for a plain

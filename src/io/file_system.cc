@@ -117,7 +117,8 @@ class PosixRandomAccessFile : public RandomAccessFile {
 
 class PosixWritableFile : public WritableFile {
  public:
-  PosixWritableFile(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}
+  PosixWritableFile(int fd, std::string path, uint64_t size, bool direct = false)
+      : fd_(fd), path_(std::move(path)), size_(size), direct_(direct) {}
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -128,7 +129,18 @@ class PosixWritableFile : public WritableFile {
 
   Status WriteAt(uint64_t offset, const void* data, size_t n) override {
     STRATA_RETURN_IF_ERROR(CheckOpen());
-    STRATA_RETURN_IF_ERROR(PwriteFull(fd_, offset, data, n, path_));
+    const auto* p = static_cast<const uint8_t*>(data);
+    if (direct_) {
+      // The aligned blocks go direct; what is left (a tail, or a write that
+      // was never aligned) is written buffered, and so is everything after it.
+      constexpr size_t kA = PosixFileSystem::kDirectAlignment;
+      const size_t blocks = (offset % kA || reinterpret_cast<uintptr_t>(p) % kA) ? 0 : n - n % kA;
+      STRATA_RETURN_IF_ERROR(PwriteDirect(offset, p, blocks));
+      offset += blocks, p += blocks, n -= blocks;
+      size_ = std::max(size_, offset);
+      if (n > 0) STRATA_RETURN_IF_ERROR(StopDirect());
+    }
+    STRATA_RETURN_IF_ERROR(PwriteFull(fd_, offset, p, n, path_));
     size_ = std::max(size_, offset + n);
     return Status::Ok();
   }
@@ -156,9 +168,31 @@ class PosixWritableFile : public WritableFile {
     if (fd_ < 0) return InvalidArgumentError("write to closed file " + path_);
     return Status::Ok();
   }
+  // Whole blocks with O_DIRECT; a short write (the device took part of it)
+  // leaves an aligned remainder, which is retried the same way.
+  Status PwriteDirect(uint64_t offset, const uint8_t* p, size_t n) {
+    while (n > 0) {
+      ssize_t r = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return Errno("write", path_);
+      }
+      const size_t done = static_cast<size_t>(r) - static_cast<size_t>(r) % PosixFileSystem::kDirectAlignment;
+      if (done == 0) return IOError("write " + path_ + ": the device took less than one block (O_DIRECT)");
+      offset += done, p += done, n -= done;
+    }
+    return Status::Ok();
+  }
+  Status StopDirect() {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0) return Errno("fcntl(O_DIRECT off)", path_);
+    direct_ = false;
+    return Status::Ok();
+  }
   int fd_;
   std::string path_;
   uint64_t size_;
+  bool direct_;
 };
 
 class PosixFileLock : public FileLock {
@@ -223,6 +257,13 @@ Result<std::unique_ptr<RandomAccessFile>> PosixFileSystem::OpenForReadDirect(con
 
 Result<std::unique_ptr<WritableFile>> PosixFileSystem::OpenForWrite(const std::string& path, bool truncate) {
   return OpenWritable(path, truncate ? O_TRUNC : 0, "open for writing");
+}
+
+Result<std::unique_ptr<WritableFile>> PosixFileSystem::OpenForStreamingWrite(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
+  if (fd < 0 && errno == EINVAL) return OpenForWrite(path, true);  // no O_DIRECT here (tmpfs): buffered
+  if (fd < 0) return Errno("open for writing", path);
+  return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(fd, path, 0, /*direct=*/true));
 }
 
 Result<std::unique_ptr<WritableFile>> PosixFileSystem::CreateExclusive(const std::string& path) {

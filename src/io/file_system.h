@@ -82,6 +82,15 @@ class FileSystem {
   virtual Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate = true) = 0;
   // Creates a new file; AlreadyExists if the name is taken (O_EXCL).
   virtual Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) = 0;
+  // Like OpenForWrite(path, true), for large sequential writes that should not
+  // pass through (and evict) the page cache: where the file system allows it,
+  // writes of whole 4 KiB blocks from 4 KiB-aligned memory at aligned offsets
+  // go straight to the device (O_DIRECT); the first other write switches the
+  // handle to buffered writes for the rest (a file's unaligned tail). Sync()
+  // is still needed for durability. Default: OpenForWrite (always buffered).
+  virtual Result<std::unique_ptr<WritableFile>> OpenForStreamingWrite(const std::string& path) {
+    return OpenForWrite(path, true);
+  }
 
   // Atomically replaces `to` (durable once the parent directory is synced).
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
@@ -109,6 +118,8 @@ class PosixFileSystem : public FileSystem {
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate = true) override;
   Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override;
+  // O_DIRECT where the file system takes it; buffered where it refuses (tmpfs).
+  Result<std::unique_ptr<WritableFile>> OpenForStreamingWrite(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status Remove(const std::string& path) override;
   Status RemoveDir(const std::string& path) override;

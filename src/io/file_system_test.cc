@@ -1,10 +1,14 @@
 #include "io/file_system.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -234,6 +238,57 @@ TEST_F(PosixFsTest, DirectReadNeedsAlignment) {
   EXPECT_EQ((*r)->ReadAt(1, 4096, buf.data()).status().code(), Code::kInvalidArgument);
   EXPECT_EQ((*r)->ReadAt(0, 100, buf.data()).status().code(), Code::kInvalidArgument);
   EXPECT_EQ((*r)->ReadAt(0, 4096, buf.data() + 1).status().code(), Code::kInvalidArgument);
+}
+
+// Pages of `path` in the page cache, of its first `pages`.
+size_t ResidentPages(const std::string& path, size_t pages) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  void* map = ::mmap(nullptr, pages * 4096, PROT_READ, MAP_SHARED, fd, 0);
+  std::vector<unsigned char> vec(pages);
+  size_t resident = 0;
+  if (map != MAP_FAILED && ::mincore(map, pages * 4096, vec.data()) == 0) {
+    for (unsigned char v : vec) resident += v & 1;
+  }
+  if (map != MAP_FAILED) ::munmap(map, pages * 4096);
+  ::close(fd);
+  return resident;
+}
+
+TEST_F(PosixFsTest, StreamingWriteBypassesThePageCacheAndKeepsEveryByte) {
+  constexpr size_t kBlocks = 64, kTail = 100, kMore = 5000;
+  void* mem = nullptr;
+  ASSERT_EQ(::posix_memalign(&mem, 4096, kBlocks * 4096 + kTail + 1), 0);
+  std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(mem), &std::free);
+  for (size_t i = 0; i < kBlocks * 4096 + kTail + 1; ++i) buf.get()[i] = static_cast<uint8_t>(i * 31 + i / 4096);
+  std::string more(kMore, 'm');
+  {
+    auto f = fs_.OpenForStreamingWrite(P("stream"));
+    ASSERT_TRUE(f.ok()) << f.status();
+    // Whole blocks + a tail in one write, then a write after the tail (buffered).
+    ASSERT_TRUE((*f)->Append(buf.get(), kBlocks * 4096 + kTail).ok());
+    ASSERT_TRUE((*f)->Append(more).ok());
+    EXPECT_EQ((*f)->Size(), kBlocks * 4096 + kTail + kMore);
+    ASSERT_TRUE((*f)->Sync().ok());
+    ASSERT_TRUE((*f)->Close().ok());
+  }
+  const int probe = ::open(P("probe").c_str(), O_WRONLY | O_CREAT | O_DIRECT, 0644);
+  if (probe >= 0) {  // O_DIRECT works here: the aligned blocks never entered the page cache
+    ::close(probe);
+    EXPECT_EQ(ResidentPages(P("stream"), kBlocks), 0u);
+  }
+  std::string expected(reinterpret_cast<const char*>(buf.get()), kBlocks * 4096 + kTail);
+  EXPECT_EQ(ReadAll(P("stream")), expected + more);
+
+  // Memory that is not aligned: buffered throughout, bytes the same.
+  auto f = fs_.OpenForStreamingWrite(P("unaligned"));
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE((*f)->Append(buf.get() + 1, kBlocks * 4096).ok());
+  ASSERT_TRUE((*f)->Close().ok());
+  EXPECT_EQ(ReadAll(P("unaligned")), std::string(reinterpret_cast<const char*>(buf.get()) + 1, kBlocks * 4096));
+  // It truncates, as OpenForWrite does.
+  Write(P("unaligned"), "x");
+  ASSERT_TRUE(fs_.OpenForStreamingWrite(P("unaligned")).ok());
+  EXPECT_EQ(ReadAll(P("unaligned")), "");
 }
 
 TEST_F(PosixFsTest, LockFileExcludesSecondOpenInSameProcess) {
