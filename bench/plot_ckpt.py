@@ -40,17 +40,18 @@ def number(doc, *path):
 def panels(doc):
     """[(title, ylabel, log, [(label, seconds, colour)])] from the bench's JSON fields."""
     grey, blue, light, red = "#888888", "#1f77b4", "#9ecae1", "#d62728"
+    reps = doc.get("reps", 2)
     stall = [
         ("torch.save\n(synchronous)", number(doc, "torch", "save_s"), red),
         ("strata\nfirst save", number(doc, "strata_first_stall_s"), blue),
-        ("strata warm\nsave (best of 2)", number(doc, "strata_stall_s"), blue),
+        (f"strata warm\nsave (best of {reps})", number(doc, "strata_stall_s"), blue),
         ("strata first,\nnot prefaulted", number(doc, "strata_unprefaulted_first_stall_s"), light),
-        ("memcpy\n2 threads", number(doc, "memcpy_2thread_s"), grey),
+        ("memcpy, 2 threads\n(best in the run)", number(doc, "memcpy_2thread_s"), grey),
         ("memcpy\n1 thread", number(doc, "memcpy_1thread_s"), grey),
     ]
     persist = [
-        ("plain write\n+ fsync", number(doc, "plain_write_fsync_s"), grey),
-        ("strata persist\n(background, best of 2)", number(doc, "strata_persist_s"), blue),
+        (f"plain write\n+ fsync (best of {reps})", number(doc, "plain_write_fsync_s"), grey),
+        (f"strata persist\n(background, best of {reps})", number(doc, "strata_persist_s"), blue),
     ]
     torch_total = number(doc, "torch", "save_s")
     if torch_total is not None and number(doc, "torch", "fsync_s") is not None:
