@@ -359,6 +359,13 @@ TEST_F(CkptTest, RetentionNeverDeletesTheNewestVerifiedCheckpoint) {
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_EQ(*deleted, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{3}));
+  // With nothing to delete, no byte is read (on a store, verifying downloads the checkpoint).
+  int verifications = 0;
+  auto count = [&](int64_t) { return ++verifications > 0; };
+  deleted = RetainNewest(*loc, 1, {}, nullptr, count);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_TRUE(deleted->empty());
+  EXPECT_EQ(verifications, 0);
 }
 
 // Staging memory that cannot be had fails the save, and the step stays free.

@@ -92,7 +92,14 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   for (int64_t s : steps) (valid(s) ? good : torn).push_back(s);
   if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
   const int64_t newest = good.back();
-  std::optional<int64_t> safe;  // the newest whose bytes verify
+  std::vector<int64_t> doomed;
+  if (good.size() > static_cast<size_t>(keep)) doomed.assign(good.begin(), good.end() - keep);
+  for (int64_t s : torn) {
+    if (s < newest) doomed.push_back(s);
+  }
+  std::erase_if(doomed, [&](int64_t s) { return s == newest || protect.count(s) > 0; });
+  if (doomed.empty()) return deleted;  // before verifying: on a remote store that reads every byte
+  std::optional<int64_t> safe;         // the newest whose bytes verify
   for (auto it = good.rbegin(); it != good.rend() && !safe; ++it) {
     if (verified(*it)) safe = *it;
   }
@@ -100,14 +107,9 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
     STRATA_LOG_WARN("ckpt: retention in {} deletes nothing: no checkpoint verifies", loc.Describe());
     return deleted;
   }
-  std::vector<int64_t> doomed;
-  if (good.size() > static_cast<size_t>(keep)) doomed.assign(good.begin(), good.end() - keep);
-  for (int64_t s : torn) {
-    if (s < newest) doomed.push_back(s);
-  }
   std::sort(doomed.begin(), doomed.end());
   for (int64_t s : doomed) {
-    if (s == newest || s == *safe || protect.count(s)) continue;
+    if (s == *safe) continue;
     Status st = dry_run ? Status::Ok() : loc.RemoveStep(s);
     if (st.ok()) {
       deleted.push_back(s);
