@@ -6,26 +6,14 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/utf8.h"
+
 namespace strata::ckpt {
 namespace {
 
 using nlohmann::json;
 
 std::string Dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n"; }
-
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = s[i];
-    int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
-    if (n < 0 || i + n >= s.size()) return false;
-    for (int k = 1; k <= n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
 
 Status Bad(std::string_view what, std::string_view detail) {
   return CorruptionError(std::string(what) + ": " + std::string(detail));
@@ -95,7 +83,7 @@ size_t DTypeSize(std::string_view d) {
 }
 
 Status ValidateTensor(const TensorView& t) {
-  if (t.name.empty() || t.name.size() > 4096 || !ValidUtf8(t.name) || t.name == "__metadata__") {
+  if (t.name.empty() || t.name.size() > 4096 || !IsValidUtf8(t.name) || t.name == "__metadata__") {
     return InvalidArgumentError("tensor name '" + t.name + "' must be 1..4096 bytes of UTF-8 and not __metadata__");
   }
   size_t es = DTypeSize(t.dtype);

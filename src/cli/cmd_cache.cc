@@ -65,7 +65,7 @@ void RunStats(const CacheArgs& args) {
                                 {"objects", objects.size()},
                                 {"data_bytes", data},
                                 {"file_bytes", cache->disk()->bytes()}}
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)  // a path may not be UTF-8
               << "\n";
     return;
   }

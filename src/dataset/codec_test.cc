@@ -8,6 +8,7 @@
 #include "base/hash.h"
 #include "dataset/indexed.h"
 #include "dataset/offset_index.h"
+#include "dataset/shard.h"
 #include "dataset/tar.h"
 #include "dataset/tfrecord.h"
 
@@ -325,6 +326,28 @@ TEST(Example, RejectsMalformed) {
     EXPECT_FALSE(ex.ok());
     EXPECT_EQ(ex.status().code(), Code::kCorruption);
   }
+}
+
+TEST(Example, FeatureNameMustBeUtf8) {
+  Example ex;
+  ex["ok\xc3\xa9"] = Feature::Int64s({1});
+  ASSERT_TRUE(DecodeExample(Buffer::Copy(EncodeExample(ex))).ok());
+  ex["\xc0\x80"] = Feature::Int64s({2});  // an overlong NUL
+  auto bad = DecodeExample(Buffer::Copy(EncodeExample(ex)));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kCorruption);
+  EXPECT_NE(bad.status().message().find("feature name is not valid UTF-8"), std::string::npos) << bad.status();
+}
+
+TEST(Example, ShardWriterRefusesFieldNamesItCouldNotReadBack) {
+  BufferSink sink;
+  ShardWriteOptions options;
+  options.format = ShardFormat::kTfRecord;
+  auto w = ShardWriter::Make(sink, options);
+  Status st = w->Add(MakeSample("k", {{"\xffjpg", "x"}}));
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("not valid UTF-8"), std::string::npos) << st;
+  EXPECT_EQ(sink.bytes_written(), 0u);  // nothing half-written
 }
 
 TEST(Example, SampleMapping) {

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/executor.h"
 #include "base/hash.h"
+#include "base/utf8.h"
 #include "dataset/object_sink.h"
 #include "dataset/offset_index.h"
 #include "dataset/shard.h"
@@ -61,6 +62,16 @@ Result<Plan> MakePlan(ObjectStore& src, const std::string& prefix, const PackOpt
     if (Hidden(rel)) {
       plan.skipped.push_back(obj.key);
       continue;
+    }
+    // Field and class names go into the JSON manifest, which holds only UTF-8.
+    if (!IsValidUtf8(rel)) {
+      std::string shown;
+      for (unsigned char c : rel) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        shown += c < 0x80 ? std::string(1, char(c)) : std::string(hex);
+      }
+      return InvalidArgumentError("input '" + prefix + shown + "' has a name that is not valid UTF-8; rename it");
     }
     files.emplace_back(std::move(rel), &obj);
   }

@@ -288,6 +288,19 @@ TEST(Pack, WebDatasetLayoutGroupsFieldsByKey) {
   EXPECT_NE(text->find("\"P2\""), std::string::npos) << *text;
 }
 
+TEST(Pack, RefusesNamesThatAreNotUtf8) {
+  auto src = MakeMemStore(), dst = MakeMemStore();
+  ASSERT_TRUE(src->Put("in/000001.\xffjpg", Buffer::FromString("x")).ok());
+  auto r = PackSmall(src, dst, ShardFormat::kTfRecord);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().ToString().find("not valid UTF-8"), std::string::npos) << r.status();
+  // Any format: the manifest lists field names, and JSON holds only UTF-8.
+  auto tar = PackSmall(src, MakeMemStore(), ShardFormat::kTar);
+  EXPECT_EQ(tar.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(tar.status().ToString().find("in/000001.\\xffjpg"), std::string::npos) << tar.status();
+}
+
 TEST(ShardRandomReader, TruncatedShardIsCorruptionNamingOffset) {
   auto src = MakeMemStore(), dst = MakeMemStore();
   FillImageFolder(*src, 3);

@@ -1,5 +1,6 @@
 #include "dataset/shard.h"
 
+#include "base/utf8.h"
 #include "dataset/tfrecord.h"
 
 namespace strata::dataset {
@@ -31,6 +32,13 @@ class TfRecordShardWriter : public ShardWriter {
  public:
   explicit TfRecordShardWriter(ByteSink& sink) : sink_(sink), writer_(sink) {}
   Status Add(const Sample& sample) override {
+    for (const Field& f : sample.fields) {
+      if (!IsValidUtf8(f.name)) {
+        return InvalidArgumentError("sample '" + sample.key + "': field name '" + f.name +
+                                    "' is not valid UTF-8, which a tf.train.Example feature name must be; "
+                                    "rename it or pack as tar");
+      }
+    }
     offsets_.push_back(sink_.bytes_written());
     STRATA_RETURN_IF_ERROR(writer_.Write(Buffer::FromString(EncodeExample(SampleToExample(sample)))));
     ++samples_;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/hash.h"
+#include "base/utf8.h"
 
 namespace strata::dataset {
 namespace {
@@ -209,6 +210,8 @@ Status DecodeMapEntry(const Buffer& buf, size_t begin, size_t len, Example* out)
       if (!w.Length(&b, &n)) return Malformed(w.pos(), "bad map entry length");
       if (field == 1) {
         key.assign(reinterpret_cast<const char*>(buf.data() + b), n);
+        // A proto3 string: protobuf itself refuses to parse one that is not UTF-8.
+        if (!IsValidUtf8(key)) return Malformed(b, "feature name is not valid UTF-8");
       } else {
         feature = Feature{};
         STRATA_RETURN_IF_ERROR(DecodeFeature(buf, b, n, &feature));

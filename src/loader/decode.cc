@@ -223,7 +223,9 @@ std::string FeatureToJson(const dataset::Feature& feature) { return FeatureJson(
 std::string ExampleToJson(const dataset::Example& example) {
   nlohmann::json features = nlohmann::json::object();
   for (const auto& [name, f] : example) features[name] = FeatureJson(f);
-  return nlohmann::json{{"features", {{"feature", features}}}}.dump();
+  // Names are UTF-8 (DecodeExample checks); `replace` keeps this from ever throwing.
+  return nlohmann::json{{"features", {{"feature", features}}}}.dump(-1, ' ', false,
+                                                                    nlohmann::json::error_handler_t::replace);
 }
 
 Result<Value> DecodeField(const std::string& sample_key, const std::string& field, const Buffer& data, Decode kind,

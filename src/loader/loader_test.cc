@@ -448,6 +448,13 @@ TEST(DecodeTest, NpyIsZeroCopyJsonValidatedExampleRendered) {
   EXPECT_EQ(
       v->json,
       R"({"features":{"feature":{"img":{"bytesList":{"value":["YWI="]}},"label":{"int64List":{"value":["7"]}}}}})");
+
+  // A feature name that is not UTF-8 is a corrupt Example, not a crash (found by fuzz_npy).
+  dataset::Example bad_name;
+  bad_name["\x88x"] = dataset::Feature::Int64s({1});
+  auto nv = DecodeField("s2", "e", Buffer::FromString(dataset::EncodeExample(bad_name)), Decode::kExample, nullptr);
+  EXPECT_EQ(nv.status().code(), Code::kCorruption);
+  EXPECT_NE(nv.status().ToString().find("not valid UTF-8"), std::string::npos) << nv.status();
   DropMemStore(name);
 }
 
