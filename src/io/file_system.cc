@@ -307,8 +307,16 @@ Result<std::vector<DirEntry>> PosixFileSystem::ListDir(const std::string& path) 
   if (!dir) return Errno("list directory", path);
   std::vector<DirEntry> out;
   int dfd = ::dirfd(dir);
-  errno = 0;
-  while (struct dirent* e = ::readdir(dir)) {
+  int err = 0;
+  for (;;) {
+    // readdir reports its own failure only through errno, so clear it before
+    // each call (a skipped entry below leaves ENOENT behind).
+    errno = 0;
+    struct dirent* e = ::readdir(dir);
+    if (!e) {
+      err = errno;
+      break;
+    }
     std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
     struct stat st;
@@ -320,9 +328,7 @@ Result<std::vector<DirEntry>> PosixFileSystem::ListDir(const std::string& path) 
       return s;
     }
     out.push_back(DirEntry{std::string(name), S_ISDIR(st.st_mode), static_cast<uint64_t>(st.st_size), MTime(st)});
-    errno = 0;
   }
-  int err = errno;
   ::closedir(dir);
   if (err != 0) return ErrnoToStatus(err, "list directory " + path);
   std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });

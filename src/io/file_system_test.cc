@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -197,6 +199,32 @@ TEST_F(PosixFsTest, DirectoriesStatListRemove) {
   EXPECT_EQ(fs_.ListDir(P("a"))->size(), 2u);
   ASSERT_TRUE(fs_.SyncDir(P("a")).ok());
   ASSERT_TRUE(fs_.SyncDir(P("a/")).ok());
+}
+
+TEST_F(PosixFsTest, ListingSurvivesEntriesRemovedWhileListing) {
+  // A writer keeps creating and removing the directory's only file, so some
+  // listings read its name and then find it gone: that entry is skipped and
+  // the listing still succeeds (it once returned ENOENT for the whole directory).
+  ASSERT_TRUE(fs_.CreateDirs(P("churn")).ok());
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (int i = 0; !stop; ++i) {
+      std::string f = P("churn/f" + std::to_string(i % 4));
+      int fd = ::open(f.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd >= 0) ::close(fd);
+      ::unlink(f.c_str());
+    }
+  });
+  int failures = 0;
+  std::string first_error;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int i = 0; i < 20000 && std::chrono::steady_clock::now() < until; ++i) {
+    auto list = fs_.ListDir(P("churn"));
+    if (!list.ok() && failures++ == 0) first_error = list.status().ToString();
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(failures, 0) << first_error;
 }
 
 TEST_F(PosixFsTest, RenameReplacesAndTruncateResizes) {

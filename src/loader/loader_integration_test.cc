@@ -67,7 +67,10 @@ class LoaderIntegrationTest : public ::testing::Test {
   uint64_t CacheDirBytes(size_t* files) {
     uint64_t n = 0;
     *files = 0;
-    for (const auto& e : *DefaultFileSystem().ListDir(root_ + "/cache")) {
+    auto list = DefaultFileSystem().ListDir(root_ + "/cache");
+    EXPECT_TRUE(list.ok()) << list.status();
+    if (!list.ok()) return 0;
+    for (const auto& e : *list) {
       if (e.name.ends_with(".shard")) n += e.size, ++*files;
     }
     return n;
