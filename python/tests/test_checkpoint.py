@@ -119,12 +119,17 @@ def test_async_save_returns_after_staging(tmp_path):
         assert ckpt.list(source="remote") == [1]
 
 
+def _save_two_steps(d, n):
+    """Saves steps 1 and 2 of "w", n float32s of 1.0 and of 2.0; returns step 2's first shard."""
+    with sc.Checkpointer(d) as ckpt:
+        ckpt.save(1, {"w": torch.full((n,), 1.0)})
+        ckpt.save(2, {"w": torch.full((n,), 2.0)})
+    return sorted(glob.glob(str(d / "step-000000002" / "*.safetensors")))[0]
+
+
 def test_latest_valid_skips_corrupt_newest(tmp_path):
     d = tmp_path / "ckpt"
-    with sc.Checkpointer(d) as ckpt:
-        ckpt.save(1, {"w": torch.full((1000,), 1.0)})
-        ckpt.save(2, {"w": torch.full((1000,), 2.0)})
-    shard = sorted(glob.glob(str(d / "step-000000002" / "*.safetensors")))[0]
+    shard = _save_two_steps(d, 1000)
     with open(shard, "r+b") as f:  # flip one data byte: sizes and commit markers still look fine
         f.seek(os.path.getsize(shard) - 100)
         byte = f.read(1)
@@ -144,10 +149,7 @@ def test_latest_valid_skips_corrupt_newest(tmp_path):
 
 def test_latest_skips_zeroed_range_by_default(tmp_path):
     d = tmp_path / "ckpt"
-    with sc.Checkpointer(d) as ckpt:
-        ckpt.save(1, {"w": torch.full((4096,), 1.0)})
-        ckpt.save(2, {"w": torch.full((4096,), 2.0)})
-    shard = sorted(glob.glob(str(d / "step-000000002" / "*.safetensors")))[0]
+    shard = _save_two_steps(d, 4096)
     with open(shard, "r+b") as f:  # zero 4 KiB of tensor data: size and markers unchanged
         f.seek(os.path.getsize(shard) - 8192)
         f.write(bytes(4096))

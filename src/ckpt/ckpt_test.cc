@@ -7,6 +7,7 @@
 
 #include "ckpt/commit.h"
 #include "ckpt/reader.h"
+#include "ckpt/test_fixture.h"
 #include "ckpt/test_util.h"
 #include "ckpt/writer.h"
 #include "io/durable.h"
@@ -17,8 +18,10 @@ namespace strata::ckpt {
 namespace {
 
 using testing::Compare;
+using testing::FlipByte;
 using testing::MakeState;
 using testing::OwnedState;
+using testing::TempDirTest;
 
 // Forwards to a Location and records the largest single read: streaming
 // copies must read in parts, never a whole (multi-GB) shard at once.
@@ -55,29 +58,8 @@ class ProbedLocation : public Location {
   std::atomic<uint64_t> largest_{0};
 };
 
-// Flips one byte of a file in place (sizes and markers stay as they were).
-void FlipByte(const std::string& path, uint64_t offset) {
-  auto in = std::move(DefaultFileSystem().OpenForRead(path)).value();
-  uint8_t byte = 0;
-  ASSERT_TRUE(in->ReadAt(offset, 1, &byte).ok());
-  byte ^= 0x20;
-  auto out = std::move(DefaultFileSystem().OpenForWrite(path, /*truncate=*/false)).value();
-  ASSERT_TRUE(out->WriteAt(offset, &byte, 1).ok());
-  ASSERT_TRUE(out->Close().ok());
-}
-
-class CkptTest : public ::testing::Test {
+class CkptTest : public TempDirTest<> {
  protected:
-  void SetUp() override {
-    auto dir = MakeTempDir("ckpt-test-");
-    ASSERT_TRUE(dir.ok());
-    dir_ = *dir;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
   WriterOptions Options(std::string sub = "local") {
     WriterOptions o;
     o.dir = JoinPath(dir_, sub);
@@ -105,8 +87,6 @@ class CkptTest : public ::testing::Test {
     ASSERT_TRUE(h.ok()) << h.status();
     ASSERT_TRUE(h->Wait().ok()) << h->Wait();
   }
-
-  std::string dir_;
 };
 
 TEST_F(CkptTest, SaveCopiesThenPersistsAndLoadsByteExact) {

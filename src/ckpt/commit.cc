@@ -16,7 +16,8 @@ Status WriteRankCommit(Location& loc, const RankManifest& manifest) {
                        Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
 }
 
-Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256) {
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256,
+                                    std::string* manifest_text) {
   STRATA_ASSIGN_OR_RETURN(std::string marker, loc.ReadSmall(step, RankCommitName(rank), 4096));
   STRATA_ASSIGN_OR_RETURN(std::string digest, ParseCommit(marker));
   STRATA_ASSIGN_OR_RETURN(std::string text, loc.ReadSmall(step, RankManifestName(rank), kMaxManifestBytes));
@@ -27,7 +28,8 @@ Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::
   if (m.step != step || m.rank != rank) {
     return CorruptionError(RankManifestName(rank) + " of " + StepDirName(step) + " names another step or rank");
   }
-  if (sha256) *sha256 = digest;
+  if (sha256) *sha256 = std::move(digest);
+  if (manifest_text) *manifest_text = std::move(text);
   return m;
 }
 

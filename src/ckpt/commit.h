@@ -20,8 +20,10 @@ namespace strata::ckpt {
 Status WriteRankCommit(Location& loc, const RankManifest& manifest);
 
 // The rank manifest whose commit marker for `rank` is present and matches,
-// or NotFound (not committed yet) / Corruption. *sha256: the manifest's hash.
-Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256 = nullptr);
+// or NotFound (not committed yet) / Corruption. *sha256: the manifest's hash;
+// *manifest_text: its bytes, as checked against the marker.
+Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::string* sha256 = nullptr,
+                                    std::string* manifest_text = nullptr);
 
 // The coordinator's job: waits (polling every `poll`, until `deadline` on
 // `clock`) for all `world_size` rank commits of `step` in `loc` whose

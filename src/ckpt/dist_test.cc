@@ -21,6 +21,7 @@
 
 #include "ckpt/commit.h"
 #include "ckpt/reader.h"
+#include "ckpt/test_fixture.h"
 #include "ckpt/test_util.h"
 #include "io/durable.h"
 #include "object/store_url.h"
@@ -33,16 +34,14 @@ namespace {
 constexpr int kWorld = 3;
 constexpr int64_t kStep = 100;
 
-class DistTest : public ::testing::Test {
+class DistTest : public testing::TempDirTest<> {
  protected:
   void SetUp() override {
+    TempDirTest::SetUp();
     const char* bin = std::getenv("STRATA_BINARY_DIR");
     ASSERT_NE(bin, nullptr) << "STRATA_BINARY_DIR not set (run through ctest)";
     child_ = std::string(bin) + "/src/ckpt/ckpt_rank_child";
     ASSERT_TRUE(std::filesystem::exists(child_)) << child_;
-    auto dir = MakeTempDir("ckpt-dist-");
-    ASSERT_TRUE(dir.ok());
-    dir_ = *dir;
     url_ = "file://" + JoinPath(dir_, "store");
     std::filesystem::create_directories(JoinPath(dir_, "store"));
     auto store = OpenStore(url_);
@@ -54,8 +53,7 @@ class DistTest : public ::testing::Test {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
     }
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    TempDirTest::TearDown();
   }
 
   // Starts rank `rank` of attempt `attempt` saving MakeState(seed, rank); output to a log.
@@ -123,7 +121,7 @@ class DistTest : public ::testing::Test {
     return m.ok() && m->attempt == attempt;
   }
 
-  std::string child_, dir_, url_;
+  std::string child_, url_;
   std::unique_ptr<Location> remote_;
   std::vector<pid_t> running_;
   std::map<pid_t, std::string> logs_;

@@ -9,6 +9,7 @@
 
 #include "ckpt/reader.h"
 #include "ckpt/recording_store.h"
+#include "ckpt/test_fixture.h"
 #include "ckpt/test_util.h"
 #include "ckpt/writer.h"
 #include "io/durable.h"
@@ -19,24 +20,17 @@
 namespace strata::ckpt {
 namespace {
 
-class CkptS3Test : public ::testing::TestWithParam<S3TestServer::Kind> {
+class CkptS3Test : public testing::TempDirTest<::testing::TestWithParam<S3TestServer::Kind>> {
  protected:
   void SetUp() override {
+    TempDirTest::SetUp();
     auto server = S3TestServer::Start(GetParam());
     if (!server.ok()) server = S3TestServer::Start(GetParam());  // a loaded 2-core machine can miss the deadline
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    auto dir = MakeTempDir("ckpt-s3-");
-    ASSERT_TRUE(dir.ok());
-    dir_ = *dir;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   std::unique_ptr<S3TestServer> server_;
-  std::string dir_;
 };
 
 TEST_P(CkptS3Test, TiersLoadsPullsAndResumesAgainstARealServer) {

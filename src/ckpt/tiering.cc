@@ -88,9 +88,8 @@ Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, u
 }
 
 Status CheckpointWriter::Impl::Upload(int64_t step) {
-  std::string digest;
-  STRATA_ASSIGN_OR_RETURN(RankManifest m, ReadRankCommit(*local, step, opts.rank, &digest));
-  STRATA_ASSIGN_OR_RETURN(std::string text, local->ReadSmall(step, RankManifestName(opts.rank), kMaxManifestBytes));
+  std::string digest, text;
+  STRATA_ASSIGN_OR_RETURN(RankManifest m, ReadRankCommit(*local, step, opts.rank, &digest, &text));
   const std::string marker = EncodeCommit(digest);
   // Committed in the store already: done if with this part, else never overwritten.
   if (auto committed = OpenCheckpoint(*remote, step); committed.ok()) {

@@ -13,6 +13,7 @@
 #include "ckpt/commit.h"
 #include "ckpt/reader.h"
 #include "ckpt/recording_store.h"
+#include "ckpt/test_fixture.h"
 #include "ckpt/test_util.h"
 #include "ckpt/writer.h"
 #include "io/durable.h"
@@ -26,19 +27,14 @@ using testing::Compare;
 using testing::MakeState;
 using testing::OwnedState;
 using testing::RecordingStore;
+using testing::TempDirTest;
 
-class TieringTest : public ::testing::Test {
+class TieringTest : public TempDirTest<> {
  protected:
   void SetUp() override {
-    auto dir = MakeTempDir("ckpt-tiering-");
-    ASSERT_TRUE(dir.ok());
-    dir_ = *dir;
+    TempDirTest::SetUp();
     inner_ = MakeMemStore("", {.min_part_size = 1 << 20});
     store_ = std::make_shared<RecordingStore>(inner_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
   WriterOptions Options(std::string sub = "local") {
     WriterOptions o;
@@ -61,7 +57,6 @@ class TieringTest : public ::testing::Test {
     return false;
   }
 
-  std::string dir_;
   std::shared_ptr<ObjectStore> inner_;
   std::shared_ptr<RecordingStore> store_;
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ckpt/reader.h"
+#include "ckpt/test_fixture.h"
 #include "ckpt/test_util.h"
 #include "ckpt/writer.h"
 #include "cli/cli_test_util.h"
@@ -19,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using cli_test::CliRun;
+using testing::FlipByte;
 
 class CkptCliTest : public cli_test::StrataBinaryTest {
  protected:
@@ -49,15 +51,6 @@ class CkptCliTest : public cli_test::StrataBinaryTest {
     }
     ADD_FAILURE() << "no tensor in shard " << shard;
     return {};
-  }
-  void FlipByte(const std::string& path, uint64_t offset) {
-    auto in = std::move(DefaultFileSystem().OpenForRead(path)).value();
-    uint8_t byte = 0;
-    ASSERT_TRUE(in->ReadAt(offset, 1, &byte).ok());
-    byte ^= 0x01;
-    auto out = std::move(DefaultFileSystem().OpenForWrite(path, /*truncate=*/false)).value();
-    ASSERT_TRUE(out->WriteAt(offset, &byte, 1).ok());
-    ASSERT_TRUE(out->Close().ok());
   }
   // Step 2 truncated (corrupt even to the quick check), step 4 never committed.
   void MakeDamagedSet() {

@@ -92,24 +92,24 @@ Result<const ShardRandomReader*> Dataset::Reader(size_t shard) {
   return readers_[shard].get();
 }
 
-Result<Sample> Dataset::Get(uint64_t i) {
+Result<std::pair<const ShardRandomReader*, uint64_t>> Dataset::ReaderOf(uint64_t i) {
   if (i >= size()) {
     return InvalidArgumentError("sample " + std::to_string(i) + " out of range (dataset has " + std::to_string(size()) +
                                 ")");
   }
   auto [shard, local] = Locate(i);
   STRATA_ASSIGN_OR_RETURN(const ShardRandomReader* r, Reader(shard));
-  return r->Get(local);
+  return std::pair{r, local};
+}
+
+Result<Sample> Dataset::Get(uint64_t i) {
+  STRATA_ASSIGN_OR_RETURN(auto at, ReaderOf(i));
+  return at.first->Get(at.second);
 }
 
 Result<Buffer> Dataset::GetRecord(uint64_t i) {
-  if (i >= size()) {
-    return InvalidArgumentError("sample " + std::to_string(i) + " out of range (dataset has " + std::to_string(size()) +
-                                ")");
-  }
-  auto [shard, local] = Locate(i);
-  STRATA_ASSIGN_OR_RETURN(const ShardRandomReader* r, Reader(shard));
-  return r->GetRecord(local);
+  STRATA_ASSIGN_OR_RETURN(auto at, ReaderOf(i));
+  return at.first->GetRecord(at.second);
 }
 
 Result<Dataset::ShardStream> Dataset::OpenShard(size_t shard, StreamOptions options) const {

@@ -40,6 +40,8 @@ class Dataset {
  private:
   Dataset(ObjectStorePtr store, std::string prefix) : store_(std::move(store)), prefix_(std::move(prefix)) {}
   Result<const ShardRandomReader*> Reader(size_t shard);
+  // The reader of global sample i's shard and i's index in it; InvalidArgument past the end.
+  Result<std::pair<const ShardRandomReader*, uint64_t>> ReaderOf(uint64_t i);
 
   ObjectStorePtr store_;
   std::string prefix_;

@@ -21,6 +21,7 @@ namespace strata::loader {
 namespace {
 
 using dataset::ShardFormat;
+using testing::NextUntilError;
 using testing::Npy;
 using testing::TextFields;
 using testing::UniqueName;
@@ -142,15 +143,7 @@ TEST(BackoffTest, RetriesWaitExponentiallyWithJitter) {
   StreamingOptions o;
   o.shuffle = Shuffle::kNone, o.retries = 3, o.retry_backoff = std::chrono::milliseconds(100), o.clock = &clock;
   auto it = *(*StreamingDataset::Open(faults, "ds", o))->Iterate(0, {});
-  Status err;
-  while (true) {
-    auto s = it->NextSample();
-    if (!s.ok()) {
-      err = s.status();
-      break;
-    }
-    if (!*s) break;
-  }
+  Status err = NextUntilError(*it);
   EXPECT_EQ(err.code(), Code::kUnavailable);
   EXPECT_EQ(it->stats().shard_fetch_retries, 3u);
   // Waits of 100, 200 and 400 ms, each jittered down to no less than half.

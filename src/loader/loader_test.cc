@@ -23,6 +23,7 @@ namespace strata::loader {
 namespace {
 
 using dataset::ShardFormat;
+using testing::NextUntilError;
 using testing::Npy;
 using testing::TextFields;
 using testing::UniqueName;
@@ -324,17 +325,8 @@ TEST(StreamingTest, MissingShardIsRetriedThenNamed) {
   const std::string key = "ds/shard-00001.tar";
   faults->FailKey(key, NotFoundError("gone"), -1, FaultOp::kGet);
   auto it = *f.Open(o, faults)->Iterate(0, {});
-  Status err;
   uint64_t good = 0;
-  while (true) {
-    auto s = it->NextSample();
-    if (!s.ok()) {
-      err = s.status();
-      break;
-    }
-    if (!*s) break;
-    ++good;
-  }
+  Status err = NextUntilError(*it, &good);
   EXPECT_EQ(err.code(), Code::kNotFound);
   EXPECT_NE(err.message().find(key), std::string::npos) << err.ToString();
   EXPECT_EQ(good, 5u);  // the first shard, then the error
@@ -368,15 +360,7 @@ TEST(StreamingTest, TransientFailureRetriedAndSkipCorruptCounts) {
 
   o.skip_corrupt = false;
   auto it3 = *f.Open(o)->Iterate(0, {});
-  Status err;
-  while (true) {
-    auto s = it3->NextSample();
-    if (!s.ok()) {
-      err = s.status();
-      break;
-    }
-    if (!*s) break;
-  }
+  Status err = NextUntilError(*it3);
   EXPECT_EQ(err.code(), Code::kCorruption);
   EXPECT_NE(err.message().find("ds/shard-00001.tar"), std::string::npos) << err.ToString();
 }

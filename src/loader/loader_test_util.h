@@ -9,6 +9,7 @@
 #include "dataset/byte_source.h"
 #include "dataset/manifest.h"
 #include "dataset/shard.h"
+#include "loader/streaming_dataset.h"
 #include "object/object_store.h"
 
 namespace strata::loader::testing {
@@ -70,6 +71,17 @@ inline std::string Npy(const std::string& descr, const std::string& shape, const
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   return out + header + data;
+}
+
+// Reads samples until the epoch ends (OK) or the iterator fails (its error);
+// *good counts the samples read before that.
+inline Status NextUntilError(Iterator& it, uint64_t* good = nullptr) {
+  for (;;) {
+    auto s = it.NextSample();
+    if (!s.ok()) return s.status();
+    if (!*s) return Status::Ok();
+    if (good) ++*good;
+  }
 }
 
 inline std::vector<dataset::Field> TextFields(uint64_t i) {

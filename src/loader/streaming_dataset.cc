@@ -299,12 +299,8 @@ Result<DecodedSample> DatasetImpl::Get(uint64_t index) {
   }
   // TFRecord: parse the record as iteration parses a shard (the Example kept,
   // numeric features rendered, a missing key numbered globally), so both agree.
-  if (index >= size()) {
-    return InvalidArgumentError("sample " + std::to_string(index) + " out of range (dataset has " +
-                                std::to_string(size()) + ")");
-  }
+  STRATA_ASSIGN_OR_RETURN(Buffer record, ds_->GetRecord(index));  // range-checked
   auto [shard, local] = Locate(index);
-  STRATA_ASSIGN_OR_RETURN(Buffer record, ds_->GetRecord(index));
   STRATA_ASSIGN_OR_RETURN(auto parsed, ParseShard(ds_->index().format, std::move(record),
                                                   ShardKey(shard) + " sample " + std::to_string(local), 1, index));
   return DecodeSample(options_, index, parsed->samples[0], &parsed->examples[0]);

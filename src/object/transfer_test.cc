@@ -210,20 +210,26 @@ TEST(ParallelPut, RejectsPartsBelowTheMinimumOrTooMany) {
   EXPECT_EQ(ParallelPut(*tiny, "k", Buffer::Copy(RandomBytes(10'001)), 1, 2).status().code(), Code::kInvalidArgument);
 }
 
-// Records the upload id and fails part 3 (or the create, when asked).
-class FlakyUploads : public FaultStore {
+// Records the id of the multipart upload it creates (to check it was aborted).
+class RecordsUploadId : public FaultStore {
  public:
-  explicit FlakyUploads(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+  explicit RecordsUploadId(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
     auto id = FaultStore::CreateMultipartUpload(key, o);
     if (id.ok()) upload_id = *id;
     return id;
   }
+  std::string upload_id;
+};
+
+// ... and fails part 3 (or the create, when asked).
+class FlakyUploads : public RecordsUploadId {
+ public:
+  using RecordsUploadId::RecordsUploadId;
   Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
     if (n == 3) return UnavailableError("part 3 lost");
     return FaultStore::UploadPart(key, id, n, std::move(data));
   }
-  std::string upload_id;
 };
 
 TEST(ParallelPut, AbortsOnFailure) {
@@ -366,16 +372,7 @@ TEST(ParallelPutFrom, AFailedCheckOrSourceLeavesNoObject) {
       return Buffer::Copy(std::string_view(data).substr(offset, length));
     };
     auto inner = SmallPartStore();
-    class KeepsUploadId : public FaultStore {
-     public:
-      explicit KeepsUploadId(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
-      Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
-        auto id = FaultStore::CreateMultipartUpload(key, o);
-        if (id.ok()) upload_id = *id;
-        return id;
-      }
-      std::string upload_id;
-    } store(inner);
+    RecordsUploadId store(inner);
     StreamPutHooks hooks;
     hooks.before_commit = [] { return CorruptionError("hash mismatch"); };
     EXPECT_EQ(ParallelPutFrom(store, "k", size, 1000, 3, source, hooks).status().code(), Code::kCorruption);
