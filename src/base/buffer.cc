@@ -5,6 +5,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "base/buffer_pool.h"
+
 namespace strata {
 
 Buffer Buffer::Copy(const void* data, size_t size) {
@@ -51,6 +53,13 @@ Buffer Buffer::Slice(size_t offset, size_t length) const {
 
 MutableBuffer::MutableBuffer(size_t size) : size_(size), capacity_(size) {
   if (size == 0) return;
+  if (size >= kBufferPoolMinBlock) {
+    size_t block_size = 0;
+    auto* p = static_cast<uint8_t*>(BufferPoolAcquire(size, &block_size));
+    storage_ = std::shared_ptr<uint8_t>(p, [block_size](uint8_t* q) { BufferPoolRelease(q, block_size); });
+    data_ = p;
+    return;
+  }
   constexpr size_t kAlign = 4096;  // lets the disk tier use O_DIRECT on these bytes
   size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
   void* p = std::aligned_alloc(kAlign, rounded);

@@ -1,0 +1,146 @@
+#include "base/buffer_pool.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <bit>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace strata {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+uint64_t DefaultIdleLimit() {
+  if (kSanitized) return 0;
+  if (const char* env = std::getenv("STRATA_BUFFER_POOL_MIB")) {
+    char* end = nullptr;
+    unsigned long long mib = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0' && mib < (1ull << 24)) return mib << 20;
+  }
+  return 512ull << 20;
+}
+
+// Sizes round up to 1/8 of their power of two (at most 12.5% slack), so
+// blocks of nearly equal sizes (shards, batches, ranges) share a class.
+size_t SizeClass(size_t size) {
+  size_t step = std::max<size_t>(4096, std::bit_floor(size) / 8);
+  return (size + step - 1) / step * step;
+}
+
+struct Idle {
+  void* block;
+  uint64_t seq;  // when it was released: the oldest goes first
+};
+
+class Pool {
+ public:
+  Pool() : limit_(DefaultIdleLimit()) {
+    // fork() while another thread holds mu_ would leave the child's copy
+    // locked forever: hold it across the fork instead.
+    pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); }, [] { Get().mu_.unlock(); });
+  }
+
+  static Pool& Get() {
+    static Pool* pool = new Pool();  // never destroyed: buffers may outlive static destruction
+    return *pool;
+  }
+
+  void* Acquire(size_t size, size_t* capacity) {
+    const size_t cls = SizeClass(size);
+    *capacity = cls;
+    {
+      std::lock_guard lock(mu_);
+      auto it = idle_.find(cls);
+      if (it != idle_.end() && !it->second.empty()) {
+        void* block = it->second.back().block;
+        it->second.pop_back();
+        idle_bytes_ -= cls;
+        ++hits_;
+        return block;
+      }
+      ++misses_;
+    }
+    void* p = ::mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
+  }
+
+  void Release(void* block, size_t cls) {
+    std::vector<std::pair<void*, size_t>> unmap;
+    {
+      std::lock_guard lock(mu_);
+      if (cls > limit_) {
+        unmap.emplace_back(block, cls);
+      } else {
+        idle_[cls].push_back({block, ++seq_});
+        idle_bytes_ += cls;
+        TrimLocked(&unmap);
+      }
+    }
+    for (auto [p, n] : unmap) ::munmap(p, n);  // outside the lock: munmap can be slow
+  }
+
+  BufferPoolStats Stats() {
+    std::lock_guard lock(mu_);
+    return {hits_, misses_, idle_bytes_, limit_};
+  }
+
+  void SetLimit(uint64_t bytes) {
+    std::vector<std::pair<void*, size_t>> unmap;
+    {
+      std::lock_guard lock(mu_);
+      limit_ = bytes;
+      TrimLocked(&unmap);
+    }
+    for (auto [p, n] : unmap) ::munmap(p, n);
+  }
+
+ private:
+  // Drops the oldest idle blocks until the idle bytes fit the limit.
+  void TrimLocked(std::vector<std::pair<void*, size_t>>* unmap) {
+    while (idle_bytes_ > limit_) {
+      auto oldest = idle_.end();
+      for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+        if (!it->second.empty() && (oldest == idle_.end() || it->second.front().seq < oldest->second.front().seq)) {
+          oldest = it;
+        }
+      }
+      unmap->emplace_back(oldest->second.front().block, oldest->first);
+      oldest->second.erase(oldest->second.begin());
+      idle_bytes_ -= oldest->first;
+    }
+  }
+
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<Idle>> idle_;  // by size class; back = most recent
+  uint64_t idle_bytes_ = 0;
+  uint64_t limit_;
+  uint64_t seq_ = 0;
+  uint64_t hits_ = 0;
+  uint64_t misses_ = 0;
+};
+
+}  // namespace
+
+void* BufferPoolAcquire(size_t size, size_t* capacity) { return Pool::Get().Acquire(size, capacity); }
+void BufferPoolRelease(void* block, size_t capacity) { Pool::Get().Release(block, capacity); }
+BufferPoolStats GetBufferPoolStats() { return Pool::Get().Stats(); }
+void SetBufferPoolIdleLimit(uint64_t bytes) { Pool::Get().SetLimit(bytes); }
+
+}  // namespace strata

@@ -1,0 +1,136 @@
+#include "base/buffer_pool.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "base/buffer.h"
+
+namespace strata {
+namespace {
+
+constexpr size_t kMiB = 1 << 20;
+
+// Each test starts from an empty pool with a known bound.
+class BufferPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SetBufferPoolIdleLimit(0);
+    SetBufferPoolIdleLimit(64 * kMiB);
+  }
+  void TearDown() override {
+    SetBufferPoolIdleLimit(0);
+    SetBufferPoolIdleLimit(512 * kMiB);
+  }
+};
+
+TEST_F(BufferPoolTest, ReleasedBlockIsReusedForTheSameSizeClass) {
+  const uint8_t* first;
+  {
+    MutableBuffer m(kMiB);
+    std::memset(m.data(), 7, m.size());
+    first = m.data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 4096, 0u);
+  }
+  EXPECT_GE(GetBufferPoolStats().idle_bytes, kMiB);
+  auto before = GetBufferPoolStats();
+  MutableBuffer again(kMiB - 1000);  // rounds up to the same size class
+  EXPECT_EQ(again.data(), first);
+  EXPECT_EQ(again.size(), kMiB - 1000);
+  auto after = GetBufferPoolStats();
+  EXPECT_EQ(after.hits, before.hits + 1);
+  EXPECT_EQ(after.misses, before.misses);
+}
+
+TEST_F(BufferPoolTest, BlockStaysOutOfThePoolWhileASliceHoldsIt) {
+  MutableBuffer m(2 * kMiB);
+  std::memset(m.data(), 'x', m.size());
+  const uint8_t* block = m.data();
+  Buffer slice = std::move(m).Freeze().Slice(10, 20);
+  MutableBuffer other(2 * kMiB);  // the frozen buffer is gone, its slice is not
+  EXPECT_NE(other.data(), block);
+  std::memset(other.data(), 'y', other.size());
+  EXPECT_EQ(slice.ToString(), std::string(20, 'x'));
+}
+
+TEST_F(BufferPoolTest, IdleBytesStayWithinTheBoundAndTheNewestAreKept) {
+  SetBufferPoolIdleLimit(4 * kMiB);
+  std::vector<MutableBuffer> held;
+  for (int i = 0; i < 8; ++i) held.emplace_back(kMiB);
+  const uint8_t* last = held.back().data();
+  held.clear();  // released front to back: the last one released is the newest
+  EXPECT_LE(GetBufferPoolStats().idle_bytes, 4 * kMiB);
+  EXPECT_EQ(GetBufferPoolStats().idle_bytes, 4 * kMiB);
+  MutableBuffer reused(kMiB);
+  EXPECT_EQ(reused.data(), last);
+}
+
+TEST_F(BufferPoolTest, ZeroLimitKeepsNothing) {
+  SetBufferPoolIdleLimit(0);
+  { MutableBuffer m(kMiB); }
+  EXPECT_EQ(GetBufferPoolStats().idle_bytes, 0u);
+  auto before = GetBufferPoolStats();
+  MutableBuffer m(kMiB);
+  EXPECT_EQ(GetBufferPoolStats().misses, before.misses + 1);
+}
+
+TEST_F(BufferPoolTest, SmallBuffersBypassThePool) {
+  auto before = GetBufferPoolStats();
+  { MutableBuffer m(kBufferPoolMinBlock - 1); }
+  auto after = GetBufferPoolStats();
+  EXPECT_EQ(after.hits + after.misses, before.hits + before.misses);
+  EXPECT_EQ(after.idle_bytes, before.idle_bytes);
+}
+
+// A fork while other threads use the pool: the child can still allocate
+// (its copy of the pool's lock is not left held).
+TEST_F(BufferPoolTest, ForkedChildCanAllocateWhileParentThreadsChurn) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> churn;
+  for (int t = 0; t < 2; ++t) {
+    churn.emplace_back([&] {
+      while (!stop.load()) MutableBuffer m(kMiB);
+    });
+  }
+  std::vector<pid_t> children;
+  for (int i = 0; i < 100; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      MutableBuffer m(kMiB);
+      m.data()[0] = 1;
+      _exit(m.data()[0] == 1 ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  stop = true;
+  for (auto& t : churn) t.join();
+  // Every child gets until the deadline; one still running then is hung.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int hung = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    pid_t got = 0;
+    while ((got = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    if (got == 0) {
+      ++hung;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      continue;
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid;
+  }
+  EXPECT_EQ(hung, 0) << "children hung allocating after fork";
+}
+
+}  // namespace
+}  // namespace strata
