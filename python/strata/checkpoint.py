@@ -352,14 +352,13 @@ class Checkpointer:
         self.dir = os.path.abspath(os.fspath(dir))
         self.remote = to_url(remote) if remote is not None else None
         self.rank, self.world_size = rank_world(rank, world_size)
-        attempt = _resolve_attempt(attempt, self.world_size)
+        self._attempt = _check_attempt(attempt)  # agreed on at the first save: loads are not collective
         os.makedirs(self.dir, exist_ok=True)
         self._writer_args = dict(
             dir=self.dir, remote_url=self.remote or "", rank=self.rank, world_size=self.world_size,
             shared_dir=bool(shared_dir), policy=policy, keep_local=int(keep_local), keep_remote=int(keep_remote),
             io_threads=int(io_threads), stage_threads=int(stage_threads), shard_bytes=int(shard_bytes),
-            max_queued=int(max_queued), fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes),
-            attempt=attempt)
+            max_queued=int(max_queued), fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes))
         self._writer = None
         self._lock = threading.Lock()
         self._local = _strata._open_location(self.dir)
@@ -370,6 +369,7 @@ class Checkpointer:
     def _get_writer(self):
         with self._lock:
             if self._writer is None:  # at the first save (or with staging_bytes); resumes uploads left behind
+                self._writer_args["attempt"] = _resolve_attempt(self._attempt, self.world_size)
                 self._writer = _strata._open_writer(**self._writer_args)
             return self._writer
 
@@ -525,12 +525,20 @@ def state_nbytes(state_dict):
     return total
 
 
+def _check_attempt(attempt):
+    if attempt is None:
+        return None
+    attempt = str(attempt)
+    if not attempt or len(attempt.encode("utf-8")) > 256:
+        raise ValueError(f"attempt must be a non-empty string of at most 256 bytes, not {attempt!r}")
+    return attempt
+
+
 def _resolve_attempt(attempt, world_size):
-    """The save attempt id every rank must share (see Checkpointer): given, or broadcast from rank 0."""
+    """The save attempt id every rank must share (see Checkpointer): given, or broadcast from rank 0.
+
+    Collective with torch.distributed: every rank's first save (or open with staging_bytes) calls it."""
     if attempt is not None:
-        attempt = str(attempt)
-        if not attempt or len(attempt.encode("utf-8")) > 256:
-            raise ValueError(f"attempt must be a non-empty string of at most 256 bytes, not {attempt!r}")
         return attempt
     if world_size == 1:
         return ""  # a single rank needs no agreement: the writer picks a random id

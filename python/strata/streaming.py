@@ -9,6 +9,7 @@ number of samples consumed in the epoch; ``StreamingDataLoader`` counts them for
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import weakref
 
@@ -46,6 +47,11 @@ def _temp_cache_dir(url):
     """
     root = os.path.join(tempfile.gettempdir(), f"strata-stream-{os.getuid()}")
     os.makedirs(root, mode=0o700, exist_ok=True)
+    # The name is predictable: whoever made it first could plant shard files. Only ours will do.
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError(f"{root} is not a private directory of this user (owner uid {st.st_uid}, mode "
+                              f"{stat.filemode(st.st_mode)}): remove it, or pass cache_dir= (or False for RAM only)")
     for name in os.listdir(root):
         pid = name.split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
@@ -80,7 +86,8 @@ class StreamingDataset(IterableDataset):
     ``cache_dir``: where shards are kept while in use (bounded by ``cache_limit`` bytes). The
     default, None, is a directory under the system temp dir shared by this process's DataLoader
     workers (each shard is downloaded once, not once per worker), bounded by 16 GiB or half the
-    free space there, and removed with the dataset; False keeps shards in RAM only (per process).
+    free space there (divided by LOCAL_WORLD_SIZE ranks per node), and removed with the dataset;
+    False keeps shards in RAM only (per process).
 
     ``batch_size`` must equal the DataLoader's for exact resume (StreamingDataLoader sets it).
     ``even_batches`` (default True): every rank gets the same number of batches (DDP needs it):
@@ -112,8 +119,10 @@ class StreamingDataset(IterableDataset):
             cache_dir = _temp_cache_dir(self.url)
             weakref.finalize(self, _release_temp_cache_dir, cache_dir, os.getpid())
             if cache_limit is None:
+                # Half the free space, shared by the ranks on this node (each has its own dir).
                 free = shutil.disk_usage(os.path.dirname(cache_dir)).free
-                cache_limit = min(_DEFAULT_CACHE_LIMIT, free // 2)
+                local_ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+                cache_limit = min(_DEFAULT_CACHE_LIMIT, free // 2 // local_ranks)
         elif cache_dir is False:
             cache_dir = ""  # RAM only
         self.cache_dir = os.fspath(cache_dir) or None
@@ -204,6 +213,12 @@ class StreamingDataset(IterableDataset):
                                  "the dataset itself (DataLoader workers do not report back). Use "
                                  "strata.StreamingDataLoader(...).state_dict(), or pass num_samples (consumed by "
                                  "all ranks)")
+            if self.world_size > 1 and self._yielded % self.batch_size:
+                # Ranks take runs of batch_size positions in turn: only whole batches per rank
+                # add up to a prefix of the epoch.
+                raise ValueError(f"state_dict() with {self.world_size} ranks needs whole batches: this rank "
+                                 f"yielded {self._yielded} samples, not a multiple of batch_size "
+                                 f"{self.batch_size}; call it between batches, or pass num_samples")
             num_samples, from_beginning = self._yield_base + self._yielded * self.world_size, True
         consumed = int(num_samples) + (0 if from_beginning else self._start())
         return {"format": _STATE_FORMAT, "epoch": self.epoch, "samples_consumed": min(consumed, self.size),

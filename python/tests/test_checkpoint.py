@@ -184,7 +184,7 @@ def test_step_must_increase_and_missing_step(tmp_path):
 def test_two_ranks_commit_together(tmp_path):
     d = tmp_path / "ckpt"
     with pytest.raises(ValueError, match="attempt="):  # no torch.distributed to agree on one
-        sc.Checkpointer(d, rank=0, world_size=2)
+        sc.Checkpointer(d, rank=0, world_size=2).save(3, {"part": torch.zeros(1)})
     r0 = sc.Checkpointer(d, rank=0, world_size=2, attempt="run-1")
     r1 = sc.Checkpointer(d, rank=1, world_size=2, attempt="run-1")
     f1 = r1.save(3, {"part": torch.full((10,), 1.0), "rank": 1}, async_save=True)
@@ -197,6 +197,8 @@ def test_two_ranks_commit_together(tmp_path):
     assert names == [["part"], ["part"]]
     assert r0.load()["rank"] == 0 and torch.equal(r0.load()["part"], torch.full((10,), 0.0))
     assert r1.load()["rank"] == 1 and torch.equal(r1.load()["part"], torch.full((10,), 1.0))
+    reader = sc.Checkpointer(d, rank=1, world_size=2)  # loading needs no attempt: nothing to agree on
+    assert reader.latest() == 3 and reader.load()["rank"] == 1
     r0.close()
     r1.close()
 
@@ -223,7 +225,13 @@ def test_ranks_agree_on_an_attempt_through_torch_distributed(tmp_path):
     init = f"file://{tmp_path / 'pg'}"
     procs = [subprocess.Popen([sys.executable, str(script), str(r), str(tmp_path / "ckpt"), init], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
-    outs = [p.communicate(timeout=240) for p in procs]
+    try:
+        outs = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:  # a hung rank must not outlive the test
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert [p.returncode for p in procs] == [0, 0], outs
     attempts = [out.strip().splitlines()[-1] for out, _ in outs]
     assert attempts[0] == attempts[1] and len(attempts[0]) == 32, attempts  # rank 0's UUID, on both ranks

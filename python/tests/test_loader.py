@@ -274,6 +274,31 @@ def test_state_dict_counts_what_this_process_iterated(dataset_url):
     assert ds4.state_dict(40)["samples_consumed"] == 40  # explicit counts still work
 
 
+def test_state_dict_with_ranks_counts_whole_batches_only(dataset_url):
+    world, batch = 2, 4
+
+    def rank_ds(r):
+        return strata.StreamingDataset(dataset_url, seed=5, world_size=world, rank=r, batch_size=batch,
+                                       even_batches=False)
+
+    before, states = [], []
+    for r in range(world):
+        ds = rank_ds(r)
+        it = iter(ds)
+        before.extend(next(it)["__index__"] for _ in range(6))
+        with pytest.raises(ValueError, match="whole batches"):
+            ds.state_dict()  # mid-batch: the ranks' positions are not a prefix of the epoch
+        before.extend(next(it)["__index__"] for _ in range(2))
+        states.append(ds.state_dict())
+    assert states[0] == states[1] and states[0]["samples_consumed"] == world * 8
+    after = []
+    for r in range(world):
+        ds = rank_ds(r)
+        ds.load_state_dict(states[r])
+        after.extend(s["__index__"] for s in ds)
+    assert sorted(before + after) == list(range(NUM_SAMPLES))  # nothing repeated, nothing skipped
+
+
 def test_stats_count_skipped_samples_waits_and_rates(dataset_url, tmp_path):
     import shutil
 

@@ -66,6 +66,18 @@ def test_workers_share_downloads_through_the_default_cache_dir(dataset_url):
     assert sum(f for f, _ in fetches_per_worker(ram, 2).values()) > num_shards
 
 
+def test_default_cache_dir_refuses_a_root_others_can_write(dataset_url, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    root = tmp_path / f"strata-stream-{os.getuid()}"
+    root.mkdir()
+    root.chmod(0o777)  # as if another user had made it first, open to all
+    with pytest.raises(PermissionError, match="not a private directory"):
+        strata.StreamingDataset(dataset_url)
+    root.chmod(0o700)
+    ds = strata.StreamingDataset(dataset_url)
+    assert os.path.dirname(ds.cache_dir) == str(root)
+
+
 def test_small_cache_limit_is_kept_while_streaming(dataset_url, tmp_path):
     probe = strata.StreamingDataset(dataset_url, cache_dir=False)
     shard_bytes = max(os.path.getsize(p) for p in

@@ -53,7 +53,7 @@ class Pool {
   Pool() : limit_(DefaultIdleLimit()) {
     // fork() while another thread holds mu_ would leave the child's copy
     // locked forever: hold it across the fork instead.
-    pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); }, [] { Get().mu_.unlock(); });
+    pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); }, [] { Get().ForgetIdleInChild(); });
   }
 
   static Pool& Get() {
@@ -112,6 +112,19 @@ class Pool {
   }
 
  private:
+  // In a forked child (mu_ held since the prepare handler): the idle blocks
+  // are copy-on-write views of the parent's, so reusing them would copy every
+  // page anyway; unmapping them keeps the parent's idle memory from being
+  // pinned twice (DataLoader workers). Only munmap: no allocation here.
+  void ForgetIdleInChild() {
+    for (auto& [cls, blocks] : idle_) {
+      for (const Idle& b : blocks) ::munmap(b.block, cls);
+      blocks.clear();
+    }
+    idle_bytes_ = 0;
+    mu_.unlock();
+  }
+
   // Drops the oldest idle blocks until the idle bytes fit the limit.
   void TrimLocked(std::vector<std::pair<void*, size_t>>* unmap) {
     while (idle_bytes_ > limit_) {

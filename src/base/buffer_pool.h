@@ -3,7 +3,8 @@
 // touching fresh pages costs a page fault each, slower than the copy that
 // fills them (0.3 GB/s on some VMs, against 10+ GB/s into reused memory), and
 // the hot paths (shard loads, ranged GETs, batches) allocate the same sizes
-// over and over. Thread-safe and fork-safe (a child keeps its copy).
+// over and over. Thread-safe and fork-safe: a forked child starts with no
+// idle blocks (they would be copy-on-write views of its parent's).
 #pragma once
 
 #include <cstddef>

@@ -22,13 +22,15 @@ constexpr size_t kMiB = 1 << 20;
 class BufferPoolTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    saved_limit_ = GetBufferPoolStats().idle_limit;  // 0 under ASan: later tests keep it so
     SetBufferPoolIdleLimit(0);
     SetBufferPoolIdleLimit(64 * kMiB);
   }
   void TearDown() override {
     SetBufferPoolIdleLimit(0);
-    SetBufferPoolIdleLimit(512 * kMiB);
+    SetBufferPoolIdleLimit(saved_limit_);
   }
+  uint64_t saved_limit_ = 0;
 };
 
 TEST_F(BufferPoolTest, ReleasedBlockIsReusedForTheSameSizeClass) {
@@ -90,8 +92,11 @@ TEST_F(BufferPoolTest, SmallBuffersBypassThePool) {
 }
 
 // A fork while other threads use the pool: the child can still allocate
-// (its copy of the pool's lock is not left held).
+// (its copy of the pool's lock is not left held), and it starts without the
+// parent's idle blocks.
 TEST_F(BufferPoolTest, ForkedChildCanAllocateWhileParentThreadsChurn) {
+  { MutableBuffer idle(4 * kMiB); }
+  ASSERT_GE(GetBufferPoolStats().idle_bytes, 4 * kMiB);
   std::atomic<bool> stop{false};
   std::vector<std::thread> churn;
   for (int t = 0; t < 2; ++t) {
@@ -104,6 +109,7 @@ TEST_F(BufferPoolTest, ForkedChildCanAllocateWhileParentThreadsChurn) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      if (GetBufferPoolStats().idle_bytes != 0) _exit(2);
       MutableBuffer m(kMiB);
       m.data()[0] = 1;
       _exit(m.data()[0] == 1 ? 0 : 1);

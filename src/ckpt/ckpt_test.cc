@@ -426,11 +426,58 @@ TEST_F(CkptTest, PullVerifiesWhileCopyingAndARetryWorks) {
   EXPECT_LE(src.largest_read(), 8u << 20) << "a whole shard was read into memory at once";
   EXPECT_EQ(Pull(src, 1, *dst).code(), Code::kAlreadyExists);
 
+  // A committed copy that cannot be read right now may be intact: it is
+  // neither withdrawn nor replaced, and the error says a retry may help.
+  FaultFileSystem flaky(DefaultFileSystem());
+  flaky.InjectErrors({.path_substring = ShardFileName(0, 0), .ops = kFaultRead});
+  auto flaky_dst = std::move(OpenLocalLocation(flaky, JoinPath(dir_, "pulled"))).value();
+  st = Pull(src, 1, *flaky_dst);
+  EXPECT_EQ(st.code(), Code::kUnavailable) << st;
+  EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());  // still committed, every byte intact
+
   // A damaged committed copy at the destination is replaced, not kept forever.
   FlipByte(ShardPath(1, 0, "pulled"), t.offset + 3);
   st = Pull(src, 1, *dst);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());
+}
+
+// Rank 1 withdraws its part (it restarted under another attempt) after the
+// committer collected it: the re-read just before committing notices.
+TEST_F(CkptTest, GlobalCommitRechecksEveryRankBeforeCommitting) {
+  class WithdrawOnRecheck : public ProbedLocation {
+   public:
+    using ProbedLocation::ProbedLocation;
+    Result<std::string> ReadSmall(int64_t step, std::string_view name, uint64_t max_size) override {
+      if (name == RankCommitName(1) && ++reads_ == 2) (void)Remove(step, name);
+      return ProbedLocation::ReadSmall(step, name, max_size);
+    }
+
+   private:
+    int reads_ = 0;
+  };
+  WithdrawOnRecheck loc(Local());
+  for (int r = 0; r < 2; ++r) {
+    RankManifest m;
+    m.step = 7, m.rank = r, m.world_size = 2, m.attempt = "A";
+    ASSERT_TRUE(WriteRankCommit(loc, m).ok());
+  }
+  FakeClock clock(/*auto_advance=*/true);
+  Status st = CommitGlobal(loc, 7, 2, "A", clock, clock.Now() + std::chrono::seconds(1), std::chrono::milliseconds(100),
+                           nullptr);
+  EXPECT_EQ(st.code(), Code::kDeadlineExceeded) << st;
+  EXPECT_FALSE(loc.FileSize(7, kCommitFile).ok());  // never committed with a withdrawn part
+
+  // Both parts present throughout: it commits.
+  for (int r = 0; r < 2; ++r) {
+    RankManifest m;
+    m.step = 8, m.rank = r, m.world_size = 2, m.attempt = "A";
+    ASSERT_TRUE(WriteRankCommit(loc, m).ok());
+  }
+  st = CommitGlobal(loc, 8, 2, "A", clock, clock.Now() + std::chrono::seconds(1), std::chrono::milliseconds(100),
+                    nullptr);
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(loc.FileSize(8, kCommitFile).ok());
 }
 
 // The upload checks each shard against the manifest while streaming it: a

@@ -51,7 +51,18 @@ Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::stri
       missing += (missing.empty() ? "" : ",") + std::to_string(r);
       if (m.ok() && m->attempt != attempt) missing += " (a part of attempt '" + m->attempt + "')";
     }
-    if (missing.empty()) break;
+    if (missing.empty()) {
+      // Every marker again, just before committing: a rank that has started
+      // another attempt meanwhile withdrew its marker before touching its shards.
+      for (int r = 0; r < world_size; ++r) {
+        std::string now;
+        if (!ReadRankCommit(loc, step, r, &now).ok() || now != digests[r]) {
+          have[r] = false;
+          missing += (missing.empty() ? "" : ",") + std::to_string(r) + " (withdrawn meanwhile)";
+        }
+      }
+      if (missing.empty()) break;
+    }
     if (cancelled && cancelled()) {
       return Status(Code::kCancelled, "stopped waiting for the commits of ranks " + missing + " of " +
                                           StepDirName(step) + " in " + loc.Describe());

@@ -25,6 +25,14 @@ std::string What(const Status& st, std::string_view missing) {
   return st.code() == Code::kNotFound ? std::string(missing) : st.ToString();
 }
 
+// A failed read as a problem: a missing file or a structural error is damage;
+// anything else (I/O, network, access) leaves the bytes unknown.
+Problem ReadProblem(std::string file, std::string tensor, const Status& st, std::string_view missing) {
+  const Code c = st.code();
+  bool damage = c == Code::kNotFound || c == Code::kCorruption || c == Code::kInvalidArgument || c == Code::kOutOfRange;
+  return {std::move(file), std::move(tensor), What(st, missing), !damage};
+}
+
 // Follows the hash chain COMMITTED -> manifest.json -> rank manifests.
 std::optional<CheckpointInfo> ReadChain(Location& loc, int64_t step, VerifyReport* r) {
   r->step = step;
@@ -32,7 +40,7 @@ std::optional<CheckpointInfo> ReadChain(Location& loc, int64_t step, VerifyRepor
   auto commit = loc.ReadSmall(step, kCommitFile, 4096);
   if (!commit.ok()) {
     r->problems.push_back(
-        {commit_name, "", What(commit.status(), "missing: never committed (torn, partial or in progress)")});
+        ReadProblem(commit_name, "", commit.status(), "missing: never committed (torn, partial or in progress)"));
     return std::nullopt;
   }
   auto digest = ParseCommit(*commit);
@@ -42,7 +50,7 @@ std::optional<CheckpointInfo> ReadChain(Location& loc, int64_t step, VerifyRepor
   }
   auto text = loc.ReadSmall(step, kManifestFile, kMaxManifestBytes);
   if (!text.ok()) {
-    r->problems.push_back({manifest_name, "", What(text.status(), "missing although the commit marker exists")});
+    r->problems.push_back(ReadProblem(manifest_name, "", text.status(), "missing although the commit marker exists"));
     return std::nullopt;
   }
   if (Sha256Hex(*text) != *digest) {
@@ -61,7 +69,7 @@ std::optional<CheckpointInfo> ReadChain(Location& loc, int64_t step, VerifyRepor
   for (const auto& ref : info.manifest.ranks) {
     auto rank_text = loc.ReadSmall(step, ref.manifest, kMaxManifestBytes);
     if (!rank_text.ok()) {
-      r->problems.push_back({ref.manifest, "", What(rank_text.status(), "missing")});
+      r->problems.push_back(ReadProblem(ref.manifest, "", rank_text.status(), "missing"));
       continue;
     }
     if (Sha256Hex(*rank_text) != ref.sha256) {
@@ -84,7 +92,7 @@ void CheckShardSizes(Location& loc, const CheckpointInfo& info, VerifyReport* r,
                      std::unordered_map<std::string, uint64_t>* sizes) {
   auto files = loc.ListFiles(info.step);
   if (!files.ok()) {
-    r->problems.push_back({StepDirName(info.step), "", files.status().ToString()});
+    r->problems.push_back(ReadProblem(StepDirName(info.step), "", files.status(), "missing"));
     return;
   }
   for (const auto& f : *files) (*sizes)[f.name] = f.size;
@@ -152,7 +160,7 @@ void VerifyShardBytes(Location& loc, int64_t step, const RankManifest& rm, uint3
     const uint64_t len = std::min<uint64_t>(chunk.size(), n - off);
     Status st = loc.ReadAt(step, shard.file, off, len, chunk.data());
     if (!st.ok()) {
-      problems->push_back({shard.file, "", st.ToString()});
+      problems->push_back(ReadProblem(shard.file, "", st, "missing"));
       return;
     }
     hasher.Update(chunk.data(), len);
@@ -257,6 +265,11 @@ const TensorEntry* CheckpointInfo::Find(const std::string& name, int* rank) cons
     }
   }
   return nullptr;
+}
+
+bool VerifyReport::OnlyUnreadable() const {
+  return !problems.empty() &&
+         std::all_of(problems.begin(), problems.end(), [](const Problem& p) { return p.unreadable; });
 }
 
 std::string VerifyReport::ToString() const {
@@ -423,7 +436,8 @@ Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>
   return Status::Ok();
 }
 
-Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rm, uint32_t s, Location& to) {
+Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rm, uint32_t s, Location& to,
+                              const std::function<bool()>& cancelled) {
   const ShardEntry& shard = rm.shards.at(s);
   const std::string where = StepDirName(step) + "/" + shard.file + " in " + from.Describe();
   STRATA_ASSIGN_OR_RETURN(uint64_t size, from.FileSize(step, shard.file));
@@ -435,6 +449,7 @@ Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& 
   const bool xxh = shard.xxh3.has_value();
   ShardHasher hasher(tensors, {.sha256 = !xxh, .per_tensor = true});
   PartSource source = [&](uint64_t offset, uint64_t n) -> Result<Buffer> {
+    if (cancelled && cancelled()) return Status(Code::kCancelled, "copy of " + where + " cancelled");
     MutableBuffer part(n);
     STRATA_RETURN_IF_ERROR(from.ReadAt(step, shard.file, offset, n, part.data()));
     return std::move(part).Freeze();
@@ -485,8 +500,13 @@ Status Pull(Location& from, int64_t step, Location& to, int parallelism) {
   STRATA_ASSIGN_OR_RETURN(CheckpointInfo info, OpenCheckpoint(from, step));
   const bool existed = to.ListFiles(step).ok();
   if (to.FileSize(step, kCommitFile).ok()) {
-    if (Verify(to, step, VerifyLevel::kBytes, parallelism).ok()) {
+    VerifyReport there = Verify(to, step, VerifyLevel::kBytes, parallelism);
+    if (there.ok()) {
       return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + to.Describe());
+    }
+    if (there.OnlyUnreadable()) {  // perhaps intact: never withdraw a copy we could not read
+      return UnavailableError("could not check the copy already committed in " + to.Describe() + ": " +
+                              there.ToString());
     }
     // A damaged copy: it stops counting now and is replaced by a verified one.
     STRATA_RETURN_IF_ERROR(to.Remove(step, kCommitFile));

@@ -43,6 +43,7 @@ struct Problem {
   std::string file;    // the shard or manifest concerned
   std::string tensor;  // the tensor concerned, or empty
   std::string what;
+  bool unreadable = false;  // a read failed (I/O, network, access): nothing is known about the bytes
 };
 
 struct VerifyReport {
@@ -50,6 +51,9 @@ struct VerifyReport {
   bool committed = false;  // a well-formed commit marker matching the manifest
   std::vector<Problem> problems;
   bool ok() const { return committed && problems.empty(); }
+  // Some bytes could not be read, and none that were read is wrong: the copy
+  // may well be intact (a retry may tell), so it must not be treated as damaged.
+  bool OnlyUnreadable() const;
   // OK, or Corruption (NotFound when not committed) listing the problems.
   Status ToStatus() const;
   std::string ToString() const;
@@ -114,7 +118,10 @@ Status LoadInto(Location& loc, int64_t step, const std::map<std::string, Target>
 // xxh3, or SHA-256 for manifests without it) before the copy becomes visible:
 // else Corruption naming the shard and the tensors that differ, and no file
 // at `to`. Returns the destination's ETag ("" for a local directory).
-Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rank, uint32_t shard, Location& to);
+// `cancelled`, when given, is asked before every part is read: true aborts
+// the copy with Cancelled (a multipart upload is aborted, nothing appears).
+Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& rank, uint32_t shard, Location& to,
+                              const std::function<bool()>& cancelled = nullptr);
 
 // Copies a committed checkpoint from `from` to `to`: every shard streamed and
 // verified on the way (CopyShard), then the manifests, the commit marker

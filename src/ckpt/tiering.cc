@@ -23,10 +23,15 @@ std::map<std::string, std::string> ReadJournal(Location& local, int64_t step, in
   auto text = local.ReadSmall(step, UploadJournalName(rank), 1 << 20);
   if (!text.ok()) return etags;
   auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object() || j.value("manifest", "") != digest || !j.contains("etags") || !j["etags"].is_object()) {
+  // Checked member by member: value() would throw on a damaged journal's wrong types.
+  if (!j.is_object()) return etags;
+  auto manifest = j.find("manifest");
+  auto uploaded = j.find("etags");
+  if (manifest == j.end() || !manifest->is_string() || manifest->get<std::string>() != digest || uploaded == j.end() ||
+      !uploaded->is_object()) {
     return etags;
   }
-  for (auto it = j["etags"].begin(); it != j["etags"].end(); ++it) {
+  for (auto it = uploaded->begin(); it != uploaded->end(); ++it) {
     if (it->is_string()) etags[it.key()] = it->get<std::string>();
   }
   return etags;
@@ -80,7 +85,8 @@ Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, u
   }
   // Streamed in parts, checked against the manifest before the object
   // appears: local damage is never spread, and a huge shard needs no huge buffer.
-  STRATA_ASSIGN_OR_RETURN(std::string etag, CopyShard(*local, step, m, s, *remote));
+  // Close() stops a large shard between parts, not after its last one.
+  STRATA_ASSIGN_OR_RETURN(std::string etag, CopyShard(*local, step, m, s, *remote, [this] { return Stopping(); }));
   std::lock_guard lock(journal_mu);
   (*journal)[shard.file] = etag;
   const nlohmann::json j = {{"manifest", digest}, {"etags", *journal}};
@@ -128,7 +134,8 @@ Status CheckpointWriter::Impl::Upload(int64_t step) {
   bool superseded = false;
   auto give_up = [&] {
     auto now = local->ReadSmall(step, RankCommitName(opts.rank), 4096);
-    superseded = !now.ok() || *now != marker;
+    // Replaced or removed; a read that merely failed says nothing (keep waiting).
+    superseded = now.ok() ? *now != marker : now.status().code() == Code::kNotFound;
     return superseded || Stopping();
   };
   Status st = CommitGlobal(*remote, step, opts.world_size, m.attempt, *clock, clock->Now() + opts.commit_timeout,

@@ -9,6 +9,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/utf8.h"
 #include "ckpt/commit.h"
 #include "ckpt/shard_hasher.h"
 #include "ckpt/writer_impl.h"
@@ -116,6 +117,9 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
   }
   if (options.attempt.size() > kMaxAttemptBytes) {
     return InvalidArgumentError("attempt id is longer than " + std::to_string(kMaxAttemptBytes) + " bytes");
+  }
+  if (!IsValidUtf8(options.attempt)) {  // it is stored in JSON manifests and compared after a round trip
+    return InvalidArgumentError("attempt id is not valid UTF-8");
   }
   std::unique_ptr<CheckpointWriter> w(new CheckpointWriter(std::move(options)));
   Impl& impl = *w->impl_;

@@ -33,8 +33,9 @@
 // a step again under the attempt id that already has a part there fails
 // (PreconditionFailed) rather than risk mixing.
 //
-// Thread-safe: Save may be called from any thread (saves are persisted in
-// call order). The destructor waits for staged saves to persist; uploads
+// Thread-safe: Save may be called from any thread; each call must name a
+// newer step than every earlier call (concurrent saves persist in the order
+// their staging finishes). The destructor waits for staged saves to persist; uploads
 // stop at once (a remote commit waiting for other ranks too), their handles
 // get Cancelled, and the next writer opened on the dir resumes them.
 #pragma once

@@ -126,8 +126,8 @@ struct RankTimeline {
   bool realtime = false;  // the thread got its real-time priority
 };
 // The report of one epoch from every rank's timeline: the AU formula above
-// and the rates over the same window. Pure. InvalidArgument if a rank got
-// fewer than 2 steps.
+// and the rates over the same window. Pure. InvalidArgument if no rank got
+// 2 steps (ranks get equal batch counts under the loader's even_batches).
 Result<EpochResult> SummarizeEpoch(uint64_t epoch, Duration compute, const std::vector<RankTimeline>& ranks);
 
 // Runs one epoch with `world` accelerators. FailedPrecondition-like

@@ -261,7 +261,7 @@ Result<std::unique_ptr<WritableFile>> PosixFileSystem::OpenForWrite(const std::s
 
 Result<std::unique_ptr<WritableFile>> PosixFileSystem::OpenForStreamingWrite(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
-  if (fd < 0 && errno == EINVAL) return OpenForWrite(path, true);  // no O_DIRECT here (tmpfs): buffered
+  if (fd < 0 && errno == EINVAL) return OpenForWrite(path, true);  // refused (tmpfs before Linux 6.6): buffered
   if (fd < 0) return Errno("open for writing", path);
   return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(fd, path, 0, /*direct=*/true));
 }

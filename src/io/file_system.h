@@ -118,7 +118,7 @@ class PosixFileSystem : public FileSystem {
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate = true) override;
   Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override;
-  // O_DIRECT where the file system takes it; buffered where it refuses (tmpfs).
+  // O_DIRECT where the file system takes it; buffered where it refuses (e.g. tmpfs before Linux 6.6).
   Result<std::unique_ptr<WritableFile>> OpenForStreamingWrite(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status Remove(const std::string& path) override;
@@ -134,7 +134,7 @@ class PosixFileSystem : public FileSystem {
 
   // Opens with O_DIRECT (page cache bypassed): offsets, sizes and destination
   // buffers passed to ReadAt must be multiples of kDirectAlignment, else
-  // InvalidArgument. NotSupported where the file system refuses O_DIRECT (tmpfs).
+  // InvalidArgument. NotSupported where the file system refuses O_DIRECT (e.g. tmpfs before 6.6).
   static constexpr size_t kDirectAlignment = 4096;
   Result<std::unique_ptr<RandomAccessFile>> OpenForReadDirect(const std::string& path);
 };

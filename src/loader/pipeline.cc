@@ -198,7 +198,8 @@ class IteratorImpl : public Iterator {
   bool Backoff(size_t shard, int attempt) {
     using std::chrono::nanoseconds;
     const nanoseconds cap = std::chrono::seconds(2);
-    nanoseconds full = std::min<nanoseconds>(cap, opt_.retry_backoff * (1ll << std::min(attempt - 1, 20)));
+    nanoseconds full = std::min<nanoseconds>(cap, opt_.retry_backoff);  // doubled below the cap: no overflow
+    for (int k = 1; k < attempt && full < cap; ++k) full = std::min<nanoseconds>(cap, full * 2);
     SplitMix64 rng(MixSeed(
         {shard, static_cast<uint64_t>(attempt), static_cast<uint64_t>(Clock::now().time_since_epoch().count())}));
     nanoseconds wait = full / 2 + nanoseconds(full.count() > 0 ? rng.Below(full.count() / 2 + 1) : 0);

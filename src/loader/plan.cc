@@ -43,7 +43,7 @@ uint64_t MixSeed(std::initializer_list<uint64_t> parts) {
 }
 
 std::string Fingerprint(const dataset::Manifest& index, const OrderSpec& spec) {
-  std::string canon = "strata-loader-order-v1\n";
+  std::string canon = "strata-loader-order-v2\n";  // v2: with shard content hashes
   canon += std::string(dataset::FormatName(index.format)) + "\n" + index.compression + "\n";
   for (const auto& s : index.shards) {
     canon += s.name + "\t" + std::to_string(s.size) + "\t" + std::to_string(s.samples);
