@@ -118,11 +118,17 @@ double ReadAll(ObjectStore& store, const Args& a, int readers, const std::vector
   return Seconds(RealClock().Now() - start);
 }
 
+// Into memory faulted in beforehand: the yardstick is the copy, not page faults.
 double MemcpyAll(const std::vector<Buffer>& data, uint64_t size, int threads) {
   std::atomic<int> next{0};
+  std::vector<MutableBuffer> dsts;
+  for (int t = 0; t < threads; ++t) {
+    dsts.emplace_back(size);
+    std::memset(dsts.back().data(), 0, size);
+  }
   auto start = RealClock().Now();
-  ParallelFor(threads, threads, [&](size_t) {
-    MutableBuffer dst(size);
+  ParallelFor(threads, threads, [&](size_t t) {
+    MutableBuffer& dst = dsts[t];
     for (int i = next++; i < static_cast<int>(data.size()); i = next++) std::memcpy(dst.data(), data[i].data(), size);
   });
   return Seconds(RealClock().Now() - start);

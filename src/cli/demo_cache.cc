@@ -87,12 +87,12 @@ Status RunCacheDemo(DemoContext& ctx) {
     hashes[i] = XxHash3(data[i].data(), kObjectSize);
     STRATA_RETURN_IF_ERROR(ctx.local->Put(Key(i), data[i]).status());
   }
-  // memcpy of the same bytes: the ceiling for a warm read.
+  // memcpy of the same bytes: the ceiling for a warm read. Into memory
+  // faulted in beforehand, so the yardstick is the copy, not page faults.
+  MutableBuffer dst(kObjectSize);
+  std::memset(dst.data(), 0, kObjectSize);
   auto t0 = RealClock().Now();
-  {
-    MutableBuffer dst(kObjectSize);
-    for (int i = 0; i < n; ++i) std::memcpy(dst.data(), data[i].data(), kObjectSize);
-  }
+  for (int i = 0; i < n; ++i) std::memcpy(dst.data(), data[i].data(), kObjectSize);
   double memcpy_s = Seconds(RealClock().Now() - t0);
 
   std::string dir = JoinPath(ctx.work_dir, "cache");
