@@ -17,18 +17,19 @@ std::string TempNameFor(const std::string& path) {
   return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
 }
 
-Status WriteAndCommit(FileSystem& fs, const std::string& tmp, const std::string& path, const void* data, size_t n) {
+Status WriteAndCommit(FileSystem& fs, const std::string& tmp, const std::string& path,
+                      const std::vector<std::string_view>& parts) {
   STRATA_ASSIGN_OR_RETURN(auto file, fs.CreateExclusive(tmp));
-  STRATA_RETURN_IF_ERROR(file->Append(data, n));
+  for (std::string_view part : parts) STRATA_RETURN_IF_ERROR(file->Append(part));
   STRATA_RETURN_IF_ERROR(file->Sync());
   STRATA_RETURN_IF_ERROR(file->Close());
   STRATA_RETURN_IF_ERROR(fs.Rename(tmp, path));
   return Status::Ok();
 }
 
-Status WriteAtomic(FileSystem& fs, const std::string& path, const void* data, size_t n) {
+Status WriteAtomic(FileSystem& fs, const std::string& path, const std::vector<std::string_view>& parts) {
   std::string tmp = TempNameFor(path);
-  Status s = WriteAndCommit(fs, tmp, path, data, n);
+  Status s = WriteAndCommit(fs, tmp, path, parts);
   if (!s.ok()) {
     // The rename did not happen (or failed): the temp file is garbage. Best effort.
     fs.Remove(tmp).IgnoreError();
@@ -41,11 +42,17 @@ Status WriteAtomic(FileSystem& fs, const std::string& path, const void* data, si
 }  // namespace
 
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, std::string_view data) {
-  return WriteAtomic(fs, path, data.data(), data.size());
+  return WriteAtomic(fs, path, {data});
 }
 
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, const Buffer& data) {
-  return WriteAtomic(fs, path, data.data(), data.size());
+  return WriteAtomic(fs, path, {data.view()});
+}
+
+Status WriteFileAtomic(FileSystem& fs, const std::string& path, const std::vector<Buffer>& parts) {
+  std::vector<std::string_view> views;
+  for (const Buffer& part : parts) views.push_back(part.view());
+  return WriteAtomic(fs, path, views);
 }
 
 AtomicFileWriter::AtomicFileWriter(FileSystem& fs, std::string path, std::string tmp,

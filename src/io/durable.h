@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/buffer.h"
 #include "base/status.h"
@@ -21,6 +22,8 @@ namespace strata {
 // the temp file is removed and `path` is untouched.
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, std::string_view data);
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, const Buffer& data);
+// The same for a file made of `parts` in order, written one after another (no joined copy).
+Status WriteFileAtomic(FileSystem& fs, const std::string& path, const std::vector<Buffer>& parts);
 
 // Builds a file from positional writes (any order, from any thread) under a
 // temp name beside `path`; Commit() then publishes it as WriteFileAtomic

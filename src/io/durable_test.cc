@@ -48,6 +48,19 @@ TEST_F(DurableTest, WriteFileAtomicCreatesAndReplacesLeavingNoTemp) {
   EXPECT_EQ(Names(), std::vector<std::string>{"manifest"});
 }
 
+TEST_F(DurableTest, WriteFileAtomicJoinsPartsInOrder) {
+  ASSERT_TRUE(
+      WriteFileAtomic(posix_, P("joined"), std::vector<Buffer>{Buffer::Copy("head|"), Buffer(), Buffer::Copy("body")})
+          .ok());
+  EXPECT_EQ(Read(P("joined")), "head|body");
+  FaultFileSystem fs(posix_);
+  fs.SetWriteBudget(7);  // the second part does not fit: nothing of the new file appears
+  Status s = WriteFileAtomic(fs, P("joined"), std::vector<Buffer>{Buffer::Copy("NEWHEAD|"), Buffer::Copy("x")});
+  EXPECT_EQ(s.code(), Code::kNoSpace) << s;
+  EXPECT_EQ(Read(P("joined")), "head|body");
+  EXPECT_EQ(Names(), std::vector<std::string>{"joined"});
+}
+
 TEST_F(DurableTest, WriteFileAtomicSyncsFileThenDirectory) {
   FaultFileSystem fs(posix_);
   ASSERT_TRUE(WriteFileAtomic(fs, P("m"), "x").ok());

@@ -509,13 +509,8 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   PutLe(header, XxHash3(data.data(), data.size()), 8);
   PutLe(header, key.size(), 4);
   header += key;
-  // Header and body written in place: no copy of the shard to join them.
-  Status s = [&]() -> Status {
-    STRATA_ASSIGN_OR_RETURN(auto out, AtomicFileWriter::Create(fs, options_.dir + "/" + name));
-    STRATA_RETURN_IF_ERROR(out->WriteAt(0, header.data(), header.size()));
-    STRATA_RETURN_IF_ERROR(out->WriteAt(header.size(), data.data(), data.size()));
-    return out->Commit();
-  }();
+  // Header and body written one after the other: no copy of the shard to join them.
+  Status s = WriteFileAtomic(fs, options_.dir + "/" + name, {Buffer::FromString(header), data});
   if (!s.ok()) {
     STRATA_LOG_WARN("loader cache: could not keep {} on disk: {}", key, s.ToString());
     return;
