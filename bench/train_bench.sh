@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Accelerator utilisation (AU) with emulated accelerators, MLPerf Storage / DLIO style, in one
-# run, for three data paths over the same samples:
+# run, for these data paths over the same samples:
 #
 #   (a) strata's streaming loader over packed shards read from an emulated cloud bucket
-#       (`strata bench train`): epoch 1 cold, epoch 2 from its local shard cache;
+#       (`strata bench train`): epoch 1 cold, epoch 2 from its local shard cache; and the same
+#       again with buffer reuse off (STRATA_BUFFER_POOL_MIB=0), which shows what recycling
+#       memory is worth on this machine (skip it with --skip-fresh-buffers);
 #   (b) PyTorch DataLoader (bench/train_baseline.py) reading one file per sample from a local
 #       directory (already in the page cache: the baseline's best case);
 #   (c) the same DataLoader over an s3fs mount (use_cache on, as a user would) of the same bucket.
@@ -19,7 +21,7 @@
 #
 #   bash bench/train_bench.sh [--quick] [--samples N] [--workload resnet50|cosmoflow|unet3d]
 #        [--accelerator h100|a100] [--scale F] [--workers W] [--max N] [--min-n N]
-#        [--ttfb-ms MS] [--rate 25m] [--skip-s3fs] [--build-dir DIR]
+#        [--ttfb-ms MS] [--rate 25m] [--skip-s3fs] [--skip-fresh-buffers] [--build-dir DIR]
 #
 # Writes bench/out/train.json and bench/out/train.png, prints the table and the command that
 # reproduces it. Every process it starts (strata serve, nginx, s3fs) is stopped by PID on exit.
@@ -38,6 +40,7 @@ EPOCHS=2
 TTFB_MS=30
 RATE=25m
 SKIP_S3FS=0
+SKIP_FRESH=0
 QUICK=0
 ARGS=("$@")
 while [ $# -gt 0 ]; do
@@ -53,8 +56,9 @@ while [ $# -gt 0 ]; do
     --ttfb-ms) TTFB_MS=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --skip-s3fs) SKIP_S3FS=1; shift ;;
+    --skip-fresh-buffers) SKIP_FRESH=1; shift ;;
     --build-dir) BUILD_DIR=$(realpath "$2"); shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "train_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -152,6 +156,13 @@ $PY "$ROOT/bench/train_baseline.py" --dir "$DATA/bench/files" "${BASE[@]}" \
   --label "PyTorch DataLoader, local files" --json "$WORK/local.json"
 
 INPUTS=("$WORK/strata.json" "$WORK/local.json")
+# ---- (a') strata again, every buffer freshly mapped (its own cold cache) ----
+if [ "$SKIP_FRESH" = 0 ]; then
+  STRATA_BUFFER_POOL_MIB=0 AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$STRATA" bench train "${COMMON[@]}" \
+    "${SWEEP[@]}" --url "s3://bench/shards/?endpoint=$EP&region=us-east-1&path_style=1" \
+    --cache-dir "$WORK/cache-fresh" --label "strata loader, no buffer reuse" --json "$WORK/strata-fresh.json"
+  INPUTS+=("$WORK/strata-fresh.json")
+fi
 # ---- (c) the same over an s3fs mount of the bucket ----
 if [ "$SKIP_S3FS" = 0 ]; then
   echo "$AK:$SK" > "$WORK/s3fs.passwd"; chmod 600 "$WORK/s3fs.passwd"
