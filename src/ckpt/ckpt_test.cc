@@ -442,6 +442,14 @@ TEST_F(CkptTest, PullVerifiesWhileCopyingAndARetryWorks) {
   EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());
 }
 
+TEST_F(CkptTest, AttemptIdMustBeUtf8) {
+  WriterOptions o = Options();
+  o.attempt = "run-\xff";  // would not survive the JSON round trip of the manifests
+  EXPECT_EQ(CheckpointWriter::Open(o).status().code(), Code::kInvalidArgument);
+  o.attempt = "run-\xc3\xa9";  // é
+  EXPECT_TRUE(CheckpointWriter::Open(o).ok());
+}
+
 // Rank 1 withdraws its part (it restarted under another attempt) after the
 // committer collected it: the re-read just before committing notices.
 TEST_F(CkptTest, GlobalCommitRechecksEveryRankBeforeCommitting) {

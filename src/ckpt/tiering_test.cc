@@ -16,6 +16,7 @@
 #include "ckpt/test_fixture.h"
 #include "ckpt/test_util.h"
 #include "ckpt/writer.h"
+#include "ckpt/writer_impl.h"  // UploadJournalName
 #include "io/durable.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
@@ -115,6 +116,30 @@ TEST_F(TieringTest, InterruptedUploadResumesWithoutRePuttingDoneShards) {
   // Uploaded: a third writer finds nothing to do and writes nothing.
   { auto w = std::move(CheckpointWriter::Open(o)).value(); }
   EXPECT_TRUE(store_->TakeEvents().empty());
+}
+
+// A damaged upload journal (wrong member types) is ignored, not thrown on:
+// the resumed upload starts over and commits.
+TEST_F(TieringTest, DamagedUploadJournalRestartsTheUpload) {
+  WriterOptions o = Options();
+  const OwnedState state = MakeState(9);
+  store_->FailNewObjectsAfter(1);
+  {
+    auto w = std::move(CheckpointWriter::Open(o)).value();
+    auto h = w->Save(9, state.views);
+    ASSERT_TRUE(h.ok() && h->Wait().ok());
+    EXPECT_EQ(h->WaitUploaded().code(), Code::kUnavailable);
+  }
+  const std::string journal = JoinPath(JoinPath(o.dir, StepDirName(9)), UploadJournalName(0));
+  ASSERT_TRUE(WriteFileAtomic(DefaultFileSystem(), journal, R"({"manifest": null, "etags": 5})").ok());
+  store_->Heal();
+  {
+    auto w = std::move(CheckpointWriter::Open(o)).value();
+    ASSERT_TRUE(w->WaitForUploads().ok());
+  }
+  auto loaded = Load(*StoreLocation(inner_), 9);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Compare(*loaded, state), "");
 }
 
 // A part of a crashed attempt at the same step is in the store. The new
