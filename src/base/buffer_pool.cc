@@ -3,12 +3,13 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <mutex>
 #include <new>
-#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace strata {
