@@ -27,51 +27,48 @@
 #include "dataset/pack.h"
 #include "object/cloud_store.h"
 #include "object/mem_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata {
 namespace {
 
 // Counts requests per kind on their way to the emulated bucket.
-class CountingStore : public ObjectStore {
+class CountingStore : public StoreWrapper {
  public:
-  explicit CountingStore(ObjectStorePtr inner) : inner_(std::move(inner)) {}
+  explicit CountingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
   std::atomic<uint64_t> gets{0}, puts{0}, other{0}, get_bytes{0};
   uint64_t total() const { return gets + puts + other; }
   void Reset() { gets = puts = other = get_bytes = 0; }
 
   Result<GetResult> Get(std::string_view key, const GetOptions& o) override {
     ++gets;
-    auto r = inner_->Get(key, o);
+    auto r = base_->Get(key, o);
     if (r.ok()) get_bytes += r->data.size();
     return r;
   }
-  Result<ObjectInfo> Head(std::string_view key) override { return ++other, inner_->Head(key); }
-  Result<ListResult> List(const ListOptions& o) override { return ++other, inner_->List(o); }
+  Result<ObjectInfo> Head(std::string_view key) override { return ++other, base_->Head(key); }
+  Result<ListResult> List(const ListOptions& o) override { return ++other, base_->List(o); }
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& o) override {
-    return ++puts, inner_->Put(key, std::move(data), o);
+    return ++puts, base_->Put(key, std::move(data), o);
   }
-  Status Delete(std::string_view key) override { return ++other, inner_->Delete(key); }
+  Status Delete(std::string_view key) override { return ++other, base_->Delete(key); }
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
-    return ++other, inner_->CreateMultipartUpload(key, o);
+    return ++other, base_->CreateMultipartUpload(key, o);
   }
   Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
-    return ++puts, inner_->UploadPart(key, id, n, std::move(data));
+    return ++puts, base_->UploadPart(key, id, n, std::move(data));
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
                                              const std::vector<CompletedPart>& parts) override {
-    return ++other, inner_->CompleteMultipartUpload(key, id, parts);
+    return ++other, base_->CompleteMultipartUpload(key, id, parts);
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view id) override {
-    return ++other, inner_->AbortMultipartUpload(key, id);
+    return ++other, base_->AbortMultipartUpload(key, id);
   }
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view id) override {
-    return ++other, inner_->ListParts(key, id);
+    return ++other, base_->ListParts(key, id);
   }
-  uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
-  std::string Url() const override { return inner_->Url(); }
-
- private:
-  ObjectStorePtr inner_;
+  Result<ObjectInfo> Copy(std::string_view src, std::string_view dst) override { return ++other, base_->Copy(src, dst); }
 };
 
 struct Args {

@@ -9,13 +9,14 @@
 
 #include "base/hash.h"
 #include "base/random.h"
-#include "object/object_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata::testing_cache {
 
-class CountingStore : public ObjectStore {
+class CountingStore : public StoreWrapper {
  public:
-  explicit CountingStore(ObjectStorePtr inner) : inner_(std::move(inner)) {}
+  explicit CountingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
+  using StoreWrapper::Get;
 
   std::atomic<int> gets{0}, heads{0}, lists{0};
   std::atomic<uint64_t> get_bytes{0};
@@ -46,7 +47,7 @@ class CountingStore : public ObjectStore {
     return max_held_;
   }
 
-  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override {
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     ++gets;
     {
       std::unique_lock lock(mu_);
@@ -59,7 +60,7 @@ class CountingStore : public ObjectStore {
         --held_;
       }
     }
-    auto r = inner_->Get(key, options);
+    auto r = base_->Get(key, options);
     if (r.ok()) {
       get_bytes += r->data.size();
       int t = truncate_next.load();
@@ -71,37 +72,14 @@ class CountingStore : public ObjectStore {
   }
   Result<ObjectInfo> Head(std::string_view key) override {
     ++heads;
-    return inner_->Head(key);
+    return base_->Head(key);
   }
   Result<ListResult> List(const ListOptions& o) override {
     ++lists;
-    return inner_->List(o);
+    return base_->List(o);
   }
-  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& o = {}) override {
-    return inner_->Put(key, std::move(data), o);
-  }
-  Status Delete(std::string_view key) override { return inner_->Delete(key); }
-  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o = {}) override {
-    return inner_->CreateMultipartUpload(key, o);
-  }
-  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
-    return inner_->UploadPart(key, id, n, std::move(data));
-  }
-  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
-                                             const std::vector<CompletedPart>& parts) override {
-    return inner_->CompleteMultipartUpload(key, id, parts);
-  }
-  Status AbortMultipartUpload(std::string_view key, std::string_view id) override {
-    return inner_->AbortMultipartUpload(key, id);
-  }
-  Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view id) override {
-    return inner_->ListParts(key, id);
-  }
-  uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
-  std::string Url() const override { return inner_->Url(); }
 
  private:
-  ObjectStorePtr inner_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool gate_closed_ = false;

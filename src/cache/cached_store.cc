@@ -34,11 +34,11 @@ Status CheckConditions(const GetOptions& o, const ObjectInfo& info) {
 }  // namespace
 
 CachedStore::CachedStore(ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options)
-    : backend_(std::move(backend)),
+    : StoreWrapper(std::move(backend)),
       cache_(std::move(cache)),
       options_(options),
       clock_(options.clock ? *options.clock : RealClock()),
-      url_(backend_->Url()),
+      url_(base_->Url()),
       block_size_(cache_->options().block_size),
       budget_(options.readahead_global_bytes) {
   if (options_.readahead_threads > 0) {
@@ -70,7 +70,7 @@ Result<ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh) {
   cache_->metrics().Inc(CacheCounter::kMetaMisses);
   uint64_t generation = write_generation_.load();
   return head_flights_.Do(key, [&]() -> Result<ObjectInfo> {
-    auto info = backend_->Head(key);
+    auto info = base_->Head(key);
     if (info.ok()) RememberMeta(*info, generation);
     return info;
   });
@@ -131,7 +131,7 @@ Result<ListResult> CachedStore::List(const ListOptions& options) {
   }
   cache_->metrics().Inc(CacheCounter::kMetaMisses);
   uint64_t generation = write_generation_.load();
-  STRATA_ASSIGN_OR_RETURN(ListResult result, backend_->List(options));
+  STRATA_ASSIGN_OR_RETURN(ListResult result, base_->List(options));
   if (options_.metadata_ttl.count() > 0) {
     for (const auto& o : result.objects) {
       if (!o.etag.empty()) RememberMeta(o, generation);
@@ -165,7 +165,7 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const ObjectInfo&
     GetOptions o;
     o.range = ByteRange::Of(off, len);
     o.if_match = info.etag;
-    auto r = backend_->Get(key, o);
+    auto r = base_->Get(key, o);
     if (r.ok() && !info.etag.empty() && !r->info.etag.empty() && r->info.etag != info.etag) {
       return Status(Code::kPreconditionFailed, key + " changed while being read (ETag " + r->info.etag + ")");
     }
@@ -341,45 +341,34 @@ Result<uint64_t> CachedStore::Warm(std::string_view key_view) {
 // ---- writes: through to the backend, then invalidate ----
 
 Result<ObjectInfo> CachedStore::Put(std::string_view key, Buffer data, const PutOptions& options) {
-  auto r = backend_->Put(key, std::move(data), options);
+  auto r = base_->Put(key, std::move(data), options);
   Invalidate(std::string(key));
   return r;
 }
 
 Status CachedStore::Delete(std::string_view key) {
-  Status st = backend_->Delete(key);
+  Status st = base_->Delete(key);
   Invalidate(std::string(key));
   return st;
 }
 
-Result<std::string> CachedStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
-  return backend_->CreateMultipartUpload(key, options);
-}
-
-Result<std::string> CachedStore::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                            Buffer data) {
-  return backend_->UploadPart(key, upload_id, part_number, std::move(data));
-}
-
 Result<ObjectInfo> CachedStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                                         const std::vector<CompletedPart>& parts) {
-  auto r = backend_->CompleteMultipartUpload(key, upload_id, parts);
+  auto r = base_->CompleteMultipartUpload(key, upload_id, parts);
   Invalidate(std::string(key));
   return r;
 }
 
-Status CachedStore::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
-  return backend_->AbortMultipartUpload(key, upload_id);
-}
-
-Result<std::vector<PartInfo>> CachedStore::ListParts(std::string_view key, std::string_view upload_id) {
-  return backend_->ListParts(key, upload_id);
-}
-
 Result<ObjectInfo> CachedStore::Copy(std::string_view src_key, std::string_view dst_key) {
-  auto r = backend_->Copy(src_key, dst_key);
+  auto r = base_->Copy(src_key, dst_key);
   Invalidate(std::string(dst_key));
   return r;
+}
+
+StoreCapabilities CachedStore::Capabilities() const {
+  StoreCapabilities caps = base_->Capabilities();
+  caps.range_streaming = false;  // reads go through the cache's blocks
+  return caps;
 }
 
 }  // namespace strata

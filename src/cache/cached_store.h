@@ -33,7 +33,7 @@
 #include "cache/block_cache.h"
 #include "cache/readahead.h"
 #include "cache/single_flight.h"
-#include "object/object_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata {
 
@@ -72,7 +72,7 @@ class ReadStream {
   ReadaheadState state_;
 };
 
-class CachedStore : public ObjectStore {
+class CachedStore : public StoreWrapper {
  public:
   CachedStore(ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options = {});
   ~CachedStore() override;
@@ -86,23 +86,26 @@ class CachedStore : public ObjectStore {
   void InvalidateMetadata();
 
   BlockCache& cache() { return *cache_; }
-  const ObjectStorePtr& backend() const { return backend_; }
+  const ObjectStorePtr& backend() const { return base_; }
 
-  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override;
+  using StoreWrapper::Get;
+  using StoreWrapper::Put;
+
+  // Multipart calls other than Complete, and Url, pass through (StoreWrapper).
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override;
   Result<ObjectInfo> Head(std::string_view key) override;
   Result<ListResult> List(const ListOptions& options) override;
-  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options = {}) override;
+  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override;
   Status Delete(std::string_view key) override;
-  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options = {}) override;
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
-  Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
-  Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
-  uint64_t MinPartSize() const override { return backend_->MinPartSize(); }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
-  std::string Url() const override { return url_; }
+  // Ranges are read through the cache (Get), never streamed past it.
+  Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                     const RangeConsumer& consume) override {
+    return ObjectStore::ReadRangeTo(key, etag, offset, length, consume);
+  }
+  StoreCapabilities Capabilities() const override;
 
  private:
   friend class ReadStream;
@@ -128,11 +131,10 @@ class CachedStore : public ObjectStore {
   void Readahead(const std::string& key, const ObjectInfo& info, ReadaheadState& state, uint64_t begin, uint64_t end);
   ReadaheadState& TrackedStreamLocked(const std::string& key);
 
-  ObjectStorePtr backend_;
   std::shared_ptr<BlockCache> cache_;
   CachedStoreOptions options_;
   Clock& clock_;
-  const std::string url_;
+  const std::string url_;  // the backend's, named in block ids
   const uint64_t block_size_;
 
   std::mutex meta_mu_;

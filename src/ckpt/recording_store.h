@@ -7,19 +7,21 @@
 #include <utility>
 #include <vector>
 
-#include "object/fault_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata::ckpt::testing {
 
 // Records every mutation in order (an object appears at a successful Put or
 // CompleteMultipartUpload) and, once armed, fails new objects after `k` appeared.
-class RecordingStore : public FaultStore {
+class RecordingStore : public StoreWrapper {
  public:
   struct Event {
     std::string op;  // "create" (a Put or multipart upload begins), "object" (it appeared), "delete"
     std::string key;
   };
-  explicit RecordingStore(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+  explicit RecordingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
+  using StoreWrapper::CreateMultipartUpload;
+  using StoreWrapper::Put;
 
   void FailNewObjectsAfter(int k) {
     std::lock_guard lock(mu_);
@@ -37,18 +39,18 @@ class RecordingStore : public FaultStore {
 
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& o) override {
     STRATA_RETURN_IF_ERROR(Begin(key));
-    return Done(key, FaultStore::Put(key, std::move(data), o));
+    return Done(key, StoreWrapper::Put(key, std::move(data), o));
   }
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
     STRATA_RETURN_IF_ERROR(Begin(key));
-    return FaultStore::CreateMultipartUpload(key, o);
+    return StoreWrapper::CreateMultipartUpload(key, o);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
                                              const std::vector<CompletedPart>& parts) override {
-    return Done(key, FaultStore::CompleteMultipartUpload(key, id, parts));
+    return Done(key, StoreWrapper::CompleteMultipartUpload(key, id, parts));
   }
   Status Delete(std::string_view key) override {
-    Status st = FaultStore::Delete(key);
+    Status st = StoreWrapper::Delete(key);
     std::lock_guard lock(mu_);
     if (st.ok()) events_.push_back({"delete", std::string(key)});
     return st;

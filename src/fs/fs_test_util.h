@@ -18,6 +18,7 @@
 #include "io/file_system.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata::fs::testing {
 
@@ -136,14 +137,35 @@ class MemFileSystem : public FileSystem {
   std::map<std::string, std::shared_ptr<File>> files_;
 };
 
-// mem -> FaultStore -> CachedStore (64 KiB blocks) -> ObjectFs, on a FakeClock.
+// A store that, like file://, cannot hold "dir/" keys and says so.
+class NoMarkersStore : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  using StoreWrapper::Put;
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities caps = StoreWrapper::Capabilities();
+    caps.directory_markers = false;
+    return caps;
+  }
+  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
+    if (key.ends_with('/')) return InvalidArgumentError("no empty path segments");
+    return StoreWrapper::Put(key, std::move(data), options);
+  }
+  Status Delete(std::string_view key) override {
+    if (key.ends_with('/')) return InvalidArgumentError("no empty path segments");
+    return StoreWrapper::Delete(key);
+  }
+};
+
+// mem -> FaultStore -> CachedStore (64 KiB blocks) -> ObjectFs, on a FakeClock;
+// with markers = false, mem -> NoMarkersStore -> FaultStore -> ...
 struct FsFixture {
-  explicit FsFixture(FsOptions fs_options = Defaults(), size_t readahead_threads = 2) {
+  explicit FsFixture(FsOptions fs_options = Defaults(), size_t readahead_threads = 2, bool markers = true) {
     MemStoreOptions mo;
     mo.min_part_size = 64 << 10;
     mo.clock = &clock;
     mem = MakeMemStore("", mo);
-    fault = std::make_shared<FaultStore>(mem, FaultConfig{}, clock);
+    fault = std::make_shared<FaultStore>(markers ? mem : std::make_shared<NoMarkersStore>(mem), FaultConfig{}, clock);
     CacheOptions co;
     co.block_size = kBlock;
     co.ram_bytes = 64 << 20;

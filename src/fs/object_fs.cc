@@ -511,14 +511,15 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
   if (existing.ok()) return Status(Code::kAlreadyExists, "/" + path + " already exists");
   if (existing.status().code() != Code::kNotFound) return existing.status();
   if (Status st = ValidateKey(path + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
-  // The marker object keeps an empty directory visible to every client.
-  auto put = store_->Put(path + "/", Buffer());
-  // file:// cannot hold "dir/" objects: the directory then lives in this
-  // mount until a file is written into it.
-  bool local_only = !put.ok() && put.status().code() == Code::kInvalidArgument;
-  if (!put.ok() && !local_only) return Backend(put.status(), "mkdir /" + path);
-  if (local_only)
+  // The marker object keeps an empty directory visible to every client. A
+  // store without markers (file://): the directory lives in this mount until
+  // a file is written into it.
+  const bool local_only = !store_->Capabilities().directory_markers;
+  if (local_only) {
     STRATA_LOG_INFO("mount: backend stores no directory markers; /{} exists in this mount until it has files", path);
+  } else if (auto put = store_->Put(path + "/", Buffer()); !put.ok()) {
+    return Backend(put.status(), "mkdir /" + path);
+  }
   std::lock_guard lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory inode " + std::to_string(parent) + " is gone");
@@ -576,10 +577,9 @@ Status ObjectFs::Rmdir(Ino parent, std::string_view name_view) {
   STRATA_RETURN_IF_ERROR(CheckWritable("rmdir", path));
   STRATA_ASSIGN_OR_RETURN(bool busy, DirHasChildren(ino, path));
   if (busy) return Status(Code::kPreconditionFailed, "/" + path + ": directory not empty");
-  if (!local_dir) {
+  if (!local_dir && store_->Capabilities().directory_markers) {
     Status del = store_->Delete(path + "/");
-    // InvalidArgument: a backend without markers (file://) has none to delete.
-    if (!del.ok() && del.code() != Code::kInvalidArgument) return Backend(del, "rmdir /" + path);
+    if (!del.ok()) return Backend(del, "rmdir /" + path);
   }
   std::lock_guard lock(mu_);
   if (Inode* p = FindLocked(parent)) DetachLocked(*p, name);

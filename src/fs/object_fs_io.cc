@@ -566,13 +566,13 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
       return Refuse(Code::kNotSupported, "rename", from,
                     "renaming a non-empty directory is not supported (mv falls back to copy + delete)");
     }
-    if (!local_dir) {
-      // InvalidArgument: a backend without markers (file://); the directory stays local.
+    if (!store_->Capabilities().directory_markers) {
+      local_dir = true;  // a backend without markers (file://): the directory stays local
+    } else if (!local_dir) {
       Status put = store_->Put(to + "/", Buffer()).status();
-      if (!put.ok() && put.code() != Code::kInvalidArgument) return Backend(put, "rename /" + from + " to /" + to);
-      local_dir = !put.ok();
+      if (!put.ok()) return Backend(put, "rename /" + from + " to /" + to);
       Status del = store_->Delete(from + "/");
-      if (!del.ok() && del.code() != Code::kInvalidArgument) return Backend(del, "rename: deleting /" + from);
+      if (!del.ok()) return Backend(del, "rename: deleting /" + from);
     }
   } else {
     std::unique_lock<std::mutex> wl;

@@ -23,7 +23,7 @@
 
 namespace strata {
 
-enum FaultOp : uint32_t {
+enum FileFaultOp : uint32_t {
   kFaultRead = 1,       // RandomAccessFile::ReadAt
   kFaultWrite = 2,      // Append / WriteAt
   kFaultSync = 4,       // WritableFile::Sync and SyncDir

@@ -182,28 +182,27 @@ TEST(BackoffTest, DestroyingTheIteratorCutsTheWaitShort) {
 
 // Counts GETs; optionally replaces `key` with `replacement` right after the
 // first part (offset 0) was read, holding the other parts until then.
-class ReplacingStore : public FaultStore {
+class ReplacingStore : public testing::CountingStore {
  public:
   ReplacingStore(ObjectStorePtr inner, std::string key = "", Buffer replacement = {})
-      : FaultStore(std::move(inner), FaultConfig{}), key_(std::move(key)), replacement_(std::move(replacement)) {}
-  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override {
+      : CountingStore(std::move(inner)), key_(std::move(key)), replacement_(std::move(replacement)) {}
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     const bool target = !key_.empty() && key == key_ && options.range;
     if (target && options.range->offset > 0) {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::seconds(20), [&] { return replaced_; });
     }
-    auto got = FaultStore::Get(key, options);
+    auto got = CountingStore::Get(key, options);
     if (target && options.range->offset == 0) {
       std::lock_guard lock(mu_);
       if (!replaced_) {
-        EXPECT_TRUE(inner().Put(key_, replacement_).ok());
+        EXPECT_TRUE(base().Put(key_, replacement_).ok());
         replaced_ = true;
         cv_.notify_all();
       }
     }
     return got;
   }
-  uint64_t gets() const { return counters().requests; }
 
  private:
   const std::string key_;

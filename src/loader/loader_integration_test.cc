@@ -27,7 +27,6 @@
 #include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
 #include "object/cloud_store.h"
-#include "object/fault_store.h"
 #include "object/mem_store.h"
 #include "object/store_url.h"
 
@@ -96,16 +95,16 @@ bool WaitFor(const std::function<bool()>& cond) {
 }
 
 // Counts requests; GETs of `gated` wait until Open() (a download held in flight).
-class GateStore : public FaultStore {
+class GateStore : public testing::CountingStore {
  public:
-  GateStore(ObjectStorePtr inner, std::string gated) : FaultStore(std::move(inner), FaultConfig{}), gated_(gated) {}
-  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override {
+  GateStore(ObjectStorePtr inner, std::string gated) : CountingStore(std::move(inner)), gated_(gated) {}
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     if (key == gated_) {
       std::unique_lock lock(mu_);
       ++blocked_;
       cv_.wait(lock, [&] { return open_; });
     }
-    return FaultStore::Get(key, options);
+    return CountingStore::Get(key, options);
   }
   void Open() {
     {
@@ -118,7 +117,6 @@ class GateStore : public FaultStore {
     std::lock_guard lock(mu_);
     return blocked_;
   }
-  uint64_t gets() const { return counters().requests; }
 
  private:
   const std::string gated_;

@@ -23,6 +23,7 @@ namespace strata::loader {
 namespace {
 
 using dataset::ShardFormat;
+using testing::CountingStore;
 using testing::NextUntilError;
 using testing::Npy;
 using testing::TextFields;
@@ -463,13 +464,6 @@ TEST(DecodeTest, TfRecordNumericFeaturesBecomeExampleJson) {
   DropMemStore(name);
 }
 
-// A store that counts Gets, to see background work.
-class CountingStore : public FaultStore {
- public:
-  explicit CountingStore(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}) {}
-  uint64_t gets() const { return counters().requests; }
-};
-
 bool WaitFor(const std::function<bool()>& cond) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!cond()) {
@@ -522,7 +516,7 @@ TEST(PipelineTest, DestroyingMidEpochStopsBackgroundWork) {
 class GateStore : public CountingStore {
  public:
   explicit GateStore(ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
-  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override {
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     if (key.starts_with("ds/shard-")) {
       std::unique_lock lock(gate_mu_);
       ++blocked_;

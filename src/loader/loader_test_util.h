@@ -11,8 +11,33 @@
 #include "dataset/shard.h"
 #include "loader/streaming_dataset.h"
 #include "object/object_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata::loader::testing {
+
+// Counts read requests (Get, Head, List: all the loader makes) on their way
+// to the wrapped store. Tests derive from it to hold or alter Gets.
+class CountingStore : public StoreWrapper {
+ public:
+  explicit CountingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
+  using StoreWrapper::Get;
+  uint64_t gets() const { return requests_.load(); }
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+    ++requests_;
+    return StoreWrapper::Get(key, options);
+  }
+  Result<ObjectInfo> Head(std::string_view key) override {
+    ++requests_;
+    return StoreWrapper::Head(key);
+  }
+  Result<ListResult> List(const ListOptions& options) override {
+    ++requests_;
+    return StoreWrapper::List(options);
+  }
+
+ private:
+  std::atomic<uint64_t> requests_{0};
+};
 
 // Shard k holds counts[k] samples; sample i (global) has key "s%06d" and
 // fields from make_fields(i). Writes shards, sidecars and index.json under `prefix`.

@@ -11,20 +11,14 @@
 #include "loader/loader_test_util.h"
 #include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
-#include "object/fault_store.h"
 #include "object/mem_store.h"
 
 namespace strata::loader {
 namespace {
 
+using testing::CountingStore;
 using testing::TextFields;
 using testing::WriteDataset;
-
-class CountingStore : public FaultStore {
- public:
-  explicit CountingStore(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}) {}
-  uint64_t gets() const { return counters().requests; }
-};
 
 struct SharedFixture {
   std::string name;

@@ -5,66 +5,73 @@
 #include <cmath>
 
 #include "base/random.h"
+#include "object/store_wrapper.h"
 
 namespace strata {
 namespace {
 
-class CloudStore : public ObjectStore {
+class CloudStore : public StoreWrapper {
  public:
   CloudStore(ObjectStorePtr inner, CloudProfile profile, Clock& clock)
-      : inner_(std::move(inner)), profile_(profile), clock_(clock), random_(profile.seed) {}
+      : StoreWrapper(std::move(inner)), profile_(profile), clock_(clock), random_(profile.seed) {}
 
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
-    auto result = inner_->Get(key, options);
+    auto result = base_->Get(key, options);
     Pay(result.ok() ? result->data.size() : 0);
     return result;
   }
   Result<ObjectInfo> Head(std::string_view key) override {
     Pay(0);
-    return inner_->Head(key);
+    return base_->Head(key);
   }
   Result<ListResult> List(const ListOptions& options) override {
     Pay(0);
-    return inner_->List(options);
+    return base_->List(options);
   }
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
     Pay(data.size());
-    return inner_->Put(key, std::move(data), options);
+    return base_->Put(key, std::move(data), options);
   }
   Status Delete(std::string_view key) override {
     Pay(0);
-    return inner_->Delete(key);
+    return base_->Delete(key);
   }
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override {
     Pay(0);
-    return inner_->CreateMultipartUpload(key, options);
+    return base_->CreateMultipartUpload(key, options);
   }
   Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
                                  Buffer data) override {
     Pay(data.size());
-    return inner_->UploadPart(key, upload_id, part_number, std::move(data));
+    return base_->UploadPart(key, upload_id, part_number, std::move(data));
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override {
     Pay(0);
-    return inner_->CompleteMultipartUpload(key, upload_id, parts);
+    return base_->CompleteMultipartUpload(key, upload_id, parts);
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {
     Pay(0);
-    return inner_->AbortMultipartUpload(key, upload_id);
+    return base_->AbortMultipartUpload(key, upload_id);
   }
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override {
     Pay(0);
-    return inner_->ListParts(key, upload_id);
+    return base_->ListParts(key, upload_id);
   }
-  uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
   // Server-side: the bytes never cross the emulated network.
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
     Pay(0);
-    return inner_->Copy(src_key, dst_key);
+    return base_->Copy(src_key, dst_key);
+  }
+  Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                     const RangeConsumer& consume) override {
+    if (!base_->Capabilities().range_streaming) return ObjectStore::ReadRangeTo(key, etag, offset, length, consume);
+    Status st = base_->ReadRangeTo(key, etag, offset, length, consume);
+    Pay(st.ok() ? length : 0);
+    return st;
   }
   std::string Url() const override {
-    std::string url = inner_->Url();
+    std::string url = base_->Url();
     url += url.find('?') == std::string::npos ? '?' : '&';
     return url + "emulate=" + FormatCloudProfile(profile_);
   }
@@ -76,7 +83,6 @@ class CloudStore : public ObjectStore {
     if (d.count() > 0) clock_.SleepFor(d);
   }
 
-  ObjectStorePtr inner_;
   const CloudProfile profile_;
   Clock& clock_;
   Random random_;

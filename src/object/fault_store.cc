@@ -3,7 +3,7 @@
 namespace strata {
 
 FaultStore::FaultStore(ObjectStorePtr inner, FaultConfig config, Clock& clock)
-    : inner_(std::move(inner)), clock_(clock), config_(config), random_(config.seed) {}
+    : StoreWrapper(std::move(inner)), clock_(clock), config_(config), random_(config.seed) {}
 
 void FaultStore::FailNext(int n, Status status) {
   std::lock_guard lock(mu_);
@@ -107,35 +107,42 @@ Status FaultStore::LostReply(std::string_view key) {
   return result
 
 Result<GetResult> FaultStore::Get(std::string_view key, const GetOptions& options) {
-  STRATA_FAULT_CALL(FaultOp::kGet, key, inner_->Get(key, options));
+  STRATA_FAULT_CALL(FaultOp::kGet, key, base_->Get(key, options));
 }
-Result<ObjectInfo> FaultStore::Head(std::string_view key) { STRATA_FAULT_CALL(FaultOp::kHead, key, inner_->Head(key)); }
+Result<ObjectInfo> FaultStore::Head(std::string_view key) { STRATA_FAULT_CALL(FaultOp::kHead, key, base_->Head(key)); }
 Result<ListResult> FaultStore::List(const ListOptions& options) {
-  STRATA_FAULT_CALL(FaultOp::kList, options.prefix, inner_->List(options));
+  STRATA_FAULT_CALL(FaultOp::kList, options.prefix, base_->List(options));
 }
 Result<ObjectInfo> FaultStore::Put(std::string_view key, Buffer data, const PutOptions& options) {
-  STRATA_FAULT_CALL(FaultOp::kPut, key, inner_->Put(key, std::move(data), options));
+  STRATA_FAULT_CALL(FaultOp::kPut, key, base_->Put(key, std::move(data), options));
 }
-Status FaultStore::Delete(std::string_view key) { STRATA_FAULT_CALL(FaultOp::kDelete, key, inner_->Delete(key)); }
+Status FaultStore::Delete(std::string_view key) { STRATA_FAULT_CALL(FaultOp::kDelete, key, base_->Delete(key)); }
 Result<std::string> FaultStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
-  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->CreateMultipartUpload(key, options));
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->CreateMultipartUpload(key, options));
 }
 Result<std::string> FaultStore::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
                                            Buffer data) {
-  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->UploadPart(key, upload_id, part_number, std::move(data)));
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->UploadPart(key, upload_id, part_number, std::move(data)));
 }
 Result<ObjectInfo> FaultStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                                        const std::vector<CompletedPart>& parts) {
-  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->CompleteMultipartUpload(key, upload_id, parts));
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->CompleteMultipartUpload(key, upload_id, parts));
 }
 Status FaultStore::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
-  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->AbortMultipartUpload(key, upload_id));
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->AbortMultipartUpload(key, upload_id));
 }
 Result<std::vector<PartInfo>> FaultStore::ListParts(std::string_view key, std::string_view upload_id) {
-  STRATA_FAULT_CALL(FaultOp::kMultipart, key, inner_->ListParts(key, upload_id));
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->ListParts(key, upload_id));
 }
 Result<ObjectInfo> FaultStore::Copy(std::string_view src_key, std::string_view dst_key) {
-  STRATA_FAULT_CALL(FaultOp::kCopy, dst_key, inner_->Copy(src_key, dst_key));
+  STRATA_FAULT_CALL(FaultOp::kCopy, dst_key, base_->Copy(src_key, dst_key));
+}
+
+Status FaultStore::ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                               const RangeConsumer& consume) {
+  // A base that does not stream is read through Get, which injects the faults.
+  if (!base_->Capabilities().range_streaming) return ObjectStore::ReadRangeTo(key, etag, offset, length, consume);
+  STRATA_FAULT_CALL(FaultOp::kGet, key, base_->ReadRangeTo(key, etag, offset, length, consume));
 }
 
 #undef STRATA_FAULT_CALL

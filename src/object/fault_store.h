@@ -12,7 +12,7 @@
 
 #include "base/clock.h"
 #include "base/random.h"
-#include "object/object_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata {
 
@@ -43,7 +43,7 @@ struct StoreFaultCounters {
 // The operation a request performs, for per-key rules.
 enum class FaultOp { kAny, kGet, kHead, kList, kPut, kDelete, kMultipart, kCopy };
 
-class FaultStore : public ObjectStore {
+class FaultStore : public StoreWrapper {
  public:
   // Owns `inner`; `clock` must outlive this store.
   FaultStore(ObjectStorePtr inner, FaultConfig config, Clock& clock = RealClock());
@@ -58,23 +58,28 @@ class FaultStore : public ObjectStore {
   void SetConfig(FaultConfig config);
 
   StoreFaultCounters counters() const;
-  ObjectStore& inner() { return *inner_; }
+  ObjectStore& inner() { return base(); }
 
-  Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) override;
+  using StoreWrapper::CreateMultipartUpload;
+  using StoreWrapper::Get;
+  using StoreWrapper::Put;
+
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override;
   Result<ObjectInfo> Head(std::string_view key) override;
   Result<ListResult> List(const ListOptions& options) override;
-  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options = {}) override;
+  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override;
   Status Delete(std::string_view key) override;
-  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options = {}) override;
+  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override;
   Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
                                  Buffer data) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
-  uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
-  std::string Url() const override { return inner_->Url(); }
+  // A streamed range is one Get request to the faults.
+  Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                     const RangeConsumer& consume) override;
 
  private:
   struct Rule {
@@ -89,7 +94,6 @@ class FaultStore : public ObjectStore {
   Status Truncated(std::string_view key);
   Status LostReply(std::string_view key);
 
-  ObjectStorePtr inner_;
   Clock& clock_;
   mutable std::mutex mu_;
   FaultConfig config_;

@@ -118,7 +118,13 @@ class FileStore : public ObjectStore {
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
-  uint64_t MinPartSize() const override { return options_.min_part_size; }
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities caps;
+    caps.directory_markers = false;  // "dir/" would be a file and a directory at once
+    caps.server_side_copy = true;
+    caps.min_part_size = options_.min_part_size;
+    return caps;
+  }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
   std::string Url() const override { return "file://" + UriEncode(root_, /*encode_slash=*/false); }
 

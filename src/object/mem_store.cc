@@ -190,7 +190,12 @@ class MemStore : public ObjectStore {
     return PartList(*upload);
   }
 
-  uint64_t MinPartSize() const override { return options_.min_part_size; }
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities caps;
+    caps.server_side_copy = true;
+    caps.min_part_size = options_.min_part_size;
+    return caps;
+  }
 
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(src_key));

@@ -9,6 +9,20 @@ Result<ObjectInfo> ObjectStore::Copy(std::string_view src_key, std::string_view 
   return Put(dst_key, std::move(src.data));
 }
 
+Status ObjectStore::ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                                const RangeConsumer& consume) {
+  GetOptions options;
+  options.if_match = std::string(etag);
+  options.range = ByteRange::Of(offset, length);
+  STRATA_ASSIGN_OR_RETURN(GetResult got, Get(key, options));
+  if (got.offset != offset || got.data.size() != length) {
+    return UnavailableError("range " + std::to_string(offset) + "+" + std::to_string(length) + " of '" +
+                            std::string(key) + "' came back as " + std::to_string(got.offset) + "+" +
+                            std::to_string(got.data.size()));
+  }
+  return consume(offset, got.data.data(), got.data.size());
+}
+
 Status ValidateKey(std::string_view key) {
   if (key.empty()) return InvalidArgumentError("object key is empty");
   if (key.size() > 1024) return InvalidArgumentError("object key is longer than 1024 bytes");

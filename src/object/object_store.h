@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,31 @@ struct PartInfo {
   uint64_t size = 0;
 };
 
+// Receives downloaded bytes [offset, offset + size) of an object. Called
+// concurrently from several threads (and for streaming stores on the store's
+// I/O thread: keep it short, e.g. a memcpy or a pwrite), in any order; `data`
+// is valid only during the call. A range may be delivered again after a
+// retry, always with the same bytes (the read is pinned to one ETag), so
+// positional writes are safe. A non-OK Status stops the download.
+using RangeConsumer = std::function<Status(uint64_t offset, const uint8_t* data, size_t size)>;
+
+// What a store can do, declared so callers never guess from an error.
+// Decorators report their base's, adjusted for what they change.
+struct StoreCapabilities {
+  bool directory_markers = true;   // keys ending in '/' can be stored ("dir/" markers); file:// cannot
+  bool conditional_put = true;     // Put honours PutOptions::if_match / if_none_match
+  bool server_side_copy = false;   // Copy moves no bytes through this process
+  bool range_streaming = false;    // ReadRangeTo streams into the consumer with no buffer of its own
+  bool metadata_kept = false;      // PutOptions::content_type is stored with the object
+  uint64_t min_part_size = 5ull << 20;   // every multipart part but the last is at least this
+  uint64_t max_part_size = 5ull << 30;   // S3's limit per part
+  uint64_t read_part_size = 8ull << 20;  // a good size for one ranged GET of a parallel read
+};
+
+// Virtual methods take every argument (no defaults, which would bind to the
+// static type); the non-virtual overloads supply the usual ones. Classes that
+// override a virtual and are called through their own type add
+// `using ObjectStore::Get;` (etc.) so the overloads stay visible.
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -89,31 +115,45 @@ class ObjectStore {
   // Codes: NotFound (no such key), OutOfRange (range starts past the end of a
   // non-empty object), PreconditionFailed / NotModified (conditions).
   // A range extending past the end is clamped, as S3 does.
-  virtual Result<GetResult> Get(std::string_view key, const GetOptions& options = {}) = 0;
+  virtual Result<GetResult> Get(std::string_view key, const GetOptions& options) = 0;
+  Result<GetResult> Get(std::string_view key) { return Get(key, GetOptions{}); }
   // Codes: NotFound.
   virtual Result<ObjectInfo> Head(std::string_view key) = 0;
   // Codes: InvalidArgument (bad continuation token or max_keys).
   virtual Result<ListResult> List(const ListOptions& options) = 0;
   // Atomic: readers see the old object or the new one, never a mix.
   // Codes: PreconditionFailed, InvalidArgument (bad key).
-  virtual Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options = {}) = 0;
+  virtual Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) = 0;
+  Result<ObjectInfo> Put(std::string_view key, Buffer data) { return Put(key, std::move(data), PutOptions{}); }
   // Deleting a missing key succeeds (as in S3).
   virtual Status Delete(std::string_view key) = 0;
 
   // Multipart upload. Parts 1..10000; every part but the last must be at
   // least MinPartSize() bytes, checked at Complete (InvalidArgument).
   // Unknown upload ids: NotFound. The object appears only on Complete.
-  virtual Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options = {}) = 0;
+  virtual Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) = 0;
+  Result<std::string> CreateMultipartUpload(std::string_view key) { return CreateMultipartUpload(key, PutOptions{}); }
   virtual Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
                                          Buffer data) = 0;  // returns the part's ETag
   virtual Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                                      const std::vector<CompletedPart>& parts) = 0;
   virtual Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) = 0;
   virtual Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) = 0;
-  virtual uint64_t MinPartSize() const { return 5ull << 20; }
+  uint64_t MinPartSize() const { return Capabilities().min_part_size; }
 
-  // Server-side copy where the backend has one; the default reads and writes.
+  // Server-side copy where the backend has one (Capabilities().server_side_copy);
+  // the default reads and writes.
   virtual Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key);
+
+  // Delivers exactly [offset, offset + length) of `key` (which must lie within
+  // the object) to `consume`, pinned to `etag` when it is non-empty
+  // (PreconditionFailed if the object changed). Stores with
+  // Capabilities().range_streaming hand over bytes as they arrive; the
+  // default makes one ranged Get.
+  virtual Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                             const RangeConsumer& consume);
+
+  virtual StoreCapabilities Capabilities() const { return {}; }
 
   // A URL that names this store (credentials never included).
   virtual std::string Url() const = 0;

@@ -1,68 +1,73 @@
 #include "object/prefix_store.h"
 
 #include "net/uri.h"
+#include "object/store_wrapper.h"
 
 namespace strata {
 namespace {
 
-class PrefixStore : public ObjectStore {
+class PrefixStore : public StoreWrapper {
  public:
-  PrefixStore(ObjectStorePtr inner, std::string prefix) : inner_(std::move(inner)), prefix_(std::move(prefix)) {}
+  PrefixStore(ObjectStorePtr inner, std::string prefix) : StoreWrapper(std::move(inner)), prefix_(std::move(prefix)) {}
 
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
-    auto result = inner_->Get(Full(key), options);
+    auto result = base_->Get(Full(key), options);
     if (result.ok()) result->info.key = std::string(key);
     return result;
   }
   Result<ObjectInfo> Head(std::string_view key) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
-    return Strip(inner_->Head(Full(key)));
+    return Strip(base_->Head(Full(key)));
   }
   Result<ListResult> List(const ListOptions& options) override {
     ListOptions inner_options = options;
     inner_options.prefix = Full(options.prefix);
     // start_after below the prefix is equivalent to no start_after at all.
     if (!options.start_after.empty()) inner_options.start_after = Full(options.start_after);
-    STRATA_ASSIGN_OR_RETURN(ListResult result, inner_->List(inner_options));
+    STRATA_ASSIGN_OR_RETURN(ListResult result, base_->List(inner_options));
     for (ObjectInfo& info : result.objects) info.key.erase(0, prefix_.size());
     for (std::string& cp : result.common_prefixes) cp.erase(0, prefix_.size());
     return result;
   }
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
-    return Strip(inner_->Put(Full(key), std::move(data), options));
+    return Strip(base_->Put(Full(key), std::move(data), options));
   }
   Status Delete(std::string_view key) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
-    return inner_->Delete(Full(key));
+    return base_->Delete(Full(key));
   }
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
-    return inner_->CreateMultipartUpload(Full(key), options);
+    return base_->CreateMultipartUpload(Full(key), options);
   }
   Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
                                  Buffer data) override {
-    return inner_->UploadPart(Full(key), upload_id, part_number, std::move(data));
+    return base_->UploadPart(Full(key), upload_id, part_number, std::move(data));
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override {
-    return Strip(inner_->CompleteMultipartUpload(Full(key), upload_id, parts));
+    return Strip(base_->CompleteMultipartUpload(Full(key), upload_id, parts));
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {
-    return inner_->AbortMultipartUpload(Full(key), upload_id);
+    return base_->AbortMultipartUpload(Full(key), upload_id);
   }
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override {
-    return inner_->ListParts(Full(key), upload_id);
+    return base_->ListParts(Full(key), upload_id);
   }
-  uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
     STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
-    return Strip(inner_->Copy(Full(src_key), Full(dst_key)));
+    return Strip(base_->Copy(Full(src_key), Full(dst_key)));
+  }
+  Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                     const RangeConsumer& consume) override {
+    STRATA_RETURN_IF_ERROR(ValidateKey(key));
+    return base_->ReadRangeTo(Full(key), etag, offset, length, consume);
   }
   std::string Url() const override {
-    std::string url = inner_->Url();
+    std::string url = base_->Url();
     url += url.find('?') == std::string::npos ? '?' : '&';
     return url + "prefix=" + UriEncode(prefix_);
   }
@@ -74,7 +79,6 @@ class PrefixStore : public ObjectStore {
     return info;
   }
 
-  ObjectStorePtr inner_;
   std::string prefix_;
 };
 

@@ -122,7 +122,7 @@ S3Call MakeCall(std::string op, std::string method, std::optional<std::string> k
   return call;
 }
 
-class S3Store : public ObjectStore, public RangeStreamer {
+class S3Store : public ObjectStore {
  public:
   explicit S3Store(std::unique_ptr<S3Requester> r) : r_(std::move(r)) {}
 
@@ -140,6 +140,14 @@ class S3Store : public ObjectStore, public RangeStreamer {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
   std::string Url() const override { return S3ConfigUrl(r_->config()); }
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities caps;
+    caps.server_side_copy = true;
+    caps.range_streaming = true;
+    caps.metadata_kept = true;
+    caps.read_part_size = r_->config().part_size;
+    return caps;
+  }
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override;
 

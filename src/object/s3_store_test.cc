@@ -342,7 +342,7 @@ TEST_F(S3StoreTest, ParallelGetToStreamsPinnedRangesStraightToTheConsumer) {
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13 + i / 777);
   FakeHttpServer server([&](const FakeRequest& req) { return ServeObject(req, data, "pinned"); });
   auto store = Open(Config(server));
-  ASSERT_NE(dynamic_cast<RangeStreamer*>(store.get()), nullptr);
+  ASSERT_TRUE(store->Capabilities().range_streaming);
   std::string out(data.size(), '\0');
   std::mutex mu;
   auto info = ParallelGetTo(*store, "k", 65536, 4, [&](uint64_t offset, const uint8_t* p, size_t n) -> Status {
@@ -391,8 +391,8 @@ TEST_F(S3StoreTest, StreamedRangeWithWrongHeadersNeverReachesTheConsumer) {
   for (const auto& c : cases) {
     FakeHttpServer server([&](const FakeRequest& req) { return c.answer(req); });
     auto store = Open(Config(server));
-    auto* streamer = dynamic_cast<RangeStreamer*>(store.get());
-    ASSERT_NE(streamer, nullptr);
+    ObjectStore* streamer = store.get();
+    ASSERT_TRUE(streamer->Capabilities().range_streaming);
     int calls = 0;
     Status st = streamer->ReadRangeTo("k", "e", 100, 100, [&](uint64_t, const uint8_t*, size_t) {
       ++calls;
@@ -413,8 +413,8 @@ TEST_F(S3StoreTest, StreamedRangeIsDeliveredAgainAfterATruncatedAttempt) {
     return r;
   });
   auto store = Open(Config(server));
-  auto* streamer = dynamic_cast<RangeStreamer*>(store.get());
-  ASSERT_NE(streamer, nullptr);
+  ObjectStore* streamer = store.get();
+  ASSERT_TRUE(streamer->Capabilities().range_streaming);
   std::string out(data.size(), '?');
   uint64_t delivered = 0;
   Status st = streamer->ReadRangeTo("k", "e", 200, 300, [&](uint64_t offset, const uint8_t* p, size_t len) {

@@ -59,27 +59,10 @@ void Prefault(uint8_t* p, size_t n) {
 #endif
 }
 
-// One range of the object, streamed when the store can, else through Get().
-Status ReadPart(ObjectStore& store, RangeStreamer* streamer, std::string_view key, const ObjectInfo& info,
-                uint64_t offset, uint64_t length, const RangeConsumer& consume) {
-  if (streamer) return streamer->ReadRangeTo(key, info.etag, offset, length, consume);
-  GetOptions options;
-  options.if_match = info.etag;
-  options.range = ByteRange::Of(offset, length);
-  STRATA_ASSIGN_OR_RETURN(GetResult got, store.Get(key, options));
-  if (got.offset != offset || got.data.size() != length) {
-    return UnavailableError("range " + std::to_string(offset) + "+" + std::to_string(length) + " of '" +
-                            std::string(key) + "' came back as " + std::to_string(got.offset) + "+" +
-                            std::to_string(got.data.size()));
-  }
-  return consume(offset, got.data.data(), got.data.size());
-}
-
 // Reads every part of the object, `concurrency` at a time; `before(offset,
 // length)` runs on the worker just before its part is requested.
 Status ReadParts(ObjectStore& store, std::string_view key, const ObjectInfo& info, uint64_t part_size, int concurrency,
                  const std::function<void(uint64_t, uint64_t)>& before, const RangeConsumer& consume) {
-  auto* streamer = dynamic_cast<RangeStreamer*>(&store);
   const uint64_t parts = (info.size + part_size - 1) / part_size;
   FirstError error;
   ParallelFor(parts, static_cast<size_t>(concurrency), [&](size_t i) {
@@ -87,7 +70,7 @@ Status ReadParts(ObjectStore& store, std::string_view key, const ObjectInfo& inf
     const uint64_t offset = i * part_size;
     const uint64_t length = std::min(part_size, info.size - offset);
     if (before) before(offset, length);
-    Status st = ReadPart(store, streamer, key, info, offset, length, consume);
+    Status st = store.ReadRangeTo(key, info.etag, offset, length, consume);
     if (!st.ok()) error.Set(std::move(st));
   });
   return error.status();
@@ -241,7 +224,6 @@ Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, Obje
     if (!put.ok()) return put.status().WithContext("write destination '" + std::string(dst_key) + "'");
     return put;
   }
-  auto* streamer = dynamic_cast<RangeStreamer*>(&src);
   const uint64_t parts = (info.size + part_size - 1) / part_size;
   return UploadInParts(dst, dst_key, parts, concurrency, options, "write destination '" + std::string(dst_key) + "'",
                        [&](size_t i) -> Result<Buffer> {
@@ -257,7 +239,7 @@ Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, Obje
                            std::memcpy(part.data() + (at - offset), data, n);
                            return Status::Ok();
                          };
-                         Status read = ReadPart(src, streamer, src_key, info, offset, length, place);
+                         Status read = src.ReadRangeTo(src_key, info.etag, offset, length, place);
                          if (!read.ok()) return read.WithContext("read source '" + std::string(src_key) + "'");
                          return std::move(part).Freeze();
                        });

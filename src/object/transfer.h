@@ -15,27 +15,9 @@
 
 namespace strata {
 
-// Receives downloaded bytes [offset, offset + size) of an object. Called
-// concurrently from several threads (and for the streaming fast path on the
-// store's I/O thread: keep it short, e.g. a memcpy or a pwrite), in any
-// order; `data` is valid only during the call. A range may be delivered again
-// after a retry, always with the same bytes (the read is pinned to one ETag),
-// so positional writes are safe. A non-OK Status stops the download.
-using RangeConsumer = std::function<Status(uint64_t offset, const uint8_t* data, size_t size)>;
-
-// Implemented by stores that can stream a byte range to a consumer as it
-// arrives, with no buffer of their own in between (the s3:// store does).
-// ParallelGet and ParallelGetTo find it with dynamic_cast and use it instead
-// of Get(); decorators that do not implement it simply take the Get() path.
-class RangeStreamer {
- public:
-  virtual ~RangeStreamer() = default;
-  // Delivers exactly [offset, offset + length) of `key` (which must lie within
-  // the object) to `consume`, pinned to `etag` when it is non-empty
-  // (PreconditionFailed if the object changed). Thread-safe.
-  virtual Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
-                             const RangeConsumer& consume) = 0;
-};
+// RangeConsumer (object_store.h) receives the bytes; stores that stream
+// (Capabilities().range_streaming) hand them over as they arrive, through any
+// decorator that forwards ReadRangeTo.
 
 // Heads `key`, then fetches it in `part_size` ranges, `concurrency` at a time,
 // into one buffer. Every range is pinned to the ETag seen by the Head

@@ -10,6 +10,7 @@
 #include "object/cloud_store.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata {
 namespace {
@@ -44,16 +45,16 @@ TEST(ParallelGet, PinsTheEtagSoOverwritesCannotMix) {
   auto inner = SmallPartStore();
   ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
   // Overwrite the object after the Head, before the ranged reads.
-  class OverwriteAfterHead : public FaultStore {
+  class OverwriteAfterHead : public StoreWrapper {
    public:
-    using FaultStore::FaultStore;
+    using StoreWrapper::StoreWrapper;
     Result<ObjectInfo> Head(std::string_view key) override {
-      auto info = FaultStore::Head(key);
-      inner().Put(key, Buffer::Copy(std::string(10'000, 'z'))).status().IgnoreError();
+      auto info = StoreWrapper::Head(key);
+      base().Put(key, Buffer::Copy(std::string(10'000, 'z'))).status().IgnoreError();
       return info;
     }
   };
-  OverwriteAfterHead store(inner, FaultConfig{}, RealClock());
+  OverwriteAfterHead store(inner);
   EXPECT_EQ(ParallelGet(store, "k", 1000, 4).status().code(), Code::kPreconditionFailed);
 }
 
@@ -135,12 +136,17 @@ TEST(ParallelGetTo, ConsumerErrorStopsTheDownload) {
 
 // A store with the streaming fast path: serves ranges in small pieces, like
 // a network transport, and records that Get() was not used for the parts.
-class StreamingStore : public FaultStore, public RangeStreamer {
+class StreamingStore : public StoreWrapper {
  public:
-  using FaultStore::FaultStore;
+  using StoreWrapper::StoreWrapper;
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     if (options.range) ranged_gets++;
-    return FaultStore::Get(key, options);
+    return StoreWrapper::Get(key, options);
+  }
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities caps = StoreWrapper::Capabilities();
+    caps.range_streaming = true;
+    return caps;
   }
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {
@@ -148,7 +154,7 @@ class StreamingStore : public FaultStore, public RangeStreamer {
     GetOptions options;
     options.if_match = std::string(etag);
     options.range = ByteRange::Of(offset, length);
-    STRATA_ASSIGN_OR_RETURN(GetResult got, FaultStore::Get(key, options));
+    STRATA_ASSIGN_OR_RETURN(GetResult got, StoreWrapper::Get(key, options));
     for (size_t at = 0; at < got.data.size(); at += 7) {
       STRATA_RETURN_IF_ERROR(consume(offset + at, got.data.data() + at, std::min<size_t>(7, got.data.size() - at)));
     }
@@ -161,7 +167,7 @@ TEST(ParallelGet, UsesTheStoresStreamingPathWhenItHasOne) {
   auto inner = SmallPartStore();
   const std::string data = RandomBytes(50'001);
   ASSERT_TRUE(inner->Put("k", Buffer::Copy(data)).ok());
-  StreamingStore store(inner, FaultConfig{}, RealClock());
+  StreamingStore store(inner);
   auto got = ParallelGet(store, "k", 4096, 3);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(got->view() == data);
@@ -176,12 +182,12 @@ TEST(ParallelGet, UsesTheStoresStreamingPathWhenItHasOne) {
    public:
     using StreamingStore::StreamingStore;
     Result<ObjectInfo> Head(std::string_view key) override {
-      auto info = FaultStore::Head(key);
-      inner().Put(key, Buffer::Copy(std::string(50'001, 'z'))).status().IgnoreError();
+      auto info = StoreWrapper::Head(key);
+      base().Put(key, Buffer::Copy(std::string(50'001, 'z'))).status().IgnoreError();
       return info;
     }
   };
-  OverwriteAfterHead changing(inner, FaultConfig{}, RealClock());
+  OverwriteAfterHead changing(inner);
   EXPECT_EQ(ParallelGet(changing, "k", 4096, 3).status().code(), Code::kPreconditionFailed);
 }
 
@@ -211,11 +217,11 @@ TEST(ParallelPut, RejectsPartsBelowTheMinimumOrTooMany) {
 }
 
 // Records the id of the multipart upload it creates (to check it was aborted).
-class RecordsUploadId : public FaultStore {
+class RecordsUploadId : public StoreWrapper {
  public:
-  explicit RecordsUploadId(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+  using StoreWrapper::StoreWrapper;
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
-    auto id = FaultStore::CreateMultipartUpload(key, o);
+    auto id = StoreWrapper::CreateMultipartUpload(key, o);
     if (id.ok()) upload_id = *id;
     return id;
   }
@@ -228,7 +234,7 @@ class FlakyUploads : public RecordsUploadId {
   using RecordsUploadId::RecordsUploadId;
   Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
     if (n == 3) return UnavailableError("part 3 lost");
-    return FaultStore::UploadPart(key, id, n, std::move(data));
+    return StoreWrapper::UploadPart(key, id, n, std::move(data));
   }
 };
 
@@ -241,8 +247,9 @@ TEST(ParallelPut, AbortsOnFailure) {
   EXPECT_EQ(inner->Head("k").status().code(), Code::kNotFound);
 
   // A failing create leaves nothing behind and returns its own error.
-  FlakyUploads create_fails(inner);
-  create_fails.FailKey("k", Status(Code::kThrottled, "slow down"), 1, FaultOp::kMultipart);
+  auto faulty = std::make_shared<FaultStore>(inner, FaultConfig{}, RealClock());
+  FlakyUploads create_fails(faulty);
+  faulty->FailKey("k", Status(Code::kThrottled, "slow down"), 1, FaultOp::kMultipart);
   EXPECT_EQ(ParallelPut(create_fails, "k", Buffer::Copy(RandomBytes(5000)), 1000, 2).status().code(), Code::kThrottled);
   EXPECT_TRUE(create_fails.upload_id.empty());
 }
@@ -252,19 +259,18 @@ TEST(ParallelPut, AbortsOnFailure) {
 struct PartTally {
   std::atomic<int> held{0}, peak{0};
 };
-class CountingStore : public FaultStore {
+class CountingStore : public StoreWrapper {
  public:
-  CountingStore(ObjectStorePtr inner, PartTally& tally)
-      : FaultStore(std::move(inner), FaultConfig{}, RealClock()), tally_(tally) {}
+  CountingStore(ObjectStorePtr inner, PartTally& tally) : StoreWrapper(std::move(inner)), tally_(tally) {}
   Result<GetResult> Get(std::string_view key, const GetOptions& o) override {
     int now = ++tally_.held;
     int seen = tally_.peak.load();
     while (now > seen && !tally_.peak.compare_exchange_weak(seen, now)) {
     }
-    return FaultStore::Get(key, o);
+    return StoreWrapper::Get(key, o);
   }
   Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
-    auto etag = FaultStore::UploadPart(key, id, n, std::move(data));
+    auto etag = StoreWrapper::UploadPart(key, id, n, std::move(data));
     --tally_.held;
     return etag;
   }

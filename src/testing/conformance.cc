@@ -1,6 +1,8 @@
 #include "testing/conformance.h"
 
 #include <algorithm>
+#include <cstring>
+#include <mutex>
 #include <random>
 
 #include "base/hash.h"
@@ -464,6 +466,52 @@ TEST_P(ObjectStoreConformance, SpecialCharacterKeysRoundTrip) {
 
 TEST_P(ObjectStoreConformance, EmptyKeyIsInvalid) {
   EXPECT_CODE(store_->Put("", Buffer::Copy("x")), Code::kInvalidArgument);
+}
+
+// What Capabilities() declares holds, and the case's flags claim no more.
+TEST_P(ObjectStoreConformance, DeclaredCapabilitiesHold) {
+  const StoreCapabilities caps = store_->Capabilities();
+  EXPECT_EQ(store_->MinPartSize(), caps.min_part_size);
+  EXPECT_LE(caps.min_part_size, caps.max_part_size);
+  EXPECT_GT(caps.read_part_size, 0u);
+  if (GetParam().supports_conditional_put) {
+    EXPECT_TRUE(caps.conditional_put) << "the case expects conditional PUT the store does not declare";
+  }
+  auto marker = store_->Put("dir/", Buffer());
+  if (caps.directory_markers) {
+    ASSERT_OK(marker);
+    EXPECT_EQ(GetString(*store_, "dir/"), "");
+    EXPECT_TRUE(store_->Delete("dir/").ok());
+  } else {
+    EXPECT_CODE(marker, Code::kInvalidArgument);
+  }
+}
+
+// Streamed or not, ReadRangeTo hands over exactly the range, pinned to the ETag.
+TEST_P(ObjectStoreConformance, ReadRangeToDeliversTheRange) {
+  const std::string data = RandomBytes(100'000, 11);
+  auto info = store_->Put("range/obj", Buffer::Copy(data));
+  ASSERT_OK(info);
+  const uint64_t offset = 12'345, length = 54'321;
+  std::string got(length, '\0');
+  std::mutex mu;
+  Status st = store_->ReadRangeTo("range/obj", info->etag, offset, length,
+                                  [&](uint64_t at, const uint8_t* p, size_t n) -> Status {
+                                    if (at < offset || at - offset > length || n > length - (at - offset)) {
+                                      return CorruptionError("bytes outside the range");
+                                    }
+                                    std::lock_guard lock(mu);
+                                    std::memcpy(got.data() + (at - offset), p, n);
+                                    return Status::Ok();
+                                  });
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(got == std::string_view(data).substr(offset, length));
+  auto none = [](uint64_t, const uint8_t*, size_t) { return Status::Ok(); };
+  EXPECT_CODE(store_->ReadRangeTo("range/missing", "", 0, 1, none), Code::kNotFound);
+  if (GetParam().supports_if_match) {
+    EXPECT_CODE(store_->ReadRangeTo("range/obj", Md5Hex("another version"), 0, 10, none),
+                Code::kPreconditionFailed);
+  }
 }
 
 TEST_P(ObjectStoreConformance, LargeObjectIsByteExact) {

@@ -21,7 +21,10 @@ namespace strata {
 struct ConformanceCase {
   std::string name;                      // alphanumeric/underscore: used in test names
   std::function<ObjectStorePtr()> make;  // a fresh, empty store
-  // What the backend honours; a test of a missing capability is skipped.
+  // What the server behind the store honours (quirks of s3rver and the like,
+  // which the store cannot know); a test of a missing one is skipped. What
+  // the store itself can do is its Capabilities(); DeclaredCapabilitiesHold
+  // checks those and that these flags claim nothing beyond them.
   bool strict_min_part_size = true;      // Complete rejects small non-last parts
   bool supports_if_match = true;         // Get If-Match / If-None-Match
   bool supports_conditional_put = true;  // Put If-Match / If-None-Match: *
