@@ -30,15 +30,14 @@ ObjectStorePtr Cached(ObjectStorePtr backend) {
   return std::make_shared<CachedStore>(std::move(backend), *cache, so);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cached, ObjectStoreConformance,
-    ::testing::Values(ConformanceCase{"cached_mem", [] { return Cached(MakeMemStore()); }},
-                      ConformanceCase{"cached_fault_mem",
-                                      [] {
-                                        return Cached(
-                                            std::make_shared<FaultStore>(MakeMemStore(), FaultConfig{}, AutoClock()));
-                                      }}),
-    ConformanceCaseName);
+INSTANTIATE_TEST_SUITE_P(Cached, ObjectStoreConformance,
+                         ::testing::Values(ConformanceCase{"cached_mem", [] { return Cached(MakeMemStore()); }},
+                                           ConformanceCase{"cached_fault_mem",
+                                                           [] {
+                                                             return Cached(std::make_shared<FaultStore>(
+                                                                 MakeMemStore(), FaultConfig{}, AutoClock()));
+                                                           }}),
+                         ConformanceCaseName);
 
 }  // namespace
 }  // namespace strata

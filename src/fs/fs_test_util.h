@@ -140,8 +140,8 @@ class MemFileSystem : public FileSystem {
 // A store that, like file://, cannot hold "dir/" keys and says so.
 class NoMarkersStore : public StoreWrapper {
  public:
-  using StoreWrapper::StoreWrapper;
   using StoreWrapper::Put;
+  using StoreWrapper::StoreWrapper;
   StoreCapabilities Capabilities() const override {
     StoreCapabilities caps = StoreWrapper::Capabilities();
     caps.directory_markers = false;

@@ -94,11 +94,11 @@ using RangeConsumer = std::function<Status(uint64_t offset, const uint8_t* data,
 // What a store can do, declared so callers never guess from an error.
 // Decorators report their base's, adjusted for what they change.
 struct StoreCapabilities {
-  bool directory_markers = true;   // keys ending in '/' can be stored ("dir/" markers); file:// cannot
-  bool conditional_put = true;     // Put honours PutOptions::if_match / if_none_match
-  bool server_side_copy = false;   // Copy moves no bytes through this process
-  bool range_streaming = false;    // ReadRangeTo streams into the consumer with no buffer of its own
-  bool metadata_kept = false;      // PutOptions::content_type is stored with the object
+  bool directory_markers = true;         // keys ending in '/' can be stored ("dir/" markers); file:// cannot
+  bool conditional_put = true;           // Put honours PutOptions::if_match / if_none_match
+  bool server_side_copy = false;         // Copy moves no bytes through this process
+  bool range_streaming = false;          // ReadRangeTo streams into the consumer with no buffer of its own
+  bool metadata_kept = false;            // PutOptions::content_type is stored with the object
   uint64_t min_part_size = 5ull << 20;   // every multipart part but the last is at least this
   uint64_t max_part_size = 5ull << 30;   // S3's limit per part
   uint64_t read_part_size = 8ull << 20;  // a good size for one ranged GET of a parallel read

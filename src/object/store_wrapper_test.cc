@@ -136,10 +136,10 @@ TEST(StoreWrapper, ForwardsEveryMethodToTheBase) {
   EXPECT_EQ(store.MinPartSize(), 123u);
   EXPECT_TRUE(store.Capabilities().range_streaming);
   EXPECT_FALSE(store.Capabilities().directory_markers);
-  EXPECT_EQ(base->calls(), (std::vector<std::string>{"Get g", "Head h", "List l", "Put p", "Delete d",
-                                                     "CreateMultipartUpload c", "UploadPart u",
-                                                     "CompleteMultipartUpload m", "AbortMultipartUpload a",
-                                                     "ListParts lp", "Copy dst", "ReadRangeTo r"}));
+  EXPECT_EQ(base->calls(),
+            (std::vector<std::string>{"Get g", "Head h", "List l", "Put p", "Delete d", "CreateMultipartUpload c",
+                                      "UploadPart u", "CompleteMultipartUpload m", "AbortMultipartUpload a",
+                                      "ListParts lp", "Copy dst", "ReadRangeTo r"}));
 }
 
 TEST(StoreWrapper, KeepsServerSideCopyInsteadOfReadingAndWriting) {
@@ -189,8 +189,7 @@ TEST(StoreWrapper, ObjectDecoratorsKeepCopyAndStreaming) {
     ASSERT_TRUE(store->Copy("a", "b").ok()) << name;
     EXPECT_EQ(ReadRange(*store, "k", 0, 2), "ss") << name;
     const std::string prefix = name == "prefix" ? "p/" : "";
-    EXPECT_EQ(base->calls(), (std::vector<std::string>{"Copy " + prefix + "b", "ReadRangeTo " + prefix + "k"}))
-        << name;
+    EXPECT_EQ(base->calls(), (std::vector<std::string>{"Copy " + prefix + "b", "ReadRangeTo " + prefix + "k"})) << name;
     EXPECT_EQ(store->MinPartSize(), 77u) << name;
     EXPECT_TRUE(store->Capabilities().range_streaming) << name;
   }

@@ -509,8 +509,7 @@ TEST_P(ObjectStoreConformance, ReadRangeToDeliversTheRange) {
   auto none = [](uint64_t, const uint8_t*, size_t) { return Status::Ok(); };
   EXPECT_CODE(store_->ReadRangeTo("range/missing", "", 0, 1, none), Code::kNotFound);
   if (GetParam().supports_if_match) {
-    EXPECT_CODE(store_->ReadRangeTo("range/obj", Md5Hex("another version"), 0, 10, none),
-                Code::kPreconditionFailed);
+    EXPECT_CODE(store_->ReadRangeTo("range/obj", Md5Hex("another version"), 0, 10, none), Code::kPreconditionFailed);
   }
 }
 
