@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "object/list_util.h"
 
 namespace strata {
 namespace {
@@ -13,23 +14,6 @@ std::string EncodeListOptions(const ListOptions& o) {
     s += std::to_string(f->size()) + ":" + *f;
   }
   return s + std::to_string(o.max_keys);
-}
-
-// Evaluates GET conditions against (possibly cached) metadata.
-Status CheckConditions(const GetOptions& o, const ObjectInfo& info) {
-  if (!o.if_match.empty() && o.if_match != info.etag && o.if_match != "*") {
-    return Status(Code::kPreconditionFailed, "ETag of " + info.key + " does not match If-Match");
-  }
-  if (!o.if_none_match.empty() && (o.if_none_match == info.etag || o.if_none_match == "*")) {
-    return Status(Code::kNotModified, info.key + " matches If-None-Match");
-  }
-  if (o.if_unmodified_since && info.mtime > *o.if_unmodified_since && o.if_match.empty()) {
-    return Status(Code::kPreconditionFailed, info.key + " modified since If-Unmodified-Since");
-  }
-  if (o.if_modified_since && info.mtime <= *o.if_modified_since && o.if_none_match.empty()) {
-    return Status(Code::kNotModified, info.key + " not modified since If-Modified-Since");
-  }
-  return Status::Ok();
 }
 }  // namespace
 
@@ -286,7 +270,7 @@ Result<GetResult> CachedStore::Get(std::string_view key_view, const GetOptions& 
   std::string key(key_view);
   for (int attempt = 0;; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(key, attempt > 0));
-    Status cond = CheckConditions(options, info);
+    Status cond = CheckGetConditions(options, info);
     if (!cond.ok() && attempt == 0) continue;  // the cached metadata may be stale: ask the backend
     STRATA_RETURN_IF_ERROR(cond);
     uint64_t begin = 0, end = 0;
