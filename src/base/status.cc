@@ -38,7 +38,7 @@ static bool DefaultRetryable(Code code) {
 Status::Status(Code code, std::string message, std::string cause, std::optional<bool> retryable) {
   if (code == Code::kOk) return;
   state_ = std::make_shared<const State>(
-      State{code, std::move(message), std::move(cause), retryable.value_or(DefaultRetryable(code))});
+      State{code, std::move(message), std::move(cause), retryable.value_or(DefaultRetryable(code)), {}});
 }
 
 const std::string& Status::message() const {
