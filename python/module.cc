@@ -72,6 +72,7 @@ void RaiseStatus(const Status& status) {
   PyObject* cls = g_error;
   if (auto it = Classes().find(status.code()); it != Classes().end()) cls = it->second;
   std::string text = status.message();
+  if (!status.foreign_code().empty()) text += " [" + status.foreign_code() + "]";
   if (!status.cause().empty()) text += " (cause: " + status.cause() + ")";
   py::object exc = py::reinterpret_borrow<py::object>(cls)(text);
   exc.attr("code") = std::string(CodeName(status.code()));

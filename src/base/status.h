@@ -1,6 +1,10 @@
 // Status and Result<T>: the error model for everything below the front ends.
 // A Status carries a code, a message a user can act on, the underlying cause
-// (errno text, curl error, S3 XML code...) and whether a retry may help.
+// (free text: errno text, curl error, "HTTP 503"...), whether a retry may
+// help, and optionally a foreign error code: the code a wire protocol gave or
+// must give for this error (the S3 XML code "NoSuchKey", "SlowDown"...). Code
+// decides what callers do; the foreign code only lets a front end answer in
+// its protocol's terms, so it is a field of its own, never parsed from text.
 #pragma once
 
 #include <memory>
@@ -46,13 +50,18 @@ class [[nodiscard]] Status {
   Code code() const { return state_ ? state_->code : Code::kOk; }
   const std::string& message() const;
   const std::string& cause() const;
+  // The protocol's own error code ("NoSuchKey"), empty when none was given.
+  const std::string& foreign_code() const;
   // Whether retrying the same operation may succeed. Defaults by code
   // (Throttled, Unavailable, DeadlineExceeded are retryable).
   bool retryable() const { return state_ && state_->retryable; }
 
-  // Returns a copy whose message is prefixed with `context: `.
+  // Returns a copy whose message is prefixed with `context: ` (code, cause,
+  // foreign code and retryable kept).
   Status WithContext(std::string_view context) const;
-  std::string ToString() const;  // "NotFound: message (cause: ...)"
+  // Returns a copy carrying `foreign_code` (empty clears it); OK stays OK.
+  Status WithForeignCode(std::string foreign_code) const;
+  std::string ToString() const;  // "NotFound [NoSuchKey]: message (cause: ...)"
 
   void IgnoreError() const {}
 
@@ -66,24 +75,47 @@ class [[nodiscard]] Status {
     std::string message;
     std::string cause;
     bool retryable;
+    std::string foreign_code;
   };
   std::shared_ptr<const State> state_;  // null means OK; shared so copies are cheap
 };
 
 std::ostream& operator<<(std::ostream& os, const Status& status);
 
-// Shorthands, so call sites read naturally: return NotFound("no such key ", key);
+// Shorthands, one per code, so call sites read naturally:
+//   return NotFoundError("no such key " + key);
+// A code's default retryability applies; pass it explicitly to Status(...)
+// to override.
 Status NotFoundError(std::string message, std::string cause = {});
 Status InvalidArgumentError(std::string message, std::string cause = {});
 Status CorruptionError(std::string message, std::string cause = {});
 Status IOError(std::string message, std::string cause = {});
-Status InternalError(std::string message, std::string cause = {});
-Status NotSupportedError(std::string message, std::string cause = {});
+Status NoSpaceError(std::string message, std::string cause = {});
+Status PreconditionFailedError(std::string message, std::string cause = {});
+Status NotModifiedError(std::string message, std::string cause = {});
+Status ThrottledError(std::string message, std::string cause = {});
 Status UnavailableError(std::string message, std::string cause = {});
+Status DeadlineExceededError(std::string message, std::string cause = {});
+Status NotSupportedError(std::string message, std::string cause = {});
+Status PermissionDeniedError(std::string message, std::string cause = {});
+Status UnauthenticatedError(std::string message, std::string cause = {});
+Status AlreadyExistsError(std::string message, std::string cause = {});
+Status OutOfRangeError(std::string message, std::string cause = {});
+Status CancelledError(std::string message, std::string cause = {});
+Status InternalError(std::string message, std::string cause = {});
 
 // Translates an errno value at the boundary (ENOENT -> NotFound, ENOSPC -> NoSpace, ...).
 Status ErrnoToStatus(int err, std::string_view what);
 
+namespace internal {
+// Prints `status` and where the bad access happened to stderr, then aborts.
+[[noreturn]] void DieOnValueOfError(const Status& status);
+}  // namespace internal
+
+// A value or the Status saying why there is none. Check ok() before taking
+// the value: value(), operator* and operator-> on an error Result are a
+// programming bug, so they print the status and abort the process (they do not
+// return an empty or default value). Use value_or() when a fallback will do.
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -95,19 +127,30 @@ class [[nodiscard]] Result {
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
+  T& value() & { return Checked(); }
+  const T& value() const& { return Checked(); }
+  T&& value() && { return std::move(Checked()); }
+  T& operator*() & { return Checked(); }
+  const T& operator*() const& { return Checked(); }
   // By value on temporaries so `for (auto& x : *Fn())` does not dangle.
-  T operator*() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  T operator*() && { return std::move(Checked()); }
+  T* operator->() { return &Checked(); }
+  const T* operator->() const { return &Checked(); }
 
   T value_or(T fallback) const& { return ok() ? *value_ : std::move(fallback); }
 
  private:
+  T& Checked() {
+    if (!value_.has_value()) [[unlikely]]
+      internal::DieOnValueOfError(status_);
+    return *value_;
+  }
+  const T& Checked() const {
+    if (!value_.has_value()) [[unlikely]]
+      internal::DieOnValueOfError(status_);
+    return *value_;
+  }
+
   Status status_;
   std::optional<T> value_;
 };

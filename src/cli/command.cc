@@ -62,6 +62,7 @@ CliError::CliError(std::string command, std::string object, Status status)
   line_ = "strata: " + command_ + ": ";
   if (!object_.empty()) line_ += object_ + ": ";
   line_ += status_.message();
+  if (!status_.foreign_code().empty()) line_ += " [" + status_.foreign_code() + "]";
   if (!status_.cause().empty()) line_ += " (cause: " + status_.cause() + ")";
 }
 

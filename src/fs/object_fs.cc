@@ -20,7 +20,8 @@ constexpr size_t kMaxPrefetchPerListing = 1024;
 // except NotFound (ENOENT is the honest answer) and codes the caller set.
 Status Backend(const Status& st, std::string_view what) {
   if (st.ok() || st.code() == Code::kNotFound) return st;
-  return Status(Code::kIOError, std::string(what) + ": " + st.message(), st.cause(), st.retryable());
+  return Status(Code::kIOError, std::string(what) + ": " + st.message(), st.cause(), st.retryable())
+      .WithForeignCode(st.foreign_code());
 }
 }  // namespace
 

@@ -20,7 +20,8 @@ namespace strata::fs {
 namespace {
 Status Backend(const Status& st, std::string_view what) {
   if (st.ok() || st.code() == Code::kNotFound) return st;
-  return Status(Code::kIOError, std::string(what) + ": " + st.message(), st.cause(), st.retryable());
+  return Status(Code::kIOError, std::string(what) + ": " + st.message(), st.cause(), st.retryable())
+      .WithForeignCode(st.foreign_code());
 }
 constexpr unsigned kRenameNoReplace = 1, kRenameExchange = 2;
 }  // namespace
@@ -149,7 +150,8 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
   if (!info.ok()) {
     STRATA_LOG_WARN("mount: upload of /{} ({} bytes) failed: {}", path, size, info.status().ToString());
     return Status(Code::kIOError, "uploading /" + path + ": " + info.status().message(), info.status().cause(),
-                  info.status().retryable());
+                  info.status().retryable())
+        .WithForeignCode(info.status().foreign_code());
   }
   if (info->etag.empty()) {  // some servers answer CompleteMultipartUpload without one
     if (auto head = store_->Head(path); head.ok()) info = head;
@@ -340,7 +342,8 @@ Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
                     data.status().ToString());
     return Status(Code::kIOError,
                   "reading /" + h->key + " at offset " + std::to_string(offset) + ": " + data.status().message(),
-                  data.status().cause(), data.status().retryable());
+                  data.status().cause(), data.status().retryable())
+        .WithForeignCode(data.status().foreign_code());
   }
   return data;
 }

@@ -12,7 +12,7 @@ namespace strata {
 namespace {
 
 Status NoSuchBucket(const std::string& bucket) {
-  return Status(Code::kNotFound, "bucket " + bucket + " does not exist", "NoSuchBucket");
+  return NotFoundError("bucket " + bucket + " does not exist").WithForeignCode("NoSuchBucket");
 }
 
 WallTime DirCreated(const std::string& path) {
@@ -135,20 +135,20 @@ Result<std::vector<BucketEntry>> BucketSet::List() {
 
 Status BucketSet::Create(const std::string& bucket) {
   if (!IsValidBucketName(bucket)) {
-    return Status(Code::kInvalidArgument, "\"" + bucket + "\" is not a valid bucket name", "InvalidBucketName");
+    return InvalidArgumentError("\"" + bucket + "\" is not a valid bucket name").WithForeignCode("InvalidBucketName");
   }
   std::lock_guard lock(mu_);
   if (fixed_.count(bucket)) {
-    return Status(Code::kAlreadyExists, "bucket " + bucket + " already exists", "BucketAlreadyOwnedByYou");
+    return AlreadyExistsError("bucket " + bucket + " already exists").WithForeignCode("BucketAlreadyOwnedByYou");
   }
   if (file_root_.empty()) {
-    return Status(Code::kNotSupported, "creating buckets needs a file:// backend; this gateway serves fixed buckets",
-                  "NotImplemented");
+    return NotSupportedError("creating buckets needs a file:// backend; this gateway serves fixed buckets")
+        .WithForeignCode("NotImplemented");
   }
   std::string dir = file_root_ + "/" + bucket;
   if (::mkdir(dir.c_str(), 0755) != 0) {
     if (errno == EEXIST) {
-      return Status(Code::kAlreadyExists, "bucket " + bucket + " already exists", "BucketAlreadyOwnedByYou");
+      return AlreadyExistsError("bucket " + bucket + " already exists").WithForeignCode("BucketAlreadyOwnedByYou");
     }
     return ErrnoToStatus(errno, "creating bucket directory " + dir);
   }
@@ -158,8 +158,8 @@ Status BucketSet::Create(const std::string& bucket) {
 Status BucketSet::Delete(const std::string& bucket) {
   std::lock_guard lock(mu_);
   if (fixed_.count(bucket)) {
-    return Status(Code::kNotSupported, "bucket " + bucket + " is a fixed backend and cannot be deleted here",
-                  "MethodNotAllowed");
+    return NotSupportedError("bucket " + bucket + " is a fixed backend and cannot be deleted here")
+        .WithForeignCode("MethodNotAllowed");
   }
   if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
   std::string dir = file_root_ + "/" + bucket;
@@ -169,7 +169,7 @@ Status BucketSet::Delete(const std::string& bucket) {
   if (::rmdir(dir.c_str()) != 0) {
     if (errno == ENOENT) return NoSuchBucket(bucket);
     if (errno == ENOTEMPTY || errno == EEXIST) {
-      return Status(Code::kPreconditionFailed, "bucket " + bucket + " is not empty", "BucketNotEmpty");
+      return PreconditionFailedError("bucket " + bucket + " is not empty").WithForeignCode("BucketNotEmpty");
     }
     return ErrnoToStatus(errno, "removing bucket directory " + dir);
   }

@@ -54,7 +54,7 @@ class BucketSet {
   static std::unique_ptr<BucketSet> FromStores(const std::map<std::string, ObjectStorePtr>& stores,
                                                std::shared_ptr<BlockCache> cache, Options options = {});
 
-  // The cached store for `bucket`. NotFound (cause NoSuchBucket) when absent.
+  // The cached store for `bucket`. NotFound (foreign code NoSuchBucket) when absent.
   Result<std::shared_ptr<CachedStore>> Get(const std::string& bucket);
   Result<std::vector<BucketEntry>> List();
   // NotSupported without a file:// root; AlreadyExists (BucketAlreadyOwnedByYou).

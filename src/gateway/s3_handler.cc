@@ -16,8 +16,8 @@ namespace strata {
 
 Result<ParsedTarget> ParseTarget(std::string_view target) {
   auto bad = [&](std::string why) {
-    return Status(Code::kInvalidArgument, "request target " + std::string(target.substr(0, 200)) + ": " + why,
-                  "InvalidURI");
+    return InvalidArgumentError("request target " + std::string(target.substr(0, 200)) + ": " + why)
+        .WithForeignCode("InvalidURI");
   };
   if (target.empty() || target.front() != '/') return bad("must start with '/' (path-style addressing only)");
   ParsedTarget t;
@@ -50,12 +50,12 @@ void Ctx::Xml(std::string body, int status) {
 }
 
 Status S3Error(Code code, std::string_view s3_code, std::string message) {
-  return Status(code, std::move(message), std::string(s3_code));
+  return Status(code, std::move(message)).WithForeignCode(std::string(s3_code));
 }
 
 Status WithS3Code(Status s, Code code, std::string_view s3_code) {
-  if (s.ok() || s.code() != code || HttpStatusForS3Code(s.cause()) != 0) return s;
-  return Status(s.code(), s.message(), std::string(s3_code), s.retryable());
+  if (s.ok() || s.code() != code || HttpStatusForS3Code(s.foreign_code()) != 0) return s;
+  return s.WithForeignCode(std::string(s3_code));
 }
 
 std::string Quote(std::string_view etag) { return "\"" + std::string(etag) + "\""; }
@@ -264,7 +264,7 @@ Result<VerifiedRequest> Authenticate(const S3Handler& h, Clock& clock, const Gat
       *anonymous = true;
       return VerifiedRequest{};
     }
-    return Status(Code::kPermissionDenied, "Access Denied (anonymous requests are not allowed)", "AccessDenied");
+    return PermissionDeniedError("Access Denied (anonymous requests are not allowed)").WithForeignCode("AccessDenied");
   }
   HttpRequestParts parts{req.method, t.raw_path, t.raw_query, req.headers};
   const auto& keys = h.options().keys;

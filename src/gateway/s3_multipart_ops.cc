@@ -12,21 +12,21 @@ namespace strata::gw {
 namespace {
 
 // The file and mem stores name the S3 code at the end of their messages
-// ("... (InvalidPart)") without setting it as the cause; lift it so the
-// client sees the right code. A code we do not know is left alone.
+// ("... (InvalidPart)") without setting it as the foreign code; lift it so
+// the client sees the right code. A code we do not know is left alone.
 Status LiftS3Code(Status s, std::string_view fallback_for_not_found) {
   // For an operation on an upload, anything missing but the bucket is the
   // upload (some backends, e.g. RGW, answer NoSuchKey for an aborted one).
-  if (s.code() == Code::kNotFound && fallback_for_not_found == "NoSuchUpload" && s.cause() != "NoSuchBucket") {
-    return Status(s.code(), s.message(), "NoSuchUpload", s.retryable());
+  if (s.code() == Code::kNotFound && fallback_for_not_found == "NoSuchUpload" && s.foreign_code() != "NoSuchBucket") {
+    return s.WithForeignCode("NoSuchUpload");
   }
-  if (s.ok() || HttpStatusForS3Code(s.cause()) != 0) return s;
+  if (s.ok() || HttpStatusForS3Code(s.foreign_code()) != 0) return s;
   const std::string& m = s.message();
   if (m.size() > 2 && m.back() == ')') {
     size_t open = m.rfind('(');
     if (open != std::string::npos) {
       std::string code = m.substr(open + 1, m.size() - open - 2);
-      if (HttpStatusForS3Code(code) != 0) return Status(s.code(), m, code, s.retryable());
+      if (HttpStatusForS3Code(code) != 0) return s.WithForeignCode(std::move(code));
     }
   }
   return WithS3Code(s, Code::kNotFound, fallback_for_not_found);

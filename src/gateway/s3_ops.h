@@ -33,9 +33,9 @@ struct Ctx {
   void Xml(std::string body, int status = 200);
 };
 
-// A Status with an S3 error code as its cause (what S3ErrorForStatus reads).
+// A Status with an S3 error code as its foreign code (what S3ErrorForStatus reads).
 Status S3Error(Code code, std::string_view s3_code, std::string message);
-// When `s` has code `code` and no known S3 code as cause, gives it `s3_code`.
+// When `s` has code `code` and no known S3 code as foreign code, gives it `s3_code`.
 Status WithS3Code(Status s, Code code, std::string_view s3_code);
 
 std::string Quote(std::string_view etag);    // "\"etag\""

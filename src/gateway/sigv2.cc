@@ -47,7 +47,7 @@ bool IsSubresource(std::string_view name) {
 }
 
 Status Denied(std::string code, std::string message) {
-  return Status(Code::kUnauthenticated, std::move(message), code);
+  return UnauthenticatedError(std::move(message)).WithForeignCode(std::move(code));
 }
 
 std::string Trim(std::string_view s) {
@@ -147,9 +147,10 @@ Result<VerifiedRequest> VerifySigV2(const HttpRequestParts& req, const SecretLoo
     // With x-amz-date, the Date line is empty and x-amz-date is signed among the amz headers.
     const std::string* amz_date = FindHeader(req.headers, "x-amz-date");
     const std::string* date = amz_date ? amz_date : FindHeader(req.headers, "date");
-    if (!date) return Status(Code::kPermissionDenied, "SigV2 request without a Date or x-amz-date", "AccessDenied");
+    if (!date)
+      return PermissionDeniedError("SigV2 request without a Date or x-amz-date").WithForeignCode("AccessDenied");
     auto t = ParseHttpDate(Trim(*date));
-    if (!t.ok()) return Status(Code::kPermissionDenied, "unparseable request date " + *date, "AccessDenied");
+    if (!t.ok()) return PermissionDeniedError("unparseable request date " + *date).WithForeignCode("AccessDenied");
     if (*t > now + max_skew || *t < now - max_skew) {
       return Denied("RequestTimeTooSkewed",
                     "The difference between the request time and the current time is too large.");
@@ -170,7 +171,7 @@ Result<VerifiedRequest> VerifySigV2(const HttpRequestParts& req, const SecretLoo
     return Denied("AuthorizationQueryParametersError", "Expires must be seconds since the epoch");
   }
   if (std::chrono::seconds(e) < std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch())) {
-    return Status(Code::kPermissionDenied, "Request has expired", "AccessDenied");
+    return PermissionDeniedError("Request has expired").WithForeignCode("AccessDenied");
   }
   return Check(req, *ak, *sig, *expires, lookup);
 }

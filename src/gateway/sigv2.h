@@ -3,7 +3,7 @@
 // (?AWSAccessKeyId=..&Expires=..&Signature=..), s3cmd with signature_v2 and
 // s3fs's fallback sign headers with it ("Authorization: AWS AK:sig").
 // Pure functions, thread-safe. Errors match VerifyRequest's (Unauthenticated
-// with the S3 code as cause, AccessDenied for expired URLs).
+// with the S3 code as foreign code, AccessDenied for expired URLs).
 #pragma once
 
 #include <string>

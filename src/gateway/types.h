@@ -55,7 +55,7 @@ struct ParsedTarget {
   std::string bucket;     // decoded; empty for "/"
   std::string key;        // decoded; empty for bucket-level requests
 };
-// InvalidArgument (cause "InvalidURI") for a target that is not an
+// InvalidArgument (foreign code "InvalidURI") for a target that is not an
 // origin-form path or has a malformed escape.
 Result<ParsedTarget> ParseTarget(std::string_view target);
 

@@ -203,8 +203,8 @@ Result<WallTime> ParseHttpDate(std::string_view s) {
 
 Result<HttpByteRange> ParseRangeHeader(std::string_view value) {
   auto bad = [&](std::string_view why) {
-    return InvalidArgumentError("invalid Range header '" + std::string(value.substr(0, 64)) + "': " + std::string(why),
-                                "InvalidArgument");
+    return InvalidArgumentError("invalid Range header '" + std::string(value.substr(0, 64)) + "': " + std::string(why))
+        .WithForeignCode("InvalidArgument");
   };
   std::string_view v = TrimOws(value);
   if (v.substr(0, 6) != "bytes=") return bad("expected 'bytes='");

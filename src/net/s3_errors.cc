@@ -117,13 +117,13 @@ Status StatusFromS3Error(int http_status, std::string_view s3_code, std::string_
     text += resource;
     text += "]";
   }
-  std::string cause = s3_code.empty() ? "HTTP " + std::to_string(http_status) : std::string(s3_code);
-  return Status(code, std::move(text), std::move(cause), retryable);
+  return Status(code, std::move(text), "HTTP " + std::to_string(http_status), retryable)
+      .WithForeignCode(std::string(s3_code));
 }
 
 S3ErrorInfo S3ErrorForStatus(const Status& status) {
   if (status.ok()) return {200, ""};
-  if (const S3CodeInfo* info = Lookup(status.cause())) return {info->http_status, std::string(info->s3_code)};
+  if (const S3CodeInfo* info = Lookup(status.foreign_code())) return {info->http_status, std::string(info->s3_code)};
   switch (status.code()) {
     case Code::kNotFound: return {404, "NoSuchKey"};
     case Code::kInvalidArgument: return {400, "InvalidArgument"};

@@ -39,7 +39,8 @@ TEST(S3Errors, CodesMapToStatus) {
     Status s = StatusFromS3Error(c.http, c.code, "the message", "/bucket/key");
     EXPECT_EQ(s.code(), c.want);
     EXPECT_EQ(s.retryable(), c.retryable);
-    EXPECT_EQ(s.cause(), *c.code ? std::string(c.code) : "HTTP " + std::to_string(c.http));
+    EXPECT_EQ(s.foreign_code(), c.code);  // the S3 code has a field of its own, not the free-text cause
+    EXPECT_EQ(s.cause(), "HTTP " + std::to_string(c.http));
     EXPECT_NE(s.message().find("the message"), std::string::npos);
     EXPECT_NE(s.message().find("/bucket/key"), std::string::npos);
   }
@@ -75,9 +76,22 @@ TEST(S3Errors, StatusWithoutS3CauseMapsByCode) {
   check(CorruptionError("bad block"), 500, "InternalError");
   check(IOError("disk"), 500, "InternalError");
   check(NotSupportedError("nope"), 501, "NotImplemented");
-  check(Status(Code::kUnauthenticated, "sig", "SignatureDoesNotMatch"), 403, "SignatureDoesNotMatch");
-  check(Status(Code::kUnauthenticated, "expired", "AccessDenied"), 403, "AccessDenied");
-  check(Status(Code::kInvalidArgument, "missing", "InvalidRequest"), 400, "InvalidRequest");
+  check(UnauthenticatedError("sig").WithForeignCode("SignatureDoesNotMatch"), 403, "SignatureDoesNotMatch");
+  check(UnauthenticatedError("expired").WithForeignCode("AccessDenied"), 403, "AccessDenied");
+  check(InvalidArgumentError("missing").WithForeignCode("InvalidRequest"), 400, "InvalidRequest");
+  // Context added on the way up keeps the code the gateway answers with.
+  check(NotFoundError("gone").WithForeignCode("NoSuchUpload").WithContext("complete"), 404, "NoSuchUpload");
+}
+
+// The S3 code is read from its own field only: free text in the cause that
+// happens to spell an S3 code does not change the answer.
+TEST(S3Errors, CauseTextIsNotReadAsAnS3Code) {
+  S3ErrorInfo i = S3ErrorForStatus(InvalidArgumentError("bad", "MalformedXML"));
+  EXPECT_EQ(i.code, "InvalidArgument");
+  EXPECT_EQ(i.http_status, 400);
+  Status unknown = StatusFromS3Error(400, "", "m", "");
+  EXPECT_TRUE(unknown.foreign_code().empty());
+  EXPECT_EQ(unknown.cause(), "HTTP 400");
 }
 
 }  // namespace

@@ -11,11 +11,11 @@ namespace {
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
-Status Malformed(std::string what) { return Status(Code::kInvalidArgument, "S3 XML: " + what, "MalformedXML"); }
+Status Malformed(std::string what) { return InvalidArgumentError("S3 XML: " + what).WithForeignCode("MalformedXML"); }
 
 Result<XmlElement> ParseRoot(std::string_view xml, std::string_view root) {
   auto doc = ParseXml(xml);
-  if (!doc.ok()) return Status(Code::kInvalidArgument, doc.status().message(), "MalformedXML");
+  if (!doc.ok()) return InvalidArgumentError(doc.status().message()).WithForeignCode("MalformedXML");
   if (doc->LocalName() != root) {
     return Malformed("expected <" + std::string(root) + ">, got <" + doc->name.substr(0, 64) + ">");
   }

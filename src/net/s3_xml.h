@@ -1,7 +1,7 @@
 // S3 XML bodies: the gateway encodes what the client decodes, with one
 // implementation of each. Plain structs (no object/ types: net/ is below it).
 // Decoders accept namespaced or un-namespaced documents and return
-// InvalidArgument (cause "MalformedXML") on malformed input. Thread-safe.
+// InvalidArgument (foreign code "MalformedXML") on malformed input. Thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -77,7 +77,7 @@ TEST(S3Xml, DecodesAwsStyleListing) {
 TEST(S3Xml, DecodersRejectMalformed) {
   auto bad = [](Status s) {
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
-    EXPECT_EQ(s.cause(), "MalformedXML") << s;
+    EXPECT_EQ(s.foreign_code(), "MalformedXML") << s;
   };
   bad(DecodeListObjectsV2("<ListBucketResult><Contents><Size>x</Size><Key>k</Key></Contents></ListBucketResult>")
           .status());

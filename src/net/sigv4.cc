@@ -53,7 +53,7 @@ bool SafeEquals(std::string_view a, std::string_view b) {
 }
 
 Status AuthError(std::string_view s3_code, std::string message) {
-  return Status(Code::kUnauthenticated, std::move(message), std::string(s3_code));
+  return UnauthenticatedError(std::move(message)).WithForeignCode(std::string(s3_code));
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -240,15 +240,15 @@ Result<VerifiedRequest> VerifyHeaderForm(const HttpRequestParts& req, const std:
   if (const std::string* h = FindHeader(req.headers, "x-amz-content-sha256")) {
     payload = *h;
     if (!ValidPayloadHash(payload)) {
-      return Status(Code::kInvalidArgument,
-                    "x-amz-content-sha256 must be a SHA-256 hex digest, UNSIGNED-PAYLOAD "
-                    "or a STREAMING-* value",
-                    "InvalidArgument");
+      return InvalidArgumentError(
+                 "x-amz-content-sha256 must be a SHA-256 hex digest, UNSIGNED-PAYLOAD "
+                 "or a STREAMING-* value")
+          .WithForeignCode("InvalidArgument");
     }
   } else if (!options.content_sha256_header) {
     payload = options.verify_payload_sha256.empty() ? std::string(kEmptyPayloadSha256) : options.verify_payload_sha256;
   } else {
-    return Status(Code::kInvalidArgument, "missing required header x-amz-content-sha256", "InvalidRequest");
+    return InvalidArgumentError("missing required header x-amz-content-sha256").WithForeignCode("InvalidRequest");
   }
   return CheckSignature(req, in, secret_lookup, payload, /*presigned=*/false, options);
 }
@@ -295,7 +295,7 @@ Result<VerifiedRequest> VerifyQueryForm(const HttpRequestParts& req, const Secre
   const std::string* h = FindHeader(req.headers, "x-amz-content-sha256");
   std::string payload = h ? *h : std::string(kUnsignedPayload);
   if (!ValidPayloadHash(payload)) {
-    return Status(Code::kInvalidArgument, "malformed x-amz-content-sha256", "InvalidArgument");
+    return InvalidArgumentError("malformed x-amz-content-sha256").WithForeignCode("InvalidArgument");
   }
   return CheckSignature(req, in, secret_lookup, payload, /*presigned=*/true, options);
 }
@@ -525,9 +525,9 @@ Result<VerifiedRequest> VerifyRequest(const HttpRequestParts& req, const SecretL
 Status CheckPayloadSha256(const VerifiedRequest& verified, std::string_view actual_sha256_hex) {
   if (!IsLowerHex(verified.payload_sha256, 64)) return Status::Ok();  // unsigned or streaming: nothing to compare
   if (verified.payload_sha256 != actual_sha256_hex) {
-    return Status(Code::kInvalidArgument,
-                  "the provided x-amz-content-sha256 header does not match what was computed for the body",
-                  "XAmzContentSHA256Mismatch");
+    return InvalidArgumentError(
+               "the provided x-amz-content-sha256 header does not match what was computed for the body")
+        .WithForeignCode("XAmzContentSHA256Mismatch");
   }
   return Status::Ok();
 }

@@ -121,8 +121,8 @@ using SecretLookup = std::function<std::optional<std::string>(std::string_view a
 
 // Verifies the Authorization header form or, without that header, the
 // presigned query form (X-Amz-Signature). All failures are Unauthenticated
-// (or InvalidArgument for a missing x-amz-content-sha256, cause
-// "InvalidRequest") with the S3 error code as cause:
+// (or InvalidArgument for a missing x-amz-content-sha256, foreign code
+// "InvalidRequest") with the S3 error code as foreign code:
 //   AccessDenied (unsigned request, missing date, expired / not-yet-valid presign),
 //   InvalidAccessKeyId, AuthorizationHeaderMalformed (bad header syntax or scope),
 //   AuthorizationQueryParametersError (bad presign parameters),
@@ -131,7 +131,7 @@ Result<VerifiedRequest> VerifyRequest(const HttpRequestParts& req, const SecretL
                                       Duration max_skew = std::chrono::minutes(15), const SigV4Options& options = {});
 
 // For a VerifiedRequest whose payload_sha256 is a hex hash: compares it with
-// the body's actual hash. InvalidArgument, cause "XAmzContentSHA256Mismatch".
+// the body's actual hash. InvalidArgument, foreign code "XAmzContentSHA256Mismatch".
 Status CheckPayloadSha256(const VerifiedRequest& verified, std::string_view actual_sha256_hex);
 
 // ---- aws-chunked streaming bodies ----
@@ -149,8 +149,8 @@ std::string EncodeSignedChunk(std::string_view signing_key, std::string_view amz
 // data\r\n" ... final zero-size chunk [trailers] "\r\n"), verifying each chunk
 // signature chained from the seed (signed modes), and yields the payload.
 // Sizes are bounded by max_chunk_size before anything is buffered, so lying
-// sizes never allocate. Errors: Unauthenticated cause SignatureDoesNotMatch
-// (bad chunk signature), InvalidArgument cause IncompleteBody / InvalidRequest
+// sizes never allocate. Errors: Unauthenticated foreign code SignatureDoesNotMatch
+// (bad chunk signature), InvalidArgument foreign code IncompleteBody / InvalidRequest
 // (framing, truncation, decoded length mismatch).
 struct AwsChunkedOptions {
   bool signed_chunks = true;    // false for STREAMING-UNSIGNED-PAYLOAD-TRAILER

@@ -20,7 +20,9 @@ bool SafeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-Status Framing(std::string message) { return Status(Code::kInvalidArgument, std::move(message), "IncompleteBody"); }
+Status Framing(std::string message) {
+  return InvalidArgumentError(std::move(message)).WithForeignCode("IncompleteBody");
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -95,10 +97,9 @@ Status AwsChunkedDecoder::ParseHeaderLine(std::string_view line) {
     size = size << 4 | static_cast<uint64_t>(d);
   }
   if (size > options_.max_chunk_size) {
-    return Status(Code::kInvalidArgument,
-                  "aws-chunked chunk of " + std::to_string(size) + " bytes exceeds the limit of " +
-                      std::to_string(options_.max_chunk_size),
-                  "InvalidRequest");
+    return InvalidArgumentError("aws-chunked chunk of " + std::to_string(size) + " bytes exceeds the limit of " +
+                                std::to_string(options_.max_chunk_size))
+        .WithForeignCode("InvalidRequest");
   }
   if (options_.decoded_content_length && size > *options_.decoded_content_length - decoded_) {
     return Framing("aws-chunked body is longer than x-amz-decoded-content-length");
@@ -111,7 +112,8 @@ Status AwsChunkedDecoder::ParseHeaderLine(std::string_view line) {
     chunk_signature_ = std::string(ext.substr(kSig.size()));
   }
   if (Signed() && chunk_signature_.size() != 64) {
-    return Status(Code::kUnauthenticated, "aws-chunked chunk without a valid chunk-signature", "SignatureDoesNotMatch");
+    return UnauthenticatedError("aws-chunked chunk without a valid chunk-signature")
+        .WithForeignCode("SignatureDoesNotMatch");
   }
   chunk_size_ = size;
   chunk_.clear();
@@ -123,9 +125,8 @@ Status AwsChunkedDecoder::EndChunk() {
     std::string expected =
         SignatureHex(signing_key_, ChunkStringToSign(amz_date_, scope_, previous_signature_, chunk_));
     if (!SafeEquals(expected, chunk_signature_)) {
-      return Status(Code::kUnauthenticated,
-                    "aws-chunked chunk signature mismatch at decoded offset " + std::to_string(decoded_),
-                    "SignatureDoesNotMatch");
+      return UnauthenticatedError("aws-chunked chunk signature mismatch at decoded offset " + std::to_string(decoded_))
+          .WithForeignCode("SignatureDoesNotMatch");
     }
     previous_signature_ = std::move(expected);
   }
@@ -184,8 +185,8 @@ Status AwsChunkedDecoder::Feed(std::string_view wire, std::string* out) {
             std::string sts = "AWS4-HMAC-SHA256-TRAILER\n" + amz_date_ + "\n" + scope_ + "\n" + previous_signature_ +
                               "\n" + ToHex(Sha256(trailer_text_));
             if (!SafeEquals(SignatureHex(signing_key_, sts), trailer_signature_)) {
-              return Fail(
-                  Status(Code::kUnauthenticated, "aws-chunked trailer signature mismatch", "SignatureDoesNotMatch"));
+              return Fail(UnauthenticatedError("aws-chunked trailer signature mismatch")
+                              .WithForeignCode("SignatureDoesNotMatch"));
             }
           }
           state_ = State::kDone;

@@ -99,7 +99,7 @@ TEST(AwsChunked, TamperedDataOrSignatureFails) {
     std::string out;
     Status s = d.Feed(wire, &out);
     EXPECT_EQ(s.code(), Code::kUnauthenticated);
-    EXPECT_EQ(s.cause(), "SignatureDoesNotMatch");
+    EXPECT_EQ(s.foreign_code(), "SignatureDoesNotMatch");
     EXPECT_LE(out.size(), 65536u) << "unverified data must not be released";
     EXPECT_EQ(d.Feed("x", &out).code(), Code::kUnauthenticated);  // stays failed
   }
@@ -109,7 +109,7 @@ TEST(AwsChunked, TamperedDataOrSignatureFails) {
   std::string c2 = EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, "two");
   AwsChunkedDecoder d = AwsChunkedDecoder::ForRequest(*v);
   std::string out;
-  EXPECT_EQ(d.Feed(c2 + c1, &out).cause(), "SignatureDoesNotMatch");
+  EXPECT_EQ(d.Feed(c2 + c1, &out).foreign_code(), "SignatureDoesNotMatch");
 }
 
 TEST(AwsChunked, LyingSizesAndBadFramingAreRejected) {

@@ -111,11 +111,11 @@ TEST(SigV4Suite, AllVectorsSignAndVerify) {
     tampered.path += "x";
     auto t = VerifyRequest(tampered, lookup, now, std::chrono::minutes(15), opts);
     EXPECT_EQ(t.status().code(), Code::kUnauthenticated);
-    EXPECT_EQ(t.status().cause(), "SignatureDoesNotMatch");
+    EXPECT_EQ(t.status().foreign_code(), "SignatureDoesNotMatch");
 
     SigV4Options other_body = opts;
     other_body.verify_payload_sha256 = ToHex(Sha256(c.body + "!"));
-    EXPECT_EQ(VerifyRequest(signed_req, lookup, now, std::chrono::minutes(15), other_body).status().cause(),
+    EXPECT_EQ(VerifyRequest(signed_req, lookup, now, std::chrono::minutes(15), other_body).status().foreign_code(),
               "SignatureDoesNotMatch");
   }
 }
@@ -184,7 +184,7 @@ TEST(SigV4S3, PutObject) {
   EXPECT_TRUE(CheckPayloadSha256(*v, ToHex(Sha256(body))).ok());
   Status bad = CheckPayloadSha256(*v, ToHex(Sha256(body + "x")));
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
-  EXPECT_EQ(bad.cause(), "XAmzContentSHA256Mismatch");
+  EXPECT_EQ(bad.foreign_code(), "XAmzContentSHA256Mismatch");
 }
 
 TEST(SigV4S3, GetBucketLifecycleAndListObjects) {
@@ -196,7 +196,7 @@ TEST(SigV4S3, GetBucketLifecycleAndListObjects) {
   EXPECT_EQ(SignatureOf(list), "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
   EXPECT_TRUE(VerifyRequest(list, S3Lookup(), At("20130524T000000Z")).ok());
   list.query = "max-keys=3&prefix=J";
-  EXPECT_EQ(VerifyRequest(list, S3Lookup(), At("20130524T000000Z")).status().cause(), "SignatureDoesNotMatch");
+  EXPECT_EQ(VerifyRequest(list, S3Lookup(), At("20130524T000000Z")).status().foreign_code(), "SignatureDoesNotMatch");
 }
 
 TEST(SigV4S3, VerifyFailuresArePrecise) {
@@ -210,34 +210,34 @@ TEST(SigV4S3, VerifyFailuresArePrecise) {
   EXPECT_EQ(v->seed_signature, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
   EXPECT_FALSE(v->presigned);
 
-  auto cause = [&](const HttpRequestParts& r, WallTime t = {}) {
+  auto s3_code = [&](const HttpRequestParts& r, WallTime t = {}) {
     auto res = VerifyRequest(r, S3Lookup(), t == WallTime{} ? now : t);
     EXPECT_FALSE(res.ok());
-    return res.status().cause();
+    return res.status().foreign_code();
   };
   HttpRequestParts r = good;
   SetHeader(r.headers, "Range", "bytes=0-10");
-  EXPECT_EQ(cause(r), "SignatureDoesNotMatch");
+  EXPECT_EQ(s3_code(r), "SignatureDoesNotMatch");
   r = good;
   SetHeader(r.headers, "X-Amz-Content-Sha256", ToHex(Sha256("x")));
-  EXPECT_EQ(cause(r), "SignatureDoesNotMatch");
+  EXPECT_EQ(s3_code(r), "SignatureDoesNotMatch");
   r = good;
   r.method = "DELETE";
-  EXPECT_EQ(cause(r), "SignatureDoesNotMatch");
+  EXPECT_EQ(s3_code(r), "SignatureDoesNotMatch");
   r = good;
   RemoveHeader(r.headers, "range");
-  EXPECT_EQ(cause(r), "SignatureDoesNotMatch");
-  EXPECT_EQ(cause(good, now + std::chrono::minutes(16)), "RequestTimeTooSkewed");
-  EXPECT_EQ(cause(good, now - std::chrono::minutes(16)), "RequestTimeTooSkewed");
+  EXPECT_EQ(s3_code(r), "SignatureDoesNotMatch");
+  EXPECT_EQ(s3_code(good, now + std::chrono::minutes(16)), "RequestTimeTooSkewed");
+  EXPECT_EQ(s3_code(good, now - std::chrono::minutes(16)), "RequestTimeTooSkewed");
   EXPECT_TRUE(VerifyRequest(good, S3Lookup(), now + std::chrono::minutes(14)).ok());
 
   HttpRequestParts other = good;
   ASSERT_TRUE(SignRequest(other, {"AKIDUNKNOWN", "secret", ""}, "us-east-1", "s3", now, kEmpty).ok());
-  EXPECT_EQ(cause(other), "InvalidAccessKeyId");
+  EXPECT_EQ(s3_code(other), "InvalidAccessKeyId");
   HttpRequestParts wrong_secret = good;
   ASSERT_TRUE(
       SignRequest(wrong_secret, {kS3Creds.access_key_id, "not-the-secret", ""}, "us-east-1", "s3", now, kEmpty).ok());
-  EXPECT_EQ(cause(wrong_secret), "SignatureDoesNotMatch");
+  EXPECT_EQ(s3_code(wrong_secret), "SignatureDoesNotMatch");
 
   for (const char* authz :
        {"AWS AKIAIOSFODNN7EXAMPLE:frJIUN8DYpKDtOLCwo//yllqDzg=",
@@ -253,16 +253,16 @@ TEST(SigV4S3, VerifyFailuresArePrecise) {
     SCOPED_TRACE(authz);
     r = good;
     SetHeader(r.headers, "Authorization", authz);
-    EXPECT_EQ(cause(r), "AuthorizationHeaderMalformed");
+    EXPECT_EQ(s3_code(r), "AuthorizationHeaderMalformed");
   }
   r = good;
   RemoveHeader(r.headers, "authorization");
-  EXPECT_EQ(cause(r), "AccessDenied");
+  EXPECT_EQ(s3_code(r), "AccessDenied");
   r = good;
   RemoveHeader(r.headers, "x-amz-content-sha256");
   auto missing = VerifyRequest(r, S3Lookup(), now);
   EXPECT_EQ(missing.status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(missing.status().cause(), "InvalidRequest");
+  EXPECT_EQ(missing.status().foreign_code(), "InvalidRequest");
 }
 
 TEST(SigV4S3, SignRequiresHost) {
@@ -281,7 +281,7 @@ TEST(SigV4S3, SessionTokenIsSignedAndVerified) {
   EXPECT_NE(FindHeader(req.headers, "authorization")->find("x-amz-security-token"), std::string::npos);
   ASSERT_TRUE(VerifyRequest(req, S3Lookup(), now).ok());
   SetHeader(req.headers, "x-amz-security-token", "other");
-  EXPECT_EQ(VerifyRequest(req, S3Lookup(), now).status().cause(), "SignatureDoesNotMatch");
+  EXPECT_EQ(VerifyRequest(req, S3Lookup(), now).status().foreign_code(), "SignatureDoesNotMatch");
 }
 
 // ---- Presigned URLs ----
@@ -304,21 +304,21 @@ TEST(SigV4Presign, AwsExampleAndVerification) {
 
   auto expired = VerifyRequest(incoming, S3Lookup(), t0 + std::chrono::hours(24) + std::chrono::seconds(1));
   EXPECT_EQ(expired.status().code(), Code::kUnauthenticated);
-  EXPECT_EQ(expired.status().cause(), "AccessDenied");
-  EXPECT_EQ(VerifyRequest(incoming, S3Lookup(), t0 - std::chrono::hours(1)).status().cause(), "AccessDenied");
+  EXPECT_EQ(expired.status().foreign_code(), "AccessDenied");
+  EXPECT_EQ(VerifyRequest(incoming, S3Lookup(), t0 - std::chrono::hours(1)).status().foreign_code(), "AccessDenied");
 
   HttpRequestParts longer = incoming;
   longer.query.replace(longer.query.find("X-Amz-Expires=86400"), 19, "X-Amz-Expires=86401");
-  EXPECT_EQ(VerifyRequest(longer, S3Lookup(), t0).status().cause(), "SignatureDoesNotMatch");
+  EXPECT_EQ(VerifyRequest(longer, S3Lookup(), t0).status().foreign_code(), "SignatureDoesNotMatch");
   HttpRequestParts other_key = incoming;
   other_key.path = "/secret.txt";
-  EXPECT_EQ(VerifyRequest(other_key, S3Lookup(), t0).status().cause(), "SignatureDoesNotMatch");
+  EXPECT_EQ(VerifyRequest(other_key, S3Lookup(), t0).status().foreign_code(), "SignatureDoesNotMatch");
   HttpRequestParts too_long = incoming;
   too_long.query.replace(too_long.query.find("X-Amz-Expires=86400"), 19, "X-Amz-Expires=999999");
-  EXPECT_EQ(VerifyRequest(too_long, S3Lookup(), t0).status().cause(), "AuthorizationQueryParametersError");
+  EXPECT_EQ(VerifyRequest(too_long, S3Lookup(), t0).status().foreign_code(), "AuthorizationQueryParametersError");
   HttpRequestParts dup = incoming;
   dup.query += "&X-Amz-Date=20130524T000000Z";
-  EXPECT_EQ(VerifyRequest(dup, S3Lookup(), t0).status().cause(), "AuthorizationQueryParametersError");
+  EXPECT_EQ(VerifyRequest(dup, S3Lookup(), t0).status().foreign_code(), "AuthorizationQueryParametersError");
 
   EXPECT_EQ(PresignUrl(req, kS3Creds, "us-east-1", "s3", t0, std::chrono::hours(24 * 8)).status().code(),
             Code::kInvalidArgument);
@@ -337,7 +337,7 @@ TEST(SigV4Presign, KeepsExistingQueryAndToken) {
   auto v = VerifyRequest(req, S3Lookup(), t0 + std::chrono::seconds(59));
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->region, "eu-west-1");
-  EXPECT_EQ(VerifyRequest(req, S3Lookup(), t0 + std::chrono::seconds(61)).status().cause(), "AccessDenied");
+  EXPECT_EQ(VerifyRequest(req, S3Lookup(), t0 + std::chrono::seconds(61)).status().foreign_code(), "AccessDenied");
 }
 
 }  // namespace

@@ -57,8 +57,8 @@ class Parser {
 
  private:
   Status Error(std::string what) const {
-    return Status(Code::kInvalidArgument, "malformed XML at byte " + std::to_string(pos_) + ": " + what,
-                  "MalformedXML");
+    return InvalidArgumentError("malformed XML at byte " + std::to_string(pos_) + ": " + what)
+        .WithForeignCode("MalformedXML");
   }
 
   bool StartsWith(std::string_view s) const { return in_.substr(pos_, s.size()) == s; }

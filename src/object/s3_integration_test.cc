@@ -273,7 +273,7 @@ TEST(S3Rgw, WrongSecretIsUnauthenticatedSignatureDoesNotMatch) {
   auto r = store->Put("k", Buffer::Copy("x"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kUnauthenticated) << r.status();
-  EXPECT_EQ(r.status().cause(), "SignatureDoesNotMatch") << r.status();
+  EXPECT_EQ(r.status().foreign_code(), "SignatureDoesNotMatch") << r.status();
   EXPECT_EQ(r.status().message().find("attempts"), std::string::npos) << "must not be retried: " << r.status();
   auto g = store->Get("k");
   EXPECT_EQ(g.status().code(), Code::kUnauthenticated) << g.status();

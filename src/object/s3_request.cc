@@ -160,7 +160,8 @@ Result<HttpResponse> S3Requester::Execute(const S3Call& call) {
     if (!last.retryable()) return last;
   }
   return Status(last.code(), last.message() + " (after " + std::to_string(attempts) + " attempts)", last.cause(),
-                last.retryable());
+                last.retryable())
+      .WithForeignCode(last.foreign_code());
 }
 
 }  // namespace strata

@@ -106,7 +106,7 @@ Status RejectEmptyObjectRange(int status, const HttpHeaders& headers) {
   if (status != 206) return Status::Ok();
   const std::string* cr = FindHeader(headers, "Content-Range");
   if (cr && cr->size() >= 2 && cr->substr(cr->size() - 2) == "/0") {
-    return Status(Code::kOutOfRange, "ranged read of an empty object", "InvalidRange", false);
+    return OutOfRangeError("ranged read of an empty object").WithForeignCode("InvalidRange");
   }
   return Status::Ok();
 }
@@ -302,10 +302,9 @@ Status CheckPartHeaders(int status, const HttpHeaders& headers, std::string_view
   }
   const std::string* got_etag = FindHeader(headers, "ETag");
   if (!etag.empty() && got_etag && UnquoteEtag(*got_etag) != UnquoteEtag(etag)) {
-    return Status(
-        Code::kPreconditionFailed,
-        "the object changed during a pinned read (ETag " + *got_etag + ", expected " + std::string(etag) + ")",
-        "PreconditionFailed", false);
+    return PreconditionFailedError("the object changed during a pinned read (ETag " + *got_etag + ", expected " +
+                                   std::string(etag) + ")")
+        .WithForeignCode("PreconditionFailed");
   }
   return Status::Ok();
 }
@@ -444,7 +443,8 @@ Result<ObjectInfo> S3Store::PutSingle(std::string_view key, Buffer data, const P
     std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
     if (LooksLikeMd5(etag) && etag != md5) {
       return Status(Code::kCorruption, "server ETag " + etag + " differs from the MD5 " + md5 + " of the bytes sent",
-                    "BadDigest", true);
+                    {}, true)
+          .WithForeignCode("BadDigest");
     }
     return Status::Ok();
   };
@@ -501,7 +501,7 @@ Status S3Store::Delete(std::string_view key) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   S3Call call = MakeCall("DeleteObject", "DELETE", r_->FullKey(key));
   auto r = r_->Execute(call);
-  if (!r.ok() && r.status().code() == Code::kNotFound && r.status().cause() == "NoSuchKey") return Status::Ok();
+  if (!r.ok() && r.status().code() == Code::kNotFound && r.status().foreign_code() == "NoSuchKey") return Status::Ok();
   return r.status();
 }
 
@@ -537,8 +537,8 @@ Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_v
     std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
     if (etag.empty()) return Status(Code::kCorruption, "UploadPart answer without an ETag", "", true);
     if (LooksLikeMd5(etag) && etag != md5) {
-      return Status(Code::kCorruption, "part ETag " + etag + " differs from the MD5 " + md5 + " sent", "BadDigest",
-                    true);
+      return Status(Code::kCorruption, "part ETag " + etag + " differs from the MD5 " + md5 + " sent", {}, true)
+          .WithForeignCode("BadDigest");
     }
     return Status::Ok();
   };
