@@ -1,5 +1,23 @@
 # Helpers shared by every module's CMakeLists.txt.
 
+# strata_find_package(NAME "DEBIAN_PACKAGES" [find_package arguments...]): find_package that stops
+# configure, naming what to apt-get install, when NAME is missing.
+macro(strata_find_package name debian)
+  find_package(${name} ${ARGN} QUIET)
+  if(NOT ${name}_FOUND)
+    message(FATAL_ERROR "strata needs ${name}, which was not found: apt-get install ${debian}")
+  endif()
+endmacro()
+
+# strata_pkg_check(PREFIX MODULE "DEBIAN_PACKAGES"): pkg_check_modules(PREFIX IMPORTED_TARGET MODULE)
+# (target PkgConfig::PREFIX) that stops configure, naming what to apt-get install, when MODULE is missing.
+macro(strata_pkg_check prefix module debian)
+  pkg_check_modules(${prefix} QUIET IMPORTED_TARGET ${module})
+  if(NOT ${prefix}_FOUND)
+    message(FATAL_ERROR "strata needs ${module} (pkg-config), which was not found: apt-get install ${debian}")
+  endif()
+endmacro()
+
 # strata_test(NAME SOURCES a_test.cc ... LIBS strata_x ... LABELS unit|integration|fuse|stress [TIMEOUT s])
 # One GoogleTest binary, registered with ctest under its labels.
 function(strata_test name)

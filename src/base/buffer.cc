@@ -51,22 +51,8 @@ Buffer Buffer::Slice(size_t offset, size_t length) const {
   return b;
 }
 
-MutableBuffer::MutableBuffer(size_t size) : size_(size), capacity_(size) {
-  if (size == 0) return;
-  if (size >= kBufferPoolMinBlock) {
-    size_t block_size = 0;
-    auto* p = static_cast<uint8_t*>(BufferPoolAcquire(size, &block_size));
-    storage_ = std::shared_ptr<uint8_t>(p, [block_size](uint8_t* q) { BufferPoolRelease(q, block_size); });
-    data_ = p;
-    return;
-  }
-  constexpr size_t kAlign = 4096;  // lets the disk tier use O_DIRECT on these bytes
-  size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(kAlign, rounded);
-  if (!p) throw std::bad_alloc();
-  storage_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
-  data_ = storage_.get();
-}
+MutableBuffer::MutableBuffer(size_t size)
+    : storage_(BufferPoolAllocate(size)), data_(storage_.get()), size_(size), capacity_(size) {}
 
 void MutableBuffer::Resize(size_t size) {
   if (size > capacity_) throw std::length_error("MutableBuffer::Resize beyond capacity");

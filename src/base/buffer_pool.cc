@@ -39,8 +39,8 @@ uint64_t DefaultIdleLimit() {
 
 // Sizes round up to 1/8 of their power of two (at most 12.5% slack), so
 // blocks of nearly equal sizes (shards, batches, ranges) share a class.
-size_t SizeClass(size_t size) {
-  size_t step = std::max<size_t>(4096, std::bit_floor(size) / 8);
+size_t SizeClass(size_t size, BufferFit fit) {
+  size_t step = fit == BufferFit::kExact ? 4096 : std::max<size_t>(4096, std::bit_floor(size) / 8);
   return (size + step - 1) / step * step;
 }
 
@@ -62,8 +62,8 @@ class Pool {
     return *pool;
   }
 
-  void* Acquire(size_t size, size_t* capacity) {
-    const size_t cls = SizeClass(size);
+  void* Acquire(size_t size, size_t* capacity, BufferFit fit) {
+    const size_t cls = SizeClass(size, fit);
     *capacity = cls;
     {
       std::lock_guard lock(mu_);
@@ -152,8 +152,22 @@ class Pool {
 
 }  // namespace
 
-void* BufferPoolAcquire(size_t size, size_t* capacity) { return Pool::Get().Acquire(size, capacity); }
+void* BufferPoolAcquire(size_t size, size_t* capacity, BufferFit fit) {
+  return Pool::Get().Acquire(size, capacity, fit);
+}
 void BufferPoolRelease(void* block, size_t capacity) { Pool::Get().Release(block, capacity); }
+std::shared_ptr<uint8_t> BufferPoolAllocate(size_t size, BufferFit fit) {
+  if (size == 0) return nullptr;
+  if (size >= kBufferPoolMinBlock) {
+    size_t capacity = 0;
+    auto* p = static_cast<uint8_t*>(BufferPoolAcquire(size, &capacity, fit));
+    return std::shared_ptr<uint8_t>(p, [capacity](uint8_t* q) { BufferPoolRelease(q, capacity); });
+  }
+  constexpr size_t kAlign = 4096;  // lets the disk tier use O_DIRECT on these bytes
+  void* p = std::aligned_alloc(kAlign, (size + kAlign - 1) / kAlign * kAlign);
+  if (!p) throw std::bad_alloc();
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
 BufferPoolStats GetBufferPoolStats() { return Pool::Get().Stats(); }
 void SetBufferPoolIdleLimit(uint64_t bytes) { Pool::Get().SetLimit(bytes); }
 

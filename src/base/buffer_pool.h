@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace strata {
 
@@ -16,11 +17,25 @@ namespace strata {
 // whose own free lists already recycle them.
 inline constexpr size_t kBufferPoolMinBlock = 256 * 1024;
 
+// How a request is rounded into a pool class.
+enum class BufferFit {
+  kSizeClass,  // up to 1/8 of its power of two: nearly equal sizes share blocks
+  kExact,      // to a page only: for buffers kept long (the block cache's disk
+               // reads live on in its RAM tier), where a class's slack would
+               // be held as long as they are
+};
+
 // Returns a page-aligned block of at least `size` bytes (size >= the
-// minimum), reused when an idle one of its size class exists; *capacity
+// minimum), reused when an idle one of its class exists; *capacity
 // receives the block's size, to pass back to BufferPoolRelease. Throws
 // std::bad_alloc when memory is exhausted.
-void* BufferPoolAcquire(size_t size, size_t* capacity);
+void* BufferPoolAcquire(size_t size, size_t* capacity, BufferFit fit = BufferFit::kSizeClass);
+// Page-aligned memory of `size` bytes (a null pointer for 0), from the pool
+// when size >= the minimum, else from aligned_alloc; given back when the last
+// owner lets go. Throws std::bad_alloc when memory is exhausted. MutableBuffer
+// and the block cache's disk reads (O_DIRECT needs the alignment) use it.
+std::shared_ptr<uint8_t> BufferPoolAllocate(size_t size, BufferFit fit = BufferFit::kSizeClass);
+
 // Takes a block back: kept idle if the bound allows (the oldest idle blocks
 // make room), else returned to the system.
 void BufferPoolRelease(void* block, size_t capacity);

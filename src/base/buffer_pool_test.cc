@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -49,6 +50,25 @@ TEST_F(BufferPoolTest, ReleasedBlockIsReusedForTheSameSizeClass) {
   auto after = GetBufferPoolStats();
   EXPECT_EQ(after.hits, before.hits + 1);
   EXPECT_EQ(after.misses, before.misses);
+}
+
+TEST_F(BufferPoolTest, ExactFitRoundsToAPageAndIsReused) {
+  const size_t size = 4 * kMiB + 4096;  // a cache block and its header page
+  size_t capacity = 0;
+  void* block = BufferPoolAcquire(size, &capacity, BufferFit::kExact);
+  EXPECT_EQ(capacity, size);  // a size class would hold 4.5 MiB
+  BufferPoolRelease(block, capacity);
+  auto before = GetBufferPoolStats();
+  const uint8_t* first = static_cast<uint8_t*>(block);
+  {
+    std::shared_ptr<uint8_t> again = BufferPoolAllocate(size - 100, BufferFit::kExact);
+    EXPECT_EQ(again.get(), first);
+    EXPECT_EQ(GetBufferPoolStats().hits, before.hits + 1);
+  }
+  EXPECT_EQ(GetBufferPoolStats().idle_bytes, size);  // given back when its owner let go
+  std::shared_ptr<uint8_t> small = BufferPoolAllocate(100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.get()) % 4096, 0u);  // aligned below the pool's minimum too
+  EXPECT_EQ(BufferPoolAllocate(0), nullptr);
 }
 
 TEST_F(BufferPoolTest, BlockStaysOutOfThePoolWhileASliceHoldsIt) {

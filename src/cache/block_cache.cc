@@ -29,7 +29,6 @@ Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskO
     d.fs = cache->options_.fs;
     d.direct_io = cache->options_.direct_io;
     d.read_only = cache->options_.read_only;
-    d.pooled_buffer_bytes = kBlockHeaderSize + cache->options_.block_size;
     STRATA_ASSIGN_OR_RETURN(cache->disk_, DiskTier::Open(d, &cache->metrics_, report));
     cache->disk_->Repin([c = cache.get()](const BlockId& id) { return c->IsPinned(id); });
   }

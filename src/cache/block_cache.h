@@ -29,11 +29,11 @@
 
 #include "base/buffer.h"
 #include "base/clock.h"
+#include "base/single_flight.h"
 #include "base/status.h"
 #include "cache/cache_metrics.h"
 #include "cache/disk_tier.h"
 #include "cache/ram_tier.h"
-#include "cache/single_flight.h"
 #include "io/file_system.h"
 
 namespace strata {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/coding.h"
 #include "base/hash.h"
 
 namespace strata {
@@ -9,16 +10,6 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'B', 'K'};
 constexpr size_t kFixedSize = 72;  // bytes before the variable-length fields
 
-template <typename T>
-void Put(uint8_t* p, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
-}
-template <typename T>
-T Get(const uint8_t* p) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return static_cast<T>(v);
-}
 }  // namespace
 
 Status EncodeBlockHeader(const BlockHeader& h, uint8_t* out) {
@@ -31,45 +22,45 @@ Status EncodeBlockHeader(const BlockHeader& h, uint8_t* out) {
   }
   std::memset(out, 0, kBlockHeaderSize);
   std::memcpy(out, kMagic, 8);
-  Put<uint32_t>(out + 8, kBlockFormatVersion);
-  Put<uint32_t>(out + 12, kBlockHeaderSize);
-  Put<uint64_t>(out + 16, id.block_size);
-  Put<uint64_t>(out + 24, id.index);
-  Put<uint64_t>(out + 32, id.offset());
-  Put<uint64_t>(out + 40, h.length);
-  Put<uint64_t>(out + 48, h.data_hash);
-  Put<int64_t>(out + 56, h.created_ms);
-  Put<uint16_t>(out + 64, id.store.size());
-  Put<uint16_t>(out + 66, id.etag.size());
-  Put<uint16_t>(out + 68, id.key.size());
+  EncodeFixed32(out + 8, kBlockFormatVersion);
+  EncodeFixed32(out + 12, kBlockHeaderSize);
+  EncodeFixed64(out + 16, id.block_size);
+  EncodeFixed64(out + 24, id.index);
+  EncodeFixed64(out + 32, id.offset());
+  EncodeFixed64(out + 40, h.length);
+  EncodeFixed64(out + 48, h.data_hash);
+  EncodeFixed64(out + 56, static_cast<uint64_t>(h.created_ms));
+  EncodeFixed16(out + 64, id.store.size());
+  EncodeFixed16(out + 66, id.etag.size());
+  EncodeFixed16(out + 68, id.key.size());
   size_t pos = kFixedSize;
   for (const std::string* f : {&id.store, &id.etag, &id.key}) {
     std::memcpy(out + pos, f->data(), f->size());
     pos += f->size();
   }
-  Put<uint64_t>(out + pos, XxHash3(out, pos));
+  EncodeFixed64(out + pos, XxHash3(out, pos));
   return Status::Ok();
 }
 
 Result<BlockHeader> DecodeBlockHeader(const uint8_t* data, size_t size) {
   if (size < kFixedSize + 8) return CorruptionError("block header truncated");
   if (std::memcmp(data, kMagic, 8) != 0) return CorruptionError("not a strata block (bad magic)");
-  if (Get<uint32_t>(data + 8) != kBlockFormatVersion) return CorruptionError("unsupported block format version");
-  if (Get<uint32_t>(data + 12) != kBlockHeaderSize) return CorruptionError("unexpected block header size");
-  size_t store_len = Get<uint16_t>(data + 64), etag_len = Get<uint16_t>(data + 66), key_len = Get<uint16_t>(data + 68);
+  if (DecodeFixed32(data + 8) != kBlockFormatVersion) return CorruptionError("unsupported block format version");
+  if (DecodeFixed32(data + 12) != kBlockHeaderSize) return CorruptionError("unexpected block header size");
+  size_t store_len = DecodeFixed16(data + 64), etag_len = DecodeFixed16(data + 66), key_len = DecodeFixed16(data + 68);
   if (store_len > kMaxStoreUrlLength || etag_len > kMaxEtagLength || key_len > kMaxKeyLength) {
     return CorruptionError("block header field length out of bounds");
   }
   size_t end = kFixedSize + store_len + etag_len + key_len;
   if (end + 8 > size || end + 8 > kBlockHeaderSize) return CorruptionError("block header truncated");
-  if (Get<uint64_t>(data + end) != XxHash3(data, end)) return CorruptionError("block header checksum mismatch");
+  if (DecodeFixed64(data + end) != XxHash3(data, end)) return CorruptionError("block header checksum mismatch");
   BlockHeader h;
-  h.id.block_size = Get<uint64_t>(data + 16);
-  h.id.index = Get<uint64_t>(data + 24);
-  uint64_t offset = Get<uint64_t>(data + 32);
-  h.length = Get<uint64_t>(data + 40);
-  h.data_hash = Get<uint64_t>(data + 48);
-  h.created_ms = Get<int64_t>(data + 56);
+  h.id.block_size = DecodeFixed64(data + 16);
+  h.id.index = DecodeFixed64(data + 24);
+  uint64_t offset = DecodeFixed64(data + 32);
+  h.length = DecodeFixed64(data + 40);
+  h.data_hash = DecodeFixed64(data + 48);
+  h.created_ms = static_cast<int64_t>(DecodeFixed64(data + 56));
   if (h.id.block_size == 0 || h.length > h.id.block_size) return CorruptionError("block length out of bounds");
   if (h.id.index > UINT64_MAX / h.id.block_size || offset != h.id.index * h.id.block_size) {
     return CorruptionError("block offset does not match its index");

@@ -2,16 +2,17 @@
 
 #include <cstring>
 
+#include "base/coding.h"
 #include "base/hash.h"
 
 namespace strata {
 namespace {
+// Lengths and numbers are hashed as little-endian bytes, so a block's hash
+// (its file name on disk) is the same on every host.
 void AppendField(std::string* out, std::string_view field) {
-  uint64_t n = field.size();
-  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
+  PutFixed64(out, field.size());
   out->append(field);
 }
-void AppendU64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof(v)); }
 }  // namespace
 
 std::string BlockHash::Hex() const {
@@ -29,8 +30,8 @@ BlockHash HashBlockId(const BlockId& id) {
   AppendField(&buf, id.store);
   AppendField(&buf, id.key);
   AppendField(&buf, id.etag);
-  AppendU64(&buf, id.block_size);
-  AppendU64(&buf, id.index);
+  PutFixed64(&buf, id.block_size);
+  PutFixed64(&buf, id.index);
   return BlockHash{XxHash3(buf.data(), buf.size(), 0x5354524154410001ull),
                    XxHash3(buf.data(), buf.size(), 0x5354524154410002ull)};
 }

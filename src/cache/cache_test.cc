@@ -53,6 +53,13 @@ TEST(BlockKey, EtagAndBlockSizeChangeTheName) {
   EXPECT_EQ(HashBlockId(a).Hex().size(), 32u);
 }
 
+// The hash names block files on disk: it must not change across builds or
+// hosts (this value is what x86 builds before little-endian encoding wrote).
+TEST(BlockKey, HashIsStableAcrossBuilds) {
+  BlockId id{"mem://golden", "dir/key.bin", "\"etag-1\"", 4u << 20, 7};
+  EXPECT_EQ(HashBlockId(id).Hex(), "e0064da4cd0fe4f6e9ee5047b54a94ae");
+}
+
 CachedBlock Blk(const std::string& key, size_t size) {
   return CachedBlock{BlockId{"s", key, "e", kBlock, 0}, RandomBytes(size, 1), 0, false};
 }

@@ -30,9 +30,9 @@
 
 #include "base/clock.h"
 #include "base/executor.h"
+#include "base/single_flight.h"
 #include "cache/block_cache.h"
 #include "cache/readahead.h"
-#include "cache/single_flight.h"
 #include "object/store_wrapper.h"
 
 namespace strata {

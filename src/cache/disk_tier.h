@@ -53,9 +53,6 @@ struct DiskTierOptions {
   FileSystem* fs = nullptr;  // default: DefaultFileSystem()
   bool direct_io = false;    // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
   bool read_only = false;    // no lock, no writes, no cleanup (inspection beside a running owner)
-  // Read buffers up to this size are recycled (fresh 4 MiB allocations cost
-  // ~1000 page faults each); 0 disables. BlockCache sets header + block size.
-  size_t pooled_buffer_bytes = 0;
 };
 
 struct DiskOpenReport {
@@ -79,29 +76,6 @@ struct VerifyReport {
   uint64_t ok = 0;
   uint64_t bad = 0;  // dropped when drop_bad
   std::vector<std::string> bad_paths;
-};
-
-// A small free list of page-aligned buffers of one size, shared with the
-// Buffers it backs (they return their memory on release). Thread-safe.
-class AlignedPool : public std::enable_shared_from_this<AlignedPool> {
- public:
-  AlignedPool(size_t buffer_bytes, size_t max_free) : bytes_(buffer_bytes), max_free_(max_free) {}
-  ~AlignedPool();
-  size_t buffer_bytes() const { return bytes_; }
-  // Page-aligned writable memory of buffer_bytes(); released through the returned owner.
-  std::pair<std::shared_ptr<uint8_t>, uint8_t*> Take();
-
- private:
-  void Give(uint8_t* p);
-  const size_t bytes_, max_free_;
-  std::mutex mu_;
-  std::vector<uint8_t*> free_;
-};
-
-struct PooledBytes {
-  std::shared_ptr<uint8_t> owner;
-  uint8_t* data = nullptr;
-  size_t size = 0;
 };
 
 class DiskTier {
@@ -152,7 +126,6 @@ class DiskTier {
   Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);
   Result<Buffer> ReadFile(const std::string& path, uint64_t total);
   Status EnsureLayout();
-  PooledBytes AllocateRead(size_t size);
 
   const DiskTierOptions options_;
   FileSystem& fs_;
@@ -162,7 +135,6 @@ class DiskTier {
   Index index_;
   uint64_t reserved_ = 0;  // bytes of writes in progress
   std::atomic<uint64_t> temp_seq_{0};
-  std::shared_ptr<AlignedPool> pool_;
 };
 
 }  // namespace strata

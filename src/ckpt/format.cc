@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/coding.h"
 #include "base/utf8.h"
 
 namespace strata::ckpt {
@@ -307,17 +308,16 @@ std::string EncodeSafetensorsHeader(const std::vector<SafetensorsTensor>& tensor
   }
   std::string body = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   body.append((8 - body.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
-  uint64_t n = body.size();
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  std::string out;
+  PutFixed64(&out, body.size());
   return out + body;
 }
 
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view bytes, uint64_t file_size) {
   constexpr std::string_view kWhat = "safetensors header";
-  if (bytes.size() < 8 || file_size < 8) return Bad(kWhat, "file shorter than 8 bytes");
+  std::string_view rest = bytes;
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  if (file_size < 8 || !GetFixed64(&rest, &n)) return Bad(kWhat, "file shorter than 8 bytes");
   if (n > kMaxHeaderBytes || n > file_size - 8) return Bad(kWhat, "header length out of range");
   if (bytes.size() < 8 + n) return Bad(kWhat, "header truncated");
   STRATA_ASSIGN_OR_RETURN(json j, ParseObject(bytes.substr(8, n), kWhat));

@@ -133,18 +133,12 @@ class StoreLocationImpl : public Location {
 
   Result<std::vector<int64_t>> ListSteps() override {
     std::vector<int64_t> steps;
-    ListOptions opts;
-    opts.delimiter = "/";
-    opts.prefix = "step-";
-    for (;;) {
-      STRATA_ASSIGN_OR_RETURN(ListResult page, store_->List(opts));
-      for (const auto& p : page.common_prefixes) {
-        std::string_view name(p);
-        name.remove_suffix(1);  // the delimiter
-        if (auto s = ParseStepDirName(name)) steps.push_back(*s);
-      }
-      if (!page.truncated) break;
-      opts.continuation_token = page.next_continuation_token;
+    std::vector<std::string> dirs;
+    STRATA_RETURN_IF_ERROR(ListAll(*store_, "step-", "/", &dirs).status());
+    for (const auto& p : dirs) {
+      std::string_view name(p);
+      name.remove_suffix(1);  // the delimiter
+      if (auto s = ParseStepDirName(name)) steps.push_back(*s);
     }
     std::sort(steps.begin(), steps.end());
     return steps;

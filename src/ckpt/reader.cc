@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "base/coding.h"
 #include "base/executor.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -167,8 +168,7 @@ void VerifyShardBytes(Location& loc, int64_t step, const RankManifest& rm, uint3
     if (off == 0) prefix.assign(reinterpret_cast<const char*>(chunk.data()), len);
   }
   if (prefix.size() >= 8) {
-    uint64_t hlen = 0;
-    std::memcpy(&hlen, prefix.data(), 8);  // little-endian host (x86/arm64)
+    const uint64_t hlen = DecodeFixed64(prefix.data());
     if (hlen <= kMaxHeaderBytes && hlen + 8 > prefix.size() && hlen + 8 <= n) {
       prefix.resize(hlen + 8);
       Status st = loc.ReadAt(step, shard.file, 0, hlen + 8, prefix.data());

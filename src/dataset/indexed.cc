@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/coding.h"
 #include "base/hash.h"
 
 namespace strata::dataset {
@@ -12,18 +13,6 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'D', 'S', '0', '1'};
 constexpr uint64_t kMaxHeaderBytes = 1ull << 30;
-
-void Put(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutAt(std::string* out, size_t at, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) (*out)[at + i] = static_cast<char>(v >> (8 * i));
-}
-uint64_t Get(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(p[i]) << (8 * i);
-  return v;
-}
 
 Status Bad(const std::string& name, uint64_t offset, const std::string& what) {
   return CorruptionError(name + ": indexed shard offset " + std::to_string(offset) + ": " + what);
@@ -36,19 +25,19 @@ Result<Sample> ParseRecord(const Buffer& rec, const IndexedHeader& h, const std:
   uint64_t n = rec.size(), pos = 0;
   auto need = [&](uint64_t k) { return k <= n - pos; };
   if (!need(4)) return Bad(name, at, "record too short for its key length");
-  uint64_t key_len = Get(p, 4);
+  uint64_t key_len = DecodeFixed32(p);
   pos = 4;
   if (key_len > limits.max_name_bytes || !need(key_len + 4)) return Bad(name, at, "record key length out of bounds");
   Sample s;
   s.key.assign(reinterpret_cast<const char*>(p + pos), key_len);
   pos += key_len;
-  uint64_t nfields = Get(p + pos, 4);
+  uint64_t nfields = DecodeFixed32(p + pos);
   pos += 4;
   if (nfields > limits.max_fields || nfields > (n - pos) / 12) return Bad(name, at, "record field count out of bounds");
   uint64_t data = pos + nfields * 12;
   s.fields.reserve(nfields);
   for (uint64_t i = 0; i < nfields; ++i, pos += 12) {
-    uint64_t id = Get(p + pos, 4), len = Get(p + pos + 4, 8);
+    uint64_t id = DecodeFixed32(p + pos), len = DecodeFixed64(p + pos + 4);
     if (id >= h.fields.size()) return Bad(name, at, "record names field " + std::to_string(id) + " not in the schema");
     if (len > n - data) return Bad(name, at, "field length " + std::to_string(len) + " runs past the record");
     s.fields.push_back({h.fields[id], rec.Slice(data, len)});
@@ -70,9 +59,9 @@ Result<uint64_t> IndexedHeaderSize(const Buffer& fixed, uint64_t shard_size, con
   if (fixed.size() < kIndexedFixedHeader || std::memcmp(p, kMagic, 8) != 0) {
     return Bad(name, 0, "not an indexed shard (bad magic or shorter than its header)");
   }
-  if (Get(p + 8, 4) != 1) return Bad(name, 8, "unsupported version " + std::to_string(Get(p + 8, 4)));
-  if (Get(p + 12, 4) & ~uint64_t{kIndexedFlagZstd}) return Bad(name, 12, "unknown flags");
-  uint64_t count = Get(p + 16, 8), data_offset = Get(p + 24, 8), fields = Get(p + 40, 4);
+  if (DecodeFixed32(p + 8) != 1) return Bad(name, 8, "unsupported version " + std::to_string(DecodeFixed32(p + 8)));
+  if (DecodeFixed32(p + 12) & ~uint64_t{kIndexedFlagZstd}) return Bad(name, 12, "unknown flags");
+  uint64_t count = DecodeFixed64(p + 16), data_offset = DecodeFixed64(p + 24), fields = DecodeFixed32(p + 40);
   if (data_offset > shard_size) {
     return Bad(name, 24,
                "header claims " + std::to_string(data_offset) + " bytes but the shard has " +
@@ -83,7 +72,7 @@ Result<uint64_t> IndexedHeaderSize(const Buffer& fixed, uint64_t shard_size, con
       kIndexedFixedHeader + 4 * fields + 12 * count + 8 > data_offset) {
     return Bad(name, 16, "sample/field counts do not fit the header size");
   }
-  if (Get(p + 32, 8) > limits.max_field_bytes * 2) return Bad(name, 32, "record size limit too large");
+  if (DecodeFixed64(p + 32) > limits.max_field_bytes * 2) return Bad(name, 32, "record size limit too large");
   return data_offset;
 }
 
@@ -93,17 +82,18 @@ Result<IndexedHeader> ParseIndexedHeader(const Buffer& header, uint64_t shard_si
   if (header.size() != size) return Bad(name, 0, "header buffer has the wrong size");
   const uint8_t* p = header.data();
   std::string copy(header.view());
-  PutAt(&copy, 44, 0, 4);
-  if (MaskCrc32c(Crc32c(copy.data(), copy.size())) != Get(p + 44, 4)) return Bad(name, 44, "header checksum mismatch");
+  EncodeFixed32(copy.data() + 44, 0);
+  if (MaskCrc32c(Crc32c(copy.data(), copy.size())) != DecodeFixed32(p + 44))
+    return Bad(name, 44, "header checksum mismatch");
   IndexedHeader h;
-  h.flags = static_cast<uint32_t>(Get(p + 12, 4));
-  h.sample_count = Get(p + 16, 8);
+  h.flags = DecodeFixed32(p + 12);
+  h.sample_count = DecodeFixed64(p + 16);
   h.data_offset = size;
-  h.max_record_size = Get(p + 32, 8);
-  uint64_t nfields = Get(p + 40, 4), pos = kIndexedFixedHeader;
+  h.max_record_size = DecodeFixed64(p + 32);
+  uint64_t nfields = DecodeFixed32(p + 40), pos = kIndexedFixedHeader;
   for (uint64_t i = 0; i < nfields; ++i) {
     if (size - pos < 4) return Bad(name, pos, "schema runs past the header");
-    uint64_t len = Get(p + pos, 4);
+    uint64_t len = DecodeFixed32(p + pos);
     pos += 4;
     if (len > limits.max_name_bytes || len > size - pos) return Bad(name, pos, "field name length out of bounds");
     h.fields.emplace_back(reinterpret_cast<const char*>(p + pos), len);
@@ -112,9 +102,9 @@ Result<IndexedHeader> ParseIndexedHeader(const Buffer& header, uint64_t shard_si
   uint64_t n = h.sample_count;
   if (size - pos != 8 * (n + 1) + 4 * n) return Bad(name, pos, "offset tables do not fill the header");
   h.offsets.resize(n + 1);
-  for (uint64_t i = 0; i <= n; ++i, pos += 8) h.offsets[i] = Get(p + pos, 8);
+  for (uint64_t i = 0; i <= n; ++i, pos += 8) h.offsets[i] = DecodeFixed64(p + pos);
   h.crcs.resize(n);
-  for (uint64_t i = 0; i < n; ++i, pos += 4) h.crcs[i] = static_cast<uint32_t>(Get(p + pos, 4));
+  for (uint64_t i = 0; i < n; ++i, pos += 4) h.crcs[i] = DecodeFixed32(p + pos);
   if (h.offsets[0] != size || h.offsets[n] != shard_size) {
     return Bad(name, kIndexedFixedHeader, "offset table does not span the shard (truncated or extended?)");
   }
@@ -175,14 +165,14 @@ IndexedWriter::~IndexedWriter() = default;
 Status IndexedWriter::Add(const Sample& sample) {
   std::string rec;
   rec.reserve(IndexedRecordSize(sample));
-  Put(&rec, sample.key.size(), 4);
+  PutFixed32(&rec, sample.key.size());
   rec += sample.key;
-  Put(&rec, sample.fields.size(), 4);
+  PutFixed32(&rec, sample.fields.size());
   for (const Field& f : sample.fields) {
     auto it = std::find(fields_.begin(), fields_.end(), f.name);
     if (it == fields_.end()) it = fields_.insert(fields_.end(), f.name);
-    Put(&rec, it - fields_.begin(), 4);
-    Put(&rec, f.data.size(), 8);
+    PutFixed32(&rec, it - fields_.begin());
+    PutFixed64(&rec, f.data.size());
   }
   for (const Field& f : sample.fields) rec.append(f.data.view());
   max_record_ = std::max<uint64_t>(max_record_, rec.size());
@@ -204,27 +194,27 @@ Status IndexedWriter::Add(const Sample& sample) {
 
 Status IndexedWriter::Finish() {
   std::string h(kMagic, 8);
-  Put(&h, 1, 4);
-  Put(&h, zstd_ ? kIndexedFlagZstd : 0, 4);
-  Put(&h, records_.size(), 8);
-  Put(&h, 0, 8);  // data offset, patched below
-  Put(&h, max_record_, 8);
-  Put(&h, fields_.size(), 4);
-  Put(&h, 0, 4);  // CRC, patched below
+  PutFixed32(&h, 1);
+  PutFixed32(&h, zstd_ ? kIndexedFlagZstd : 0);
+  PutFixed64(&h, records_.size());
+  PutFixed64(&h, 0);  // data offset, patched below
+  PutFixed64(&h, max_record_);
+  PutFixed32(&h, fields_.size());
+  PutFixed32(&h, 0);  // CRC, patched below
   for (const std::string& f : fields_) {
-    Put(&h, f.size(), 4);
+    PutFixed32(&h, f.size());
     h += f;
   }
   uint64_t data_offset = h.size() + 8 * (records_.size() + 1) + 4 * records_.size();
   uint64_t off = data_offset;
   for (const Buffer& r : records_) {
-    Put(&h, off, 8);
+    PutFixed64(&h, off);
     off += r.size();
   }
-  Put(&h, off, 8);
-  for (uint32_t c : crcs_) Put(&h, c, 4);
-  PutAt(&h, 24, data_offset, 8);
-  PutAt(&h, 44, MaskCrc32c(Crc32c(h.data(), h.size())), 4);
+  PutFixed64(&h, off);
+  for (uint32_t c : crcs_) PutFixed32(&h, c);
+  EncodeFixed64(h.data() + 24, data_offset);
+  EncodeFixed32(h.data() + 44, MaskCrc32c(Crc32c(h.data(), h.size())));
   STRATA_RETURN_IF_ERROR(sink_.Append(Buffer::FromString(std::move(h))));
   for (Buffer& r : records_) STRATA_RETURN_IF_ERROR(sink_.Append(std::move(r)));
   records_.clear();

@@ -6,22 +6,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/coding.h"
 #include "base/hash.h"
 #include "base/utf8.h"
 
 namespace strata::dataset {
 namespace {
-
-void PutFixed32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutFixed64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-uint32_t GetFixed32(const uint8_t* p) {
-  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-}
-uint64_t GetFixed64(const uint8_t* p) { return uint64_t(GetFixed32(p)) | uint64_t(GetFixed32(p + 4)) << 32; }
 
 void PutVarint(std::string* out, uint64_t v) {
   while (v >= 0x80) {
@@ -98,7 +88,7 @@ class Wire {
   }
   bool Fixed32(uint32_t* v) {
     if (end_ - pos_ < 4) return false;
-    *v = GetFixed32(buf_.data() + pos_);
+    *v = DecodeFixed32(buf_.data() + pos_);
     pos_ += 4;
     return true;
   }
@@ -154,7 +144,7 @@ Status DecodeList(const Buffer& buf, size_t begin, size_t len, int kind_field, F
       } else if (wire == 2) {
         size_t b, n;
         if (!w.Length(&b, &n) || n % 4 != 0) return Malformed(w.pos(), "bad packed floats");
-        for (size_t i = 0; i < n; i += 4) f->floats.push_back(std::bit_cast<float>(GetFixed32(buf.data() + b + i)));
+        for (size_t i = 0; i < n; i += 4) f->floats.push_back(std::bit_cast<float>(DecodeFixed32(buf.data() + b + i)));
       } else {
         return Malformed(w.pos(), "float with wrong wire type");
       }
@@ -271,8 +261,8 @@ Result<std::optional<Buffer>> TfRecordReader::Next() {
   if (src_.remaining() == 0) return std::optional<Buffer>();
   if (src_.remaining() < 12) return Error(offset, "truncated record header");
   STRATA_ASSIGN_OR_RETURN(Buffer head, src_.Read(12));
-  uint64_t len = GetFixed64(head.data());
-  if (MaskCrc32c(Crc32c(head.data(), 8)) != GetFixed32(head.data() + 8)) {
+  uint64_t len = DecodeFixed64(head.data());
+  if (MaskCrc32c(Crc32c(head.data(), 8)) != DecodeFixed32(head.data() + 8)) {
     return Error(offset, "length CRC mismatch (corrupt length field)");
   }
   if (len > src_.remaining() || src_.remaining() - len < 4) {
@@ -283,7 +273,7 @@ Result<std::optional<Buffer>> TfRecordReader::Next() {
     return Error(offset, "record of " + std::to_string(len) + " bytes exceeds the limit");
   STRATA_ASSIGN_OR_RETURN(Buffer payload, src_.Read(len));
   STRATA_ASSIGN_OR_RETURN(Buffer tail, src_.Read(4));
-  if (MaskCrc32c(Crc32c(payload.data(), payload.size())) != GetFixed32(tail.data())) {
+  if (MaskCrc32c(Crc32c(payload.data(), payload.size())) != DecodeFixed32(tail.data())) {
     return Error(offset, "payload CRC mismatch");
   }
   return std::optional<Buffer>(std::move(payload));

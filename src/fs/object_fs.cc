@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "fs/object_fs_internal.h"
+#include "object/transfer.h"
 
 namespace strata::fs {
 
@@ -189,6 +190,21 @@ void ObjectFs::Forget(Ino ino, uint64_t n) {
 
 // ---- listings ----
 
+Status ObjectFs::ListPages(const ListOptions& o, const std::string& what,
+                           const std::function<bool(ListResult& page)>& on_page) {
+  auto count = [this] {
+    std::lock_guard lock(mu_);
+    ++counters_.lists;
+  };
+  Status st = ForEachListPage(*store_, o, [&](ListResult& page) {
+    count();
+    return on_page(page);
+  });
+  if (st.ok()) return st;
+  count();  // the List that failed
+  return Backend(st, what);
+}
+
 Status ObjectFs::ListNow(Ino dir_ino) {
   for (int attempt = 0;; ++attempt) {
     std::string prefix;
@@ -206,25 +222,18 @@ Status ObjectFs::ListNow(Ino dir_ino) {
     ListOptions o;
     o.prefix = prefix;
     o.delimiter = "/";
-    do {
-      auto page = store_->List(o);
-      {
-        std::lock_guard lock(mu_);
-        ++counters_.lists;
-      }
-      if (!page.ok()) return Backend(page.status(), "listing /" + prefix);
-      for (auto& obj : page->objects) {
+    STRATA_RETURN_IF_ERROR(ListPages(o, "listing /" + prefix, [&](ListResult& page) {
+      for (auto& obj : page.objects) {
         std::string name = obj.key.substr(prefix.size());
         if (CheckName(name).ok()) files.emplace(std::move(name), std::move(obj));
       }
-      for (const auto& p : page->common_prefixes) {
+      for (const auto& p : page.common_prefixes) {
         if (p.size() <= prefix.size() + 1) continue;
         std::string name = p.substr(prefix.size(), p.size() - prefix.size() - 1);
         if (CheckName(name).ok()) dirs.push_back(std::move(name));
       }
-      o.continuation_token = page->next_continuation_token;
-      if (!page->truncated) break;
-    } while (!o.continuation_token.empty());
+      return true;
+    }));
 
     std::lock_guard lock(mu_);
     Inode* dir = FindLocked(dir_ino);
@@ -336,25 +345,18 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
   o.delimiter = "/";
   std::optional<ObjectInfo> file;
   bool is_dir = false;
-  for (;;) {
-    auto page = store_->List(o);
-    {
-      std::lock_guard lock(mu_);
-      ++counters_.lists;
-    }
-    if (!page.ok()) return Backend(page.status(), "looking up /" + path);
-    for (auto& obj : page->objects) {
+  STRATA_RETURN_IF_ERROR(ListPages(o, "looking up /" + path, [&](ListResult& page) {
+    for (auto& obj : page.objects) {
       if (obj.key == path) file = std::move(obj);
     }
-    for (const auto& p : page->common_prefixes) {
+    for (const auto& p : page.common_prefixes) {
       if (p.size() == path.size() + 1) is_dir = true;
     }
-    const std::string& last = page->objects.empty() ? std::string() : page->objects.back().key;
+    const std::string& last = page.objects.empty() ? std::string() : page.objects.back().key;
     bool passed = (!last.empty() && last > path + "/") ||
-                  (!page->common_prefixes.empty() && page->common_prefixes.back() >= path + "/");
-    if (!page->truncated || page->next_continuation_token.empty() || passed || is_dir) break;
-    o.continuation_token = page->next_continuation_token;
-  }
+                  (!page.common_prefixes.empty() && page.common_prefixes.back() >= path + "/");
+    return !passed && !is_dir;  // past where path's entries sort: the answer is known
+  }));
   std::lock_guard lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory /" + parent_path + " is gone");

@@ -36,6 +36,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -197,6 +198,8 @@ class ObjectFs {
   // Backend probes (no lock held).
   Status EnsureListed(Ino dir, bool user_initiated);
   Status ListNow(Ino dir);
+  // Every page of a listing (ForEachListPage), each List counted; a failure is Backend(_, what).
+  Status ListPages(const ListOptions& o, const std::string& what, const std::function<bool(ListResult& page)>& on_page);
   Result<Entry> ProbeChild(Ino parent, const std::string& name);
   void PrefetchSubdirs(const std::vector<Ino>& dirs);
   Status RefreshAttr(Ino ino);

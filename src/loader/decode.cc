@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/coding.h"
 #include "base/hash.h"
 
 namespace strata::loader {
@@ -141,12 +142,6 @@ Result<uint64_t> ItemSize(const std::string& descr, const std::string& what) {
   return n;
 }
 
-uint32_t ReadLe(const uint8_t* p, int bytes) {
-  uint32_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
 nlohmann::json FeatureJson(const dataset::Feature& f) {
   using K = dataset::Feature::Kind;
   nlohmann::json values = nlohmann::json::array();
@@ -183,7 +178,7 @@ Result<NpyArray> ParseNpy(const Buffer& file, const std::string& what) {
   }
   uint64_t len_bytes = major == 1 ? 2 : 4;
   if (file.size() < 8 + len_bytes) return CorruptionError(what + ": truncated .npy header");
-  uint64_t header_len = ReadLe(p + 8, static_cast<int>(len_bytes));
+  uint64_t header_len = major == 1 ? DecodeFixed16(p + 8) : DecodeFixed32(p + 8);
   uint64_t data_start = 8 + len_bytes + header_len;
   if (data_start > file.size()) {
     return CorruptionError(what + ": .npy header length " + std::to_string(header_len) + " runs past the " +

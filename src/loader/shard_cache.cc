@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/coding.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "io/durable.h"
@@ -21,15 +22,6 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'H', 'C', '0', '1'};
 constexpr uint64_t kFixedHeader = 8 + 8 + 8 + 4;
 constexpr std::string_view kSuffix = ".shard";
-
-void PutLe(std::string& s, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint64_t GetLe(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
 
 void RaiseTo(std::atomic<uint64_t>& bound, uint64_t v) {
   uint64_t cur = bound.load();
@@ -187,119 +179,121 @@ uint64_t ShardCache::Priority(size_t shard) const {
 
 Result<ShardFetch> ShardCache::Get(size_t shard) {
   if (shard >= keys_.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
-  std::shared_ptr<Flight> flight;
-  uint64_t generation = 0;
   {
-    std::unique_lock lock(mu_);
+    std::lock_guard lock(mu_);
     last_use_[shard] = ++seq_;
     released_at_[shard] = 0;
-    while (true) {
+  }
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
       if (auto it = ram_.find(shard); it != ram_.end()) {
         ++counters_.ram_hits;
         return ShardFetch{it->second.bytes, false};
       }
-      auto f = inflight_.find(shard);
-      if (f == inflight_.end()) break;
-      std::shared_ptr<Flight> other = f->second;  // kept alive while we wait
-      ++counters_.flight_joins;
-      cv_.wait(lock, [&] { return other->done; });
-      if (other->result.ok()) return ShardFetch{*other->result, false};
-      // That fetch failed: look again, and fetch ourselves if nobody else is.
     }
-    flight = std::make_shared<Flight>();
-    inflight_[shard] = flight;
-    generation = generation_[shard];
-  }
-  Result<Buffer> got = LoadFromDisk(shard);
-  bool from_disk = got.ok();
-  DownloadLock download;  // other processes (or caches) on this directory wait while we fetch and write
-  if (!from_disk && !options_.dir.empty()) {
-    Status locked = download.Acquire(FilePath(shard) + ".lock", [this] {
+    bool shared = false, from_store = false;
+    uint64_t generation = 0;
+    DownloadLock download;  // other processes (or caches) on this directory wait while we fetch and write
+    auto fill = [&]() -> Result<Buffer> {
+      {
+        std::lock_guard lock(mu_);
+        // Another caller's flight may have landed between our RAM miss and taking this one.
+        if (auto it = ram_.find(shard); it != ram_.end()) {
+          ++counters_.ram_hits;
+          return it->second.bytes;
+        }
+        generation = generation_[shard];
+      }
+      Result<Buffer> got = LoadFromDisk(shard);
+      bool from_disk = got.ok();
+      if (!from_disk && !options_.dir.empty()) {
+        Status locked = download.Acquire(FilePath(shard) + ".lock", [this] {
+          std::lock_guard lock(mu_);
+          ++counters_.lock_waits;
+        });
+        if (locked.ok()) {
+          got = LoadFromDisk(shard);  // written by the holder we waited for, or just before we looked
+          from_disk = got.ok();
+        } else {
+          STRATA_LOG_WARN("loader cache: {}; fetching {} unlocked (another process may fetch it too)",
+                          locked.ToString(), keys_[shard]);
+        }
+      }
+      if (!from_disk) got = FetchFromStore(shard);
+      from_store = !from_disk && got.ok();
       std::lock_guard lock(mu_);
-      ++counters_.lock_waits;
+      if (from_disk) ++counters_.disk_hits;
+      if (got.ok() && generation_[shard] == generation) PutInRam(shard, *got);
+      return got;
+    };
+    // The flight stays open while the disk copy is written: a Get arriving
+    // then shares these bytes rather than missing the file being written and
+    // fetching the shard again.
+    Result<Buffer> got = flights_.Do(shard, fill, &shared, [&](const Result<Buffer>& landed) {
+      if (from_store) StoreToDisk(shard, *landed, generation);
     });
-    if (locked.ok()) {
-      got = LoadFromDisk(shard);  // written by the holder we waited for, or just before we looked
-      from_disk = got.ok();
-    } else {
-      STRATA_LOG_WARN("loader cache: {}; fetching {} unlocked (another process may fetch it too)", locked.ToString(),
-                      keys_[shard]);
-    }
+    if (shared && !got.ok()) continue;  // that fetch failed: look again, and fetch ourselves if nobody else is
+    if (!got.ok()) return got.status();
+    return ShardFetch{std::move(*got), from_store};
   }
-  if (!from_disk) got = FetchFromStore(shard);
-  const bool from_store = !from_disk && got.ok();
-  {
-    std::lock_guard lock(mu_);
-    flight->done = true;
-    flight->result = got;
-    if (from_disk) ++counters_.disk_hits;
-    if (got.ok() && generation_[shard] == generation) PutInRam(shard, *got);
-    if (!from_store) EndFlightLocked(shard, flight);
-  }
-  cv_.notify_all();
-  if (!got.ok()) return got.status();
-  if (from_store) {
-    // Still in flight: a Get arriving now shares these bytes rather than
-    // missing the file being written and fetching the shard again.
-    StoreToDisk(shard, *got, generation);
-    std::lock_guard lock(mu_);
-    EndFlightLocked(shard, flight);
-  }
-  return ShardFetch{std::move(*got), from_store};
 }
 
-void ShardCache::EndFlightLocked(size_t shard, const std::shared_ptr<Flight>& flight) {
-  auto it = inflight_.find(shard);
-  if (it != inflight_.end() && it->second == flight) inflight_.erase(it);
+// A parsed copy kept with the shard's bytes, counted as a hit and a user (callers hold mu_).
+std::shared_ptr<const ParsedShard> ShardCache::TakeParsedLocked(size_t shard) {
+  auto it = ram_.find(shard);
+  if (it == ram_.end() || !it->second.parsed) return nullptr;
+  CountParseHitLocked(shard);
+  return it->second.parsed;
+}
+
+void ShardCache::CountParseHitLocked(size_t shard) {
+  last_use_[shard] = ++seq_;
+  released_at_[shard] = 0;
+  ++users_[shard];
+  ++counters_.parse_hits;
 }
 
 Result<ParsedFetch> ShardCache::GetParsed(size_t shard, const ShardParser& parse) {
   if (shard >= keys_.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
-  std::shared_ptr<ParseFlight> flight;
-  uint64_t generation = 0;
-  {
-    std::unique_lock lock(mu_);
-    while (true) {
-      std::shared_ptr<const ParsedShard> shared;
-      if (auto it = ram_.find(shard); it != ram_.end() && it->second.parsed) {
-        shared = it->second.parsed;
-      } else if (auto f = parsing_.find(shard); f != parsing_.end()) {
-        std::shared_ptr<ParseFlight> other = f->second;
-        cv_.wait(lock, [&] { return other->done; });
-        if (!other->result.ok()) continue;  // look again; parse ourselves if nobody else is
-        shared = *other->result;
-      } else {
-        break;
-      }
-      last_use_[shard] = ++seq_;
-      released_at_[shard] = 0;
-      ++users_[shard];
-      ++counters_.parse_hits;
-      return ParsedFetch{std::move(shared), false, false};
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (auto parsed = TakeParsedLocked(shard)) return ParsedFetch{std::move(parsed), false, false};
     }
-    flight = std::make_shared<ParseFlight>();
-    parsing_[shard] = flight;
-    generation = generation_[shard];
-  }
-  Result<ShardFetch> got = Get(shard);
-  Result<ParsedValue> parsed = got.ok() ? parse(got->data) : Result<ParsedValue>(got.status());
-  if (got.ok() && !parsed.ok()) Invalidate(shard);  // the next call refetches rather than reparsing bad bytes
-  {
-    std::lock_guard lock(mu_);
-    flight->done = true;
-    if (parsed.ok()) {
-      flight->result = parsed->parsed;
+    ParsedFetch mine;  // what the leader returns
+    auto fill = [&]() -> Result<std::shared_ptr<const ParsedShard>> {
+      uint64_t generation = 0;
+      {
+        std::lock_guard lock(mu_);
+        if (auto parsed = TakeParsedLocked(shard)) {  // parsed by a flight that landed after our look
+          mine = ParsedFetch{parsed, false, false};
+          return parsed;
+        }
+        generation = generation_[shard];
+      }
+      Result<ShardFetch> got = Get(shard);
+      Result<ParsedValue> parsed = got.ok() ? parse(got->data) : Result<ParsedValue>(got.status());
+      if (got.ok() && !parsed.ok()) Invalidate(shard);  // the next call refetches rather than reparsing bad bytes
+      if (!parsed.ok()) return parsed.status();
+      std::lock_guard lock(mu_);
       ++counters_.parses;
       ++users_[shard];
       if (generation_[shard] == generation) PutParsedLocked(shard, got->data, *parsed);
-    } else {
-      flight->result = parsed.status();
+      mine = ParsedFetch{parsed->parsed, got->from_store, true};
+      return parsed->parsed;
+    };
+    bool shared = false;
+    Result<std::shared_ptr<const ParsedShard>> result = parse_flights_.Do(shard, fill, &shared);
+    if (!result.ok()) {
+      if (shared) continue;  // look again; parse ourselves if nobody else is
+      return result.status();
     }
-    if (auto f = parsing_.find(shard); f != parsing_.end() && f->second == flight) parsing_.erase(f);
+    if (!shared) return mine;
+    std::lock_guard lock(mu_);
+    CountParseHitLocked(shard);
+    return ParsedFetch{std::move(*result), false, false};
   }
-  cv_.notify_all();
-  if (!parsed.ok()) return parsed.status();
-  return ParsedFetch{std::move(parsed->parsed), got->from_store, true};
 }
 
 void ShardCache::Release(size_t shard) {
@@ -316,8 +310,7 @@ void ShardCache::Invalidate(size_t shard) {
     ++generation_[shard];  // a flight that read the bad bytes keeps them out of RAM and off disk
     auto it = ram_.find(shard);
     if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
-    auto f = inflight_.find(shard);
-    if (f != inflight_.end() && f->second->done) inflight_.erase(f);  // later Gets must not share its bytes
+    flights_.Forget(shard);  // later Gets must not share its bytes
   }
   if (!options_.dir.empty()) {
     // Under disk_mu_: a StoreToDisk that passed its generation check writes
@@ -330,6 +323,7 @@ void ShardCache::Invalidate(size_t shard) {
 ShardCache::Counters ShardCache::counters() const {
   std::lock_guard lock(mu_);
   Counters c = counters_;
+  c.flight_joins = flights_.Joins();
   c.ram_bytes = ram_used_;
   return c;
 }
@@ -426,11 +420,11 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   bool good = data.ok() && data->size() == expect && std::memcmp(data->data(), kMagic, 8) == 0;
   if (good) {
     const uint8_t* p = data->data();
-    good = GetLe(p + 8, 8) == sizes_[shard] && GetLe(p + 24, 4) == key.size() &&
+    good = DecodeFixed64(p + 8) == sizes_[shard] && DecodeFixed32(p + 24) == key.size() &&
            std::memcmp(p + kFixedHeader, key.data(), key.size()) == 0;
     if (good) {
       Buffer body = data->Slice(kFixedHeader + key.size());
-      if (XxHash3(body.data(), body.size()) == GetLe(p + 16, 8)) return body;
+      if (XxHash3(body.data(), body.size()) == DecodeFixed64(p + 16)) return body;
       good = false;
     }
   }
@@ -505,9 +499,9 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   }
   if (used + need > disk_bytes_ || stale()) return;
   std::string header(kMagic, 8);
-  PutLe(header, data.size(), 8);
-  PutLe(header, XxHash3(data.data(), data.size()), 8);
-  PutLe(header, key.size(), 4);
+  PutFixed64(&header, data.size());
+  PutFixed64(&header, XxHash3(data.data(), data.size()));
+  PutFixed32(&header, key.size());
   header += key;
   // Header and body written one after the other: no copy of the shard to join them.
   Status s = WriteFileAtomic(fs, options_.dir + "/" + name, {Buffer::FromString(header), data});

@@ -31,7 +31,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,6 +41,7 @@
 
 #include "base/buffer.h"
 #include "base/executor.h"
+#include "base/single_flight.h"
 #include "base/status.h"
 #include "dataset/manifest.h"
 #include "object/object_store.h"
@@ -129,15 +129,6 @@ class ShardCache {
  private:
   ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
              ShardCacheOptions options);
-  // One fetch of a shard and the callers sharing it (guarded by mu_).
-  struct Flight {
-    bool done = false;  // `result` is set; the disk copy may still be being written
-    Result<Buffer> result = Status(Code::kInternal, "fetch pending");
-  };
-  struct ParseFlight {
-    bool done = false;
-    Result<std::shared_ptr<const ParsedShard>> result = Status(Code::kInternal, "parse pending");
-  };
   // A shard in RAM: its bytes, and its parsed form once some caller parsed it.
   struct RamEntry {
     Buffer bytes;
@@ -154,7 +145,8 @@ class ShardCache {
   void PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed);
   // Evicts others (by Priority) until `need` more bytes fit; false if they cannot (callers hold mu_).
   bool MakeRoomLocked(size_t keep, uint64_t need);
-  void EndFlightLocked(size_t shard, const std::shared_ptr<Flight>& flight);
+  std::shared_ptr<const ParsedShard> TakeParsedLocked(size_t shard);
+  void CountParseHitLocked(size_t shard);
   std::string FileName(size_t shard) const;
   uint64_t Priority(size_t shard) const;  // lower: evicted first (callers hold mu_)
 
@@ -164,7 +156,6 @@ class ShardCache {
   ShardCacheOptions options_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)
   std::atomic<size_t> fetch_threads_;             // the openers' fetch_concurrency summed (capped)
   std::map<size_t, RamEntry> ram_;
@@ -174,8 +165,10 @@ class ShardCache {
   std::vector<uint64_t> released_at_;  // release sequence per shard (0: not released)
   uint64_t seq_ = 0;
   std::vector<uint64_t> generation_;  // per shard, bumped by Invalidate: bytes read before are stale
-  std::map<size_t, std::shared_ptr<Flight>> inflight_;
-  std::map<size_t, std::shared_ptr<ParseFlight>> parsing_;
+  // One fetch of a shard at a time, shared by the callers that want it (its
+  // own lock; taken after mu_, never before).
+  SingleFlight<size_t, Result<Buffer>> flights_;
+  SingleFlight<size_t, Result<std::shared_ptr<const ParsedShard>>> parse_flights_;  // one parse likewise
   Counters counters_;
   std::mutex disk_mu_;  // one writer/evictor of the directory at a time
   // Threads for the ranged GETs of multi-part fetches, started on first use

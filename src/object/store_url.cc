@@ -7,10 +7,7 @@
 #include "object/file_store.h"
 #include "object/mem_store.h"
 #include "object/prefix_store.h"
-
-#ifdef STRATA_HAVE_S3_STORE  // set by CMakeLists.txt when the S3 client is built in
 #include "object/s3_store.h"
-#endif
 
 namespace strata {
 namespace {
@@ -70,8 +67,7 @@ Result<ObjectStorePtr> OpenMem(std::string_view url, StoreUrl& parsed) {
   return MakePrefixStore(MakeMemStore(parsed.authority, options), parsed.path);
 }
 
-Result<ObjectStorePtr> OpenS3(std::string_view url, const StoreUrl& parsed) {
-#ifdef STRATA_HAVE_S3_STORE
+Result<ObjectStorePtr> OpenS3(std::string_view /*url*/, const StoreUrl& parsed) {
   // The S3 layer parses its own parameters; hand it the URL minus ours.
   std::string s3_url = "s3://" + parsed.authority;
   if (!parsed.path.empty()) s3_url += "/" + UriEncode(parsed.path, /*encode_slash=*/false);
@@ -81,10 +77,6 @@ Result<ObjectStorePtr> OpenS3(std::string_view url, const StoreUrl& parsed) {
     sep = '&';
   }
   return OpenS3StoreFromUrl(s3_url);
-#else
-  (void)parsed;
-  return NotSupportedError("cannot open '" + std::string(url) + "': this build has no S3 client");
-#endif
 }
 
 }  // namespace

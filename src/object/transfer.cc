@@ -245,24 +245,30 @@ Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, Obje
                        });
 }
 
+Status ForEachListPage(ObjectStore& store, ListOptions options, const std::function<bool(ListResult& page)>& on_page) {
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(ListResult page, store.List(options));
+    if (!on_page(page) || !page.truncated) return Status::Ok();
+    if (page.next_continuation_token.empty() || page.next_continuation_token == options.continuation_token) {
+      return InternalError("listing '" + options.prefix + "' is truncated but gives no new continuation token");
+    }
+    options.continuation_token = std::move(page.next_continuation_token);
+  }
+}
+
 Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix, std::string_view delimiter,
                                         std::vector<std::string>* prefixes) {
   std::vector<ObjectInfo> all;
   ListOptions options;
   options.prefix = std::string(prefix);
   options.delimiter = std::string(delimiter);
-  for (;;) {
-    STRATA_ASSIGN_OR_RETURN(ListResult page, store.List(options));
+  STRATA_RETURN_IF_ERROR(ForEachListPage(store, std::move(options), [&](ListResult& page) {
     for (ObjectInfo& info : page.objects) all.push_back(std::move(info));
     if (prefixes) {
       for (std::string& p : page.common_prefixes) prefixes->push_back(std::move(p));
     }
-    if (!page.truncated) break;
-    if (page.next_continuation_token.empty() || page.next_continuation_token == options.continuation_token) {
-      return InternalError("listing '" + std::string(prefix) + "' is truncated but gives no new continuation token");
-    }
-    options.continuation_token = std::move(page.next_continuation_token);
-  }
+    return true;
+  }));
   return all;
 }
 

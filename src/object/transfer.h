@@ -74,6 +74,13 @@ Result<ObjectInfo> ParallelPutFrom(ObjectStore& store, std::string_view key, uin
 Result<ObjectInfo> ParallelCopy(ObjectStore& src, std::string_view src_key, ObjectStore& dst, std::string_view dst_key,
                                 uint64_t part_size, int concurrency, const PutOptions& options = {});
 
+// Walks a listing page by page from `options` (its continuation token
+// included), calling `on_page` with each until it returns false or the
+// listing ends; the first failed List is returned. A truncated page without a
+// new continuation token is an error (a store that does not advance would
+// otherwise be listed forever).
+Status ForEachListPage(ObjectStore& store, ListOptions options, const std::function<bool(ListResult& page)>& on_page);
+
 // Every object under `prefix`, following continuation tokens. With a
 // delimiter, the common prefixes of every page go to *prefixes (may be null).
 Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix, std::string_view delimiter = {},

@@ -429,5 +429,51 @@ TEST(ListAll, DelimiterCollectsCommonPrefixesOfEveryPage) {
   EXPECT_EQ(prefixes.back(), "d/101499/");
 }
 
+TEST(ForEachListPage, StopsWhenTheCallerHasItsAnswer) {
+  auto store = MakeMemStore();
+  for (int i = 0; i < 2500; ++i) ASSERT_TRUE(store->Put("p/" + std::to_string(100000 + i), Buffer()).ok());
+  ListOptions options;
+  options.prefix = "p/";
+  int pages = 0;
+  ASSERT_TRUE(ForEachListPage(*store, options, [&](ListResult& page) {
+                ++pages;
+                EXPECT_TRUE(page.truncated);
+                return false;
+              }).ok());
+  EXPECT_EQ(pages, 1);
+  pages = 0;
+  ASSERT_TRUE(ForEachListPage(*store, options, [&](ListResult&) { return ++pages, true; }).ok());
+  EXPECT_EQ(pages, 3);  // 1000 keys a page
+}
+
+// A store whose listing claims more pages but hands back the token it was given.
+class StuckListing : public FaultStore {
+ public:
+  using FaultStore::FaultStore;
+  Result<ListResult> List(const ListOptions& options) override {
+    ListOptions first = options;  // the inner store would refuse the made-up token
+    first.continuation_token.clear();
+    auto page = FaultStore::List(first);
+    if (page.ok()) {
+      page->truncated = true;
+      page->next_continuation_token = options.continuation_token.empty() ? "t" : options.continuation_token;
+    }
+    return page;
+  }
+};
+
+TEST(ForEachListPage, ATokenThatDoesNotAdvanceIsAnErrorNotALoop) {
+  auto inner = MakeMemStore();
+  ASSERT_TRUE(inner->Put("p/a", Buffer()).ok());
+  StuckListing store(inner, FaultConfig{}, RealClock());
+  int pages = 0;
+  ListOptions options;
+  options.prefix = "p/";
+  Status st = ForEachListPage(store, options, [&](ListResult&) { return ++pages, true; });
+  EXPECT_EQ(st.code(), Code::kInternal);
+  EXPECT_EQ(pages, 2);  // the first page, then the one answering token "t" with "t" again
+  EXPECT_EQ(ListAll(store, "p/").status().code(), Code::kInternal);
+}
+
 }  // namespace
 }  // namespace strata

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -19,13 +20,20 @@ class SingleFlight {
  public:
   // Runs `fn` unless a call for `key` is already running, in which case waits
   // for it. *shared is set to true for the waiters.
-  V Do(const K& key, const std::function<V()>& fn, bool* shared = nullptr) {
+  //
+  // With `linger`, the leader hands the result to the waiters first and then
+  // runs linger(result) with the flight still open: callers arriving meanwhile
+  // take the result at once instead of starting another call (the loader
+  // keeps a shard's flight open while it writes the disk copy).
+  V Do(const K& key, const std::function<V()>& fn, bool* shared = nullptr,
+       const std::function<void(const V&)>& linger = nullptr) {
     std::unique_lock lock(mu_);
     auto it = calls_.find(key);
     if (it != calls_.end()) {
-      std::shared_ptr<Call> call = it->second;
+      std::shared_ptr<Call> call = it->second;  // kept alive while we wait
       if (shared) *shared = true;
       ++call->waiters;
+      ++joins_;
       call->cv.wait(lock, [&] { return call->result.has_value(); });
       return *call->result;
     }
@@ -36,9 +44,23 @@ class SingleFlight {
     V result = fn();
     lock.lock();
     call->result = result;
-    calls_.erase(key);
     call->cv.notify_all();
+    if (linger) {
+      lock.unlock();
+      linger(result);
+      lock.lock();
+    }
+    EraseLocked(key, call);
     return result;
+  }
+
+  // Closes a flight that has its result but is still lingering, so later
+  // callers start a call of their own (its result turned out bad). A flight
+  // still running is left alone.
+  void Forget(const K& key) {
+    std::lock_guard lock(mu_);
+    auto it = calls_.find(key);
+    if (it != calls_.end() && it->second->result.has_value()) calls_.erase(it);
   }
 
   // Callers currently waiting on another's call for `key` (tests use it).
@@ -53,14 +75,29 @@ class SingleFlight {
     return calls_.count(key) != 0;
   }
 
+  // Callers that joined another's call, all keys, since construction
+  // (counted when they join, before they wait).
+  uint64_t Joins() const {
+    std::lock_guard lock(mu_);
+    return joins_;
+  }
+
  private:
   struct Call {
     std::condition_variable cv;
     std::optional<V> result;
     size_t waiters = 0;
   };
+
+  // Only our own call: Forget may have replaced it with a newer one.
+  void EraseLocked(const K& key, const std::shared_ptr<Call>& call) {
+    auto it = calls_.find(key);
+    if (it != calls_.end() && it->second == call) calls_.erase(it);
+  }
+
   mutable std::mutex mu_;
   std::unordered_map<K, std::shared_ptr<Call>, Hash> calls_;
+  uint64_t joins_ = 0;
 };
 
 }  // namespace strata

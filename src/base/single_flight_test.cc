@@ -1,0 +1,154 @@
+#include "base/single_flight.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace strata {
+namespace {
+
+// Polls `pred` until it holds or a 10 s deadline passes.
+template <typename Pred>
+bool WaitUntil(Pred pred) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// A gate the leader's function blocks on until the test opens it.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Wait() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return open; });
+  }
+  void Open() {
+    std::lock_guard lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+TEST(SingleFlight, ConcurrentCallersShareOneCall) {
+  SingleFlight<std::string, int> flights;
+  Gate gate;
+  std::atomic<int> calls{0};
+  constexpr int kCallers = 6;
+  std::vector<int> got(kCallers);
+  std::vector<char> shared(kCallers);
+  std::thread leader([&] {
+    bool s = true;
+    got[0] = flights.Do(
+        "k",
+        [&] {
+          ++calls;
+          gate.Wait();
+          return 42;
+        },
+        &s);
+    shared[0] = s;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return flights.InFlight("k"); }));
+  std::vector<std::thread> waiters;
+  for (int i = 1; i < kCallers; ++i) {
+    waiters.emplace_back([&, i] {
+      bool s = false;
+      got[i] = flights.Do(
+          "k", [&] { return ++calls, -1; }, &s);
+      shared[i] = s;
+    });
+  }
+  ASSERT_TRUE(WaitUntil([&] { return flights.Waiters("k") == kCallers - 1; }));
+  EXPECT_EQ(flights.Joins(), uint64_t{kCallers - 1});  // counted before the call lands
+  gate.Open();
+  leader.join();
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_FALSE(shared[0]);
+  for (int i = 0; i < kCallers; ++i) EXPECT_EQ(got[i], 42) << i;
+  for (int i = 1; i < kCallers; ++i) EXPECT_TRUE(shared[i]) << i;
+  EXPECT_FALSE(flights.InFlight("k"));
+}
+
+TEST(SingleFlight, KeysFlyIndependentlyAndLandedCallsAreNotReused) {
+  SingleFlight<int, int> flights;
+  int calls = 0;
+  EXPECT_EQ(flights.Do(1, [&] { return ++calls; }), 1);
+  EXPECT_EQ(flights.Do(1, [&] { return ++calls; }), 2);  // the first landed: a new call
+  EXPECT_EQ(flights.Do(2, [&] { return ++calls; }), 3);
+  EXPECT_EQ(flights.Joins(), 0u);
+}
+
+TEST(SingleFlight, LingerKeepsTheFlightOpenWithItsResult) {
+  SingleFlight<int, std::string> flights;
+  Gate linger_gate;
+  std::atomic<bool> lingering{false};
+  std::thread leader([&] {
+    flights.Do(
+        7, [] { return std::string("bytes"); }, nullptr,
+        [&](const std::string& landed) {
+          EXPECT_EQ(landed, "bytes");
+          lingering = true;
+          linger_gate.Wait();
+        });
+  });
+  ASSERT_TRUE(WaitUntil([&] { return lingering.load(); }));
+  // Arriving while the leader lingers: the landed result, no call of its own.
+  bool shared = false;
+  EXPECT_EQ(flights.Do(
+                7, [] { return std::string("again"); }, &shared),
+            "bytes");
+  EXPECT_TRUE(shared);
+  EXPECT_TRUE(flights.InFlight(7));
+  linger_gate.Open();
+  leader.join();
+  EXPECT_FALSE(flights.InFlight(7));
+}
+
+TEST(SingleFlight, ForgetClosesALingeringFlightButNotARunningOne) {
+  SingleFlight<int, int> flights;
+  Gate run_gate, linger_gate;
+  std::atomic<bool> running{false}, lingering{false};
+  std::thread leader([&] {
+    flights.Do(
+        1,
+        [&] {
+          running = true;
+          run_gate.Wait();
+          return 1;
+        },
+        nullptr,
+        [&](const int&) {
+          lingering = true;
+          linger_gate.Wait();
+        });
+  });
+  ASSERT_TRUE(WaitUntil([&] { return running.load(); }));
+  flights.Forget(1);  // still running: kept
+  EXPECT_TRUE(flights.InFlight(1));
+  run_gate.Open();
+  ASSERT_TRUE(WaitUntil([&] { return lingering.load(); }));
+  flights.Forget(1);
+  EXPECT_FALSE(flights.InFlight(1));
+  bool shared = true;
+  EXPECT_EQ(flights.Do(
+                1, [] { return 2; }, &shared),
+            2);  // a fresh call, not the forgotten result
+  EXPECT_FALSE(shared);
+  linger_gate.Open();
+  leader.join();
+}
+
+}  // namespace
+}  // namespace strata
