@@ -107,7 +107,8 @@ void RunVerify(const CkptArgs& a) {
       std::cout << StepDirName(s) << ": OK" << (a.quick ? " (quick)" : " (every byte)") << "\n";
       continue;
     }
-    std::cout << StepDirName(s) << ": " << (r.committed ? "CORRUPT" : "NOT COMMITTED") << "\n";
+    const char* state = r.OnlyUnreadable() ? "UNREADABLE (retry)" : r.committed ? "CORRUPT" : "NOT COMMITTED";
+    std::cout << StepDirName(s) << ": " << state << "\n";
     for (const auto& p : r.problems) {
       std::cout << "  " << p.file << (p.tensor.empty() ? "" : " tensor '" + p.tensor + "'") << ": " << p.what << "\n";
     }
