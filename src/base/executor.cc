@@ -3,8 +3,16 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <exception>
+
+#include "base/log.h"
 
 namespace strata {
+
+Status ExceptionToStatus(std::string_view what, const char* exception_what) {
+  STRATA_LOG_ERROR("{}: an exception escaped: {} (failing this operation only)", what, exception_what);
+  return InternalError(std::string(what) + ": an exception escaped: " + exception_what);
+}
 
 ThreadPool::ThreadPool(size_t threads, std::string name) {
   if (threads == 0) threads = 1;
@@ -48,8 +56,15 @@ void ThreadPool::Loop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    RunGuarded("thread pool task", task).IgnoreError();  // logged; the pool goes on
   }
+}
+
+void SubmitWithStatus(Executor& executor, std::function<Status()> task, std::function<void(Status)> done) {
+  executor.Submit([task = std::move(task), done = std::move(done)] {
+    Status st = RunGuarded("task", task);
+    RunGuarded("task completion", [&] { done(std::move(st)); }).IgnoreError();
+  });
 }
 
 void TaskGroup::Run(std::function<void()> task) {
@@ -58,10 +73,16 @@ void TaskGroup::Run(std::function<void()> task) {
     ++pending_;
   }
   executor_.Submit([this, task = std::move(task)] {
-    task();
+    Status st = RunGuarded("task group task", task);
     std::lock_guard lock(mu_);
+    if (!st.ok() && first_error_.ok()) first_error_ = st;
     if (--pending_ == 0) cv_.notify_all();
   });
+}
+
+Status TaskGroup::status() {
+  std::lock_guard lock(mu_);
+  return first_error_;
 }
 
 void TaskGroup::Wait() {
@@ -77,14 +98,23 @@ void ParallelFor(size_t n, size_t parallelism, const std::function<void(size_t)>
   }
   if (parallelism > n) parallelism = n;
   std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr first;  // carried to the caller's thread
   std::vector<std::thread> threads;
   threads.reserve(parallelism);
   for (size_t t = 0; t < parallelism; ++t) {
     threads.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) fn(i);
+      try {
+        for (size_t i = next++; i < n; i = next++) fn(i);
+      } catch (...) {
+        next = n;  // the others stop at their next index
+        std::lock_guard lock(mu);
+        if (!first) first = std::current_exception();
+      }
     });
   }
   for (auto& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
 }
 
 bool Sequencer::RunInOrder(size_t i, const std::function<void()>& fn) {

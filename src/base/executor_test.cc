@@ -6,7 +6,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -192,6 +194,58 @@ TEST(SequencerTest, CancelReleasesEveryWaiter) {
   });
   EXPECT_EQ(released.load(), 7);
   EXPECT_FALSE(seq.RunInOrder(0, [] { ADD_FAILURE() << "ran after Cancel"; }));
+}
+
+// An exception escaping a task fails that task only: its waiter sees Internal,
+// the process goes on and the pool keeps running other tasks.
+TEST(ThreadPoolTest, ATaskThatThrowsFailsOnlyItself) {
+  ThreadPool pool(1, "test-pool");
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Status> results;
+  auto done = [&](Status st) {
+    std::lock_guard lock(mu);
+    results.push_back(std::move(st));
+    cv.notify_all();
+  };
+  SubmitWithStatus(
+      pool, []() -> Status { throw std::runtime_error("bad input"); }, done);
+  pool.Submit([] { throw 42; });  // not even a std::exception, and nobody waits
+  SubmitWithStatus(
+      pool, [] { return Status::Ok(); }, done);
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return results.size() == 2; }));
+  }
+  EXPECT_EQ(results[0].code(), Code::kInternal);
+  EXPECT_NE(results[0].message().find("bad input"), std::string::npos) << results[0];
+  EXPECT_TRUE(results[1].ok()) << results[1];  // the same (only) thread ran it afterwards
+
+  TaskGroup group(pool);
+  std::atomic<int> ran{0};
+  group.Run([] { throw std::bad_alloc(); });
+  for (int i = 0; i < 4; ++i) group.Run([&] { ++ran; });
+  group.Wait();  // returns: the throwing task counts as done
+  EXPECT_EQ(ran.load(), 4);
+  EXPECT_EQ(group.status().code(), Code::kInternal);
+}
+
+TEST(ParallelForTest, AnExceptionReachesTheCallerNotTerminate) {
+  std::atomic<int> ran{0};
+  bool caught = false;
+  try {
+    ParallelFor(16, 4, [&](size_t i) {
+      if (i == 3) throw std::runtime_error("worker 3");
+      ++ran;
+    });
+  } catch (const std::runtime_error& e) {
+    caught = std::string(e.what()) == "worker 3";
+  }
+  EXPECT_TRUE(caught);
+  EXPECT_LE(ran.load(), 15);
+  Status st = RunGuarded("parallel", [] { ParallelFor(4, 4, [](size_t) { throw std::logic_error("x"); }); });
+  EXPECT_EQ(st.code(), Code::kInternal);
+  EXPECT_NE(st.message().find("parallel"), std::string::npos) << st;
 }
 
 }  // namespace

@@ -294,6 +294,22 @@ Result<std::unique_ptr<ReadStream>> CachedStore::OpenStream(std::string_view key
   return std::unique_ptr<ReadStream>(new ReadStream(this, std::string(key), std::move(info)));
 }
 
+Result<std::unique_ptr<ReadStream>> CachedStore::OpenStream(std::string_view key, const ObjectInfo& known) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  ObjectInfo info = known;
+  info.key = std::string(key);
+  return std::unique_ptr<ReadStream>(new ReadStream(this, std::string(key), std::move(info)));
+}
+
+bool ReadStream::Cached(uint64_t offset, uint64_t length) const {
+  if (offset >= info_.size || length == 0) return true;
+  const uint64_t end = offset + std::min(length, info_.size - offset), block = store_->block_size_;
+  for (uint64_t index = offset / block; index <= (end - 1) / block; ++index) {
+    if (!store_->cache_->Contains(store_->MakeBlockId(key_, info_, index))) return false;
+  }
+  return true;
+}
+
 Result<Buffer> ReadStream::Read(uint64_t offset, uint64_t length) {
   if (offset >= info_.size || length == 0) return Buffer();
   uint64_t end = offset + std::min(length, info_.size - offset);

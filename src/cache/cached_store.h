@@ -61,6 +61,9 @@ class ReadStream {
   // PreconditionFailed if the object changed since the stream was opened.
   Result<Buffer> Read(uint64_t offset, uint64_t length);
   const ObjectInfo& info() const { return info_; }
+  // Whether every block of [offset, offset+length) is in the cache now (a
+  // read of it needs no backend request, unless evicted meanwhile).
+  bool Cached(uint64_t offset, uint64_t length) const;
 
  private:
   friend class CachedStore;
@@ -78,6 +81,10 @@ class CachedStore : public StoreWrapper {
   ~CachedStore() override;
 
   Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key);
+  // A stream of the version the caller already knows (`known`: size, ETag,
+  // mtime), with no metadata request: serves cached blocks while the backend
+  // cannot answer. Blocks still missing are fetched with If-Match its ETag.
+  Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key, const ObjectInfo& known);
   // Fills the cache with every block of `key` (no read-ahead); returns its size.
   Result<uint64_t> Warm(std::string_view key);
   // Blocks until no read-ahead is queued or running (tests, benchmarks).

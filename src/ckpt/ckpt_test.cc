@@ -348,6 +348,45 @@ TEST_F(CkptTest, RetentionNeverDeletesTheNewestVerifiedCheckpoint) {
   EXPECT_EQ(verifications, 0);
 }
 
+// Issue 15: a step that cannot be read (EIO, EMFILE...) is not torn. Local
+// retention (what the writer and `strata ckpt gc` run) keeps it; a step whose
+// marker is really missing is still deleted; Latest() never falls back past it.
+TEST_F(CkptTest, RetentionKeepsAStepItCannotReadAndDeletesOnlyProvenTornOnes) {
+  {
+    auto w = std::move(CheckpointWriter::Open(Options())).value();
+    for (int64_t step = 1; step <= 4; ++step) Save(*w, step, MakeState(step));
+  }
+  ASSERT_TRUE(DefaultFileSystem()
+                  .Remove(JoinPath(JoinPath(JoinPath(dir_, "local"), StepDirName(3)), std::string(kCommitFile)))
+                  .ok());
+  FaultFileSystem flaky(DefaultFileSystem());
+  flaky.InjectErrors({.path_substring = StepDirName(2), .ops = kFaultRead | kFaultOpen});  // EIO on every read
+  auto loc = std::move(OpenLocalLocation(flaky, JoinPath(dir_, "local"))).value();
+  for (int pass = 0; pass < 3; ++pass) {  // the writer's and gc's passes alike
+    auto deleted = RetainNewest(*loc, /*keep=*/3);
+    ASSERT_TRUE(deleted.ok()) << deleted.status();
+    EXPECT_EQ(*deleted, (pass == 0 ? std::vector<int64_t>{3} : std::vector<int64_t>{})) << "pass " << pass;
+  }
+  EXPECT_GT(flaky.Counters().injected_errors, 0u);
+  EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{1, 2, 4}));
+  // The newest unreadable: Latest() reports it instead of loading step 2 or 1.
+  flaky.ClearErrors();
+  flaky.InjectErrors({.path_substring = StepDirName(4), .ops = kFaultRead | kFaultOpen});
+  auto latest = Latest(*loc);
+  EXPECT_EQ(latest.status().code(), Code::kIOError) << latest.status();
+  EXPECT_NE(latest.status().message().find("not falling back"), std::string::npos) << latest.status();
+  auto newest = NewestCommitted(*loc);
+  EXPECT_EQ(newest.status().code(), Code::kIOError) << newest.status();
+  EXPECT_EQ(OpenCheckpoint(*loc, 4).status().code(), Code::kIOError);  // not NotFound: nothing is known
+  EXPECT_TRUE(RetainNewest(*loc, 1).ok());  // step 4 unknown: 1 and 2 are the only valid ones
+  EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{2, 4}));
+  // Readable again: everything recovers by itself.
+  flaky.ClearErrors();
+  EXPECT_EQ(Latest(*loc)->step, 4);
+  EXPECT_EQ(Compare(*Load(*loc, 4), MakeState(4)), "");
+  EXPECT_EQ(*RetainNewest(*loc, 1), (std::vector<int64_t>{2}));
+}
+
 // Staging memory that cannot be had fails the save, and the step stays free.
 TEST_F(CkptTest, StagingFailureLeavesTheStepFreeToSaveAgain) {
   std::string overcommit;

@@ -89,20 +89,33 @@ Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::stri
 Result<std::optional<int64_t>> NewestCommitted(Location& loc) {
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    if (OpenCheckpoint(loc, *it).ok()) return std::optional<int64_t>(*it);
+    auto info = OpenCheckpoint(loc, *it);
+    if (info.ok()) return std::optional<int64_t>(*it);
+    if (!ProvenTorn(info.status())) return info.status();  // perhaps the newest: never an older one instead
   }
   return std::optional<int64_t>();
 }
 
 Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect,
-                                          std::function<bool(int64_t)> valid, std::function<bool(int64_t)> verified,
+                                          std::function<Status(int64_t)> valid, std::function<bool(int64_t)> verified,
                                           bool dry_run) {
   if (keep < 1) return InvalidArgumentError("retention must keep at least one checkpoint");
-  if (!valid) valid = [&loc](int64_t s) { return OpenCheckpoint(loc, s).ok(); };
+  if (!valid) valid = [&loc](int64_t s) { return OpenCheckpoint(loc, s).status(); };
   if (!verified) verified = [&loc](int64_t s) { return Verify(loc, s, VerifyLevel::kBytes).ok(); };
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
   std::vector<int64_t> good, torn, deleted;
-  for (int64_t s : steps) (valid(s) ? good : torn).push_back(s);
+  for (int64_t s : steps) {
+    Status st = valid(s);
+    if (st.ok()) {
+      good.push_back(s);
+    } else if (ProvenTorn(st)) {
+      torn.push_back(s);
+    } else {
+      // Unknown, not torn: neither deleted nor counted as valid; the next pass looks again.
+      STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it could not be read ({}); retried at the next pass",
+                      loc.Describe(), StepDirName(s), st.ToString());
+    }
+  }
   if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
   const int64_t newest = good.back();
   std::vector<int64_t> doomed;
@@ -123,6 +136,14 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   std::sort(doomed.begin(), doomed.end());
   for (int64_t s : doomed) {
     if (s == *safe) continue;
+    if (std::binary_search(torn.begin(), torn.end(), s)) {
+      // Proven torn once; a second read must agree (a reply damaged in transit does not repeat).
+      if (Status again = valid(s); !ProvenTorn(again)) {
+        STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it looked torn, then {}", loc.Describe(), StepDirName(s),
+                        again.ok() ? std::string("valid") : again.ToString());
+        continue;
+      }
+    }
     Status st = dry_run ? Status::Ok() : loc.RemoveStep(s);
     if (st.ok()) {
       deleted.push_back(s);

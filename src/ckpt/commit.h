@@ -35,19 +35,24 @@ Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::stri
                     TimePoint deadline, Duration poll, const std::function<bool()>& cancelled = nullptr);
 
 // The newest step in `loc` with a valid global commit marker (cheap: the
-// hash chain and shard sizes), or nullopt.
+// hash chain and shard sizes), or nullopt. A newer step that could not be
+// read (not ProvenTorn) gives its error instead of an older step.
 Result<std::optional<int64_t>> NewestCommitted(Location& loc);
 
 // Retention: deletes all but the newest `keep` valid checkpoints, and torn
 // leftovers older than the newest valid one; never one in `protect`, and
 // never the newest checkpoint whose every byte verifies (a newer one may only
 // look valid, and deleting the last good one would lose everything): when
-// none verifies, nothing is deleted. `valid` defaults to OpenCheckpoint(loc,
-// step).ok(); `verified` (asked newest first, until one holds) to
-// Verify(loc, step, kBytes).ok(). Returns the steps deleted (or that would be,
-// with dry_run); failures to delete are logged and skipped.
+// none verifies, nothing is deleted. `valid` (OK: valid) defaults to
+// OpenCheckpoint(loc, step).status(); a step is torn only when it is
+// ProvenTorn, twice (asked again just before the deletion, so a body damaged
+// in transit does not condemn it); any other error keeps the step, with a
+// warning, until a later pass can read it. `verified` (asked newest first,
+// until one holds) defaults to Verify(loc, step, kBytes).ok(). Returns the
+// steps deleted (or that would be, with dry_run); failures to delete are
+// logged and skipped.
 Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::set<int64_t>& protect = {},
-                                          std::function<bool(int64_t)> valid = nullptr,
+                                          std::function<Status(int64_t)> valid = nullptr,
                                           std::function<bool(int64_t)> verified = nullptr, bool dry_run = false);
 
 }  // namespace strata::ckpt

@@ -31,7 +31,7 @@ std::string What(const Status& st, std::string_view missing) {
 Problem ReadProblem(std::string file, std::string tensor, const Status& st, std::string_view missing) {
   const Code c = st.code();
   bool damage = c == Code::kNotFound || c == Code::kCorruption || c == Code::kInvalidArgument || c == Code::kOutOfRange;
-  return {std::move(file), std::move(tensor), What(st, missing), !damage};
+  return {std::move(file), std::move(tensor), What(st, missing), !damage, damage ? Code::kOk : c};
 }
 
 // Follows the hash chain COMMITTED -> manifest.json -> rank manifests.
@@ -283,9 +283,15 @@ std::string VerifyReport::ToString() const {
 
 Status VerifyReport::ToStatus() const {
   if (ok()) return Status::Ok();
+  if (OnlyUnreadable()) {
+    const Code c = problems.front().code == Code::kOk ? Code::kUnavailable : problems.front().code;
+    return Status(c, "checkpoint " + ToString() + " (could not be read; nothing found wrong)");
+  }
   if (!committed) return NotFoundError("checkpoint " + ToString());
   return CorruptionError("checkpoint " + ToString());
 }
+
+bool ProvenTorn(const Status& st) { return st.code() == Code::kNotFound || st.code() == Code::kCorruption; }
 
 Result<CheckpointInfo> OpenCheckpoint(Location& loc, int64_t step) {
   VerifyReport r;
@@ -325,6 +331,13 @@ VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallel
   return r;
 }
 
+namespace {
+std::string NotFallingBack(const Location& loc) {
+  return "the newest candidate in " + loc.Describe() +
+         " could not be checked; not falling back to an older checkpoint (retry)";
+}
+}  // namespace
+
 Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level, std::vector<VerifyReport>* skipped) {
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
@@ -332,8 +345,11 @@ Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level, std::vector<Veri
     if (r.ok()) {
       auto info = OpenCheckpoint(loc, *it);
       if (info.ok()) return info;
+      if (!ProvenTorn(info.status())) return info.status().WithContext(NotFallingBack(loc));
       r = Verify(loc, *it, VerifyLevel::kQuick);  // changed under us: report and go on
     }
+    // Perhaps the newest good one: an older one is never loaded in its place.
+    if (r.OnlyUnreadable()) return r.ToStatus().WithContext(NotFallingBack(loc));
     STRATA_LOG_INFO("ckpt: skipping {} in {}: {}", StepDirName(*it), loc.Describe(), r.ToString());
     if (skipped) skipped->push_back(std::move(r));
   }

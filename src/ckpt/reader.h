@@ -44,6 +44,7 @@ struct Problem {
   std::string tensor;  // the tensor concerned, or empty
   std::string what;
   bool unreadable = false;  // a read failed (I/O, network, access): nothing is known about the bytes
+  Code code = Code::kOk;    // when unreadable: the failed read's code (Unavailable, IOError...)
 };
 
 struct VerifyReport {
@@ -54,17 +55,33 @@ struct VerifyReport {
   // Some bytes could not be read, and none that were read is wrong: the copy
   // may well be intact (a retry may tell), so it must not be treated as damaged.
   bool OnlyUnreadable() const;
-  // OK, or Corruption (NotFound when not committed) listing the problems.
+  // OK; when OnlyUnreadable(), the failed read's code (Unavailable, Throttled,
+  // IOError...: nothing is known to be wrong, a retry may tell); else
+  // Corruption (NotFound when not committed) listing the problems.
   Status ToStatus() const;
   std::string ToString() const;
 };
 
-// Committed and consistent (kQuick checks), or Corruption/NotFound naming what is wrong.
+// Committed and consistent (kQuick checks), or Corruption/NotFound naming
+// what is wrong, or the code of a read that failed (Unavailable, IOError...)
+// when nothing read was wrong: then the checkpoint may well be intact.
 Result<CheckpointInfo> OpenCheckpoint(Location& loc, int64_t step);
+
+// Whether a status from OpenCheckpoint / Verify / ReadRankCommit proves the
+// step torn: its marker or manifest is definitely absent (NotFound) or its own
+// bytes fail verification (Corruption). Any other error (Unavailable,
+// Throttled, IOError, DeadlineExceeded, out of descriptors...) proves nothing:
+// retention keeps such a step and Latest() does not skip past it.
+bool ProvenTorn(const Status& st);
+
 VerifyReport Verify(Location& loc, int64_t step, VerifyLevel level, int parallelism = 4);
 // The newest checkpoint passing `level`; torn, partial and corrupt ones
 // (truncated, zeroed or flipped bytes) are skipped (and described in
-// *skipped when given). NotFound if none. The default reads every byte: cheap
+// *skipped when given). NotFound if none. A step that could not be read
+// (a 503, a timeout, EIO, EMFILE: nothing found wrong, but not every byte
+// seen) ends the search with that error rather than being skipped: a resuming
+// job must never silently load an older checkpoint because of a transient
+// failure. The caller retries (the error is retryable when the read's was). The default reads every byte: cheap
 // for a local checkpoint just written (page cache, xxh3); kQuick is the
 // opt-out when the caller verifies while loading anyway (e.g. from a store).
 Result<CheckpointInfo> Latest(Location& loc, VerifyLevel level = VerifyLevel::kBytes,

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/executor.h"
 #include "ckpt/writer.h"
 
 #if defined(__x86_64__)
@@ -106,15 +107,20 @@ void StagingPool::Prefault(size_t bytes) {
   }
   if (prefault_thread_.joinable()) prefault_thread_.join();
   prefault_thread_ = std::thread([this, bytes] {
-    auto region = StagingRegion::Map(bytes);
-    const bool complete = region.ok() && (*region)->Prefault(&stop_);
+    // The thread's boundary: an exception is the pool's status, and waiters are released.
+    Status st = RunGuarded("ckpt: prefaulting staging memory", [&]() -> Status {
+      auto region = StagingRegion::Map(bytes);
+      STRATA_RETURN_IF_ERROR(region.status());
+      const bool complete = (*region)->Prefault(&stop_);
+      std::lock_guard lock(mu_);
+      if (complete) {
+        pooled_ += (*region)->capacity();
+        free_.push_back(std::move(*region));
+      }
+      return Status::Ok();
+    });
     std::lock_guard lock(mu_);
-    if (region.ok() && complete) {
-      pooled_ += (*region)->capacity();
-      free_.push_back(std::move(*region));
-    } else if (!region.ok()) {
-      prefault_status_ = region.status();
-    }
+    if (!st.ok()) prefault_status_ = st;
     prefaulting_ = 0;
     cv_.notify_all();
   });

@@ -51,7 +51,8 @@ void CheckpointWriter::Impl::UploadLoop() {
       uploading = item.first;
     }
     const TimePoint start = clock->Now();
-    Status st = Upload(item.first);
+    // An exception fails this upload only (Internal), never the training process.
+    Status st = RunGuarded("ckpt: uploading " + StepDirName(item.first), [&] { return Upload(item.first); });
     if (!st.ok()) STRATA_LOG_WARN("ckpt: uploading {} failed: {}", StepDirName(item.first), st.ToString());
     if (item.second) {
       std::lock_guard lock(item.second->mu);
@@ -67,7 +68,7 @@ void CheckpointWriter::Impl::UploadLoop() {
       if (st.ok() && opts.rank == 0) verified_remote.insert(item.first);  // every shard checked while streaming
     }
     cv.notify_all();
-    if (st.ok()) ApplyRetention();
+    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyRetention(); }).IgnoreError();  // logged
   }
 }
 
@@ -148,9 +149,12 @@ bool CheckpointWriter::Impl::Stopping() {
   return stopping;
 }
 
-bool CheckpointWriter::Impl::LocallyValid(int64_t step) {
-  if (CommitsLocally() || opts.shared_dir) return OpenCheckpoint(*local, step).ok();
-  return ReadRankCommit(*local, step, opts.rank).ok();
+Status CheckpointWriter::Impl::LocallyValid(int64_t step) {
+  if (CommitsLocally() || opts.shared_dir) return OpenCheckpoint(*local, step).status();
+  Status st = ReadRankCommit(*local, step, opts.rank).status();
+  // An oversized or malformed marker or manifest is damage of its own bytes.
+  if (st.code() == Code::kInvalidArgument || st.code() == Code::kOutOfRange) return CorruptionError(st.ToString());
+  return st;
 }
 
 void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
@@ -159,7 +163,8 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
   auto newest_remote = NewestCommitted(*remote);
   const int64_t floor = newest_remote.ok() && newest_remote->has_value() ? **newest_remote : -1;
   for (int64_t step : *steps) {
-    if (step <= floor || !LocallyValid(step)) continue;
+    // One that cannot be read right now is tried (Upload reports why), not dropped.
+    if (step <= floor || ProvenTorn(LocallyValid(step))) continue;
     // Done when the store has this very part (not one of another attempt) and, on rank 0, the commit.
     auto local_marker = local->ReadSmall(step, RankCommitName(opts.rank), 4096);
     auto remote_marker = remote->ReadSmall(step, RankCommitName(opts.rank), 4096);
@@ -217,7 +222,7 @@ void CheckpointWriter::Impl::ApplyRetention() {
       for (const auto& u : uploads) protect.insert(u.first);
     }
     auto deleted = RetainNewest(
-        *remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).ok(); },
+        *remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).status(); },
         [this](int64_t s) { return KnownGood(*remote, verified_remote, s, true); });
     forget(verified_remote, deleted);
   }

@@ -308,7 +308,8 @@ void CheckpointWriter::Impl::PersistLoop() {
       job = &jobs.front();  // stays in the deque (counted as in flight) until persisted
     }
     const TimePoint start = clock->Now();
-    Status st = Persist(*job);
+    // An exception fails this save only (Internal), never the training process.
+    Status st = RunGuarded("ckpt: persisting " + StepDirName(job->step), [&] { return Persist(*job); });
     if (!st.ok()) STRATA_LOG_WARN("ckpt: saving {} failed: {}", StepDirName(job->step), st.ToString());
     uint64_t bytes = 0;
     for (auto& shard : job->shards) bytes += shard.size;
@@ -336,7 +337,7 @@ void CheckpointWriter::Impl::PersistLoop() {
       jobs.pop_front();
     }
     cv.notify_all();
-    if (st.ok()) ApplyRetention();
+    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyRetention(); }).IgnoreError();  // logged
   }
 }
 

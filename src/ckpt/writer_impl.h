@@ -106,7 +106,7 @@ struct CheckpointWriter::Impl {
   void ApplyRetention();
   std::set<int64_t> ProtectedSteps();
   // Whether `step` counts as committed in `loc` for retention purposes.
-  bool LocallyValid(int64_t step);
+  Status LocallyValid(int64_t step);  // OK, or why not (ProvenTorn: torn)
   // Whether every byte of `step` in `loc` is good: in `memo`, or verified now (when `can_verify`).
   bool KnownGood(Location& loc, std::set<int64_t>& memo, int64_t step, bool can_verify);
 };

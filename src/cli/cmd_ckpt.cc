@@ -52,7 +52,8 @@ void RunLs(const CkptArgs& a) {
                   info->NumTensors(), FormatBytes(double(info->TotalBytes())).c_str(),
                   Date(info->manifest.wall_time_ms).c_str());
     } else if (a.all) {
-      const char* state = info.status().code() == Code::kNotFound ? "torn" : "corrupt";
+      const Code c = info.status().code();
+      const char* state = c == Code::kNotFound ? "torn" : c == Code::kCorruption ? "corrupt" : "unreadable";
       std::printf("%-16s %-10s %6s %8s %12s  %s\n", StepDirName(s).c_str(), state, "-", "-", "-",
                   info.status().message().c_str());
     }
@@ -106,7 +107,8 @@ void RunVerify(const CkptArgs& a) {
       std::cout << StepDirName(s) << ": OK" << (a.quick ? " (quick)" : " (every byte)") << "\n";
       continue;
     }
-    std::cout << StepDirName(s) << ": " << (r.committed ? "CORRUPT" : "NOT COMMITTED") << "\n";
+    const char* state = r.OnlyUnreadable() ? "UNREADABLE (retry)" : r.committed ? "CORRUPT" : "NOT COMMITTED";
+    std::cout << StepDirName(s) << ": " << state << "\n";
     for (const auto& p : r.problems) {
       std::cout << "  " << p.file << (p.tensor.empty() ? "" : " tensor '" + p.tensor + "'") << ": " << p.what << "\n";
     }
@@ -130,7 +132,12 @@ void RunPull(const CkptArgs& a) {
   }
   Status st = NotFoundError("no valid checkpoint in " + from->Describe());
   for (int64_t step : candidates) {
-    if (a.step == "latest" && !OpenCheckpoint(*from, step).ok()) continue;  // torn or partial
+    if (a.step == "latest") {
+      Status open = OpenCheckpoint(*from, step).status();
+      if (ProvenTorn(open)) continue;  // torn or partial
+      // Unreadable right now: never an older checkpoint in its place.
+      if (!open.ok()) Fail("ckpt pull", from->Describe(), open);
+    }
     st = Pull(*from, step, *to, a.parallelism);
     if (st.ok()) {
       std::cout << "pulled " << StepDirName(step) << " to " << to->Describe() << " (verified)\n";
@@ -188,6 +195,8 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
   gc->add_flag("-n,--dry-run", a->dry_run, "Only print what would be deleted");
   gc->footer(
       "Never deletes the newest valid checkpoint, nor the newest one whose every byte verifies (read in full). "
+      "A checkpoint is deleted as torn only when its marker or manifest is missing or wrong; one that cannot be "
+      "read (a 503, a timeout, an I/O error) is kept, with a warning, for the next run. "
       "Do not run while a writer saves into the same location.");
   gc->callback([a] { RunGc(*a); });
 });

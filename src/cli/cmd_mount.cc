@@ -30,6 +30,8 @@ struct MountArgs {
   std::string url, mountpoint;
   std::string cache_dir, cache_mem = "1GiB", cache_disk = "10GiB", block_size = "4MiB";
   std::string attr_ttl = "10s", entry_ttl = "10s", dir_ttl = "60s";
+  std::string read_timeout = "60s", revalidate_timeout = "2s";
+  bool strict_revalidate = false;
   std::string emulate, write_dir, log_file, log_level;
   std::string part_size = "16MiB", readahead_max = "64MiB";
   bool read_only = false, foreground = false, allow_other = false;
@@ -87,6 +89,9 @@ void RunMount(const MountArgs& a) {
   fo.entry_ttl = Check(ParseDuration(a.entry_ttl), cmd, "--entry-ttl");
   fo.dir_ttl = Check(ParseDuration(a.dir_ttl), cmd, "--dir-ttl");
   fo.read_only = a.read_only;
+  fo.strict_revalidate = a.strict_revalidate;
+  fo.read_timeout = Check(ParseDuration(a.read_timeout), cmd, "--read-timeout");
+  fo.revalidate_timeout = Check(ParseDuration(a.revalidate_timeout), cmd, "--revalidate-timeout");
   fo.part_size = Check(ParseSize(a.part_size), cmd, "--part-size");
   fo.upload_concurrency = static_cast<size_t>(std::max(1, a.upload_concurrency));
   fo.dir_prefetch = static_cast<size_t>(std::max(0, a.dir_prefetch));
@@ -171,6 +176,13 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_option("--attr-ttl", a->attr_ttl, "How long file sizes/mtimes are trusted (default 10s)");
   sub->add_option("--entry-ttl", a->entry_ttl, "How long name lookups (and misses) are trusted (default 10s)");
   sub->add_option("--dir-ttl", a->dir_ttl, "How long directory listings are trusted (default 60s)");
+  sub->add_flag("--strict-revalidate", a->strict_revalidate,
+                "Expired attributes must be confirmed by the store: stat/open wait for it and fail with it "
+                "(default: a failed or slow revalidation serves the cached version, logged)");
+  sub->add_option("--revalidate-timeout", a->revalidate_timeout,
+                  "How long a revalidation is waited for before the cached version is served (default 2s)");
+  sub->add_option("--read-timeout", a->read_timeout,
+                  "An uncached read fails with EIO after this long in total (default 60s; 0s = no bound)");
   sub->add_option("--emulate", a->emulate, "Emulate a cloud bucket below the cache, e.g. ttfb=30ms,bw=25MB/s");
   sub->add_option("--write-dir", a->write_dir,
                   "Where files being written are buffered (default CACHE_DIR/writes or /tmp)");

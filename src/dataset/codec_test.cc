@@ -434,6 +434,49 @@ TEST_P(IndexedTest, DetectsCorruptionAndTruncation) {
   EXPECT_EQ(r3.Next().status().code(), Code::kCorruption);
 }
 
+// A well-formed header (valid checksum) whose schema declares `fields` empty
+// names and no samples: 4 header bytes per name, ~32 bytes each as strings.
+std::string HeaderWithEmptyFields(uint32_t fields) {
+  const uint64_t size = kIndexedFixedHeader + 4ull * fields + 8;
+  std::string h(size, '\0');
+  auto put = [&](size_t at, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) h[at + i] = static_cast<char>(v >> (8 * i));
+  };
+  std::memcpy(h.data(), "STRSDS01", 8);
+  put(8, 1, 4);      // version
+  put(24, size, 8);  // data offset: the shard is its header
+  put(40, fields, 4);
+  put(size - 8, size, 8);  // offsets[0] == offsets[n] == shard size
+  put(44, MaskCrc32c(Crc32c(h.data(), h.size())), 4);
+  return h;
+}
+
+// Suspected in issue 15: the schema's field count was bounded by the header
+// size only (up to 2^28 empty names in a 1 GiB header: ~8 GiB of strings).
+// It is now checked against max_fields before anything is allocated.
+TEST(IndexedHeaderTest, FieldCountIsBoundedByMaxFieldsBeforeAllocating) {
+  ReadLimits limits;
+  limits.max_fields = 1000;
+  const std::string ok = HeaderWithEmptyFields(1000);
+  auto h = ParseIndexedHeader(Buffer::Copy(ok), ok.size(), "ok.sds", limits);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->fields.size(), 1000u);
+  EXPECT_EQ(h->sample_count, 0u);
+
+  const std::string hostile = HeaderWithEmptyFields(1001);
+  auto size = IndexedHeaderSize(Buffer::Copy(hostile.substr(0, kIndexedFixedHeader)), hostile.size(), "h.sds", limits);
+  ASSERT_FALSE(size.ok());  // refused from the fixed header alone, before the schema is even read
+  EXPECT_EQ(size.status().code(), Code::kCorruption);
+  EXPECT_NE(size.status().message().find("1001 fields"), std::string::npos) << size.status();
+  EXPECT_EQ(ParseIndexedHeader(Buffer::Copy(hostile), hostile.size(), "h.sds", limits).status().code(),
+            Code::kCorruption);
+  // The default limit holds too (the reader's path).
+  const std::string many = HeaderWithEmptyFields((1u << 16) + 1);
+  BufferSource src(Buffer::Copy(many), "many.sds");
+  IndexedSampleReader r(src);
+  EXPECT_EQ(r.Next().status().code(), Code::kCorruption);
+}
+
 INSTANTIATE_TEST_SUITE_P(Compression, IndexedTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "zstd" : "plain"; });
 

@@ -68,6 +68,13 @@ Result<uint64_t> IndexedHeaderSize(const Buffer& fixed, uint64_t shard_size, con
                    std::to_string(shard_size) + " (truncated?)");
   }
   if (data_offset > kMaxHeaderBytes) return Bad(name, 24, "header too large");
+  // Bounded before anything is allocated: an empty name costs 4 header bytes
+  // but a whole string in memory (8x), so the header size alone is no bound.
+  if (fields > limits.max_fields) {
+    return Bad(
+        name, 40,
+        "schema declares " + std::to_string(fields) + " fields; the limit is " + std::to_string(limits.max_fields));
+  }
   if (count > data_offset / 12 || fields > data_offset / 4 ||
       kIndexedFixedHeader + 4 * fields + 12 * count + 8 > data_offset) {
     return Bad(name, 16, "sample/field counts do not fit the header size");

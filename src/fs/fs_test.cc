@@ -435,6 +435,12 @@ TEST(FsTest, BackendFaultsBecomeIoErrorsAndTheMountStaysUp) {
   EXPECT_NE(r.status().message().find("/d/obj"), std::string::npos) << r.status();
   EXPECT_EQ(f.fs->counters().read_errors, 1u);
   f.fault->ClearRules();
+  // The kernel's next requests for the block that just failed fail at once...
+  const uint64_t requests = f.fault->counters().requests;
+  EXPECT_EQ(f.fs->Read(h->fh, 0, 4096).status().code(), Code::kIOError);
+  EXPECT_EQ(f.fault->counters().requests, requests) << "no new wait on the backend";
+  EXPECT_EQ(f.fs->counters().fast_failed_reads, 1u);
+  f.clock.Advance(FsOptions{}.failed_read_backoff);  // ...until a short backoff has passed
   EXPECT_EQ(f.fs->Read(h->fh, 0, 4096)->ToString(), data.substr(0, 4096)) << "the next read works";
   f.fs->Release(h->fh).IgnoreError();
   // Listing failures: IOError, then recovery.
@@ -474,6 +480,123 @@ TEST(FsTest, SubdirectoryListingsArePrefetched) {
   auto s3 = f.fs->Lookup(kRootIno, "s3");
   EXPECT_EQ(Names(*f.fs, s3->attr.ino).size(), 3u);
   EXPECT_EQ(f.fs->counters().lists, lists) << "already listed ahead";
+}
+
+// Issue 15, item 8. The backend refuses (a stopped proxy): cached data is
+// served from the cached version, an uncached read fails fast and its block
+// fails at once for a short backoff; all recovers when the backend is back.
+TEST(FsBoundedWaitTest, RefusingBackendServesCachedDataAndRecovers) {
+  FsFixture f;
+  const std::string warm = Pattern(2 * FsFixture::kBlock + 100, 2), cold = Pattern(3000, 3);
+  f.Put("d/warm", warm);
+  f.Put("d/cold", cold);
+  auto d = f.fs->Lookup(kRootIno, "d");
+  auto w = f.fs->Lookup(d->attr.ino, "warm");
+  auto c = f.fs->Lookup(d->attr.ino, "cold");
+  auto h = f.fs->Open(w->attr.ino, O_RDONLY);
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_EQ(ReadAll(*f.fs, h->fh), warm);
+  ASSERT_TRUE(f.fs->Release(h->fh).ok());
+  f.store->WaitForReadahead();
+
+  f.fault->FailKey("", UnavailableError("connection refused"));
+  f.clock.Advance(1h);  // every attribute, entry and listing expired
+  auto attr = f.fs->GetAttr(w->attr.ino);
+  ASSERT_TRUE(attr.ok()) << attr.status();
+  EXPECT_EQ(attr->size, warm.size());
+  auto again = f.fs->Lookup(d->attr.ino, "warm");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->attr.ino, w->attr.ino);
+  h = f.fs->Open(w->attr.ino, O_RDONLY);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(ReadAll(*f.fs, h->fh), warm) << "cached bytes, byte-exact, with the backend refusing";
+  ASSERT_TRUE(f.fs->Release(h->fh).ok());
+  EXPECT_GE(f.fs->counters().stale_served, 3u);
+
+  auto ch = f.fs->Open(c->attr.ino, O_RDONLY);
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  EXPECT_EQ(f.fs->Read(ch->fh, 0, 4096).status().code(), Code::kIOError);
+  const uint64_t requests = f.fault->counters().requests;
+  EXPECT_EQ(f.fs->Read(ch->fh, 0, 4096).status().code(), Code::kIOError);
+  EXPECT_EQ(f.fault->counters().requests, requests);
+  EXPECT_EQ(f.fs->counters().fast_failed_reads, 1u);
+
+  // Strict freshness: the same expired attribute fails instead.
+  FsOptions strict = FsFixture::Defaults();
+  strict.strict_revalidate = true;
+  FsFixture s(strict);
+  s.Put("x", "1");
+  auto x = s.fs->Lookup(kRootIno, "x");
+  s.fault->FailKey("", UnavailableError("connection refused"));
+  s.clock.Advance(1h);
+  EXPECT_EQ(s.fs->GetAttr(x->attr.ino).status().code(), Code::kIOError);
+  EXPECT_EQ(s.fs->counters().stale_served, 0u);
+
+  f.fault->ClearRules();  // back: recovers by itself once the backoff has passed
+  f.clock.Advance(FsOptions{}.failed_read_backoff);
+  EXPECT_EQ(ReadAll(*f.fs, ch->fh), cold);
+  ASSERT_TRUE(f.fs->Release(ch->fh).ok());
+  f.Put("d/warm", "replaced");
+  f.clock.Advance(1h);
+  EXPECT_EQ(f.fs->GetAttr(w->attr.ino)->size, 8u) << "revalidation works again";
+}
+
+// Every stalled request is asleep on the fake clock: let them all go.
+void Unfreeze(FsFixture& f) {
+  f.fault->SetConfig({});  // no new stall
+  const uint64_t stalls = f.fault->counters().stalls;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (f.clock.TotalSlept() < stalls * 1h && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_GE(f.clock.TotalSlept(), stalls * 1h);
+  f.clock.Advance(2h);
+}
+
+// The backend hangs (a SIGSTOPped proxy: nothing answers). Cached data is
+// served after revalidate_timeout at most; an uncached read gives up after
+// read_timeout; none of them waits for the backend.
+TEST(FsBoundedWaitTest, HangingBackendNeverHoldsCachedReadsAndBoundsUncachedOnes) {
+  FsOptions o = FsFixture::Defaults();
+  o.revalidate_timeout = 100ms;
+  o.read_timeout = 300ms;
+  FsFixture f(o);
+  const std::string warm = Pattern(2 * FsFixture::kBlock + 100, 4), cold = Pattern(5000, 5);
+  f.Put("d/warm", warm);
+  f.Put("d/cold", cold);
+  auto d = f.fs->Lookup(kRootIno, "d");
+  auto w = f.fs->Lookup(d->attr.ino, "warm");
+  auto c = f.fs->Lookup(d->attr.ino, "cold");
+  auto h = f.fs->Open(w->attr.ino, O_RDONLY);
+  ASSERT_EQ(ReadAll(*f.fs, h->fh), warm);
+  ASSERT_TRUE(f.fs->Release(h->fh).ok());
+  f.store->WaitForReadahead();
+
+  f.fault->SetConfig({.stall_rate = 1.0, .stall = 1h});  // every request waits for a fake hour
+  f.clock.Advance(2s);
+  const auto start = std::chrono::steady_clock::now();
+  auto attr = f.fs->GetAttr(w->attr.ino);
+  ASSERT_TRUE(attr.ok()) << attr.status();
+  EXPECT_EQ(attr->size, warm.size());
+  h = f.fs->Open(w->attr.ino, O_RDONLY);  // the revalidation is overdue already: not waited for again
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(ReadAll(*f.fs, h->fh), warm);
+  ASSERT_TRUE(f.fs->Release(h->fh).ok());
+  const auto cached_time = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(cached_time, 20s);  // (a loaded machine's margin; the bound is 100 ms per revalidation)
+
+  auto ch = f.fs->Open(c->attr.ino, O_RDONLY);
+  ASSERT_TRUE(ch.ok()) << ch.status();
+  auto r = f.fs->Read(ch->fh, 0, 4096);
+  EXPECT_EQ(r.status().code(), Code::kIOError);
+  EXPECT_NE(r.status().message().find("no answer"), std::string::npos) << r.status();
+  EXPECT_EQ(f.fs->counters().read_timeouts, 1u);
+  EXPECT_EQ(f.fs->Read(ch->fh, 4096, 904).status().code(), Code::kIOError);  // same block: at once
+  EXPECT_EQ(f.fs->counters().fast_failed_reads, 1u);
+  EXPECT_GE(f.fault->counters().stalls, 2u);
+
+  Unfreeze(f);  // the proxy resumes
+  f.clock.Advance(FsOptions{}.failed_read_backoff);
+  EXPECT_EQ(ReadAll(*f.fs, ch->fh), cold);
+  ASSERT_TRUE(f.fs->Release(ch->fh).ok());
 }
 
 }  // namespace

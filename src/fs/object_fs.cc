@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "base/log.h"
 #include "fs/object_fs_internal.h"
@@ -42,9 +43,13 @@ ObjectFs::ObjectFs(std::shared_ptr<CachedStore> store, FsOptions options)
   inodes_[kRootIno] = std::move(root);
   SweepStaleWriteBuffers();
   if (options_.dir_prefetch > 0) prefetch_pool_ = std::make_unique<ThreadPool>(options_.dir_prefetch, "strata-fs-list");
+  backend_pool_ = std::make_unique<ThreadPool>(16, "strata-fs-wait");
 }
 
-ObjectFs::~ObjectFs() { prefetch_pool_.reset(); }
+ObjectFs::~ObjectFs() {
+  backend_pool_.reset();
+  prefetch_pool_.reset();
+}
 
 // ---- attributes ----
 
@@ -382,6 +387,7 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
 Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
   STRATA_RETURN_IF_ERROR(CheckName(name_view));
   std::string name(name_view);
+  Ino known = 0;
   {
     std::lock_guard lock(mu_);
     Inode* p = FindLocked(parent);
@@ -395,8 +401,19 @@ Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
         ++child->nlookup;
         return EntryOf(*child);
       }
+      if (child && !child->is_dir && !options_.strict_revalidate) known = child->ino;
     } else if (listing_fresh) {
       return NotFoundError("/" + ChildPath(p->path, name) + ": no such file or directory");
+    }
+  }
+  // A file seen before: its own revalidation, bounded (the cached entry when
+  // the backend fails or hangs); when it is gone, probe the name afresh.
+  if (known != 0 && Revalidate(known, /*by_name=*/true).ok()) {
+    std::lock_guard lock(mu_);
+    Inode* child = FindLocked(known);
+    if (child && child->attached && child->parent == parent && child->name == name) {
+      ++child->nlookup;
+      return EntryOf(*child);
     }
   }
   // Programs that open many files by path rarely list first: list the
@@ -448,6 +465,71 @@ Status ObjectFs::RefreshAttr(Ino ino) {
   return Status::Ok();
 }
 
+Status ObjectFs::Revalidate(Ino ino, bool by_name) {
+  std::shared_ptr<BackendCall> call;
+  bool start = false;
+  std::string path, name;
+  Ino parent = 0;
+  {
+    std::lock_guard lock(mu_);
+    Inode* inode = FindLocked(ino);
+    if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
+    if (inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) return Status::Ok();
+    path = inode->path;
+    name = inode->name;
+    parent = inode->parent;
+    if (!options_.strict_revalidate) {
+      call = inode->revalidation;
+      if (!call) {
+        call = inode->revalidation = std::make_shared<BackendCall>();
+        start = true;
+      }
+    }
+  }
+  // By name (a lookup): one List also sees a directory that replaced the file.
+  auto revalidate = [this, ino, by_name, parent, name] {
+    return by_name ? ProbeChild(parent, name).status() : RefreshAttr(ino);
+  };
+  if (!call) return revalidate();  // strict: wait as long as the backend takes
+  if (start) {
+    backend_pool_->Submit([this, ino, call, revalidate] {
+      Status st = RunGuarded("mount: revalidating attributes", revalidate);
+      {
+        std::lock_guard lock(mu_);
+        if (Inode* inode = FindLocked(ino); inode && inode->revalidation == call) inode->revalidation.reset();
+      }
+      call->Finish(st);
+    });
+  }
+  // A revalidation already overdue (the backend hangs) is not waited for again.
+  const auto overdue = call->started + options_.revalidate_timeout;
+  const bool answered = std::chrono::steady_clock::now() < overdue
+                            ? call->WaitFor(overdue - std::chrono::steady_clock::now())
+                            : call->WaitFor(Duration(0));
+  Status st;
+  bool log = false;
+  {
+    std::lock_guard lock(call->mu);
+    if (answered) st = call->status;
+    log = !std::exchange(call->stale_logged, true);  // one line per revalidation, not per caller
+  }
+  if (!answered) {
+    st = Status(
+        Code::kDeadlineExceeded,
+        "no answer within " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options_.revalidate_timeout).count()) +
+            " ms");
+  }
+  // Confirmed, or gone (RefreshAttr detached it): nothing cached to serve.
+  if (st.ok() || st.code() == Code::kNotFound) return st;
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.stale_served;
+  }
+  if (log) STRATA_LOG_WARN("mount: could not revalidate /{} ({}); serving the cached version", path, st.ToString());
+  return Status::Ok();
+}
+
 Result<Attr> ObjectFs::GetAttr(Ino ino) {
   {
     std::lock_guard lock(mu_);
@@ -455,7 +537,7 @@ Result<Attr> ObjectFs::GetAttr(Ino ino) {
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     if (inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) return AttrOf(*inode);
   }
-  STRATA_RETURN_IF_ERROR(RefreshAttr(ino));
+  STRATA_RETURN_IF_ERROR(Revalidate(ino));
   std::lock_guard lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));

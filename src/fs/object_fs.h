@@ -70,6 +70,19 @@ struct FsOptions {
   size_t dir_prefetch = 8;                     // subdirectory listings fetched ahead after a readdir (0: off)
   uint32_t uid = 0, gid = 0;
   uint32_t file_mode = 0644, dir_mode = 0755;
+  // Bounded waits when the backend misbehaves. Cached data never waits on
+  // it: an expired attribute whose revalidation fails (other than "gone") or
+  // takes longer than revalidate_timeout is served from the cached version
+  // (logged, counted in stale_served; the revalidation goes on in the
+  // background), unless strict_revalidate, which waits and fails instead.
+  bool strict_revalidate = false;
+  Duration revalidate_timeout = std::chrono::seconds(2);  // real time
+  // An uncached read fails (EIO) after this long in total (real time; 0: no
+  // bound)...
+  Duration read_timeout = std::chrono::seconds(60);
+  // ...and blocks whose read just failed fail at once for this long (the
+  // kernel's next requests for them), then are tried again.
+  Duration failed_read_backoff = std::chrono::seconds(5);
   Clock* clock = nullptr;       // default RealClock(); TTLs use Now()
   FileSystem* local = nullptr;  // for write buffers; default DefaultFileSystem()
 };
@@ -119,9 +132,12 @@ struct FsCounters {
   uint64_t heads = 0;    // attribute refreshes
   uint64_t uploads = 0;  // files uploaded (single PUT or multipart)
   uint64_t multipart_uploads = 0;
-  uint64_t read_errors = 0;      // reads answered with IOError
-  uint64_t refused = 0;          // operations refused as unsupported
-  uint64_t prefetched_dirs = 0;  // listings fetched ahead
+  uint64_t read_errors = 0;        // reads answered with IOError
+  uint64_t refused = 0;            // operations refused as unsupported
+  uint64_t prefetched_dirs = 0;    // listings fetched ahead
+  uint64_t stale_served = 0;       // revalidations failed or too slow: the cached version served
+  uint64_t read_timeouts = 0;      // uncached reads that gave up after read_timeout
+  uint64_t fast_failed_reads = 0;  // reads failed at once: their blocks had just failed
 };
 
 class ObjectFs {
@@ -179,6 +195,7 @@ class ObjectFs {
   struct Inode;
   struct Handle;
   struct Listing;
+  struct BackendCall;
 
   Attr AttrOf(const Inode& inode) const;
   Entry EntryOf(const Inode& inode) const;
@@ -203,6 +220,14 @@ class ObjectFs {
   Result<Entry> ProbeChild(Ino parent, const std::string& name);
   void PrefetchSubdirs(const std::vector<Ino>& dirs);
   Status RefreshAttr(Ino ino);
+  // RefreshAttr (by_name: ProbeChild) of expired attributes, bounded by
+  // revalidate_timeout (see FsOptions): OK when confirmed or when the cached
+  // version is served; NotFound when gone.
+  Status Revalidate(Ino ino, bool by_name = false);
+  // A stream of the file's known version (no backend wait unless strict).
+  Result<std::unique_ptr<ReadStream>> OpenReader(Ino ino, const std::string& path);
+  // A stream read bounded by read_timeout, with the failed-block backoff.
+  Result<Buffer> ReadRemote(Handle& h, uint64_t offset, size_t size);
   Result<Ino> ResolveChild(Ino parent, std::string_view name);
 
   Result<bool> DirHasChildren(Ino ino, const std::string& path);
@@ -234,7 +259,13 @@ class ObjectFs {
   uint64_t next_temp_ = 1;
   FsCounters counters_;
 
+  // Blocks (key@etag, index) whose read failed, until when they fail at once (clock_).
+  std::map<std::pair<std::string, uint64_t>, std::pair<TimePoint, Status>> failed_blocks_;  // guarded by mu_
+
   std::unique_ptr<ThreadPool> prefetch_pool_;  // last: drained first
+  // Revalidations and uncached reads whose callers wait with a deadline. A
+  // call stuck on the backend is waited for at destruction.
+  std::unique_ptr<ThreadPool> backend_pool_;
 };
 
 }  // namespace strata::fs

@@ -1,6 +1,8 @@
 // ObjectFs's private records, shared by its two source files. Not a public API.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,14 +54,41 @@ struct ObjectFs::Inode {
   // Files.
   std::string kept_etag;  // the version whose pages the kernel may keep
   std::shared_ptr<Writer> writer;
+  std::shared_ptr<BackendCall> revalidation;  // in flight: later callers wait on it too
+};
+
+// One backend call run on backend_pool_, which callers wait for with their
+// own deadline (real time: it bounds how long a caller is kept waiting).
+struct ObjectFs::BackendCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  Buffer data;
+  bool stale_logged = false;  // the cached version was served (and said so) once
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  void Finish(Status st, Buffer bytes = {}) {
+    std::lock_guard lock(mu);
+    done = true;
+    status = std::move(st);
+    data = std::move(bytes);
+    cv.notify_all();
+  }
+  // False when `timeout` passed first.
+  bool WaitFor(Duration timeout) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, timeout, [&] { return done; });
+  }
 };
 
 struct ObjectFs::Handle {
   Ino ino = 0;
   bool writable = false;
   std::shared_ptr<Writer> writer;  // writers, and readers of a file being written here
-  std::mutex mu;                   // guards stream (one sequential reader)
-  std::unique_ptr<ReadStream> stream;
+  // One sequential reader; shared with a bounded read still running after its caller gave up.
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();  // guards stream
+  std::shared_ptr<ReadStream> stream;
   std::string key, etag;
 };
 

@@ -24,6 +24,9 @@ Status Backend(const Status& st, std::string_view what) {
       .WithForeignCode(st.foreign_code());
 }
 constexpr unsigned kRenameNoReplace = 1, kRenameExchange = 2;
+std::string Ms(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
 }  // namespace
 
 // ---- writers ----
@@ -223,7 +226,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
   OpenResult result;
   result.writable = write;
   if (!writer) {
-    auto stream = store_->OpenStream(path);
+    auto stream = OpenReader(ino, path);
     if (!stream.ok()) {
       if (stream.status().code() == Code::kNotFound) {
         std::lock_guard lock(mu_);
@@ -245,10 +248,11 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     ++handle->writer->refs;
   } else if (handle->stream) {
     const ObjectInfo& info = handle->stream->info();
+    // News from the store; the inode's own (known) version confirms nothing new.
+    if (info.etag != inode->etag || info.size != inode->size) inode->attr_time = clock_.Now();
     inode->size = info.size;
     inode->mtime = info.mtime;
     inode->etag = info.etag;
-    inode->attr_time = clock_.Now();
     result.keep_cache = !info.etag.empty() && inode->kept_etag == info.etag;
     inode->kept_etag = info.etag;
   }
@@ -330,8 +334,7 @@ Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
     // One stream per handle: the kernel's parallel read-ahead requests queue
     // here so the stream sees them in order and keeps its window growing
     // (they mostly hit blocks the stream already prefetched).
-    std::lock_guard sl(h->mu);
-    data = h->stream->Read(offset, size);
+    data = ReadRemote(*h, offset, size);
   }
   if (!data.ok()) {
     {
@@ -344,6 +347,77 @@ Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
                   "reading /" + h->key + " at offset " + std::to_string(offset) + ": " + data.status().message(),
                   data.status().cause(), data.status().retryable())
         .WithForeignCode(data.status().foreign_code());
+  }
+  return data;
+}
+
+Result<std::unique_ptr<ReadStream>> ObjectFs::OpenReader(Ino ino, const std::string& path) {
+  if (options_.strict_revalidate) return store_->OpenStream(path);
+  STRATA_RETURN_IF_ERROR(Revalidate(ino));  // bounded: the cached version when the backend fails
+  ObjectInfo known;
+  {
+    std::lock_guard lock(mu_);
+    const Inode* inode = FindLocked(ino);
+    if (inode == nullptr) return NotFoundError("/" + path + " is gone");
+    known = ObjectInfo{path, inode->size, inode->etag, inode->mtime};
+  }
+  if (known.etag.empty()) return store_->OpenStream(path);  // never confirmed: ask the store
+  return store_->OpenStream(path, known);
+}
+
+Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
+  std::shared_ptr<std::mutex> mu = h.mu;
+  std::shared_ptr<ReadStream> stream = h.stream;
+  const uint64_t block = std::max<uint64_t>(store_->cache().options().block_size, 1);
+  const uint64_t first = offset / block, last = (offset + std::max<size_t>(size, 1) - 1) / block;
+  const std::string version = h.key + "@" + h.etag;
+  {
+    std::lock_guard lock(mu_);
+    const TimePoint now = clock_.Now();
+    for (uint64_t b = first; b <= last; ++b) {
+      auto it = failed_blocks_.find({version, b});
+      if (it == failed_blocks_.end()) continue;
+      if (now >= it->second.first) {
+        failed_blocks_.erase(it);  // backoff over: tried again
+        continue;
+      }
+      ++counters_.fast_failed_reads;
+      return it->second.second.WithContext("failed moments ago (retried after a short backoff)");
+    }
+  }
+  Result<Buffer> data = Status(Code::kInternal, "not read");
+  if (options_.read_timeout.count() <= 0 || stream->Cached(offset, size)) {
+    std::lock_guard sl(*mu);  // cached: no backend wait (the kernel's requests in order)
+    data = stream->Read(offset, size);
+  } else {
+    auto call = std::make_shared<BackendCall>();
+    // The stream and its lock are shared: a read that outlives its caller's
+    // deadline finishes (and fills the cache) safely, even after release.
+    backend_pool_->Submit([call, mu, stream, offset, size] {
+      Result<Buffer> got = Status(Code::kInternal, "not read");
+      Status st = RunGuarded("mount: reading", [&] {
+        std::lock_guard sl(*mu);
+        got = stream->Read(offset, size);
+      });
+      if (!st.ok()) got = st;
+      call->Finish(got.status(), got.ok() ? *got : Buffer());
+    });
+    if (call->WaitFor(options_.read_timeout)) {
+      std::lock_guard lock(call->mu);
+      data = call->status.ok() ? Result<Buffer>(call->data) : Result<Buffer>(call->status);
+    } else {
+      std::lock_guard lock(mu_);
+      ++counters_.read_timeouts;
+      data = Status(Code::kDeadlineExceeded, "no answer from the store within " + Ms(options_.read_timeout));
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (data.ok()) {
+    for (uint64_t b = first; b <= last; ++b) failed_blocks_.erase({version, b});
+  } else if (options_.failed_read_backoff.count() > 0 && data.status().code() != Code::kPreconditionFailed) {
+    if (failed_blocks_.size() > 4096) failed_blocks_.clear();  // bounded; a cleared block is merely retried
+    const TimePoint until = clock_.Now() + options_.failed_read_backoff;
+    for (uint64_t b = first; b <= last; ++b) failed_blocks_[{version, b}] = {until, data.status()};
   }
   return data;
 }

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <vector>
 
+#include "base/executor.h"
 #include "base/log.h"
 #include "fuse/errno_map.h"
 
@@ -292,33 +293,50 @@ void OpStatfs(fuse_req_t req, fuse_ino_t) {
   fuse_reply_statfs(req, &st);
 }
 
+// Each request's boundary (libfuse's threads call the ops from C): an
+// exception fails that request with EIO, logged, instead of ending the mount.
+template <auto Op, bool kReplyNone = false>
+struct Guarded;
+template <typename... Args, void (*Op)(fuse_req_t, Args...), bool kReplyNone>
+struct Guarded<Op, kReplyNone> {
+  static void Call(fuse_req_t req, Args... args) {
+    Status st = RunGuarded("mount: a request", [&] { Op(req, args...); });
+    if (st.ok()) return;
+    if constexpr (kReplyNone) {
+      fuse_reply_none(req);
+    } else {
+      fuse_reply_err(req, EIO);
+    }
+  }
+};
+
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops ops{};
   ops.init = OpInit;
-  ops.lookup = OpLookup;
-  ops.forget = OpForget;
-  ops.forget_multi = OpForgetMulti;
-  ops.getattr = OpGetattr;
-  ops.setattr = OpSetattr;
-  ops.opendir = OpOpendir;
-  ops.readdir = OpReaddir;
-  ops.readdirplus = OpReaddirplus;
-  ops.releasedir = OpReleasedir;
-  ops.open = OpOpen;
-  ops.create = OpCreate;
-  ops.read = OpRead;
-  ops.write = OpWrite;
-  ops.flush = OpFlush;
-  ops.fsync = OpFsync;
-  ops.release = OpRelease;
-  ops.unlink = OpUnlink;
-  ops.rmdir = OpRmdir;
-  ops.mkdir = OpMkdir;
-  ops.rename = OpRename;
-  ops.link = OpLink;
-  ops.symlink = OpSymlink;
-  ops.mknod = OpMknod;
-  ops.statfs = OpStatfs;
+  ops.lookup = Guarded<OpLookup>::Call;
+  ops.forget = Guarded<OpForget, true>::Call;
+  ops.forget_multi = Guarded<OpForgetMulti, true>::Call;
+  ops.getattr = Guarded<OpGetattr>::Call;
+  ops.setattr = Guarded<OpSetattr>::Call;
+  ops.opendir = Guarded<OpOpendir>::Call;
+  ops.readdir = Guarded<OpReaddir>::Call;
+  ops.readdirplus = Guarded<OpReaddirplus>::Call;
+  ops.releasedir = Guarded<OpReleasedir>::Call;
+  ops.open = Guarded<OpOpen>::Call;
+  ops.create = Guarded<OpCreate>::Call;
+  ops.read = Guarded<OpRead>::Call;
+  ops.write = Guarded<OpWrite>::Call;
+  ops.flush = Guarded<OpFlush>::Call;
+  ops.fsync = Guarded<OpFsync>::Call;
+  ops.release = Guarded<OpRelease>::Call;
+  ops.unlink = Guarded<OpUnlink>::Call;
+  ops.rmdir = Guarded<OpRmdir>::Call;
+  ops.mkdir = Guarded<OpMkdir>::Call;
+  ops.rename = Guarded<OpRename>::Call;
+  ops.link = Guarded<OpLink>::Call;
+  ops.symlink = Guarded<OpSymlink>::Call;
+  ops.mknod = Guarded<OpMknod>::Call;
+  ops.statfs = Guarded<OpStatfs>::Call;
   // No xattr handlers: libfuse answers ENOSYS and the kernel stops asking.
   return ops;
 }

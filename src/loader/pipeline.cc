@@ -146,11 +146,18 @@ class IteratorImpl : public Iterator {
     bool from_store = false, parsed_here = false;
     int attempts = 0;
     // Parsed once per cache: iterators sharing it (other ranks) reuse the result.
+    // An exception while parsing (a hostile shard, bad_alloc) fails this shard, not the process.
     const ShardParser parse = [&](const Buffer& bytes) -> Result<ParsedValue> {
-      STRATA_ASSIGN_OR_RETURN(auto p,
-                              ParseShard(ds_->index().format, bytes, key, entry.samples, ds_->ShardFirst(shard)));
-      uint64_t extra = p->extra_bytes;
-      return ParsedValue{std::move(p), extra};
+      Result<ParsedValue> out = InternalError("shard " + key + " was not parsed");
+      Status threw = RunGuarded("loader: parsing shard " + key, [&]() -> Status {
+        STRATA_ASSIGN_OR_RETURN(auto p,
+                                ParseShard(ds_->index().format, bytes, key, entry.samples, ds_->ShardFirst(shard)));
+        uint64_t extra = p->extra_bytes;
+        out = ParsedValue{std::move(p), extra};
+        return Status::Ok();
+      });
+      if (!threw.ok()) return threw;
+      return out;
     };
     for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
       if (attempt > 0 && !Backoff(shard, attempt)) break;
@@ -240,7 +247,12 @@ class IteratorImpl : public Iterator {
       lock.unlock();
       Unit u;
       if (failed.ok()) {
-        u = Decode(b, shards);
+        // An exception while decoding fails this batch (its reader gets Internal), not the process.
+        Status threw = RunGuarded("loader: decoding batch " + std::to_string(b), [&] { u = Decode(b, shards); });
+        if (!threw.ok()) {
+          u = Unit();
+          u.status = threw;
+        }
       } else {
         u.status = failed;
       }
