@@ -229,7 +229,8 @@ import boto3
 from botocore.config import Config
 endpoint, bucket, key_id, secret = sys.argv[1:5]
 s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key_id, aws_secret_access_key=secret,
-                  region_name="us-east-1", config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+                  region_name="us-east-1", config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                                                         retries={"max_attempts": 1}))
 s3.put_object(Bucket=bucket, Key="secret", Body=b"top secret")
 url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "victim"}, ExpiresIn=300)
 req = urllib.request.Request(url, data=b"", method="PUT", headers={"x-amz-copy-source": bucket + "/secret"})
@@ -246,7 +247,11 @@ try:
 except s3.exceptions.ClientError as e:
     print("victim: %s" % e.response["Error"]["Code"])
 req = urllib.request.Request(url, data=b"mine", method="PUT")
-print("plain: %d" % urllib.request.urlopen(req).status)
+try:
+    print("plain: %d" % urllib.request.urlopen(req).status)
+except urllib.error.HTTPError as e:
+    print("plain: %d %s" % (e.code, e.read().decode()))
+    sys.exit(1)
 print("victim body: %s" % s3.get_object(Bucket=bucket, Key="victim")["Body"].read().decode())
 )PY";
   EnvOverrides env = WithoutCaBundles();
@@ -259,7 +264,7 @@ print("victim body: %s" % s3.get_object(Bucket=bucket, Key="victim")["Body"].rea
                                 kCreds.access_key_id, kCreds.secret_access_key};
   auto r = RunCommand(argv, env);
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->exit_code, 0) << DescribeRun(argv, *r);
+  ASSERT_EQ(r->exit_code, 0) << DescribeRun(argv, *r) << "\n" << r->stdout_text;
   const std::string& out = r->stdout_text;
   EXPECT_NE(out.find("copy: 403 AccessDenied"), std::string::npos) << out;
   EXPECT_NE(out.find("not-signed: True"), std::string::npos) << out;
