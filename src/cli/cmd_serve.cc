@@ -20,7 +20,7 @@ struct ServeArgs {
   std::string listen, access_key, secret_key, emulate, region, access_log;
   bool allow_anonymous = false;
   std::string cache_ram, cache_dir, cache_disk, block_size, metadata_ttl;
-  std::string max_header, max_body, header_timeout, idle_timeout;
+  std::string max_header, max_body, max_inflight, header_timeout, idle_timeout;
   int io_threads = 0, workers = 0;
 };
 
@@ -62,6 +62,7 @@ GatewayConfig BuildConfig(const ServeArgs& a) {
   Apply(a.metadata_ttl, &c.cache.metadata_ttl, ParseDurationText, "--metadata-ttl");
   Apply(a.max_header, &c.limits.max_header_bytes, ParseByteSize, "--max-header-bytes");
   Apply(a.max_body, &c.limits.max_body_bytes, ParseByteSize, "--max-body");
+  Apply(a.max_inflight, &c.limits.max_inflight_bytes, ParseByteSize, "--max-inflight");
   Apply(a.header_timeout, &c.limits.header_timeout, ParseDurationText, "--header-timeout");
   Apply(a.idle_timeout, &c.limits.idle_timeout, ParseDurationText, "--idle-timeout");
   Check(ValidateGatewayConfig(c), "serve", "config");
@@ -109,6 +110,8 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--workers", a->workers, "Threads running S3 operations (default 32)");
   sub->add_option("--max-header-bytes", a->max_header, "Request header limit (default 64KiB; past it: 431)");
   sub->add_option("--max-body", a->max_body, "Request body limit (default 5GiB)");
+  sub->add_option("--max-inflight", a->max_inflight,
+                  "Memory for request bodies in flight, all clients together (default 256MiB; past it: 503 SlowDown)");
   sub->add_option("--header-timeout", a->header_timeout,
                   "Deadline from a request's first byte to its last header (default 10s)");
   sub->add_option("--idle-timeout", a->idle_timeout, "Keep-alive idle timeout (default 60s)");

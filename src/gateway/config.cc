@@ -107,6 +107,7 @@ Status ReadLimits(const Json& doc, GatewayLimits* l) {
   const char* p = "limits.";
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_header_bytes", &l->max_header_bytes, ParseByteSize, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_body_bytes", &l->max_body_bytes, ParseByteSize, p));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_inflight_bytes", &l->max_inflight_bytes, ParseByteSize, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "header_timeout", &l->header_timeout, ParseDurationText, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "idle_timeout", &l->idle_timeout, ParseDurationText, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "io_timeout", &l->io_timeout, ParseDurationText, p));

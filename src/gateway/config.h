@@ -11,7 +11,7 @@
 //             "block_size": "4MiB", "metadata_ttl": "10s"},
 //   "access_log": "/var/log/strata-access.log"   ("-" = stderr, "" = off)
 //   "io_threads": 2, "workers": 32,
-//   "limits": {"max_header_bytes": 65536, "max_body_bytes": "5GiB",
+//   "limits": {"max_header_bytes": 65536, "max_body_bytes": "5GiB", "max_inflight_bytes": "256MiB",
 //              "header_timeout": "10s", "idle_timeout": "60s", "io_timeout": "120s",
 //              "drain_timeout": "30s"}
 // }
@@ -31,8 +31,11 @@
 namespace strata {
 
 struct GatewayLimits {
-  uint64_t max_header_bytes = 64 << 10;                // request line + headers; past it: 431 and close
-  uint64_t max_body_bytes = 5ull << 30;                // S3's single-PUT limit; past it: EntityTooLarge
+  uint64_t max_header_bytes = 64 << 10;  // request line + headers; past it: 431 and close
+  uint64_t max_body_bytes = 5ull << 30;  // S3's single-PUT limit; past it: EntityTooLarge
+  // Request bodies held in memory at once, all connections together; a new
+  // body past it gets 503 SlowDown (one larger than the budget is let in alone).
+  uint64_t max_inflight_bytes = 256ull << 20;
   Duration header_timeout = std::chrono::seconds(10);  // first byte to end of headers (slowloris)
   Duration idle_timeout = std::chrono::seconds(60);    // keep-alive wait for the next request
   Duration io_timeout = std::chrono::seconds(120);     // any one body read/write making no progress

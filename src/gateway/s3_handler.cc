@@ -277,6 +277,20 @@ Result<VerifiedRequest> Authenticate(const S3Handler& h, Clock& clock, const Gat
   return VerifyRequest(parts, lookup, clock.WallNow(), h.options().max_skew);
 }
 
+// A size from a header: digits only (no sign, no space), at most S3's 5 GiB
+// object size, so nothing is allocated from a lying value.
+std::optional<uint64_t> ParseDecodedLength(std::string_view s) {
+  constexpr uint64_t kMax = 5ull << 30;
+  if (s.empty() || s.size() > 11) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (n > kMax) return std::nullopt;
+  return n;
+}
+
 bool IsHexSha256(std::string_view s) {
   if (s.size() != 64) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
@@ -294,21 +308,27 @@ Status DecodePayload(Ctx& ctx, const VerifiedRequest& v, bool anonymous) {
       claimed == kStreamingPayload || claimed == kStreamingPayloadTrailer || claimed == kStreamingUnsignedTrailer;
   if (streaming) {
     AwsChunkedOptions o;
-    if (const std::string* d = ctx.Header("x-amz-decoded-content-length")) {
-      uint64_t n = 0;
-      if (std::sscanf(d->c_str(), "%lu", &n) != 1) {
-        return gw::S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-decoded-content-length");
-      }
-      o.decoded_content_length = n;
-    } else {
+    const std::string* d = ctx.Header("x-amz-decoded-content-length");
+    if (!d) {
       return gw::S3Error(Code::kInvalidArgument, "MissingContentLength",
                          "aws-chunked uploads need x-amz-decoded-content-length");
     }
+    auto n = ParseDecodedLength(*d);
+    if (!n) {
+      return gw::S3Error(Code::kInvalidArgument, "InvalidArgument",
+                         "x-amz-decoded-content-length must be a decimal byte count up to 5 GiB");
+    }
+    // The payload is never longer than the framed body it came in.
+    if (*n > ctx.req.body.size()) {
+      return gw::S3Error(Code::kInvalidArgument, "IncompleteBody",
+                         "You did not provide the number of bytes specified by x-amz-decoded-content-length");
+    }
+    o.decoded_content_length = *n;
     VerifiedRequest vv = v;
     vv.payload_sha256 = claimed;
     AwsChunkedDecoder decoder = AwsChunkedDecoder::ForRequest(vv, o);
     std::string out;
-    out.reserve(*o.decoded_content_length);
+    out.reserve(*n);
     STRATA_RETURN_IF_ERROR(decoder.Feed(ctx.req.body.view(), &out));
     STRATA_RETURN_IF_ERROR(decoder.Finish());
     ctx.body = Buffer::FromString(std::move(out));
@@ -330,16 +350,60 @@ void AddCommonHeaders(GatewayResponse& r, const std::string& request_id, WallTim
 
 }  // namespace
 
-std::optional<GatewayResponse> S3Handler::PreCheck(const GatewayRequest& req) {
-  auto t = ParseTarget(req.target);
-  if (!t.ok()) return Handle(req);  // Handle renders the error
-  bool anonymous = false;
-  auto v = Authenticate(*this, clock_, req, *t, &anonymous);
-  if (v.ok()) return std::nullopt;
-  return Handle(req);
+std::optional<GatewayResponse> S3Handler::PreCheck(GatewayRequest& req) {
+  try {
+    auto t = ParseTarget(req.target);
+    if (!t.ok()) return Handle(req);  // Handle renders the error
+    auto auth = std::make_shared<RequestAuth>();
+    auto v = Authenticate(*this, clock_, req, *t, &auth->anonymous);
+    if (!v.ok()) return Handle(req);
+    auth->verified = std::move(v).value();
+    req.auth = std::move(auth);
+    return std::nullopt;
+  } catch (...) {
+    return Internal(req, "PreCheck");
+  }
 }
 
 GatewayResponse S3Handler::Handle(const GatewayRequest& req) {
+  // The boundary: nothing a request does may end the process.
+  try {
+    return HandleUnguarded(req);
+  } catch (...) {
+    return Internal(req, "Handle");
+  }
+}
+
+GatewayResponse S3Handler::Internal(const GatewayRequest& req, std::string_view where) {
+  exceptions_caught_.fetch_add(1);
+  std::string what = "unknown exception";
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    what = "out of memory";
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  try {
+    STRATA_LOG_ERROR("gateway: {} {} from {}: {}: {} (answered 500)", req.method, req.target.substr(0, 300), req.remote,
+                     where, what);
+  } catch (...) {
+  }
+  try {
+    GatewayResponse r = Error(500, "InternalError", "We encountered an internal error. Please try again.",
+                              req.target.substr(0, req.target.find('?')));
+    r.close = true;  // the body may be half read
+    return r;
+  } catch (...) {
+    GatewayResponse r;  // no memory even for the error body: a bare 500
+    r.status = 500;
+    r.close = true;
+    return r;
+  }
+}
+
+GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
   Ctx ctx{*this, req, {}, {}, req.body, NextRequestId(), {}, {}};
   ctx.resp.bytes_in = req.body.size();
   ctx.resp.op = "Unknown";
@@ -350,10 +414,14 @@ GatewayResponse S3Handler::Handle(const GatewayRequest& req) {
     auto q = ParseQueryString(ctx.target.raw_query, /*plus_is_space=*/true);
     if (!q.ok()) return gw::S3Error(Code::kInvalidArgument, "InvalidURI", "malformed query string");
     ctx.query = std::move(q).value();
-    bool anonymous = false;
-    STRATA_ASSIGN_OR_RETURN(VerifiedRequest v, Authenticate(*this, clock_, req, ctx.target, &anonymous));
-    ctx.resp.access_key = anonymous ? "-" : v.access_key_id;
-    STRATA_RETURN_IF_ERROR(DecodePayload(ctx, v, anonymous));
+    RequestAuth auth;
+    if (req.auth) {
+      auth = *req.auth;  // decided when the headers arrived
+    } else {
+      STRATA_ASSIGN_OR_RETURN(auth.verified, Authenticate(*this, clock_, req, ctx.target, &auth.anonymous));
+    }
+    ctx.resp.access_key = auth.anonymous ? "-" : auth.verified.access_key_id;
+    STRATA_RETURN_IF_ERROR(DecodePayload(ctx, auth.verified, auth.anonymous));
     return gw::Dispatch(ctx);
   }();
   GatewayResponse& r = ctx.resp;

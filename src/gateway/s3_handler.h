@@ -38,9 +38,13 @@ class S3Handler {
   // Runs on the headers alone, before a body is read: authenticates, so a
   // bad signature is refused without reading (or 100-continuing) the body.
   // nullopt means go on.
-  std::optional<GatewayResponse> PreCheck(const GatewayRequest& headers_only);
+  // On success records the outcome in headers_only.auth, which Handle then
+  // trusts: authentication is decided once, when the headers arrive.
+  std::optional<GatewayResponse> PreCheck(GatewayRequest& headers_only);
+  std::optional<GatewayResponse> PreCheck(GatewayRequest&& headers_only) { return PreCheck(headers_only); }
 
-  // Serves one request. Never fails: errors are S3 error responses.
+  // Serves one request. Never fails and never throws: errors are S3 error
+  // responses, and an exception (std::bad_alloc included) is a logged 500.
   GatewayResponse Handle(const GatewayRequest& request);
 
   // A bare error response (for the server's own refusals: oversized headers, ...).
@@ -50,12 +54,19 @@ class S3Handler {
   BucketSet& buckets() { return buckets_; }
   Clock& clock() { return clock_; }
   std::string NextRequestId();
+  // Exceptions the request boundary turned into 500s (each one is a bug).
+  uint64_t exceptions_caught() const { return exceptions_caught_.load(); }
 
  private:
+  GatewayResponse HandleUnguarded(const GatewayRequest& request);
+  // Inside a catch block: logs the exception and answers 500 InternalError.
+  GatewayResponse Internal(const GatewayRequest& request, std::string_view where);
+
   BucketSet& buckets_;
   S3HandlerOptions options_;
   Clock& clock_;
   std::atomic<uint64_t> request_counter_{0};
+  std::atomic<uint64_t> exceptions_caught_{0};
 };
 
 }  // namespace strata

@@ -69,6 +69,25 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
     o.range = ByteRange::Of(parsed->offset, *parsed->length);
   }
   if (const std::string* m = ctx.Header("x-amz-copy-source-if-match")) o.if_match = Unquote(*m);
+  // The copied bytes are held in memory: the same bound as CopyObject.
+  const uint64_t max_copy = ctx.handler.options().max_copy_bytes;
+  uint64_t copy_bytes = 0;
+  if (o.range) {
+    copy_bytes = *o.range->length;
+  } else {
+    auto info = store->Head(s.substr(slash + 1));
+    if (!info.ok()) {
+      if (info.status().code() == Code::kInvalidArgument)
+        return S3Error(Code::kNotFound, "NoSuchKey", "no such source key");
+      return info.status();
+    }
+    copy_bytes = info->size;
+  }
+  if (copy_bytes > max_copy) {
+    return S3Error(Code::kInvalidArgument, "InvalidRequest",
+                   "The specified copy source is larger than the maximum allowable size for a copy source: " +
+                       std::to_string(max_copy));
+  }
   auto got = store->Get(s.substr(slash + 1), o);
   if (!got.ok()) {
     if (got.status().code() == Code::kInvalidArgument)

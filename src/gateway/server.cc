@@ -32,6 +32,19 @@ std::string Reason(int status) {
   return std::string(r);
 }
 
+// Inside a catch block: what was thrown, for the log.
+std::string CurrentExceptionText() {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return "out of memory";
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
 // Header values we send come from our own code; never let one break a line.
 bool SafeHeader(const std::string& s) { return s.find_first_of("\r\n") == std::string::npos; }
 
@@ -57,10 +70,23 @@ class GatewayServer::Impl {
   void Add(Conn* c, std::weak_ptr<Conn> w);
   void Remove(Conn* c);
 
+  // The in-flight body budget: reserves n bytes, or refuses when that would
+  // pass limits.max_inflight_bytes while other bodies are held (a body larger
+  // than the whole budget is let in alone, so it is never refused forever).
+  bool Reserve(uint64_t n) {
+    uint64_t cur = inflight_.load();
+    do {
+      if (cur != 0 && cur + n > options_.limits.max_inflight_bytes) return false;
+    } while (!inflight_.compare_exchange_weak(cur, cur + n));
+    return true;
+  }
+  void Unreserve(uint64_t n) { inflight_.fetch_sub(n); }
+
   ServerOptions options_;
   S3Handler& handler_;
   GatewayObserver& observer_;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> inflight_{0};  // request body bytes reserved
   uint16_t port_ = 0;
 
   std::mutex mu_;
@@ -88,6 +114,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     srv_.observer_.ConnectionOpened();
   }
   ~Conn() {
+    ReleaseBody();
     srv_.observer_.ConnectionClosed();
     srv_.Remove(this);
   }
@@ -169,6 +196,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
     }
     // Refuse a bad signature before reading (or inviting) the body.
     if (auto refusal = srv_.handler_.PreCheck(req_)) return RespondNow(std::move(*refusal), true);
+    // Memory for the body is reserved before it is allocated or read.
+    if (!ReserveBody(cl ? *cl : kBodyPiece)) return RespondSlowDown();
     content_length_.reset();
     if (cl) content_length_ = *cl;
     if (cl) body_ = MutableBuffer(*cl);
@@ -236,6 +265,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (content_length_) {
       body_len_ += got;
     } else {
+      if (chunked_body_.size() + got > reserved_ && !ReserveBody(kBodyPiece)) return RespondSlowDown();
       chunked_body_.append(scratch_.data(), got);
     }
     if (!parser_->is_done()) return ReadBody();
@@ -253,26 +283,57 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void Dispatch() {
     stream_.expires_never();
     srv_.workers_->Submit([self = shared_from_this()] {
-      self->resp_ = self->srv_.handler_.Handle(self->req_);
-      self->req_.body = Buffer();
-      GatewayResponse& r = self->resp_;
-      if (r.stream && r.send_body && r.content_length > 0) {
-        auto first = r.stream->Next();
-        if (!first.ok()) {
-          STRATA_LOG_WARN("gateway: {} {}: {}", self->req_.method, self->req_.target, first.status().ToString());
-          std::string op = r.op, bucket = r.bucket, key = r.key;
-          S3ErrorInfo e = S3ErrorForStatus(first.status());
-          r = self->srv_.handler_.Error(e.http_status, e.code, first.status().message(), "");
-          r.op = op, r.bucket = bucket, r.key = key;
-        } else {
-          self->next_ = std::move(first).value();
-        }
+      try {
+        self->Work();
+      } catch (...) {
+        // Handle never throws; this is the first body piece or a copy failing
+        // (std::bad_alloc): a 500 for this request, never the process.
+        self->next_ = Buffer();
+        self->resp_ = self->srv_.handler_.Error(500, "InternalError", "We encountered an internal error.", "");
+        self->resp_.close = true;
+        STRATA_LOG_ERROR("gateway: {} {}: {} (answered 500)", self->req_.method, self->req_.target.substr(0, 300),
+                         CurrentExceptionText());
       }
       net::post(self->stream_.get_executor(), [self] { self->Respond(); });
     });
   }
 
+  void Work() {
+    resp_ = srv_.handler_.Handle(req_);
+    req_.body = Buffer();
+    ReleaseBody();
+    GatewayResponse& r = resp_;
+    if (r.stream && r.send_body && r.content_length > 0) {
+      auto first = r.stream->Next();
+      if (!first.ok()) {
+        STRATA_LOG_WARN("gateway: {} {}: {}", req_.method, req_.target, first.status().ToString());
+        std::string op = r.op, bucket = r.bucket, key = r.key;
+        S3ErrorInfo e = S3ErrorForStatus(first.status());
+        r = srv_.handler_.Error(e.http_status, e.code, first.status().message(), "");
+        r.op = op, r.bucket = bucket, r.key = key;
+      } else {
+        next_ = std::move(first).value();
+      }
+    }
+  }
+
+  bool ReserveBody(uint64_t n) {
+    if (!srv_.Reserve(n)) return false;
+    reserved_.fetch_add(n);
+    return true;
+  }
+  void ReleaseBody() { srv_.Unreserve(reserved_.exchange(0)); }
+
+  void RespondSlowDown() {
+    body_ = MutableBuffer();
+    chunked_body_.clear();
+    RespondNow(srv_.handler_.Error(503, "SlowDown", "Please reduce your request rate.",
+                                   req_.target.substr(0, req_.target.find('?'))),
+               true);
+  }
+
   void RespondNow(GatewayResponse r, bool close) {
+    ReleaseBody();  // a refusal: the body (if any) is not kept
     resp_ = std::move(r);
     if (close) resp_.close = true;
     Respond();
@@ -319,11 +380,15 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void FetchNext() {
     pending_ += 1;
     srv_.workers_->Submit([self = shared_from_this()] {
-      auto next = self->resp_.stream->Next();
-      if (next.ok())
-        self->next_ = std::move(next).value();
-      else
-        self->fetch_error_ = next.status();
+      try {
+        auto next = self->resp_.stream->Next();
+        if (next.ok())
+          self->next_ = std::move(next).value();
+        else
+          self->fetch_error_ = next.status();
+      } catch (...) {
+        self->fetch_error_ = InternalError("reading the response body: " + CurrentExceptionText());
+      }
       net::post(self->stream_.get_executor(), [self] { self->Step(); });
     });
   }
@@ -397,6 +462,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   }
 
   void CloseNow() {
+    ReleaseBody();
     idle_ = false;
     beast::error_code ec;
     stream_.socket().close(ec);
@@ -420,6 +486,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   uint64_t body_len_ = 0;
   uint64_t piece_ = 0;
   std::string chunked_body_;
+  std::atomic<uint64_t> reserved_{0};  // this request's share of the in-flight budget
   std::vector<char> scratch_;
   uint64_t drained_ = 0;
 
@@ -481,7 +548,19 @@ void GatewayServer::Impl::Run() {
   Accept();
   int n = std::max(1, options_.io_threads);
   for (int i = 0; i < n; ++i) {
-    threads_.emplace_back([this] { ioc_.run(); });
+    threads_.emplace_back([this] {
+      // A handler that throws (std::bad_alloc sizing a body) loses its
+      // connection, which closes when its last reference goes; the io thread
+      // carries on serving the others.
+      for (;;) {
+        try {
+          ioc_.run();
+          return;
+        } catch (...) {
+          STRATA_LOG_ERROR("gateway: io thread: {} (connection dropped)", CurrentExceptionText());
+        }
+      }
+    });
   }
 }
 

@@ -6,8 +6,11 @@
 // current one is written.
 //
 // Protections: request-header size limit (431 and close), body size limit
-// (EntityTooLarge), header deadline from the first byte (slowloris), idle
-// keep-alive timeout, per-I/O progress timeout, bounded lingering close.
+// (EntityTooLarge), a memory budget shared by all request bodies in flight
+// (503 SlowDown past it), header deadline from the first byte (slowloris),
+// idle keep-alive timeout, per-I/O progress timeout, bounded lingering
+// close. Every request runs inside a boundary: an exception (std::bad_alloc
+// included) is a logged 500 for that request, never the end of the process.
 // Keep-alive and pipelining: requests on a connection are served strictly in
 // order. Shutdown(): stop accepting, close idle connections, let in-flight
 // requests finish (up to drain_timeout), then close the rest.

@@ -11,8 +11,16 @@
 #include "base/buffer.h"
 #include "base/status.h"
 #include "net/http.h"
+#include "net/sigv4.h"
 
 namespace strata {
+
+// How a request authenticated (S3Handler::PreCheck decides it once, when the
+// headers arrive, so a long upload is never refused after its body came).
+struct RequestAuth {
+  VerifiedRequest verified;
+  bool anonymous = false;
+};
 
 struct GatewayRequest {
   std::string method;  // "GET", "PUT", ...
@@ -20,6 +28,9 @@ struct GatewayRequest {
   HttpHeaders headers;
   Buffer body;         // the whole body (HTTP-level chunking already removed)
   std::string remote;  // "ip:port" of the client, for logs
+  // Set by S3Handler::PreCheck when the headers authenticated; Handle then
+  // uses it instead of authenticating again (the clock has moved on since).
+  std::shared_ptr<const RequestAuth> auth = nullptr;
 };
 
 // A response body produced piecewise (large GETs): Next() returns the next

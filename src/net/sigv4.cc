@@ -198,6 +198,25 @@ Result<VerifiedRequest> CheckSignature(const HttpRequestParts& req, const Signin
                      "the request signature we calculated does not match the signature you provided; check your "
                      "key and signing method");
   }
+  // Every x-amz-* header present must be signed, as AWS requires (checked
+  // after the signature, so a wrong secret still reads SignatureDoesNotMatch): an
+  // unsigned one (x-amz-copy-source on a presigned PUT) would change what a
+  // signed request does.
+  std::string unsigned_names;
+  for (const auto& [name, value] : req.headers) {
+    std::string n = Lower(name);
+    if (!n.starts_with("x-amz-")) continue;
+    if (std::find(in.signed_names.begin(), in.signed_names.end(), n) != in.signed_names.end()) continue;
+    if (unsigned_names.find(n) != std::string::npos) continue;
+    if (!unsigned_names.empty()) unsigned_names += ", ";
+    unsigned_names += n.substr(0, 64);
+    if (unsigned_names.size() > 512) break;
+  }
+  if (!unsigned_names.empty()) {
+    return AuthError(
+        "AccessDenied",
+        "There were headers present in the request which were not signed (HeadersNotSigned: " + unsigned_names + ")");
+  }
   VerifiedRequest v;
   v.access_key_id = in.access_key_id;
   v.presigned = presigned;

@@ -1,252 +1,287 @@
+// The XML parser is expat (a well-kept, linear-time parser), with every DTD
+// feature refused: a DOCTYPE ends the parse, so no entity is ever declared or
+// expanded beyond the five predefined ones and character references.
 #include "net/xml.h"
 
+#include <expat.h>
+
 #include <cstdio>
+#include <cstring>
+#include <limits>
+#include <optional>
 
 namespace strata {
 namespace {
 
-bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-bool IsNameChar(char c) {
-  unsigned char u = static_cast<unsigned char>(c);
-  return u >= 0x80 || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == ':' || c == '-' || c == '.';
+Status MalformedXml(std::string message) {
+  return InvalidArgumentError(std::move(message)).WithForeignCode("MalformedXML");
 }
 
-bool IsNameStart(char c) {
-  unsigned char u = static_cast<unsigned char>(c);
-  return u >= 0x80 || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    *out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    *out += static_cast<char>(0xC0 | (cp >> 6));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    *out += static_cast<char>(0xE0 | (cp >> 12));
-    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    *out += static_cast<char>(0xF0 | (cp >> 18));
-    *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-class Parser {
+// XML 1.0 forbids references to C0 controls other than tab, LF and CR, yet S3
+// listings (and XmlEscape) carry them as "&#x1;" for keys holding such bytes.
+// Before expat sees the document such a reference becomes a marker code point
+// that does not occur in the input, followed by two hex digits; the DOM
+// builder turns marker+digits back into the byte in text and attribute values.
+class ControlRefs {
  public:
-  Parser(std::string_view in, const XmlLimits& limits) : in_(in), limits_(limits) {}
-
-  Result<XmlElement> ParseDocument() {
-    if (in_.size() > limits_.max_input_bytes) {
-      return Error("document of " + std::to_string(in_.size()) + " bytes exceeds the limit of " +
-                   std::to_string(limits_.max_input_bytes));
+  // Picks a marker in U+E000..U+E0FF absent from `input`; false if none is.
+  bool Choose(std::string_view input) {
+    bool seen[256] = {};
+    for (size_t i = 0; i + 2 < input.size(); ++i) {
+      if (static_cast<unsigned char>(input[i]) == 0xEE && static_cast<unsigned char>(input[i + 1]) >= 0x80 &&
+          static_cast<unsigned char>(input[i + 1]) <= 0x83) {
+        unsigned lo = static_cast<unsigned char>(input[i + 2]) & 0x3F;
+        unsigned mid = static_cast<unsigned char>(input[i + 1]) & 0x03;
+        seen[(mid << 6) | lo] = true;
+      }
     }
-    if (in_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
-    STRATA_RETURN_IF_ERROR(SkipMisc(/*allow_doctype=*/true));
-    if (pos_ >= in_.size() || in_[pos_] != '<') return Error("expected the root element");
-    XmlElement root;
-    STRATA_RETURN_IF_ERROR(ParseElement(&root, 1));
-    STRATA_RETURN_IF_ERROR(SkipMisc(/*allow_doctype=*/false));
-    if (pos_ != in_.size()) return Error("content after the root element");
-    return root;
+    for (unsigned c = 0; c < 256; ++c) {
+      if (seen[c]) continue;
+      marker_ = {static_cast<char>(0xEE), static_cast<char>(0x80 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+      return true;
+    }
+    return false;
+  }
+  bool active() const { return !marker_.empty(); }
+  const std::string& marker() const { return marker_; }
+
+  // Rewrites forbidden control references outside comments, CDATA and PIs.
+  std::string Rewrite(std::string_view in) const {
+    std::string out;
+    out.reserve(in.size());
+    size_t i = 0;
+    auto copy_past = [&](std::string_view end) {
+      size_t e = in.find(end, i);
+      size_t stop = e == std::string_view::npos ? in.size() : e + end.size();
+      out.append(in.substr(i, stop - i));
+      i = stop;
+    };
+    while (i < in.size()) {
+      if (in.substr(i, 4) == "<!--") {
+        copy_past("-->");
+      } else if (in.substr(i, 9) == "<![CDATA[") {
+        copy_past("]]>");
+      } else if (in.substr(i, 2) == "<?") {
+        copy_past("?>");
+      } else if (in.substr(i, 2) == "&#") {
+        size_t semi = in.find(';', i);
+        std::optional<unsigned> v;
+        if (semi != std::string_view::npos && semi - i <= 12) v = Value(in.substr(i + 2, semi - i - 2));
+        if (v && Forbidden(*v)) {
+          char hex[3];
+          std::snprintf(hex, sizeof hex, "%02X", *v);
+          out += marker_;
+          out += hex;
+          i = semi + 1;
+        } else {
+          out += in[i++];
+        }
+      } else {
+        out += in[i++];
+      }
+    }
+    return out;
+  }
+
+  // Turns marker+2 hex digits back into the byte; false if a marker is malformed.
+  bool Restore(std::string* s) const {
+    if (!active() || s->find(marker_) == std::string::npos) return true;
+    std::string out;
+    out.reserve(s->size());
+    for (size_t i = 0; i < s->size();) {
+      if (s->compare(i, marker_.size(), marker_) == 0) {
+        if (i + marker_.size() + 2 > s->size()) return false;
+        unsigned v = 0;
+        if (std::sscanf(s->c_str() + i + marker_.size(), "%2X", &v) != 1 || !Forbidden(v)) return false;
+        out += static_cast<char>(v);
+        i += marker_.size() + 2;
+      } else {
+        out += (*s)[i++];
+      }
+    }
+    *s = std::move(out);
+    return true;
+  }
+  bool In(std::string_view s) const { return active() && s.find(marker_) != std::string_view::npos; }
+
+ private:
+  static bool Forbidden(unsigned v) { return v >= 1 && v < 0x20 && v != '\t' && v != '\n' && v != '\r'; }
+  // "x1F" or "31": the value if small, else nullopt.
+  static std::optional<unsigned> Value(std::string_view digits) {
+    bool hex = !digits.empty() && digits[0] == 'x';
+    if (hex) digits.remove_prefix(1);
+    if (digits.empty() || digits.size() > 8) return std::nullopt;
+    unsigned v = 0;
+    for (char c : digits) {
+      int d = c >= '0' && c <= '9'          ? c - '0'
+              : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                            : -1;
+      if (d < 0) return std::nullopt;
+      v = v * (hex ? 16 : 10) + static_cast<unsigned>(d);
+    }
+    return v;
+  }
+
+  std::string marker_;
+};
+
+// Refuses a start tag with more than `max` attributes before expat sees it:
+// expat is linear but slow per attribute (seconds for millions), and S3
+// documents carry one or two. Counts '=' outside quotes in each start tag,
+// which for a well-formed document is exactly its attribute count.
+Status CheckAttributeCounts(std::string_view in, size_t max) {
+  size_t i = 0;
+  auto skip_past = [&](std::string_view end) {
+    size_t e = in.find(end, i);
+    i = e == std::string_view::npos ? in.size() : e + end.size();
+  };
+  while ((i = in.find('<', i)) != std::string_view::npos) {
+    std::string_view rest = in.substr(i);
+    if (rest.starts_with("<!--")) {
+      skip_past("-->");
+    } else if (rest.starts_with("<![CDATA[")) {
+      skip_past("]]>");
+    } else if (rest.starts_with("<?")) {
+      skip_past("?>");
+    } else if (rest.starts_with("<!")) {
+      i += 2;  // a DOCTYPE: expat refuses it
+    } else {
+      size_t count = 0;
+      char quote = 0;
+      size_t j = i + 1;
+      for (; j < in.size(); ++j) {
+        char c = in[j];
+        if (quote) {
+          if (c == quote) quote = 0;
+        } else if (c == '"' || c == '\'') {
+          quote = c;
+        } else if (c == '=') {
+          if (++count > max) {
+            return MalformedXml("malformed XML at byte " + std::to_string(j) + ": more than " + std::to_string(max) +
+                              " attributes in one element");
+          }
+        } else if (c == '>') {
+          break;
+        }
+      }
+      i = j + 1;
+    }
+  }
+  return Status::Ok();
+}
+
+// Builds the DOM from expat's callbacks, enforcing the limits. Callbacks
+// never let an exception cross expat's C frames: they stop the parser.
+class ExpatDom {
+ public:
+  ExpatDom(const XmlLimits& limits, const ControlRefs& refs) : limits_(limits), refs_(refs) {}
+
+  Result<XmlElement> Parse(std::string_view input) {
+    XML_Parser p = XML_ParserCreate("UTF-8");
+    if (p == nullptr) return Status(Code::kUnavailable, "cannot create an XML parser (out of memory)");
+    parser_ = p;
+    XML_SetUserData(p, this);
+    XML_SetElementHandler(p, &ExpatDom::OnStart, &ExpatDom::OnEnd);
+    XML_SetCharacterDataHandler(p, &ExpatDom::OnText);
+    XML_SetStartDoctypeDeclHandler(p, &ExpatDom::OnDoctype);
+    XML_SetEntityDeclHandler(p, &ExpatDom::OnEntityDecl);
+    XML_SetParamEntityParsing(p, XML_PARAM_ENTITY_PARSING_NEVER);
+    XML_Status st = XML_Parse(p, input.data(), static_cast<int>(input.size()), XML_TRUE);
+    size_t at = static_cast<size_t>(std::max<XML_Index>(0, XML_GetCurrentByteIndex(p)));
+    std::string why = error_;
+    if (st != XML_STATUS_OK && why.empty()) why = XML_ErrorString(XML_GetErrorCode(p));
+    XML_ParserFree(p);
+    if (st != XML_STATUS_OK || !why.empty()) {
+      return MalformedXml("malformed XML at byte " + std::to_string(at) + ": " + why);
+    }
+    if (!have_root_) return MalformedXml("malformed XML at byte 0: no root element");
+    return std::move(root_);
   }
 
  private:
-  Status Error(std::string what) const {
-    return InvalidArgumentError("malformed XML at byte " + std::to_string(pos_) + ": " + what)
-        .WithForeignCode("MalformedXML");
+  void Fail(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+    XML_StopParser(parser_, XML_FALSE);
   }
 
-  bool StartsWith(std::string_view s) const { return in_.substr(pos_, s.size()) == s; }
-
-  void SkipWs() {
-    while (pos_ < in_.size() && IsWs(in_[pos_])) ++pos_;
-  }
-
-  // Skips to just past `end`; error if it never comes.
-  Status SkipPast(std::string_view end, std::string_view what) {
-    size_t e = in_.find(end, pos_);
-    if (e == std::string_view::npos) return Error("unterminated " + std::string(what));
-    pos_ = e + end.size();
-    return Status::Ok();
-  }
-
-  // Whitespace, comments, processing instructions and (before the root) one DOCTYPE.
-  Status SkipMisc(bool allow_doctype) {
-    while (true) {
-      SkipWs();
-      if (StartsWith("<?")) {
-        STRATA_RETURN_IF_ERROR(SkipPast("?>", "processing instruction"));
-      } else if (StartsWith("<!--")) {
-        pos_ += 4;
-        STRATA_RETURN_IF_ERROR(SkipPast("-->", "comment"));
-      } else if (allow_doctype && StartsWith("<!DOCTYPE")) {
-        allow_doctype = false;
-        STRATA_RETURN_IF_ERROR(SkipDoctype());
-      } else {
-        return Status::Ok();
-      }
+  static void OnStart(void* self_ptr, const XML_Char* name, const XML_Char** atts) {
+    auto* self = static_cast<ExpatDom*>(self_ptr);
+    try {
+      self->Start(name, atts);
+    } catch (...) {
+      self->Fail("out of memory");
     }
   }
-
-  // Skips "<!DOCTYPE ... [internal subset] >" without interpreting it: no entity is ever defined.
-  Status SkipDoctype() {
-    int brackets = 0;
-    for (; pos_ < in_.size(); ++pos_) {
-      char c = in_[pos_];
-      if (c == '[') ++brackets;
-      if (c == ']') --brackets;
-      if (c == '>' && brackets <= 0) {
-        ++pos_;
-        return Status::Ok();
-      }
+  void Start(const char* name, const char** atts) {
+    if (!error_.empty()) return;
+    if (static_cast<int>(stack_.size()) >= limits_.max_depth) {
+      return Fail("nesting deeper than " + std::to_string(limits_.max_depth));
     }
-    return Error("unterminated DOCTYPE");
-  }
-
-  Status ParseName(std::string* name) {
-    size_t start = pos_;
-    if (pos_ >= in_.size() || !IsNameStart(in_[pos_])) return Error("expected a name");
-    while (pos_ < in_.size() && IsNameChar(in_[pos_])) ++pos_;
-    *name = std::string(in_.substr(start, pos_ - start));
-    return Status::Ok();
-  }
-
-  // Decodes one reference at in_[pos_] == '&'.
-  Status ParseReference(std::string* out) {
-    size_t semi = in_.find(';', pos_);
-    if (semi == std::string_view::npos || semi - pos_ > 12) return Error("unterminated entity reference");
-    std::string_view ref = in_.substr(pos_ + 1, semi - pos_ - 1);
-    if (ref == "amp")
-      *out += '&';
-    else if (ref == "lt")
-      *out += '<';
-    else if (ref == "gt")
-      *out += '>';
-    else if (ref == "quot")
-      *out += '"';
-    else if (ref == "apos")
-      *out += '\'';
-    else if (ref.size() >= 2 && ref[0] == '#') {
-      bool hex = ref[1] == 'x';
-      std::string_view digits = ref.substr(hex ? 2 : 1);
-      if (digits.empty()) return Error("empty character reference");
-      uint32_t cp = 0;
-      for (char c : digits) {
-        int d = (c >= '0' && c <= '9')          ? c - '0'
-                : hex && (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                : hex && (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                                : -1;
-        if (d < 0) return Error("bad character reference");
-        cp = cp * (hex ? 16 : 10) + static_cast<uint32_t>(d);
-        if (cp > 0x10FFFF) return Error("character reference out of range");
-      }
-      if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) return Error("invalid character reference");
-      AppendUtf8(cp, out);
+    if (++elements_ > limits_.max_elements) {
+      return Fail("more than " + std::to_string(limits_.max_elements) + " elements");
+    }
+    XmlElement* e;
+    if (stack_.empty()) {
+      e = &root_;
+      have_root_ = true;
     } else {
-      return Error("unknown entity '&" + std::string(ref) + ";'");
+      e = &stack_.back()->children.emplace_back();
     }
-    pos_ = semi + 1;
-    return Status::Ok();
+    e->name = name;
+    if (refs_.In(e->name)) return Fail("character reference in a name");
+    size_t n = 0;
+    while (atts[2 * n] != nullptr) ++n;
+    if (n > limits_.max_attributes) {
+      return Fail("more than " + std::to_string(limits_.max_attributes) + " attributes on <" + e->name.substr(0, 64) +
+                  ">");
+    }
+    e->attributes.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::string value = atts[2 * i + 1];
+      if (refs_.In(atts[2 * i]) || !refs_.Restore(&value)) return Fail("bad character reference in an attribute");
+      e->attributes.emplace_back(atts[2 * i], std::move(value));
+    }
+    stack_.push_back(e);
   }
 
-  Status ParseAttributes(XmlElement* e, bool* self_closing) {
-    while (true) {
-      size_t before = pos_;
-      SkipWs();
-      if (pos_ >= in_.size()) return Error("unterminated start tag");
-      if (StartsWith("/>")) {
-        pos_ += 2;
-        *self_closing = true;
-        return Status::Ok();
-      }
-      if (in_[pos_] == '>') {
-        ++pos_;
-        *self_closing = false;
-        return Status::Ok();
-      }
-      if (pos_ == before) return Error("expected whitespace before an attribute");
-      std::string name, value;
-      STRATA_RETURN_IF_ERROR(ParseName(&name));
-      SkipWs();
-      if (pos_ >= in_.size() || in_[pos_] != '=') return Error("expected '=' after attribute name");
-      ++pos_;
-      SkipWs();
-      if (pos_ >= in_.size() || (in_[pos_] != '"' && in_[pos_] != '\'')) return Error("expected a quoted value");
-      char quote = in_[pos_++];
-      while (true) {
-        if (pos_ >= in_.size()) return Error("unterminated attribute value");
-        char c = in_[pos_];
-        if (c == quote) break;
-        if (c == '<') return Error("'<' in attribute value");
-        if (c == '&') {
-          STRATA_RETURN_IF_ERROR(ParseReference(&value));
-        } else {
-          value += c;
-          ++pos_;
-        }
-      }
-      ++pos_;
-      if (e->Attribute(name) != nullptr) return Error("duplicate attribute '" + name + "'");
-      e->attributes.emplace_back(std::move(name), std::move(value));
+  static void OnEnd(void* self_ptr, const XML_Char*) {
+    auto* self = static_cast<ExpatDom*>(self_ptr);
+    if (!self->error_.empty() || self->stack_.empty()) return;
+    try {
+      if (!self->refs_.Restore(&self->stack_.back()->text)) self->Fail("bad character reference in text");
+    } catch (...) {
+      self->Fail("out of memory");
+    }
+    self->stack_.pop_back();
+  }
+
+  static void OnText(void* self_ptr, const XML_Char* s, int len) {
+    auto* self = static_cast<ExpatDom*>(self_ptr);
+    if (!self->error_.empty() || self->stack_.empty()) return;
+    try {
+      self->stack_.back()->text.append(s, static_cast<size_t>(len));
+    } catch (...) {
+      self->Fail("out of memory");
     }
   }
 
-  Status ParseElement(XmlElement* e, int depth) {
-    if (depth > limits_.max_depth) return Error("nesting deeper than " + std::to_string(limits_.max_depth));
-    if (++elements_ > limits_.max_elements)
-      return Error("more than " + std::to_string(limits_.max_elements) + " elements");
-    ++pos_;  // '<'
-    STRATA_RETURN_IF_ERROR(ParseName(&e->name));
-    bool self_closing = false;
-    STRATA_RETURN_IF_ERROR(ParseAttributes(e, &self_closing));
-    if (self_closing) return Status::Ok();
-    while (true) {
-      if (pos_ >= in_.size()) return Error("unterminated element <" + e->name.substr(0, 64) + ">");
-      char c = in_[pos_];
-      if (c == '&') {
-        STRATA_RETURN_IF_ERROR(ParseReference(&e->text));
-      } else if (c != '<') {
-        e->text += c;
-        ++pos_;
-      } else if (StartsWith("</")) {
-        pos_ += 2;
-        std::string name;
-        STRATA_RETURN_IF_ERROR(ParseName(&name));
-        if (name != e->name)
-          return Error("</" + name.substr(0, 64) + "> does not close <" + e->name.substr(0, 64) + ">");
-        SkipWs();
-        if (pos_ >= in_.size() || in_[pos_] != '>') return Error("expected '>'");
-        ++pos_;
-        return Status::Ok();
-      } else if (StartsWith("<!--")) {
-        pos_ += 4;
-        STRATA_RETURN_IF_ERROR(SkipPast("-->", "comment"));
-      } else if (StartsWith("<![CDATA[")) {
-        pos_ += 9;
-        size_t end = in_.find("]]>", pos_);
-        if (end == std::string_view::npos) return Error("unterminated CDATA section");
-        e->text.append(in_.substr(pos_, end - pos_));
-        pos_ = end + 3;
-      } else if (StartsWith("<?")) {
-        STRATA_RETURN_IF_ERROR(SkipPast("?>", "processing instruction"));
-      } else if (StartsWith("<!")) {
-        return Error("unexpected markup declaration inside an element");
-      } else {
-        e->children.emplace_back();
-        STRATA_RETURN_IF_ERROR(ParseElement(&e->children.back(), depth + 1));
-      }
-    }
+  static void OnDoctype(void* self_ptr, const XML_Char*, const XML_Char*, const XML_Char*, int) {
+    static_cast<ExpatDom*>(self_ptr)->Fail("DOCTYPE is not allowed");
+  }
+  static void OnEntityDecl(void* self_ptr, const XML_Char*, int, const XML_Char*, int, const XML_Char*, const XML_Char*,
+                           const XML_Char*, const XML_Char*) {
+    static_cast<ExpatDom*>(self_ptr)->Fail("entity declarations are not allowed");
   }
 
-  std::string_view in_;
   const XmlLimits& limits_;
-  size_t pos_ = 0;
+  const ControlRefs& refs_;
+  XML_Parser parser_ = nullptr;
+  XmlElement root_;
+  bool have_root_ = false;
+  std::vector<XmlElement*> stack_;  // open elements; each one's parent is not appended to while it is open
   size_t elements_ = 0;
+  std::string error_;
 };
 
 }  // namespace
@@ -282,7 +317,21 @@ const std::string* XmlElement::Attribute(std::string_view n) const {
 }
 
 Result<XmlElement> ParseXml(std::string_view input, const XmlLimits& limits) {
-  return Parser(input, limits).ParseDocument();
+  if (input.size() > limits.max_input_bytes) {
+    return MalformedXml("malformed XML at byte 0: document of " + std::to_string(input.size()) +
+                      " bytes exceeds the limit of " + std::to_string(limits.max_input_bytes));
+  }
+  if (input.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return MalformedXml("malformed XML at byte 0: document too large");
+  }
+  STRATA_RETURN_IF_ERROR(CheckAttributeCounts(input, limits.max_attributes));
+  ControlRefs refs;
+  std::string rewritten;
+  if (input.find("&#") != std::string_view::npos && refs.Choose(input)) {
+    rewritten = refs.Rewrite(input);
+    input = rewritten;
+  }
+  return ExpatDom(limits, refs).Parse(input);
 }
 
 std::string XmlEscape(std::string_view text) {
@@ -320,7 +369,15 @@ XmlWriter& XmlWriter::Open(std::string_view name, const std::vector<std::pair<st
     out_ += ' ';
     out_ += k;
     out_ += "=\"";
-    out_ += XmlEscape(v);
+    // Parsers turn a literal tab or newline in an attribute into a space.
+    for (char c : XmlEscape(v)) {
+      if (c == '\t')
+        out_ += "&#x9;";
+      else if (c == '\n')
+        out_ += "&#xA;";
+      else
+        out_ += c;
+    }
     out_ += '"';
   }
   out_ += '>';

@@ -1,7 +1,9 @@
-// A small, bounds-checked XML parser to a DOM, for S3 bodies, and an
-// escaping writer. Skips the prolog, comments, processing instructions and
-// DOCTYPE (entities are never expanded beyond the five predefined ones and
-// character references). Pure functions, thread-safe.
+// XML for S3 bodies: a bounded parse to a small DOM (expat underneath) and an
+// escaping writer. Skips the prolog, comments and processing instructions;
+// refuses a DOCTYPE, so entities are never expanded beyond the five
+// predefined ones and character references. Character references to C0
+// controls (which S3 writes for such keys) are accepted. Linear time.
+// Pure functions, thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +38,7 @@ struct XmlLimits {
   size_t max_input_bytes = 64ull << 20;
   int max_depth = 64;
   size_t max_elements = 1u << 20;
+  size_t max_attributes = 64;  // per element (S3 documents carry an xmlns or two)
 };
 
 // Parses a document with exactly one root element. InvalidArgument with the

@@ -1,0 +1,327 @@
+// Regression tests of issue 14 ("no request can hurt it") against the built
+// `strata serve`: each hostile request gets an error answer, and the same
+// process answers the next request.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/hash.h"
+#include "net/sigv4.h"
+#include "testing/subprocess.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+const AwsCredentials kCreds{"GWHOSTILEKEY", "gw-hostile-secret", ""};
+constexpr const char* kBucket = "gwbucket";
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// One HTTP exchange on a fresh connection: the status code (0 if none came
+// within the deadline) and the raw response.
+struct Reply {
+  int status = 0;
+  std::string text;
+};
+
+Reply Exchange(uint16_t port, std::string_view request, std::chrono::seconds deadline = std::chrono::seconds(60)) {
+  Reply r;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return r;
+  }
+  auto end = SteadyClock::now() + deadline;
+  size_t sent = 0;
+  // Sends and reads at once: the server may answer (and close) before the whole body is sent.
+  while (SteadyClock::now() < end) {
+    pollfd p{fd, static_cast<short>(POLLIN | (sent < request.size() ? POLLOUT : 0)), 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    if (p.revents & POLLOUT) {
+      ssize_t n = ::send(fd, request.data() + sent, std::min<size_t>(request.size() - sent, 1 << 20), MSG_NOSIGNAL);
+      if (n > 0) sent += n;
+      if (n < 0) sent = request.size();  // the server closed its side; read what it said
+    }
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      char buf[65536];
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      r.text.append(buf, n);
+      size_t head = r.text.find("\r\n\r\n");
+      if (head != std::string::npos) {
+        size_t cl = r.text.find("Content-Length: ");
+        if (cl != std::string::npos && cl < head) {
+          size_t len = std::stoull(r.text.substr(cl + 16));
+          if (r.text.size() >= head + 4 + len) break;
+        }
+      }
+    }
+  }
+  ::close(fd);
+  if (r.text.size() >= 12 && r.text.starts_with("HTTP/1.1 ")) r.status = std::stoi(r.text.substr(9, 3));
+  return r;
+}
+
+std::string Signed(const std::string& method, const std::string& target, const std::string& body,
+                   HttpHeaders extra = {}, std::string payload_hash = "") {
+  size_t q = target.find('?');
+  HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
+  p.headers.emplace_back("Host", "127.0.0.1");
+  if (payload_hash.empty()) payload_hash = ToHex(Sha256(body));
+  EXPECT_TRUE(SignRequest(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), payload_hash).ok());
+  std::string out = method + " " + target + " HTTP/1.1\r\n";
+  for (auto& [k, v] : p.headers) out += k + ": " + v + "\r\n";
+  out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  return out + "\r\n" + body;
+}
+
+class GatewayHostileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("strata-gwh-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "data" / kBucket);
+    const char* bin_dir = std::getenv("STRATA_BINARY_DIR");
+    ASSERT_NE(bin_dir, nullptr) << "run under ctest (STRATA_BINARY_DIR)";
+    std::string strata = std::string(bin_dir) + "/src/cli/strata";
+    ASSERT_TRUE(fs::exists(strata)) << strata;
+    std::vector<std::string> argv{strata,
+                                  "serve",
+                                  "--backend",
+                                  "file://" + (dir_ / "data").string(),
+                                  "--listen",
+                                  "127.0.0.1:0",
+                                  "--access-key",
+                                  kCreds.access_key_id,
+                                  "--secret-key",
+                                  kCreds.secret_access_key,
+                                  "--allow-anonymous",
+                                  "--cache-ram",
+                                  "256MiB",
+                                  "--max-inflight",
+                                  "4MiB"};
+    log_ = dir_ / "gateway.out";
+    int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> args;
+    for (auto& s : argv) args.push_back(s.data());
+    args.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execv(args[0], args.data());
+      _exit(127);
+    }
+    ::close(fd);
+    auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+    while (port_ == 0 && SteadyClock::now() < deadline) {
+      std::string log = ReadFile(log_);
+      if (size_t p = log.find("listening on http://127.0.0.1:"); p != std::string::npos) {
+        size_t nl = log.find('\n', p);
+        if (nl != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(log.substr(p + 30, nl - p - 30)));
+      }
+      ASSERT_TRUE(Alive()) << "strata serve exited:\n" << ReadFile(log_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the log for the port
+    }
+    ASSERT_NE(port_, 0) << ReadFile(log_);
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      auto deadline = SteadyClock::now() + std::chrono::seconds(20);
+      while (::waitpid(pid_, &st, WNOHANG) == 0) {
+        if (SteadyClock::now() > deadline) {
+          ::kill(pid_, SIGKILL);
+          ::waitpid(pid_, &st, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the child's exit
+      }
+      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "strata serve did not exit cleanly:\n" << ReadFile(log_);
+    }
+    fs::remove_all(dir_);
+  }
+
+  bool Alive() {
+    int st = 0;
+    if (pid_ > 0 && ::waitpid(pid_, &st, WNOHANG) == pid_) pid_ = -1;
+    return pid_ > 0;
+  }
+
+  // The process is up and serves a real round trip.
+  void ExpectStillServing(const std::string& key) {
+    ASSERT_TRUE(Alive()) << "strata serve died:\n" << ReadFile(log_);
+    EXPECT_EQ(Exchange(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").status, 200);
+    EXPECT_EQ(Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/" + key, "after")).status, 200);
+    Reply get = Exchange(port_, Signed("GET", std::string("/") + kBucket + "/" + key, ""));
+    EXPECT_EQ(get.status, 200);
+    EXPECT_TRUE(get.text.ends_with("\r\n\r\nafter")) << get.text;
+  }
+
+  fs::path dir_, log_;
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+};
+
+TEST_F(GatewayHostileTest, TerminatingRequestGetsAnErrorAndTheServerStaysUp) {
+  const std::string body = "0\r\n\r\n";
+  std::string anonymous = std::string("PUT /") + kBucket +
+                          "/crash HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\n"
+                          "x-amz-decoded-content-length: -1\r\nContent-Length: 5\r\n\r\n" +
+                          body;
+  Reply r = Exchange(port_, anonymous);
+  EXPECT_EQ(r.status, 400) << r.text;
+  EXPECT_NE(r.text.find("InvalidArgument"), std::string::npos) << r.text;
+  ExpectStillServing("after-anonymous");
+  Reply s = Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/crash", body,
+                                   {{"x-amz-decoded-content-length", "-1"}}, std::string(kStreamingUnsignedTrailer)));
+  EXPECT_EQ(s.status, 400) << s.text;
+  ExpectStillServing("after-signed");
+  EXPECT_FALSE(fs::exists(dir_ / "data" / kBucket / "crash"));
+}
+
+TEST_F(GatewayHostileTest, HugeAttributeCountXmlIsRefusedQuickly) {
+  std::string xml = "<CompleteMultipartUpload";
+  xml.reserve(32 << 20);
+  for (int i = 0; i < 2000000; ++i) xml += " a" + std::to_string(i) + "=''";
+  xml += "><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part></CompleteMultipartUpload>";
+  for (std::string target : {std::string("/") + kBucket + "/k?uploadId=nope", std::string("/") + kBucket + "?delete"}) {
+    SCOPED_TRACE(target);
+    auto start = SteadyClock::now();
+    Reply r = Exchange(port_, Signed("POST", target, xml));
+    EXPECT_GE(r.status, 400) << r.text.substr(0, 500);
+    EXPECT_LT(r.status, 500) << r.text.substr(0, 500);
+    EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(30));
+    ExpectStillServing("after-xml");
+  }
+}
+
+TEST_F(GatewayHostileTest, PresignedPutCannotBecomeACopy) {
+  std::ofstream(dir_ / "presign.py") << R"PY(
+import sys, urllib.request, urllib.error
+import boto3
+from botocore.config import Config
+endpoint, bucket, key_id, secret = sys.argv[1:5]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key_id, aws_secret_access_key=secret,
+                  region_name="us-east-1", config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                                                         retries={"max_attempts": 1}))
+s3.put_object(Bucket=bucket, Key="secret", Body=b"top secret")
+url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "victim"}, ExpiresIn=300)
+req = urllib.request.Request(url, data=b"", method="PUT", headers={"x-amz-copy-source": bucket + "/secret"})
+try:
+    urllib.request.urlopen(req)
+    print("copy: 200")
+except urllib.error.HTTPError as e:
+    body = e.read().decode()
+    print("copy: %d %s" % (e.code, "AccessDenied" if "<Code>AccessDenied</Code>" in body else body))
+    print("not-signed: %s" % ("not signed" in body and "x-amz-copy-source" in body))
+try:
+    s3.head_object(Bucket=bucket, Key="victim")
+    print("victim: exists")
+except s3.exceptions.ClientError as e:
+    print("victim: %s" % e.response["Error"]["Code"])
+req = urllib.request.Request(url, data=b"mine", method="PUT")
+try:
+    print("plain: %d" % urllib.request.urlopen(req).status)
+except urllib.error.HTTPError as e:
+    print("plain: %d %s" % (e.code, e.read().decode()))
+    sys.exit(1)
+print("victim body: %s" % s3.get_object(Bucket=bucket, Key="victim")["Body"].read().decode())
+)PY";
+  EnvOverrides env = WithoutCaBundles();
+  env += {{"AWS_CONFIG_FILE", "/dev/null"},
+          {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
+          {"AWS_EC2_METADATA_DISABLED", "true"},
+          {"NO_PROXY", "127.0.0.1"}};
+  std::string endpoint = "http://127.0.0.1:" + std::to_string(port_);
+  std::vector<std::string> argv{"/usr/bin/python3",   (dir_ / "presign.py").string(), endpoint, kBucket,
+                                kCreds.access_key_id, kCreds.secret_access_key};
+  auto r = RunCommand(argv, env);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->exit_code, 0) << DescribeRun(argv, *r) << "\n" << r->stdout_text;
+  const std::string& out = r->stdout_text;
+  EXPECT_NE(out.find("copy: 403 AccessDenied"), std::string::npos) << out;
+  EXPECT_NE(out.find("not-signed: True"), std::string::npos) << out;
+  EXPECT_NE(out.find("victim: 404"), std::string::npos) << out;
+  EXPECT_NE(out.find("plain: 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("victim body: mine"), std::string::npos) << out;
+  ExpectStillServing("after-presign");
+}
+
+TEST_F(GatewayHostileTest, BodiesInFlightShareOneBudget) {
+  // A holds 3 MiB of the 4 MiB budget: its headers are in, its body is not.
+  const std::string held(3 << 20, 'h');
+  std::string a_req = Signed("PUT", std::string("/") + kBucket + "/held", held, {{"Expect", "100-continue"}});
+  std::string a_head = a_req.substr(0, a_req.find("\r\n\r\n") + 4);
+  int a = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port_);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::send(a, a_head.data(), a_head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(a_head.size()));
+  auto read_some = [&](std::string* into) {
+    pollfd p{a, POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) return false;
+    char buf[4096];
+    ssize_t n = ::recv(a, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    into->append(buf, n);
+    return true;
+  };
+  std::string a_in;
+  while (a_in.find("\r\n\r\n") == std::string::npos && read_some(&a_in)) {
+  }
+  ASSERT_TRUE(a_in.starts_with("HTTP/1.1 100")) << a_in;  // the budget is reserved before the body is invited
+  // B does not fit next to it: SlowDown, nothing stored.
+  std::string b_req = Signed("PUT", std::string("/") + kBucket + "/second", std::string(2 << 20, 'b'));
+  Reply b = Exchange(port_, b_req);
+  EXPECT_EQ(b.status, 503) << b.text.substr(0, 500);
+  EXPECT_NE(b.text.find("<Code>SlowDown</Code>"), std::string::npos) << b.text.substr(0, 500);
+  // A finishes; then B fits.
+  a_in.clear();
+  size_t sent = 0;
+  while (sent < held.size()) {
+    ssize_t n = ::send(a, held.data() + sent, held.size() - sent, MSG_NOSIGNAL);
+    ASSERT_GT(n, 0);
+    sent += n;
+  }
+  while (a_in.find("\r\n\r\n") == std::string::npos && read_some(&a_in)) {
+  }
+  ::close(a);
+  EXPECT_TRUE(a_in.starts_with("HTTP/1.1 200")) << a_in;
+  EXPECT_EQ(Exchange(port_, b_req).status, 200);
+  // One body larger than the whole budget is let in alone.
+  EXPECT_EQ(Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/big", std::string(9 << 20, 'g'))).status, 200);
+  EXPECT_EQ(fs::file_size(dir_ / "data" / kBucket / "big"), 9u << 20);
+  ExpectStillServing("after-budget");
+}
+
+}  // namespace
+}  // namespace strata
