@@ -27,6 +27,7 @@ struct ShardEntry {
   uint64_t samples = 0;
   std::string sha256;   // hex; empty in index.json
   std::string sidecar;  // ".idx" name for tar/TFRecord, empty for indexed
+  std::string etag;     // shard sets opened without an index: the scanned version (not serialised)
 };
 
 struct FileEntry {

@@ -50,6 +50,8 @@ std::string Fingerprint(const dataset::Manifest& index, const OrderSpec& spec) {
     // Content hashes, where the index has them (manifest.json): a dataset
     // regenerated with the same layout is another dataset.
     if (!s.sha256.empty()) canon += "\t" + s.sha256;
+    // Shards opened without an index: their version (a rewritten shard is another dataset).
+    if (!s.etag.empty()) canon += "\tetag=" + s.etag;
     canon += "\n";
   }
   canon += "seed=" + std::to_string(spec.seed) + " shuffle=" + std::to_string(static_cast<int>(spec.shuffle));
