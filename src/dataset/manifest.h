@@ -27,7 +27,6 @@ struct ShardEntry {
   uint64_t samples = 0;
   std::string sha256;   // hex; empty in index.json
   std::string sidecar;  // ".idx" name for tar/TFRecord, empty for indexed
-  std::string etag;     // shard sets opened without an index: the scanned version (not serialised)
 };
 
 struct FileEntry {
@@ -45,6 +44,9 @@ struct Manifest {
   std::vector<ShardEntry> shards;
   std::vector<FileEntry> files;  // sidecars and index.json (manifest only)
   std::string signature;         // hex HMAC-SHA256; set by Parse, ignored by Encode
+  // Shard sets opened without an index: each shard's scanned version (ETag),
+  // so a rewritten shard makes another dataset. Not serialised; else empty.
+  std::vector<std::string> etags;
 
   uint64_t total_samples() const;
   uint64_t total_shard_bytes() const;

@@ -439,8 +439,8 @@ Result<ScannedSet> ScanShardSet(ObjectStore& store, const std::string& prefix, s
     e.name = names[i];
     e.size = scans[i]->size;
     e.samples = scans[i]->count();
-    e.etag = scans[i]->etag;
     out.manifest.shards.push_back(std::move(e));
+    out.manifest.etags.push_back(scans[i]->etag);
     out.offsets.push_back(scans[i]->offsets);
     fields.insert(scans[i]->fields.begin(), scans[i]->fields.end());
   }

@@ -70,7 +70,7 @@ struct ScanOptions {
 };
 
 struct ScannedSet {
-  Manifest manifest;  // shards with name, size, samples and etag; no sidecars
+  Manifest manifest;  // shards with name, size and samples, their etags; no sidecars
   std::vector<std::vector<uint64_t>> offsets;  // per manifest shard
   std::vector<std::string> skipped;            // shards dropped by skip_corrupt, with the reason
   uint64_t scanned = 0;                        // shards actually read (not found in a cache)

@@ -15,6 +15,7 @@
 #include "io/durable.h"
 #include "io/file_system.h"
 #include "loader/loader_test_util.h"
+#include "loader/shard_set_test_util.h"
 #include "loader/streaming_dataset.h"
 #include "object/mem_store.h"
 
@@ -23,69 +24,7 @@ namespace {
 
 using testing::UniqueName;
 using testing_cache::CountingStore;
-
-// Bitwise CRC32C (Castagnoli, reflected 0x82F63B78) and TFRecord's mask.
-uint32_t RefCrc32c(std::string_view s) {
-  uint32_t crc = ~0u;
-  for (unsigned char c : s) {
-    crc ^= c;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
-  }
-  return ~crc;
-}
-uint32_t RefMask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
-std::string Le(uint64_t v, int n) {
-  std::string out;
-  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-  return out;
-}
-std::string RefTfRecord(const std::vector<std::string>& payloads) {
-  std::string out;
-  for (const auto& p : payloads) {
-    std::string len = Le(p.size(), 8);
-    out += len + Le(RefMask(RefCrc32c(len)), 4) + p + Le(RefMask(RefCrc32c(p)), 4);
-  }
-  return out;
-}
-
-std::string Payload(uint64_t i) { return "bytes of sample " + std::to_string(i) + std::string(i % 700, 'x'); }
-std::string Key6(uint64_t i) {
-  char b[16];
-  snprintf(b, sizeof b, "%06llu", static_cast<unsigned long long>(i));
-  return b;
-}
-// WebDataset key: some keys carry directories ("dir/k1/000003").
-std::string Key(uint64_t i) { return (i % 3 == 0 ? "dir/k" + std::to_string(i % 2) + "/" : "") + Key6(i); }
-
-// Tar shards as webdataset.ShardWriter writes them: members key.ext.
-std::vector<uint64_t> WriteTarShards(ObjectStore& store, const std::string& prefix, const std::vector<uint64_t>& n) {
-  uint64_t i = 0;
-  for (size_t k = 0; k < n.size(); ++k) {
-    dataset::BufferSink sink;
-    dataset::TarWriter w(sink);
-    for (uint64_t j = 0; j < n[k]; ++j, ++i) {
-      EXPECT_TRUE(w.AddFile(Key(i) + ".bin", Buffer::FromString(Payload(i))).ok());
-      EXPECT_TRUE(w.AddFile(Key(i) + ".meta.json", Buffer::FromString("{\"i\":" + std::to_string(i) + "}")).ok());
-    }
-    EXPECT_TRUE(w.Finish().ok());
-    EXPECT_TRUE(store.Put(prefix + "train-" + Key6(k) + ".tar", sink.Take()).ok());
-  }
-  return n;
-}
-
-void WriteTfRecordShards(ObjectStore& store, const std::string& prefix, const std::vector<uint64_t>& n) {
-  uint64_t i = 0;
-  for (size_t k = 0; k < n.size(); ++k) {
-    std::vector<std::string> payloads;
-    for (uint64_t j = 0; j < n[k]; ++j, ++i) {
-      dataset::Example ex;
-      ex["__key__"] = dataset::Feature::Bytes({Buffer::FromString(Key6(i))});
-      ex["bin"] = dataset::Feature::Bytes({Buffer::FromString(Payload(i))});
-      payloads.push_back(dataset::EncodeExample(ex));
-    }
-    EXPECT_TRUE(store.Put(prefix + "part-" + Key6(k) + ".tfrecord", Buffer::FromString(RefTfRecord(payloads))).ok());
-  }
-}
+using namespace testing::shard_sets;  // NOLINT
 
 // Every sample of (rank 0's) workers: index -> (key, bin bytes), in order.
 std::vector<DecodedSample> ReadAll(StreamingDataset& ds, const State& st) {
@@ -249,7 +188,7 @@ TEST(ShardSetTest, CorruptOrTruncatedShardIsNamedOrSkipped) {
     for (int damage = 0; damage < 2; ++damage) {
       std::string bytes = whole.ToString();
       if (damage == 0) {
-        bytes.resize(bytes.size() * 2 / 3);  // truncated mid-member / mid-record
+        bytes.resize(bytes.size() * 2 / 3 + 100);  // truncated mid-member / mid-record
       } else {
         bytes[tar ? 0 : 3] ^= 0x5a;  // a header byte: tar header checksum / TFRecord length CRC
       }

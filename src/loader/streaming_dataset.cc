@@ -180,7 +180,7 @@ Result<dataset::Manifest> WithContentHashes(ObjectStore& store, const std::strin
 }  // namespace
 
 Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std::string prefix,
-                                                       StreamingOptions options, std::vector<std::string> shards) {
+                                                       StreamingOptions options, std::vector<std::string> shard_names) {
   PartitionSpec part{0,
                      options.world_size,
                      options.rank,
@@ -199,7 +199,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
   d->store_ = store;
   d->options_ = options;
   dataset::OpenOptions open;
-  open.shards = std::move(shards);
+  open.shards = std::move(shard_names);
   open.scan.parallel = std::max<size_t>(options.fetch_concurrency, 1);
   open.scan.skip_corrupt = options.skip_corrupt;
   std::string scan_dir = !options.index_cache_dir.empty() ? options.index_cache_dir
@@ -219,7 +219,11 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
     sizes.push_back(shards[k].size);
   }
   d->spec_ = {options.shuffle, options.seed, options.shuffle_window};
-  STRATA_ASSIGN_OR_RETURN(dataset::Manifest hashed, WithContentHashes(*store, prefix, d->ds_->index()));
+  // Scanned shard sets have no manifest.json: their ETags identify the content.
+  dataset::Manifest hashed = d->ds_->index();
+  if (!d->ds_->scanned()) {
+    STRATA_ASSIGN_OR_RETURN(hashed, WithContentHashes(*store, prefix, d->ds_->index()));
+  }
   d->fingerprint_ = Fingerprint(hashed, d->spec_);
 
   // A window's shards are all read at once, so a disk cache that cannot hold
@@ -336,7 +340,9 @@ std::pair<std::string, std::string> SplitLast(std::string_view url, size_t befor
   }
   size_t slash = url.rfind('/', before == std::string_view::npos ? url.size() : before);
   if (slash == std::string_view::npos) return {std::string(query), std::string(url)};
-  return {std::string(url.substr(0, slash)) + std::string(query), std::string(url.substr(slash + 1))};
+  // mem:// and s3:// take the path as a literal key prefix: keep its '/'.
+  size_t keep = url.starts_with("file:") ? slash : slash + 1;
+  return {std::string(url.substr(0, keep)) + std::string(query), std::string(url.substr(slash + 1))};
 }
 
 }  // namespace
