@@ -50,16 +50,16 @@ void RunIndex(const IndexArgs& a) {
     dataset::ShardEntry& e = m.shards[i];
     dataset::OffsetIndex idx{m.format, e.size, scanned.offsets[i]};
     e.sidecar = dataset::SidecarName(e.name);
-    Check(store.Put(prefix + e.sidecar, dataset::EncodeOffsetIndex(idx)).status(), cmd, set.dir.UrlOf(prefix + e.sidecar));
+    Check(store.Put(prefix + e.sidecar, dataset::EncodeOffsetIndex(idx)).status(), cmd,
+          set.dir.UrlOf(prefix + e.sidecar));
     bytes += e.size;
   }
   // index.json last: a dataset with it is complete.
   Check(store.Put(index_key, Buffer::FromString(dataset::EncodeIndex(m))).status(), cmd, set.dir.UrlOf(index_key));
   double secs = Seconds(RealClock().Now() - start);
-  std::cout << "indexed " << m.shards.size() << " " << dataset::FormatName(m.format) << " shards, "
-            << m.total_samples() << " samples, " << FormatBytes(static_cast<double>(bytes)) << " in "
-            << FormatDuration(secs) << ": wrote " << set.dir.UrlOf(index_key) << " and " << m.shards.size()
-            << " .idx sidecars\n";
+  std::cout << "indexed " << m.shards.size() << " " << dataset::FormatName(m.format) << " shards, " << m.total_samples()
+            << " samples, " << FormatBytes(static_cast<double>(bytes)) << " in " << FormatDuration(secs) << ": wrote "
+            << set.dir.UrlOf(index_key) << " and " << m.shards.size() << " .idx sidecars\n";
 }
 
 CommandRegistrar registrar("index", [](CLI::App& root) {

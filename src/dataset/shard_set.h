@@ -63,14 +63,14 @@ class ScanCache {
 };
 
 struct ScanOptions {
-  size_t parallel = 16;         // shards scanned (and HEADs) at once
-  bool skip_corrupt = false;    // drop shards whose scan fails with Corruption instead of failing
-  ScanCache* cache = nullptr;   // besides the process-wide memory of scans
+  size_t parallel = 16;        // shards scanned (and HEADs) at once
+  bool skip_corrupt = false;   // drop shards whose scan fails with Corruption instead of failing
+  ScanCache* cache = nullptr;  // besides the process-wide memory of scans
   ReadLimits limits;
 };
 
 struct ScannedSet {
-  Manifest manifest;  // shards with name, size and samples, their etags; no sidecars
+  Manifest manifest;                           // shards with name, size and samples, their etags; no sidecars
   std::vector<std::vector<uint64_t>> offsets;  // per manifest shard
   std::vector<std::string> skipped;            // shards dropped by skip_corrupt, with the reason
   uint64_t scanned = 0;                        // shards actually read (not found in a cache)

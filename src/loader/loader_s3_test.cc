@@ -116,8 +116,8 @@ TEST(LoaderS3Test, UnindexedTarAndTfRecordShardsByBracePattern) {
     std::string url;
     uint64_t samples;
   };
-  for (const Case& c : {Case{root + "/laion/train-{000000..000003}.tar" + query, 22},
-                        Case{root + "/tfr" + query, 13}}) {
+  for (const Case& c :
+       {Case{root + "/laion/train-{000000..000003}.tar" + query, 22}, Case{root + "/tfr" + query, 13}}) {
     for (Shuffle sh : {Shuffle::kNone, Shuffle::kWindow}) {
       StreamingOptions o;
       o.shuffle = sh, o.shuffle_window = 2, o.num_workers = 2, o.batch_size = 3, o.share_cache = false;

@@ -3,13 +3,14 @@
 // worker count, one scan per shard version (ETag), corrupt shards named or
 // skipped. The TFRecord files come from a reference writer here (its own
 // CRC32C), not strata's.
+#include "dataset/shard_set.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
 #include "cache/cache_test_util.h"
-#include "dataset/shard_set.h"
 #include "dataset/tar.h"
 #include "dataset/tfrecord.h"
 #include "io/durable.h"
@@ -210,8 +211,8 @@ TEST(ShardSetTest, CorruptOrTruncatedShardIsNamedOrSkipped) {
 TEST(ShardSetTest, ExpandBracesAsWebDataset) {
   auto names = dataset::ExpandBraces("train-{000008..000011}.tar");
   ASSERT_TRUE(names.ok());
-  EXPECT_EQ(*names, (std::vector<std::string>{"train-000008.tar", "train-000009.tar", "train-000010.tar",
-                                              "train-000011.tar"}));
+  EXPECT_EQ(*names,
+            (std::vector<std::string>{"train-000008.tar", "train-000009.tar", "train-000010.tar", "train-000011.tar"}));
   EXPECT_EQ(*dataset::ExpandBraces("{a,b{1..2}}-{x}.tar"),
             (std::vector<std::string>{"a-{x}.tar", "b1-{x}.tar", "b2-{x}.tar"}));
   EXPECT_EQ(*dataset::ExpandBraces("p{9..11}"), (std::vector<std::string>{"p9", "p10", "p11"}));

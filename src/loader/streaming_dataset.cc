@@ -323,8 +323,8 @@ Result<DecodedSample> DatasetImpl::Get(uint64_t index) {
 Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(ObjectStorePtr store, std::string prefix,
                                                                  StreamingOptions options,
                                                                  std::vector<std::string> shards) {
-  STRATA_ASSIGN_OR_RETURN(auto d, DatasetImpl::Make(std::move(store), std::move(prefix), std::move(options),
-                                                    std::move(shards)));
+  STRATA_ASSIGN_OR_RETURN(
+      auto d, DatasetImpl::Make(std::move(store), std::move(prefix), std::move(options), std::move(shards)));
   return std::shared_ptr<StreamingDataset>(std::move(d));
 }
 
