@@ -44,6 +44,7 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
     if (kw.contains(name) && !kw[name].is_none()) field = kw[name].cast<std::decay_t<decltype(field)>>();
   };
   get("cache_dir", o.cache_dir);
+  get("index_cache_dir", o.index_cache_dir);
   get("cache_limit", o.cache_limit_bytes);
   get("ram_cache", o.ram_cache_bytes);
   if (kw.contains("shuffle")) o.shuffle = ParseShuffle(kw["shuffle"].cast<std::string>());
@@ -162,10 +163,17 @@ struct PyDataset {
   std::shared_ptr<ld::StreamingDataset> ds;
 };
 
-PyDataset Open(const std::string& url, const py::dict& kw) {
+// `url`: one URL (a prefix, or a brace pattern of shards) or a list of shard URLs.
+PyDataset Open(const py::object& url, const py::dict& kw) {
   ld::StreamingOptions o = ParseOptions(kw);
+  if (py::isinstance<py::str>(url)) {
+    std::string one = url.cast<std::string>();
+    py::gil_scoped_release release;
+    return PyDataset{Unwrap(ld::StreamingDataset::Open(one, std::move(o)))};
+  }
+  auto urls = url.cast<std::vector<std::string>>();
   py::gil_scoped_release release;
-  return PyDataset{Unwrap(ld::StreamingDataset::Open(url, std::move(o)))};
+  return PyDataset{Unwrap(ld::StreamingDataset::Open(urls, std::move(o)))};
 }
 
 }  // namespace

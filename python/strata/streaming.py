@@ -6,6 +6,7 @@ its workers in turn) consumes a prefix of each rank's order. A resume state is t
 number of samples consumed in the epoch; ``StreamingDataLoader`` counts them for you.
 """
 
+import collections
 import hashlib
 import os
 import shutil
@@ -73,6 +74,11 @@ def _release_temp_cache_dir(path, owner):
 class StreamingDataset(IterableDataset):
     """A packed dataset (``strata pack`` / ``strata.pack``) streamed from any URL.
 
+    Shards as users have them work too, without repacking: a directory/prefix of WebDataset tar
+    shards or TFRecord files, a brace pattern (``"s3://b/laion/{000000..000999}.tar"``) or a list
+    of shard URLs. Their headers are scanned once at open (ranged reads, in parallel; cached by
+    ETag) so sample counts, partitioning and resume are exact.
+
     Yields dicts ``{"__key__": str, "__index__": int, field: value}`` where a value is ``bytes``
     (raw fields), a read-only numpy array viewing strata's buffer without a copy (``.npy``
     fields), or the parsed JSON (``.json`` fields, TFRecord ``Example``s). ``decode`` maps a
@@ -108,15 +114,22 @@ class StreamingDataset(IterableDataset):
             raise ValueError(f"batch_size must be >= 1, not {batch_size}")
         if decode is not None and not isinstance(decode, dict):
             raise ValueError("decode must be a dict {field: 'raw'|'json'|'npy'|'example'|'auto'}")
-        self.url = to_url(url)
+        # One URL (a prefix, or a brace pattern such as ".../train-{000000..000099}.tar"), or a list of
+        # shard URLs of one directory.
+        self.url = [to_url(u) for u in url] if isinstance(url, (list, tuple)) else to_url(url)
         self.rank, self.world_size = rank_world(rank, world_size)
         self._batch_size_set = batch_size is not None
         self.batch_size = batch_size or 1
         self.drop_last = bool(drop_last)
         self.even_batches = bool(even_batches)
         self.transform = transform
+        url_id = "\n".join(self.url) if isinstance(self.url, list) else self.url
+        index_cache_dir = ""
         if cache_dir is None:
-            cache_dir = _temp_cache_dir(self.url)
+            cache_dir = _temp_cache_dir(url_id)
+            # Scans of shards without an index outlive this process's cache dir: keyed by ETag, so
+            # the next process (or a spawned worker) does not rescan.
+            index_cache_dir = os.path.join(os.path.dirname(cache_dir), "index")
             weakref.finalize(self, _release_temp_cache_dir, cache_dir, os.getpid())
             if cache_limit is None:
                 # Half the free space, shared by the ranks on this node (each has its own dir).
@@ -127,7 +140,7 @@ class StreamingDataset(IterableDataset):
             cache_dir = ""  # RAM only
         self.cache_dir = os.fspath(cache_dir) or None
         self._options = dict(
-            cache_dir=os.fspath(cache_dir), cache_limit=int(_DEFAULT_CACHE_LIMIT if cache_limit is None else cache_limit),
+            cache_dir=os.fspath(cache_dir), index_cache_dir=index_cache_dir, cache_limit=int(_DEFAULT_CACHE_LIMIT if cache_limit is None else cache_limit),
             ram_cache=int(ram_cache), shuffle=_SHUFFLE[shuffle], seed=int(seed), shuffle_window=int(shuffle_window),
             prefetch=int(prefetch), prefetch_batches=int(prefetch_batches), decode=decode,
             skip_corrupt=bool(skip_corrupt), retries=int(retries), decode_threads=int(decode_threads),
@@ -302,11 +315,29 @@ class StreamingDataset(IterableDataset):
         return self._last_stats
 
 
+# A collated batch and the number of samples collated into it, counted where the batch is made
+# (the worker, or the main process without workers). A namedtuple so that pin_memory and the
+# worker result queue pass it through unchanged apart from pinning the batch itself.
+_CountedBatch = collections.namedtuple("_CountedBatch", ["batch", "count"])
+
+
+class _CountingCollate:
+    """Wraps a collate_fn: returns the batch with len(samples) beside it (picklable for spawn)."""
+
+    def __init__(self, collate_fn):
+        self.collate_fn = collate_fn
+
+    def __call__(self, samples):
+        return _CountedBatch(self.collate_fn(samples), len(samples))
+
+
 class StreamingDataLoader(DataLoader):
     """A ``DataLoader`` that counts the samples it yields, for exact mid-epoch resume.
 
     ``state_dict()`` / ``load_state_dict()`` save and restore the position in the epoch (the
     number of workers may differ on resume). The dataset's batch_size is set to the loader's.
+    The count comes from the collate step (how many samples it was given), never from the
+    batch's contents, so any ``collate_fn`` works.
     """
 
     def __init__(self, dataset, *args, **kwargs):
@@ -323,26 +354,21 @@ class StreamingDataLoader(DataLoader):
             if kwargs.get("drop_last"):
                 dataset.drop_last = True  # only the last batch can be short: drop it in C++
         super().__init__(dataset, *args, **kwargs)
+        if self._auto_collation:  # collate_fn gets a list of samples: count them there
+            self.collate_fn = _CountingCollate(self.collate_fn)
         self.num_samples_yielded = 0
         self._base = 0
-
-    def _count(self, batch):
-        if self.batch_size is None:
-            return 1
-        if isinstance(batch, dict):
-            if "__key__" in batch:
-                return len(batch["__key__"])
-            batch = next(iter(batch.values()))
-        if isinstance(batch, (list, tuple)):
-            batch = batch[0]
-        return len(batch)
 
     def __iter__(self):
         ds = self.dataset
         self.num_samples_yielded = 0
         self._base = ds._start() if isinstance(ds, StreamingDataset) else 0
         for batch in super().__iter__():
-            self.num_samples_yielded += self._count(batch)
+            if type(batch) is _CountedBatch:
+                batch, count = batch
+            else:  # no auto-collation: collate_fn sees one sample at a time
+                count = 1
+            self.num_samples_yielded += count
             yield batch
         if isinstance(ds, StreamingDataset):
             ds._resume = None  # the epoch is complete: the next iteration starts it afresh

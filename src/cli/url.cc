@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "dataset/shard_set.h"
 #include "object/file_store.h"
 #include "object/store_url.h"
 
@@ -204,6 +205,52 @@ Result<Endpoint> OpenListing(const ObjectUrl& url) {
   std::string parent = ParentOf(url.path);
   if (!IsDirectory(parent)) return NotFoundError("no such file or directory: " + url.path);
   return LocalEndpoint(parent, FileNameOf(url.path), /*create=*/false);
+}
+
+namespace {
+
+// "s3://b/dir/name?q" -> ("s3://b/dir?q", "name"), splitting at the last '/'
+// at or before `before`.
+std::pair<std::string, std::string> SplitDirName(std::string_view url, size_t before) {
+  std::string_view query;
+  if (url.starts_with("s3://")) {
+    size_t q = url.find('?');
+    if (q != std::string_view::npos) query = url.substr(q), url = url.substr(0, q);
+  }
+  size_t slash = url.rfind('/', std::min(before, url.size()));
+  if (slash == std::string_view::npos) return {"." + std::string(query), std::string(url)};
+  std::string dir(url.substr(0, slash));
+  if (dir.empty() || dir.ends_with(":/") || dir.ends_with(":")) dir += "/";
+  return {dir + std::string(query), std::string(url.substr(slash + 1))};
+}
+
+}  // namespace
+
+Result<ShardSetEndpoint> OpenShardSet(const std::vector<std::string>& urls) {
+  if (urls.empty()) return InvalidArgumentError("no dataset URL");
+  ShardSetEndpoint out;
+  std::string dir;
+  if (urls.size() == 1 && urls[0].find('{') == std::string::npos) {
+    STRATA_ASSIGN_OR_RETURN(ObjectUrl u, ParseObjectUrl(urls[0]));
+    STRATA_ASSIGN_OR_RETURN(out.dir, OpenTreeSource(u));
+    return out;
+  }
+  for (const auto& text : urls) {
+    auto [d, name] = SplitDirName(text, text.find('{'));
+    if (out.shards.empty()) dir = d;
+    if (d != dir || name.empty()) {
+      return InvalidArgumentError("shard URLs must name files of one directory: " + text + " is not in " + dir);
+    }
+    if (name.find('{') != std::string::npos) {
+      STRATA_ASSIGN_OR_RETURN(auto names, dataset::ExpandBraces(name));
+      for (auto& n : names) out.shards.push_back(std::move(n));
+    } else {
+      out.shards.push_back(std::move(name));
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectUrl u, ParseObjectUrl(dir));
+  STRATA_ASSIGN_OR_RETURN(out.dir, OpenTreeSource(u));
+  return out;
 }
 
 }  // namespace strata::cli

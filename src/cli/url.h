@@ -14,6 +14,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "object/object_store.h"
@@ -58,6 +59,15 @@ Result<Endpoint> OpenObjectDestination(const ObjectUrl& url, std::string_view ba
 // What `ls` lists: s3/mem: the key as a raw prefix (as `aws s3 ls`); local:
 // a directory's contents, or the entries of the parent starting with the name.
 Result<Endpoint> OpenListing(const ObjectUrl& url);
+
+// A dataset to read: a directory/prefix (shards empty), or shards of one
+// directory named by a brace pattern in the last component
+// ("/data/wds/train-{000000..000009}.tar") or by a list of URLs.
+struct ShardSetEndpoint {
+  Endpoint dir;
+  std::vector<std::string> shards;  // relative to dir.key
+};
+Result<ShardSetEndpoint> OpenShardSet(const std::vector<std::string>& urls);
 
 // The last '/'-separated component of a key ("a/b/c" -> "c").
 std::string_view BaseName(std::string_view key);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace strata::dataset {
 namespace {
@@ -54,17 +55,67 @@ std::string Preview(const Buffer& b) {
 
 }  // namespace
 
-Result<std::unique_ptr<Dataset>> Dataset::Open(ObjectStorePtr store, std::string prefix) {
-  std::unique_ptr<Dataset> d(new Dataset(std::move(store), std::move(prefix)));
-  std::string key = d->prefix_ + std::string(kIndexName);
-  auto got = d->store_->Get(key);
+namespace {
+
+// Names the location in messages even when the prefix is empty (the store's root).
+std::string Where(const ObjectStore& store, const std::string& prefix) {
+  std::string url = store.Url();
+  if (prefix.empty()) return url;
+  return url + (url.ends_with('/') ? "" : "/") + prefix;
+}
+
+// The index.json or manifest.json under `prefix`: nullopt if there is neither.
+Result<std::optional<Manifest>> ReadIndex(ObjectStore& store, const std::string& prefix) {
+  std::string key = prefix + std::string(kIndexName);
+  auto got = store.Get(key);
   if (!got.ok() && got.status().code() == Code::kNotFound) {
-    key = d->prefix_ + std::string(kManifestName);
-    got = d->store_->Get(key);
+    key = prefix + std::string(kManifestName);
+    got = store.Get(key);
   }
-  if (!got.ok())
-    return got.status().WithContext("opening the dataset at " + d->prefix_ + " (no index.json or manifest.json)");
-  STRATA_ASSIGN_OR_RETURN(d->index_, ParseManifest(got->data.view(), key));
+  if (!got.ok()) {
+    if (got.status().code() == Code::kNotFound) return std::optional<Manifest>();
+    return got.status().WithContext("opening the dataset at " + Where(store, prefix));
+  }
+  STRATA_ASSIGN_OR_RETURN(Manifest m, ParseManifest(got->data.view(), key));
+  return std::optional<Manifest>(std::move(m));
+}
+
+// The index restricted to `names`, in that order; nullopt if one is not in it.
+std::optional<Manifest> Restrict(const Manifest& index, const std::vector<std::string>& names) {
+  std::map<std::string, const ShardEntry*> by_name;
+  for (const auto& s : index.shards) by_name[s.name] = &s;
+  Manifest out = index;
+  out.shards.clear();
+  out.files.clear();
+  for (const auto& n : names) {
+    auto it = by_name.find(n);
+    if (it == by_name.end()) return std::nullopt;
+    out.shards.push_back(*it->second);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Dataset>> Dataset::Open(ObjectStorePtr store, std::string prefix, const OpenOptions& options) {
+  std::unique_ptr<Dataset> d(new Dataset(std::move(store), std::move(prefix)));
+  STRATA_ASSIGN_OR_RETURN(std::optional<Manifest> index, ReadIndex(*d->store_, d->prefix_));
+  if (index && !options.shards.empty()) index = Restrict(*index, options.shards);
+  if (index) {
+    d->index_ = std::move(*index);
+  } else {
+    auto set = ScanShardSet(*d->store_, d->prefix_, options.shards, options.scan);
+    if (!set.ok()) return set.status().WithContext("opening the dataset at " + Where(*d->store_, d->prefix_));
+    if (set->manifest.shards.empty()) {
+      return CorruptionError("opening the dataset at " + Where(*d->store_, d->prefix_) +
+                             ": every shard was skipped as corrupt (first: " + set->skipped.front() + ")");
+    }
+    d->index_ = std::move(set->manifest);
+    d->offsets_ = std::move(set->offsets);
+    d->scanned_ = true;
+    d->shards_scanned_ = set->scanned;
+    d->skipped_ = std::move(set->skipped);
+  }
   d->cumulative_.push_back(0);
   for (const auto& s : d->index_.shards) d->cumulative_.push_back(d->cumulative_.back() + s.samples);
   d->readers_.resize(d->index_.shards.size());
@@ -81,7 +132,11 @@ std::pair<size_t, uint64_t> Dataset::Locate(uint64_t i) const {
 Result<const ShardRandomReader*> Dataset::Reader(size_t shard) {
   std::lock_guard lock(locks_[shard]);
   if (!readers_[shard]) {
-    STRATA_ASSIGN_OR_RETURN(readers_[shard], ShardRandomReader::Open(*store_, ShardKey(shard), index_.format));
+    if (!offsets_.empty()) {
+      readers_[shard] = ShardRandomReader::FromOffsets(*store_, ShardKey(shard), index_.format, offsets_[shard]);
+    } else {
+      STRATA_ASSIGN_OR_RETURN(readers_[shard], ShardRandomReader::Open(*store_, ShardKey(shard), index_.format));
+    }
     if (readers_[shard]->size() != index_.shards[shard].samples) {
       auto n = readers_[shard]->size();
       readers_[shard].reset();
@@ -131,9 +186,14 @@ std::string DescribeSample(const Sample& sample) {
 }
 
 Result<std::string> Inspect(ObjectStorePtr store, const std::string& prefix, const InspectOptions& options) {
-  STRATA_ASSIGN_OR_RETURN(auto ds, Dataset::Open(store, prefix));
+  STRATA_ASSIGN_OR_RETURN(auto ds, Dataset::Open(store, prefix, options.open));
   const Manifest& m = ds->index();
   std::string out;
+  if (ds->scanned()) {
+    out += "index:       none (each shard's headers scanned once, cached by ETag; " +
+           std::to_string(ds->shards_scanned()) + " scanned now)\n";
+    for (const auto& s : ds->skipped_shards()) out += "skipped:     " + s + "\n";
+  }
   out += "format:      " + std::string(FormatName(m.format)) + (m.compression == "zstd" ? " (zstd)" : "") + "\n";
   out += "shards:      " + std::to_string(m.shards.size()) + "\n";
   out += "samples:     " + std::to_string(m.total_samples()) + "\n";

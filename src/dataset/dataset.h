@@ -1,5 +1,6 @@
 // A packed dataset opened for reading: its index (index.json, else
-// manifest.json), random access to global sample i (one ranged GET after the
+// manifest.json, else a scan of the tar/TFRecord shards found: shard_set.h),
+// random access to global sample i (one ranged GET after the
 // shard's sidecar/header is loaded once and cached), and sequential streams
 // over whole shards. Thread-safe: Get may be called from many threads.
 #pragma once
@@ -13,14 +14,31 @@
 #include "dataset/byte_source.h"
 #include "dataset/manifest.h"
 #include "dataset/shard.h"
+#include "dataset/shard_set.h"
 #include "object/object_store.h"
 
 namespace strata::dataset {
 
+struct OpenOptions {
+  // Shard names under the prefix (a brace pattern's or a list's); empty: the
+  // index, else every shard directly under the prefix.
+  std::vector<std::string> shards;
+  // How shards without an index are scanned (once per ETag; see shard_set.h).
+  ScanOptions scan;
+};
+
 class Dataset {
  public:
-  // NotFound if neither index.json nor manifest.json exists under `prefix`.
-  static Result<std::unique_ptr<Dataset>> Open(ObjectStorePtr store, std::string prefix);
+  // NotFound if there is no index.json, manifest.json or shard under `prefix`.
+  // Named shards listed in the prefix's index.json use it; otherwise they are
+  // scanned (Corruption naming a bad shard unless options.scan.skip_corrupt).
+  static Result<std::unique_ptr<Dataset>> Open(ObjectStorePtr store, std::string prefix,
+                                               const OpenOptions& options = {});
+  // Opened by scanning shards (no index): how many were read now (not from a
+  // cache) and which were skipped as corrupt.
+  bool scanned() const { return scanned_; }
+  uint64_t shards_scanned() const { return shards_scanned_; }
+  const std::vector<std::string>& skipped_shards() const { return skipped_; }
 
   const Manifest& index() const { return index_; }
   uint64_t size() const { return cumulative_.back(); }
@@ -50,11 +68,16 @@ class Dataset {
   // One lock per shard: opening a shard (a GET) must not stall readers of others.
   std::unique_ptr<std::mutex[]> locks_;
   std::vector<std::unique_ptr<ShardRandomReader>> readers_;
+  std::vector<std::vector<uint64_t>> offsets_;  // per shard, when scanned
+  bool scanned_ = false;
+  uint64_t shards_scanned_ = 0;
+  std::vector<std::string> skipped_;
 };
 
 // `strata inspect`: shards, counts, fields, and with `sample` set a summary of
 // that sample's fields (sizes, detected type, a text or hex preview).
 struct InspectOptions {
+  OpenOptions open;
   std::optional<uint64_t> sample;
   size_t max_shards_listed = 20;
 };

@@ -44,6 +44,9 @@ struct Manifest {
   std::vector<ShardEntry> shards;
   std::vector<FileEntry> files;  // sidecars and index.json (manifest only)
   std::string signature;         // hex HMAC-SHA256; set by Parse, ignored by Encode
+  // Shard sets opened without an index: each shard's scanned version (ETag),
+  // so a rewritten shard makes another dataset. Not serialised; else empty.
+  std::vector<std::string> etags;
 
   uint64_t total_samples() const;
   uint64_t total_shard_bytes() const;

@@ -178,6 +178,14 @@ Result<std::unique_ptr<ShardRandomReader>> ShardRandomReader::Open(ObjectStore& 
   return r;
 }
 
+std::unique_ptr<ShardRandomReader> ShardRandomReader::FromOffsets(ObjectStore& store, std::string key,
+                                                                  ShardFormat format, std::vector<uint64_t> offsets,
+                                                                  ReadLimits limits) {
+  std::unique_ptr<ShardRandomReader> r(new ShardRandomReader(store, std::move(key), format, limits));
+  r->offsets_ = std::move(offsets);
+  return r;
+}
+
 Result<Buffer> ShardRandomReader::GetRecord(uint64_t i) const {
   if (i >= size()) {
     return InvalidArgumentError(key_ + ": sample " + std::to_string(i) + " out of range (shard has " +

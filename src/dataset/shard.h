@@ -62,6 +62,9 @@ class ShardRandomReader {
   // GET only if the header is larger than the first 64 KiB).
   static Result<std::unique_ptr<ShardRandomReader>> Open(ObjectStore& store, std::string key, ShardFormat format,
                                                          ReadLimits limits = {});
+  // Over sample offsets already known (a scan of a shard without a sidecar): no GET.
+  static std::unique_ptr<ShardRandomReader> FromOffsets(ObjectStore& store, std::string key, ShardFormat format,
+                                                        std::vector<uint64_t> offsets, ReadLimits limits = {});
   uint64_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
   // Sample i with one ranged GET. InvalidArgument if i >= size().
   Result<Sample> Get(uint64_t i) const;

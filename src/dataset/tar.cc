@@ -283,8 +283,12 @@ Result<std::optional<TarMember>> TarReader::Next() {
     }
     if (m.name.empty()) return Error(offset, "member with an empty name");
     m.header_offset = first_header;
-    STRATA_ASSIGN_OR_RETURN(m.data, src_.Read(size));
-    STRATA_RETURN_IF_ERROR(src_.Skip(pad));
+    if (headers_only_) {
+      STRATA_RETURN_IF_ERROR(src_.Skip(size + pad));
+    } else {
+      STRATA_ASSIGN_OR_RETURN(m.data, src_.Read(size));
+      STRATA_RETURN_IF_ERROR(src_.Skip(pad));
+    }
     m.end_offset = src_.position();
     return std::optional<TarMember>(std::move(m));
   }

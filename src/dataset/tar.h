@@ -50,7 +50,10 @@ struct TarMember {
 
 class TarReader {
  public:
-  explicit TarReader(ByteSource& source, ReadLimits limits = {}) : src_(source), limits_(limits) {}
+  // `headers_only`: members' bodies are skipped, not read (their data is
+  // empty), so a scan over ranged reads touches only the headers.
+  explicit TarReader(ByteSource& source, ReadLimits limits = {}, bool headers_only = false)
+      : src_(source), limits_(limits), headers_only_(headers_only) {}
   // The next regular file; directories, links and devices are skipped.
   // nullopt at the end-of-archive marker or a clean end of the data.
   Result<std::optional<TarMember>> Next();
@@ -61,6 +64,7 @@ class TarReader {
 
   ByteSource& src_;
   ReadLimits limits_;
+  bool headers_only_ = false;
   bool done_ = false;
 };
 
@@ -69,7 +73,8 @@ class TarReader {
 // WebDataset does; a field repeated within a sample is Corruption.
 class TarSampleReader {
  public:
-  explicit TarSampleReader(ByteSource& source, ReadLimits limits = {}) : reader_(source, limits), src_(source) {}
+  explicit TarSampleReader(ByteSource& source, ReadLimits limits = {}, bool headers_only = false)
+      : reader_(source, limits, headers_only), src_(source) {}
   Result<std::optional<Sample>> Next();
   // Byte range of the sample last returned by Next(): [begin, end).
   uint64_t sample_begin() const { return begin_; }

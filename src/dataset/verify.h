@@ -16,6 +16,11 @@
 namespace strata::dataset {
 
 struct VerifyOptions {
+  // Shard names under the prefix (brace pattern, list). With names, or when
+  // the prefix has no manifest.json but holds .tar/.tfrecord shards, only
+  // their structure is checked: every tar header checksum, every TFRecord
+  // CRC, a full parse (there are no sizes or SHA-256 to compare against).
+  std::vector<std::string> shards;
   std::string sign_key;  // non-empty: the manifest must carry a matching signature
   int parallel = 4;      // shards checked at once
   uint64_t chunk_size = 8 << 20;
@@ -45,6 +50,7 @@ struct VerifyReport {
   uint64_t samples = 0;
   uint64_t bytes = 0;
   bool signature_checked = false;
+  bool structure_only = false;        // no manifest: parsed, not compared (VerifyOptions::shards)
   std::vector<Problem> problems;      // empty: every shard matches
   std::vector<std::string> unlisted;  // objects under the prefix the manifest does not name (warning only)
   bool ok() const { return problems.empty(); }
@@ -52,7 +58,7 @@ struct VerifyReport {
   std::string Describe() const;
 };
 
-// NotFound if there is no manifest; Corruption if it cannot be parsed (that
+// NotFound if there is no manifest and no shard; Corruption if it cannot be parsed (that
 // is itself a verification failure). Problems with shards are reported in
 // the VerifyReport, not as an error.
 Result<VerifyReport> Verify(ObjectStore& store, const std::string& prefix, const VerifyOptions& options = {});

@@ -4,6 +4,8 @@
 // workers through a shared cache directory: every sample arrives exactly
 // once with its exact bytes, shards come from the server in several ranged
 // parts (shards larger than the 1 MiB part minimum), each fetched once.
+// Shard sets without an index (WebDataset tars, reference TFRecords) named by
+// a brace pattern stream byte-exact from the server too.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,6 +15,7 @@
 #include "dataset/pack.h"
 #include "io/durable.h"
 #include "io/file_system.h"
+#include "loader/shard_set_test_util.h"
 #include "loader/streaming_dataset.h"
 #include "object/mem_store.h"
 #include "object/store_url.h"
@@ -92,6 +95,53 @@ TEST(LoaderS3Test, StreamsAPackedDatasetFromARealS3Server) {
   EXPECT_FALSE(pids.empty());
   EXPECT_TRUE((*server)->Stop().ok());
   for (pid_t pid : pids) EXPECT_TRUE(ProcessGone(pid));
+}
+
+TEST(LoaderS3Test, UnindexedTarAndTfRecordShardsByBracePattern) {
+  using namespace testing::shard_sets;  // NOLINT
+  auto server = S3TestServer::Start(S3TestServer::Kind::kS3rver);
+  if (!server.ok()) server = S3TestServer::Start(S3TestServer::Kind::kS3rver);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_EQ(setenv("AWS_ACCESS_KEY_ID", (*server)->access_key().c_str(), 1), 0);
+  ASSERT_EQ(setenv("AWS_SECRET_ACCESS_KEY", (*server)->secret_key().c_str(), 1), 0);
+  const std::string url = (*server)->StoreUrl("wds");
+  auto bucket = OpenStore(url);
+  ASSERT_TRUE(bucket.ok()) << bucket.status();
+  WriteTarShards(**bucket, "laion/", {6, 3, 8, 5});
+  WriteTfRecordShards(**bucket, "tfr/", {4, 7, 2});
+  // s3://wds?endpoint=... -> s3://wds/laion/train-{000000..000003}.tar?endpoint=...
+  const size_t q = url.find('?');
+  const std::string root = url.substr(0, q), query = q == std::string::npos ? "" : url.substr(q);
+  struct Case {
+    std::string url;
+    uint64_t samples;
+  };
+  for (const Case& c :
+       {Case{root + "/laion/train-{000000..000003}.tar" + query, 22}, Case{root + "/tfr" + query, 13}}) {
+    for (Shuffle sh : {Shuffle::kNone, Shuffle::kWindow}) {
+      StreamingOptions o;
+      o.shuffle = sh, o.shuffle_window = 2, o.num_workers = 2, o.batch_size = 3, o.share_cache = false;
+      auto ds = StreamingDataset::Open(c.url, o);
+      ASSERT_TRUE(ds.ok()) << c.url << ": " << ds.status();
+      ASSERT_EQ((*ds)->size(), c.samples) << c.url;
+      std::map<std::string, int> seen;
+      std::vector<uint64_t> order;
+      for (size_t w = 0; w < 2; ++w) {
+        auto it = *(*ds)->Iterate(w, (*ds)->MakeState(0, 0));
+        while (true) {
+          auto s = it->NextSample();
+          ASSERT_TRUE(s.ok()) << s.status();
+          if (!*s) break;
+          uint64_t i = std::stoull((*s)->key.substr((*s)->key.rfind('/') + 1));
+          EXPECT_EQ((*s)->fields.at("bin").bytes.ToString(), Payload(i)) << (*s)->key;
+          ++seen[(*s)->key];
+        }
+      }
+      EXPECT_EQ(seen.size(), c.samples);
+      for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << k;
+    }
+  }
+  EXPECT_TRUE((*server)->Stop().ok());
 }
 
 }  // namespace

@@ -45,11 +45,14 @@ uint64_t MixSeed(std::initializer_list<uint64_t> parts) {
 std::string Fingerprint(const dataset::Manifest& index, const OrderSpec& spec) {
   std::string canon = "strata-loader-order-v2\n";  // v2: with shard content hashes
   canon += std::string(dataset::FormatName(index.format)) + "\n" + index.compression + "\n";
-  for (const auto& s : index.shards) {
+  for (size_t k = 0; k < index.shards.size(); ++k) {
+    const auto& s = index.shards[k];
     canon += s.name + "\t" + std::to_string(s.size) + "\t" + std::to_string(s.samples);
     // Content hashes, where the index has them (manifest.json): a dataset
     // regenerated with the same layout is another dataset.
     if (!s.sha256.empty()) canon += "\t" + s.sha256;
+    // Shards opened without an index: their version (a rewritten shard is another dataset).
+    if (k < index.etags.size()) canon += "\tetag=" + index.etags[k];
     canon += "\n";
   }
   canon += "seed=" + std::to_string(spec.seed) + " shuffle=" + std::to_string(static_cast<int>(spec.shuffle));

@@ -7,6 +7,7 @@
 #include "dataset/shard.h"
 #include "loader/decode.h"
 #include "loader/internal.h"
+#include "loader/scan_cache.h"
 #include "object/store_url.h"
 
 namespace strata::loader {
@@ -179,7 +180,7 @@ Result<dataset::Manifest> WithContentHashes(ObjectStore& store, const std::strin
 }  // namespace
 
 Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std::string prefix,
-                                                       StreamingOptions options) {
+                                                       StreamingOptions options, std::vector<std::string> shard_names) {
   PartitionSpec part{0,
                      options.world_size,
                      options.rank,
@@ -197,7 +198,16 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
   std::shared_ptr<DatasetImpl> d(new DatasetImpl());
   d->store_ = store;
   d->options_ = options;
-  STRATA_ASSIGN_OR_RETURN(d->ds_, dataset::Dataset::Open(store, prefix));
+  dataset::OpenOptions open;
+  open.shards = std::move(shard_names);
+  open.scan.parallel = std::max<size_t>(options.fetch_concurrency, 1);
+  open.scan.skip_corrupt = options.skip_corrupt;
+  std::string scan_dir = !options.index_cache_dir.empty() ? options.index_cache_dir
+                         : !options.cache_dir.empty()     ? options.cache_dir + "/index"
+                                                          : "";
+  std::optional<DiskScanCache> scan_cache;
+  if (!scan_dir.empty()) open.scan.cache = &scan_cache.emplace(scan_dir);
+  STRATA_ASSIGN_OR_RETURN(d->ds_, dataset::Dataset::Open(store, prefix, open));
   const auto& shards = d->ds_->index().shards;
   d->first_.push_back(0);
   std::vector<std::string> keys;
@@ -209,7 +219,11 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
     sizes.push_back(shards[k].size);
   }
   d->spec_ = {options.shuffle, options.seed, options.shuffle_window};
-  STRATA_ASSIGN_OR_RETURN(dataset::Manifest hashed, WithContentHashes(*store, prefix, d->ds_->index()));
+  // Scanned shard sets have no manifest.json: their ETags identify the content.
+  dataset::Manifest hashed = d->ds_->index();
+  if (!d->ds_->scanned()) {
+    STRATA_ASSIGN_OR_RETURN(hashed, WithContentHashes(*store, prefix, d->ds_->index()));
+  }
   d->fingerprint_ = Fingerprint(hashed, d->spec_);
 
   // A window's shards are all read at once, so a disk cache that cannot hold
@@ -307,14 +321,62 @@ Result<DecodedSample> DatasetImpl::Get(uint64_t index) {
 }
 
 Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(ObjectStorePtr store, std::string prefix,
-                                                                 StreamingOptions options) {
-  STRATA_ASSIGN_OR_RETURN(auto d, DatasetImpl::Make(std::move(store), std::move(prefix), std::move(options)));
+                                                                 StreamingOptions options,
+                                                                 std::vector<std::string> shards) {
+  STRATA_ASSIGN_OR_RETURN(
+      auto d, DatasetImpl::Make(std::move(store), std::move(prefix), std::move(options), std::move(shards)));
   return std::shared_ptr<StreamingDataset>(std::move(d));
 }
 
+namespace {
+
+// "s3://b/dir/name?endpoint=..." -> ("s3://b/dir?endpoint=...", "name"):
+// the directory's store URL (the query kept) and the last path component.
+std::pair<std::string, std::string> SplitLast(std::string_view url, size_t before = std::string_view::npos) {
+  std::string_view query;
+  if (url.starts_with("s3://")) {
+    size_t q = url.find('?');
+    if (q != std::string_view::npos) query = url.substr(q), url = url.substr(0, q);
+  }
+  size_t slash = url.rfind('/', before == std::string_view::npos ? url.size() : before);
+  if (slash == std::string_view::npos) return {std::string(query), std::string(url)};
+  // mem:// and s3:// take the path as a literal key prefix: keep its '/'.
+  size_t keep = url.starts_with("file:") ? slash : slash + 1;
+  return {std::string(url.substr(0, keep)) + std::string(query), std::string(url.substr(slash + 1))};
+}
+
+}  // namespace
+
 Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(std::string_view url, StreamingOptions options) {
+  if (url.find('{') != std::string_view::npos) {
+    auto [dir, pattern] = SplitLast(url, url.find('{'));
+    if (pattern.find('/') != std::string::npos) {
+      return InvalidArgumentError(std::string(url) + ": a brace pattern may name files of one directory only");
+    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, dataset::ExpandBraces(pattern));
+    STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(dir));
+    return Open(std::move(store), "", std::move(options), std::move(names));
+  }
   STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url));
   return Open(std::move(store), "", std::move(options));
+}
+
+Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(const std::vector<std::string>& urls,
+                                                                 StreamingOptions options) {
+  if (urls.empty()) return InvalidArgumentError("an empty list of shard URLs");
+  std::string dir;
+  std::vector<std::string> names;
+  for (const auto& u : urls) {
+    auto [d, name] = SplitLast(u);
+    if (names.empty()) dir = d;
+    if (d != dir || name.empty()) {
+      return InvalidArgumentError("shard URLs must name files of one directory: " + u + " is not in " + dir +
+                                  " (open each directory as its own dataset)");
+    }
+    names.push_back(std::move(name));
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(dir));
+  return Open(std::move(store), "", std::move(options), std::move(names));
 }
 
 }  // namespace strata::loader

@@ -53,6 +53,10 @@ struct StreamingOptions {
   // fetches and parsed shards, so ranks run as threads fetch and parse each
   // shard once. The bounds are then per process: the largest any of them asked for.
   std::string cache_dir;
+  // Shard sets without an index (WebDataset tar, TFRecord): where each
+  // shard's scan is kept, keyed by its ETag, so later opens and processes do
+  // not rescan it. Empty: `cache_dir`/index (and RAM only without cache_dir).
+  std::string index_cache_dir;
   uint64_t cache_limit_bytes = 16ull << 30;
   uint64_t ram_cache_bytes = 256ull << 20;
   bool share_cache = true;
@@ -188,10 +192,18 @@ class Iterator {
 class StreamingDataset {
  public:
   // `url` is anything OpenStore accepts (s3://, file://, mem://, ...) naming
-  // the dataset prefix (index.json or manifest.json under it).
+  // the dataset prefix: index.json or manifest.json under it, else the .tar
+  // or .tfrecord shards directly under it (scanned at Open, in parallel, so
+  // sample counts are known before partitioning). Its last component may be
+  // a brace pattern as WebDataset writes them ("train-{000000..000099}.tar").
   static Result<std::shared_ptr<StreamingDataset>> Open(std::string_view url, StreamingOptions options = {});
-  static Result<std::shared_ptr<StreamingDataset>> Open(ObjectStorePtr store, std::string prefix,
+  // A list of shard URLs in one directory of one store.
+  static Result<std::shared_ptr<StreamingDataset>> Open(const std::vector<std::string>& urls,
                                                         StreamingOptions options = {});
+  // `shards`: names under `prefix` (empty: the index, or every shard there).
+  static Result<std::shared_ptr<StreamingDataset>> Open(ObjectStorePtr store, std::string prefix,
+                                                        StreamingOptions options = {},
+                                                        std::vector<std::string> shards = {});
   virtual ~StreamingDataset() = default;
 
   virtual const dataset::Manifest& index() const = 0;
