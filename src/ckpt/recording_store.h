@@ -19,7 +19,7 @@ class RecordingStore : public FaultStore {
     std::string op;  // "create" (a Put or multipart upload begins), "object" (it appeared), "delete"
     std::string key;
   };
-  explicit RecordingStore(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+  explicit RecordingStore(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}) {}
 
   void FailNewObjectsAfter(int k) {
     std::lock_guard lock(mu_);

@@ -53,14 +53,14 @@ TEST(ParallelGet, PinsTheEtagSoOverwritesCannotMix) {
       return info;
     }
   };
-  OverwriteAfterHead store(inner, FaultConfig{}, RealClock());
+  OverwriteAfterHead store(inner, FaultConfig{});
   EXPECT_EQ(ParallelGet(store, "k", 1000, 4).status().code(), Code::kPreconditionFailed);
 }
 
 TEST(ParallelGet, FirstErrorWins) {
   auto inner = SmallPartStore();
   ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
-  FaultStore store(inner, FaultConfig{}, RealClock());
+  FaultStore store(inner, FaultConfig{});
   store.FailKey("k", UnavailableError("injected"), 1, FaultOp::kGet);
   EXPECT_EQ(ParallelGet(store, "k", 1000, 3).status().code(), Code::kUnavailable);
 }
@@ -161,7 +161,7 @@ TEST(ParallelGet, UsesTheStoresStreamingPathWhenItHasOne) {
   auto inner = SmallPartStore();
   const std::string data = RandomBytes(50'001);
   ASSERT_TRUE(inner->Put("k", Buffer::Copy(data)).ok());
-  StreamingStore store(inner, FaultConfig{}, RealClock());
+  StreamingStore store(inner, FaultConfig{});
   auto got = ParallelGet(store, "k", 4096, 3);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(got->view() == data);
@@ -181,7 +181,7 @@ TEST(ParallelGet, UsesTheStoresStreamingPathWhenItHasOne) {
       return info;
     }
   };
-  OverwriteAfterHead changing(inner, FaultConfig{}, RealClock());
+  OverwriteAfterHead changing(inner, FaultConfig{});
   EXPECT_EQ(ParallelGet(changing, "k", 4096, 3).status().code(), Code::kPreconditionFailed);
 }
 
@@ -213,7 +213,7 @@ TEST(ParallelPut, RejectsPartsBelowTheMinimumOrTooMany) {
 // Records the id of the multipart upload it creates (to check it was aborted).
 class RecordsUploadId : public FaultStore {
  public:
-  explicit RecordsUploadId(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}, RealClock()) {}
+  explicit RecordsUploadId(ObjectStorePtr inner) : FaultStore(std::move(inner), FaultConfig{}) {}
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
     auto id = FaultStore::CreateMultipartUpload(key, o);
     if (id.ok()) upload_id = *id;
@@ -254,8 +254,7 @@ struct PartTally {
 };
 class CountingStore : public FaultStore {
  public:
-  CountingStore(ObjectStorePtr inner, PartTally& tally)
-      : FaultStore(std::move(inner), FaultConfig{}, RealClock()), tally_(tally) {}
+  CountingStore(ObjectStorePtr inner, PartTally& tally) : FaultStore(std::move(inner), FaultConfig{}), tally_(tally) {}
   Result<GetResult> Get(std::string_view key, const GetOptions& o) override {
     int now = ++tally_.held;
     int seen = tally_.peak.load();
@@ -315,7 +314,7 @@ TEST(ParallelCopy, RaisesThePartSizeToTheDestinationsLimits) {
 TEST(ParallelCopy, SourceOrDestinationFailureAbortsAndNamesTheSide) {
   auto inner = SmallPartStore();
   ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
-  FaultStore src(inner, FaultConfig{}, RealClock());
+  FaultStore src(inner, FaultConfig{});
   src.FailKey("k", UnavailableError("injected"), 1, FaultOp::kGet);
   auto dst_inner = SmallPartStore();
   FlakyUploads dst(dst_inner);
