@@ -27,6 +27,7 @@ Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskO
     d.high_watermark = cache->options_.high_watermark;
     d.low_watermark = cache->options_.low_watermark;
     d.fs = cache->options_.fs;
+    d.clock = cache->options_.clock;
     d.direct_io = cache->options_.direct_io;
     d.read_only = cache->options_.read_only;
     STRATA_ASSIGN_OR_RETURN(cache->disk_, DiskTier::Open(d, &cache->metrics_, report));

@@ -94,6 +94,24 @@ TEST_F(DiskCacheTest, RestartKeepsValidBlocksAndDropsDebris) {
   EXPECT_EQ(store->cache().Stats()[CacheCounter::kDiskHits], 4u);
 }
 
+// The open scan is timed on the injected clock (a fake one does not move), not on steady_clock.
+TEST_F(DiskCacheTest, OpenReportIsTimedOnTheInjectedClock) {
+  Buffer a = Add("a", 2 * kBlock, 3);
+  { ASSERT_EQ(Open()->Get("a")->data, a); }
+  FakeClock clock;
+  CacheOptions o;
+  o.clock = &clock;
+  DiskOpenReport report;
+  auto store = Open(o, &report);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(report.valid_blocks, 2u);
+  EXPECT_EQ(report.seconds, 0.0);
+  DiskOpenReport real;
+  store.reset();
+  Open({}, &real);
+  EXPECT_GT(real.seconds, 0.0);
+}
+
 TEST_F(DiskCacheTest, CorruptBlockIsDroppedAndRefetchedNeverServed) {
   Buffer a = Add("a", kBlock, 1);
   auto store = Open();

@@ -21,7 +21,10 @@ uint64_t FileBytes(uint64_t length) { return kBlockHeaderSize + length; }
 }  // namespace
 
 DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
-    : options_(std::move(options)), fs_(options_.fs ? *options_.fs : DefaultFileSystem()), metrics_(metrics) {
+    : options_(std::move(options)),
+      fs_(options_.fs ? *options_.fs : DefaultFileSystem()),
+      clock_(options_.clock ? *options_.clock : RealClock()),
+      metrics_(metrics) {
   index_.set_gauge(&metrics_->disk_occupancy());
 }
 
@@ -35,7 +38,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
     return InvalidArgumentError("cache watermarks must satisfy 0 < low <= high <= 1");
   }
   std::unique_ptr<DiskTier> tier(new DiskTier(options, metrics));
-  auto start = std::chrono::steady_clock::now();
+  const TimePoint start = tier->clock_.Now();
   if (!options.read_only) {
     STRATA_RETURN_IF_ERROR(tier->fs_.CreateDirs(options.dir).WithContext("cache directory"));
     auto lock = tier->fs_.LockFile(JoinPath(options.dir, "LOCK"));
@@ -57,7 +60,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
     std::lock_guard lock(tier->mu_);
     tier->MakeRoomLocked(0);  // the limit shrank since the last run
   }
-  local.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  local.seconds = Seconds(tier->clock_.Now() - start);
   if (report) *report = local;
   return tier;
 }

@@ -51,6 +51,7 @@ struct DiskTierOptions {
   double high_watermark = 0.95;
   double low_watermark = 0.85;
   FileSystem* fs = nullptr;  // default: DefaultFileSystem()
+  Clock* clock = nullptr;    // times Open's scan (DiskOpenReport::seconds); default: RealClock()
   bool direct_io = false;    // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
   bool read_only = false;    // no lock, no writes, no cleanup (inspection beside a running owner)
 };
@@ -129,6 +130,7 @@ class DiskTier {
 
   const DiskTierOptions options_;
   FileSystem& fs_;
+  Clock& clock_;
   CacheMetrics* metrics_;
   std::unique_ptr<FileLock> lock_;
   mutable std::mutex mu_;

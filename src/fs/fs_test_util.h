@@ -76,6 +76,9 @@ class MemFileSystem : public FileSystem {
   }
   Result<uint64_t> FreeSpace(const std::string&) override { return uint64_t{1} << 40; }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string&) override { return NotSupportedError("mem fs"); }
+  Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string&, const LockWaitOptions&) override {
+    return NotSupportedError("mem fs");
+  }
   Status Truncate(const std::string& path, uint64_t size) override {
     std::lock_guard lock(mu_);
     auto it = files_.find(path);
@@ -165,7 +168,9 @@ struct FsFixture {
     mo.min_part_size = 64 << 10;
     mo.clock = &clock;
     mem = MakeMemStore("", mo);
-    fault = std::make_shared<FaultStore>(markers ? mem : std::make_shared<NoMarkersStore>(mem), FaultConfig{}, clock);
+    FaultConfig fc;
+    fc.clock = &clock;
+    fault = std::make_shared<FaultStore>(markers ? mem : std::make_shared<NoMarkersStore>(mem), fc);
     CacheOptions co;
     co.block_size = kBlock;
     co.ram_bytes = 64 << 20;

@@ -44,6 +44,9 @@ class FaultRandomAccessFile : public RandomAccessFile {
     return got;
   }
   Result<uint64_t> Size() override { return inner_->Size(); }
+  Result<FileStat> Stat() override { return inner_->Stat(); }
+  Result<std::string> GetXattr(const std::string& name) override { return inner_->GetXattr(name); }
+  Status SetXattr(const std::string& name, std::string_view value) override { return inner_->SetXattr(name, value); }
   const std::string& path() const override { return inner_->path(); }
 
  private:
@@ -281,6 +284,12 @@ Result<uint64_t> FaultFileSystem::FreeSpace(const std::string& path) {
 }
 
 Result<std::unique_ptr<FileLock>> FaultFileSystem::LockFile(const std::string& path) { return base_.LockFile(path); }
+
+Result<std::unique_ptr<FileLock>> FaultFileSystem::LockFileBlocking(const std::string& path,
+                                                                    const LockWaitOptions& options) {
+  STRATA_RETURN_IF_ERROR(MaybeFail(kFaultOpen, path, "lock"));
+  return base_.LockFileBlocking(path, options);
+}
 
 Status FaultFileSystem::Truncate(const std::string& path, uint64_t size) {
   STRATA_RETURN_IF_ERROR(MaybeFail(kFaultMetadata, path, "truncate"));

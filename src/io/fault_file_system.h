@@ -86,6 +86,8 @@ class FaultFileSystem : public FileSystem {
   Result<bool> Exists(const std::string& path) override;
   Result<uint64_t> FreeSpace(const std::string& path) override;
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
+  // Fails like an open (kFaultOpen) when an injected fault matches the path.
+  Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path, const LockWaitOptions& options) override;
   Status Truncate(const std::string& path, uint64_t size) override;
 
  private:

@@ -251,6 +251,19 @@ TEST_F(FaultFsTest, PassesThroughErrorsAndLocks) {
   auto lock = fs_.LockFile(P("LOCK"));
   ASSERT_TRUE(lock.ok());
   EXPECT_EQ(fs_.LockFile(P("LOCK")).status().code(), Code::kUnavailable);
+  lock->reset();
+  auto blocking = fs_.LockFileBlocking(P("LOCK"), {});
+  EXPECT_TRUE(blocking.ok()) << blocking.status();
+}
+
+TEST_F(FaultFsTest, LockFileBlockingFailsLikeAnOpen) {
+  fs_.InjectErrors(FaultSpec{"item.lock", 1.0, 1, kFaultOpen});
+  auto lock = fs_.LockFileBlocking(P("item.lock"), {});
+  ASSERT_FALSE(lock.ok());
+  EXPECT_EQ(lock.status().code(), Code::kIOError);
+  EXPECT_EQ(fs_.Counters().injected_errors, 1u);
+  fs_.ClearErrors();
+  EXPECT_TRUE(fs_.LockFileBlocking(P("item.lock"), {}).ok());
 }
 
 }  // namespace

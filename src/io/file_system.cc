@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,21 @@ Result<Buffer> RandomAccessFile::Read(uint64_t offset, size_t n) {
   STRATA_ASSIGN_OR_RETURN(size_t got, ReadAt(offset, n, buf.data()));
   buf.Resize(got);
   return std::move(buf).Freeze();
+}
+
+Result<FileStat> RandomAccessFile::Stat() {
+  STRATA_ASSIGN_OR_RETURN(uint64_t size, Size());
+  FileStat st;
+  st.size = size;
+  return st;
+}
+
+Result<std::string> RandomAccessFile::GetXattr(const std::string& name) {
+  return NotSupportedError("extended attributes of " + path());
+}
+
+Status RandomAccessFile::SetXattr(const std::string& name, std::string_view value) {
+  return NotSupportedError("extended attributes of " + path());
 }
 
 std::string JoinPath(std::string_view dir, std::string_view name) {
@@ -53,6 +69,10 @@ Status Errno(std::string_view op, const std::string& path) {
 WallTime MTime(const struct stat& st) {
   return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(st.st_mtim.tv_sec) +
                                                                  std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+}
+
+FileStat ToFileStat(const struct stat& st) {
+  return FileStat{static_cast<uint64_t>(st.st_size), S_ISDIR(st.st_mode), MTime(st), static_cast<uint64_t>(st.st_ino)};
 }
 
 // Full pread: loops over short reads and EINTR; short only at end of file.
@@ -105,6 +125,33 @@ class PosixRandomAccessFile : public RandomAccessFile {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return Errno("stat", path_);
     return static_cast<uint64_t>(st.st_size);
+  }
+
+  Result<FileStat> Stat() override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return Errno("stat", path_);
+    return ToFileStat(st);
+  }
+
+  Result<std::string> GetXattr(const std::string& name) override {
+    std::string value(256, '\0');
+    while (true) {
+      ssize_t n = ::fgetxattr(fd_, name.c_str(), value.data(), value.size());
+      if (n >= 0) {
+        value.resize(static_cast<size_t>(n));
+        return value;
+      }
+      if (errno == ENODATA) return NotFoundError("no attribute " + name + " on " + path_);
+      if (errno != ERANGE || value.size() >= (1u << 16)) return Errno("get attribute " + name + " of", path_);
+      value.resize(value.size() * 4);
+    }
+  }
+
+  Status SetXattr(const std::string& name, std::string_view value) override {
+    if (::fsetxattr(fd_, name.c_str(), value.data(), value.size(), 0) != 0) {
+      return Errno("set attribute " + name + " of", path_);
+    }
+    return Status::Ok();
   }
 
   const std::string& path() const override { return path_; }
@@ -197,8 +244,10 @@ class PosixWritableFile : public WritableFile {
 
 class PosixFileLock : public FileLock {
  public:
-  PosixFileLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  PosixFileLock(int fd, std::string path, bool remove_on_unlock = false)
+      : fd_(fd), path_(std::move(path)), remove_(remove_on_unlock) {}
   ~PosixFileLock() override {
+    if (remove_) (void)::unlink(path_.c_str());  // before unlocking: waiters then see a removed file
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
   }
@@ -207,6 +256,7 @@ class PosixFileLock : public FileLock {
  private:
   int fd_;
   std::string path_;
+  bool remove_;
 };
 
 Result<std::unique_ptr<WritableFile>> OpenWritable(const std::string& path, int flags, std::string_view op) {
@@ -338,7 +388,7 @@ Result<std::vector<DirEntry>> PosixFileSystem::ListDir(const std::string& path) 
 Result<FileStat> PosixFileSystem::Stat(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return Errno("stat", path);
-  return FileStat{static_cast<uint64_t>(st.st_size), S_ISDIR(st.st_mode), MTime(st)};
+  return ToFileStat(st);
 }
 
 Status PosixFileSystem::SyncDir(const std::string& path) {
@@ -386,6 +436,37 @@ Result<std::unique_ptr<FileLock>> PosixFileSystem::LockFile(const std::string& p
     return s;
   }
   return std::unique_ptr<FileLock>(std::make_unique<PosixFileLock>(fd, path));
+}
+
+Result<std::unique_ptr<FileLock>> PosixFileSystem::LockFileBlocking(const std::string& path,
+                                                                    const LockWaitOptions& options) {
+  bool waited = false;
+  while (true) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Errno("open lock file", path);
+    int rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    if (rc != 0 && errno == EWOULDBLOCK) {
+      if (!waited && options.on_wait) options.on_wait();
+      waited = true;
+      do {
+        rc = ::flock(fd, LOCK_EX);
+      } while (rc != 0 && errno == EINTR);
+    }
+    if (rc != 0) {
+      int err = errno;
+      ::close(fd);
+      return ErrnoToStatus(err, "lock " + path);
+    }
+    if (!options.remove_on_unlock) return std::unique_ptr<FileLock>(std::make_unique<PosixFileLock>(fd, path));
+    // Its holder may have removed it as it unlocked: only the file the name has now counts.
+    struct stat held {};
+    struct stat named {};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      return std::unique_ptr<FileLock>(std::make_unique<PosixFileLock>(fd, path, /*remove_on_unlock=*/true));
+    }
+    ::close(fd);
+  }
 }
 
 Status PosixFileSystem::Truncate(const std::string& path, uint64_t size) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@ struct FileStat {
   uint64_t size = 0;
   bool is_dir = false;
   WallTime mtime{};
+  uint64_t inode = 0;  // 0 where the file system has none
 };
 
 struct DirEntry {
@@ -39,6 +41,12 @@ class RandomAccessFile {
   // of file (0 at or past it). Thread-safe.
   virtual Result<size_t> ReadAt(uint64_t offset, size_t n, void* dst) = 0;
   virtual Result<uint64_t> Size() = 0;
+  // The open file's own metadata (not the path's: it may have been renamed over since). Default: the size only.
+  virtual Result<FileStat> Stat();
+  // Extended attributes of the open file: NotFound if it has no `name`,
+  // NotSupported where the file system keeps none (the default).
+  virtual Result<std::string> GetXattr(const std::string& name);
+  virtual Status SetXattr(const std::string& name, std::string_view value);
   virtual const std::string& path() const = 0;
 
   // Reads [offset, offset+n) into a new Buffer (shorter only at end of file).
@@ -71,6 +79,15 @@ class FileLock {
  public:
   virtual ~FileLock() = default;
   virtual const std::string& path() const = 0;
+};
+
+struct LockWaitOptions {
+  // Runs once, before blocking, when another open file description holds the lock (e.g. to count waits).
+  std::function<void()> on_wait;
+  // The holder removes the lock file as it unlocks, so per-item lock files do
+  // not pile up; a waiter that then holds the removed file locks the file the
+  // name has now. Every locker of the path must use the same setting.
+  bool remove_on_unlock = false;
 };
 
 class FileSystem {
@@ -109,6 +126,10 @@ class FileSystem {
   // Exclusive, non-blocking: Unavailable naming the holder's PID (written
   // into the lock file by the holder) when another open file description holds it.
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+  // Exclusive, blocking: waits until no other open file description holds it
+  // (a holder that dies releases it). Creates the file if missing.
+  virtual Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path,
+                                                             const LockWaitOptions& options) = 0;
   virtual Status Truncate(const std::string& path, uint64_t size) = 0;
 };
 
@@ -130,6 +151,7 @@ class PosixFileSystem : public FileSystem {
   Result<bool> Exists(const std::string& path) override;
   Result<uint64_t> FreeSpace(const std::string& path) override;
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
+  Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path, const LockWaitOptions& options) override;
   Status Truncate(const std::string& path, uint64_t size) override;
 
   // Opens with O_DIRECT (page cache bypassed): offsets, sizes and destination

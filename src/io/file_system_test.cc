@@ -10,9 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -366,6 +368,89 @@ TEST_F(PosixFsTest, LockFileExcludesForkedChild) {
     EXPECT_EQ(RunChild(P("LOCK")), kChildRefusedWithPid);
   }
   EXPECT_EQ(RunChild(P("LOCK")), kChildLocked);
+}
+
+TEST_F(PosixFsTest, LockFileBlockingWaitsForTheHolder) {
+  auto first = fs_.LockFile(P("LOCK"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool waiting = false;
+  std::atomic<bool> acquired{false};
+  LockWaitOptions options;
+  options.on_wait = [&] {
+    std::lock_guard lock(mu);
+    waiting = true;
+    cv.notify_all();
+  };
+  std::thread waiter([&] {
+    auto second = fs_.LockFileBlocking(P("LOCK"), options);
+    EXPECT_TRUE(second.ok()) << second.status();
+    acquired = true;
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return waiting; }));
+  }
+  EXPECT_FALSE(acquired.load());  // still blocked: the first lock is held
+  first->reset();
+  waiter.join();
+  EXPECT_TRUE(acquired.load());
+  // Not contended: no wait reported, and the lock file stays.
+  waiting = false;
+  auto third = fs_.LockFileBlocking(P("LOCK"), options);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_FALSE(waiting);
+  third->reset();
+  EXPECT_TRUE(*fs_.Exists(P("LOCK")));
+}
+
+TEST_F(PosixFsTest, LockFileBlockingRemoveOnUnlockHandsOverToTheNewFile) {
+  LockWaitOptions options;
+  options.remove_on_unlock = true;
+  auto first = fs_.LockFileBlocking(P("item.lock"), options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::atomic<bool> acquired{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool waiting = false;
+  LockWaitOptions waiter_options = options;
+  waiter_options.on_wait = [&] {
+    std::lock_guard lock(mu);
+    waiting = true;
+    cv.notify_all();
+  };
+  std::thread waiter([&] {
+    auto second = fs_.LockFileBlocking(P("item.lock"), waiter_options);
+    EXPECT_TRUE(second.ok()) << second.status();
+    acquired = true;
+    // It holds the file the name has now (the first holder removed its own), so a third locker must wait.
+    EXPECT_TRUE(*fs_.Exists(P("item.lock")));
+    EXPECT_EQ(fs_.LockFile(P("item.lock")).status().code(), Code::kUnavailable);
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return waiting; }));
+  }
+  EXPECT_FALSE(acquired.load());
+  first->reset();
+  waiter.join();
+  EXPECT_TRUE(acquired.load());
+  EXPECT_FALSE(*fs_.Exists(P("item.lock")));  // the second holder removed it too
+}
+
+TEST_F(PosixFsTest, OpenFileStatIsTheOpenFiles) {
+  Write(P("a"), "12345");
+  auto f = fs_.OpenForRead(P("a"));
+  ASSERT_TRUE(f.ok());
+  Write(P("b"), "xy");
+  ASSERT_TRUE(fs_.Rename(P("b"), P("a")).ok());  // the name now points elsewhere
+  auto st = (*f)->Stat();
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->size, 5u);
+  EXPECT_FALSE(st->is_dir);
+  EXPECT_NE(st->inode, 0u);
+  EXPECT_NE(st->inode, fs_.Stat(P("a"))->inode);
 }
 
 TEST_F(PosixFsTest, LockFileInMissingDirectory) {

@@ -1,14 +1,14 @@
 #include "loader/shard_cache.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "base/coding.h"
 #include "base/hash.h"
@@ -50,57 +50,28 @@ Registry& SharedCaches() {
   return *r;
 }
 
-// An exclusive, blocking flock on a lock file. A shard's download lock is
-// held while its holder downloads the shard and writes the file; the holder
-// removes that lock file before unlocking (so lock files do not pile up), and
-// a waiter that then holds a removed file sees it is no longer the one named
-// and locks the new one. The directory's budget lock (BudgetLockPath) stays.
-// A holder that dies releases the lock with its descriptor.
-class DownloadLock {
- public:
-  explicit DownloadLock(bool remove_on_release = true) : remove_on_release_(remove_on_release) {}
-  DownloadLock(const DownloadLock&) = delete;
-  DownloadLock& operator=(const DownloadLock&) = delete;
-  ~DownloadLock() {
-    if (fd_ < 0) return;
-    if (remove_on_release_) (void)::unlink(path_.c_str());
-    ::close(fd_);
-  }
+// A temp file of WriteFileAtomic for a shard file: "<hex>.shard.tmp.<pid>.<n>".
+constexpr std::string_view kTempInfix = ".shard.tmp.";
+// A dead writer's temp file younger than this is kept: its writer may be a
+// live process in another PID namespace sharing the directory.
+constexpr auto kTempGrace = std::chrono::minutes(1);
 
-  // Blocks until held; `on_wait` runs first if another holder has it.
-  Status Acquire(const std::string& path, const std::function<void()>& on_wait) {
-    while (true) {
-      int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) return ErrnoToStatus(errno, "opening the download lock " + path);
-      int rc = ::flock(fd, LOCK_EX | LOCK_NB);
-      if (rc != 0 && errno == EWOULDBLOCK) {
-        on_wait();
-        do {
-          rc = ::flock(fd, LOCK_EX);
-        } while (rc != 0 && errno == EINTR);
-      }
-      if (rc != 0) {
-        int err = errno;
-        ::close(fd);
-        return ErrnoToStatus(err, "locking " + path);
-      }
-      struct stat held {};
-      struct stat named {};
-      if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
-          held.st_ino == named.st_ino) {
-        path_ = path;
-        fd_ = fd;
-        return Status::Ok();
-      }
-      ::close(fd);  // its holder removed it as it unlocked: lock the file the name has now
-    }
-  }
+// The writer's pid in a temp file's name, or 0 if the name is not one.
+pid_t TempOwner(std::string_view name) {
+  size_t at = name.find(kTempInfix);
+  if (at == std::string_view::npos) return 0;
+  std::string_view rest = name.substr(at + kTempInfix.size());
+  long pid = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+  if (ec != std::errc() || pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return 0;
+  if (end == rest.data() + rest.size() || *end != '.') return 0;
+  return static_cast<pid_t>(pid);
+}
 
- private:
-  const bool remove_on_release_;
-  std::string path_;
-  int fd_ = -1;
-};
+// Dead only when the kernel says no such process: EPERM (another user's) and
+// a reused pid count as alive, so a temp file is at worst kept, never taken
+// from a live writer.
+bool ProcessAlive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
 }  // namespace
 
@@ -110,6 +81,8 @@ ShardCache::ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std:
       keys_(std::move(keys)),
       sizes_(std::move(sizes)),
       options_(std::move(options)),
+      fs_(options_.fs ? *options_.fs : DefaultFileSystem()),
+      clock_(options_.clock ? *options_.clock : RealClock()),
       ram_bytes_(options_.ram_bytes),
       disk_bytes_(options_.disk_bytes),
       fetch_threads_(std::max<size_t>(options_.fetch_concurrency, 1)),
@@ -122,11 +95,35 @@ ShardCache::~ShardCache() = default;
 
 Result<std::shared_ptr<ShardCache>> ShardCache::Open(ObjectStorePtr store, std::vector<std::string> keys,
                                                      std::vector<uint64_t> sizes, ShardCacheOptions options) {
+  std::shared_ptr<ShardCache> cache(new ShardCache(std::move(store), std::move(keys), std::move(sizes), options));
   if (!options.dir.empty()) {
-    Status s = DefaultFileSystem().CreateDirs(options.dir);
+    Status s = cache->fs_.CreateDirs(options.dir);
     if (!s.ok()) return s.WithContext("creating the loader's cache directory " + options.dir);
+    cache->SweepDeadTemps();
   }
-  return std::shared_ptr<ShardCache>(new ShardCache(std::move(store), std::move(keys), std::move(sizes), options));
+  return cache;
+}
+
+void ShardCache::SweepDeadTemps() {
+  auto budget = fs_.LockFileBlocking(BudgetLockPath(), {});  // no writer in any process counts meanwhile
+  if (!budget.ok()) {
+    STRATA_LOG_WARN("loader cache: {}; not sweeping temp files", budget.status().ToString());
+    return;
+  }
+  auto entries = fs_.ListDir(options_.dir);
+  if (!entries.ok()) return;
+  const WallTime now = clock_.WallNow();
+  for (const DirEntry& e : *entries) {
+    const pid_t pid = e.is_dir ? 0 : TempOwner(e.name);
+    if (pid == 0 || pid == ::getpid() || now - e.mtime < kTempGrace || ProcessAlive(pid)) continue;
+    Status removed = fs_.Remove(JoinPath(options_.dir, e.name));
+    if (removed.ok()) {
+      std::lock_guard lock(mu_);
+      ++counters_.temps_swept;
+    } else if (removed.code() != Code::kNotFound) {
+      STRATA_LOG_WARN("loader cache: could not remove the dead writer's temp file: {}", removed.ToString());
+    }
+  }
 }
 
 Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& identity, ObjectStorePtr store,
@@ -194,7 +191,9 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
     }
     bool shared = false, from_store = false;
     uint64_t generation = 0;
-    DownloadLock download;  // other processes (or caches) on this directory wait while we fetch and write
+    // Other processes (or caches) on this directory wait while we fetch and
+    // write; the lock file goes with the lock, so lock files do not pile up.
+    std::unique_ptr<FileLock> download;
     auto fill = [&]() -> Result<Buffer> {
       {
         std::lock_guard lock(mu_);
@@ -208,16 +207,20 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
       Result<Buffer> got = LoadFromDisk(shard);
       bool from_disk = got.ok();
       if (!from_disk && !options_.dir.empty()) {
-        Status locked = download.Acquire(FilePath(shard) + ".lock", [this] {
+        LockWaitOptions wait;
+        wait.remove_on_unlock = true;
+        wait.on_wait = [this] {
           std::lock_guard lock(mu_);
           ++counters_.lock_waits;
-        });
+        };
+        auto locked = fs_.LockFileBlocking(FilePath(shard) + ".lock", wait);
         if (locked.ok()) {
+          download = std::move(locked).value();
           got = LoadFromDisk(shard);  // written by the holder we waited for, or just before we looked
           from_disk = got.ok();
         } else {
           STRATA_LOG_WARN("loader cache: {}; fetching {} unlocked (another process may fetch it too)",
-                          locked.ToString(), keys_[shard]);
+                          locked.status().ToString(), keys_[shard]);
         }
       }
       if (!from_disk) got = FetchFromStore(shard);
@@ -316,7 +319,7 @@ void ShardCache::Invalidate(size_t shard) {
     // Under disk_mu_: a StoreToDisk that passed its generation check writes
     // first, and this removes the file after it.
     std::lock_guard lock(disk_mu_);
-    (void)DefaultFileSystem().Remove(options_.dir + "/" + FileName(shard));
+    (void)fs_.Remove(options_.dir + "/" + FileName(shard));
   }
 }
 
@@ -409,9 +412,8 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
 
 Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   if (options_.dir.empty()) return NotFoundError("no disk tier");
-  FileSystem& fs = DefaultFileSystem();
   std::string path = options_.dir + "/" + FileName(shard);
-  auto file = fs.OpenForRead(path);
+  auto file = fs_.OpenForRead(path);
   if (!file.ok()) return file.status();
   const std::string& key = keys_[shard];
   uint64_t expect = kFixedHeader + key.size() + sizes_[shard];
@@ -435,7 +437,7 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
     ++counters_.verify_failures;
   }
   std::lock_guard lock(disk_mu_);
-  (void)fs.Remove(path);
+  (void)fs_.Remove(path);
   return CorruptionError(path + ": cached copy of " + key + " failed verification");
 }
 
@@ -448,19 +450,17 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   const std::string& key = keys_[shard];
   uint64_t need = kFixedHeader + key.size() + data.size();
   if (need > disk_bytes_) return;
-  FileSystem& fs = DefaultFileSystem();
   std::lock_guard disk(disk_mu_);
   // Caches in other processes (DataLoader workers) share the directory and
   // its bound: count, evict and write under its lock, or two of them could
   // each find room for one more shard and overshoot the bound together.
-  DownloadLock budget(/*remove_on_release=*/false);
-  Status locked = budget.Acquire(BudgetLockPath(), [] {});
-  if (!locked.ok()) {
-    STRATA_LOG_WARN("loader cache: {}; not keeping {} on disk", locked.ToString(), keys_[shard]);
+  auto budget = fs_.LockFileBlocking(BudgetLockPath(), {});
+  if (!budget.ok()) {
+    STRATA_LOG_WARN("loader cache: {}; not keeping {} on disk", budget.status().ToString(), keys_[shard]);
     return;
   }
   if (stale()) return;
-  auto entries = fs.ListDir(options_.dir);
+  auto entries = fs_.ListDir(options_.dir);
   if (!entries.ok()) return;
   std::map<std::string, size_t> ours;
   for (size_t k = 0; k < keys_.size(); ++k) ours.emplace(FileName(k), k);
@@ -473,7 +473,12 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   std::vector<Victim> victims;
   uint64_t used = 0;
   for (const DirEntry& e : *entries) {
-    if (e.is_dir || !std::string_view(e.name).ends_with(kSuffix)) continue;
+    if (e.is_dir) continue;
+    if (TempOwner(e.name) != 0) {
+      used += e.size;  // a live writer's file to be (or a dead one's, until the next start): counted, not evictable
+      continue;
+    }
+    if (!std::string_view(e.name).ends_with(kSuffix)) continue;
     if (e.name == name) return;  // another process cached it meanwhile
     used += e.size;
     auto it = ours.find(e.name);
@@ -491,7 +496,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) { return a.priority < b.priority; });
   for (const Victim& v : victims) {
     if (used + need <= disk_bytes_) break;
-    if (fs.Remove(options_.dir + "/" + v.name).ok()) {
+    if (fs_.Remove(options_.dir + "/" + v.name).ok()) {
       used -= v.size;
       std::lock_guard lock(mu_);
       ++counters_.disk_evictions;
@@ -504,7 +509,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   PutFixed32(&header, key.size());
   header += key;
   // Header and body written one after the other: no copy of the shard to join them.
-  Status s = WriteFileAtomic(fs, options_.dir + "/" + name, {Buffer::FromString(header), data});
+  Status s = WriteFileAtomic(fs_, options_.dir + "/" + name, {Buffer::FromString(header), data});
   if (!s.ok()) {
     STRATA_LOG_WARN("loader cache: could not keep {} on disk: {}", key, s.ToString());
     return;

@@ -28,6 +28,9 @@
 // verified file; a holder that dies releases the lock, and a waiter that then
 // finds no valid file downloads. The disk bound holds across processes too:
 // each evicts and writes under the directory's budget lock.
+// Temp files ("<file>.tmp.<pid>.<n>") count towards the disk bound while
+// their writer lives; Open removes those whose writer is dead (a killed
+// DataLoader worker) and that have not been written for a minute.
 #pragma once
 
 #include <atomic>
@@ -40,10 +43,12 @@
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/clock.h"
 #include "base/executor.h"
 #include "base/single_flight.h"
 #include "base/status.h"
 #include "dataset/manifest.h"
+#include "io/file_system.h"
 #include "object/object_store.h"
 
 namespace strata::loader {
@@ -62,6 +67,8 @@ struct ShardCacheOptions {
   size_t fetch_concurrency = 16;        // ranged GETs in flight (all shards together; per opener when shared)
   uint64_t min_part_size = 1ull << 20;  // parts are size/fetch_concurrency, clamped to these
   uint64_t max_part_size = 16ull << 20;
+  FileSystem* fs = nullptr;  // the disk tier's; nullptr: DefaultFileSystem()
+  Clock* clock = nullptr;    // ages temp files for the start-up sweep; nullptr: RealClock()
 };
 
 struct ShardFetch {
@@ -115,6 +122,7 @@ class ShardCache {
     uint64_t flight_joins = 0;            // Gets that waited for another caller's fetch of the shard
     uint64_t parses = 0, parse_hits = 0;  // GetParsed: parsed here / shared a memoised or in-flight parse
     uint64_t lock_waits = 0;              // fetches that waited for another process's (or cache's) download lock
+    uint64_t temps_swept = 0;             // dead writers' temp files Open removed
   };
   Counters counters() const;
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
@@ -136,6 +144,8 @@ class ShardCache {
     uint64_t charge = 0;  // bytes + the parsed form's extra bytes
   };
 
+  // Removes temp files of dead writers from `dir` (at Open, under the budget lock).
+  void SweepDeadTemps();
   Result<Buffer> FetchFromStore(size_t shard);
   Result<Buffer> LoadFromDisk(size_t shard);
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
@@ -154,6 +164,8 @@ class ShardCache {
   std::vector<std::string> keys_;
   std::vector<uint64_t> sizes_;
   ShardCacheOptions options_;
+  FileSystem& fs_;
+  Clock& clock_;
 
   mutable std::mutex mu_;
   std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)

@@ -249,6 +249,8 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
   co.disk_bytes = options.cache_limit_bytes;
   co.ram_bytes = options.ram_cache_bytes;
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
+  co.fs = options.fs;
+  co.clock = options.clock;
   if (options.share_cache) {
     // The data (the store's URL names its bytes, the index fingerprint its
     // shards) and the directory; not the order or partition, which every rank differs in.

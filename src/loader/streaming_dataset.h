@@ -30,6 +30,7 @@
 #include "base/status.h"
 #include "dataset/manifest.h"
 #include "dataset/sample.h"
+#include "io/file_system.h"
 #include "object/object_store.h"
 
 namespace strata::loader {
@@ -97,7 +98,8 @@ struct StreamingOptions {
   int retries = 2;
   bool skip_corrupt = false;
   std::chrono::milliseconds retry_backoff{50};
-  Clock* clock = nullptr;
+  Clock* clock = nullptr;    // nullptr: RealClock()
+  FileSystem* fs = nullptr;  // holds cache_dir; nullptr: DefaultFileSystem()
 };
 
 // A decoded field. Exactly one of the members is meaningful, by `kind`.

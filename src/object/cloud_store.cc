@@ -167,6 +167,10 @@ ObjectStorePtr EmulateCloud(ObjectStorePtr inner, CloudProfile profile, Clock& c
   return std::make_shared<CloudStore>(std::move(inner), profile, clock);
 }
 
+ObjectStorePtr EmulateCloud(ObjectStorePtr inner, CloudProfile profile) {
+  return EmulateCloud(std::move(inner), profile, RealClock());
+}
+
 Result<CloudProfile> ParseCloudProfile(std::string_view spec) {
   CloudProfile profile;
   if (spec.size() > 1024) return BadSpec(spec.substr(0, 64), "longer than 1024 bytes");

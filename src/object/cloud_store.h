@@ -23,10 +23,11 @@ struct CloudProfile {
 // The wait one request moving `bytes` body bytes pays, before jitter.
 Duration CloudDelay(const CloudProfile& profile, uint64_t bytes);
 
-// Owns `inner`; `clock` must outlive the returned store.
+// Owns `inner`; `clock` must outlive the returned store (without it: RealClock()).
 // Every operation (Get, Head, List, Put, Delete, multipart calls, Copy) pays
 // first_byte; Get, Put and UploadPart also pay their body at the bandwidth.
-ObjectStorePtr EmulateCloud(ObjectStorePtr inner, CloudProfile profile, Clock& clock = RealClock());
+ObjectStorePtr EmulateCloud(ObjectStorePtr inner, CloudProfile profile, Clock& clock);
+ObjectStorePtr EmulateCloud(ObjectStorePtr inner, CloudProfile profile);
 
 // Parses "ttfb=30ms,bw=25MB/s,jitter=5ms,seed=7" (any subset, any order;
 // unset fields keep their defaults). Durations: ns, us, ms, s. Bandwidth:

@@ -13,6 +13,7 @@ FakeClock& AutoClock() {
   static FakeClock clock(/*auto_advance=*/true);
   return clock;
 }
+FaultConfig NoFaults() { return FaultConfig{.clock = &AutoClock()}; }
 
 INSTANTIATE_TEST_SUITE_P(
     Mem, ObjectStoreConformance,
@@ -26,8 +27,7 @@ INSTANTIATE_TEST_SUITE_P(
                           return EmulateCloud(MakeMemStore(), profile, AutoClock());
                         }},
         // A fault store with no faults configured must be transparent.
-        ConformanceCase{"fault_mem",
-                        [] { return std::make_shared<FaultStore>(MakeMemStore(), FaultConfig{}, AutoClock()); }},
+        ConformanceCase{"fault_mem", [] { return std::make_shared<FaultStore>(MakeMemStore(), NoFaults()); }},
         ConformanceCase{"prefix_mem", [] { return MakePrefixStore(MakeMemStore(), "some/prefix/"); }}),
     ConformanceCaseName);
 

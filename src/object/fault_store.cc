@@ -2,8 +2,11 @@
 
 namespace strata {
 
-FaultStore::FaultStore(ObjectStorePtr inner, FaultConfig config, Clock& clock)
-    : StoreWrapper(std::move(inner)), clock_(clock), config_(config), random_(config.seed) {}
+FaultStore::FaultStore(ObjectStorePtr inner, FaultConfig config)
+    : StoreWrapper(std::move(inner)),
+      clock_(config.clock ? *config.clock : RealClock()),
+      config_(config),
+      random_(config.seed) {}
 
 void FaultStore::FailNext(int n, Status status) {
   std::lock_guard lock(mu_);

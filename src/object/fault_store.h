@@ -26,6 +26,7 @@ struct FaultConfig {
   double lost_reply_rate = 0;  // mutations only: applied, then Unavailable (reply lost)
   double stall_rate = 0;       // the request first sleeps `stall`, then proceeds
   Duration stall = std::chrono::seconds(1);
+  Clock* clock = nullptr;  // stalls sleep on it (must outlive the store); nullptr: RealClock()
 };
 
 struct StoreFaultCounters {
@@ -45,8 +46,8 @@ enum class FaultOp { kAny, kGet, kHead, kList, kPut, kDelete, kMultipart, kCopy 
 
 class FaultStore : public StoreWrapper {
  public:
-  // Owns `inner`; `clock` must outlive this store.
-  FaultStore(ObjectStorePtr inner, FaultConfig config, Clock& clock = RealClock());
+  // Owns `inner`.
+  FaultStore(ObjectStorePtr inner, FaultConfig config);
 
   // The next `n` requests (of any kind) fail with `status` before reaching the inner store.
   void FailNext(int n, Status status);

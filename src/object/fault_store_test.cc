@@ -10,7 +10,8 @@ namespace {
 std::shared_ptr<FaultStore> Make(FaultConfig config, Clock& clock) {
   auto inner = MakeMemStore();
   EXPECT_TRUE(inner->Put("k", Buffer::Copy("value")).ok());
-  return std::make_shared<FaultStore>(inner, config, clock);
+  config.clock = &clock;
+  return std::make_shared<FaultStore>(inner, config);
 }
 
 TEST(FaultStore, FailNextIsExactAndNotApplied) {

@@ -1,8 +1,6 @@
 #include "object/file_store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,11 +8,14 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
 
 #include "base/hash.h"
+#include "io/durable.h"
+#include "io/file_system.h"
 #include "net/uri.h"
 #include "object/file_util.h"
 #include "object/list_util.h"
@@ -25,11 +26,10 @@ namespace {
 constexpr char kEtagXattr[] = "user.strata.etag";
 const std::string kStaging(kFileStoreStagingDir);
 const std::string kUploads = kStaging + "/uploads";
+constexpr size_t kChunk = 1 << 20;  // copy and hash buffer
 
-int64_t MtimeNs(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
-
-WallTime ToWallTime(const struct stat& st) {
-  return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(MtimeNs(st))));
+int64_t MtimeNs(const FileStat& st) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(st.mtime.time_since_epoch()).count();
 }
 
 std::string Quote(std::string_view key) { return "'" + std::string(key) + "'"; }
@@ -48,10 +48,45 @@ Status Conflict(std::string_view key, const std::string& why) {
                            " (a key cannot be both an object and a directory prefix here)");
 }
 
+// Reads [offset, offset+n) exactly; Unavailable if the file got shorter.
+Status ReadExactly(RandomAccessFile& file, uint64_t offset, size_t n, void* dst, std::string_view what) {
+  STRATA_ASSIGN_OR_RETURN(size_t got, file.ReadAt(offset, n, dst));
+  if (got != n) return UnavailableError(std::string(what) + " got shorter while being read", "unexpected EOF");
+  return Status::Ok();
+}
+
+// Appends the first `size` bytes of `in` to `out`.
+Status CopyInto(RandomAccessFile& in, uint64_t size, WritableFile& out, std::string_view what) {
+  std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kChunk)), '\0');
+  for (uint64_t offset = 0; offset < size;) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - offset, buf.size()));
+    STRATA_RETURN_IF_ERROR(ReadExactly(in, offset, chunk, buf.data(), what));
+    STRATA_RETURN_IF_ERROR(out.Append(buf.data(), chunk));
+    offset += chunk;
+  }
+  return Status::Ok();
+}
+
+Result<std::string> Md5HexOf(RandomAccessFile& file, uint64_t size, std::string_view what) {
+  Md5Hasher hasher;
+  std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kChunk)), '\0');
+  for (uint64_t offset = 0; offset < size;) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - offset, buf.size()));
+    STRATA_RETURN_IF_ERROR(ReadExactly(file, offset, chunk, buf.data(), what));
+    hasher.Update(buf.data(), chunk);
+    offset += chunk;
+  }
+  return ToHex(hasher.Finish());
+}
+
 class FileStore : public ObjectStore {
  public:
   FileStore(std::string root, UniqueFd root_fd, FileStoreOptions options)
-      : root_(std::move(root)), root_fd_(std::move(root_fd)), options_(options), xattrs_(options.use_xattrs) {
+      : root_(std::move(root)),
+        root_fd_(std::move(root_fd)),
+        options_(options),
+        fs_(options_.fs ? *options_.fs : DefaultFileSystem()),
+        xattrs_(options.use_xattrs) {
     std::random_device rd;
     tag_ = std::to_string(::getpid()) + "-" + ToHex(Md5(std::to_string(rd()) + std::to_string(rd()))).substr(0, 8);
   }
@@ -59,13 +94,13 @@ class FileStore : public ObjectStore {
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     const std::string rel(key);
-    STRATA_ASSIGN_OR_RETURN(UniqueFd fd, OpenObject(rel));
-    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(fd.get(), rel));
+    STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(rel));
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*file, rel));
     STRATA_RETURN_IF_ERROR(CheckGetConditions(options, info));
     uint64_t begin = 0, end = 0;
     STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end).WithContext("get " + Quote(key)));
     MutableBuffer buf(end - begin);
-    STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), buf.data(), buf.size(), begin, Quote(key)));
+    STRATA_RETURN_IF_ERROR(ReadExactly(*file, begin, buf.size(), buf.data(), Quote(key)));
     GetResult result;
     result.info = std::move(info);
     result.offset = begin;
@@ -76,8 +111,8 @@ class FileStore : public ObjectStore {
   Result<ObjectInfo> Head(std::string_view key) override {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     const std::string rel(key);
-    STRATA_ASSIGN_OR_RETURN(UniqueFd fd, OpenObject(rel));
-    return InfoOf(fd.get(), rel);
+    STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(rel));
+    return InfoOf(*file, rel);
   }
 
   Result<ListResult> List(const ListOptions& options) override {
@@ -88,8 +123,7 @@ class FileStore : public ObjectStore {
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     std::string etag = ToHex(Md5(data.data(), data.size()));
-    STRATA_ASSIGN_OR_RETURN(std::string tmp,
-                            WriteTemp(key, [&](int fd) { return WriteAll(fd, data.data(), data.size(), Quote(key)); }));
+    STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) { return out.Append(data); }));
     return Commit(tmp, key, etag, options);
   }
 
@@ -97,16 +131,18 @@ class FileStore : public ObjectStore {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     const std::string rel(key);
     std::lock_guard lock(namespace_mu_);
-    if (::unlinkat(root_fd_.get(), rel.c_str(), 0) != 0) {
+    Status removed = fs_.Remove(Abs(rel));
+    if (!removed.ok()) {
       // Missing, under a file, or a directory prefix: no such object, which is fine.
-      if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) return Status::Ok();
-      return ErrnoToStatus(errno, "deleting " + Quote(key));
+      auto st = fs_.Stat(Abs(rel));
+      if ((!st.ok() && st.status().code() == Code::kNotFound) || (st.ok() && st->is_dir)) return Status::Ok();
+      return removed.WithContext("deleting " + Quote(key));
     }
     ForgetEtag(rel);
-    if (options_.fsync) STRATA_RETURN_IF_ERROR(FsyncDir(root_fd_.get(), ParentOf(rel), Quote(key)));
+    if (options_.fsync) STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(rel))).WithContext("deleting " + Quote(key)));
     // Drop directories the delete emptied, so they do not block a later "a" key.
     for (std::string dir = ParentOf(rel); !dir.empty(); dir = ParentOf(dir)) {
-      if (::unlinkat(root_fd_.get(), dir.c_str(), AT_REMOVEDIR) != 0) break;
+      if (!fs_.RemoveDir(Abs(dir)).ok()) break;
     }
     return Status::Ok();
   }
@@ -134,40 +170,45 @@ class FileStore : public ObjectStore {
     PutOptions options;
   };
   struct CachedEtag {
-    ino_t ino;
+    uint64_t inode;
     uint64_t size;
     int64_t mtime_ns;
     std::string etag;
   };
 
-  Result<UniqueFd> OpenObject(const std::string& rel) {
-    UniqueFd fd(::openat(root_fd_.get(), rel.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) {
-      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return NotFoundError("no such key " + Quote(rel));
-      return ErrnoToStatus(errno, "opening " + Quote(rel));
+  // The path of `rel` (relative to the root) for the file system.
+  std::string Abs(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
+
+  Result<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& rel) {
+    auto file = fs_.OpenForRead(Abs(rel));
+    if (!file.ok()) {
+      // ELOOP: a symlink cycle, treated like a dangling link.
+      if (file.status().code() == Code::kNotFound || file.status().cause() == std::strerror(ELOOP)) {
+        return NotFoundError("no such key " + Quote(rel));
+      }
+      return file.status().WithContext("opening " + Quote(rel));
     }
-    return fd;
+    return file;
   }
 
-  Result<ObjectInfo> InfoOf(int fd, const std::string& rel) {
-    struct stat st;
-    if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, "stat of " + Quote(rel));
-    if (!S_ISREG(st.st_mode)) return NotFoundError("no such key " + Quote(rel) + " (it is a directory prefix)");
+  Result<ObjectInfo> InfoOf(RandomAccessFile& file, const std::string& rel) {
+    STRATA_ASSIGN_OR_RETURN(FileStat st, file.Stat());
+    if (st.is_dir) return NotFoundError("no such key " + Quote(rel) + " (it is a directory prefix)");
     ObjectInfo info;
     info.key = rel;
-    info.size = static_cast<uint64_t>(st.st_size);
-    info.mtime = ToWallTime(st);
-    STRATA_ASSIGN_OR_RETURN(info.etag, EtagOf(fd, st, rel));
+    info.size = st.size;
+    info.mtime = st.mtime;
+    STRATA_ASSIGN_OR_RETURN(info.etag, EtagOf(file, st, rel));
     return info;
   }
 
   Result<std::optional<ObjectInfo>> MaybeInfo(const std::string& rel) {
-    auto fd = OpenObject(rel);
-    if (!fd.ok()) {
-      if (fd.status().code() == Code::kNotFound) return std::optional<ObjectInfo>();
-      return fd.status();
+    auto file = OpenObject(rel);
+    if (!file.ok()) {
+      if (file.status().code() == Code::kNotFound) return std::optional<ObjectInfo>();
+      return file.status();
     }
-    auto info = InfoOf(fd->get(), rel);
+    auto info = InfoOf(**file, rel);
     if (!info.ok()) {
       if (info.status().code() == Code::kNotFound) return std::optional<ObjectInfo>();
       return info.status();
@@ -177,44 +218,42 @@ class FileStore : public ObjectStore {
 
   // The xattr records which size and mtime its ETag describes, so a file
   // rewritten by another program is detected and rehashed.
-  static std::string EtagRecord(const std::string& etag, const struct stat& st) {
-    return etag + " " + std::to_string(st.st_size) + " " + std::to_string(MtimeNs(st));
+  static std::string EtagRecord(const std::string& etag, const FileStat& st) {
+    return etag + " " + std::to_string(st.size) + " " + std::to_string(MtimeNs(st));
   }
 
-  Result<std::string> EtagOf(int fd, const struct stat& st, const std::string& rel) {
+  Result<std::string> EtagOf(RandomAccessFile& file, const FileStat& st, const std::string& rel) {
     if (xattrs_.load()) {
-      char buf[256];
-      ssize_t n = ::fgetxattr(fd, kEtagXattr, buf, sizeof(buf));
-      if (n > 0) {
-        std::string record(buf, static_cast<size_t>(n));
-        size_t sp = record.find(' ');
-        if (sp != std::string::npos && record.substr(sp) == EtagRecord("", st)) return record.substr(0, sp);
-      } else if (n < 0 && errno == ENOTSUP) {
+      auto record = file.GetXattr(kEtagXattr);
+      if (record.ok()) {
+        size_t sp = record->find(' ');
+        if (sp != std::string::npos && record->substr(sp) == EtagRecord("", st)) return record->substr(0, sp);
+      } else if (record.status().code() == Code::kNotSupported) {
         xattrs_ = false;
       }
     }
     {
       std::lock_guard lock(cache_mu_);
       auto it = etag_cache_.find(rel);
-      if (it != etag_cache_.end() && it->second.ino == st.st_ino &&
-          it->second.size == static_cast<uint64_t>(st.st_size) && it->second.mtime_ns == MtimeNs(st)) {
+      if (it != etag_cache_.end() && it->second.inode == st.inode && it->second.size == st.size &&
+          it->second.mtime_ns == MtimeNs(st)) {
         return it->second.etag;
       }
     }
-    STRATA_ASSIGN_OR_RETURN(std::string etag, Md5HexOfFd(fd, static_cast<uint64_t>(st.st_size), Quote(rel)));
-    RecordEtag(fd, st, rel, etag);
+    STRATA_ASSIGN_OR_RETURN(std::string etag, Md5HexOf(file, st.size, Quote(rel)));
+    RecordEtag(file, st, rel, etag);
     return etag;
   }
 
   // Best effort: a missing record only costs a rehash later.
-  void RecordEtag(int fd, const struct stat& st, const std::string& rel, const std::string& etag) {
+  void RecordEtag(RandomAccessFile& file, const FileStat& st, const std::string& rel, const std::string& etag) {
     if (xattrs_.load()) {
-      std::string record = EtagRecord(etag, st);
-      if (::fsetxattr(fd, kEtagXattr, record.data(), record.size(), 0) != 0 && errno == ENOTSUP) xattrs_ = false;
+      Status set = file.SetXattr(kEtagXattr, EtagRecord(etag, st));
+      if (set.code() == Code::kNotSupported) xattrs_ = false;
     }
     std::lock_guard lock(cache_mu_);
     if (etag_cache_.size() > 100000) etag_cache_.clear();  // a bound, not an LRU: misses only rehash
-    etag_cache_[rel] = CachedEtag{st.st_ino, static_cast<uint64_t>(st.st_size), MtimeNs(st), etag};
+    etag_cache_[rel] = CachedEtag{st.inode, st.size, MtimeNs(st), etag};
   }
 
   void ForgetEtag(const std::string& rel) {
@@ -226,18 +265,19 @@ class FileStore : public ObjectStore {
     return kStaging + "/" + std::string(kind) + "-" + tag_ + "-" + std::to_string(++temp_seq_);
   }
 
-  // Writes a new temp file in the staging dir with `fill`, fsyncs it and
+  // Writes a new temp file in the staging dir with `fill`, syncs it and
   // returns its relative path. The file is removed on failure.
   template <typename Fill>
   Result<std::string> WriteTemp(std::string_view key, Fill fill) {
     std::string tmp = TempName("put");
-    UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (!fd.valid()) return ErrnoToStatus(errno, "creating a temp file for " + Quote(key) + " in " + root_);
-    Status st = fill(fd.get());
-    if (st.ok() && options_.fsync && ::fsync(fd.get()) != 0) st = ErrnoToStatus(errno, "fsync of " + Quote(key));
+    auto file = fs_.CreateExclusive(Abs(tmp));
+    if (!file.ok()) return file.status().WithContext("creating a temp file for " + Quote(key));
+    Status st = fill(**file);
+    if (st.ok() && options_.fsync) st = (*file)->Sync();
+    if (st.ok()) st = (*file)->Close();
     if (!st.ok()) {
-      ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
-      return st;
+      fs_.Remove(Abs(tmp)).IgnoreError();
+      return st.WithContext("writing " + Quote(key));
     }
     return tmp;
   }
@@ -247,16 +287,19 @@ class FileStore : public ObjectStore {
     const std::string rel(key);
     for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
       std::string dir = rel.substr(0, slash);
-      if (::mkdirat(root_fd_.get(), dir.c_str(), 0755) == 0) {
-        created->push_back(dir);
-        continue;
+      auto st = fs_.Stat(Abs(dir));
+      if (st.ok() && st->is_dir) continue;
+      if (st.ok()) return Conflict(key, "key " + Quote(dir) + " is an object");
+      if (st.status().code() != Code::kNotFound) {
+        return st.status().WithContext("creating directory '" + dir + "' for " + Quote(key));
       }
-      if (errno == EEXIST || errno == ENOTDIR) {
-        struct stat st;
-        if (::fstatat(root_fd_.get(), dir.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode)) continue;
+      Status made = fs_.CreateDirs(Abs(dir));
+      // AlreadyExists: a file took the name; NotFound: a file is in the way above it.
+      if (made.code() == Code::kAlreadyExists || made.code() == Code::kNotFound) {
         return Conflict(key, "key " + Quote(dir) + " is an object");
       }
-      return ErrnoToStatus(errno, "creating directory '" + dir + "' for " + Quote(key));
+      STRATA_RETURN_IF_ERROR(made.WithContext("creating directory '" + dir + "' for " + Quote(key)));
+      created->push_back(dir);
     }
     return Status::Ok();
   }
@@ -266,13 +309,14 @@ class FileStore : public ObjectStore {
                             const PutOptions& options) {
     const std::string rel(key);
     auto fail = [&](Status st) -> Result<ObjectInfo> {
-      ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
+      fs_.Remove(Abs(tmp)).IgnoreError();
       return st;
     };
-    UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(), O_RDONLY | O_CLOEXEC));
-    struct stat st;
-    if (!fd.valid() || ::fstat(fd.get(), &st) != 0) return fail(ErrnoToStatus(errno, "reopening temp file"));
-    RecordEtag(fd.get(), st, rel, etag);
+    auto file = fs_.OpenForRead(Abs(tmp));
+    if (!file.ok()) return fail(file.status().WithContext("reopening temp file"));
+    auto st = (*file)->Stat();
+    if (!st.ok()) return fail(st.status().WithContext("reopening temp file"));
+    RecordEtag(**file, *st, rel, etag);
     std::vector<std::string> created;
     {
       std::lock_guard lock(namespace_mu_);
@@ -284,33 +328,44 @@ class FileStore : public ObjectStore {
       }
       Status parents = MakeParents(key, &created);
       if (!parents.ok()) return fail(parents);
-      if (::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), rel.c_str()) != 0) {
-        if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
-          return fail(Conflict(key, "it is a directory prefix of other keys"));
-        }
-        return fail(ErrnoToStatus(errno, "renaming the temp file onto " + Quote(key)));
-      }
+      auto target = fs_.Stat(Abs(rel));
+      if (target.ok() && target->is_dir) return fail(Conflict(key, "it is a directory prefix of other keys"));
+      Status renamed = fs_.Rename(Abs(tmp), Abs(rel));
+      if (!renamed.ok()) return fail(renamed.WithContext("renaming the temp file onto " + Quote(key)));
       // The etag cache is keyed by path; the renamed inode keeps its number.
       std::lock_guard cache_lock(cache_mu_);
-      etag_cache_[rel] = CachedEtag{st.st_ino, static_cast<uint64_t>(st.st_size), MtimeNs(st), etag};
+      etag_cache_[rel] = CachedEtag{st->inode, st->size, MtimeNs(*st), etag};
     }
     if (options_.fsync) {
-      STRATA_RETURN_IF_ERROR(FsyncDir(root_fd_.get(), ParentOf(rel), Quote(key)));
-      for (const auto& dir : created) STRATA_RETURN_IF_ERROR(FsyncDir(root_fd_.get(), ParentOf(dir), Quote(key)));
+      STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(rel))).WithContext("committing " + Quote(key)));
+      for (const auto& dir : created) {
+        STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(dir))).WithContext("committing " + Quote(key)));
+      }
     }
     ObjectInfo info;
     info.key = rel;
-    info.size = static_cast<uint64_t>(st.st_size);
+    info.size = st->size;
     info.etag = etag;
-    info.mtime = ToWallTime(st);
+    info.mtime = st->mtime;
     return info;
+  }
+
+  // Removes the directory `rel` and its files (one level).
+  Status RemoveFlatDir(const std::string& rel) {
+    auto entries = fs_.ListDir(Abs(rel));
+    if (entries.ok()) {
+      for (const DirEntry& e : *entries) fs_.Remove(Abs(rel + "/" + e.name)).IgnoreError();
+    }
+    Status removed = fs_.RemoveDir(Abs(rel));
+    return removed.code() == Code::kNotFound ? Status::Ok() : removed.WithContext("removing " + rel);
   }
 
   Result<Upload> FindUpload(std::string_view key, std::string_view upload_id);
 
   std::string root_;
-  UniqueFd root_fd_;
+  UniqueFd root_fd_;  // for listing (FileCursor), which needs file types the FileSystem does not report
   FileStoreOptions options_;
+  FileSystem& fs_;
   std::atomic<bool> xattrs_;
   std::string tag_;
   std::atomic<uint64_t> temp_seq_{0};
@@ -329,18 +384,18 @@ Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::strin
   if (upload_id.size() != 32 || !IsHex(upload_id)) return missing;
   Upload upload;
   upload.dir = kUploads + "/" + std::string(upload_id);
-  UniqueFd fd(::openat(root_fd_.get(), (upload.dir + "/meta").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return errno == ENOENT ? missing : ErrnoToStatus(errno, "opening upload " + upload.dir);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || st.st_size > 4096) return CorruptionError("bad upload record " + upload.dir);
-  std::string meta(static_cast<size_t>(st.st_size), '\0');
-  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), meta.data(), meta.size(), 0, upload.dir));
+  auto meta = ReadFileToString(fs_, Abs(upload.dir + "/meta"), 4096);
+  if (!meta.ok()) {
+    if (meta.status().code() == Code::kNotFound) return missing;
+    if (meta.status().code() == Code::kInvalidArgument) return CorruptionError("bad upload record " + upload.dir);
+    return meta.status().WithContext("opening upload " + upload.dir);
+  }
   // meta = if_none_match ('0'/'1') '\n' if_match '\n' key
-  size_t nl1 = meta.find('\n'), nl2 = nl1 == std::string::npos ? nl1 : meta.find('\n', nl1 + 1);
+  size_t nl1 = meta->find('\n'), nl2 = nl1 == std::string::npos ? nl1 : meta->find('\n', nl1 + 1);
   if (nl2 == std::string::npos) return CorruptionError("bad upload record " + upload.dir);
-  if (meta.substr(nl2 + 1) != key) return missing;
-  upload.options.if_none_match = meta[0] == '1';
-  upload.options.if_match = meta.substr(nl1 + 1, nl2 - nl1 - 1);
+  if (meta->substr(nl2 + 1) != key) return missing;
+  upload.options.if_none_match = (*meta)[0] == '1';
+  upload.options.if_match = meta->substr(nl1 + 1, nl2 - nl1 - 1);
   return upload;
 }
 
@@ -350,13 +405,10 @@ Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const
   std::random_device rd;
   std::string id = ToHex(Md5(tag_ + std::to_string(++temp_seq_) + std::to_string(rd()) + std::to_string(rd())));
   std::string dir = kUploads + "/" + id;
-  if (::mkdirat(root_fd_.get(), dir.c_str(), 0755) != 0) {
-    return ErrnoToStatus(errno, "creating upload directory for " + Quote(key) + " in " + root_);
-  }
+  STRATA_RETURN_IF_ERROR(fs_.CreateDirs(Abs(dir)).WithContext("creating upload directory for " + Quote(key)));
   std::string meta = std::string(options.if_none_match ? "1" : "0") + "\n" + options.if_match + "\n" + std::string(key);
-  UniqueFd fd(::openat(root_fd_.get(), (dir + "/meta").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd.valid()) return ErrnoToStatus(errno, "creating upload record for " + Quote(key));
-  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), meta.data(), meta.size(), "upload record"));
+  STRATA_RETURN_IF_ERROR(
+      WriteFileAtomic(fs_, Abs(dir + "/meta"), meta).WithContext("creating upload record for " + Quote(key)));
   return id;
 }
 
@@ -368,27 +420,30 @@ Result<std::string> FileStore::UploadPart(std::string_view key, std::string_view
   char number[8];
   std::snprintf(number, sizeof(number), "%05d-", part_number);
   std::string tmp = upload.dir + "/tmp-" + std::to_string(++temp_seq_);
-  UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return NotFoundError("multipart upload for " + Quote(key) + " was aborted (NoSuchUpload)");
-    return ErrnoToStatus(errno, "staging part " + std::to_string(part_number) + " of " + Quote(key));
+  auto file = fs_.CreateExclusive(Abs(tmp));
+  if (!file.ok()) {
+    if (file.status().code() == Code::kNotFound) {
+      return NotFoundError("multipart upload for " + Quote(key) + " was aborted (NoSuchUpload)");
+    }
+    return file.status().WithContext("staging part " + std::to_string(part_number) + " of " + Quote(key));
   }
-  Status st = WriteAll(fd.get(), data.data(), data.size(), Quote(key));
-  if (st.ok() && options_.fsync && ::fsync(fd.get()) != 0) st = ErrnoToStatus(errno, "fsync of a part");
+  Status st = (*file)->Append(data);
+  if (st.ok() && options_.fsync) st = (*file)->Sync();
+  if (st.ok()) st = (*file)->Close();
   std::lock_guard lock(parts_mu_);
   auto entries = ReadSortedDir(root_fd_.get(), upload.dir);
   if (st.ok() && !entries.ok()) st = entries.status();
-  if (st.ok() &&
-      ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), (upload.dir + "/" + number + etag).c_str()) != 0) {
-    st = ErrnoToStatus(errno, "storing part " + std::to_string(part_number) + " of " + Quote(key));
+  if (st.ok()) {
+    st = fs_.Rename(Abs(tmp), Abs(upload.dir + "/" + number + etag))
+             .WithContext("storing part " + std::to_string(part_number) + " of " + Quote(key));
   }
   if (!st.ok()) {
-    ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
+    fs_.Remove(Abs(tmp)).IgnoreError();
     return st;
   }
   for (const FileDirEntry& e : *entries) {  // an earlier upload of the same part number
     if (e.sort_name.compare(0, 6, number) == 0 && e.sort_name != number + etag) {
-      ::unlinkat(root_fd_.get(), (upload.dir + "/" + e.sort_name).c_str(), 0);
+      fs_.Remove(Abs(upload.dir + "/" + e.sort_name)).IgnoreError();
     }
   }
   return etag;
@@ -402,9 +457,9 @@ Result<std::vector<PartInfo>> FileStore::ListParts(std::string_view key, std::st
   for (const FileDirEntry& e : entries) {
     const std::string& name = e.sort_name;
     if (e.is_dir || name.size() != 6 + 32 || name[5] != '-' || !IsHex(name.substr(6))) continue;
-    struct stat st;
-    if (::fstatat(root_fd_.get(), (upload.dir + "/" + name).c_str(), &st, 0) != 0) continue;
-    parts.push_back({std::atoi(name.substr(0, 5).c_str()), name.substr(6), static_cast<uint64_t>(st.st_size)});
+    auto st = fs_.Stat(Abs(upload.dir + "/" + name));
+    if (!st.ok()) continue;
+    parts.push_back({std::atoi(name.substr(0, 5).c_str()), name.substr(6), st->size});
   }
   return parts;  // names sort by part number thanks to the zero padding
 }
@@ -415,59 +470,56 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
   STRATA_ASSIGN_OR_RETURN(std::vector<PartInfo> uploaded, ListParts(key, upload_id));
   STRATA_RETURN_IF_ERROR(CheckCompleteParts(key, parts, uploaded, options_.min_part_size));
   std::vector<std::string> md5s;
-  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](int out) -> Status {
+  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) -> Status {
                             for (const CompletedPart& part : parts) {
                               char name[48];
                               std::string etag(part.etag);
                               etag.erase(std::remove(etag.begin(), etag.end(), '"'), etag.end());
                               std::snprintf(name, sizeof(name), "/%05d-", part.part_number);
-                              std::string path = upload.dir + name + etag;
-                              UniqueFd in(::openat(root_fd_.get(), path.c_str(), O_RDONLY | O_CLOEXEC));
-                              struct stat st;
-                              if (!in.valid() || ::fstat(in.get(), &st) != 0) {
+                              auto in = fs_.OpenForRead(Abs(upload.dir + name + etag));
+                              auto size = in.ok() ? (*in)->Size() : Result<uint64_t>(in.status());
+                              if (!size.ok()) {
                                 return NotFoundError("part " + std::to_string(part.part_number) + " of " + Quote(key) +
                                                      " vanished (upload aborted?)");
                               }
-                              STRATA_RETURN_IF_ERROR(CopyFd(in.get(), out, st.st_size, Quote(key)));
+                              STRATA_RETURN_IF_ERROR(CopyInto(**in, *size, out, Quote(key)));
                               md5s.push_back(etag);
                             }
                             return Status::Ok();
                           }));
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Commit(tmp, key, MultipartEtag(md5s), upload.options));
-  RemoveFlatDir(root_fd_.get(), upload.dir).IgnoreError();  // the object is committed either way
+  RemoveFlatDir(upload.dir).IgnoreError();  // the object is committed either way
   return info;
 }
 
 Status FileStore::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
   std::lock_guard lock(parts_mu_);
-  return RemoveFlatDir(root_fd_.get(), upload.dir);
+  return RemoveFlatDir(upload.dir);
 }
 
 Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view dst_key) {
   STRATA_RETURN_IF_ERROR(ValidateFileKey(src_key));
   STRATA_RETURN_IF_ERROR(ValidateFileKey(dst_key));
   const std::string src(src_key);
-  STRATA_ASSIGN_OR_RETURN(UniqueFd in, OpenObject(src));
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(in.get(), src));
-  STRATA_ASSIGN_OR_RETURN(
-      std::string tmp, WriteTemp(dst_key, [&](int out) { return CopyFd(in.get(), out, info.size, Quote(src_key)); }));
+  STRATA_ASSIGN_OR_RETURN(auto in, OpenObject(src));
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*in, src));
+  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(dst_key, [&](WritableFile& out) {
+                            return CopyInto(*in, info.size, out, Quote(src_key));
+                          }));
   return Commit(tmp, dst_key, info.etag, PutOptions{});
 }
 
 // Temp files of puts that died with their process (a crash between write and
 // rename). A day old is far beyond any live put.
-void RemoveStaleTemps(int root_fd) {
-  auto entries = ReadSortedDir(root_fd, kStaging);
+void RemoveStaleTemps(FileSystem& fs, const std::string& root, Clock& clock) {
+  const std::string staging = root + "/" + kStaging;
+  auto entries = fs.ListDir(staging);
   if (!entries.ok()) return;
-  const auto now = std::chrono::system_clock::now();
-  for (const FileDirEntry& e : *entries) {
-    if (e.is_dir || e.sort_name.compare(0, 4, "put-") != 0) continue;
-    std::string path = kStaging + "/" + e.sort_name;
-    struct stat st;
-    if (::fstatat(root_fd, path.c_str(), &st, 0) == 0 && now - ToWallTime(st) > std::chrono::hours(24)) {
-      ::unlinkat(root_fd, path.c_str(), 0);
-    }
+  const WallTime now = clock.WallNow();
+  for (const DirEntry& e : *entries) {
+    if (e.is_dir || e.name.compare(0, 4, "put-") != 0) continue;
+    if (now - e.mtime > std::chrono::hours(24)) fs.Remove(staging + "/" + e.name).IgnoreError();
   }
 }
 
@@ -498,14 +550,12 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir) { return OpenF
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptions options) {
   if (root_dir.empty()) return InvalidArgumentError("the file store root directory is empty");
   if (root_dir.find('\0') != std::string::npos) return InvalidArgumentError("the file store root holds a NUL byte");
-  // mkdir -p
-  for (size_t slash = root_dir.find('/', 1);; slash = root_dir.find('/', slash + 1)) {
-    std::string dir = root_dir.substr(0, slash);
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoToStatus(errno, "creating file store root '" + root_dir + "' (at '" + dir + "')");
-    }
-    if (slash == std::string::npos) break;
+  FileSystem& fs = options.fs ? *options.fs : DefaultFileSystem();
+  Status made = fs.CreateDirs(root_dir);
+  if (made.code() == Code::kAlreadyExists) {
+    return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
   }
+  STRATA_RETURN_IF_ERROR(made.WithContext("creating file store root '" + root_dir + "'"));
   char resolved[PATH_MAX];
   if (!::realpath(root_dir.c_str(), resolved)) return ErrnoToStatus(errno, "resolving '" + root_dir + "'");
   UniqueFd fd(::open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -513,12 +563,9 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptio
     if (errno == ENOTDIR) return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
     return ErrnoToStatus(errno, "opening file store root '" + root_dir + "'");
   }
-  for (const std::string& dir : {kStaging, kUploads}) {
-    if (::mkdirat(fd.get(), dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoToStatus(errno, "creating '" + dir + "' in file store root '" + root_dir + "'");
-    }
-  }
-  RemoveStaleTemps(fd.get());
+  STRATA_RETURN_IF_ERROR(fs.CreateDirs(std::string(resolved) + "/" + kUploads)
+                             .WithContext("creating '" + kUploads + "' in file store root '" + root_dir + "'"));
+  RemoveStaleTemps(fs, resolved, options.clock ? *options.clock : RealClock());
   return ObjectStorePtr(std::make_shared<FileStore>(resolved, std::move(fd), options));
 }
 

@@ -21,6 +21,8 @@
 
 #include <string>
 
+#include "base/clock.h"
+#include "io/file_system.h"
 #include "object/object_store.h"
 
 namespace strata {
@@ -29,9 +31,13 @@ struct FileStoreOptions {
   bool use_xattrs = true;               // false: ETags only cached in memory (recomputed after restart)
   bool fsync = true;                    // false: skip fsyncs (faster, not crash-safe; tests/bench only)
   uint64_t min_part_size = 5ull << 20;  // S3's
+  // Every read, write, sync, rename and removal goes through `fs` (tests pass
+  // a FaultFileSystem); listing walks the root directory itself. nullptr: DefaultFileSystem().
+  FileSystem* fs = nullptr;
+  Clock* clock = nullptr;  // ages staged temp files; nullptr: RealClock()
 };
 
-// Creates `root_dir` (and parents) if missing. InvalidArgument if it is empty
+// Creates `root_dir` (and parents) if missing; `options.fs` must outlive the store. InvalidArgument if it is empty
 // or not a directory.
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir);
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptions options);

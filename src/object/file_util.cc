@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "base/hash.h"
 #include "object/file_store.h"
 
 namespace strata {
@@ -22,97 +21,6 @@ UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
 
 UniqueFd::~UniqueFd() {
   if (fd_ >= 0) ::close(fd_);
-}
-
-Status WriteAll(int fd, const void* data, size_t size, std::string_view what) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, std::min<size_t>(size, 1 << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoToStatus(errno, "writing " + std::string(what));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
-Status PreadAll(int fd, void* data, size_t size, uint64_t offset, std::string_view what) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    ssize_t n = ::pread(fd, p, std::min<size_t>(size, 1 << 30), static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoToStatus(errno, "reading " + std::string(what));
-    }
-    if (n == 0) return UnavailableError(std::string(what) + " got shorter while being read", "unexpected EOF");
-    p += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
-}
-
-Status CopyFd(int in, int out, uint64_t size, std::string_view what) {
-  loff_t in_off = 0;
-  while (size > 0) {
-    ssize_t n = ::copy_file_range(in, &in_off, out, nullptr, std::min<uint64_t>(size, 1 << 30), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) break;
-    if (n < 0) return ErrnoToStatus(errno, "copying " + std::string(what));
-    if (n == 0) return UnavailableError(std::string(what) + " got shorter while being copied", "unexpected EOF");
-    size -= static_cast<uint64_t>(n);
-  }
-  // Fallback for file systems without copy_file_range.
-  std::vector<char> buf(1 << 20);
-  while (size > 0) {
-    size_t chunk = std::min<uint64_t>(size, buf.size());
-    STRATA_RETURN_IF_ERROR(PreadAll(in, buf.data(), chunk, in_off, what));
-    STRATA_RETURN_IF_ERROR(WriteAll(out, buf.data(), chunk, what));
-    in_off += static_cast<loff_t>(chunk);
-    size -= chunk;
-  }
-  return Status::Ok();
-}
-
-Result<std::string> Md5HexOfFd(int fd, uint64_t size, std::string_view what) {
-  Md5Hasher hasher;
-  std::vector<char> buf(1 << 20);
-  uint64_t offset = 0;
-  while (offset < size) {
-    size_t chunk = std::min<uint64_t>(size - offset, buf.size());
-    STRATA_RETURN_IF_ERROR(PreadAll(fd, buf.data(), chunk, offset, what));
-    hasher.Update(buf.data(), chunk);
-    offset += chunk;
-  }
-  return ToHex(hasher.Finish());
-}
-
-Status FsyncDir(int dir_fd, const std::string& rel, std::string_view what) {
-  UniqueFd fd(::openat(dir_fd, rel.empty() ? "." : rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoToStatus(errno, "opening directory of " + std::string(what) + " to fsync it");
-  if (::fsync(fd.get()) != 0) return ErrnoToStatus(errno, "fsync of the directory of " + std::string(what));
-  return Status::Ok();
-}
-
-Status RemoveFlatDir(int dir_fd, const std::string& rel) {
-  UniqueFd fd(::openat(dir_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoToStatus(errno, "opening " + rel);
-  DIR* dir = ::fdopendir(fd.get());
-  if (!dir) return ErrnoToStatus(errno, "listing " + rel);
-  int dfd = fd.release();
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(dir)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  for (const auto& name : names) ::unlinkat(dfd, name.c_str(), 0);
-  ::closedir(dir);
-  if (::unlinkat(dir_fd, rel.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-    return ErrnoToStatus(errno, "removing " + rel);
-  }
-  return Status::Ok();
 }
 
 Result<std::vector<FileDirEntry>> ReadSortedDir(int root_fd, const std::string& rel) {

@@ -1,6 +1,5 @@
-// POSIX helpers for the file store (internal to object/): whole-buffer
-// reads/writes that retry EINTR and short transfers, MD5 of a file, copying
-// between descriptors, and the ordered directory walk behind List.
+// POSIX helpers for the file store (internal to object/): the ordered
+// directory walk behind List (its reads and writes go through io/FileSystem).
 #pragma once
 
 #include <sys/stat.h>
@@ -35,16 +34,6 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
-
-Status WriteAll(int fd, const void* data, size_t size, std::string_view what);
-// Reads exactly `size` bytes at `offset`; Unavailable if the file got shorter.
-Status PreadAll(int fd, void* data, size_t size, uint64_t offset, std::string_view what);
-// Appends `size` bytes from `in` (starting at its offset 0) to `out`.
-Status CopyFd(int in, int out, uint64_t size, std::string_view what);
-Result<std::string> Md5HexOfFd(int fd, uint64_t size, std::string_view what);
-Status FsyncDir(int dir_fd, const std::string& rel, std::string_view what);
-// Removes the directory `rel` (relative to dir_fd) and its files (one level).
-Status RemoveFlatDir(int dir_fd, const std::string& rel);
 
 // Entries of a directory with the sort keys that make a depth-first walk
 // produce full keys in S3 byte order: a subdirectory "d" sorts as "d/", so

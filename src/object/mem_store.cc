@@ -89,7 +89,10 @@ class MemCursor : public ListCursor {
 class MemStore : public ObjectStore {
  public:
   MemStore(std::string name, std::shared_ptr<MemBucket> bucket, MemStoreOptions options)
-      : name_(std::move(name)), bucket_(std::move(bucket)), options_(options) {}
+      : name_(std::move(name)),
+        bucket_(std::move(bucket)),
+        options_(options),
+        clock_(options_.clock ? *options_.clock : RealClock()) {}
 
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
@@ -210,7 +213,7 @@ class MemStore : public ObjectStore {
   std::string Url() const override { return "mem://" + name_; }
 
  private:
-  Clock& clock() const { return options_.clock ? *options_.clock : RealClock(); }
+  Clock& clock() const { return clock_; }
 
   static Status Missing(std::string_view key) { return NotFoundError("no such key '" + std::string(key) + "'"); }
 
@@ -249,6 +252,7 @@ class MemStore : public ObjectStore {
   std::string name_;
   std::shared_ptr<MemBucket> bucket_;
   MemStoreOptions options_;
+  Clock& clock_;
 };
 
 }  // namespace

@@ -134,7 +134,9 @@ Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock) {
   ObjectStorePtr store;
   if (parsed.scheme == "file") {
     STRATA_RETURN_IF_ERROR(NoMoreParams(url, parsed));
-    STRATA_ASSIGN_OR_RETURN(store, OpenFileStore(parsed.path));
+    FileStoreOptions file_options;
+    file_options.clock = &clock;
+    STRATA_ASSIGN_OR_RETURN(store, OpenFileStore(parsed.path, file_options));
   } else if (parsed.scheme == "mem") {
     STRATA_ASSIGN_OR_RETURN(store, OpenMem(url, parsed));
   } else {
@@ -144,5 +146,7 @@ Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock) {
   if (profile) store = EmulateCloud(std::move(store), *profile, clock);
   return store;
 }
+
+Result<ObjectStorePtr> OpenStore(std::string_view url) { return OpenStore(url, RealClock()); }
 
 }  // namespace strata

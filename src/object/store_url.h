@@ -29,7 +29,8 @@ struct StoreUrl {
 // Pure parsing (no I/O). InvalidArgument naming the URL when malformed.
 Result<StoreUrl> ParseStoreUrl(std::string_view url);
 
-// Opens the store `url` names. Emulated latency sleeps on `clock`.
-Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock = RealClock());
+// Opens the store `url` names. Emulated latency sleeps on `clock` (without it: RealClock()).
+Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock);
+Result<ObjectStorePtr> OpenStore(std::string_view url);
 
 }  // namespace strata

@@ -179,8 +179,10 @@ TEST(StoreWrapper, ObjectDecoratorsKeepCopyAndStreaming) {
   base->caps.min_part_size = 77;
   FakeClock clock(/*auto_advance=*/true);
   CloudProfile profile;
+  FaultConfig no_faults;
+  no_faults.clock = &clock;
   const std::vector<std::pair<std::string, ObjectStorePtr>> decorators = {
-      {"fault", std::make_shared<FaultStore>(base, FaultConfig{}, clock)},
+      {"fault", std::make_shared<FaultStore>(base, no_faults)},
       {"cloud", EmulateCloud(base, profile, clock)},
       {"prefix", MakePrefixStore(base, "p/")},
   };

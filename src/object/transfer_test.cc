@@ -61,7 +61,7 @@ TEST(ParallelGet, PinsTheEtagSoOverwritesCannotMix) {
 TEST(ParallelGet, FirstErrorWins) {
   auto inner = SmallPartStore();
   ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
-  FaultStore store(inner, FaultConfig{}, RealClock());
+  FaultStore store(inner, FaultConfig{});
   store.FailKey("k", UnavailableError("injected"), 1, FaultOp::kGet);
   EXPECT_EQ(ParallelGet(store, "k", 1000, 3).status().code(), Code::kUnavailable);
 }
@@ -247,7 +247,7 @@ TEST(ParallelPut, AbortsOnFailure) {
   EXPECT_EQ(inner->Head("k").status().code(), Code::kNotFound);
 
   // A failing create leaves nothing behind and returns its own error.
-  auto faulty = std::make_shared<FaultStore>(inner, FaultConfig{}, RealClock());
+  auto faulty = std::make_shared<FaultStore>(inner, FaultConfig{});
   FlakyUploads create_fails(faulty);
   faulty->FailKey("k", Status(Code::kThrottled, "slow down"), 1, FaultOp::kMultipart);
   EXPECT_EQ(ParallelPut(create_fails, "k", Buffer::Copy(RandomBytes(5000)), 1000, 2).status().code(), Code::kThrottled);
@@ -321,7 +321,7 @@ TEST(ParallelCopy, RaisesThePartSizeToTheDestinationsLimits) {
 TEST(ParallelCopy, SourceOrDestinationFailureAbortsAndNamesTheSide) {
   auto inner = SmallPartStore();
   ASSERT_TRUE(inner->Put("k", Buffer::Copy(RandomBytes(10'000))).ok());
-  FaultStore src(inner, FaultConfig{}, RealClock());
+  FaultStore src(inner, FaultConfig{});
   src.FailKey("k", UnavailableError("injected"), 1, FaultOp::kGet);
   auto dst_inner = SmallPartStore();
   FlakyUploads dst(dst_inner);
