@@ -376,6 +376,10 @@ Result<std::vector<PartInfo>> CachedStore::ListParts(std::string_view key, std::
   return backend_->ListParts(key, upload_id);
 }
 
+Result<std::vector<UploadInfo>> CachedStore::ListMultipartUploads(std::string_view prefix) {
+  return backend_->ListMultipartUploads(prefix);
+}
+
 Result<ObjectInfo> CachedStore::Copy(std::string_view src_key, std::string_view dst_key) {
   auto r = backend_->Copy(src_key, dst_key);
   Invalidate(std::string(dst_key));

@@ -100,6 +100,7 @@ class CachedStore : public ObjectStore {
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
   uint64_t MinPartSize() const override { return backend_->MinPartSize(); }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
   std::string Url() const override { return url_; }

@@ -57,6 +57,10 @@ class CloudStore : public ObjectStore {
     Pay(0);
     return inner_->ListParts(key, upload_id);
   }
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
+    Pay(0);
+    return inner_->ListMultipartUploads(prefix);
+  }
   uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
   // Server-side: the bytes never cross the emulated network.
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {

@@ -1,5 +1,6 @@
 #include "object/file_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -10,9 +11,11 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
+#include <tuple>
 
 #include "base/hash.h"
 #include "net/uri.h"
@@ -41,6 +44,14 @@ std::string ParentOf(const std::string& rel) {
 
 bool IsHex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// mkdir that accepts an existing directory.
+Status MakeStagingDir(int root_fd, const std::string& rel) {
+  if (::mkdirat(root_fd, rel.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoToStatus(errno, "creating the file store's staging directory '" + rel + "'");
+  }
+  return Status::Ok();
 }
 
 Status Conflict(std::string_view key, const std::string& why) {
@@ -118,6 +129,7 @@ class FileStore : public ObjectStore {
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
   uint64_t MinPartSize() const override { return options_.min_part_size; }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
   std::string Url() const override { return "file://" + UriEncode(root_, /*encode_slash=*/false); }
@@ -125,7 +137,9 @@ class FileStore : public ObjectStore {
  private:
   struct Upload {
     std::string dir;  // relative to the root
+    std::string key;
     PutOptions options;
+    WallTime initiated{};
   };
   struct CachedEtag {
     ino_t ino;
@@ -226,6 +240,10 @@ class FileStore : public ObjectStore {
   Result<std::string> WriteTemp(std::string_view key, Fill fill) {
     std::string tmp = TempName("put");
     UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!fd.valid() && errno == ENOENT) {  // staging is made on the first write, never by a read
+      STRATA_RETURN_IF_ERROR(MakeStagingDir(root_fd_.get(), kStaging));
+      fd = UniqueFd(::openat(root_fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    }
     if (!fd.valid()) return ErrnoToStatus(errno, "creating a temp file for " + Quote(key) + " in " + root_);
     Status st = fill(fd.get());
     if (st.ok() && options_.fsync && ::fsync(fd.get()) != 0) st = ErrnoToStatus(errno, "fsync of " + Quote(key));
@@ -301,6 +319,7 @@ class FileStore : public ObjectStore {
   }
 
   Result<Upload> FindUpload(std::string_view key, std::string_view upload_id);
+  Result<Upload> ReadUpload(std::string_view upload_id, Status missing);
 
   std::string root_;
   UniqueFd root_fd_;
@@ -317,14 +336,13 @@ class FileStore : public ObjectStore {
 // ---- Multipart: parts live in .strata-tmp/uploads/<id>/NNNNN-<md5hex>; the
 // upload's key and conditions in .strata-tmp/uploads/<id>/meta.
 
-Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::string_view upload_id) {
-  Status missing =
-      NotFoundError("no multipart upload '" + std::string(upload_id) + "' for " + Quote(key) + " (NoSuchUpload)");
+Result<FileStore::Upload> FileStore::ReadUpload(std::string_view upload_id, Status missing) {
   if (upload_id.size() != 32 || !IsHex(upload_id)) return missing;
   Upload upload;
   upload.dir = kUploads + "/" + std::string(upload_id);
   UniqueFd fd(::openat(root_fd_.get(), (upload.dir + "/meta").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return errno == ENOENT ? missing : ErrnoToStatus(errno, "opening upload " + upload.dir);
+  if (!fd.valid())
+    return errno == ENOENT || errno == ENOTDIR ? missing : ErrnoToStatus(errno, "opening upload " + upload.dir);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0 || st.st_size > 4096) return CorruptionError("bad upload record " + upload.dir);
   std::string meta(static_cast<size_t>(st.st_size), '\0');
@@ -332,10 +350,42 @@ Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::strin
   // meta = if_none_match ('0'/'1') '\n' if_match '\n' key
   size_t nl1 = meta.find('\n'), nl2 = nl1 == std::string::npos ? nl1 : meta.find('\n', nl1 + 1);
   if (nl2 == std::string::npos) return CorruptionError("bad upload record " + upload.dir);
-  if (meta.substr(nl2 + 1) != key) return missing;
+  upload.key = meta.substr(nl2 + 1);
   upload.options.if_none_match = meta[0] == '1';
   upload.options.if_match = meta.substr(nl1 + 1, nl2 - nl1 - 1);
+  upload.initiated = ToWallTime(st);
   return upload;
+}
+
+Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::string_view upload_id) {
+  Status missing =
+      NotFoundError("no multipart upload '" + std::string(upload_id) + "' for " + Quote(key) + " (NoSuchUpload)");
+  STRATA_ASSIGN_OR_RETURN(Upload upload, ReadUpload(upload_id, missing));
+  if (upload.key != key) return missing;
+  return upload;
+}
+
+Result<std::vector<UploadInfo>> FileStore::ListMultipartUploads(std::string_view prefix) {
+  std::vector<UploadInfo> uploads;
+  auto entries = ReadSortedDir(root_fd_.get(), kUploads);
+  if (!entries.ok()) {
+    if (entries.status().code() == Code::kNotFound) return uploads;  // nothing was ever uploaded
+    return entries.status();
+  }
+  for (const FileDirEntry& e : *entries) {
+    if (!e.is_dir) continue;
+    std::string id = e.sort_name.substr(0, e.sort_name.size() - 1);  // directories sort as "name/"
+    auto upload = ReadUpload(id, NotFoundError("gone"));
+    if (!upload.ok()) {
+      if (upload.status().code() == Code::kNotFound) continue;  // not an upload, or finished meanwhile
+      return upload.status();
+    }
+    if (upload->key.starts_with(prefix)) uploads.push_back({upload->key, id, upload->initiated});
+  }
+  std::stable_sort(uploads.begin(), uploads.end(), [](const UploadInfo& a, const UploadInfo& b) {
+    return std::tie(a.key, a.initiated) < std::tie(b.key, b.initiated);
+  });
+  return uploads;
 }
 
 Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
@@ -344,7 +394,13 @@ Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const
   std::random_device rd;
   std::string id = ToHex(Md5(tag_ + std::to_string(++temp_seq_) + std::to_string(rd()) + std::to_string(rd())));
   std::string dir = kUploads + "/" + id;
-  if (::mkdirat(root_fd_.get(), dir.c_str(), 0755) != 0) {
+  int made = ::mkdirat(root_fd_.get(), dir.c_str(), 0755);
+  if (made != 0 && errno == ENOENT) {  // staging is made on the first upload, never by a read
+    STRATA_RETURN_IF_ERROR(MakeStagingDir(root_fd_.get(), kStaging));
+    STRATA_RETURN_IF_ERROR(MakeStagingDir(root_fd_.get(), kUploads));
+    made = ::mkdirat(root_fd_.get(), dir.c_str(), 0755);
+  }
+  if (made != 0) {
     return ErrnoToStatus(errno, "creating upload directory for " + Quote(key) + " in " + root_);
   }
   std::string meta = std::string(options.if_none_match ? "1" : "0") + "\n" + options.if_match + "\n" + std::string(key);
@@ -487,6 +543,37 @@ Status ValidateFileKey(std::string_view key) {
   return Status::Ok();
 }
 
+Status RemoveEmptyFileStore(const std::string& root_dir) {
+  UniqueFd fd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT || errno == ENOTDIR) return NotFoundError("no file store at '" + root_dir + "'");
+    return ErrnoToStatus(errno, "opening file store '" + root_dir + "'");
+  }
+  DIR* dir = ::fdopendir(fd.get());
+  if (!dir) return ErrnoToStatus(errno, "listing file store '" + root_dir + "'");
+  fd.release();
+  bool has_keys = false;
+  errno = 0;
+  while (dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != ".." && name != kFileStoreStagingDir) has_keys = true;
+  }
+  int read_errno = errno;
+  ::closedir(dir);
+  if (read_errno != 0) return ErrnoToStatus(read_errno, "listing file store '" + root_dir + "'");
+  auto not_empty = [&] { return Status(Code::kPreconditionFailed, "file store '" + root_dir + "' is not empty"); };
+  if (has_keys) return not_empty();
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(root_dir) / kFileStoreStagingDir, ec);
+  if (ec) return ErrnoToStatus(ec.value(), "removing the staging directory of '" + root_dir + "'");
+  if (::rmdir(root_dir.c_str()) != 0) {
+    if (errno == ENOENT) return NotFoundError("no file store at '" + root_dir + "'");
+    if (errno == ENOTEMPTY || errno == EEXIST) return not_empty();  // a key arrived meanwhile
+    return ErrnoToStatus(errno, "removing file store '" + root_dir + "'");
+  }
+  return Status::Ok();
+}
+
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir) { return OpenFileStore(root_dir, {}); }
 
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptions options) {
@@ -507,11 +594,8 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptio
     if (errno == ENOTDIR) return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
     return ErrnoToStatus(errno, "opening file store root '" + root_dir + "'");
   }
-  for (const std::string& dir : {kStaging, kUploads}) {
-    if (::mkdirat(fd.get(), dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoToStatus(errno, "creating '" + dir + "' in file store root '" + root_dir + "'");
-    }
-  }
+  // The staging directory is made by the first write: opening (to list or
+  // read) leaves the tree as it was.
   RemoveStaleTemps(fd.get());
   return ObjectStorePtr(std::make_shared<FileStore>(resolved, std::move(fd), options));
 }

@@ -9,6 +9,10 @@ Result<ObjectInfo> ObjectStore::Copy(std::string_view src_key, std::string_view 
   return Put(dst_key, std::move(src.data));
 }
 
+Result<std::vector<UploadInfo>> ObjectStore::ListMultipartUploads(std::string_view /*prefix*/) {
+  return NotSupportedError("listing multipart uploads is not supported by " + Url());
+}
+
 Status ValidateKey(std::string_view key) {
   if (key.empty()) return InvalidArgumentError("object key is empty");
   if (key.size() > 1024) return InvalidArgumentError("object key is longer than 1024 bytes");

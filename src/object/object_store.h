@@ -82,6 +82,12 @@ struct PartInfo {
   uint64_t size = 0;
 };
 
+struct UploadInfo {  // an in-progress multipart upload
+  std::string key;
+  std::string upload_id;
+  WallTime initiated{};
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -111,6 +117,9 @@ class ObjectStore {
   virtual Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) = 0;
   virtual Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) = 0;
   virtual uint64_t MinPartSize() const { return 5ull << 20; }
+  // In-progress uploads whose key starts with `prefix`, sorted by key, then by
+  // initiation. The default: NotSupported (decorators must forward it).
+  virtual Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix);
 
   // Server-side copy where the backend has one; the default reads and writes.
   virtual Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key);

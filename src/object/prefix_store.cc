@@ -55,6 +55,11 @@ class PrefixStore : public ObjectStore {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override {
     return inner_->ListParts(Full(key), upload_id);
   }
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
+    STRATA_ASSIGN_OR_RETURN(std::vector<UploadInfo> uploads, inner_->ListMultipartUploads(Full(prefix)));
+    for (UploadInfo& u : uploads) u.key.erase(0, prefix_.size());
+    return uploads;
+  }
   uint64_t MinPartSize() const override { return inner_->MinPartSize(); }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
