@@ -162,17 +162,13 @@ Status BucketSet::Delete(const std::string& bucket) {
         .WithForeignCode("MethodNotAllowed");
   }
   if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
-  std::string dir = file_root_ + "/" + bucket;
-  // The file store's staging directory is not content.
-  std::string staging = dir + "/" + std::string(kFileStoreStagingDir);
-  ::rmdir(staging.c_str());
-  if (::rmdir(dir.c_str()) != 0) {
-    if (errno == ENOENT) return NoSuchBucket(bucket);
-    if (errno == ENOTEMPTY || errno == EEXIST) {
-      return PreconditionFailedError("bucket " + bucket + " is not empty").WithForeignCode("BucketNotEmpty");
-    }
-    return ErrnoToStatus(errno, "removing bucket directory " + dir);
+  // The file store's staging (temp files, in-progress uploads) is not content.
+  Status st = RemoveEmptyFileStore(file_root_ + "/" + bucket);
+  if (st.code() == Code::kNotFound) return NoSuchBucket(bucket);
+  if (st.code() == Code::kPreconditionFailed) {
+    return PreconditionFailedError("bucket " + bucket + " is not empty").WithForeignCode("BucketNotEmpty");
   }
+  STRATA_RETURN_IF_ERROR(st);
   file_open_.erase(bucket);
   return Status::Ok();
 }

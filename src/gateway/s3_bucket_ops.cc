@@ -45,6 +45,14 @@ std::string MaybeEncode(bool url, const std::string& s) { return url ? UriEncode
 
 void OwnerXml(XmlWriter& w) { w.Open("Owner").Element("ID", kOwner).Element("DisplayName", kOwner).Close(); }
 
+// The last key or common prefix of a page (what the next page starts after).
+std::string LastListed(const ListResult& r) {
+  std::string next;
+  if (!r.objects.empty()) next = r.objects.back().key;
+  if (!r.common_prefixes.empty() && r.common_prefixes.back() > next) next = r.common_prefixes.back();
+  return next;
+}
+
 std::string ListV1Xml(const std::string& bucket, const ListOptions& o, const std::string& marker, int max_keys,
                       bool url, const ListResult& r) {
   XmlWriter w;
@@ -54,12 +62,7 @@ std::string ListV1Xml(const std::string& bucket, const ListOptions& o, const std
   if (!o.delimiter.empty()) w.Element("Delimiter", MaybeEncode(url, o.delimiter));
   if (url) w.Element("EncodingType", "url");
   w.Element("IsTruncated", r.truncated ? "true" : "false");
-  if (r.truncated) {
-    std::string next;
-    if (!r.objects.empty()) next = r.objects.back().key;
-    if (!r.common_prefixes.empty() && r.common_prefixes.back() > next) next = r.common_prefixes.back();
-    w.Element("NextMarker", MaybeEncode(url, next));
-  }
+  if (r.truncated) w.Element("NextMarker", MaybeEncode(url, LastListed(r)));
   for (const auto& obj : r.objects) {
     w.Open("Contents").Element("Key", MaybeEncode(url, obj.key)).Element("LastModified", FormatIso8601(obj.mtime));
     w.Element("ETag", Quote(obj.etag)).Element("Size", std::to_string(obj.size));
@@ -68,6 +71,30 @@ std::string ListV1Xml(const std::string& bucket, const ListOptions& o, const std
   }
   for (const auto& p : r.common_prefixes) w.Open("CommonPrefixes").Element("Prefix", MaybeEncode(url, p)).Close();
   return w.Finish();
+}
+
+Result<bool> UrlEncoding(const Ctx& ctx) {
+  const std::string* e = ctx.Query("encoding-type");
+  if (!e) return false;
+  if (*e != "url") return InvalidArg("Invalid Encoding Method specified in Request");
+  return true;
+}
+
+// Lists after `marker`; a marker that is a common prefix (a NextMarker)
+// skips everything under it.
+void StartAfterMarker(const std::string& marker, ListOptions* o) {
+  o->start_after = marker;
+  if (!o->delimiter.empty() && marker.ends_with(o->delimiter) && marker.starts_with(o->prefix)) {
+    o->start_after += kAfterAll;
+  }
+}
+
+Result<ListResult> ListPage(ObjectStore& store, ListOptions o, int max_keys) {
+  if (max_keys <= 0) return ListResult{};
+  o.max_keys = max_keys;
+  auto listed = store.List(o);
+  if (!listed.ok() && listed.status().code() == Code::kInvalidArgument) return InvalidArg(listed.status().message());
+  return listed;
 }
 
 }  // namespace
@@ -144,11 +171,7 @@ Status GetAcl(Ctx& ctx) {
 Status ListObjects(Ctx& ctx, bool v2) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(int max_keys, MaxKeys(ctx));
-  bool url = false;
-  if (const std::string* e = ctx.Query("encoding-type")) {
-    if (*e != "url") return InvalidArg("Invalid Encoding Method specified in Request");
-    url = true;
-  }
+  STRATA_ASSIGN_OR_RETURN(bool url, UrlEncoding(ctx));
   ListOptions o;
   if (const std::string* p = ctx.Query("prefix")) o.prefix = *p;
   if (const std::string* d = ctx.Query("delimiter")) o.delimiter = *d;
@@ -163,21 +186,10 @@ Status ListObjects(Ctx& ctx, bool v2) {
     }
     if (const std::string* s = ctx.Query("start-after")) start_after = o.start_after = *s;
   } else if (const std::string* m = ctx.Query("marker")) {
-    marker = o.start_after = *m;
-    // A marker that is a common prefix (V1 NextMarker) skips everything under it.
-    if (!o.delimiter.empty() && marker.ends_with(o.delimiter) && marker.starts_with(o.prefix)) {
-      o.start_after += kAfterAll;
-    }
+    marker = *m;
+    StartAfterMarker(marker, &o);
   }
-  ListResult r;
-  if (max_keys > 0) {
-    auto listed = store->List(o);
-    if (!listed.ok()) {
-      if (listed.status().code() == Code::kInvalidArgument) return InvalidArg(listed.status().message());
-      return listed.status();
-    }
-    r = std::move(listed).value();
-  }
+  STRATA_ASSIGN_OR_RETURN(ListResult r, ListPage(*store, o, max_keys));
   if (!v2) {
     ctx.Xml(ListV1Xml(ctx.target.bucket, o, marker, max_keys, url, r));
     return Status::Ok();
@@ -196,6 +208,75 @@ Status ListObjects(Ctx& ctx, bool v2) {
   x.common_prefixes = std::move(r.common_prefixes);
   x.key_count = static_cast<int>(x.contents.size() + x.common_prefixes.size());
   ctx.Xml(EncodeListObjectsV2(x));
+  return Status::Ok();
+}
+
+}  // namespace strata::gw
+
+namespace strata::gw {
+
+// Unversioned buckets seen through the versioning API: every object is its
+// one version, "null", and the latest.
+Status ListObjectVersions(Ctx& ctx) {
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  STRATA_ASSIGN_OR_RETURN(int max_keys, MaxKeys(ctx));
+  STRATA_ASSIGN_OR_RETURN(bool url, UrlEncoding(ctx));
+  ListOptions o;
+  if (const std::string* p = ctx.Query("prefix")) o.prefix = *p;
+  if (const std::string* d = ctx.Query("delimiter")) o.delimiter = *d;
+  const std::string* km = ctx.Query("key-marker");
+  const std::string* vm = ctx.Query("version-id-marker");
+  std::string key_marker = km ? *km : "", version_marker = vm ? *vm : "";
+  if (!version_marker.empty()) {
+    if (key_marker.empty()) return InvalidArg("A version-id marker cannot be specified without a key marker.");
+    if (version_marker != "null") return InvalidArg("Invalid version id specified");
+  }
+  // The only version of key-marker is "null", so both markers mean: after key-marker.
+  if (!key_marker.empty()) StartAfterMarker(key_marker, &o);
+  STRATA_ASSIGN_OR_RETURN(ListResult r, ListPage(*store, o, max_keys));
+  XmlWriter w;
+  w.Open("ListVersionsResult", {{"xmlns", std::string(kS3XmlNamespace)}});
+  w.Element("Name", ctx.target.bucket).Element("Prefix", MaybeEncode(url, o.prefix));
+  w.Element("KeyMarker", MaybeEncode(url, key_marker)).Element("VersionIdMarker", version_marker);
+  w.Element("MaxKeys", std::to_string(max_keys));
+  if (!o.delimiter.empty()) w.Element("Delimiter", MaybeEncode(url, o.delimiter));
+  if (url) w.Element("EncodingType", "url");
+  w.Element("IsTruncated", r.truncated ? "true" : "false");
+  if (r.truncated) {
+    std::string next = LastListed(r);
+    w.Element("NextKeyMarker", MaybeEncode(url, next));
+    if (!r.objects.empty() && r.objects.back().key == next) w.Element("NextVersionIdMarker", "null");
+  }
+  for (const auto& obj : r.objects) {
+    w.Open("Version").Element("Key", MaybeEncode(url, obj.key)).Element("VersionId", "null");
+    w.Element("IsLatest", "true").Element("LastModified", FormatIso8601(obj.mtime));
+    w.Element("ETag", Quote(obj.etag)).Element("Size", std::to_string(obj.size));
+    OwnerXml(w);
+    w.Element("StorageClass", "STANDARD").Close();
+  }
+  for (const auto& p : r.common_prefixes) w.Open("CommonPrefixes").Element("Prefix", MaybeEncode(url, p)).Close();
+  ctx.Xml(w.Finish());
+  return Status::Ok();
+}
+
+// Versioning cannot be turned on: the stores keep one version per key.
+// Suspended is what the bucket already is, so it is accepted.
+Status PutBucketVersioning(Ctx& ctx) {
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  auto doc = ParseXml(ctx.body.view());
+  if (!doc.ok() || doc->LocalName() != "VersioningConfiguration") {
+    return S3Error(Code::kInvalidArgument, "MalformedXML",
+                   "The XML you provided was not well-formed or did not validate against our published schema.");
+  }
+  std::string status = doc->ChildText("Status"), mfa = doc->ChildText("MfaDelete");
+  if (status == "Enabled" || mfa == "Enabled") {
+    return S3Error(Code::kNotSupported, "NotImplemented",
+                   "Bucket versioning is not kept by this gateway: every object has one version, \"null\". "
+                   "Only Suspended versioning is accepted.");
+  }
+  if (!status.empty() && status != "Suspended") {
+    return S3Error(Code::kInvalidArgument, "MalformedXML", "Versioning Status must be Enabled or Suspended.");
+  }
   return Status::Ok();
 }
 

@@ -99,6 +99,10 @@ bool IsPlainParam(std::string_view name) {
                                                 "uploadId",
                                                 "max-parts",
                                                 "part-number-marker",
+                                                "key-marker",
+                                                "version-id-marker",
+                                                "upload-id-marker",
+                                                "max-uploads",
                                                 "response-content-type",
                                                 "response-content-language",
                                                 "response-expires",
@@ -169,9 +173,13 @@ Status DispatchObject(Ctx& ctx) {
 Status DispatchBucket(Ctx& ctx) {
   const std::string& m = ctx.req.method;
   if (m == "GET") {
-    if (auto* sub = UnknownSubresource(ctx, {"location", "versioning", "acl"})) return NotImplemented(ctx, *sub);
+    if (auto* sub = UnknownSubresource(ctx, {"location", "versioning", "versions", "uploads", "acl"})) {
+      return NotImplemented(ctx, *sub);
+    }
     if (ctx.HasQuery("location")) return (ctx.resp.op = "GetBucketLocation", GetBucketLocation(ctx));
     if (ctx.HasQuery("versioning")) return (ctx.resp.op = "GetBucketVersioning", GetBucketVersioning(ctx));
+    if (ctx.HasQuery("versions")) return (ctx.resp.op = "ListObjectVersions", ListObjectVersions(ctx));
+    if (ctx.HasQuery("uploads")) return (ctx.resp.op = "ListMultipartUploads", ListMultipartUploads(ctx));
     if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetBucketAcl", GetAcl(ctx));
     const std::string* lt = ctx.Query("list-type");
     bool v2 = lt && *lt == "2";
@@ -180,7 +188,8 @@ Status DispatchBucket(Ctx& ctx) {
   }
   if (m == "HEAD") return (ctx.resp.op = "HeadBucket", HeadBucket(ctx));
   if (m == "PUT") {
-    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
+    if (auto* sub = UnknownSubresource(ctx, {"versioning"})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("versioning")) return (ctx.resp.op = "PutBucketVersioning", PutBucketVersioning(ctx));
     return (ctx.resp.op = "CreateBucket", CreateBucket(ctx));
   }
   if (m == "DELETE") {

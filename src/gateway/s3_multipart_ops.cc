@@ -1,5 +1,6 @@
 // Multipart upload: create, upload part (and part copy), complete, abort,
 // list parts.
+#include <algorithm>
 #include <charconv>
 
 #include "gateway/s3_ops.h"
@@ -149,6 +150,11 @@ Status CompleteMultipartUpload(Ctx& ctx) {
     }
     parts.push_back({p.part_number, Unquote(p.etag)});
   }
+  // Checked just before completing, not atomically with it: the stores take
+  // conditions at CreateMultipartUpload only, so a write racing this one is
+  // not detected (AWS would answer 409 ConditionalRequestConflict).
+  STRATA_ASSIGN_OR_RETURN(PutOptions conditions, WriteConditions(ctx));
+  STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, conditions));
   auto info = store->CompleteMultipartUpload(ctx.target.key, upload_id, parts);
   if (!info.ok()) return LiftS3Code(info.status(), "NoSuchUpload");
   const std::string* host = ctx.Header("host");
@@ -201,6 +207,112 @@ Status ListParts(Ctx& ctx) {
   }
   if (!r.parts.empty()) r.next_part_number_marker = r.parts.back().part_number;
   ctx.Xml(EncodeListParts(r));
+  return Status::Ok();
+}
+
+}  // namespace strata::gw
+
+namespace strata::gw {
+
+// ListMultipartUploads over the store's sorted list of uploads: prefix,
+// delimiter roll-up, key-marker / upload-id-marker and max-uploads as S3.
+Status ListMultipartUploads(Ctx& ctx) {
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  auto q = [&](const char* name) {
+    const std::string* v = ctx.Query(name);
+    return v ? *v : std::string();
+  };
+  std::string prefix = q("prefix"), delimiter = q("delimiter"), key_marker = q("key-marker"),
+              id_marker = q("upload-id-marker"), encoding = q("encoding-type");
+  if (!encoding.empty() && encoding != "url") {
+    return S3Error(Code::kInvalidArgument, "InvalidArgument", "Invalid Encoding Method specified in Request");
+  }
+  bool url = !encoding.empty();
+  int max_uploads = 1000;
+  if (const std::string* m = ctx.Query("max-uploads")) {
+    int n = 0;
+    auto [p, ec] = std::from_chars(m->data(), m->data() + m->size(), n);
+    if (ec != std::errc() || p != m->data() + m->size() || n < 0) {
+      return S3Error(Code::kInvalidArgument, "InvalidArgument",
+                     "Provided max-uploads not an integer or within integer range");
+    }
+    max_uploads = std::min(n, 1000);
+  }
+  auto listed = store->ListMultipartUploads(prefix);
+  if (!listed.ok()) {
+    if (listed.status().code() == Code::kNotSupported) {
+      return S3Error(Code::kNotSupported, "NotImplemented", listed.status().message());
+    }
+    return listed.status();
+  }
+  // Where to start: after (key-marker, upload-id-marker) in listing order, or
+  // after every upload of key-marker (and under it, when it is a common prefix).
+  std::vector<UploadInfo>& all = *listed;
+  size_t start = 0;
+  if (!key_marker.empty()) {
+    bool marker_is_prefix = !delimiter.empty() && key_marker.ends_with(delimiter) && key_marker.starts_with(prefix);
+    auto after_key = [&](const UploadInfo& u) {
+      return u.key > key_marker && !(marker_is_prefix && u.key.starts_with(key_marker));
+    };
+    start = all.size();
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (after_key(all[i])) {
+        start = i;
+        break;
+      }
+    }
+    if (!id_marker.empty()) {
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (all[i].key == key_marker && all[i].upload_id == id_marker) {
+          start = i + 1;
+          break;
+        }
+      }
+    }
+  }
+  auto enc = [&](const std::string& s) { return url ? UriEncode(s, /*encode_slash=*/false) : s; };
+  std::vector<const UploadInfo*> uploads;
+  std::vector<std::string> prefixes;
+  bool truncated = false;
+  std::string next_key, next_id;
+  for (size_t i = start; i < all.size(); ++i) {
+    const UploadInfo& u = all[i];
+    std::string rolled;
+    if (!delimiter.empty()) {
+      size_t d = u.key.find(delimiter, prefix.size());
+      if (d != std::string::npos) rolled = u.key.substr(0, d + delimiter.size());
+    }
+    if (!rolled.empty() && !prefixes.empty() && prefixes.back() == rolled) continue;
+    if (static_cast<int>(uploads.size() + prefixes.size()) >= max_uploads) {
+      truncated = true;
+      break;
+    }
+    if (!rolled.empty()) {
+      prefixes.push_back(rolled);
+      next_key = rolled;
+      next_id.clear();
+    } else {
+      uploads.push_back(&u);
+      next_key = u.key;
+      next_id = u.upload_id;
+    }
+  }
+  XmlWriter w;
+  w.Open("ListMultipartUploadsResult", {{"xmlns", std::string(kS3XmlNamespace)}});
+  w.Element("Bucket", ctx.target.bucket).Element("KeyMarker", enc(key_marker)).Element("UploadIdMarker", id_marker);
+  if (truncated) w.Element("NextKeyMarker", enc(next_key)).Element("NextUploadIdMarker", next_id);
+  if (!delimiter.empty()) w.Element("Delimiter", enc(delimiter));
+  w.Element("Prefix", enc(prefix)).Element("MaxUploads", std::to_string(max_uploads));
+  if (url) w.Element("EncodingType", "url");
+  w.Element("IsTruncated", truncated ? "true" : "false");
+  for (const UploadInfo* u : uploads) {
+    w.Open("Upload").Element("Key", enc(u->key)).Element("UploadId", u->upload_id);
+    w.Open("Initiator").Element("ID", "strata").Element("DisplayName", "strata").Close();
+    w.Open("Owner").Element("ID", "strata").Element("DisplayName", "strata").Close();
+    w.Element("StorageClass", "STANDARD").Element("Initiated", FormatIso8601(u->initiated)).Close();
+  }
+  for (const auto& p : prefixes) w.Open("CommonPrefixes").Element("Prefix", enc(p)).Close();
+  ctx.Xml(w.Finish());
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // Object operations: GET/HEAD (streamed, ranged, conditional), PUT, copy,
 // delete, multi-delete.
 #include <algorithm>
+#include <charconv>
 
 #include "base/log.h"
 #include "gateway/s3_ops.h"
@@ -120,9 +121,31 @@ Result<std::pair<std::string, std::string>> ParseCopySource(const Ctx& ctx) {
   return std::make_pair(std::string(s.substr(0, slash)), std::string(s.substr(slash + 1)));
 }
 
+// Buckets are unversioned: "null" names the one version of every object.
+Status CheckVersionId(const Ctx& ctx) {
+  const std::string* v = ctx.Query("versionId");
+  if (v && *v != "null") return S3Error(Code::kInvalidArgument, "InvalidArgument", "Invalid version id specified");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status GetObject(Ctx& ctx, bool head) {
+  STRATA_RETURN_IF_ERROR(CheckVersionId(ctx));
+  // The stores do not keep part boundaries, so ?partNumber= is answered as
+  // RGW does for such objects: part 1 is the whole object (without
+  // x-amz-mp-parts-count), any other part is not satisfiable.
+  int part_number = 0;
+  if (const std::string* p = ctx.Query("partNumber")) {
+    auto [end, ec] = std::from_chars(p->data(), p->data() + p->size(), part_number);
+    if (ec != std::errc() || end != p->data() + p->size() || part_number < 1 || part_number > 10000) {
+      return S3Error(Code::kInvalidArgument, "InvalidArgument", "Part number must be an integer between 1 and 10000.");
+    }
+    if (ctx.Header("range")) {
+      return S3Error(Code::kInvalidArgument, "InvalidRequest",
+                     "Cannot specify both Range header and partNumber query parameter");
+    }
+  }
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   const std::string& key = ctx.target.key;
   std::unique_ptr<ReadStream> stream;
@@ -146,6 +169,9 @@ Status GetObject(Ctx& ctx, bool head) {
     resp.send_body = false;
     ObjectHeaders(ctx, info);
     return Status::Ok();
+  }
+  if (part_number > 1) {
+    return S3Error(Code::kOutOfRange, "InvalidPartNumber", "The requested partnumber is not satisfiable");
   }
   uint64_t begin = 0, end = info.size;
   bool ranged = false;
@@ -175,18 +201,61 @@ Status GetObject(Ctx& ctx, bool head) {
   return Status::Ok();
 }
 
+namespace {
+Status PreconditionFailed() {
+  return S3Error(Code::kPreconditionFailed, "PreconditionFailed",
+                 "At least one of the pre-conditions you specified did not hold");
+}
+
+// A store's PreconditionFailed for a write, in AWS's terms.
+Status WriteConditionFailed(const Ctx& ctx, ObjectStore& store, const PutOptions& o, Status failed) {
+  if (failed.code() != Code::kPreconditionFailed) return failed;
+  // AWS answers If-Match on a missing key with NoSuchKey, not 412.
+  if (!o.if_match.empty()) {
+    auto current = store.Head(ctx.target.key);
+    if (!current.ok() && current.status().code() == Code::kNotFound) {
+      return S3Error(Code::kNotFound, "NoSuchKey", "The specified key does not exist.");
+    }
+  }
+  return PreconditionFailed();
+}
+
+}  // namespace
+
+Result<PutOptions> WriteConditions(const Ctx& ctx) {
+  PutOptions o;
+  if (const std::string* m = ctx.Header("if-match")) o.if_match = Unquote(*m);
+  if (const std::string* n = ctx.Header("if-none-match")) {
+    if (*n != "*") {
+      return S3Error(Code::kNotSupported, "NotImplemented",
+                     "A header you provided implies functionality that is not implemented: If-None-Match on a "
+                     "write supports only \"*\"");
+    }
+    o.if_none_match = true;
+  }
+  return o;
+}
+
+Status CheckWriteConditions(const Ctx& ctx, ObjectStore& store, const PutOptions& o) {
+  if (o.if_match.empty() && !o.if_none_match) return Status::Ok();
+  auto current = store.Head(ctx.target.key);
+  if (!current.ok() && current.status().code() != Code::kNotFound) return current.status();
+  if (o.if_none_match && current.ok()) return PreconditionFailed();
+  if (!o.if_match.empty()) {
+    if (!current.ok()) return S3Error(Code::kNotFound, "NoSuchKey", "The specified key does not exist.");
+    if (!EtagListMatches(o.if_match, current->etag)) return PreconditionFailed();
+  }
+  return Status::Ok();
+}
+
 Status PutObject(Ctx& ctx) {
   STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  PutOptions o;
+  STRATA_ASSIGN_OR_RETURN(PutOptions o, WriteConditions(ctx));
   if (const std::string* ct = ctx.Header("content-type")) o.content_type = *ct;
-  if (const std::string* m = ctx.Header("if-match")) o.if_match = Unquote(*m);
-  if (const std::string* n = ctx.Header("if-none-match")) {
-    if (*n != "*") return S3Error(Code::kNotSupported, "NotImplemented", "If-None-Match on PUT supports only \"*\"");
-    o.if_none_match = true;
-  }
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, store->Put(ctx.target.key, ctx.body, o));
-  ctx.resp.headers.emplace_back("ETag", Quote(info.etag));
+  auto info = store->Put(ctx.target.key, ctx.body, o);
+  if (!info.ok()) return WriteConditionFailed(ctx, *store, o, info.status());
+  ctx.resp.headers.emplace_back("ETag", Quote(info->etag));
   return Status::Ok();
 }
 
@@ -228,10 +297,12 @@ Status CopyObject(Ctx& ctx) {
 }
 
 Status DeleteObject(Ctx& ctx) {
+  STRATA_RETURN_IF_ERROR(CheckVersionId(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   Status st = store->Delete(ctx.target.key);
   // A key the backend cannot hold cannot exist: deleting it succeeds, as for any missing key.
   if (!st.ok() && st.code() != Code::kInvalidArgument) return st;
+  if (ctx.HasQuery("versionId")) ctx.resp.headers.emplace_back("x-amz-version-id", "null");
   ctx.resp.status = 204;
   return Status::Ok();
 }
@@ -241,14 +312,23 @@ Status DeleteObjects(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(DeleteRequest request, DecodeDeleteRequest(ctx.body.view()));
   DeleteResult result;
-  for (const auto& key : request.keys) {
+  for (size_t i = 0; i < request.keys.size(); ++i) {
+    const std::string& key = request.keys[i];
+    const std::string& version = i < request.version_ids.size() ? request.version_ids[i] : std::string();
+    if (!version.empty() && version != "null") {  // the only version an unversioned bucket has
+      result.errors.push_back({key, "NoSuchVersion", "The specified version does not exist.", version});
+      continue;
+    }
     Status st = store->Delete(key);
     if (st.ok() || st.code() == Code::kInvalidArgument || st.code() == Code::kNotFound) {
-      if (!request.quiet) result.deleted.push_back(key);
+      if (!request.quiet) {
+        result.deleted.push_back(key);
+        result.deleted_version_ids.push_back(version);
+      }
       continue;
     }
     S3ErrorInfo e = S3ErrorForStatus(st);
-    result.errors.push_back({key, e.code, st.message()});
+    result.errors.push_back({key, e.code, st.message(), version});
   }
   ctx.Xml(EncodeDeleteResult(result));
   return Status::Ok();

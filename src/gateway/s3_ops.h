@@ -44,6 +44,13 @@ std::string Unquote(std::string_view etag);  // strips quotes and a W/ prefix
 // Checks Content-MD5 (when present) against ctx.body: InvalidDigest / BadDigest.
 Status CheckContentMd5(const Ctx& ctx);
 
+// If-Match / If-None-Match of a write (PutObject, CompleteMultipartUpload):
+// NotImplemented for If-None-Match other than "*".
+Result<PutOptions> WriteConditions(const Ctx& ctx);
+// Checks them against the current object, as AWS answers: PreconditionFailed,
+// or NoSuchKey for If-Match on a missing key.
+Status CheckWriteConditions(const Ctx& ctx, ObjectStore& store, const PutOptions& o);
+
 // Object operations (s3_object_ops.cc).
 Status GetObject(Ctx& ctx, bool head);
 Status PutObject(Ctx& ctx);
@@ -57,6 +64,7 @@ Status UploadPart(Ctx& ctx);
 Status CompleteMultipartUpload(Ctx& ctx);
 Status AbortMultipartUpload(Ctx& ctx);
 Status ListParts(Ctx& ctx);
+Status ListMultipartUploads(Ctx& ctx);
 
 // Bucket operations (s3_bucket_ops.cc).
 Status ListBuckets(Ctx& ctx);
@@ -65,6 +73,8 @@ Status CreateBucket(Ctx& ctx);
 Status DeleteBucket(Ctx& ctx);
 Status GetBucketLocation(Ctx& ctx);
 Status GetBucketVersioning(Ctx& ctx);
+Status PutBucketVersioning(Ctx& ctx);
+Status ListObjectVersions(Ctx& ctx);
 Status GetAcl(Ctx& ctx);
 Status ListObjects(Ctx& ctx, bool v2);
 

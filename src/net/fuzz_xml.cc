@@ -43,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)strata::DecodeCompleteMultipartUploadResult(in);
   (void)strata::DecodeListParts(in);
   (void)strata::DecodeDeleteRequest(in);
+  (void)strata::DecodeListMultipartUploads(in);
   (void)strata::DecodeDeleteResult(in);
   (void)strata::DecodeCopyObjectResult(in);
 

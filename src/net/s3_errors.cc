@@ -35,6 +35,7 @@ constexpr S3CodeInfo kCodes[] = {
     {"ConditionalRequestConflict", 409, Code::kPreconditionFailed, true},
     {"NotModified", 304, Code::kNotModified, {}},
     {"InvalidRange", 416, Code::kOutOfRange, {}},
+    {"InvalidPartNumber", 416, Code::kOutOfRange, {}},
     {"SlowDown", 503, Code::kThrottled, {}},
     {"ServiceUnavailable", 503, Code::kThrottled, {}},
     {"TooManyRequests", 429, Code::kThrottled, {}},

@@ -292,12 +292,35 @@ Result<ListPartsResult> DecodeListParts(std::string_view xml) {
   return r;
 }
 
+// ---- ListMultipartUploads ----
+
+Result<ListMultipartUploadsResult> DecodeListMultipartUploads(std::string_view xml) {
+  STRATA_ASSIGN_OR_RETURN(XmlElement root, ParseRoot(xml, "ListMultipartUploadsResult"));
+  ListMultipartUploadsResult r;
+  STRATA_RETURN_IF_ERROR(ParseBool(root, "IsTruncated", &r.is_truncated));
+  r.next_key_marker = root.ChildText("NextKeyMarker");
+  r.next_upload_id_marker = root.ChildText("NextUploadIdMarker");
+  for (const XmlElement* u : root.Children("Upload")) {
+    S3UploadEntry entry;
+    entry.key = u->ChildText("Key");
+    entry.upload_id = u->ChildText("UploadId");
+    if (entry.key.empty() || entry.upload_id.empty()) return Malformed("<Upload> without a <Key> or <UploadId>");
+    STRATA_RETURN_IF_ERROR(ParseTime(*u, "Initiated", &entry.initiated));
+    r.uploads.push_back(std::move(entry));
+  }
+  return r;
+}
+
 // ---- DeleteObjects ----
 
 std::string EncodeDeleteRequest(const DeleteRequest& req) {
   XmlWriter w = Begin("Delete");
   if (req.quiet) w.Element("Quiet", "true");
-  for (const auto& k : req.keys) w.Open("Object").Element("Key", k).Close();
+  for (size_t i = 0; i < req.keys.size(); ++i) {
+    w.Open("Object").Element("Key", req.keys[i]);
+    if (i < req.version_ids.size() && !req.version_ids[i].empty()) w.Element("VersionId", req.version_ids[i]);
+    w.Close();
+  }
   return w.Finish();
 }
 
@@ -310,15 +333,24 @@ Result<DeleteRequest> DecodeDeleteRequest(std::string_view xml) {
     if (key == nullptr || key->text.empty()) return Malformed("<Object> without a <Key>");
     if (req.keys.size() == 1000) return Malformed("DeleteObjects accepts at most 1000 keys");
     req.keys.push_back(key->text);
+    req.version_ids.push_back(o->ChildText("VersionId"));
   }
   return req;
 }
 
 std::string EncodeDeleteResult(const DeleteResult& r) {
   XmlWriter w = Begin("DeleteResult");
-  for (const auto& k : r.deleted) w.Open("Deleted").Element("Key", k).Close();
+  for (size_t i = 0; i < r.deleted.size(); ++i) {
+    w.Open("Deleted").Element("Key", r.deleted[i]);
+    if (i < r.deleted_version_ids.size() && !r.deleted_version_ids[i].empty()) {
+      w.Element("VersionId", r.deleted_version_ids[i]);
+    }
+    w.Close();
+  }
   for (const auto& e : r.errors) {
-    w.Open("Error").Element("Key", e.key).Element("Code", e.code).Element("Message", e.message).Close();
+    w.Open("Error").Element("Key", e.key);
+    if (!e.version_id.empty()) w.Element("VersionId", e.version_id);
+    w.Element("Code", e.code).Element("Message", e.message).Close();
   }
   return w.Finish();
 }
@@ -326,9 +358,12 @@ std::string EncodeDeleteResult(const DeleteResult& r) {
 Result<DeleteResult> DecodeDeleteResult(std::string_view xml) {
   STRATA_ASSIGN_OR_RETURN(XmlElement root, ParseRoot(xml, "DeleteResult"));
   DeleteResult r;
-  for (const XmlElement* d : root.Children("Deleted")) r.deleted.push_back(d->ChildText("Key"));
+  for (const XmlElement* d : root.Children("Deleted")) {
+    r.deleted.push_back(d->ChildText("Key"));
+    r.deleted_version_ids.push_back(d->ChildText("VersionId"));
+  }
   for (const XmlElement* e : root.Children("Error")) {
-    r.errors.push_back({e->ChildText("Key"), e->ChildText("Code"), e->ChildText("Message")});
+    r.errors.push_back({e->ChildText("Key"), e->ChildText("Code"), e->ChildText("Message"), e->ChildText("VersionId")});
   }
   return r;
 }

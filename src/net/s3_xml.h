@@ -109,10 +109,25 @@ struct ListPartsResult {
 std::string EncodeListParts(const ListPartsResult& result);
 Result<ListPartsResult> DecodeListParts(std::string_view xml);
 
+// ListMultipartUploads answer (the parts a client of it reads).
+struct S3UploadEntry {
+  std::string key;
+  std::string upload_id;
+  WallTime initiated{};
+};
+struct ListMultipartUploadsResult {
+  bool is_truncated = false;
+  std::string next_key_marker;
+  std::string next_upload_id_marker;
+  std::vector<S3UploadEntry> uploads;
+};
+Result<ListMultipartUploadsResult> DecodeListMultipartUploads(std::string_view xml);
+
 // DeleteObjects request body.
 struct DeleteRequest {
   bool quiet = false;
   std::vector<std::string> keys;
+  std::vector<std::string> version_ids;  // decoded: parallel to keys, "" where none was given
 };
 std::string EncodeDeleteRequest(const DeleteRequest& request);
 // Rejects more than 1000 keys (S3's limit) and empty keys.
@@ -122,10 +137,12 @@ struct DeleteError {
   std::string key;
   std::string code;
   std::string message;
+  std::string version_id;  // "" when the request named none
 };
 struct DeleteResult {
   std::vector<std::string> deleted;
   std::vector<DeleteError> errors;
+  std::vector<std::string> deleted_version_ids;  // parallel to deleted when not empty; "" where none
 };
 std::string EncodeDeleteResult(const DeleteResult& result);
 Result<DeleteResult> DecodeDeleteResult(std::string_view xml);

@@ -162,23 +162,27 @@ TEST(S3Xml, Multipart) {
 }
 
 TEST(S3Xml, DeleteObjectsAndCopy) {
-  auto req = DecodeDeleteRequest(EncodeDeleteRequest({true, {"a", "b<c", "d e"}}));
+  auto req = DecodeDeleteRequest(EncodeDeleteRequest({true, {"a", "b<c", "d e"}, {"", "null", ""}}));
   ASSERT_TRUE(req.ok());
   EXPECT_TRUE(req->quiet);
   EXPECT_EQ(req->keys, (std::vector<std::string>{"a", "b<c", "d e"}));
+  EXPECT_EQ(req->version_ids, (std::vector<std::string>{"", "null", ""}));
   auto loud = DecodeDeleteRequest(
       "<Delete "
       "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Object><Key>x</Key><VersionId>1</VersionId></Object></"
       "Delete>");
   ASSERT_TRUE(loud.ok());
   EXPECT_FALSE(loud->quiet);
+  EXPECT_EQ(loud->version_ids, std::vector<std::string>{"1"});
 
-  DeleteResult r{{"a", "b"}, {{"c", "AccessDenied", "Access Denied"}}};
+  DeleteResult r{{"a", "b"}, {{"c", "AccessDenied", "Access Denied", "v1"}}, {"null", ""}};
   auto d = DecodeDeleteResult(EncodeDeleteResult(r));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->deleted, r.deleted);
   ASSERT_EQ(d->errors.size(), 1u);
   EXPECT_EQ(d->errors[0].code, "AccessDenied");
+  EXPECT_EQ(d->errors[0].version_id, "v1");
+  EXPECT_EQ(d->deleted_version_ids, r.deleted_version_ids);
 
   CopyObjectResult cr{"\"9b2cf535f27731c974343645a3985328\"", T("2009-10-28T22:32:00.000Z")};
   auto c = DecodeCopyObjectResult(EncodeCopyObjectResult(cr));

@@ -58,6 +58,10 @@ class CloudStore : public StoreWrapper {
     Pay(0);
     return base_->ListParts(key, upload_id);
   }
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
+    Pay(0);
+    return base_->ListMultipartUploads(prefix);
+  }
   // Server-side: the bytes never cross the emulated network.
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
     Pay(0);

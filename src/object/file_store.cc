@@ -1,5 +1,6 @@
 #include "object/file_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -9,9 +10,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
+#include <tuple>
 
 #include "base/hash.h"
 #include "io/durable.h"
@@ -154,6 +157,7 @@ class FileStore : public ObjectStore {
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
   StoreCapabilities Capabilities() const override {
     StoreCapabilities caps;
     caps.directory_markers = false;  // "dir/" would be a file and a directory at once
@@ -167,7 +171,9 @@ class FileStore : public ObjectStore {
  private:
   struct Upload {
     std::string dir;  // relative to the root
+    std::string key;
     PutOptions options;
+    WallTime initiated{};
   };
   struct CachedEtag {
     uint64_t inode;
@@ -271,6 +277,10 @@ class FileStore : public ObjectStore {
   Result<std::string> WriteTemp(std::string_view key, Fill fill) {
     std::string tmp = TempName("put");
     auto file = fs_.CreateExclusive(Abs(tmp));
+    if (file.status().code() == Code::kNotFound) {  // staging is made on the first write, never by a read
+      STRATA_RETURN_IF_ERROR(fs_.CreateDirs(Abs(kStaging)).WithContext("creating the staging directory"));
+      file = fs_.CreateExclusive(Abs(tmp));
+    }
     if (!file.ok()) return file.status().WithContext("creating a temp file for " + Quote(key));
     Status st = fill(**file);
     if (st.ok() && options_.fsync) st = (*file)->Sync();
@@ -361,6 +371,7 @@ class FileStore : public ObjectStore {
   }
 
   Result<Upload> FindUpload(std::string_view key, std::string_view upload_id);
+  Result<Upload> ReadUpload(std::string_view upload_id, Status missing);
 
   std::string root_;
   UniqueFd root_fd_;  // for listing (FileCursor), which needs file types the FileSystem does not report
@@ -378,25 +389,55 @@ class FileStore : public ObjectStore {
 // ---- Multipart: parts live in .strata-tmp/uploads/<id>/NNNNN-<md5hex>; the
 // upload's key and conditions in .strata-tmp/uploads/<id>/meta.
 
-Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::string_view upload_id) {
-  Status missing =
-      NotFoundError("no multipart upload '" + std::string(upload_id) + "' for " + Quote(key) + " (NoSuchUpload)");
+Result<FileStore::Upload> FileStore::ReadUpload(std::string_view upload_id, Status missing) {
   if (upload_id.size() != 32 || !IsHex(upload_id)) return missing;
   Upload upload;
   upload.dir = kUploads + "/" + std::string(upload_id);
   auto meta = ReadFileToString(fs_, Abs(upload.dir + "/meta"), 4096);
   if (!meta.ok()) {
-    if (meta.status().code() == Code::kNotFound) return missing;
+    if (meta.status().code() == Code::kNotFound) return missing;  // ENOENT and ENOTDIR
     if (meta.status().code() == Code::kInvalidArgument) return CorruptionError("bad upload record " + upload.dir);
     return meta.status().WithContext("opening upload " + upload.dir);
   }
   // meta = if_none_match ('0'/'1') '\n' if_match '\n' key
   size_t nl1 = meta->find('\n'), nl2 = nl1 == std::string::npos ? nl1 : meta->find('\n', nl1 + 1);
   if (nl2 == std::string::npos) return CorruptionError("bad upload record " + upload.dir);
-  if (meta->substr(nl2 + 1) != key) return missing;
+  upload.key = meta->substr(nl2 + 1);
   upload.options.if_none_match = (*meta)[0] == '1';
   upload.options.if_match = meta->substr(nl1 + 1, nl2 - nl1 - 1);
+  auto st = fs_.Stat(Abs(upload.dir + "/meta"));
+  if (st.ok()) upload.initiated = st->mtime;
   return upload;
+}
+
+Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::string_view upload_id) {
+  Status missing =
+      NotFoundError("no multipart upload '" + std::string(upload_id) + "' for " + Quote(key) + " (NoSuchUpload)");
+  STRATA_ASSIGN_OR_RETURN(Upload upload, ReadUpload(upload_id, missing));
+  if (upload.key != key) return missing;
+  return upload;
+}
+
+Result<std::vector<UploadInfo>> FileStore::ListMultipartUploads(std::string_view prefix) {
+  std::vector<UploadInfo> uploads;
+  auto entries = fs_.ListDir(Abs(kUploads));
+  if (!entries.ok()) {
+    if (entries.status().code() == Code::kNotFound) return uploads;  // nothing was ever uploaded
+    return entries.status();
+  }
+  for (const DirEntry& e : *entries) {
+    if (!e.is_dir) continue;
+    auto upload = ReadUpload(e.name, NotFoundError("gone"));
+    if (!upload.ok()) {
+      if (upload.status().code() == Code::kNotFound) continue;  // not an upload, or finished meanwhile
+      return upload.status();
+    }
+    if (upload->key.starts_with(prefix)) uploads.push_back({upload->key, e.name, upload->initiated});
+  }
+  std::stable_sort(uploads.begin(), uploads.end(), [](const UploadInfo& a, const UploadInfo& b) {
+    return std::tie(a.key, a.initiated) < std::tie(b.key, b.initiated);
+  });
+  return uploads;
 }
 
 Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
@@ -545,6 +586,37 @@ Status ValidateFileKey(std::string_view key) {
   return Status::Ok();
 }
 
+Status RemoveEmptyFileStore(const std::string& root_dir) {
+  UniqueFd fd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT || errno == ENOTDIR) return NotFoundError("no file store at '" + root_dir + "'");
+    return ErrnoToStatus(errno, "opening file store '" + root_dir + "'");
+  }
+  DIR* dir = ::fdopendir(fd.get());
+  if (!dir) return ErrnoToStatus(errno, "listing file store '" + root_dir + "'");
+  fd.release();
+  bool has_keys = false;
+  errno = 0;
+  while (dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != ".." && name != kFileStoreStagingDir) has_keys = true;
+  }
+  int read_errno = errno;
+  ::closedir(dir);
+  if (read_errno != 0) return ErrnoToStatus(read_errno, "listing file store '" + root_dir + "'");
+  auto not_empty = [&] { return PreconditionFailedError("file store '" + root_dir + "' is not empty"); };
+  if (has_keys) return not_empty();
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(root_dir) / kFileStoreStagingDir, ec);
+  if (ec) return ErrnoToStatus(ec.value(), "removing the staging directory of '" + root_dir + "'");
+  if (::rmdir(root_dir.c_str()) != 0) {
+    if (errno == ENOENT) return NotFoundError("no file store at '" + root_dir + "'");
+    if (errno == ENOTEMPTY || errno == EEXIST) return not_empty();  // a key arrived meanwhile
+    return ErrnoToStatus(errno, "removing file store '" + root_dir + "'");
+  }
+  return Status::Ok();
+}
+
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir) { return OpenFileStore(root_dir, {}); }
 
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptions options) {
@@ -563,8 +635,8 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptio
     if (errno == ENOTDIR) return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
     return ErrnoToStatus(errno, "opening file store root '" + root_dir + "'");
   }
-  STRATA_RETURN_IF_ERROR(fs.CreateDirs(std::string(resolved) + "/" + kUploads)
-                             .WithContext("creating '" + kUploads + "' in file store root '" + root_dir + "'"));
+  // The staging directory is made by the first write: opening (to list or
+  // read) leaves the tree as it was.
   RemoveStaleTemps(fs, resolved, options.clock ? *options.clock : RealClock());
   return ObjectStorePtr(std::make_shared<FileStore>(resolved, std::move(fd), options));
 }

@@ -16,6 +16,7 @@
 // Empty directories left by deletes are removed; temp files of crashed puts
 // are removed when a store is opened a day later. Abandoned multipart uploads
 // stay in .strata-tmp/uploads until aborted (S3 needs a lifecycle rule too).
+// Staging is created by the first write: reads and listings create nothing.
 // Thread-safe.
 #pragma once
 
@@ -44,6 +45,12 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptio
 
 // The key rules above (after ValidateKey's).
 Status ValidateFileKey(std::string_view key);
+
+// Removes the file store rooted at `root_dir` when it holds no keys; its
+// staging directory (temp files, in-progress multipart uploads, which S3 also
+// drops with their bucket) goes with it. PreconditionFailed when anything else
+// is in it, NotFound when there is no such directory.
+Status RemoveEmptyFileStore(const std::string& root_dir);
 
 // The hidden staging directory inside the root, never listed.
 inline constexpr std::string_view kFileStoreStagingDir = ".strata-tmp";

@@ -58,7 +58,7 @@ TEST_F(FileStoreTest, KeysAreRelativePaths) {
   ASSERT_TRUE(store_->Put("a/b/c.txt", Buffer::Copy("hello")).ok());
   EXPECT_EQ(ReadFile(root_ / "a/b/c.txt"), "hello");
   // Nothing is left behind in staging.
-  EXPECT_TRUE(fs::is_empty(root_ / ".strata-tmp/uploads"));
+  EXPECT_FALSE(fs::exists(root_ / ".strata-tmp/uploads"));
   size_t staged = 0;
   for (const auto& e : fs::directory_iterator(root_ / ".strata-tmp")) staged += e.is_regular_file();
   EXPECT_EQ(staged, 0u);
@@ -245,8 +245,41 @@ TEST(OpenFileStore, RootMustBeADirectory) {
   auto fresh = fs::temp_directory_path() / ("strata-fresh-" + std::to_string(::getpid())) / "nested";
   auto created = OpenFileStore(fresh.string());
   ASSERT_TRUE(created.ok()) << created.status();
-  EXPECT_TRUE(fs::is_directory(fresh / ".strata-tmp"));
+  EXPECT_TRUE(fs::is_empty(fresh)) << "opening a store must not create its staging directory";
   fs::remove_all(fresh.parent_path());
+}
+
+// A plain directory tree served as a store stays as it was after reads and
+// listings: nothing is created in it (a bucket must stay deletable).
+TEST_F(FileStoreTest, ReadsAndListingsCreateNothing) {
+  auto tree = root_ / "tree";
+  WriteFile(tree / "x/y", "y");
+  auto store = OpenFileStore(tree.string());
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->List({}).ok());
+  ASSERT_TRUE((*store)->Head("x/y").ok());
+  EXPECT_EQ((*store)->ListParts("x/y", std::string(32, 'a')).status().code(), Code::kNotFound);
+  std::vector<std::string> names;
+  for (const auto& e : fs::recursive_directory_iterator(tree)) names.push_back(fs::relative(e.path(), tree).string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "x/y"}));
+}
+
+TEST_F(FileStoreTest, RemoveEmptyFileStoreIgnoresStagingOnly) {
+  auto dir = root_ / "bucket";
+  auto store = OpenFileStore(dir.string());
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Put("k", Buffer::Copy("v")).ok());
+  auto upload = (*store)->CreateMultipartUpload("pending");
+  ASSERT_TRUE(upload.ok()) << upload.status();
+  ASSERT_TRUE((*store)->UploadPart("pending", *upload, 1, Buffer::Copy("part")).ok());
+  EXPECT_EQ(RemoveEmptyFileStore(dir.string()).code(), Code::kPreconditionFailed);
+  EXPECT_TRUE(fs::exists(dir / "k"));
+  ASSERT_TRUE((*store)->Delete("k").ok());
+  // Only staging and an in-progress upload are left: the store is empty, as a bucket is on S3.
+  EXPECT_TRUE(RemoveEmptyFileStore(dir.string()).ok());
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(RemoveEmptyFileStore(dir.string()).code(), Code::kNotFound);
 }
 
 }  // namespace

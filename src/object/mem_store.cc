@@ -1,8 +1,10 @@
 #include "object/mem_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "base/hash.h"
 #include "object/list_util.h"
@@ -24,6 +26,8 @@ struct MemUpload {
   std::string key;
   PutOptions options;
   std::map<int, MemPart> parts;
+  WallTime initiated{};
+  uint64_t seq = 0;  // creation order, for ties in `initiated`
 };
 
 // The shared state behind one store name.
@@ -146,7 +150,7 @@ class MemStore : public ObjectStore {
     // Ids are unique per bucket and never reused, so a stale id stays unknown.
     std::string id = "mem-" + std::to_string(bucket_->next_upload++) + "-" +
                      ToHex(Md5(std::string(key) + std::to_string(bucket_->next_upload))).substr(0, 8);
-    bucket_->uploads[id] = MemUpload{std::string(key), options, {}};
+    bucket_->uploads[id] = MemUpload{std::string(key), options, {}, clock().WallNow(), bucket_->next_upload};
     return id;
   }
 
@@ -198,6 +202,20 @@ class MemStore : public ObjectStore {
     caps.server_side_copy = true;
     caps.min_part_size = options_.min_part_size;
     return caps;
+  }
+
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
+    std::lock_guard lock(bucket_->mu);
+    std::vector<std::pair<uint64_t, UploadInfo>> found;
+    for (const auto& [id, upload] : bucket_->uploads) {
+      if (upload.key.starts_with(prefix)) found.push_back({upload.seq, {upload.key, id, upload.initiated}});
+    }
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.second.key, a.first) < std::tie(b.second.key, b.first);
+    });
+    std::vector<UploadInfo> uploads;
+    for (auto& f : found) uploads.push_back(std::move(f.second));
+    return uploads;
   }
 
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {

@@ -23,6 +23,10 @@ Status ObjectStore::ReadRangeTo(std::string_view key, std::string_view etag, uin
   return consume(offset, got.data.data(), got.data.size());
 }
 
+Result<std::vector<UploadInfo>> ObjectStore::ListMultipartUploads(std::string_view /*prefix*/) {
+  return NotSupportedError("listing multipart uploads is not supported by " + Url());
+}
+
 Status ValidateKey(std::string_view key) {
   if (key.empty()) return InvalidArgumentError("object key is empty");
   if (key.size() > 1024) return InvalidArgumentError("object key is longer than 1024 bytes");

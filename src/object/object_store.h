@@ -108,6 +108,12 @@ struct StoreCapabilities {
 // static type); the non-virtual overloads supply the usual ones. Classes that
 // override a virtual and are called through their own type add
 // `using ObjectStore::Get;` (etc.) so the overloads stay visible.
+struct UploadInfo {  // an in-progress multipart upload
+  std::string key;
+  std::string upload_id;
+  WallTime initiated{};
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -140,6 +146,9 @@ class ObjectStore {
   virtual Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) = 0;
   virtual Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) = 0;
   uint64_t MinPartSize() const { return Capabilities().min_part_size; }
+  // In-progress uploads whose key starts with `prefix`, sorted by key, then by
+  // initiation. The default: NotSupported (decorators must forward it).
+  virtual Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix);
 
   // Server-side copy where the backend has one (Capabilities().server_side_copy);
   // the default reads and writes.

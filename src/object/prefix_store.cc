@@ -56,6 +56,11 @@ class PrefixStore : public StoreWrapper {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override {
     return base_->ListParts(Full(key), upload_id);
   }
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
+    STRATA_ASSIGN_OR_RETURN(std::vector<UploadInfo> uploads, base_->ListMultipartUploads(Full(prefix)));
+    for (UploadInfo& u : uploads) u.key.erase(0, prefix_.size());
+    return uploads;
+  }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
     STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));

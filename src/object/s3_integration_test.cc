@@ -94,6 +94,7 @@ ConformanceCase S3rverCase() {
   c.supports_if_match = false;
   c.supports_conditional_put = false;
   c.supports_list_parts = false;
+  c.supports_list_uploads = false;
   c.supports_abort = false;
   c.supports_suffix_range = false;
   return c;

@@ -138,6 +138,7 @@ class S3Store : public ObjectStore {
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
   std::string Url() const override { return S3ConfigUrl(r_->config()); }
   StoreCapabilities Capabilities() const override {
@@ -625,6 +626,33 @@ Result<std::vector<PartInfo>> S3Store::ListParts(std::string_view key, std::stri
     marker = decoded->next_part_number_marker;
   }
   return Status(Code::kCorruption, "ListParts " + r_->Resource(full) + ": too many pages");
+}
+
+Result<std::vector<UploadInfo>> S3Store::ListMultipartUploads(std::string_view prefix) {
+  const std::string& base = cfg().prefix;
+  std::vector<UploadInfo> out;
+  std::string key_marker, id_marker;
+  for (int page = 0; page < 100000; ++page) {
+    S3Call call = MakeCall("ListMultipartUploads", "GET", std::nullopt, {{"uploads", ""}});
+    if (!base.empty() || !prefix.empty()) call.query.emplace_back("prefix", base + std::string(prefix));
+    if (!key_marker.empty()) call.query.emplace_back("key-marker", key_marker);
+    if (!id_marker.empty()) call.query.emplace_back("upload-id-marker", id_marker);
+    STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+    auto decoded = DecodeListMultipartUploads(resp.body.view());
+    if (!decoded.ok()) return decoded.status().WithContext("ListMultipartUploads " + r_->Resource(base));
+    for (auto& u : decoded->uploads) {
+      if (u.key.compare(0, base.size(), base) != 0 || u.key.size() == base.size()) continue;
+      out.push_back(UploadInfo{u.key.substr(base.size()), std::move(u.upload_id), u.initiated});
+    }
+    if (!decoded->is_truncated) return out;
+    if (decoded->next_key_marker.empty() ||
+        (decoded->next_key_marker == key_marker && decoded->next_upload_id_marker == id_marker)) {
+      return Status(Code::kCorruption, "ListMultipartUploads: truncated but the marker did not advance");
+    }
+    key_marker = decoded->next_key_marker;
+    id_marker = decoded->next_upload_id_marker;
+  }
+  return Status(Code::kCorruption, "ListMultipartUploads: too many pages");
 }
 
 Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_key) {

@@ -51,6 +51,9 @@ class StoreWrapper : public ObjectStore {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override {
     return base_->ListParts(key, upload_id);
   }
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
+    return base_->ListMultipartUploads(prefix);
+  }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
     return base_->Copy(src_key, dst_key);
   }

@@ -68,6 +68,10 @@ class RecordingBase : public ObjectStore {
     Record("ListParts", key);
     return std::vector<PartInfo>{};
   }
+  Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
+    Record("ListMultipartUploads", prefix);
+    return std::vector<UploadInfo>{};
+  }
   Result<ObjectInfo> Copy(std::string_view, std::string_view dst_key) override { return Info("Copy", dst_key); }
   Status ReadRangeTo(std::string_view key, std::string_view, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {
@@ -130,6 +134,7 @@ TEST(StoreWrapper, ForwardsEveryMethodToTheBase) {
   EXPECT_EQ(store.CompleteMultipartUpload("m", "id", {})->etag, "CompleteMultipartUpload");
   EXPECT_TRUE(store.AbortMultipartUpload("a", "id").ok());
   EXPECT_TRUE(store.ListParts("lp", "id").ok());
+  EXPECT_TRUE(store.ListMultipartUploads("lu").ok());
   EXPECT_EQ(store.Copy("src", "dst")->etag, "Copy");
   EXPECT_EQ(ReadRange(store, "r", 0, 3), "sss");
   EXPECT_EQ(store.Url(), "recording://");
@@ -139,7 +144,7 @@ TEST(StoreWrapper, ForwardsEveryMethodToTheBase) {
   EXPECT_EQ(base->calls(),
             (std::vector<std::string>{"Get g", "Head h", "List l", "Put p", "Delete d", "CreateMultipartUpload c",
                                       "UploadPart u", "CompleteMultipartUpload m", "AbortMultipartUpload a",
-                                      "ListParts lp", "Copy dst", "ReadRangeTo r"}));
+                                      "ListParts lp", "ListMultipartUploads lu", "Copy dst", "ReadRangeTo r"}));
 }
 
 TEST(StoreWrapper, KeepsServerSideCopyInsteadOfReadingAndWriting) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <set>
 
 #include "base/hash.h"
 
@@ -411,6 +412,42 @@ TEST_P(ObjectStoreConformance, ListParts) {
   EXPECT_EQ((*parts)[1].size, 10u);
   EXPECT_EQ((*parts)[1].etag, *e3);
   EXPECT_TRUE(store_->AbortMultipartUpload("mp/parts", *id).ok());
+}
+
+TEST_P(ObjectStoreConformance, ListMultipartUploads) {
+  if (!GetParam().supports_list_uploads) GTEST_SKIP() << "backend cannot list uploads";
+  auto none = store_->ListMultipartUploads("");
+  ASSERT_OK(none);
+  EXPECT_TRUE(none->empty());
+  auto b = store_->CreateMultipartUpload("up/b");
+  auto a1 = store_->CreateMultipartUpload("up/a");
+  auto a2 = store_->CreateMultipartUpload("up/a");
+  auto other = store_->CreateMultipartUpload("other");
+  ASSERT_OK(b);
+  ASSERT_OK(a1);
+  ASSERT_OK(a2);
+  ASSERT_OK(other);
+  auto listed = store_->ListMultipartUploads("up/");
+  ASSERT_OK(listed);
+  ASSERT_EQ(listed->size(), 3u);
+  EXPECT_EQ((*listed)[0].key, "up/a");
+  EXPECT_EQ((*listed)[1].key, "up/a");
+  EXPECT_EQ((*listed)[2].key, "up/b");
+  EXPECT_EQ((*listed)[2].upload_id, *b);
+  std::set<std::string> a_ids{(*listed)[0].upload_id, (*listed)[1].upload_id};
+  EXPECT_EQ(a_ids, (std::set<std::string>{*a1, *a2}));
+  // Finished and aborted uploads are no longer listed.
+  auto part = store_->UploadPart("up/b", *b, 1, Buffer::Copy("b"));
+  ASSERT_OK(part);
+  ASSERT_OK(store_->CompleteMultipartUpload("up/b", *b, {{1, *part}}));
+  ASSERT_TRUE(store_->AbortMultipartUpload("up/a", *a1).ok());
+  auto after = store_->ListMultipartUploads("");
+  ASSERT_OK(after);
+  std::vector<std::pair<std::string, std::string>> left;
+  for (const auto& u : *after) left.push_back({u.key, u.upload_id});
+  EXPECT_EQ(left, (std::vector<std::pair<std::string, std::string>>{{"other", *other}, {"up/a", *a2}}));
+  EXPECT_TRUE(store_->AbortMultipartUpload("up/a", *a2).ok());
+  EXPECT_TRUE(store_->AbortMultipartUpload("other", *other).ok());
 }
 
 TEST_P(ObjectStoreConformance, MultipartRejectsTooSmallAndWrongParts) {

@@ -29,6 +29,7 @@ struct ConformanceCase {
   bool supports_if_match = true;         // Get If-Match / If-None-Match
   bool supports_conditional_put = true;  // Put If-Match / If-None-Match: *
   bool supports_list_parts = true;
+  bool supports_list_uploads = true;     // ListMultipartUploads
   bool supports_abort = true;            // Abort makes the upload id unknown
   bool supports_suffix_range = true;     // bytes=-N
   bool etag_is_md5 = true;               // single-part ETag = hex MD5 of content
