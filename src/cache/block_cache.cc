@@ -111,11 +111,9 @@ Result<Buffer> BlockCache::Fill(const BlockHash& h, const BlockId& id, uint64_t 
   }
   if (fetched->size() != length) {
     metrics_.Inc(CacheCounter::kBackendErrors);
-    return Status(Code::kUnavailable,
-                  "backend returned " + std::to_string(fetched->size()) + " bytes for block " +
-                      std::to_string(id.index) + " of " + id.key + ", expected " + std::to_string(length) +
-                      " (truncated body?); nothing cached",
-                  "", true);
+    return UnavailableError("backend returned " + std::to_string(fetched->size()) + " bytes for block " +
+                            std::to_string(id.index) + " of " + id.key + ", expected " + std::to_string(length) +
+                            " (truncated body?); nothing cached");
   }
   if (!options.prefetch) metrics_.Inc(CacheCounter::kMisses);
   metrics_.Inc(CacheCounter::kBytesFromBackend, length);

@@ -151,13 +151,11 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const ObjectInfo&
     o.if_match = info.etag;
     auto r = base_->Get(key, o);
     if (r.ok() && !info.etag.empty() && !r->info.etag.empty() && r->info.etag != info.etag) {
-      return Status(Code::kPreconditionFailed, key + " changed while being read (ETag " + r->info.etag + ")");
+      return PreconditionFailedError(key + " changed while being read (ETag " + r->info.etag + ")");
     }
     if (r.ok() && r->data.size() != len) {
-      return Status(Code::kUnavailable,
-                    "backend returned " + std::to_string(r->data.size()) + " of " + std::to_string(len) +
-                        " bytes at offset " + std::to_string(off) + " of " + key,
-                    "", true);
+      return UnavailableError("backend returned " + std::to_string(r->data.size()) + " of " + std::to_string(len) +
+                              " bytes at offset " + std::to_string(off) + " of " + key);
     }
     return r;
   };
@@ -198,7 +196,7 @@ Result<Buffer> CachedStore::ReadRange(const std::string& key, const ObjectInfo& 
     return block.Slice(begin - first * block_size_, end - begin);  // zero copy
   }
   const size_t n = last - first + 1;
-  std::vector<Result<Buffer>> blocks(n, Result<Buffer>(Status(Code::kInternal, "block not read")));
+  std::vector<Result<Buffer>> blocks(n, Result<Buffer>(InternalError("block not read")));
   std::vector<size_t> missing;
   for (size_t i = 0; i < n; ++i) {
     if (cache_->Contains(MakeBlockId(key, info, first + i))) {
@@ -315,7 +313,7 @@ Result<Buffer> ReadStream::Read(uint64_t offset, uint64_t length) {
   uint64_t end = offset + std::min(length, info_.size - offset);
   auto data = store_->ReadRange(key_, info_, offset, end);
   if (!data.ok() && data.status().code() == Code::kPreconditionFailed) {
-    return Status(Code::kPreconditionFailed, key_ + " changed since it was opened; reopen to read the new version");
+    return PreconditionFailedError(key_ + " changed since it was opened; reopen to read the new version");
   }
   if (data.ok()) store_->Readahead(key_, info_, state_, offset, end);
   return data;

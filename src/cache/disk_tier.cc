@@ -257,7 +257,7 @@ Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned
     if (index_.Find(h)) return Status::Ok();
     if (need > options_.capacity_bytes || !MakeRoomLocked(need)) {
       metrics_->Inc(CacheCounter::kDiskWriteSkipped);
-      return Status(Code::kNoSpace, "no room in cache directory " + options_.dir + " for a block of " + block.id.key);
+      return NoSpaceError("no room in cache directory " + options_.dir + " for a block of " + block.id.key);
     }
     reserved_ += need;
   }

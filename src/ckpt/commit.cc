@@ -64,13 +64,12 @@ Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::stri
       if (missing.empty()) break;
     }
     if (cancelled && cancelled()) {
-      return Status(Code::kCancelled, "stopped waiting for the commits of ranks " + missing + " of " +
-                                          StepDirName(step) + " in " + loc.Describe());
+      return CancelledError("stopped waiting for the commits of ranks " + missing + " of " + StepDirName(step) +
+                            " in " + loc.Describe());
     }
     if (clock.Now() >= deadline) {
-      return Status(Code::kDeadlineExceeded, "gave up waiting for the commits of ranks " + missing + " of " +
-                                                 StepDirName(step) + " (attempt '" + attempt + "') in " +
-                                                 loc.Describe());
+      return DeadlineExceededError("gave up waiting for the commits of ranks " + missing + " of " + StepDirName(step) +
+                                   " (attempt '" + attempt + "') in " + loc.Describe());
     }
     clock.SleepFor(poll);
   }

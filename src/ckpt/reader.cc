@@ -465,7 +465,7 @@ Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& 
   const bool xxh = shard.xxh3.has_value();
   ShardHasher hasher(tensors, {.sha256 = !xxh, .per_tensor = true});
   PartSource source = [&](uint64_t offset, uint64_t n) -> Result<Buffer> {
-    if (cancelled && cancelled()) return Status(Code::kCancelled, "copy of " + where + " cancelled");
+    if (cancelled && cancelled()) return CancelledError("copy of " + where + " cancelled");
     MutableBuffer part(n);
     STRATA_RETURN_IF_ERROR(from.ReadAt(step, shard.file, offset, n, part.data()));
     return std::move(part).Freeze();
@@ -518,7 +518,7 @@ Status Pull(Location& from, int64_t step, Location& to, int parallelism) {
   if (to.FileSize(step, kCommitFile).ok()) {
     VerifyReport there = Verify(to, step, VerifyLevel::kBytes, parallelism);
     if (there.ok()) {
-      return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + to.Describe());
+      return AlreadyExistsError(StepDirName(step) + " is already committed in " + to.Describe());
     }
     if (there.OnlyUnreadable()) {  // perhaps intact: never withdraw a copy we could not read
       return UnavailableError("could not check the copy already committed in " + to.Describe() + ": " +

@@ -103,9 +103,8 @@ Status CheckpointWriter::Impl::Upload(int64_t step) {
     for (const auto& ref : committed->manifest.ranks) {
       if (ref.rank == opts.rank && ref.sha256 == digest) return Status::Ok();
     }
-    return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + remote->Describe() +
-                                            " by attempt '" + committed->manifest.attempt +
-                                            "'; not overwriting it with attempt '" + m.attempt + "'");
+    return AlreadyExistsError(StepDirName(step) + " is already committed in " + remote->Describe() + " by attempt '" +
+                              committed->manifest.attempt + "'; not overwriting it with attempt '" + m.attempt + "'");
   }
   auto remote_marker = remote->ReadSmall(step, RankCommitName(opts.rank), 4096);
   if (!remote_marker.ok() && remote_marker.status().code() != Code::kNotFound) return remote_marker.status();
@@ -120,7 +119,7 @@ Status CheckpointWriter::Impl::Upload(int64_t step) {
     // Several shards at once (each a parallel multipart upload when large).
     std::vector<Status> results(m.shards.size());
     ParallelFor(m.shards.size(), std::max<size_t>(1, opts.upload_files_in_flight), [&](size_t i) {
-      results[i] = Stopping() ? Status(Code::kCancelled, "writer closed during the upload")
+      results[i] = Stopping() ? CancelledError("writer closed during the upload")
                               : UploadFile(step, m, static_cast<uint32_t>(i), digest, &journal);
     });
     for (const auto& st : results) STRATA_RETURN_IF_ERROR(st);

@@ -151,8 +151,8 @@ CheckpointWriter::~CheckpointWriter() {
     if (!state) continue;
     std::lock_guard lock(state->mu);
     state->uploaded = true;
-    state->upload_status = Status(Code::kCancelled, "writer closed before uploading " + StepDirName(step) +
-                                                        "; the next writer opened on " + opts_.dir + " resumes it");
+    state->upload_status = CancelledError("writer closed before uploading " + StepDirName(step) +
+                                          "; the next writer opened on " + opts_.dir + " resumes it");
     state->cv.notify_all();
   }
 }
@@ -178,7 +178,7 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
   }
   auto committed = impl.fs->Exists(JoinPath(impl.StepDir(step), kCommitFile));
   if (committed.ok() && *committed) {
-    return Status(Code::kAlreadyExists, StepDirName(step) + " is already committed in " + opts_.dir);
+    return AlreadyExistsError(StepDirName(step) + " is already committed in " + opts_.dir);
   }
   const size_t limit = opts_.policy == InflightPolicy::kWait ? 1 : opts_.max_queued;
   const TimePoint wait_start = impl.clock->Now();
@@ -379,9 +379,9 @@ Status CheckpointWriter::Impl::Persist(SaveJob& job) {
   // indistinguishable: refuse, touching nothing.
   auto stale = ReadRankCommit(*local, step, opts.rank);
   if (stale.ok() && stale->attempt == opts.attempt) {
-    return Status(Code::kPreconditionFailed, StepDirName(step) + " in " + opts.dir + " already holds rank " +
-                                                 std::to_string(opts.rank) + "'s part of attempt '" + opts.attempt +
-                                                 "': saving a step again needs a new attempt id");
+    return PreconditionFailedError(StepDirName(step) + " in " + opts.dir + " already holds rank " +
+                                   std::to_string(opts.rank) + "'s part of attempt '" + opts.attempt +
+                                   "': saving a step again needs a new attempt id");
   }
   Status st = WritePart(job);
   if (!st.ok()) RemovePart(job);

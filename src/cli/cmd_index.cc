@@ -34,7 +34,7 @@ void RunIndex(const IndexArgs& a) {
       auto head = store.Head(prefix + std::string(name));
       if (head.ok()) {
         Fail(cmd, set.dir.UrlOf(prefix + std::string(name)),
-             Status(Code::kAlreadyExists, "the dataset is already indexed (pass --force to replace index.json)"));
+             AlreadyExistsError("the dataset is already indexed (pass --force to replace index.json)"));
       }
       if (head.status().code() != Code::kNotFound) Fail(cmd, where, head.status());
     }

@@ -83,7 +83,7 @@ void DetachOutput(const std::string& log_file) {
 void RunMount(const MountArgs& a) {
   const char* cmd = "mount";
   const std::string mountpoint = Absolute(a.mountpoint);
-  if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, Status(Code::kAlreadyExists, "already a mount point"));
+  if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, AlreadyExistsError("already a mount point"));
   fs::FsOptions fo;
   fo.attr_ttl = Check(ParseDuration(a.attr_ttl), cmd, "--attr-ttl");
   fo.entry_ttl = Check(ParseDuration(a.entry_ttl), cmd, "--entry-ttl");

@@ -178,7 +178,7 @@ class ShardJob {
       }
     };
     for (size_t i = begin; i < end; ++i) {
-      if (cancelled_) return Status(Code::kCancelled, "cancelled after another shard failed");
+      if (cancelled_) return CancelledError("cancelled after another shard failed");
       Sample sample;
       sample.key = plan.samples[i].key;
       uint64_t bytes = 0;
@@ -266,7 +266,7 @@ Result<PackResult> Pack(ObjectStore& src, const std::string& src_prefix, ObjectS
   // A stale manifest must not describe shards being rewritten.
   STRATA_RETURN_IF_ERROR(dst.Delete(dst_prefix + std::string(kManifestName)));
 
-  std::vector<Result<ShardOutput>> outputs(plan.shards.size(), Status(Code::kCancelled, "not run"));
+  std::vector<Result<ShardOutput>> outputs(plan.shards.size(), CancelledError("not run"));
   std::atomic<bool> cancelled{false};
   {
     ThreadPool pool(std::min<size_t>(256, static_cast<size_t>(o.parallel) * o.fetch_concurrency), "strata-pack");

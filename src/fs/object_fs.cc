@@ -90,7 +90,7 @@ Status ObjectFs::CheckName(std::string_view name) const {
     return InvalidArgumentError("invalid file name \"" + std::string(name) + "\"");
   }
   if (name.size() > kMaxName) {
-    return Status(Code::kOutOfRange, "file name longer than " + std::to_string(kMaxName) + " bytes");
+    return OutOfRangeError("file name longer than " + std::to_string(kMaxName) + " bytes");
   }
   return Status::Ok();
 }
@@ -343,7 +343,7 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
     parent_path = p->path;
   }
   const std::string path = ChildPath(parent_path, name);
-  if (Status st = ValidateKey(path + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  if (Status st = ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
   // One List answers both "is there an object named path" and "is path/ a prefix".
   ListOptions o;
   o.prefix = path;
@@ -514,11 +514,10 @@ Status ObjectFs::Revalidate(Ino ino, bool by_name) {
     log = !std::exchange(call->stale_logged, true);  // one line per revalidation, not per caller
   }
   if (!answered) {
-    st = Status(
-        Code::kDeadlineExceeded,
+    st = DeadlineExceededError(
         "no answer within " +
-            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options_.revalidate_timeout).count()) +
-            " ms");
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options_.revalidate_timeout).count()) +
+        " ms");
   }
   // Confirmed, or gone (RefreshAttr detached it): nothing cached to serve.
   if (st.ok() || st.code() == Code::kNotFound) return st;
@@ -593,9 +592,9 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
   }
   STRATA_RETURN_IF_ERROR(CheckWritable("mkdir", path));
   auto existing = ResolveChild(parent, name);
-  if (existing.ok()) return Status(Code::kAlreadyExists, "/" + path + " already exists");
+  if (existing.ok()) return AlreadyExistsError("/" + path + " already exists");
   if (existing.status().code() != Code::kNotFound) return existing.status();
-  if (Status st = ValidateKey(path + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  if (Status st = ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
   // The marker object keeps an empty directory visible to every client. A
   // store without markers (file://): the directory lives in this mount until
   // a file is written into it.
@@ -661,7 +660,7 @@ Status ObjectFs::Rmdir(Ino parent, std::string_view name_view) {
   }
   STRATA_RETURN_IF_ERROR(CheckWritable("rmdir", path));
   STRATA_ASSIGN_OR_RETURN(bool busy, DirHasChildren(ino, path));
-  if (busy) return Status(Code::kPreconditionFailed, "/" + path + ": directory not empty");
+  if (busy) return PreconditionFailedError("/" + path + ": directory not empty");
   if (!local_dir && store_->Capabilities().directory_markers) {
     Status del = store_->Delete(path + "/");
     if (!del.ok()) return Backend(del, "rmdir /" + path);

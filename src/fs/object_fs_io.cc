@@ -140,7 +140,7 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
     path = inode->path;
   }
   const uint64_t size = w.size;
-  Result<ObjectInfo> info = Status(Code::kInternal, "not uploaded");
+  Result<ObjectInfo> info = InternalError("not uploaded");
   bool multipart = size > options_.multipart_threshold;
   if (!multipart) {
     MutableBuffer buf(size);
@@ -273,10 +273,10 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
     path = ChildPath(p->path, name);
   }
   STRATA_RETURN_IF_ERROR(CheckWritable("create", path));
-  if (Status st = ValidateKey(path + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  if (Status st = ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
   auto existing = ResolveChild(parent, name);
   if (existing.ok()) {
-    if (flags & O_EXCL) return Status(Code::kAlreadyExists, "/" + path + " already exists");
+    if (flags & O_EXCL) return AlreadyExistsError("/" + path + " already exists");
     STRATA_ASSIGN_OR_RETURN(OpenResult opened, Open(*existing, flags));
     std::lock_guard lock(mu_);
     Inode* inode = FindLocked(*existing);
@@ -327,7 +327,7 @@ Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
     h = it->second.get();
     local = h->writer;
   }
-  Result<Buffer> data = Status(Code::kInternal, "not read");
+  Result<Buffer> data = InternalError("not read");
   if (local) {
     data = ReadLocal(*local, offset, size);
   } else {
@@ -385,7 +385,7 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
       return it->second.second.WithContext("failed moments ago (retried after a short backoff)");
     }
   }
-  Result<Buffer> data = Status(Code::kInternal, "not read");
+  Result<Buffer> data = InternalError("not read");
   if (options_.read_timeout.count() <= 0 || stream->Cached(offset, size)) {
     std::lock_guard sl(*mu);  // cached: no backend wait (the kernel's requests in order)
     data = stream->Read(offset, size);
@@ -394,7 +394,7 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
     // The stream and its lock are shared: a read that outlives its caller's
     // deadline finishes (and fills the cache) safely, even after release.
     backend_pool_->Submit([call, mu, stream, offset, size] {
-      Result<Buffer> got = Status(Code::kInternal, "not read");
+      Result<Buffer> got = InternalError("not read");
       Status st = RunGuarded("mount: reading", [&] {
         std::lock_guard sl(*mu);
         got = stream->Read(offset, size);
@@ -408,7 +408,7 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
     } else {
       std::lock_guard lock(mu_);
       ++counters_.read_timeouts;
-      data = Status(Code::kDeadlineExceeded, "no answer from the store within " + Ms(options_.read_timeout));
+      data = DeadlineExceededError("no answer from the store within " + Ms(options_.read_timeout));
     }
   }
   std::lock_guard lock(mu_);
@@ -611,7 +611,7 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
   auto target = ResolveChild(new_parent, new_name);
   if (!target.ok() && target.status().code() != Code::kNotFound) return target.status();
   if (target.ok() && *target == ino) return Status::Ok();
-  if (target.ok() && (flags & kRenameNoReplace)) return Status(Code::kAlreadyExists, new_name + " exists");
+  if (target.ok() && (flags & kRenameNoReplace)) return AlreadyExistsError(new_name + " exists");
   std::string from, to;
   bool is_dir, target_dir = false, local_dir = false;
   std::shared_ptr<Writer> w;
@@ -629,14 +629,14 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
       if (const Inode* t = FindLocked(*target)) target_dir = t->is_dir;
   }
   STRATA_RETURN_IF_ERROR(CheckWritable("rename", from));
-  if (Status st = ValidateKey(to + "/"); !st.ok()) return Status(Code::kOutOfRange, st.message());
+  if (Status st = ValidateKey(to + "/"); !st.ok()) return OutOfRangeError(st.message());
   if (target.ok() && target_dir != is_dir) {
     return InvalidArgumentError("cannot rename /" + from + " over /" + to + " (one is a directory)");
   }
   if (is_dir) {
     if (target.ok()) {
       STRATA_ASSIGN_OR_RETURN(bool busy, DirHasChildren(*target, to));
-      if (busy) return Status(Code::kPreconditionFailed, "/" + to + ": directory not empty");
+      if (busy) return PreconditionFailedError("/" + to + ": directory not empty");
     }
     STRATA_ASSIGN_OR_RETURN(bool busy, DirHasChildren(ino, from));
     if (busy) {

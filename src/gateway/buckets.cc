@@ -75,7 +75,7 @@ Result<std::unique_ptr<BucketSet>> BucketSet::Open(const std::vector<std::string
     if (!IsValidBucketName(name)) {
       return InvalidArgumentError("backend " + url + ": \"" + name + "\" is not a valid S3 bucket name to serve");
     }
-    if (set->fixed_.count(name)) return Status(Code::kAlreadyExists, "two backends are both bucket " + name);
+    if (set->fixed_.count(name)) return AlreadyExistsError("two backends are both bucket " + name);
     STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url, options.clock ? *options.clock : RealClock()));
     set->fixed_[name] = set->Wrap(std::move(store));
   }

@@ -25,7 +25,7 @@ class StreamBody : public BodySource {
     uint64_t len = std::min(chunk_ - pos_ % chunk_, end_ - pos_);
     STRATA_ASSIGN_OR_RETURN(Buffer b, stream_->Read(pos_, len));
     if (b.empty()) {
-      return Status(Code::kUnavailable, stream_->info().key + " ended early at offset " + std::to_string(pos_));
+      return UnavailableError(stream_->info().key + " ended early at offset " + std::to_string(pos_));
     }
     pos_ += b.size();
     return b;

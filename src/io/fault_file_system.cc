@@ -69,7 +69,7 @@ class FaultWritableFile : public WritableFile {
     if (allowed > 0) STRATA_RETURN_IF_ERROR(inner_->WriteAt(offset, data, allowed));
     fs_->AfterWrite(allowed);
     if (allowed < n) {
-      return Status(Code::kNoSpace, "write " + path() + " (disk full: injected write budget exhausted)");
+      return NoSpaceError("write " + path() + " (disk full: injected write budget exhausted)");
     }
     return Status::Ok();
   }

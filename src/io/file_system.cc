@@ -346,7 +346,7 @@ Status PosixFileSystem::CreateDirs(const std::string& path) {
     struct stat st;
     if (::stat(prefix.c_str(), &st) != 0) return Errno("stat", prefix);
     if (!S_ISDIR(st.st_mode)) {
-      return Status(Code::kAlreadyExists, "create directory " + prefix + ": exists and is not a directory");
+      return AlreadyExistsError("create directory " + prefix + ": exists and is not a directory");
     }
   }
   return Status::Ok();

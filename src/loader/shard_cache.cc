@@ -370,7 +370,7 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   size_t conc = std::max<size_t>(options_.fetch_concurrency, 1);
   uint64_t part = std::clamp<uint64_t>((size + conc - 1) / conc, options_.min_part_size, options_.max_part_size);
   size_t n = size == 0 ? 1 : static_cast<size_t>((size + part - 1) / part);
-  std::vector<Result<GetResult>> results(n, Status(Code::kInternal, "not run"));
+  std::vector<Result<GetResult>> results(n, InternalError("not run"));
   auto get_part = [&](size_t i) {
     GetOptions get;
     if (size > 0) get.range = ByteRange::Of(i * part, std::min(part, size - i * part));

@@ -51,27 +51,27 @@ Status CurlCodeToStatus(int curl_code, std::string_view what, std::string_view d
   switch (code) {
     case CURLE_OK: return Status::Ok();
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return Status(Code::kUnavailable, prefix + "could not resolve host", cause, true);
-    case CURLE_COULDNT_CONNECT: return Status(Code::kUnavailable, prefix + "could not connect", cause, true);
+    case CURLE_COULDNT_RESOLVE_PROXY: return UnavailableError(prefix + "could not resolve host", cause);
+    case CURLE_COULDNT_CONNECT: return UnavailableError(prefix + "could not connect", cause);
     case CURLE_OPERATION_TIMEDOUT:
-      return Status(Code::kDeadlineExceeded, prefix + "timed out (connect, stall or total timeout)", cause, true);
+      return DeadlineExceededError(prefix + "timed out (connect, stall or total timeout)", cause);
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_PARTIAL_FILE:
     case CURLE_GOT_NOTHING:
     case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM: return Status(Code::kUnavailable, prefix + "connection reset/truncated", cause, true);
-    case CURLE_WEIRD_SERVER_REPLY: return Status(Code::kUnavailable, prefix + "malformed HTTP response", cause, true);
-    case CURLE_SSL_CONNECT_ERROR: return Status(Code::kUnavailable, prefix + "TLS handshake failed", cause, true);
+    case CURLE_HTTP2_STREAM: return UnavailableError(prefix + "connection reset/truncated", cause);
+    case CURLE_WEIRD_SERVER_REPLY: return UnavailableError(prefix + "malformed HTTP response", cause);
+    case CURLE_SSL_CONNECT_ERROR: return UnavailableError(prefix + "TLS handshake failed", cause);
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
       return Status(Code::kUnavailable, prefix + "TLS certificate verification failed", cause, false);
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL: return Status(Code::kInvalidArgument, prefix + "bad URL", cause, false);
-    case CURLE_OUT_OF_MEMORY: return Status(Code::kInternal, prefix + "out of memory", cause, false);
-    case CURLE_READ_ERROR: return Status(Code::kIOError, prefix + "could not read the request body", cause, false);
-    default: return Status(Code::kUnavailable, prefix + "HTTP transfer failed", cause, true);
+    case CURLE_UNSUPPORTED_PROTOCOL: return InvalidArgumentError(prefix + "bad URL", cause);
+    case CURLE_OUT_OF_MEMORY: return InternalError(prefix + "out of memory", cause);
+    case CURLE_READ_ERROR: return IOError(prefix + "could not read the request body", cause);
+    default: return UnavailableError(prefix + "HTTP transfer failed", cause);
   }
 }
 
@@ -172,10 +172,8 @@ size_t WriteCb(char* data, size_t size, size_t n, void* user) {
   if (t->sink_active) {
     const BodySink& sink = *t->req.sink;
     if (t->resp.body_bytes + len > sink.capacity) {
-      t->error =
-          Status(Code::kUnavailable,
-                 t->What() + ": response body larger than the " + std::to_string(sink.capacity) + " bytes requested",
-                 {}, true);
+      t->error = UnavailableError(t->What() + ": response body larger than the " + std::to_string(sink.capacity) +
+                                  " bytes requested");
       return 0;  // aborts the transfer
     }
     if (sink.write) {
@@ -265,7 +263,7 @@ struct HttpClient::Impl {
       }
     }
     if (t) {
-      t->done(Status(Code::kCancelled, t->What() + ": HTTP client is shutting down"));
+      t->done(CancelledError(t->What() + ": HTTP client is shutting down"));
       return;
     }
     curl_multi_wakeup(multi);
@@ -346,10 +344,9 @@ struct HttpClient::Impl {
     // curl normally reports a short body itself (CURLE_PARTIAL_FILE); check
     // again so a truncated body can never be returned as data.
     if (!bodyless && t->content_length && *t->content_length != t->resp.body_bytes) {
-      return Status(Code::kUnavailable,
-                    t->What() + ": short body: received " + std::to_string(t->resp.body_bytes) + " of " +
-                        std::to_string(*t->content_length) + " bytes",
-                    "Content-Length mismatch", true);
+      return UnavailableError(t->What() + ": short body: received " + std::to_string(t->resp.body_bytes) + " of " +
+                                  std::to_string(*t->content_length) + " bytes",
+                              "Content-Length mismatch");
     }
     t->resp.sunk = t->sink_active;
     t->resp.body = Buffer::FromString(std::move(t->body));
@@ -369,7 +366,7 @@ struct HttpClient::Impl {
   void Start(std::unique_ptr<Transfer> t) {
     t->easy = TakeEasy();
     if (!t->easy) {
-      t->done(Status(Code::kInternal, t->What() + ": curl_easy_init failed"));
+      t->done(InternalError(t->What() + ": curl_easy_init failed"));
       return;
     }
     if (!Setup(t.get())) {
@@ -382,7 +379,7 @@ struct HttpClient::Impl {
     if (mc != CURLM_OK) {
       idle.push_back(t->easy);
       curl_slist_free_all(t->header_list);
-      t->done(Status(Code::kInternal, t->What() + ": curl_multi_add_handle: " + curl_multi_strerror(mc)));
+      t->done(InternalError(t->What() + ": curl_multi_add_handle: " + curl_multi_strerror(mc)));
       return;
     }
     active.push_back(std::move(t));
@@ -419,12 +416,12 @@ struct HttpClient::Impl {
       std::lock_guard lock(mu);
       rest.swap(pending);
     }
-    for (auto& t : rest) t->done(Status(Code::kCancelled, t->What() + ": HTTP client shut down"));
+    for (auto& t : rest) t->done(CancelledError(t->What() + ": HTTP client shut down"));
     for (auto& t : active) {
       curl_multi_remove_handle(multi, t->easy);
       curl_slist_free_all(t->header_list);
       curl_easy_cleanup(t->easy);
-      t->done(Status(Code::kCancelled, t->What() + ": HTTP client shut down"));
+      t->done(CancelledError(t->What() + ": HTTP client shut down"));
     }
     active.clear();
   }

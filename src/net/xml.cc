@@ -159,7 +159,7 @@ Status CheckAttributeCounts(std::string_view in, size_t max) {
         } else if (c == '=') {
           if (++count > max) {
             return MalformedXml("malformed XML at byte " + std::to_string(j) + ": more than " + std::to_string(max) +
-                              " attributes in one element");
+                                " attributes in one element");
           }
         } else if (c == '>') {
           break;
@@ -179,7 +179,7 @@ class ExpatDom {
 
   Result<XmlElement> Parse(std::string_view input) {
     XML_Parser p = XML_ParserCreate("UTF-8");
-    if (p == nullptr) return Status(Code::kUnavailable, "cannot create an XML parser (out of memory)");
+    if (p == nullptr) return UnavailableError("cannot create an XML parser (out of memory)");
     parser_ = p;
     XML_SetUserData(p, this);
     XML_SetElementHandler(p, &ExpatDom::OnStart, &ExpatDom::OnEnd);
@@ -319,7 +319,7 @@ const std::string* XmlElement::Attribute(std::string_view n) const {
 Result<XmlElement> ParseXml(std::string_view input, const XmlLimits& limits) {
   if (input.size() > limits.max_input_bytes) {
     return MalformedXml("malformed XML at byte 0: document of " + std::to_string(input.size()) +
-                      " bytes exceeds the limit of " + std::to_string(limits.max_input_bytes));
+                        " bytes exceeds the limit of " + std::to_string(limits.max_input_bytes));
   }
   if (input.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return MalformedXml("malformed XML at byte 0: document too large");

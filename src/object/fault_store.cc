@@ -68,7 +68,7 @@ Status FaultStore::Before(FaultOp op, std::string_view key, bool* truncate, bool
       injected = UnavailableError("injected server error on '" + k + "'", "InternalError (fault injection)");
     } else if (throttle) {
       ++counters_.throttles;
-      injected = Status(Code::kThrottled, "injected throttling on '" + k + "'", "SlowDown (fault injection)");
+      injected = ThrottledError("injected throttling on '" + k + "'", "SlowDown (fault injection)");
     } else if (reset) {
       ++counters_.resets;
       injected = UnavailableError("connection lost while requesting '" + k + "'", "connection reset by peer");

@@ -114,32 +114,31 @@ bool EtagMatches(std::string_view condition, std::string_view etag) {
 Status CheckGetConditions(const GetOptions& options, const ObjectInfo& info) {
   if (!options.if_match.empty()) {
     if (!EtagMatches(options.if_match, info.etag)) {
-      return Status(Code::kPreconditionFailed, "If-Match failed for '" + info.key + "': its ETag is " + info.etag);
+      return PreconditionFailedError("If-Match failed for '" + info.key + "': its ETag is " + info.etag);
     }
   } else if (options.if_unmodified_since && info.mtime > *options.if_unmodified_since) {
-    return Status(Code::kPreconditionFailed, "'" + info.key + "' was modified after If-Unmodified-Since");
+    return PreconditionFailedError("'" + info.key + "' was modified after If-Unmodified-Since");
   }
   if (!options.if_none_match.empty()) {
     if (EtagMatches(options.if_none_match, info.etag)) {
-      return Status(Code::kNotModified, "'" + info.key + "' still has ETag " + info.etag);
+      return NotModifiedError("'" + info.key + "' still has ETag " + info.etag);
     }
   } else if (options.if_modified_since && info.mtime <= *options.if_modified_since) {
-    return Status(Code::kNotModified, "'" + info.key + "' was not modified since If-Modified-Since");
+    return NotModifiedError("'" + info.key + "' was not modified since If-Modified-Since");
   }
   return Status::Ok();
 }
 
 Status CheckPutConditions(const PutOptions& options, std::string_view key, const ObjectInfo* current) {
   if (options.if_none_match && current) {
-    return Status(Code::kPreconditionFailed, "'" + std::string(key) + "' already exists (If-None-Match: *)");
+    return PreconditionFailedError("'" + std::string(key) + "' already exists (If-None-Match: *)");
   }
   if (!options.if_match.empty()) {
     if (!current) {
-      return Status(Code::kPreconditionFailed, "If-Match failed: '" + std::string(key) + "' does not exist");
+      return PreconditionFailedError("If-Match failed: '" + std::string(key) + "' does not exist");
     }
     if (!EtagMatches(options.if_match, current->etag)) {
-      return Status(Code::kPreconditionFailed,
-                    "If-Match failed for '" + std::string(key) + "': its ETag is " + current->etag);
+      return PreconditionFailedError("If-Match failed for '" + std::string(key) + "': its ETag is " + current->etag);
     }
   }
   return Status::Ok();

@@ -39,13 +39,13 @@ Status ResolveRange(const std::optional<ByteRange>& range, uint64_t size, uint64
   *end = size;
   if (!range) return Status::Ok();
   if (range->suffix) {
-    if (*range->suffix == 0) return Status(Code::kOutOfRange, "suffix range of zero bytes");
+    if (*range->suffix == 0) return OutOfRangeError("suffix range of zero bytes");
     *begin = *range->suffix >= size ? 0 : size - *range->suffix;
     return Status::Ok();
   }
   if (range->offset >= size && !(size == 0 && range->offset == 0)) {
-    return Status(Code::kOutOfRange, "range starts at byte " + std::to_string(range->offset) + " but the object has " +
-                                         std::to_string(size) + " bytes");
+    return OutOfRangeError("range starts at byte " + std::to_string(range->offset) + " but the object has " +
+                           std::to_string(size) + " bytes");
   }
   *begin = range->offset;
   // Compared without adding, so a huge length cannot wrap around.

@@ -30,12 +30,12 @@ std::string Lower(std::string_view s) {
 }
 
 Status IniError(size_t line_no, std::string_view what) {
-  return Status(Code::kInvalidArgument, "AWS config line " + std::to_string(line_no) + ": " + std::string(what));
+  return InvalidArgumentError("AWS config line " + std::to_string(line_no) + ": " + std::string(what));
 }
 
 Result<std::string> ReadRealFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(Code::kNotFound, "cannot open " + path);
+  if (!in) return NotFoundError("cannot open " + path);
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) return IOError("cannot read " + path);
@@ -238,7 +238,7 @@ ConfigEnv ConfigEnv::FromMaps(std::map<std::string, std::string> vars, std::map<
                    },
                    [files = std::move(files)](const std::string& path) -> Result<std::string> {
                      auto it = files.find(path);
-                     if (it == files.end()) return Status(Code::kNotFound, "no file " + path);
+                     if (it == files.end()) return NotFoundError("no file " + path);
                      return it->second;
                    }};
 }
@@ -309,11 +309,11 @@ Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
     auto describe = [](const std::string& path, const auto& ini) {
       return path.empty() ? std::string("(no HOME)") : path + (ini ? "" : " (not found)");
     };
-    return Status(Code::kUnauthenticated,
-                  "no S3 credentials for " + std::string(url) + ": tried " +
-                      (params.profile ? std::string() : "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ") + "profile '" +
-                      profile + "' in " + describe(creds_path, creds_ini) + " and " + describe(config_path, config_ini),
-                  "NoCredentials", false);
+    return UnauthenticatedError("no S3 credentials for " + std::string(url) + ": tried " +
+                                    (params.profile ? std::string() : "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ") +
+                                    "profile '" + profile + "' in " + describe(creds_path, creds_ini) + " and " +
+                                    describe(config_path, config_ini),
+                                "NoCredentials");
   }
   config.credentials = c;
 

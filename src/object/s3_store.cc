@@ -48,7 +48,7 @@ Result<uint64_t> ContentLength(const HttpResponse& resp, std::string_view what) 
   uint64_t n = 0;
   if (!cl || cl->empty() || cl->size() > 19 ||
       !std::all_of(cl->begin(), cl->end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return Status(Code::kCorruption, std::string(what) + ": response without a valid Content-Length");
+    return CorruptionError(std::string(what) + ": response without a valid Content-Length");
   }
   n = std::stoull(*cl);
   return n;
@@ -76,10 +76,10 @@ Status ErrorInOkBody(const HttpResponse& resp, std::string_view resource) {
 Status CheckContentRange(const HttpResponse& r, uint64_t first, uint64_t last_max, std::optional<uint64_t> suffix,
                          ContentRange* out) {
   auto header = r.Header("Content-Range");
-  if (!header) return Status(Code::kCorruption, "206 response without Content-Range");
+  if (!header) return CorruptionError("206 response without Content-Range");
   auto cr = ParseContentRange(*header);
   if (!cr.ok() || cr->unsatisfied || !cr->total) {
-    return Status(Code::kCorruption, "bad Content-Range '" + *header + "'");
+    return CorruptionError("bad Content-Range '" + *header + "'");
   }
   bool ok = r.body_bytes == cr->last - cr->first + 1;
   if (suffix) {
@@ -89,12 +89,11 @@ Status CheckContentRange(const HttpResponse& r, uint64_t first, uint64_t last_ma
     ok = ok && cr->first == first && cr->last <= last_max;
   }
   if (!ok) {
-    return Status(Code::kCorruption,
-                  "server answered Content-Range '" + *header + "' with " + std::to_string(r.body_bytes) +
-                      " bytes for the requested range" +
-                      (suffix ? " (last " + std::to_string(*suffix) + " bytes)"
-                              : " " + std::to_string(first) + "-" + std::to_string(last_max)),
-                  "ContentRangeMismatch", false);
+    return CorruptionError("server answered Content-Range '" + *header + "' with " + std::to_string(r.body_bytes) +
+                               " bytes for the requested range" +
+                               (suffix ? " (last " + std::to_string(*suffix) + " bytes)"
+                                       : " " + std::to_string(first) + "-" + std::to_string(last_max)),
+                           "ContentRangeMismatch");
   }
   *out = *cr;
   return Status::Ok();
@@ -196,7 +195,7 @@ Result<GetResult> S3Store::GetEmptyRange(std::string_view key, const GetOptions&
   uint64_t begin = 0, end = 0;
   STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end));
   if (!options.if_match.empty() && options.if_match != "*" && UnquoteEtag(options.if_match) != info.etag) {
-    return Status(Code::kPreconditionFailed, "If-Match failed for " + r_->Resource(r_->FullKey(key)));
+    return PreconditionFailedError("If-Match failed for " + r_->Resource(r_->FullKey(key)));
   }
   return GetResult{info, begin, Buffer()};
 }
@@ -215,7 +214,7 @@ Result<GetResult> S3Store::GetWhole(std::string_view key, const GetOptions& opti
 Result<GetResult> S3Store::GetSuffix(std::string_view key, const GetOptions& options) {
   std::string full = r_->FullKey(key);
   uint64_t n = *options.range->suffix;
-  if (n == 0) return Status(Code::kOutOfRange, "suffix range of zero bytes for " + r_->Resource(full));
+  if (n == 0) return OutOfRangeError("suffix range of zero bytes for " + r_->Resource(full));
   S3Call call = MakeCall("GetObject", "GET", full);
   call.headers.emplace_back("Range", "bytes=-" + std::to_string(n));
   AddGetConditions(call.headers, options);
@@ -269,8 +268,7 @@ Result<GetResult> S3Store::GetAttempt(std::string_view key, const GetOptions& op
   uint64_t end = std::min(*cr.total, begin + want);
   if (cr.last + 1 >= end) return GetResult{info, begin, resp.body};
   if (info.etag.empty()) {
-    return Status(Code::kNotSupported,
-                  "server sent no ETag for " + r_->Resource(full) + "; cannot pin a parallel read");
+    return NotSupportedError("server sent no ETag for " + r_->Resource(full) + "; cannot pin a parallel read");
   }
   MutableBuffer buf(end - begin);
   std::memcpy(buf.data(), resp.body.data(), resp.body.size());
@@ -293,7 +291,7 @@ Status CheckPartHeaders(int status, const HttpHeaders& headers, std::string_view
   if (status < 200 || status >= 300) return Status::Ok();  // an error answer: mapped by the requester
   if (status != 206) return Status(Code::kCorruption, "expected 206 for a ranged part read", "", true);
   const std::string* header = FindHeader(headers, "Content-Range");
-  auto cr = header ? ParseContentRange(*header) : Result<ContentRange>(Status(Code::kCorruption, "missing"));
+  auto cr = header ? ParseContentRange(*header) : Result<ContentRange>(CorruptionError("missing"));
   if (!cr.ok() || cr->unsatisfied || cr->first != offset || cr->last != offset + length - 1 || !cr->total ||
       *cr->total < offset + length) {
     return Status(Code::kCorruption,
@@ -419,7 +417,7 @@ Result<ListResult> S3Store::List(const ListOptions& options) {
   out.truncated = decoded->is_truncated;
   if (decoded->is_truncated) out.next_continuation_token = WrapToken(decoded->next_continuation_token);
   if (out.truncated && out.next_continuation_token.empty()) {
-    return Status(Code::kCorruption, "ListObjectsV2 s3://" + cfg().bucket + ": truncated without a continuation token");
+    return CorruptionError("ListObjectsV2 s3://" + cfg().bucket + ": truncated without a continuation token");
   }
   return out;
 }
@@ -515,7 +513,7 @@ Result<std::string> S3Store::CreateMultipartUpload(std::string_view key, const P
   auto decoded = DecodeInitiateMultipartUpload(resp.body.view());
   if (!decoded.ok()) return decoded.status().WithContext("CreateMultipartUpload " + r_->Resource(full));
   if (decoded->upload_id.empty()) {
-    return Status(Code::kCorruption, "CreateMultipartUpload " + r_->Resource(full) + ": no UploadId in the answer");
+    return CorruptionError("CreateMultipartUpload " + r_->Resource(full) + ": no UploadId in the answer");
   }
   if (!options.if_match.empty() || options.if_none_match) {
     std::lock_guard lock(mu_);
@@ -620,12 +618,11 @@ Result<std::vector<PartInfo>> S3Store::ListParts(std::string_view key, std::stri
     for (const auto& p : decoded->parts) out.push_back(PartInfo{p.part_number, UnquoteEtag(p.etag), p.size});
     if (!decoded->is_truncated) return out;
     if (decoded->next_part_number_marker <= marker) {
-      return Status(Code::kCorruption,
-                    "ListParts " + r_->Resource(full) + ": truncated but the marker did not advance");
+      return CorruptionError("ListParts " + r_->Resource(full) + ": truncated but the marker did not advance");
     }
     marker = decoded->next_part_number_marker;
   }
-  return Status(Code::kCorruption, "ListParts " + r_->Resource(full) + ": too many pages");
+  return CorruptionError("ListParts " + r_->Resource(full) + ": too many pages");
 }
 
 Result<std::vector<UploadInfo>> S3Store::ListMultipartUploads(std::string_view prefix) {
@@ -647,12 +644,12 @@ Result<std::vector<UploadInfo>> S3Store::ListMultipartUploads(std::string_view p
     if (!decoded->is_truncated) return out;
     if (decoded->next_key_marker.empty() ||
         (decoded->next_key_marker == key_marker && decoded->next_upload_id_marker == id_marker)) {
-      return Status(Code::kCorruption, "ListMultipartUploads: truncated but the marker did not advance");
+      return CorruptionError("ListMultipartUploads: truncated but the marker did not advance");
     }
     key_marker = decoded->next_key_marker;
     id_marker = decoded->next_upload_id_marker;
   }
-  return Status(Code::kCorruption, "ListMultipartUploads: too many pages");
+  return CorruptionError("ListMultipartUploads: too many pages");
 }
 
 Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_key) {

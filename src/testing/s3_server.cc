@@ -89,7 +89,7 @@ Status RunStop(const std::string& script, const std::string& dir) {
   RunOptions options;
   options.timeout = kStopTimeout;
   STRATA_ASSIGN_OR_RETURN(CommandResult run, RunCommand(argv, {}, std::nullopt, options));
-  if (run.exit_code != 0) return Status(Code::kInternal, "stopping the server in " + dir, DescribeRun(argv, run));
+  if (run.exit_code != 0) return InternalError("stopping the server in " + dir, DescribeRun(argv, run));
   return Status::Ok();
 }
 
@@ -107,8 +107,8 @@ Result<std::map<std::string, std::string>> RunStart(const std::string& script, c
   }
   STRATA_ASSIGN_OR_RETURN(CommandResult run, std::move(run_or));
   if (run.exit_code != 0) {
-    return Status(Code::kUnavailable, fs::path(script).filename().string() + " failed to start a server in " + dir,
-                  DescribeRun(argv, run));
+    return UnavailableError(fs::path(script).filename().string() + " failed to start a server in " + dir,
+                            DescribeRun(argv, run));
   }
   return ParseLines(run.stdout_text);
 }

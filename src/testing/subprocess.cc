@@ -248,10 +248,9 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const Env
     ::kill(-pid, SIGKILL);  // the whole group: a script's children too
     while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
     }
-    return Status(Code::kDeadlineExceeded,
-                  "'" + argv[0] + "' still running after " + std::to_string(options.timeout.count()) +
-                      " ms; killed its process group",
-                  "stderr so far: " + result.stderr_text.substr(0, 4000));
+    return DeadlineExceededError("'" + argv[0] + "' still running after " + std::to_string(options.timeout.count()) +
+                                     " ms; killed its process group",
+                                 "stderr so far: " + result.stderr_text.substr(0, 4000));
   }
   result.exit_code = ExitCodeOf(wait_status);
   return result;
