@@ -30,6 +30,8 @@ struct MountArgs {
   std::string url, mountpoint;
   std::string cache_dir, cache_mem = "1GiB", cache_disk = "10GiB", block_size = "4MiB";
   std::string attr_ttl = "10s", entry_ttl = "10s", dir_ttl = "60s";
+  std::string metadata_ttl;  // all three at once, unless one is given by itself; "forever"
+  bool attr_ttl_set = false, entry_ttl_set = false, dir_ttl_set = false;
   std::string read_timeout = "60s", revalidate_timeout = "2s";
   bool strict_revalidate = false;
   std::string emulate, write_dir, log_file, log_level;
@@ -88,6 +90,15 @@ void RunMount(const MountArgs& a) {
   fo.attr_ttl = Check(ParseDuration(a.attr_ttl), cmd, "--attr-ttl");
   fo.entry_ttl = Check(ParseDuration(a.entry_ttl), cmd, "--entry-ttl");
   fo.dir_ttl = Check(ParseDuration(a.dir_ttl), cmd, "--dir-ttl");
+  if (!a.metadata_ttl.empty()) {
+    // "forever": a dataset that never changes; after the first look nothing
+    // is asked of the store again. (A century: no deadline arithmetic overflows.)
+    const Duration ttl = a.metadata_ttl == "forever" ? Duration(std::chrono::hours(24 * 365 * 100))
+                                                     : Check(ParseDuration(a.metadata_ttl), cmd, "--metadata-ttl");
+    if (!a.attr_ttl_set) fo.attr_ttl = ttl;
+    if (!a.entry_ttl_set) fo.entry_ttl = ttl;
+    if (!a.dir_ttl_set) fo.dir_ttl = ttl;
+  }
   fo.read_only = a.read_only;
   fo.strict_revalidate = a.strict_revalidate;
   fo.read_timeout = Check(ParseDuration(a.read_timeout), cmd, "--read-timeout");
@@ -98,6 +109,8 @@ void RunMount(const MountArgs& a) {
   fo.uid = getuid();
   fo.gid = getgid();
   fo.write_dir = !a.write_dir.empty() ? a.write_dir : !a.cache_dir.empty() ? a.cache_dir + "/writes" : "/tmp";
+  // Bytes that could not be uploaded outlive the mount beside the cache.
+  if (!a.cache_dir.empty()) fo.lost_found_dir = a.cache_dir + "/lost+found";
   CacheOptions co;
   co.ram_bytes = Check(ParseSize(a.cache_mem), cmd, "--cache-mem");
   co.dir = a.cache_dir;
@@ -173,9 +186,15 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_flag("--read-only", a->read_only, "Mount read-only (writes fail with EROFS)");
   sub->add_flag("-f,--foreground", a->foreground, "Stay in the foreground (default: daemonise once mounted)");
   sub->add_flag("--allow-other", a->allow_other, "Let other users access the mount");
-  sub->add_option("--attr-ttl", a->attr_ttl, "How long file sizes/mtimes are trusted (default 10s)");
-  sub->add_option("--entry-ttl", a->entry_ttl, "How long name lookups (and misses) are trusted (default 10s)");
-  sub->add_option("--dir-ttl", a->dir_ttl, "How long directory listings are trusted (default 60s)");
+  sub->add_option("--attr-ttl", a->attr_ttl, "How long file sizes/mtimes are trusted (default 10s)")
+      ->each([a](const std::string&) { a->attr_ttl_set = true; });
+  sub->add_option("--entry-ttl", a->entry_ttl, "How long name lookups (and misses) are trusted (default 10s)")
+      ->each([a](const std::string&) { a->entry_ttl_set = true; });
+  sub->add_option("--dir-ttl", a->dir_ttl, "How long directory listings are trusted (default 60s)")
+      ->each([a](const std::string&) { a->dir_ttl_set = true; });
+  sub->add_option("--metadata-ttl", a->metadata_ttl,
+                  "Sets --attr-ttl, --entry-ttl and --dir-ttl at once (those given by themselves win); "
+                  "'forever' for data that never changes (nothing is revalidated)");
   sub->add_flag("--strict-revalidate", a->strict_revalidate,
                 "Expired attributes must be confirmed by the store: stat/open wait for it and fail with it "
                 "(default: a failed or slow revalidation serves the cached version, logged)");

@@ -121,6 +121,49 @@ TEST(FsTest, TtlsBoundStaleness) {
   EXPECT_EQ(f.fs->Lookup(d->attr.ino, "old").status().code(), Code::kNotFound);
 }
 
+// The warm path: once the attributes expired, re-reading a directory's files
+// costs one LIST per 1,000 of them (shared by concurrent opens), no HEAD per
+// file and no GET of a cached byte; a changed ETag in the listing is seen.
+TEST(FsTest, ExpiredAttributesAreRevalidatedByOneListingPerDirectory) {
+  FsFixture f;
+  constexpr int kFiles = 1200;  // two listing pages
+  for (int i = 0; i < kFiles; ++i) f.Put("d/f" + std::to_string(i), "v1-" + std::to_string(i));
+  auto d = f.fs->Lookup(kRootIno, "d");
+  ASSERT_TRUE(d.ok()) << d.status();
+  const Ino dir = d->attr.ino;
+  auto read_all = [&](int threads, bool replaced) {
+    std::vector<std::thread> pool;
+    std::atomic<int> next{0};
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&] {
+        for (int i; (i = next++) < kFiles;) {
+          const std::string name = "f" + std::to_string(i);
+          auto e = f.fs->Lookup(dir, name);
+          ASSERT_TRUE(e.ok()) << e.status();
+          auto h = f.fs->Open(e->attr.ino, O_RDONLY);
+          ASSERT_TRUE(h.ok()) << h.status();
+          const std::string want = (i == 7 && replaced ? "version two-" : "v1-") + std::to_string(i);
+          EXPECT_EQ(ReadAll(*f.fs, h->fh), want) << name;
+          ASSERT_TRUE(f.fs->Release(h->fh).ok());
+          f.fs->Forget(e->attr.ino, 1);
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+  };
+  read_all(1, false);  // cold: names probed one by one, bytes fetched
+  f.store->WaitForReadahead();
+  f.Put("d/f7", "version two-7");  // replaced behind the mount's back
+
+  f.clock.Advance(1h);  // every attribute, entry and listing expired
+  f.counting->Reset();
+  read_all(8, true);
+  EXPECT_EQ(f.counting->Lists("d/"), 2u) << "one listing of the directory (two pages), shared by the opens";
+  EXPECT_EQ(f.counting->heads.load(), 0u) << "no HEAD per file";
+  EXPECT_EQ(f.counting->gets.load(), 1u) << "cached blocks served; only the replaced object is fetched";
+  EXPECT_EQ(f.fs->counters().heads, 0u);
+}
+
 TEST(FsTest, ReadsAreByteExact) {
   FsFixture f;
   std::string data = Pattern(5 * FsFixture::kBlock + 123);
@@ -223,24 +266,101 @@ TEST(FsTest, WritesUploadOnClose) {
   EXPECT_EQ(f.Backend("empty"), "");
 }
 
-TEST(FsTest, WriteBuffersOfDeadMountsAreSweptAtStart) {
-  FsFixture f;
-  // PIDs above Linux's PID_MAX_LIMIT (2^22) never exist.
-  const std::string dead = "/buffers/strata-write-4194400-3";
-  const std::string live = "/buffers/strata-write-" + std::to_string(getpid()) + "-9";
-  for (const auto& path : {dead, live, std::string("/buffers/unrelated"), std::string("/buffers/strata-write-x")}) {
-    auto out = f.local.OpenForWrite(path, true);
-    ASSERT_TRUE(out.ok() && (*out)->Append(std::string_view("partial")).ok());
-  }
+FsOptions SharedDirOptions(FsFixture& f) {
   FsOptions options = FsFixture::Defaults();
   options.clock = &f.clock;
   options.local = &f.local;
   options.write_dir = "/buffers";
-  ObjectFs second(f.store, options);
-  EXPECT_FALSE(*f.local.Exists(dead)) << "a dead mount's buffer is removed";
-  EXPECT_TRUE(*f.local.Exists(live)) << "a live mount's buffer is kept";
+  return options;
+}
+
+// The files under `dir` (flat names).
+std::vector<std::string> FilesUnder(FsFixture& f, const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& p : f.local.Paths())
+    if (p.starts_with(dir + "/")) out.push_back(p.substr(dir.size() + 1));
+  return out;
+}
+
+TEST(FsTest, WriteBuffersOfDeadMountsAreSweptAtStartAndLiveOnesKept) {
+  FsFixture f;
+  auto put = [&](const std::string& path, std::string_view bytes) {
+    auto out = f.local.OpenForWrite(path, true);
+    ASSERT_TRUE(out.ok() && (*out)->Append(bytes).ok());
+  };
+  // A dead mount (its lock is free) and a live one (its lock is held), PIDs alike.
+  put("/buffers/strata-mount-1-dead/lock", "");
+  put("/buffers/strata-mount-1-dead/w-1", "unuploaded");
+  put("/buffers/strata-mount-1-dead/w-2", "");
+  put("/buffers/strata-mount-1-live/w-1", "being written");
+  auto held = f.local.LockFile("/buffers/strata-mount-1-live/lock");
+  ASSERT_TRUE(held.ok());
+  put("/buffers/unrelated", "x");
+  ObjectFs second(f.store, SharedDirOptions(f));
+  EXPECT_FALSE(*f.local.Exists("/buffers/strata-mount-1-dead/w-2")) << "an empty buffer of a dead mount is removed";
+  EXPECT_FALSE(*f.local.Exists("/buffers/strata-mount-1-dead/w-1"));
+  auto lost = FilesUnder(f, "/buffers/lost+found");
+  ASSERT_EQ(lost.size(), 1u) << "a dead mount's bytes are kept, not deleted";
+  EXPECT_NE(lost[0].find("strata-mount-1-dead%2Fw-1"), std::string::npos) << lost[0];
+  EXPECT_EQ(f.local.Contents("/buffers/lost+found/" + lost[0]), "unuploaded");
+  EXPECT_EQ(f.local.Contents("/buffers/strata-mount-1-live/w-1"), "being written") << "a live mount's buffer is kept";
   EXPECT_TRUE(*f.local.Exists("/buffers/unrelated"));
-  EXPECT_TRUE(*f.local.Exists("/buffers/strata-write-x"));
+}
+
+TEST(FsTest, TwoMountsSharingAWriteDirNeverShareABuffer) {
+  FsFixture f;
+  ObjectFs other(f.store, SharedDirOptions(f));  // same process, same write dir, same key
+  auto a = f.fs->Create(kRootIno, "x", 0644, O_RDWR | O_CREAT);
+  auto b = other.Create(kRootIno, "y", 0644, O_RDWR | O_CREAT);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(f.fs->Write(a->second.fh, 0, "from the first", 14).ok());
+  ASSERT_TRUE(other.Write(b->second.fh, 0, "2nd", 3).ok());
+  // A third mount starting meanwhile sweeps neither.
+  { ObjectFs third(f.store, SharedDirOptions(f)); }
+  EXPECT_EQ(f.fs->Read(a->second.fh, 0, 100)->ToString(), "from the first");
+  EXPECT_EQ(other.Read(b->second.fh, 0, 100)->ToString(), "2nd");
+  ASSERT_TRUE(f.fs->Release(a->second.fh).ok());
+  ASSERT_TRUE(other.Release(b->second.fh).ok());
+  EXPECT_EQ(f.Backend("x"), "from the first");
+  EXPECT_EQ(f.Backend("y"), "2nd");
+  ASSERT_TRUE(f.fs->Shutdown().ok());
+  ASSERT_TRUE(other.Shutdown().ok());
+  EXPECT_TRUE(FilesUnder(f, "/buffers").empty()) << "each mount removes its own directory on the way out";
+}
+
+TEST(FsTest, UnuploadedBytesSurviveShutdownInLostAndFound) {
+  FsFixture f;
+  f.Put("d/", "");
+  auto d = f.fs->Lookup(kRootIno, "d");
+  auto c = f.fs->Create(d->attr.ino, "data.bin", 0644, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "precious", 8).ok());
+  f.fault->FailKey("d/data.bin", UnavailableError("injected"), -1, FaultOp::kPut);
+  EXPECT_EQ(f.fs->Release(c->second.fh).code(), Code::kIOError);
+  Status st = f.fs->Shutdown();
+  EXPECT_EQ(st.code(), Code::kIOError) << st;
+  auto lost = FilesUnder(f, "/buffers/lost+found");
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_TRUE(lost[0].ends_with("-d%2Fdata.bin")) << lost[0];
+  EXPECT_EQ(f.local.Contents("/buffers/lost+found/" + lost[0]), "precious");
+  EXPECT_EQ(f.Backend("d/data.bin").front(), '<') << "nothing uploaded";
+}
+
+TEST(FsTest, ShortReadOfAWriteBufferIsAnErrorNeverUploaded) {
+  FsFixture f;
+  auto c = f.fs->Create(kRootIno, "f", 0644, O_RDWR | O_CREAT);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "0123456789", 10).ok());
+  std::string buffer;
+  for (const auto& p : f.local.Paths())
+    if (p.find("/w-") != std::string::npos) buffer = p;
+  ASSERT_FALSE(buffer.empty());
+  ASSERT_TRUE(f.local.Truncate(buffer, 4).ok());  // cut underneath
+  EXPECT_EQ(f.fs->Read(c->second.fh, 0, 10).status().code(), Code::kIOError);
+  EXPECT_EQ(f.fs->Flush(c->second.fh).code(), Code::kIOError);
+  EXPECT_EQ(f.Backend("f").front(), '<') << "no stale memory uploaded";
+  EXPECT_EQ(f.fs->counters().uploads, 0u);
+  f.fs->Release(c->second.fh).IgnoreError();
 }
 
 TEST(FsTest, LargeFilesUseMultipart) {

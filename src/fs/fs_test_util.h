@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "cache/block_cache.h"
@@ -44,29 +46,74 @@ class MemFileSystem : public FileSystem {
     return std::unique_ptr<WritableFile>(new Writer(f, path));
   }
   Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override {
+    {
+      std::lock_guard lock(mu_);
+      if (files_.count(path)) return Status(Code::kAlreadyExists, path + " exists");
+    }
     return OpenForWrite(path, true);
   }
-  Status Rename(const std::string&, const std::string&) override { return NotSupportedError("mem fs"); }
+  Status Rename(const std::string& from, const std::string& to) override {
+    std::lock_guard lock(mu_);
+    auto it = files_.find(from);
+    if (it == files_.end()) return NotFoundError(from);
+    files_[to] = it->second;  // open handles keep the same bytes, as a POSIX rename
+    files_.erase(from);
+    return Status::Ok();
+  }
   Status Remove(const std::string& path) override {
     std::lock_guard lock(mu_);
     files_.erase(path);
     return Status::Ok();
   }
-  Status RemoveDir(const std::string&) override { return NotSupportedError("mem fs"); }
-  Status CreateDirs(const std::string&) override { return Status::Ok(); }
-  // Files directly in `dir` (names are flat paths; no subdirectories here).
+  Status RemoveDir(const std::string& path) override {
+    std::lock_guard lock(mu_);
+    const std::string prefix = path + "/";
+    for (const auto& [p, f] : files_)
+      if (p.starts_with(prefix)) return Status(Code::kPreconditionFailed, path + " not empty");
+    dirs_.erase(path);
+    return Status::Ok();
+  }
+  Status CreateDirs(const std::string& path) override {
+    std::lock_guard lock(mu_);
+    dirs_.insert(path);
+    return Status::Ok();
+  }
+  // Files and directories directly in `dir`.
   Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
     std::lock_guard lock(mu_);
-    std::vector<DirEntry> out;
+    std::map<std::string, DirEntry> out;
     const std::string prefix = dir + "/";
-    for (const auto& [path, file] : files_) {
-      if (!path.starts_with(prefix) || path.find('/', prefix.size()) != std::string::npos) continue;
+    auto add = [&](const std::string& path, File* file) {
+      if (!path.starts_with(prefix)) return;
+      const size_t slash = path.find('/', prefix.size());
       DirEntry e;
-      e.name = path.substr(prefix.size());
-      e.size = file->bytes.size();
-      out.push_back(std::move(e));
-    }
-    return out;
+      e.name = path.substr(prefix.size(), slash == std::string::npos ? std::string::npos : slash - prefix.size());
+      e.is_dir = slash != std::string::npos || file == nullptr;
+      if (!e.is_dir) {
+        std::lock_guard fl(file->mu);
+        e.size = file->bytes.size();
+      }
+      if (!e.name.empty()) out[e.name] = e;
+    };
+    for (const auto& [path, file] : files_) add(path, file.get());
+    for (const auto& d : dirs_) add(d, nullptr);
+    std::vector<DirEntry> v;
+    for (auto& [name, e] : out) v.push_back(std::move(e));
+    return v;
+  }
+  // Every file path (tests look for buffers).
+  std::vector<std::string> Paths() {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> v;
+    for (const auto& [path, file] : files_) v.push_back(path);
+    return v;
+  }
+  std::string Contents(const std::string& path) {
+    std::lock_guard lock(mu_);
+    auto it = files_.find(path);
+    if (it == files_.end()) return "<none>";
+    std::lock_guard fl(it->second->mu);
+    return it->second->bytes;
   }
   Result<FileStat> Stat(const std::string&) override { return NotSupportedError("mem fs"); }
   Status SyncDir(const std::string&) override { return Status::Ok(); }
@@ -75,7 +122,17 @@ class MemFileSystem : public FileSystem {
     return files_.count(path) > 0;
   }
   Result<uint64_t> FreeSpace(const std::string&) override { return uint64_t{1} << 40; }
-  Result<std::unique_ptr<FileLock>> LockFile(const std::string&) override { return NotSupportedError("mem fs"); }
+  // Exclusive within the process, like flock across ObjectFs instances; held until the lock is destroyed.
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    std::lock_guard lock(mu_);
+    {
+      std::lock_guard held(locks_->mu);
+      if (!locks_->paths.insert(path).second) return UnavailableError("lock " + path + " is held");
+    }
+    auto& f = files_[path];
+    if (!f) f = std::make_shared<File>();
+    return std::unique_ptr<FileLock>(new Lock(locks_, path));
+  }
   Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string&, const LockWaitOptions&) override {
     return NotSupportedError("mem fs");
   }
@@ -87,9 +144,12 @@ class MemFileSystem : public FileSystem {
     it->second->bytes.resize(size, '\0');
     return Status::Ok();
   }
+  // Files but a mount's lock file (the buffers; tests check they are gone).
   size_t FileCount() {
     std::lock_guard lock(mu_);
-    return files_.size();
+    size_t n = 0;
+    for (const auto& [path, file] : files_) n += !path.ends_with("/lock");
+    return n;
   }
 
  private:
@@ -136,8 +196,28 @@ class MemFileSystem : public FileSystem {
     std::string path_;
   };
 
+  struct HeldLocks {
+    std::mutex mu;
+    std::set<std::string> paths;
+  };
+  class Lock : public FileLock {
+   public:
+    Lock(std::shared_ptr<HeldLocks> held, std::string path) : held_(std::move(held)), path_(std::move(path)) {}
+    ~Lock() override {
+      std::lock_guard lock(held_->mu);
+      held_->paths.erase(path_);
+    }
+    const std::string& path() const override { return path_; }
+
+   private:
+    std::shared_ptr<HeldLocks> held_;
+    std::string path_;
+  };
+
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<File>> files_;
+  std::set<std::string> dirs_;
+  std::shared_ptr<HeldLocks> locks_ = std::make_shared<HeldLocks>();
 };
 
 // A store that, like file://, cannot hold "dir/" keys and says so.
@@ -160,7 +240,43 @@ class NoMarkersStore : public StoreWrapper {
   }
 };
 
-// mem -> FaultStore -> CachedStore (64 KiB blocks) -> ObjectFs, on a FakeClock;
+// Counts the requests that reach the backend: HEADs, GETs, LISTs (per prefix).
+class CountingStore : public StoreWrapper {
+ public:
+  using StoreWrapper::Get;
+  using StoreWrapper::StoreWrapper;
+  Result<ObjectInfo> Head(std::string_view key) override {
+    heads++;
+    return StoreWrapper::Head(key);
+  }
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+    gets++;
+    return StoreWrapper::Get(key, options);
+  }
+  Result<ListResult> List(const ListOptions& options) override {
+    {
+      std::lock_guard lock(mu_);
+      ++lists_[options.prefix];
+    }
+    return StoreWrapper::List(options);
+  }
+  uint64_t Lists(const std::string& prefix) {
+    std::lock_guard lock(mu_);
+    return lists_[prefix];
+  }
+  void Reset() {
+    heads = gets = 0;
+    std::lock_guard lock(mu_);
+    lists_.clear();
+  }
+  std::atomic<uint64_t> heads{0}, gets{0};
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, uint64_t> lists_;
+};
+
+// mem -> CountingStore -> FaultStore -> CachedStore (64 KiB blocks) -> ObjectFs, on a FakeClock;
 // with markers = false, mem -> NoMarkersStore -> FaultStore -> ...
 struct FsFixture {
   explicit FsFixture(FsOptions fs_options = Defaults(), size_t readahead_threads = 2, bool markers = true) {
@@ -168,9 +284,10 @@ struct FsFixture {
     mo.min_part_size = 64 << 10;
     mo.clock = &clock;
     mem = MakeMemStore("", mo);
+    counting = std::make_shared<CountingStore>(mem);
     FaultConfig fc;
     fc.clock = &clock;
-    fault = std::make_shared<FaultStore>(markers ? mem : std::make_shared<NoMarkersStore>(mem), fc);
+    fault = std::make_shared<FaultStore>(markers ? ObjectStorePtr(counting) : std::make_shared<NoMarkersStore>(counting), fc);
     CacheOptions co;
     co.block_size = kBlock;
     co.ram_bytes = 64 << 20;
@@ -208,6 +325,7 @@ struct FsFixture {
   FakeClock clock;
   MemFileSystem local;
   std::shared_ptr<ObjectStore> mem;
+  std::shared_ptr<CountingStore> counting;
   std::shared_ptr<FaultStore> fault;
   std::shared_ptr<BlockCache> cache;
   std::shared_ptr<CachedStore> store;

@@ -284,7 +284,7 @@ Status ObjectFs::ListNow(Ino dir_ino) {
   }
 }
 
-Status ObjectFs::EnsureListed(Ino dir_ino, bool user_initiated) {
+Status ObjectFs::EnsureListed(Ino dir_ino, bool user_initiated, std::optional<Duration> max_age) {
   std::vector<Ino> subdirs;
   {
     std::unique_lock lock(mu_);
@@ -295,7 +295,7 @@ Status ObjectFs::EnsureListed(Ino dir_ino, bool user_initiated) {
       listed_cv_.wait(lock);
     }
     Inode* dir = FindLocked(dir_ino);
-    if (ListingFreshLocked(*dir)) return Status::Ok();
+    if (ListingFreshLocked(*dir) && (!max_age || clock_.Now() - dir->listed_at < *max_age)) return Status::Ok();
     dir->listing = true;
   }
   Status st = ListNow(dir_ino);
@@ -406,14 +406,25 @@ Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
       return NotFoundError("/" + ChildPath(p->path, name) + ": no such file or directory");
     }
   }
-  // A file seen before: its own revalidation, bounded (the cached entry when
-  // the backend fails or hangs); when it is gone, probe the name afresh.
-  if (known != 0 && Revalidate(known, /*by_name=*/true).ok()) {
+  // A file seen before: revalidated with its whole directory (one LIST),
+  // bounded (the cached entry when the backend fails or hangs); when the
+  // fresh listing lacks it, it is gone; otherwise probe the name afresh.
+  if (known != 0) {
+    Status st = Revalidate(known);
     std::lock_guard lock(mu_);
     Inode* child = FindLocked(known);
-    if (child && child->attached && child->parent == parent && child->name == name) {
+    if (st.ok() && child && child->attached && child->parent == parent && child->name == name) {
       ++child->nlookup;
       return EntryOf(*child);
+    }
+    Inode* p = FindLocked(parent);
+    if (p && ListingFreshLocked(*p)) {
+      auto it = p->children.find(name);
+      if (it == p->children.end()) return NotFoundError("/" + ChildPath(p->path, name) + ": no such file or directory");
+      if (Inode* now = FindLocked(it->second)) {
+        ++now->nlookup;
+        return EntryOf(*now);
+      }
     }
   }
   // Programs that open many files by path rarely list first: list the
@@ -437,38 +448,10 @@ Result<Ino> ObjectFs::ResolveChild(Ino parent, std::string_view name) {
   return e.attr.ino;
 }
 
-Status ObjectFs::RefreshAttr(Ino ino) {
-  std::string path;
-  {
-    std::lock_guard lock(mu_);
-    Inode* inode = FindLocked(ino);
-    if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
-    path = inode->path;
-  }
-  auto info = store_->Head(path);
-  std::lock_guard lock(mu_);
-  ++counters_.heads;
-  Inode* inode = FindLocked(ino);
-  if (inode == nullptr) return NotFoundError("/" + path + " is gone");
-  if (!info.ok()) {
-    if (info.status().code() == Code::kNotFound && inode->attached && !inode->writer) {
-      if (Inode* p = FindLocked(inode->parent)) DetachLocked(*p, inode->name);
-    }
-    return Backend(info.status(), "stat /" + path);
-  }
-  if (!inode->writer) {
-    inode->size = info->size;
-    inode->mtime = info->mtime;
-    inode->etag = info->etag;
-  }
-  inode->attr_time = clock_.Now();
-  return Status::Ok();
-}
-
-Status ObjectFs::Revalidate(Ino ino, bool by_name) {
+Status ObjectFs::Revalidate(Ino ino) {
   std::shared_ptr<BackendCall> call;
   bool start = false;
-  std::string path, name;
+  std::string path;
   Ino parent = 0;
   {
     std::lock_guard lock(mu_);
@@ -476,27 +459,38 @@ Status ObjectFs::Revalidate(Ino ino, bool by_name) {
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     if (inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) return Status::Ok();
     path = inode->path;
-    name = inode->name;
     parent = inode->parent;
+    Inode* dir = FindLocked(parent);
+    if (dir == nullptr) return NotFoundError("directory of /" + path + " is gone");
     if (!options_.strict_revalidate) {
-      call = inode->revalidation;
+      // Single flight per directory: the files of one directory expire
+      // together, and their opens share one listing.
+      call = dir->revalidation;
       if (!call) {
-        call = inode->revalidation = std::make_shared<BackendCall>();
+        call = dir->revalidation = std::make_shared<BackendCall>();
         start = true;
       }
     }
   }
-  // By name (a lookup): one List also sees a directory that replaced the file.
-  auto revalidate = [this, ino, by_name, parent, name] {
-    return by_name ? ProbeChild(parent, name).status() : RefreshAttr(ino);
+  // The whole directory in one LIST (1,000 keys a page, with sizes and
+  // ETags) refreshes every file in it, not a HEAD per file; a listing newer
+  // than attr_ttl (another caller's) is taken as it is.
+  auto revalidate = [this, parent] { return EnsureListed(parent, false, options_.attr_ttl); };
+  // After the listing: a file missing from it is gone.
+  auto outcome = [this, ino, path](Status st) {
+    if (!st.ok()) return st;
+    std::lock_guard lock(mu_);
+    const Inode* inode = FindLocked(ino);
+    if (inode == nullptr || !inode->attached) return NotFoundError("/" + path + ": no such file");
+    return Status::Ok();
   };
-  if (!call) return revalidate();  // strict: wait as long as the backend takes
+  if (!call) return outcome(revalidate());  // strict: wait as long as the backend takes
   if (start) {
-    backend_pool_->Submit([this, ino, call, revalidate] {
+    backend_pool_->Submit([this, parent, call, revalidate] {
       Status st = RunGuarded("mount: revalidating attributes", revalidate);
       {
         std::lock_guard lock(mu_);
-        if (Inode* inode = FindLocked(ino); inode && inode->revalidation == call) inode->revalidation.reset();
+        if (Inode* dir = FindLocked(parent); dir && dir->revalidation == call) dir->revalidation.reset();
       }
       call->Finish(st);
     });
@@ -519,8 +513,8 @@ Status ObjectFs::Revalidate(Ino ino, bool by_name) {
         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options_.revalidate_timeout).count()) +
         " ms");
   }
-  // Confirmed, or gone (RefreshAttr detached it): nothing cached to serve.
-  if (st.ok() || st.code() == Code::kNotFound) return st;
+  // Confirmed, or gone (the listing detached it): nothing cached to serve.
+  if (st.ok() || st.code() == Code::kNotFound) return outcome(st);
   {
     std::lock_guard lock(mu_);
     ++counters_.stale_served;

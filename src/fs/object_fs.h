@@ -63,7 +63,13 @@ struct FsOptions {
   Duration entry_ttl = std::chrono::seconds(10);  // name -> inode (and "no such name") trusted this long
   Duration dir_ttl = std::chrono::seconds(30);    // a directory listing trusted this long
   bool read_only = false;
-  std::string write_dir = "/tmp";              // where files being written are buffered until upload
+  // Where files being written are buffered until upload, in a subdirectory
+  // per mount (strata-mount-<pid>-<random>, owned through an flock'd lock
+  // file), so mounts sharing write_dir never touch each other's buffers.
+  std::string write_dir = "/tmp";
+  // Where the bytes of files that could not be uploaded are kept at unmount
+  // (and those left by a mount that died); default write_dir/lost+found.
+  std::string lost_found_dir;
   uint64_t multipart_threshold = 32ull << 20;  // larger files upload in parts...
   uint64_t part_size = 16ull << 20;            // ...of this size (raised if over 10000 parts)
   size_t upload_concurrency = 4;               // parts in flight per file
@@ -129,7 +135,7 @@ struct SetAttrRequest {
 
 struct FsCounters {
   uint64_t lists = 0;    // List requests for directories and lookups
-  uint64_t heads = 0;    // attribute refreshes
+  uint64_t heads = 0;    // attribute refreshes by HEAD (none since revalidation lists directories)
   uint64_t uploads = 0;  // files uploaded (single PUT or multipart)
   uint64_t multipart_uploads = 0;
   uint64_t read_errors = 0;        // reads answered with IOError
@@ -213,17 +219,18 @@ class ObjectFs {
   bool AttrFreshLocked(const Inode& inode) const;
 
   // Backend probes (no lock held).
-  Status EnsureListed(Ino dir, bool user_initiated);
+  // Lists `dir` unless its listing is fresh (dir_ttl) and younger than max_age.
+  Status EnsureListed(Ino dir, bool user_initiated, std::optional<Duration> max_age = std::nullopt);
   Status ListNow(Ino dir);
   // Every page of a listing (ForEachListPage), each List counted; a failure is Backend(_, what).
   Status ListPages(const ListOptions& o, const std::string& what, const std::function<bool(ListResult& page)>& on_page);
   Result<Entry> ProbeChild(Ino parent, const std::string& name);
   void PrefetchSubdirs(const std::vector<Ino>& dirs);
-  Status RefreshAttr(Ino ino);
-  // RefreshAttr (by_name: ProbeChild) of expired attributes, bounded by
-  // revalidate_timeout (see FsOptions): OK when confirmed or when the cached
-  // version is served; NotFound when gone.
-  Status Revalidate(Ino ino, bool by_name = false);
+  // Expired attributes of a file refreshed by listing its directory (every
+  // sibling refreshed too; one listing shared by concurrent callers), bounded
+  // by revalidate_timeout (see FsOptions): OK when confirmed or when the
+  // cached version is served; NotFound when gone.
+  Status Revalidate(Ino ino);
   // A stream of the file's known version (no backend wait unless strict).
   Result<std::unique_ptr<ReadStream>> OpenReader(Ino ino, const std::string& path);
   // A stream read bounded by read_timeout, with the failed-block backoff.
@@ -235,12 +242,20 @@ class ObjectFs {
 
   // Writes.
   Result<std::shared_ptr<Writer>> NewWriter(const std::string& path);
-  // Removes write buffers left in write_dir by mounts that died (their PID is gone).
+  // Sweeps the buffer directories of mounts that died (their lock is free):
+  // empty buffers removed, the others moved to lost_found_dir.
   void SweepStaleWriteBuffers();
+  // This mount's buffer directory, created and locked on first use.
+  Result<std::string> BufferDir();
+  // Moves a buffer that could not be uploaded to lost_found_dir; says where.
+  void KeepLost(const std::string& buffer, const std::string& key);
   Status UploadLocked(Ino ino, Writer& w);  // w.mu held
   Status UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& writer);
   Result<ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size);
   Result<Buffer> ReadLocal(Writer& w, uint64_t offset, size_t size);
+  // IOError: the buffer holds fewer bytes than were written (logged).
+  static Result<Buffer> ShortBuffer(const Writer& w, uint64_t got_to, uint64_t want_to);
+  std::string LostFoundDir() const;
 
   std::shared_ptr<CachedStore> store_;
   FsOptions options_;
@@ -261,6 +276,10 @@ class ObjectFs {
 
   // Blocks (key@etag, index) whose read failed, until when they fail at once (clock_).
   std::map<std::pair<std::string, uint64_t>, std::pair<TimePoint, Status>> failed_blocks_;  // guarded by mu_
+
+  std::mutex buffer_dir_mu_;
+  std::string buffer_dir_;                 // guarded by buffer_dir_mu_; empty until the first write
+  std::unique_ptr<FileLock> buffer_lock_;  // held while the mount lives: the directory is ours
 
   std::unique_ptr<ThreadPool> prefetch_pool_;  // last: drained first
   // Revalidations and uncached reads whose callers wait with a deadline. A

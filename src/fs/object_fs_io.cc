@@ -2,14 +2,15 @@
 // handle (its own sequential detection and read-ahead); writes go to a local
 // temp file and are uploaded on flush/fsync/release (multipart when large).
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <random>
 
 #include "base/log.h"
 #include "fs/object_fs.h"
@@ -32,42 +33,120 @@ std::string Ms(Duration d) {
 // ---- writers ----
 
 namespace {
-constexpr std::string_view kWriteBufferPrefix = "strata-write-";
+constexpr std::string_view kBufferDirPrefix = "strata-mount-";
+constexpr std::string_view kLockName = "lock";
 
-// The PID in "strata-write-<pid>-<n>", or 0 if the name is not ours.
-pid_t WriteBufferOwner(std::string_view name) {
-  if (!name.starts_with(kWriteBufferPrefix)) return 0;
-  name.remove_prefix(kWriteBufferPrefix.size());
-  pid_t pid = 0;
-  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-  if (ec != std::errc() || end == name.data() + name.size() || *end != '-') return 0;
-  return pid;
+// A key as one file name: '%' and '/' escaped, long keys cut (with a hash so
+// two long keys stay apart).
+std::string EscapeKey(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '/')
+      out += "%2F";
+    else
+      out += c;
+  }
+  if (out.size() > 200) out = out.substr(0, 180) + "-" + std::to_string(std::hash<std::string_view>()(key));
+  return out;
+}
+
+std::string Timestamp(WallTime t) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
 }
 }  // namespace
+
+std::string ObjectFs::LostFoundDir() const {
+  return options_.lost_found_dir.empty() ? options_.write_dir + "/lost+found" : options_.lost_found_dir;
+}
+
+void ObjectFs::KeepLost(const std::string& buffer, const std::string& key) {
+  const std::string dir = LostFoundDir();
+  std::string to = dir + "/" + Timestamp(clock_.WallNow()) + "-" + EscapeKey(key);
+  Status st = local_.CreateDirs(dir);
+  for (int i = 1; st.ok() && local_.Exists(to).value_or(true); ++i) {
+    if (i > 1000) st = Status(Code::kAlreadyExists, "no free name in " + dir);
+    to = dir + "/" + Timestamp(clock_.WallNow()) + "-" + std::to_string(i) + "-" + EscapeKey(key);
+  }
+  if (st.ok()) st = local_.Rename(buffer, to);
+  if (st.ok()) {
+    STRATA_LOG_WARN("mount: /{} was not uploaded; its bytes are kept in {}", key, to);
+  } else {  // never deleted: left where it is, and said so
+    STRATA_LOG_WARN("mount: /{} was not uploaded; its bytes stay in {} (could not move them to {}: {})", key, buffer,
+                    dir, st.ToString());
+  }
+}
 
 void ObjectFs::SweepStaleWriteBuffers() {
   if (options_.read_only) return;
   auto entries = local_.ListDir(options_.write_dir);
   if (!entries.ok()) return;  // a missing dir holds nothing; mount setup reports real problems
-  size_t removed = 0;
   for (const auto& e : *entries) {
-    pid_t pid = WriteBufferOwner(e.name);
-    // Only buffers whose mount process is gone: another live mount may share the dir.
-    if (e.is_dir || pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
-    if (local_.Remove(options_.write_dir + "/" + e.name).ok()) ++removed;
+    if (!e.is_dir || !e.name.starts_with(kBufferDirPrefix)) continue;
+    const std::string dir = options_.write_dir + "/" + e.name;
+    // A live mount holds its lock: only the directories of dead mounts are ours to sweep.
+    auto lock = local_.LockFile(dir + "/" + std::string(kLockName));
+    if (!lock.ok()) continue;
+    auto files = local_.ListDir(dir);
+    if (!files.ok()) continue;
+    size_t removed = 0, kept = 0;
+    for (const auto& f : *files) {
+      if (f.is_dir || f.name == kLockName) continue;
+      const std::string path = dir + "/" + f.name;
+      if (f.size == 0) {
+        if (local_.Remove(path).ok()) ++removed;
+        continue;
+      }
+      // Its key is not known (it may even be uploaded): kept, under the mount's name.
+      KeepLost(path, e.name + "/" + f.name);
+      ++kept;
+    }
+    local_.Remove(dir + "/" + std::string(kLockName)).IgnoreError();
+    lock->reset();
+    local_.RemoveDir(dir).IgnoreError();  // fails while a buffer could not be moved: kept
+    STRATA_LOG_INFO("mount: swept {} of a mount that died: {} empty buffers removed, {} kept in {}", dir, removed, kept,
+                    LostFoundDir());
   }
-  if (removed > 0) STRATA_LOG_INFO("removed {} write buffers left by dead mounts in {}", removed, options_.write_dir);
+}
+
+Result<std::string> ObjectFs::BufferDir() {
+  std::lock_guard lock(buffer_dir_mu_);
+  if (!buffer_dir_.empty()) return buffer_dir_;
+  std::random_device rd;
+  const uint64_t r = (uint64_t{rd()} << 32) | rd();
+  char rnd[17];
+  std::snprintf(rnd, sizeof rnd, "%016llx", static_cast<unsigned long long>(r));
+  const std::string dir =
+      options_.write_dir + "/" + std::string(kBufferDirPrefix) + std::to_string(getpid()) + "-" + rnd;
+  STRATA_RETURN_IF_ERROR(local_.CreateDirs(dir));
+  auto held = local_.LockFile(dir + "/" + std::string(kLockName));
+  if (!held.ok()) return held.status().WithContext("locking write buffer directory " + dir);
+  buffer_lock_ = std::move(held).value();
+  buffer_dir_ = dir;
+  return buffer_dir_;
 }
 
 Result<std::shared_ptr<ObjectFs::Writer>> ObjectFs::NewWriter(const std::string& path) {
-  uint64_t n;
-  {
-    std::lock_guard lock(mu_);
-    n = next_temp_++;
-  }
+  STRATA_ASSIGN_OR_RETURN(std::string dir, BufferDir());
   auto w = std::make_shared<Writer>();
-  w->temp_path = options_.write_dir + "/strata-write-" + std::to_string(getpid()) + "-" + std::to_string(n);
-  auto out = local_.OpenForWrite(w->temp_path, true);
+  // O_EXCL: never opens a file that exists (someone else's, or a stale one).
+  Result<std::unique_ptr<WritableFile>> out = Status(Code::kInternal, "not created");
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    uint64_t n;
+    {
+      std::lock_guard lock(mu_);
+      n = next_temp_++;
+    }
+    w->temp_path = dir + "/w-" + std::to_string(n);
+    out = local_.CreateExclusive(w->temp_path);
+    if (out.ok() || out.status().code() != Code::kAlreadyExists) break;
+  }
   if (!out.ok()) return out.status().WithContext("buffering /" + path);
   w->out = std::move(out).value();
   auto in = local_.OpenForRead(w->temp_path);
@@ -89,9 +168,17 @@ Result<Buffer> ObjectFs::ReadLocal(Writer& w, uint64_t offset, size_t size) {
   size_t n = static_cast<size_t>(std::min<uint64_t>(size, end - offset));
   MutableBuffer buf(n);
   STRATA_ASSIGN_OR_RETURN(size_t got, w.in->ReadAt(offset, n, buf.data()));
-  // Bytes past what was written but within the size (a sparse extension) read as zeros.
-  if (got < n) std::memset(buf.data() + got, 0, n - got);
+  // The buffer file always spans the size (writes and truncation extend it):
+  // less means it was cut underneath, and the bytes are not there to serve.
+  if (got < n) return ShortBuffer(w, offset + got, offset + n);
   return std::move(buf).Freeze();
+}
+
+Result<Buffer> ObjectFs::ShortBuffer(const Writer& w, uint64_t got_to, uint64_t want_to) {
+  STRATA_LOG_ERROR("mount: write buffer {} ends at byte {}, {} expected: it was cut underneath", w.temp_path, got_to,
+                   want_to);
+  return IOError("write buffer " + w.temp_path + " is shorter than what was written (" + std::to_string(got_to) +
+                 " of " + std::to_string(want_to) + " bytes)");
 }
 
 Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, uint64_t size) {
@@ -146,6 +233,8 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
     MutableBuffer buf(size);
     auto got = size ? w.in->ReadAt(0, size, buf.data()) : Result<size_t>(size_t{0});
     if (!got.ok()) return got.status().WithContext("uploading /" + path);
+    // Never upload memory that was not read from the buffer.
+    if (*got != size) return ShortBuffer(w, *got, size).status().WithContext("uploading /" + path);
     info = store_->Put(path, std::move(buf).Freeze());
   } else {
     info = UploadMultipart(path, w, size);
@@ -499,8 +588,28 @@ Status ObjectFs::Shutdown() {
   Status first;
   for (auto& [ino, w] : writers) {
     Status st = UploadIfDirty(ino, w);
+    std::string key;
+    bool lost = false;
+    {
+      std::lock_guard lock(mu_);
+      const Inode* inode = FindLocked(ino);
+      key = inode ? inode->path : w->temp_path;
+      lost = !st.ok() && !w->unlinked;
+    }
     if (!st.ok() && first.ok()) first = st;
-    local_.Remove(w->temp_path).IgnoreError();
+    // Nothing lost on the way out: bytes that could not be uploaded are kept.
+    if (lost) {
+      KeepLost(w->temp_path, key);
+    } else {
+      local_.Remove(w->temp_path).IgnoreError();
+    }
+  }
+  std::lock_guard lock(buffer_dir_mu_);
+  if (buffer_lock_) {
+    local_.Remove(buffer_dir_ + "/" + std::string(kLockName)).IgnoreError();
+    buffer_lock_.reset();
+    local_.RemoveDir(buffer_dir_).IgnoreError();  // not empty: a buffer that could not be moved stays
+    buffer_dir_.clear();
   }
   return first;
 }
