@@ -48,7 +48,7 @@ class MemFileSystem : public FileSystem {
   Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override {
     {
       std::lock_guard lock(mu_);
-      if (files_.count(path)) return Status(Code::kAlreadyExists, path + " exists");
+      if (files_.count(path)) return AlreadyExistsError(path + " exists");
     }
     return OpenForWrite(path, true);
   }
@@ -69,7 +69,7 @@ class MemFileSystem : public FileSystem {
     std::lock_guard lock(mu_);
     const std::string prefix = path + "/";
     for (const auto& [p, f] : files_)
-      if (p.starts_with(prefix)) return Status(Code::kPreconditionFailed, path + " not empty");
+      if (p.starts_with(prefix)) return PreconditionFailedError(path + " not empty");
     dirs_.erase(path);
     return Status::Ok();
   }
@@ -287,7 +287,8 @@ struct FsFixture {
     counting = std::make_shared<CountingStore>(mem);
     FaultConfig fc;
     fc.clock = &clock;
-    fault = std::make_shared<FaultStore>(markers ? ObjectStorePtr(counting) : std::make_shared<NoMarkersStore>(counting), fc);
+    fault = std::make_shared<FaultStore>(
+        markers ? ObjectStorePtr(counting) : std::make_shared<NoMarkersStore>(counting), fc);
     CacheOptions co;
     co.block_size = kBlock;
     co.ram_bytes = 64 << 20;

@@ -71,7 +71,7 @@ void ObjectFs::KeepLost(const std::string& buffer, const std::string& key) {
   std::string to = dir + "/" + Timestamp(clock_.WallNow()) + "-" + EscapeKey(key);
   Status st = local_.CreateDirs(dir);
   for (int i = 1; st.ok() && local_.Exists(to).value_or(true); ++i) {
-    if (i > 1000) st = Status(Code::kAlreadyExists, "no free name in " + dir);
+    if (i > 1000) st = AlreadyExistsError("no free name in " + dir);
     to = dir + "/" + Timestamp(clock_.WallNow()) + "-" + std::to_string(i) + "-" + EscapeKey(key);
   }
   if (st.ok()) st = local_.Rename(buffer, to);
@@ -136,7 +136,7 @@ Result<std::shared_ptr<ObjectFs::Writer>> ObjectFs::NewWriter(const std::string&
   STRATA_ASSIGN_OR_RETURN(std::string dir, BufferDir());
   auto w = std::make_shared<Writer>();
   // O_EXCL: never opens a file that exists (someone else's, or a stale one).
-  Result<std::unique_ptr<WritableFile>> out = Status(Code::kInternal, "not created");
+  Result<std::unique_ptr<WritableFile>> out = InternalError("not created");
   for (int attempt = 0; attempt < 8; ++attempt) {
     uint64_t n;
     {
