@@ -34,8 +34,10 @@ INSTANTIATE_TEST_SUITE_P(Cached, ObjectStoreConformance,
                          ::testing::Values(ConformanceCase{"cached_mem", [] { return Cached(MakeMemStore()); }},
                                            ConformanceCase{"cached_fault_mem",
                                                            [] {
-                                                             return Cached(std::make_shared<FaultStore>(
-                                                                 MakeMemStore(), FaultConfig{}, AutoClock()));
+                                                             FaultConfig no_faults;
+                                                             no_faults.clock = &AutoClock();
+                                                             return Cached(std::make_shared<FaultStore>(MakeMemStore(),
+                                                                                                        no_faults));
                                                            }}),
                          ConformanceCaseName);
 

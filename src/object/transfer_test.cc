@@ -447,13 +447,13 @@ TEST(ForEachListPage, StopsWhenTheCallerHasItsAnswer) {
 }
 
 // A store whose listing claims more pages but hands back the token it was given.
-class StuckListing : public FaultStore {
+class StuckListing : public StoreWrapper {
  public:
-  using FaultStore::FaultStore;
+  using StoreWrapper::StoreWrapper;
   Result<ListResult> List(const ListOptions& options) override {
     ListOptions first = options;  // the inner store would refuse the made-up token
     first.continuation_token.clear();
-    auto page = FaultStore::List(first);
+    auto page = StoreWrapper::List(first);
     if (page.ok()) {
       page->truncated = true;
       page->next_continuation_token = options.continuation_token.empty() ? "t" : options.continuation_token;
@@ -465,7 +465,7 @@ class StuckListing : public FaultStore {
 TEST(ForEachListPage, ATokenThatDoesNotAdvanceIsAnErrorNotALoop) {
   auto inner = MakeMemStore();
   ASSERT_TRUE(inner->Put("p/a", Buffer()).ok());
-  StuckListing store(inner, FaultConfig{}, RealClock());
+  StuckListing store(inner);
   int pages = 0;
   ListOptions options;
   options.prefix = "p/";
