@@ -166,14 +166,14 @@ TEST_F(Interop, PackVerifyOverFileStoreAndCorruption) {
       "print(t.extractfile(\"cat/im0.cls\").read().decode())' " +
       shard);
   EXPECT_EQ(py.out, "0\n");
-  auto ok = Verify(**dst, "", {"k"});
+  auto ok = Verify(**dst, "", {.sign_key = "k"});
   ASSERT_TRUE(ok.ok());
   EXPECT_TRUE(ok->ok()) << ok->Describe();
   // Poison one image in place with the same size.
   std::string bytes = ReadFile(shard);
   bytes[2000] ^= 1;
   WriteFile(shard, bytes);
-  auto bad = Verify(**dst, "", {"k"});
+  auto bad = Verify(**dst, "", {.sign_key = "k"});
   ASSERT_TRUE(bad.ok());
   ASSERT_EQ(bad->problems.size(), 1u) << bad->Describe();
   EXPECT_EQ(bad->problems[0].name, r->manifest.shards[0].name);
