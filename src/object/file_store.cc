@@ -23,6 +23,7 @@ namespace strata {
 namespace {
 
 constexpr char kEtagXattr[] = "user.strata.etag";
+constexpr char kMetaXattr[] = "user.strata.meta";  // EncodeMetadata(); absent: no metadata
 const std::string kStaging(kFileStoreStagingDir);
 const std::string kUploads = kStaging + "/uploads";
 
@@ -60,7 +61,7 @@ class FileStore : public ObjectStore {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     const std::string rel(key);
     STRATA_ASSIGN_OR_RETURN(UniqueFd fd, OpenObject(rel));
-    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(fd.get(), rel));
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(fd.get(), rel, /*with_metadata=*/true));
     STRATA_RETURN_IF_ERROR(CheckGetConditions(options, info));
     uint64_t begin = 0, end = 0;
     STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end).WithContext("get " + Quote(key)));
@@ -77,7 +78,7 @@ class FileStore : public ObjectStore {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     const std::string rel(key);
     STRATA_ASSIGN_OR_RETURN(UniqueFd fd, OpenObject(rel));
-    return InfoOf(fd.get(), rel);
+    return InfoOf(fd.get(), rel, /*with_metadata=*/true);
   }
 
   Result<ListResult> List(const ListOptions& options) override {
@@ -87,9 +88,12 @@ class FileStore : public ObjectStore {
 
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
+    STRATA_RETURN_IF_ERROR(CheckMetadata(key, options.metadata));
     std::string etag = ToHex(Md5(data.data(), data.size()));
-    STRATA_ASSIGN_OR_RETURN(std::string tmp,
-                            WriteTemp(key, [&](int fd) { return WriteAll(fd, data.data(), data.size(), Quote(key)); }));
+    STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](int fd) {
+                              STRATA_RETURN_IF_ERROR(WriteAll(fd, data.data(), data.size(), Quote(key)));
+                              return WriteMetadata(fd, key, options.metadata);
+                            }));
     return Commit(tmp, key, etag, options);
   }
 
@@ -122,10 +126,11 @@ class FileStore : public ObjectStore {
     StoreCapabilities caps;
     caps.directory_markers = false;  // "dir/" would be a file and a directory at once
     caps.server_side_copy = true;
+    caps.metadata_kept = xattrs_.load();  // without xattrs, non-empty metadata is NotSupported
     caps.min_part_size = options_.min_part_size;
     return caps;
   }
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
   std::string Url() const override { return "file://" + UriEncode(root_, /*encode_slash=*/false); }
 
  private:
@@ -149,7 +154,7 @@ class FileStore : public ObjectStore {
     return fd;
   }
 
-  Result<ObjectInfo> InfoOf(int fd, const std::string& rel) {
+  Result<ObjectInfo> InfoOf(int fd, const std::string& rel, bool with_metadata = false) {
     struct stat st;
     if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, "stat of " + Quote(rel));
     if (!S_ISREG(st.st_mode)) return NotFoundError("no such key " + Quote(rel) + " (it is a directory prefix)");
@@ -158,7 +163,54 @@ class FileStore : public ObjectStore {
     info.size = static_cast<uint64_t>(st.st_size);
     info.mtime = ToWallTime(st);
     STRATA_ASSIGN_OR_RETURN(info.etag, EtagOf(fd, st, rel));
+    if (with_metadata) {
+      STRATA_ASSIGN_OR_RETURN(info.metadata, ReadMetadata(fd, rel));
+    }
     return info;
+  }
+
+  // Metadata lives in one xattr set on the temp file before its fsync and
+  // rename, so new bytes never pair with old metadata, even after a crash.
+  Status CheckMetadata(std::string_view key, const ObjectMetadata& m) {
+    STRATA_RETURN_IF_ERROR(ValidateMetadata(m));
+    if (!m.empty() && !xattrs_.load()) {
+      return NotSupportedError("cannot keep metadata of " + Quote(key) + ": xattrs are off or unsupported under " +
+                               root_);
+    }
+    return Status::Ok();
+  }
+
+  Status WriteMetadata(int fd, std::string_view key, const ObjectMetadata& m) {
+    if (m.empty()) return Status::Ok();  // a fresh temp file has no stale record
+    const std::string record = EncodeMetadata(m);
+    if (::fsetxattr(fd, kMetaXattr, record.data(), record.size(), 0) == 0) return Status::Ok();
+    if (errno == ENOTSUP) {
+      xattrs_ = false;
+      return NotSupportedError("cannot keep metadata of " + Quote(key) + ": " + root_ + " has no xattrs");
+    }
+    return ErrnoToStatus(errno, "storing the metadata of " + Quote(key));
+  }
+
+  Result<ObjectMetadata> ReadMetadata(int fd, const std::string& rel) {
+    if (!xattrs_.load()) return ObjectMetadata{};
+    std::string record(4096, '\0');
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      ssize_t n = ::fgetxattr(fd, kMetaXattr, record.data(), record.size());
+      if (n >= 0) {
+        record.resize(static_cast<size_t>(n));
+        auto m = DecodeMetadata(record);
+        if (!m.ok()) return m.status().WithContext("metadata of " + Quote(rel));
+        return m;
+      }
+      if (errno == ENODATA || errno == ENOTSUP) return ObjectMetadata{};
+      if (errno != ERANGE) return ErrnoToStatus(errno, "reading the metadata of " + Quote(rel));
+      ssize_t size = ::fgetxattr(fd, kMetaXattr, nullptr, 0);  // grown meanwhile: ask its size
+      if (size > static_cast<ssize_t>(kMaxEncodedMetadataBytes)) {
+        return CorruptionError("metadata of " + Quote(rel) + " is " + std::to_string(size) + " bytes");
+      }
+      record.resize(size > 0 ? static_cast<size_t>(size) : record.size());
+    }
+    return UnavailableError("metadata of " + Quote(rel) + " kept changing while read");
   }
 
   Result<std::optional<ObjectInfo>> MaybeInfo(const std::string& rel) {
@@ -303,6 +355,7 @@ class FileStore : public ObjectStore {
     info.size = static_cast<uint64_t>(st.st_size);
     info.etag = etag;
     info.mtime = ToWallTime(st);
+    info.metadata = options.metadata;
     return info;
   }
 
@@ -321,7 +374,8 @@ class FileStore : public ObjectStore {
 };
 
 // ---- Multipart: parts live in .strata-tmp/uploads/<id>/NNNNN-<md5hex>; the
-// upload's key and conditions in .strata-tmp/uploads/<id>/meta.
+// upload's key and conditions in .strata-tmp/uploads/<id>/meta, its object
+// metadata (when any) in .../metadata (EncodeMetadata), written before meta.
 
 Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::string_view upload_id) {
   Status missing =
@@ -341,17 +395,35 @@ Result<FileStore::Upload> FileStore::FindUpload(std::string_view key, std::strin
   if (meta.substr(nl2 + 1) != key) return missing;
   upload.options.if_none_match = meta[0] == '1';
   upload.options.if_match = meta.substr(nl1 + 1, nl2 - nl1 - 1);
+  UniqueFd md(::openat(root_fd_.get(), (upload.dir + "/metadata").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!md.valid()) {
+    if (errno == ENOENT) return upload;
+    return ErrnoToStatus(errno, "opening the metadata of upload " + upload.dir);
+  }
+  if (::fstat(md.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) > kMaxEncodedMetadataBytes) {
+    return CorruptionError("bad upload metadata " + upload.dir);
+  }
+  std::string record(static_cast<size_t>(st.st_size), '\0');
+  STRATA_RETURN_IF_ERROR(PreadAll(md.get(), record.data(), record.size(), 0, upload.dir));
+  STRATA_ASSIGN_OR_RETURN(upload.options.metadata, DecodeMetadata(record));
   return upload;
 }
 
 Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
+  STRATA_RETURN_IF_ERROR(CheckMetadata(key, options.metadata));
   if (options.if_match.find('\n') != std::string::npos) return InvalidArgumentError("If-Match holds a newline");
   std::random_device rd;
   std::string id = ToHex(Md5(tag_ + std::to_string(++temp_seq_) + std::to_string(rd()) + std::to_string(rd())));
   std::string dir = kUploads + "/" + id;
   if (::mkdirat(root_fd_.get(), dir.c_str(), 0755) != 0) {
     return ErrnoToStatus(errno, "creating upload directory for " + Quote(key) + " in " + root_);
+  }
+  if (!options.metadata.empty()) {
+    const std::string record = EncodeMetadata(options.metadata);
+    UniqueFd md(::openat(root_fd_.get(), (dir + "/metadata").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!md.valid()) return ErrnoToStatus(errno, "creating upload metadata for " + Quote(key));
+    STRATA_RETURN_IF_ERROR(WriteAll(md.get(), record.data(), record.size(), "upload metadata"));
   }
   std::string meta = std::string(options.if_none_match ? "1" : "0") + "\n" + options.if_match + "\n" + std::string(key);
   UniqueFd fd(::openat(root_fd_.get(), (dir + "/meta").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -431,7 +503,7 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
                               STRATA_RETURN_IF_ERROR(CopyFd(in.get(), out, st.st_size, Quote(key)));
                               md5s.push_back(etag);
                             }
-                            return Status::Ok();
+                            return WriteMetadata(out, key, upload.options.metadata);
                           }));
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Commit(tmp, key, MultipartEtag(md5s), upload.options));
   RemoveFlatDir(root_fd_.get(), upload.dir).IgnoreError();  // the object is committed either way
@@ -444,15 +516,20 @@ Status FileStore::AbortMultipartUpload(std::string_view key, std::string_view up
   return RemoveFlatDir(root_fd_.get(), upload.dir);
 }
 
-Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view dst_key) {
+Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateFileKey(src_key));
   STRATA_RETURN_IF_ERROR(ValidateFileKey(dst_key));
+  STRATA_RETURN_IF_ERROR(CheckMetadata(dst_key, options.metadata));
   const std::string src(src_key);
   STRATA_ASSIGN_OR_RETURN(UniqueFd in, OpenObject(src));
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(in.get(), src));
-  STRATA_ASSIGN_OR_RETURN(
-      std::string tmp, WriteTemp(dst_key, [&](int out) { return CopyFd(in.get(), out, info.size, Quote(src_key)); }));
-  return Commit(tmp, dst_key, info.etag, PutOptions{});
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(in.get(), src, /*with_metadata=*/true));
+  PutOptions put;
+  put.metadata = options.directive == MetadataDirective::kReplace ? options.metadata : std::move(info.metadata);
+  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(dst_key, [&](int out) {
+                            STRATA_RETURN_IF_ERROR(CopyFd(in.get(), out, info.size, Quote(src_key)));
+                            return WriteMetadata(out, dst_key, put.metadata);
+                          }));
+  return Commit(tmp, dst_key, info.etag, put);
 }
 
 // Temp files of puts that died with their process (a crash between write and

@@ -56,10 +56,10 @@ class PrefixStore : public StoreWrapper {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override {
     return base_->ListParts(Full(key), upload_id);
   }
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
     STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
-    return Strip(base_->Copy(Full(src_key), Full(dst_key)));
+    return Strip(base_->Copy(Full(src_key), Full(dst_key), options));
   }
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {
