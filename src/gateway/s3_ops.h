@@ -44,6 +44,15 @@ std::string Unquote(std::string_view etag);  // strips quotes and a W/ prefix
 // Checks Content-MD5 (when present) against ctx.body: InvalidDigest / BadDigest.
 Status CheckContentMd5(const Ctx& ctx);
 
+// Object metadata (s3_object_ops.cc): what a PUT, CreateMultipartUpload or
+// REPLACE copy sends (standard headers and x-amz-meta-*; MetadataTooLarge
+// past S3's 2 KiB), and the response headers for a GET/HEAD.
+Result<ObjectMetadata> RequestMetadata(const Ctx& ctx);
+void MetadataHeaders(Ctx& ctx, const ObjectMetadata& m);
+// RFC 7232 conditions on `info` from headers named prefix + "if-match" etc.:
+// 0 to proceed, else 412 or (reads only) 304.
+int EvaluateConditions(const Ctx& ctx, const ObjectInfo& info, std::string_view prefix, bool read);
+
 // Object operations (s3_object_ops.cc).
 Status GetObject(Ctx& ctx, bool head);
 Status PutObject(Ctx& ctx);
