@@ -68,8 +68,8 @@ class CountingStore : public StoreWrapper {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view id) override {
     return ++other, base_->ListParts(key, id);
   }
-  Result<ObjectInfo> Copy(std::string_view src, std::string_view dst) override {
-    return ++other, base_->Copy(src, dst);
+  Result<ObjectInfo> Copy(std::string_view src, std::string_view dst, const CopyOptions& options) override {
+    return ++other, base_->Copy(src, dst, options);
   }
 };
 

@@ -382,14 +382,60 @@ TEST(CachedStore, TruncatedBodyIsAnErrorNotACachedBlock) {
   EXPECT_EQ(f.store->Get("obj")->data, data);
 }
 
-TEST(CachedStore, ListFeedsHeadCache) {
+// A listing carries no metadata, so it cannot answer Head/Get by itself; it
+// revalidates entries a Head filled when their ETag is unchanged.
+TEST(CachedStore, ListRevalidatesHeadCache) {
   Fixture f;
-  for (int i = 0; i < 5; ++i) f.Add("d/" + std::to_string(i), 10);
+  PutOptions po;
+  po.metadata.content_type = "text/plain";
+  po.metadata.user["mode"] = "33188";
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.mem->Put("d/" + std::to_string(i), Buffer::Copy("0123456789"), po).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.store->Head("d/" + std::to_string(i)).ok());
+  EXPECT_EQ(f.counting->heads.load(), 5);
+  f.clock.Advance(std::chrono::seconds(3600));  // every entry expired
   ASSERT_EQ(f.store->List(Prefix("d/"))->objects.size(), 5u);
   ASSERT_EQ(f.store->List(Prefix("d/"))->objects.size(), 5u);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.store->Get("d/" + std::to_string(i)).ok());
+  for (int i = 0; i < 5; ++i) {
+    auto got = f.store->Get("d/" + std::to_string(i));
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->info.metadata, po.metadata);
+  }
   EXPECT_EQ(f.counting->lists.load(), 1);
-  EXPECT_EQ(f.counting->heads.load(), 0);
+  EXPECT_EQ(f.counting->heads.load(), 5);
+}
+
+TEST(CachedStore, ListedEntriesDoNotHideMetadata) {
+  Fixture f;
+  PutOptions po;
+  po.metadata.content_type = "text/csv";
+  po.metadata.cache_control = "no-cache";
+  po.metadata.user["a"] = "1";
+  ASSERT_TRUE(f.mem->Put("m/obj", Buffer::Copy("x"), po).ok());
+  ASSERT_EQ(f.store->List(Prefix("m/"))->objects.size(), 1u);
+  auto head = f.store->Head("m/obj");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->metadata, po.metadata);
+  auto got = f.store->Get("m/obj");  // a hit now
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->info.metadata, po.metadata);
+  auto stream = f.store->OpenStream("m/obj");
+  ASSERT_TRUE(stream.ok());
+  EXPECT_EQ((*stream)->info().metadata, po.metadata);
+  EXPECT_EQ(f.counting->heads.load(), 1);
+}
+
+TEST(CachedStore, CopyReplacingMetadataInvalidates) {
+  Fixture f;
+  PutOptions po;
+  po.metadata.user["mode"] = "33188";
+  ASSERT_TRUE(f.store->Put("c/obj", Buffer::Copy("bytes"), po).ok());
+  ASSERT_EQ(f.store->Head("c/obj")->metadata.user.at("mode"), "33188");
+  CopyOptions co;
+  co.directive = MetadataDirective::kReplace;
+  co.metadata.user["mode"] = "33261";
+  ASSERT_TRUE(f.store->Copy("c/obj", "c/obj", co).ok());
+  EXPECT_EQ(f.store->Head("c/obj")->metadata.user.at("mode"), "33261");
+  EXPECT_EQ(f.store->Get("c/obj")->data.ToString(), "bytes");
 }
 
 TEST(CachedStore, MetricsReachTheGlobalRegistry) {

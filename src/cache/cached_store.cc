@@ -42,11 +42,11 @@ void CachedStore::WaitForReadahead() {
 
 // ---- metadata ----
 
-Result<ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh) {
+Result<ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool need_metadata) {
   if (!refresh) {
     std::lock_guard lock(meta_mu_);
     auto it = meta_.find(key);
-    if (it != meta_.end() && clock_.Now() < it->second.expires) {
+    if (it != meta_.end() && clock_.Now() < it->second.expires && !(need_metadata && it->second.listed)) {
       cache_->metrics().Inc(CacheCounter::kMetaHits);
       return it->second.info;
     }
@@ -60,13 +60,24 @@ Result<ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh) {
   });
 }
 
-void CachedStore::RememberMeta(const ObjectInfo& info, uint64_t generation) {
+void CachedStore::RememberMeta(const ObjectInfo& info, uint64_t generation, bool listed) {
   if (options_.metadata_ttl.count() <= 0) return;
   std::lock_guard lock(meta_mu_);
   // A write since the lookup started may have made this answer stale.
   if (write_generation_.load() != generation) return;
+  const TimePoint expires = clock_.Now() + options_.metadata_ttl;
+  if (listed) {
+    // A listing that shows the same ETag revalidates a full entry, metadata
+    // included (metadata changes only with a write, which changes the ETag,
+    // or a copy onto itself through this store, which invalidates).
+    auto it = meta_.find(info.key);
+    if (it != meta_.end() && !it->second.listed && it->second.info.etag == info.etag) {
+      it->second.expires = expires;
+      return;
+    }
+  }
   if (meta_.size() >= options_.max_metadata_entries) meta_.clear();
-  meta_[info.key] = MetaEntry{info, clock_.Now() + options_.metadata_ttl};
+  meta_[info.key] = MetaEntry{info, expires, listed};
 }
 
 void CachedStore::InvalidateMetadata() {
@@ -118,7 +129,7 @@ Result<ListResult> CachedStore::List(const ListOptions& options) {
   STRATA_ASSIGN_OR_RETURN(ListResult result, base_->List(options));
   if (options_.metadata_ttl.count() > 0) {
     for (const auto& o : result.objects) {
-      if (!o.etag.empty()) RememberMeta(o, generation);
+      if (!o.etag.empty()) RememberMeta(o, generation, /*listed=*/true);
     }
     std::lock_guard lock(meta_mu_);
     if (write_generation_.load() == generation) {
@@ -321,7 +332,7 @@ Result<Buffer> ReadStream::Read(uint64_t offset, uint64_t length) {
 
 Result<uint64_t> CachedStore::Warm(std::string_view key_view) {
   std::string key(key_view);
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(key, false));
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(key, false, /*need_metadata=*/false));
   if (info.size == 0) return uint64_t{0};
   uint64_t blocks = (info.size + block_size_ - 1) / block_size_;
   std::mutex mu;
@@ -357,8 +368,8 @@ Result<ObjectInfo> CachedStore::CompleteMultipartUpload(std::string_view key, st
   return r;
 }
 
-Result<ObjectInfo> CachedStore::Copy(std::string_view src_key, std::string_view dst_key) {
-  auto r = base_->Copy(src_key, dst_key);
+Result<ObjectInfo> CachedStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
+  auto r = base_->Copy(src_key, dst_key, options);
   Invalidate(std::string(dst_key));
   return r;
 }

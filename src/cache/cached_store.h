@@ -95,6 +95,7 @@ class CachedStore : public StoreWrapper {
   BlockCache& cache() { return *cache_; }
   const ObjectStorePtr& backend() const { return base_; }
 
+  using StoreWrapper::Copy;
   using StoreWrapper::Get;
   using StoreWrapper::Put;
 
@@ -106,7 +107,7 @@ class CachedStore : public StoreWrapper {
   Status Delete(std::string_view key) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
   // Ranges are read through the cache (Get), never streamed past it.
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {
@@ -119,6 +120,7 @@ class CachedStore : public StoreWrapper {
   struct MetaEntry {
     ObjectInfo info;
     TimePoint expires;
+    bool listed = false;  // from a List: info.metadata unknown, so Head/Get/OpenStream ask the backend
   };
   struct ListEntry {
     ListOptions options;
@@ -126,8 +128,9 @@ class CachedStore : public StoreWrapper {
     TimePoint expires;
   };
 
-  Result<ObjectInfo> Meta(const std::string& key, bool refresh);
-  void RememberMeta(const ObjectInfo& info, uint64_t generation);
+  // need_metadata: a List entry (no metadata) does not answer.
+  Result<ObjectInfo> Meta(const std::string& key, bool refresh, bool need_metadata = true);
+  void RememberMeta(const ObjectInfo& info, uint64_t generation, bool listed = false);
   void Invalidate(const std::string& key);
   // The bytes [begin, end) of one version of an object.
   Result<Buffer> ReadRange(const std::string& key, const ObjectInfo& info, uint64_t begin, uint64_t end);

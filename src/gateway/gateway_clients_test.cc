@@ -316,6 +316,20 @@ try:
     elif op == "range":
         body = s3.get_object(Bucket=bucket, Key=args[0], Range="bytes=%s" % args[1])["Body"].read()
         sys.stdout.write(hashlib.md5(body).hexdigest())
+    elif op == "put_meta":
+        import datetime
+        s3.put_object(Bucket=bucket, Key=args[0], Body=b"meta body", ContentType="text/csv",
+                      CacheControl="max-age=60", ContentDisposition='attachment; filename="x.csv"',
+                      ContentEncoding="identity", ContentLanguage="en",
+                      Expires=datetime.datetime(2037, 10, 21, 7, 28, tzinfo=datetime.timezone.utc),
+                      Metadata={"mode": "33188", "Mixed-Case": "v w"})
+    elif op == "head_meta":
+        for r in (s3.head_object(Bucket=bucket, Key=args[0]), s3.get_object(Bucket=bucket, Key=args[0])):
+            h = r["ResponseMetadata"]["HTTPHeaders"]
+            sys.stdout.write("|".join([r.get("ContentType", "-"), r.get("CacheControl", "-"),
+                                       r.get("ContentDisposition", "-"), r.get("ContentEncoding", "-"),
+                                       r.get("ContentLanguage", "-"), h.get("expires", "-"),
+                                       repr(sorted(r["Metadata"].items()))]) + "\n")
     elif op == "head_missing":
         try:
             s3.head_object(Bucket=bucket, Key=args[0])
@@ -481,6 +495,75 @@ TEST_P(GatewayClientsTest, AwsSyncAndMultipartApi) {
   EXPECT_NE(after.stderr_text.find("NoSuchUpload"), std::string::npos) << after.stderr_text;
   CommandResult missing = Run(Aws({"s3api", "head-object", "--bucket", bucket_, "--key", "mp/aborted"}), AwsEnv());
   EXPECT_NE(missing.exit_code, 0);
+}
+
+TEST_P(GatewayClientsTest, MetadataRoundTripsThroughAwsAndBoto3) {
+  const std::string b = bucket_;
+  auto head = [&](const std::string& key) {
+    CommandResult r = Run(Aws({"s3api", "head-object", "--bucket", b, "--key", key, "--output", "text", "--query",
+                               "[ContentType,CacheControl,Metadata.a,Metadata.b,Metadata.c]"}),
+                          AwsEnv());
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return r.stdout_text;
+  };
+  WriteFile(dir_ / "small.txt", "small body");
+  MustRun(Aws({"s3", "cp", (dir_ / "small.txt").string(), "s3://" + b + "/m/small", "--content-type", "text/plain",
+               "--cache-control", "no-cache", "--metadata", "a=1,b=2"}),
+          AwsEnv());
+  EXPECT_EQ(head("m/small"), "text/plain\tno-cache\t1\t2\tNone\n");
+  // Multipart (past the CLI's 8 MiB threshold) keeps them from Create to Complete.
+  WriteFile(dir_ / "big.bin", RandomBytes(9 << 20, 3));
+  MustRun(Aws({"s3", "cp", (dir_ / "big.bin").string(), "s3://" + b + "/m/big", "--content-type", "text/plain",
+               "--metadata", "a=big"}),
+          AwsEnv());
+  EXPECT_EQ(head("m/big"), "text/plain\tNone\tbig\tNone\tNone\n");
+  // Copy: COPY (the default) keeps the source's; REPLACE takes the request's.
+  MustRun(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/kept", "--copy-source", b + "/m/small"}), AwsEnv());
+  EXPECT_EQ(head("m/kept"), "text/plain\tno-cache\t1\t2\tNone\n");
+  MustRun(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/replaced", "--copy-source", b + "/m/small",
+               "--metadata-directive", "REPLACE", "--content-type", "application/json", "--metadata", "c=3"}),
+          AwsEnv());
+  EXPECT_EQ(head("m/replaced"), "application/json\tNone\tNone\tNone\t3\n");
+  MustRun(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/small", "--copy-source", b + "/m/small",
+               "--metadata-directive", "REPLACE", "--metadata", "c=self"}),
+          AwsEnv());
+  EXPECT_EQ(head("m/small"), "binary/octet-stream\tNone\tNone\tNone\tself\n");
+  MustRun(Aws({"s3", "cp", "s3://" + b + "/m/small", (dir_ / "small.back").string()}), AwsEnv());
+  EXPECT_EQ(ReadFile(dir_ / "small.back"), "small body");
+  // Copy-source conditions: 412 PreconditionFailed, for CopyObject and UploadPartCopy.
+  CommandResult cond = Run(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/never", "--copy-source",
+                                b + "/m/small", "--copy-source-if-match", "\"0123456789abcdef0123456789abcdef\""}),
+                           AwsEnv());
+  EXPECT_NE(cond.exit_code, 0);
+  EXPECT_NE(cond.stderr_text.find("PreconditionFailed"), std::string::npos) << cond.stderr_text;
+  cond = Run(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/never", "--copy-source", b + "/m/small",
+                  "--copy-source-if-unmodified-since", "2001-01-01T00:00:00Z"}),
+             AwsEnv());
+  EXPECT_NE(cond.stderr_text.find("PreconditionFailed"), std::string::npos) << cond.stderr_text;
+  CommandResult create = Run(Aws({"s3api", "create-multipart-upload", "--bucket", b, "--key", "m/upc", "--output",
+                                  "text", "--query", "UploadId"}),
+                             AwsEnv());
+  ASSERT_EQ(create.exit_code, 0) << create.stderr_text;
+  std::string id = create.stdout_text.substr(0, create.stdout_text.find('\n'));
+  cond = Run(Aws({"s3api", "upload-part-copy", "--bucket", b, "--key", "m/upc", "--upload-id", id, "--part-number", "1",
+                  "--copy-source", b + "/m/small", "--copy-source-if-modified-since", "2100-01-01T00:00:00Z"}),
+             AwsEnv());
+  EXPECT_NE(cond.stderr_text.find("PreconditionFailed"), std::string::npos) << cond.stderr_text;
+  // More than 2 KiB of user metadata: MetadataTooLarge.
+  CommandResult big = Run(Aws({"s3", "cp", (dir_ / "small.txt").string(), "s3://" + b + "/m/too-large", "--metadata",
+                               "a=" + std::string(2100, 'x')}),
+                          AwsEnv());
+  EXPECT_NE(big.exit_code, 0);
+  EXPECT_NE(big.stderr_text.find("MetadataTooLarge"), std::string::npos) << big.stderr_text;
+
+  // boto3: every standard header and user metadata, from HEAD and GET alike.
+  MustRun(Boto({"put_meta", "m/boto"}), WithoutCaBundles());
+  CommandResult got = Run(Boto({"head_meta", "m/boto"}), WithoutCaBundles());
+  ASSERT_EQ(got.exit_code, 0) << got.stderr_text;
+  const std::string line =
+      "text/csv|max-age=60|attachment; filename=\"x.csv\"|identity|en|Wed, 21 Oct 2037 07:28:00 GMT|"
+      "[('mixed-case', 'v w'), ('mode', '33188')]\n";
+  EXPECT_EQ(got.stdout_text, line + line);
 }
 
 TEST_P(GatewayClientsTest, WrongSecretIsRefusedByEveryClient) {

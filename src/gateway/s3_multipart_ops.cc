@@ -95,6 +95,10 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
       return S3Error(Code::kNotFound, "NoSuchKey", "no such source key");
     return got.status();
   }
+  if (EvaluateConditions(ctx, got->info, "x-amz-copy-source-", /*read=*/false)) {
+    return S3Error(Code::kPreconditionFailed, "PreconditionFailed",
+                   "At least one of the pre-conditions you specified did not hold");
+  }
   if (o.range && got->offset + got->data.size() < o.range->offset + *o.range->length) {
     return S3Error(Code::kOutOfRange, "InvalidRange", "x-amz-copy-source-range is past the end of the source");
   }
@@ -106,7 +110,7 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
 Status CreateMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   PutOptions o;
-  if (const std::string* ct = ctx.Header("content-type")) o.content_type = *ct;
+  STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
   auto id = store->CreateMultipartUpload(ctx.target.key, o);
   if (!id.ok()) return LiftS3Code(id.status(), "NoSuchKey");
   ctx.Xml(EncodeInitiateMultipartUpload({ctx.target.bucket, ctx.target.key, *id}));

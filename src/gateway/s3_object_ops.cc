@@ -51,6 +51,8 @@ bool EtagListMatches(std::string_view list, const std::string& etag) {
 
 int64_t Secs(WallTime t) { return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count(); }
 
+}  // namespace
+
 // RFC 7232 order: If-Match, else If-Unmodified-Since (412); then
 // If-None-Match, else If-Modified-Since (304 for reads, 412 for writes).
 // Unparseable dates are ignored, as HTTP requires. Returns 0 to proceed.
@@ -70,6 +72,51 @@ int EvaluateConditions(const Ctx& ctx, const ObjectInfo& info, std::string_view 
   }
   return 0;
 }
+
+namespace {
+constexpr std::pair<std::string_view, std::string ObjectMetadata::*> kStandardHeaders[] = {
+    {"Content-Type", &ObjectMetadata::content_type},
+    {"Content-Encoding", &ObjectMetadata::content_encoding},
+    {"Content-Language", &ObjectMetadata::content_language},
+    {"Content-Disposition", &ObjectMetadata::content_disposition},
+    {"Cache-Control", &ObjectMetadata::cache_control},
+    {"Expires", &ObjectMetadata::expires}};
+constexpr std::string_view kUserPrefix = "x-amz-meta-";
+}  // namespace
+
+Result<ObjectMetadata> RequestMetadata(const Ctx& ctx) {
+  ObjectMetadata m;
+  for (const auto& [header, field] : kStandardHeaders) {
+    if (const std::string* v = ctx.Header(header)) m.*field = *v;
+  }
+  for (const auto& [raw_name, value] : ctx.req.headers) {
+    if (raw_name.size() <= kUserPrefix.size()) continue;
+    std::string name = raw_name;
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (!name.starts_with(kUserPrefix)) continue;
+    auto [it, fresh] = m.user.try_emplace(name.substr(kUserPrefix.size()), value);
+    if (!fresh) it->second += "," + value;  // a repeated header, as HTTP joins them
+  }
+  if (UserMetadataBytes(m) > kMaxUserMetadataBytes) {
+    return S3Error(Code::kInvalidArgument, "MetadataTooLarge",
+                   "Your metadata headers exceed the maximum allowed metadata size");
+  }
+  Status valid = ValidateMetadata(m);
+  if (!valid.ok()) return S3Error(Code::kInvalidArgument, "InvalidArgument", valid.message());
+  return m;
+}
+
+void MetadataHeaders(Ctx& ctx, const ObjectMetadata& m) {
+  auto& hs = ctx.resp.headers;
+  // S3's default when none was stored.
+  hs.emplace_back("Content-Type", m.content_type.empty() ? std::string("binary/octet-stream") : m.content_type);
+  for (const auto& [header, field] : kStandardHeaders) {
+    if (header != "Content-Type" && !(m.*field).empty()) hs.emplace_back(std::string(header), m.*field);
+  }
+  for (const auto& [name, value] : m.user) hs.emplace_back(std::string(kUserPrefix) + name, value);
+}
+
+namespace {
 
 void ObjectHeaders(Ctx& ctx, const ObjectInfo& info) {
   auto& hs = ctx.resp.headers;
@@ -189,7 +236,7 @@ Status GetObject(Ctx& ctx, bool head) {
   }
   resp.status = ranged ? 206 : 200;
   ObjectHeaders(ctx, info);
-  resp.headers.emplace_back("Content-Type", "binary/octet-stream");
+  MetadataHeaders(ctx, info.metadata);
   resp.headers.emplace_back("Accept-Ranges", "bytes");
   if (ranged) resp.headers.emplace_back("Content-Range", FormatContentRange(begin, end - 1, info.size));
   ResponseOverrides(ctx);
@@ -252,7 +299,7 @@ Status PutObject(Ctx& ctx) {
   STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(PutOptions o, WriteConditions(ctx));
-  if (const std::string* ct = ctx.Header("content-type")) o.content_type = *ct;
+  STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
   auto info = store->Put(ctx.target.key, ctx.body, o);
   if (!info.ok()) return WriteConditionFailed(ctx, *store, o, info.status());
   ctx.resp.headers.emplace_back("ETag", Quote(info->etag));
@@ -264,6 +311,15 @@ Status CopyObject(Ctx& ctx) {
   const auto& [src_bucket, src_key] = src;
   STRATA_ASSIGN_OR_RETURN(auto src_store, ctx.buckets().Get(src_bucket));
   STRATA_ASSIGN_OR_RETURN(auto dst_store, ctx.buckets().Get(ctx.target.bucket));
+  CopyOptions co;
+  if (const std::string* directive = ctx.Header("x-amz-metadata-directive")) {
+    if (*directive == "REPLACE") {
+      co.directive = MetadataDirective::kReplace;
+      STRATA_ASSIGN_OR_RETURN(co.metadata, RequestMetadata(ctx));
+    } else if (*directive != "COPY") {
+      return S3Error(Code::kInvalidArgument, "InvalidArgument", "Unknown metadata directive.");
+    }
+  }
   auto src_info = src_store->Head(src_key);
   if (!src_info.ok()) return ReadError(src_info.status());
   if (EvaluateConditions(ctx, *src_info, "x-amz-copy-source-", /*read=*/false)) {
@@ -271,17 +327,12 @@ Status CopyObject(Ctx& ctx) {
                    "At least one of the pre-conditions you specified did not hold");
   }
   ObjectInfo info;
-  if (src_store == dst_store && src_key == ctx.target.key) {
-    // Copying onto itself only changes metadata, which the backends do not keep.
-    const std::string* directive = ctx.Header("x-amz-metadata-directive");
-    if (!directive || *directive != "REPLACE") {
-      return S3Error(Code::kInvalidArgument, "InvalidRequest",
-                     "This copy request is illegal because it is trying to copy an object to itself without "
-                     "changing the object's metadata.");
-    }
-    info = *src_info;
+  if (src_store == dst_store && src_key == ctx.target.key && co.directive != MetadataDirective::kReplace) {
+    return S3Error(Code::kInvalidArgument, "InvalidRequest",
+                   "This copy request is illegal because it is trying to copy an object to itself without "
+                   "changing the object's metadata.");
   } else if (src_store == dst_store) {
-    STRATA_ASSIGN_OR_RETURN(info, dst_store->Copy(src_key, ctx.target.key));
+    STRATA_ASSIGN_OR_RETURN(info, dst_store->Copy(src_key, ctx.target.key, co));
   } else {
     if (src_info->size > ctx.handler.options().max_copy_bytes) {
       return S3Error(Code::kInvalidArgument, "InvalidRequest", "copy source is larger than this gateway copies");
@@ -290,7 +341,9 @@ Status CopyObject(Ctx& ctx) {
     go.if_match = src_info->etag;
     auto got = src_store->Get(src_key, go);
     if (!got.ok()) return ReadError(got.status());
-    STRATA_ASSIGN_OR_RETURN(info, dst_store->Put(ctx.target.key, got->data));
+    PutOptions po;
+    po.metadata = co.directive == MetadataDirective::kReplace ? co.metadata : got->info.metadata;
+    STRATA_ASSIGN_OR_RETURN(info, dst_store->Put(ctx.target.key, got->data, po));
   }
   ctx.Xml(EncodeCopyObjectResult({Quote(info.etag), info.mtime}));
   return Status::Ok();

@@ -50,6 +50,14 @@ Result<PutOptions> WriteConditions(const Ctx& ctx);
 // Checks them against the current object, as AWS answers: PreconditionFailed,
 // or NoSuchKey for If-Match on a missing key.
 Status CheckWriteConditions(const Ctx& ctx, ObjectStore& store, const PutOptions& o);
+// Object metadata (s3_object_ops.cc): what a PUT, CreateMultipartUpload or
+// REPLACE copy sends (standard headers and x-amz-meta-*; MetadataTooLarge
+// past S3's 2 KiB), and the response headers for a GET/HEAD.
+Result<ObjectMetadata> RequestMetadata(const Ctx& ctx);
+void MetadataHeaders(Ctx& ctx, const ObjectMetadata& m);
+// RFC 7232 conditions on `info` from headers named prefix + "if-match" etc.:
+// 0 to proceed, else 412 or (reads only) 304.
+int EvaluateConditions(const Ctx& ctx, const ObjectInfo& info, std::string_view prefix, bool read);
 
 // Object operations (s3_object_ops.cc).
 Status GetObject(Ctx& ctx, bool head);

@@ -74,6 +74,8 @@ class FaultWritableFile : public WritableFile {
     return Status::Ok();
   }
 
+  Status SetXattr(const std::string& name, std::string_view value) override { return inner_->SetXattr(name, value); }
+
   Status Sync() override {
     if (fs_->Stale(epoch_)) return IOError("sync " + path() + ": file handle predates SimulateCrash()");
     STRATA_RETURN_IF_ERROR(fs_->MaybeFail(kFaultSync, path(), "sync"));

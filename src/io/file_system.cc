@@ -37,6 +37,10 @@ Status RandomAccessFile::SetXattr(const std::string& name, std::string_view valu
   return NotSupportedError("extended attributes of " + path());
 }
 
+Status WritableFile::SetXattr(const std::string& name, std::string_view value) {
+  return NotSupportedError("extended attributes of " + path());
+}
+
 std::string JoinPath(std::string_view dir, std::string_view name) {
   if (dir.empty()) return std::string(name);
   std::string out(dir);
@@ -195,6 +199,15 @@ class PosixWritableFile : public WritableFile {
   Status Sync() override {
     STRATA_RETURN_IF_ERROR(CheckOpen());
     if (::fdatasync(fd_) != 0) return Errno("fdatasync", path_);
+    return Status::Ok();
+  }
+
+  Status SetXattr(const std::string& name, std::string_view value) override {
+    STRATA_RETURN_IF_ERROR(CheckOpen());
+    if (::fsetxattr(fd_, name.c_str(), value.data(), value.size(), 0) != 0) {
+      if (errno == ENOTSUP) return NotSupportedError("extended attributes of " + path_);
+      return Errno("set attribute " + name + " of", path_);
+    }
     return Status::Ok();
   }
 

@@ -71,6 +71,9 @@ class WritableFile {
   virtual Status Close() = 0;
   // The file size as this handle knows it.
   virtual uint64_t Size() const = 0;
+  // Sets an extended attribute before the file is synced and renamed, so it is
+  // committed with the bytes. NotSupported where the file system keeps none (the default).
+  virtual Status SetXattr(const std::string& name, std::string_view value);
   virtual const std::string& path() const = 0;
 };
 

@@ -63,9 +63,9 @@ class CloudStore : public StoreWrapper {
     return base_->ListMultipartUploads(prefix);
   }
   // Server-side: the bytes never cross the emulated network.
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override {
     Pay(0);
-    return base_->Copy(src_key, dst_key);
+    return base_->Copy(src_key, dst_key, options);
   }
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {

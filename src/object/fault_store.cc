@@ -137,8 +137,8 @@ Status FaultStore::AbortMultipartUpload(std::string_view key, std::string_view u
 Result<std::vector<PartInfo>> FaultStore::ListParts(std::string_view key, std::string_view upload_id) {
   STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->ListParts(key, upload_id));
 }
-Result<ObjectInfo> FaultStore::Copy(std::string_view src_key, std::string_view dst_key) {
-  STRATA_FAULT_CALL(FaultOp::kCopy, dst_key, base_->Copy(src_key, dst_key));
+Result<ObjectInfo> FaultStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
+  STRATA_FAULT_CALL(FaultOp::kCopy, dst_key, base_->Copy(src_key, dst_key, options));
 }
 
 Status FaultStore::ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,

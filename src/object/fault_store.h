@@ -61,6 +61,7 @@ class FaultStore : public StoreWrapper {
   StoreFaultCounters counters() const;
   ObjectStore& inner() { return base(); }
 
+  using StoreWrapper::Copy;
   using StoreWrapper::CreateMultipartUpload;
   using StoreWrapper::Get;
   using StoreWrapper::Put;
@@ -77,7 +78,7 @@ class FaultStore : public StoreWrapper {
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
   // A streamed range is one Get request to the faults.
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override;

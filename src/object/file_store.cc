@@ -27,6 +27,7 @@ namespace strata {
 namespace {
 
 constexpr char kEtagXattr[] = "user.strata.etag";
+constexpr char kMetaXattr[] = "user.strata.meta";  // EncodeMetadata(); absent: no metadata
 const std::string kStaging(kFileStoreStagingDir);
 const std::string kUploads = kStaging + "/uploads";
 constexpr size_t kChunk = 1 << 20;  // copy and hash buffer
@@ -98,7 +99,7 @@ class FileStore : public ObjectStore {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     const std::string rel(key);
     STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(rel));
-    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*file, rel));
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*file, rel, /*with_metadata=*/true));
     STRATA_RETURN_IF_ERROR(CheckGetConditions(options, info));
     uint64_t begin = 0, end = 0;
     STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end).WithContext("get " + Quote(key)));
@@ -115,7 +116,7 @@ class FileStore : public ObjectStore {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
     const std::string rel(key);
     STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(rel));
-    return InfoOf(*file, rel);
+    return InfoOf(*file, rel, /*with_metadata=*/true);
   }
 
   Result<ListResult> List(const ListOptions& options) override {
@@ -125,8 +126,12 @@ class FileStore : public ObjectStore {
 
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
+    STRATA_RETURN_IF_ERROR(CheckMetadata(key, options.metadata));
     std::string etag = ToHex(Md5(data.data(), data.size()));
-    STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) { return out.Append(data); }));
+    STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) {
+                              STRATA_RETURN_IF_ERROR(out.Append(data));
+                              return WriteMetadata(out, key, options.metadata);
+                            }));
     return Commit(tmp, key, etag, options);
   }
 
@@ -162,10 +167,11 @@ class FileStore : public ObjectStore {
     StoreCapabilities caps;
     caps.directory_markers = false;  // "dir/" would be a file and a directory at once
     caps.server_side_copy = true;
+    caps.metadata_kept = xattrs_.load();  // without xattrs, non-empty metadata is NotSupported
     caps.min_part_size = options_.min_part_size;
     return caps;
   }
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
   std::string Url() const override { return "file://" + UriEncode(root_, /*encode_slash=*/false); }
 
  private:
@@ -197,7 +203,7 @@ class FileStore : public ObjectStore {
     return file;
   }
 
-  Result<ObjectInfo> InfoOf(RandomAccessFile& file, const std::string& rel) {
+  Result<ObjectInfo> InfoOf(RandomAccessFile& file, const std::string& rel, bool with_metadata = false) {
     STRATA_ASSIGN_OR_RETURN(FileStat st, file.Stat());
     if (st.is_dir) return NotFoundError("no such key " + Quote(rel) + " (it is a directory prefix)");
     ObjectInfo info;
@@ -205,7 +211,47 @@ class FileStore : public ObjectStore {
     info.size = st.size;
     info.mtime = st.mtime;
     STRATA_ASSIGN_OR_RETURN(info.etag, EtagOf(file, st, rel));
+    if (with_metadata) {
+      STRATA_ASSIGN_OR_RETURN(info.metadata, ReadMetadata(file, rel));
+    }
     return info;
+  }
+
+  // Metadata lives in one xattr set on the temp file before its fsync and
+  // rename, so new bytes never pair with old metadata, even after a crash.
+  Status CheckMetadata(std::string_view key, const ObjectMetadata& m) {
+    STRATA_RETURN_IF_ERROR(ValidateMetadata(m));
+    if (!m.empty() && !xattrs_.load()) {
+      return NotSupportedError("cannot keep metadata of " + Quote(key) + ": xattrs are off or unsupported under " +
+                               root_);
+    }
+    return Status::Ok();
+  }
+
+  Status WriteMetadata(WritableFile& out, std::string_view key, const ObjectMetadata& m) {
+    if (m.empty()) return Status::Ok();  // a fresh temp file has no stale record
+    Status set = out.SetXattr(kMetaXattr, EncodeMetadata(m));
+    if (set.code() == Code::kNotSupported) {
+      xattrs_ = false;
+      return NotSupportedError("cannot keep metadata of " + Quote(key) + ": " + root_ + " has no xattrs");
+    }
+    return set.WithContext("storing the metadata of " + Quote(key));
+  }
+
+  Result<ObjectMetadata> ReadMetadata(RandomAccessFile& file, const std::string& rel) {
+    if (!xattrs_.load()) return ObjectMetadata{};
+    auto record = file.GetXattr(kMetaXattr);
+    if (!record.ok()) {
+      const Code code = record.status().code();
+      if (code == Code::kNotFound || code == Code::kNotSupported) return ObjectMetadata{};
+      return record.status().WithContext("reading the metadata of " + Quote(rel));
+    }
+    if (record->size() > kMaxEncodedMetadataBytes) {
+      return CorruptionError("metadata of " + Quote(rel) + " is " + std::to_string(record->size()) + " bytes");
+    }
+    auto m = DecodeMetadata(*record);
+    if (!m.ok()) return m.status().WithContext("metadata of " + Quote(rel));
+    return m;
   }
 
   Result<std::optional<ObjectInfo>> MaybeInfo(const std::string& rel) {
@@ -357,6 +403,7 @@ class FileStore : public ObjectStore {
     info.size = st->size;
     info.etag = etag;
     info.mtime = st->mtime;
+    info.metadata = options.metadata;
     return info;
   }
 
@@ -387,7 +434,8 @@ class FileStore : public ObjectStore {
 };
 
 // ---- Multipart: parts live in .strata-tmp/uploads/<id>/NNNNN-<md5hex>; the
-// upload's key and conditions in .strata-tmp/uploads/<id>/meta.
+// upload's key and conditions in .strata-tmp/uploads/<id>/meta, its object
+// metadata (when any) in .../metadata (EncodeMetadata), written before meta.
 
 Result<FileStore::Upload> FileStore::ReadUpload(std::string_view upload_id, Status missing) {
   if (upload_id.size() != 32 || !IsHex(upload_id)) return missing;
@@ -407,6 +455,13 @@ Result<FileStore::Upload> FileStore::ReadUpload(std::string_view upload_id, Stat
   upload.options.if_match = meta->substr(nl1 + 1, nl2 - nl1 - 1);
   auto st = fs_.Stat(Abs(upload.dir + "/meta"));
   if (st.ok()) upload.initiated = st->mtime;
+  auto record = ReadFileToString(fs_, Abs(upload.dir + "/metadata"), kMaxEncodedMetadataBytes);
+  if (!record.ok()) {
+    if (record.status().code() == Code::kNotFound) return upload;  // created without metadata
+    if (record.status().code() == Code::kInvalidArgument) return CorruptionError("bad upload metadata " + upload.dir);
+    return record.status().WithContext("reading the metadata of upload " + upload.dir);
+  }
+  STRATA_ASSIGN_OR_RETURN(upload.options.metadata, DecodeMetadata(*record));
   return upload;
 }
 
@@ -442,11 +497,16 @@ Result<std::vector<UploadInfo>> FileStore::ListMultipartUploads(std::string_view
 
 Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
+  STRATA_RETURN_IF_ERROR(CheckMetadata(key, options.metadata));
   if (options.if_match.find('\n') != std::string::npos) return InvalidArgumentError("If-Match holds a newline");
   std::random_device rd;
   std::string id = ToHex(Md5(tag_ + std::to_string(++temp_seq_) + std::to_string(rd()) + std::to_string(rd())));
   std::string dir = kUploads + "/" + id;
   STRATA_RETURN_IF_ERROR(fs_.CreateDirs(Abs(dir)).WithContext("creating upload directory for " + Quote(key)));
+  if (!options.metadata.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteFileAtomic(fs_, Abs(dir + "/metadata"), EncodeMetadata(options.metadata))
+                               .WithContext("creating upload metadata for " + Quote(key)));
+  }
   std::string meta = std::string(options.if_none_match ? "1" : "0") + "\n" + options.if_match + "\n" + std::string(key);
   STRATA_RETURN_IF_ERROR(
       WriteFileAtomic(fs_, Abs(dir + "/meta"), meta).WithContext("creating upload record for " + Quote(key)));
@@ -526,7 +586,7 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
                               STRATA_RETURN_IF_ERROR(CopyInto(**in, *size, out, Quote(key)));
                               md5s.push_back(etag);
                             }
-                            return Status::Ok();
+                            return WriteMetadata(out, key, upload.options.metadata);
                           }));
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Commit(tmp, key, MultipartEtag(md5s), upload.options));
   RemoveFlatDir(upload.dir).IgnoreError();  // the object is committed either way
@@ -539,16 +599,20 @@ Status FileStore::AbortMultipartUpload(std::string_view key, std::string_view up
   return RemoveFlatDir(upload.dir);
 }
 
-Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view dst_key) {
+Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateFileKey(src_key));
   STRATA_RETURN_IF_ERROR(ValidateFileKey(dst_key));
+  STRATA_RETURN_IF_ERROR(CheckMetadata(dst_key, options.metadata));
   const std::string src(src_key);
   STRATA_ASSIGN_OR_RETURN(auto in, OpenObject(src));
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*in, src));
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*in, src, /*with_metadata=*/true));
+  PutOptions put;
+  put.metadata = options.directive == MetadataDirective::kReplace ? options.metadata : std::move(info.metadata);
   STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(dst_key, [&](WritableFile& out) {
-                            return CopyInto(*in, info.size, out, Quote(src_key));
+                            STRATA_RETURN_IF_ERROR(CopyInto(*in, info.size, out, Quote(src_key)));
+                            return WriteMetadata(out, dst_key, put.metadata);
                           }));
-  return Commit(tmp, dst_key, info.etag, PutOptions{});
+  return Commit(tmp, dst_key, info.etag, put);
 }
 
 // Temp files of puts that died with their process (a crash between write and

@@ -4,7 +4,11 @@
 // ETag = hex MD5 (multipart: S3's md5-N), kept in the xattr user.strata.etag
 // together with the size and mtime it describes; when missing, stale (the
 // file was changed by someone else) or xattrs are unsupported, it is
-// recomputed from the content and remembered in memory.
+// recomputed from the content and remembered in memory. Object metadata
+// (ObjectMetadata) is the xattr user.strata.meta, set on the temp file before
+// the fsync and rename, so bytes and metadata are replaced together; without
+// xattrs (use_xattrs false, or a file system without them) Capabilities()
+// says metadata_kept = false and non-empty metadata is NotSupported.
 //
 // Limitations (documented, each a clear error rather than silent damage):
 //  - Keys must be valid relative paths: no leading '/', no empty segments
@@ -29,7 +33,7 @@
 namespace strata {
 
 struct FileStoreOptions {
-  bool use_xattrs = true;               // false: ETags only cached in memory (recomputed after restart)
+  bool use_xattrs = true;               // false: ETags only cached in memory (recomputed after restart), no metadata
   bool fsync = true;                    // false: skip fsyncs (faster, not crash-safe; tests/bench only)
   uint64_t min_part_size = 5ull << 20;  // S3's
   // Every read, write, sync, rename and removal goes through `fs` (tests pass

@@ -115,6 +115,64 @@ TEST_F(FileStoreTest, EtagIsStoredInAnXattrWithWhatItDescribes) {
   EXPECT_EQ(std::string(buf, n).substr(0, 33), info->etag + " ");
 }
 
+TEST_F(FileStoreTest, MetadataIsOneXattrOnTheCommittedFile) {
+  PutOptions o;
+  o.metadata.content_type = "text/plain";
+  o.metadata.user["mode"] = "33188";
+  ASSERT_TRUE(store_->Put("m", Buffer::Copy("v1"), o).ok());
+  char buf[4096];
+  ssize_t n = ::getxattr((root_ / "m").c_str(), "user.strata.meta", buf, sizeof(buf));
+  ASSERT_GT(n, 0) << "xattrs unsupported on " << root_;
+  EXPECT_EQ(std::string(buf, n), EncodeMetadata(o.metadata));
+  // A replacing Put without metadata leaves no record: the new inode never had one.
+  ASSERT_TRUE(store_->Put("m", Buffer::Copy("v2")).ok());
+  EXPECT_LT(::getxattr((root_ / "m").c_str(), "user.strata.meta", buf, sizeof(buf)), 0);
+  EXPECT_TRUE(store_->Head("m")->metadata.empty());
+  // A damaged record is Corruption, never wrong metadata.
+  ASSERT_EQ(::setxattr((root_ / "m").c_str(), "user.strata.meta", "\x01\xff", 2, 0), 0);
+  EXPECT_EQ(store_->Head("m").status().code(), Code::kCorruption);
+  EXPECT_EQ(store_->Get("m").status().code(), Code::kCorruption);
+  EXPECT_EQ(ListKeys(), std::vector<std::string>{"m"});  // listing reads no metadata
+}
+
+// The record is set on the temp file before the rename: a put that dies
+// before its rename leaves the old object with its old metadata intact.
+TEST_F(FileStoreTest, MetadataTravelsWithTheBytesAcrossReopen) {
+  PutOptions o;
+  o.metadata.user = {{"uid", "1000"}, {"gid", "100"}};
+  ASSERT_TRUE(store_->Put("k", Buffer::Copy("old"), o).ok());
+  WriteFile(root_ / ".strata-tmp/put-crashed", "new bytes never renamed");
+  auto id = store_->CreateMultipartUpload("mp", o);
+  ASSERT_TRUE(id.ok());
+  auto e1 = store_->UploadPart("mp", *id, 1, Buffer::Copy("part"));
+  ASSERT_TRUE(e1.ok());
+  store_.reset();
+  auto again = OpenFileStore(root_.string(), FileStoreOptions{.min_part_size = 4});
+  ASSERT_TRUE(again.ok());
+  auto head = (*again)->Head("k");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->metadata, o.metadata);
+  EXPECT_EQ((*again)->Get("k")->data.ToString(), "old");
+  ASSERT_TRUE((*again)->CompleteMultipartUpload("mp", *id, {{1, *e1}}).ok());
+  EXPECT_EQ((*again)->Head("mp")->metadata, o.metadata);
+}
+
+TEST_F(FileStoreTest, WithoutXattrsMetadataIsNotSupported) {
+  auto plain = OpenFileStore((root_ / "plain").string(), FileStoreOptions{.use_xattrs = false});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)->Capabilities().metadata_kept);
+  EXPECT_TRUE(store_->Capabilities().metadata_kept);
+  PutOptions o;
+  o.metadata.content_type = "text/plain";
+  EXPECT_EQ((*plain)->Put("k", Buffer::Copy("x"), o).status().code(), Code::kNotSupported);
+  EXPECT_TRUE((*plain)->Put("k", Buffer::Copy("x")).ok());
+  CopyOptions co;
+  co.directive = MetadataDirective::kReplace;
+  co.metadata = o.metadata;
+  EXPECT_EQ((*plain)->Copy("k", "k2", co).status().code(), Code::kNotSupported);
+  EXPECT_TRUE((*plain)->Copy("k", "k2").ok());
+}
+
 TEST_F(FileStoreTest, FilesWrittenByOthersGetCorrectEtags) {
   WriteFile(root_ / "ext/file.bin", "written by someone else");
   auto head = store_->Head("ext/file.bin");

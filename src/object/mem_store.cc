@@ -131,6 +131,7 @@ class MemStore : public ObjectStore {
 
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
+    STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
     std::string etag = ToHex(Md5(data.data(), data.size()));
     std::lock_guard lock(bucket_->mu);
     return Store(key, std::move(data), std::move(etag), options);
@@ -146,6 +147,7 @@ class MemStore : public ObjectStore {
 
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
+    STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
     std::lock_guard lock(bucket_->mu);
     // Ids are unique per bucket and never reused, so a stale id stays unknown.
     std::string id = "mem-" + std::to_string(bucket_->next_upload++) + "-" +
@@ -200,6 +202,7 @@ class MemStore : public ObjectStore {
   StoreCapabilities Capabilities() const override {
     StoreCapabilities caps;
     caps.server_side_copy = true;
+    caps.metadata_kept = true;
     caps.min_part_size = options_.min_part_size;
     return caps;
   }
@@ -218,14 +221,17 @@ class MemStore : public ObjectStore {
     return uploads;
   }
 
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
     STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
+    STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
     std::lock_guard lock(bucket_->mu);
     auto it = bucket_->objects.find(src_key);
     if (it == bucket_->objects.end()) return Missing(src_key);
     MemObject src = it->second;
-    return Store(dst_key, std::move(src.data), std::move(src.info.etag), PutOptions{});
+    PutOptions put;
+    put.metadata = options.directive == MetadataDirective::kReplace ? options.metadata : std::move(src.info.metadata);
+    return Store(dst_key, std::move(src.data), std::move(src.info.etag), put);
   }
 
   std::string Url() const override { return "mem://" + name_; }
@@ -245,6 +251,7 @@ class MemStore : public ObjectStore {
     obj.info.size = data.size();
     obj.info.etag = std::move(etag);
     obj.info.mtime = clock().WallNow();
+    obj.info.metadata = options.metadata;
     obj.data = std::move(data);
     ObjectInfo info = obj.info;
     bucket_->objects.insert_or_assign(std::string(key), std::move(obj));

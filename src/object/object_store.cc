@@ -4,9 +4,11 @@
 
 namespace strata {
 
-Result<ObjectInfo> ObjectStore::Copy(std::string_view src_key, std::string_view dst_key) {
+Result<ObjectInfo> ObjectStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
   STRATA_ASSIGN_OR_RETURN(GetResult src, Get(src_key));
-  return Put(dst_key, std::move(src.data));
+  PutOptions put;
+  put.metadata = options.directive == MetadataDirective::kReplace ? options.metadata : std::move(src.info.metadata);
+  return Put(dst_key, std::move(src.data), put);
 }
 
 Status ObjectStore::ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,

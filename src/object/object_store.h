@@ -16,6 +16,7 @@
 #include "base/buffer.h"
 #include "base/clock.h"
 #include "base/status.h"
+#include "object/metadata.h"
 
 namespace strata {
 
@@ -24,6 +25,8 @@ struct ObjectInfo {
   uint64_t size = 0;
   std::string etag;  // without quotes; changes whenever the content changes
   WallTime mtime{};
+  // Head and Get fill it; List leaves it empty (S3 lists no metadata).
+  ObjectMetadata metadata;
 };
 
 // Half-open byte range [offset, offset + length). length unset: to the end.
@@ -69,7 +72,18 @@ struct ListResult {
 struct PutOptions {
   std::string if_match;        // PreconditionFailed unless the current ETag matches
   bool if_none_match = false;  // "If-None-Match: *": PreconditionFailed if the key exists
-  std::string content_type;
+  // Stored with the object (multipart: given at Create, kept until Complete).
+  // InvalidArgument if ValidateMetadata fails; NotSupported if non-empty and
+  // the store does not keep metadata (Capabilities().metadata_kept).
+  ObjectMetadata metadata;
+};
+
+// S3's x-amz-metadata-directive.
+enum class MetadataDirective { kCopy, kReplace };
+
+struct CopyOptions {
+  MetadataDirective directive = MetadataDirective::kCopy;  // kCopy: the source's metadata
+  ObjectMetadata metadata;                                 // the copy's metadata under kReplace
 };
 
 struct CompletedPart {
@@ -98,7 +112,7 @@ struct StoreCapabilities {
   bool conditional_put = true;           // Put honours PutOptions::if_match / if_none_match
   bool server_side_copy = false;         // Copy moves no bytes through this process
   bool range_streaming = false;          // ReadRangeTo streams into the consumer with no buffer of its own
-  bool metadata_kept = false;            // PutOptions::content_type is stored with the object
+  bool metadata_kept = false;            // PutOptions::metadata is stored and returned by Head/Get
   uint64_t min_part_size = 5ull << 20;   // every multipart part but the last is at least this
   uint64_t max_part_size = 5ull << 30;   // S3's limit per part
   uint64_t read_part_size = 8ull << 20;  // a good size for one ranged GET of a parallel read
@@ -151,8 +165,13 @@ class ObjectStore {
   virtual Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix);
 
   // Server-side copy where the backend has one (Capabilities().server_side_copy);
-  // the default reads and writes.
-  virtual Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key);
+  // the default reads and writes. The copy keeps the source's metadata
+  // unless options.directive is kReplace. Copying a key onto itself with
+  // kReplace changes only its metadata (the bytes and ETag stay).
+  virtual Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options);
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) {
+    return Copy(src_key, dst_key, CopyOptions{});
+  }
 
   // Delivers exactly [offset, offset + length) of `key` (which must lie within
   // the object) to `consume`, pinned to `etag` when it is non-empty

@@ -61,10 +61,10 @@ class PrefixStore : public StoreWrapper {
     for (UploadInfo& u : uploads) u.key.erase(0, prefix_.size());
     return uploads;
   }
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override {
     STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
     STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
-    return Strip(base_->Copy(Full(src_key), Full(dst_key)));
+    return Strip(base_->Copy(Full(src_key), Full(dst_key), options));
   }
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {

@@ -31,8 +31,44 @@ bool LooksLikeMd5(std::string_view etag) {
   return etag.size() == 32 && std::all_of(etag.begin(), etag.end(), [](char c) { return std::isxdigit(c); });
 }
 
+// Request headers for `m` (PUT, CreateMultipartUpload, CopyObject REPLACE).
+void AddMetadataHeaders(HttpHeaders& h, const ObjectMetadata& m) {
+  const std::pair<const char*, const std::string*> standard[] = {
+      {"Content-Type", &m.content_type},         {"Content-Encoding", &m.content_encoding},
+      {"Content-Language", &m.content_language}, {"Content-Disposition", &m.content_disposition},
+      {"Cache-Control", &m.cache_control},       {"Expires", &m.expires}};
+  for (const auto& [name, value] : standard) {
+    if (!value->empty()) h.emplace_back(name, *value);
+  }
+  for (const auto& [name, value] : m.user) h.emplace_back("x-amz-meta-" + name, value);
+}
+
+// The metadata a HEAD/GET answer carries. The server always names a
+// Content-Type (its default when none was stored); it is kept as sent.
+ObjectMetadata MetadataFromHeaders(const HttpHeaders& headers) {
+  ObjectMetadata m;
+  std::pair<std::string_view, std::string*> standard[] = {
+      {"content-type", &m.content_type},         {"content-encoding", &m.content_encoding},
+      {"content-language", &m.content_language}, {"content-disposition", &m.content_disposition},
+      {"cache-control", &m.cache_control},       {"expires", &m.expires}};
+  constexpr std::string_view kPrefix = "x-amz-meta-";
+  for (const auto& [raw_name, value] : headers) {
+    std::string name = raw_name;
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (name.size() > kPrefix.size() && name.starts_with(kPrefix)) {
+      m.user[name.substr(kPrefix.size())] = value;
+      continue;
+    }
+    for (auto& [header, field] : standard) {
+      if (name == header) *field = value;
+    }
+  }
+  return m;
+}
+
 ObjectInfo InfoFromHeaders(const HttpResponse& resp, std::string key, uint64_t size) {
   ObjectInfo info;
+  info.metadata = MetadataFromHeaders(resp.headers);
   info.key = std::move(key);
   info.size = size;
   info.etag = UnquoteEtag(resp.Header("ETag").value_or(""));
@@ -138,7 +174,7 @@ class S3Store : public ObjectStore {
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override;
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
   std::string Url() const override { return S3ConfigUrl(r_->config()); }
   StoreCapabilities Capabilities() const override {
     StoreCapabilities caps;
@@ -408,7 +444,7 @@ Result<ListResult> S3Store::List(const ListOptions& options) {
   ListResult out;
   for (auto& e : decoded->contents) {
     if (e.key.compare(0, base.size(), base) != 0 || e.key.size() == base.size()) continue;
-    out.objects.push_back(ObjectInfo{e.key.substr(base.size()), e.size, UnquoteEtag(e.etag), e.last_modified});
+    out.objects.push_back(ObjectInfo{e.key.substr(base.size()), e.size, UnquoteEtag(e.etag), e.last_modified, {}});
   }
   for (auto& p : decoded->common_prefixes) {
     if (p.compare(0, base.size(), base) != 0) continue;
@@ -424,6 +460,7 @@ Result<ListResult> S3Store::List(const ListOptions& options) {
 
 Result<ObjectInfo> S3Store::Put(std::string_view key, Buffer data, const PutOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
   bool conditional = !options.if_match.empty() || options.if_none_match;
   // Conditions go on a single PUT (S3 checks them atomically there).
   if (data.size() > cfg().part_size && !conditional) return PutMultipart(key, std::move(data), options);
@@ -435,7 +472,7 @@ Result<ObjectInfo> S3Store::PutSingle(std::string_view key, Buffer data, const P
   std::string md5 = ToHex(Md5(data.data(), data.size()));
   S3Call call = MakeCall("PutObject", "PUT", full, {}, data);
   call.headers.emplace_back("Content-MD5", Base64Encode(Md5(data.data(), data.size())));
-  if (!options.content_type.empty()) call.headers.emplace_back("Content-Type", options.content_type);
+  AddMetadataHeaders(call.headers, options.metadata);
   if (!options.if_match.empty()) call.headers.emplace_back("If-Match", QuoteEtag(options.if_match));
   if (options.if_none_match) call.headers.emplace_back("If-None-Match", "*");
   call.validate = [&](const HttpResponse& r) -> Status {
@@ -463,6 +500,7 @@ Result<ObjectInfo> S3Store::PutSingle(std::string_view key, Buffer data, const P
   ObjectInfo info = InfoFromHeaders(resp, std::string(key), data.size());
   if (info.etag.empty()) info.etag = md5;
   if (info.mtime == WallTime{}) info.mtime = std::chrono::time_point_cast<std::chrono::seconds>(r_->clock().WallNow());
+  info.metadata = options.metadata;  // a PUT answer carries none
   return info;
 }
 
@@ -507,8 +545,9 @@ Status S3Store::Delete(std::string_view key) {
 Result<std::string> S3Store::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   std::string full = r_->FullKey(key);
+  STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
   S3Call call = MakeCall("CreateMultipartUpload", "POST", full, {{"uploads", ""}});
-  if (!options.content_type.empty()) call.headers.emplace_back("Content-Type", options.content_type);
+  AddMetadataHeaders(call.headers, options.metadata);
   STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
   auto decoded = DecodeInitiateMultipartUpload(resp.body.view());
   if (!decoded.ok()) return decoded.status().WithContext("CreateMultipartUpload " + r_->Resource(full));
@@ -652,12 +691,17 @@ Result<std::vector<UploadInfo>> S3Store::ListMultipartUploads(std::string_view p
   return CorruptionError("ListMultipartUploads: too many pages");
 }
 
-Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_key) {
+Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateKey(src_key));
   STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
+  STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
   std::string src = r_->FullKey(src_key), dst = r_->FullKey(dst_key);
   S3Call call = MakeCall("CopyObject", "PUT", dst);
   call.headers.emplace_back("x-amz-copy-source", UriEncode(cfg().bucket) + "/" + UriEncode(src, false));
+  if (options.directive == MetadataDirective::kReplace) {
+    call.headers.emplace_back("x-amz-metadata-directive", "REPLACE");
+    AddMetadataHeaders(call.headers, options.metadata);
+  }
   std::string resource = r_->Resource(dst);
   call.validate = [&](const HttpResponse& r) { return ErrorInOkBody(r, resource); };
   STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));

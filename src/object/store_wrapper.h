@@ -23,6 +23,7 @@ class StoreWrapper : public ObjectStore {
   ObjectStore& base() const { return *base_; }
   const ObjectStorePtr& base_ptr() const { return base_; }
 
+  using ObjectStore::Copy;
   using ObjectStore::CreateMultipartUpload;
   using ObjectStore::Get;
   using ObjectStore::Put;
@@ -54,8 +55,8 @@ class StoreWrapper : public ObjectStore {
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override {
     return base_->ListMultipartUploads(prefix);
   }
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key) override {
-    return base_->Copy(src_key, dst_key);
+  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override {
+    return base_->Copy(src_key, dst_key, options);
   }
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {

@@ -72,7 +72,9 @@ class RecordingBase : public ObjectStore {
     Record("ListMultipartUploads", prefix);
     return std::vector<UploadInfo>{};
   }
-  Result<ObjectInfo> Copy(std::string_view, std::string_view dst_key) override { return Info("Copy", dst_key); }
+  Result<ObjectInfo> Copy(std::string_view, std::string_view dst_key, const CopyOptions&) override {
+    return Info("Copy", dst_key);
+  }
   Status ReadRangeTo(std::string_view key, std::string_view, uint64_t offset, uint64_t length,
                      const RangeConsumer& consume) override {
     Record("ReadRangeTo", key);

@@ -1,0 +1,103 @@
+#include "object/metadata.h"
+
+#include <array>
+
+#include "base/coding.h"
+
+namespace strata {
+namespace {
+
+constexpr uint8_t kVersion = 1;
+constexpr uint32_t kMaxUserEntries = 1024;
+
+// The standard fields, in encoding order.
+template <typename M>
+auto Fields(M& m) {
+  return std::array{&m.content_type,        &m.content_encoding, &m.content_language,
+                    &m.content_disposition, &m.cache_control,    &m.expires};
+}
+
+void PutString(std::string* out, std::string_view s) {
+  PutFixed32(out, static_cast<uint32_t>(s.size()));
+  out->append(s);
+}
+
+bool GetString(std::string_view* in, std::string* out) {
+  uint32_t n = 0;
+  if (!GetFixed32(in, &n) || n > in->size()) return false;
+  out->assign(in->substr(0, n));
+  in->remove_prefix(n);
+  return true;
+}
+
+bool IsTokenChar(char c) {
+  // RFC 7230 tchar, upper case excluded (names are stored lower-case).
+  if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool HeaderSafe(std::string_view v) { return v.find_first_of(std::string_view("\r\n\0", 3)) == v.npos; }
+
+}  // namespace
+
+bool ObjectMetadata::empty() const { return *this == ObjectMetadata{}; }
+
+size_t UserMetadataBytes(const ObjectMetadata& m) {
+  size_t n = 0;
+  for (const auto& [name, value] : m.user) n += name.size() + value.size();
+  return n;
+}
+
+Status ValidateMetadata(const ObjectMetadata& m) {
+  size_t bytes = UserMetadataBytes(m);
+  if (bytes > kMaxUserMetadataBytes) {
+    return InvalidArgumentError("user metadata is " + std::to_string(bytes) + " bytes, more than S3's " +
+                                std::to_string(kMaxUserMetadataBytes) + " (MetadataTooLarge)");
+  }
+  for (const auto& [name, value] : m.user) {
+    if (name.empty()) return InvalidArgumentError("a user metadata name is empty");
+    for (char c : name) {
+      if (!IsTokenChar(c)) {
+        return InvalidArgumentError("user metadata name '" + name + "' must be a lower-case HTTP token");
+      }
+    }
+    if (!HeaderSafe(value)) return InvalidArgumentError("user metadata '" + name + "' holds CR, LF or NUL");
+  }
+  for (const std::string* f : Fields(m)) {
+    if (!HeaderSafe(*f)) return InvalidArgumentError("a metadata header holds CR, LF or NUL");
+  }
+  return Status::Ok();
+}
+
+std::string EncodeMetadata(const ObjectMetadata& m) {
+  std::string out(1, static_cast<char>(kVersion));
+  for (const std::string* f : Fields(m)) PutString(&out, *f);
+  PutFixed32(&out, static_cast<uint32_t>(m.user.size()));
+  for (const auto& [name, value] : m.user) {
+    PutString(&out, name);
+    PutString(&out, value);
+  }
+  return out;
+}
+
+Result<ObjectMetadata> DecodeMetadata(std::string_view in) {
+  auto bad = [](const char* why) { return CorruptionError(std::string("bad object metadata record: ") + why); };
+  if (in.size() > kMaxEncodedMetadataBytes) return bad("too large");
+  if (in.empty() || static_cast<uint8_t>(in[0]) != kVersion) return bad("unknown version");
+  in.remove_prefix(1);
+  ObjectMetadata m;
+  for (std::string* f : Fields(m)) {
+    if (!GetString(&in, f)) return bad("truncated header field");
+  }
+  uint32_t count = 0;
+  if (!GetFixed32(&in, &count) || count > kMaxUserEntries) return bad("bad user metadata count");
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string name, value;
+    if (!GetString(&in, &name) || !GetString(&in, &value)) return bad("truncated user metadata");
+    if (!m.user.emplace(std::move(name), std::move(value)).second) return bad("duplicate user metadata name");
+  }
+  if (!in.empty()) return bad("trailing bytes");
+  return m;
+}
+
+}  // namespace strata

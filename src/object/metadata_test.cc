@@ -1,0 +1,82 @@
+#include "object/metadata.h"
+
+#include <gtest/gtest.h>
+
+#include "base/coding.h"
+
+namespace strata {
+namespace {
+
+ObjectMetadata Sample() {
+  ObjectMetadata m;
+  m.content_type = "text/plain; charset=utf-8";
+  m.content_encoding = "gzip";
+  m.content_language = "en";
+  m.content_disposition = "attachment; filename=\"a b.txt\"";
+  m.cache_control = "max-age=60";
+  m.expires = "Wed, 21 Oct 2037 07:28:00 GMT";
+  m.user = {{"mode", "33188"}, {"uid", "1000"}, {"gid", "1000"}, {"mtime", "1700000000"}, {"empty", ""}};
+  return m;
+}
+
+TEST(ObjectMetadata, RoundTrips) {
+  for (const ObjectMetadata& m : {ObjectMetadata{}, Sample()}) {
+    auto back = DecodeMetadata(EncodeMetadata(m));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, m);
+  }
+  EXPECT_TRUE(ObjectMetadata{}.empty());
+  EXPECT_FALSE(Sample().empty());
+}
+
+TEST(ObjectMetadata, EveryTruncationAndCorruptionIsRejected) {
+  const std::string enc = EncodeMetadata(Sample());
+  for (size_t n = 0; n < enc.size(); ++n) {
+    EXPECT_EQ(DecodeMetadata(enc.substr(0, n)).status().code(), Code::kCorruption) << n;
+  }
+  EXPECT_EQ(DecodeMetadata(enc + "x").status().code(), Code::kCorruption);
+  std::string v2 = enc;
+  v2[0] = 2;
+  EXPECT_EQ(DecodeMetadata(v2).status().code(), Code::kCorruption);
+  // A length pointing far past the end.
+  std::string huge(1, '\1');
+  PutFixed32(&huge, 0xffffffffu);
+  EXPECT_EQ(DecodeMetadata(huge).status().code(), Code::kCorruption);
+  // A duplicated user name.
+  std::string dup = EncodeMetadata(ObjectMetadata{});
+  dup.resize(dup.size() - 4);
+  PutFixed32(&dup, 2);
+  for (int i = 0; i < 2; ++i) {
+    PutFixed32(&dup, 1);
+    dup += "a";
+    PutFixed32(&dup, 1);
+    dup += "1";
+  }
+  EXPECT_EQ(DecodeMetadata(dup).status().code(), Code::kCorruption);
+}
+
+TEST(ObjectMetadata, ValidationFollowsS3) {
+  EXPECT_TRUE(ValidateMetadata(Sample()).ok());
+  ObjectMetadata m;
+  m.user["k"] = std::string(kMaxUserMetadataBytes - 1, 'v');
+  EXPECT_TRUE(ValidateMetadata(m).ok());
+  EXPECT_EQ(UserMetadataBytes(m), kMaxUserMetadataBytes);
+  m.user["k"] += "v";
+  Status too_large = ValidateMetadata(m);
+  EXPECT_EQ(too_large.code(), Code::kInvalidArgument);
+  EXPECT_NE(too_large.message().find("MetadataTooLarge"), std::string::npos);
+  for (const char* bad_name : {"", "Upper", "sp ace", "new\nline", "colon:"}) {
+    ObjectMetadata b;
+    b.user[bad_name] = "v";
+    EXPECT_EQ(ValidateMetadata(b).code(), Code::kInvalidArgument) << bad_name;
+  }
+  ObjectMetadata crlf;
+  crlf.user["a"] = "x\r\nInjected: 1";
+  EXPECT_EQ(ValidateMetadata(crlf).code(), Code::kInvalidArgument);
+  ObjectMetadata ct;
+  ct.content_type = "text/plain\r\n";
+  EXPECT_EQ(ValidateMetadata(ct).code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata

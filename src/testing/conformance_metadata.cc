@@ -1,0 +1,128 @@
+// Conformance cases for object metadata (ObjectMetadata): kept by Put,
+// multipart and Copy, returned by Head and Get, for every store that
+// declares Capabilities().metadata_kept; refused plainly by one that does not.
+#include "testing/conformance.h"
+
+namespace strata {
+
+int ConformanceMetadataAnchor() { return 0; }
+
+namespace {
+
+#define ASSERT_OK(expr)                                   \
+  do {                                                    \
+    auto _s = (expr);                                     \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.status(); \
+  } while (0)
+
+ObjectMetadata Full() {
+  ObjectMetadata m;
+  m.content_type = "text/plain";
+  m.content_encoding = "identity";
+  m.content_language = "en-GB";
+  m.content_disposition = "attachment; filename=\"report.txt\"";
+  m.cache_control = "max-age=3600";
+  m.expires = "Wed, 21 Oct 2037 07:28:00 GMT";
+  m.user = {{"a", "1"}, {"b", "two words"}, {"mode", "33188"}, {"uid", "1000"}, {"gid", "1000"}};
+  return m;
+}
+
+// Only what the test set: S3 servers name a default Content-Type when none was stored.
+void ExpectUserOnly(const ObjectMetadata& got, const std::map<std::string, std::string>& user) {
+  EXPECT_EQ(got.user, user);
+}
+
+}  // namespace
+
+TEST_P(ObjectStoreConformance, MetadataRoundTrips) {
+  PutOptions o;
+  o.metadata = Full();
+  if (!store_->Capabilities().metadata_kept) {
+    EXPECT_EQ(store_->Put("meta/obj", Buffer::Copy("x"), o).status().code(), Code::kNotSupported);
+    EXPECT_EQ(store_->CreateMultipartUpload("meta/mp", o).status().code(), Code::kNotSupported);
+    ASSERT_OK(store_->Put("meta/plain", Buffer::Copy("x")));  // no metadata: fine
+    GTEST_SKIP() << "the store declares it keeps no metadata";
+  }
+  auto put = store_->Put("meta/obj", Buffer::Copy("hello"), o);
+  ASSERT_OK(put);
+  EXPECT_EQ(put->metadata, o.metadata);
+  auto head = store_->Head("meta/obj");
+  ASSERT_OK(head);
+  EXPECT_EQ(head->metadata, o.metadata);
+  auto got = store_->Get("meta/obj");
+  ASSERT_OK(got);
+  EXPECT_EQ(got->info.metadata, o.metadata);
+  GetOptions ranged;
+  ranged.range = ByteRange::Of(1, 2);
+  got = store_->Get("meta/obj", ranged);
+  ASSERT_OK(got);
+  EXPECT_EQ(got->data.ToString(), "el");
+  EXPECT_EQ(got->info.metadata, o.metadata);
+
+  // A replacing Put replaces the metadata too, even with none.
+  ASSERT_OK(store_->Put("meta/obj", Buffer::Copy("second")));
+  head = store_->Head("meta/obj");
+  ASSERT_OK(head);
+  ExpectUserOnly(head->metadata, {});
+  EXPECT_TRUE(head->metadata.cache_control.empty());
+}
+
+TEST_P(ObjectStoreConformance, MetadataLimitIsEnforced) {
+  PutOptions o;
+  o.metadata.user["big"] = std::string(kMaxUserMetadataBytes, 'v');  // 3 + 2048 bytes
+  EXPECT_EQ(store_->Put("meta/big", Buffer::Copy("x"), o).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->CreateMultipartUpload("meta/big", o).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->Head("meta/big").status().code(), Code::kNotFound);
+}
+
+TEST_P(ObjectStoreConformance, CopyKeepsOrReplacesMetadata) {
+  if (!store_->Capabilities().metadata_kept) GTEST_SKIP() << "the store declares it keeps no metadata";
+  PutOptions o;
+  o.metadata = Full();
+  auto src = store_->Put("meta/src", Buffer::Copy("copied"), o);
+  ASSERT_OK(src);
+  auto kept = store_->Copy("meta/src", "meta/kept");
+  ASSERT_OK(kept);
+  EXPECT_EQ(store_->Head("meta/kept")->metadata, o.metadata);
+
+  CopyOptions replace;
+  replace.directive = MetadataDirective::kReplace;
+  replace.metadata.content_type = "application/json";
+  replace.metadata.user = {{"c", "3"}};
+  ASSERT_OK(store_->Copy("meta/src", "meta/replaced", replace));
+  auto head = store_->Head("meta/replaced");
+  ASSERT_OK(head);
+  EXPECT_EQ(head->metadata.content_type, "application/json");
+  ExpectUserOnly(head->metadata, {{"c", "3"}});
+  EXPECT_TRUE(head->metadata.cache_control.empty());
+  EXPECT_EQ(store_->Get("meta/replaced")->data.ToString(), "copied");
+
+  // Onto itself: only the metadata changes (how the mount stores chmod).
+  replace.metadata.user = {{"mode", "33261"}};
+  ASSERT_OK(store_->Copy("meta/src", "meta/src", replace));
+  head = store_->Head("meta/src");
+  ASSERT_OK(head);
+  ExpectUserOnly(head->metadata, {{"mode", "33261"}});
+  EXPECT_EQ(store_->Get("meta/src")->data.ToString(), "copied");
+  if (GetParam().etag_is_md5) {
+    EXPECT_EQ(head->etag, src->etag);
+  }
+}
+
+TEST_P(ObjectStoreConformance, MultipartKeepsMetadata) {
+  if (!store_->Capabilities().metadata_kept) GTEST_SKIP() << "the store declares it keeps no metadata";
+  PutOptions o;
+  o.metadata = Full();
+  auto id = store_->CreateMultipartUpload("meta/mp", o);
+  ASSERT_OK(id);
+  auto e1 = store_->UploadPart("meta/mp", *id, 1, Buffer::Copy("only part"));
+  ASSERT_OK(e1);
+  auto done = store_->CompleteMultipartUpload("meta/mp", *id, {{1, *e1}});
+  ASSERT_OK(done);
+  auto head = store_->Head("meta/mp");
+  ASSERT_OK(head);
+  EXPECT_EQ(head->metadata, o.metadata);
+  EXPECT_EQ(store_->Get("meta/mp")->info.metadata, o.metadata);
+}
+
+}  // namespace strata
