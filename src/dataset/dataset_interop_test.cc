@@ -20,6 +20,12 @@
 namespace strata::dataset {
 namespace {
 
+VerifyOptions SignedBy(std::string key) {
+  VerifyOptions options;
+  options.sign_key = std::move(key);
+  return options;
+}
+
 namespace fs = std::filesystem;
 
 struct Cmd {
@@ -166,14 +172,14 @@ TEST_F(Interop, PackVerifyOverFileStoreAndCorruption) {
       "print(t.extractfile(\"cat/im0.cls\").read().decode())' " +
       shard);
   EXPECT_EQ(py.out, "0\n");
-  auto ok = Verify(**dst, "", {.sign_key = "k"});
+  auto ok = Verify(**dst, "", SignedBy("k"));
   ASSERT_TRUE(ok.ok());
   EXPECT_TRUE(ok->ok()) << ok->Describe();
   // Poison one image in place with the same size.
   std::string bytes = ReadFile(shard);
   bytes[2000] ^= 1;
   WriteFile(shard, bytes);
-  auto bad = Verify(**dst, "", {.sign_key = "k"});
+  auto bad = Verify(**dst, "", SignedBy("k"));
   ASSERT_TRUE(bad.ok());
   ASSERT_EQ(bad->problems.size(), 1u) << bad->Describe();
   EXPECT_EQ(bad->problems[0].name, r->manifest.shards[0].name);

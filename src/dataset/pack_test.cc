@@ -17,6 +17,18 @@
 namespace strata::dataset {
 namespace {
 
+VerifyOptions SignedBy(std::string key) {
+  VerifyOptions options;
+  options.sign_key = std::move(key);
+  return options;
+}
+
+InspectOptions SampleNumber(uint64_t sample) {
+  InspectOptions options;
+  options.sample = sample;
+  return options;
+}
+
 std::shared_ptr<ObjectStore> SmallPartStore() {
   MemStoreOptions o;
   o.min_part_size = 1024;
@@ -206,11 +218,11 @@ TEST(Verify, SignatureDetectsARewrittenManifest) {
   FillImageFolder(*src, 5);
   // Tar: no per-record checksums, so only the manifest protects the bytes.
   ASSERT_TRUE(PackSmall(src, dst, ShardFormat::kTar, "s3cret").ok());
-  auto ok = Verify(*dst, "", {.sign_key = "s3cret"});
+  auto ok = Verify(*dst, "", SignedBy("s3cret"));
   ASSERT_TRUE(ok.ok());
   EXPECT_TRUE(ok->ok()) << ok->Describe();
   EXPECT_TRUE(ok->signature_checked);
-  auto wrong = Verify(*dst, "", {.sign_key = "other"});
+  auto wrong = Verify(*dst, "", SignedBy("other"));
   ASSERT_TRUE(wrong.ok());
   ASSERT_FALSE(wrong->ok());
   EXPECT_EQ(wrong->problems[0].kind, Problem::Kind::kSignature);
@@ -227,7 +239,7 @@ TEST(Verify, SignatureDetectsARewrittenManifest) {
   auto unkeyed = Verify(*dst, "");
   ASSERT_TRUE(unkeyed.ok());
   EXPECT_TRUE(unkeyed->ok());  // hashes agree: only the signature can tell
-  auto keyed = Verify(*dst, "", {.sign_key = "s3cret"});
+  auto keyed = Verify(*dst, "", SignedBy("s3cret"));
   ASSERT_TRUE(keyed.ok());
   ASSERT_FALSE(keyed->ok());
   EXPECT_EQ(keyed->problems[0].kind, Problem::Kind::kSignature);
@@ -235,7 +247,7 @@ TEST(Verify, SignatureDetectsARewrittenManifest) {
   auto src2 = MakeMemStore(), dst2 = MakeMemStore();
   FillImageFolder(*src2, 2);
   ASSERT_TRUE(PackSmall(src2, dst2, ShardFormat::kTar).ok());
-  auto unsigned_report = Verify(*dst2, "", {.sign_key = "s3cret"});
+  auto unsigned_report = Verify(*dst2, "", SignedBy("s3cret"));
   ASSERT_TRUE(unsigned_report.ok());
   EXPECT_FALSE(unsigned_report->ok());
 }
@@ -280,7 +292,7 @@ TEST(Pack, WebDatasetLayoutGroupsFieldsByKey) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->key, "000002");
   EXPECT_EQ(s->Find("seg.png")->view(), "P2");
-  auto text = Inspect(dst, "ds/", {.sample = 1});
+  auto text = Inspect(dst, "ds/", SampleNumber(1));
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_NE(text->find("samples:     2"), std::string::npos) << *text;
   EXPECT_NE(text->find("indexed (zstd)"), std::string::npos) << *text;

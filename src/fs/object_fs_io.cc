@@ -448,7 +448,10 @@ Result<std::unique_ptr<ReadStream>> ObjectFs::OpenReader(Ino ino, const std::str
     std::lock_guard lock(mu_);
     const Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("/" + path + " is gone");
-    known = ObjectInfo{path, inode->size, inode->etag, inode->mtime};
+    known.key = path;
+    known.size = inode->size;
+    known.etag = inode->etag;
+    known.mtime = inode->mtime;
   }
   if (known.etag.empty()) return store_->OpenStream(path);  // never confirmed: ask the store
   return store_->OpenStream(path, known);
