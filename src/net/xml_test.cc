@@ -37,7 +37,7 @@ TEST(Xml, RefusesDoctypeAndEntityDeclarations) {
     auto r = ParseXml(d);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
-    EXPECT_EQ(r.status().cause(), "MalformedXML");
+    EXPECT_EQ(r.status().foreign_code(), "MalformedXML");
     EXPECT_NE(r.status().message().find("DOCTYPE is not allowed"), std::string::npos) << r.status();
   }
 }

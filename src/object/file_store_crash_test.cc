@@ -119,7 +119,6 @@ TEST_F(FileStoreCrashTest, AnObjectWhosePutReturnedSurvivesPowerLoss) {
   CrashingFs fs(DefaultFileSystem());
   FileStoreOptions options;
   options.fs = &fs;
-  options.fsync = false;
   auto store = OpenFileStore(root_, options);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::string data(100000, 'x');
