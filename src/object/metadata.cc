@@ -94,7 +94,9 @@ Result<ObjectMetadata> DecodeMetadata(std::string_view in) {
   for (uint32_t i = 0; i < count; ++i) {
     std::string name, value;
     if (!GetString(&in, &name) || !GetString(&in, &value)) return bad("truncated user metadata");
-    if (!m.user.emplace(std::move(name), std::move(value)).second) return bad("duplicate user metadata name");
+    // Encoded in the map's order: anything else (a duplicate included) is not a record we wrote.
+    if (!m.user.empty() && !(m.user.rbegin()->first < name)) return bad("user metadata names out of order");
+    m.user.emplace_hint(m.user.end(), std::move(name), std::move(value));
   }
   if (!in.empty()) return bad("trailing bytes");
   return m;

@@ -53,6 +53,17 @@ TEST(ObjectMetadata, EveryTruncationAndCorruptionIsRejected) {
     dup += "1";
   }
   EXPECT_EQ(DecodeMetadata(dup).status().code(), Code::kCorruption);
+  // Names out of order (found by fuzz_object_metadata: it decoded, then encoded differently).
+  std::string unordered = EncodeMetadata(ObjectMetadata{});
+  unordered.resize(unordered.size() - 4);
+  PutFixed32(&unordered, 2);
+  for (const char* name : {"h", "b"}) {
+    PutFixed32(&unordered, 1);
+    unordered += name;
+    PutFixed32(&unordered, 1);
+    unordered += "1";
+  }
+  EXPECT_EQ(DecodeMetadata(unordered).status().code(), Code::kCorruption);
 }
 
 TEST(ObjectMetadata, ValidationFollowsS3) {
