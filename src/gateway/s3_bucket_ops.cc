@@ -168,13 +168,23 @@ Status GetAcl(Ctx& ctx) {
   return Status::Ok();
 }
 
+namespace {
+
+// The prefix and delimiter every listing (objects, versions) takes.
+ListOptions ListScope(Ctx& ctx) {
+  ListOptions o;
+  if (const std::string* p = ctx.Query("prefix")) o.prefix = *p;
+  if (const std::string* d = ctx.Query("delimiter")) o.delimiter = *d;
+  return o;
+}
+
+}  // namespace
+
 Status ListObjects(Ctx& ctx, bool v2) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(int max_keys, MaxKeys(ctx));
   STRATA_ASSIGN_OR_RETURN(bool url, UrlEncoding(ctx));
-  ListOptions o;
-  if (const std::string* p = ctx.Query("prefix")) o.prefix = *p;
-  if (const std::string* d = ctx.Query("delimiter")) o.delimiter = *d;
+  ListOptions o = ListScope(ctx);
   o.max_keys = std::max(max_keys, 1);
   std::string marker, token, start_after;
   if (v2) {
@@ -211,19 +221,13 @@ Status ListObjects(Ctx& ctx, bool v2) {
   return Status::Ok();
 }
 
-}  // namespace strata::gw
-
-namespace strata::gw {
-
 // Unversioned buckets seen through the versioning API: every object is its
 // one version, "null", and the latest.
 Status ListObjectVersions(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(int max_keys, MaxKeys(ctx));
   STRATA_ASSIGN_OR_RETURN(bool url, UrlEncoding(ctx));
-  ListOptions o;
-  if (const std::string* p = ctx.Query("prefix")) o.prefix = *p;
-  if (const std::string* d = ctx.Query("delimiter")) o.delimiter = *d;
+  ListOptions o = ListScope(ctx);
   const std::string* km = ctx.Query("key-marker");
   const std::string* vm = ctx.Query("version-id-marker");
   std::string key_marker = km ? *km : "", version_marker = vm ? *vm : "";

@@ -1,6 +1,5 @@
 #include "object/file_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,7 +9,6 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -651,34 +649,28 @@ Status ValidateFileKey(std::string_view key) {
 }
 
 Status RemoveEmptyFileStore(const std::string& root_dir) {
-  UniqueFd fd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) {
-    if (errno == ENOENT || errno == ENOTDIR) return NotFoundError("no file store at '" + root_dir + "'");
-    return ErrnoToStatus(errno, "opening file store '" + root_dir + "'");
-  }
-  DIR* dir = ::fdopendir(fd.get());
-  if (!dir) return ErrnoToStatus(errno, "listing file store '" + root_dir + "'");
-  fd.release();
-  bool has_keys = false;
-  errno = 0;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    if (name != "." && name != ".." && name != kFileStoreStagingDir) has_keys = true;
-  }
-  int read_errno = errno;
-  ::closedir(dir);
-  if (read_errno != 0) return ErrnoToStatus(read_errno, "listing file store '" + root_dir + "'");
+  FileSystem& fs = DefaultFileSystem();
+  auto has_keys = [&]() -> Result<bool> {
+    STRATA_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.ListDir(root_dir));
+    return std::any_of(entries.begin(), entries.end(),
+                       [](const DirEntry& e) { return e.name != kFileStoreStagingDir; });
+  };
   auto not_empty = [&] { return PreconditionFailedError("file store '" + root_dir + "' is not empty"); };
-  if (has_keys) return not_empty();
-  std::error_code ec;
-  std::filesystem::remove_all(std::filesystem::path(root_dir) / kFileStoreStagingDir, ec);
-  if (ec) return ErrnoToStatus(ec.value(), "removing the staging directory of '" + root_dir + "'");
-  if (::rmdir(root_dir.c_str()) != 0) {
-    if (errno == ENOENT) return NotFoundError("no file store at '" + root_dir + "'");
-    if (errno == ENOTEMPTY || errno == EEXIST) return not_empty();  // a key arrived meanwhile
-    return ErrnoToStatus(errno, "removing file store '" + root_dir + "'");
+  auto missing = [&] { return NotFoundError("no file store at '" + root_dir + "'"); };
+  auto keys = has_keys();
+  if (!keys.ok()) {
+    if (keys.status().code() == Code::kNotFound) return missing();
+    return keys.status().WithContext("listing file store '" + root_dir + "'");
   }
-  return Status::Ok();
+  if (*keys) return not_empty();
+  STRATA_RETURN_IF_ERROR(RemoveAll(fs, root_dir + "/" + std::string(kFileStoreStagingDir))
+                             .WithContext("removing the staging directory of '" + root_dir + "'"));
+  Status removed = fs.RemoveDir(root_dir);
+  if (removed.ok()) return Status::Ok();
+  if (removed.code() == Code::kNotFound) return missing();
+  auto again = has_keys();
+  if (again.ok() && *again) return not_empty();  // a key arrived meanwhile
+  return removed.WithContext("removing file store '" + root_dir + "'");
 }
 
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir) { return OpenFileStore(root_dir, {}); }
