@@ -67,11 +67,16 @@ void CachedStore::RememberMeta(const ObjectInfo& info, uint64_t generation, bool
   if (write_generation_.load() != generation) return;
   const TimePoint expires = clock_.Now() + options_.metadata_ttl;
   if (listed) {
-    // A listing that shows the same ETag revalidates a full entry, metadata
-    // included (metadata changes only with a write, which changes the ETag,
-    // or a copy onto itself through this store, which invalidates).
+    // A listing that shows the same ETag and Last-Modified (in seconds: a
+    // listing has milliseconds, HEAD seconds) revalidates a full entry,
+    // metadata included. Metadata changes with a write (a new ETag) or a copy
+    // onto itself (a new Last-Modified, same ETag: chmod by another client).
+    using std::chrono::duration_cast;
+    using std::chrono::seconds;
     auto it = meta_.find(info.key);
-    if (it != meta_.end() && !it->second.listed && it->second.info.etag == info.etag) {
+    if (it != meta_.end() && !it->second.listed && it->second.info.etag == info.etag &&
+        duration_cast<seconds>(it->second.info.mtime.time_since_epoch()) ==
+            duration_cast<seconds>(info.mtime.time_since_epoch())) {
       it->second.expires = expires;
       return;
     }

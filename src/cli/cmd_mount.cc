@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "base/log.h"
 #include "cache/block_cache.h"
@@ -38,7 +39,22 @@ struct MountArgs {
   std::string part_size = "16MiB", readahead_max = "64MiB";
   bool read_only = false, foreground = false, allow_other = false;
   int upload_concurrency = 4, max_threads = 64, dir_prefetch = 8;
+  // Shown for objects that carry no attributes of their own (default: the mounting user, 0644, 0755).
+  std::optional<uint32_t> uid, gid;
+  std::string file_mode = "0644", dir_mode = "0755";
 };
+
+// An octal permission mode ("0644", "755").
+uint32_t ParseModeArg(const std::string& s, const char* flag) {
+  uint32_t v = 0;
+  bool ok = !s.empty() && s.size() <= 5;
+  for (char c : s) {
+    if (c < '0' || c > '7') ok = false;
+    v = v * 8 + static_cast<uint32_t>(c - '0');
+  }
+  if (!ok || v > 07777) Fail("mount", flag, InvalidArgumentError("expected an octal mode such as 0644, got " + s));
+  return v;
+}
 
 std::string Absolute(const std::string& path) {
   char buf[PATH_MAX];
@@ -106,8 +122,10 @@ void RunMount(const MountArgs& a) {
   fo.part_size = Check(ParseSize(a.part_size), cmd, "--part-size");
   fo.upload_concurrency = static_cast<size_t>(std::max(1, a.upload_concurrency));
   fo.dir_prefetch = static_cast<size_t>(std::max(0, a.dir_prefetch));
-  fo.uid = getuid();
-  fo.gid = getgid();
+  fo.uid = a.uid.value_or(getuid());
+  fo.gid = a.gid.value_or(getgid());
+  fo.file_mode = ParseModeArg(a.file_mode, "--file-mode");
+  fo.dir_mode = ParseModeArg(a.dir_mode, "--dir-mode");
   fo.write_dir = !a.write_dir.empty() ? a.write_dir : !a.cache_dir.empty() ? a.cache_dir + "/writes" : "/tmp";
   // Bytes that could not be uploaded outlive the mount beside the cache.
   if (!a.cache_dir.empty()) fo.lost_found_dir = a.cache_dir + "/lost+found";
@@ -210,6 +228,10 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_option("--readahead-max", a->readahead_max, "Per-file read-ahead window cap (default 64MiB)");
   sub->add_option("--dir-prefetch", a->dir_prefetch, "Subdirectory listings fetched ahead (default 8; 0 off)");
   sub->add_option("--max-threads", a->max_threads, "FUSE worker threads (default 64)");
+  sub->add_option("--uid", a->uid, "Owner shown for objects without stored attributes (default: yours)");
+  sub->add_option("--gid", a->gid, "Group shown for objects without stored attributes (default: yours)");
+  sub->add_option("--file-mode", a->file_mode, "Mode of files without stored attributes (octal, default 0644)");
+  sub->add_option("--dir-mode", a->dir_mode, "Mode of directories without stored attributes (octal, default 0755)");
   sub->add_option("--log-file", a->log_file, "Daemon log file (default: none)");
   sub->add_option("--log-level", a->log_level, "trace, debug, info, warn (default), error");
   sub->footer([] {

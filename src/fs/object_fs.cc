@@ -38,6 +38,8 @@ ObjectFs::ObjectFs(std::shared_ptr<CachedStore> store, FsOptions options)
   root->parent = kRootIno;
   root->is_dir = true;
   root->perm = options_.dir_mode & 07777;
+  root->uid = options_.uid;
+  root->gid = options_.gid;
   root->nlookup = 1;
   by_path_[""] = kRootIno;
   inodes_[kRootIno] = std::move(root);
@@ -57,18 +59,18 @@ Attr ObjectFs::AttrOf(const Inode& inode) const {
   Attr a;
   a.ino = inode.ino;
   a.is_dir = inode.is_dir;
-  a.uid = options_.uid;
-  a.gid = options_.gid;
+  a.uid = inode.uid;
+  a.gid = inode.gid;
   if (inode.is_dir) {
     a.size = 4096;
     a.nlink = 2;
-    a.mtime = mount_time_;
+    a.mtime = inode.meta_mtime.value_or(mount_time_);
     a.mode = S_IFDIR | inode.perm;
   } else {
     a.size = inode.writer ? inode.writer->size : inode.size;
     a.nlink = 1;
-    a.mtime = inode.mtime;
-    a.mode = S_IFREG | inode.perm;
+    a.mtime = inode.meta_mtime.value_or(inode.mtime);
+    a.mode = (inode.symlink ? S_IFLNK : S_IFREG) | inode.perm;
   }
   return a;
 }
@@ -131,6 +133,8 @@ ObjectFs::Inode& ObjectFs::UpsertLocked(Inode& parent, const std::string& name, 
     fresh->ino = next_ino_++;
     fresh->is_dir = is_dir;
     fresh->perm = (is_dir ? options_.dir_mode : options_.file_mode) & 07777;
+    fresh->uid = options_.uid;
+    fresh->gid = options_.gid;
     inode = fresh.get();
     by_path_[key] = inode->ino;
     inodes_[inode->ino] = std::move(fresh);
@@ -211,6 +215,7 @@ Status ObjectFs::ListPages(const ListOptions& o, const std::string& what,
 }
 
 Status ObjectFs::ListNow(Ino dir_ino) {
+  std::vector<Ino> need_meta;
   for (int attempt = 0;; ++attempt) {
     std::string prefix;
     uint64_t generation = 0;
@@ -224,12 +229,14 @@ Status ObjectFs::ListNow(Ino dir_ino) {
     }
     std::map<std::string, ObjectInfo> files;
     std::vector<std::string> dirs;
+    std::optional<ObjectInfo> marker;
     ListOptions o;
     o.prefix = prefix;
     o.delimiter = "/";
     STRATA_RETURN_IF_ERROR(ListPages(o, "listing /" + prefix, [&](ListResult& page) {
       for (auto& obj : page.objects) {
         std::string name = obj.key.substr(prefix.size());
+        if (name.empty()) marker = obj;  // this directory's own marker: its attributes' version
         if (CheckName(name).ok()) files.emplace(std::move(name), std::move(obj));
       }
       for (const auto& p : page.common_prefixes) {
@@ -240,10 +247,13 @@ Status ObjectFs::ListNow(Ino dir_ino) {
       return true;
     }));
 
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     Inode* dir = FindLocked(dir_ino);
     if (dir == nullptr) return NotFoundError("directory /" + prefix + " is gone");
     if (dir->generation != generation && attempt < 2) continue;  // changed here meanwhile: list again
+    // The marker changed (a chmod by another client): read its attributes again.
+    if (marker && dir->meta_known && dir->meta_version != MetaVersion(marker->etag, marker->mtime))
+      dir->meta_known = false;
     const TimePoint now = clock_.Now();
     std::map<std::string, Ino> old = std::move(dir->children);
     dir->children.clear();
@@ -280,8 +290,16 @@ Status ObjectFs::ListNow(Ino dir_ino) {
     }
     dir->listed = true;
     dir->listed_at = now;
-    return Status::Ok();
+    if (NeedsMetaLocked(*dir)) need_meta.push_back(dir_ino);
+    for (const auto& [name, ino] : dir->children) {
+      const Inode* child = FindLocked(ino);
+      if (child && NeedsMetaLocked(*child)) need_meta.push_back(ino);
+    }
+    break;
   }
+  // Metadata is not listed: the attributes of versions new here cost a HEAD each, in parallel.
+  if (!need_meta.empty()) LoadMeta(need_meta);
+  return Status::Ok();
 }
 
 Status ObjectFs::EnsureListed(Ino dir_ino, bool user_initiated, std::optional<Duration> max_age) {
@@ -362,7 +380,7 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
                   (!page.common_prefixes.empty() && page.common_prefixes.back() >= path + "/");
     return !passed && !is_dir;  // past where path's entries sort: the answer is known
   }));
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory /" + parent_path + " is gone");
   if (!is_dir && !file) {
@@ -381,13 +399,20 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
     child.mtime = file->mtime;
     child.etag = file->etag;
   }
-  return EntryOf(child);
+  if (!NeedsMetaLocked(child)) return EntryOf(child);
+  const Ino ino = child.ino;
+  lock.unlock();
+  LoadMeta({ino});
+  lock.lock();
+  const Inode* loaded = FindLocked(ino);
+  if (loaded == nullptr) return NotFoundError("/" + path + " is gone");
+  return EntryOf(*loaded);
 }
 
 Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
   STRATA_RETURN_IF_ERROR(CheckName(name_view));
   std::string name(name_view);
-  Ino known = 0;
+  Ino known = 0, known_meta = 0;
   {
     std::lock_guard lock(mu_);
     Inode* p = FindLocked(parent);
@@ -397,13 +422,23 @@ Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
     bool listing_fresh = ListingFreshLocked(*p);
     if (it != p->children.end()) {
       Inode* child = FindLocked(it->second);
-      if (child && (listing_fresh || AttrFreshLocked(*child))) {
+      if (child && (listing_fresh || AttrFreshLocked(*child)) && !NeedsMetaLocked(*child)) {
         ++child->nlookup;
         return EntryOf(*child);
       }
+      if (child && (listing_fresh || AttrFreshLocked(*child))) known_meta = child->ino;
       if (child && !child->is_dir && !options_.strict_revalidate) known = child->ino;
     } else if (listing_fresh) {
       return NotFoundError("/" + ChildPath(p->path, name) + ": no such file or directory");
+    }
+  }
+  // Known, but its attributes could not be read yet (a HEAD failed): try again.
+  if (known_meta != 0) {
+    EnsureMeta(known_meta);
+    std::lock_guard lock(mu_);
+    if (Inode* child = FindLocked(known_meta); child && child->attached) {
+      ++child->nlookup;
+      return EntryOf(*child);
     }
   }
   // A file seen before: revalidated with its whole directory (one LIST),
@@ -528,9 +563,11 @@ Result<Attr> ObjectFs::GetAttr(Ino ino) {
     std::lock_guard lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
-    if (inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) return AttrOf(*inode);
+    if ((inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) && !NeedsMetaLocked(*inode))
+      return AttrOf(*inode);
   }
   STRATA_RETURN_IF_ERROR(Revalidate(ino));
+  EnsureMeta(ino);
   std::lock_guard lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
@@ -595,15 +632,27 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
   const bool local_only = !store_->Capabilities().directory_markers;
   if (local_only) {
     STRATA_LOG_INFO("mount: backend stores no directory markers; /{} exists in this mount until it has files", path);
-  } else if (auto put = store_->Put(path + "/", Buffer()); !put.ok()) {
-    return Backend(put.status(), "mkdir /" + path);
+  }
+  const uint32_t perm = mode & 07777 ? mode & 07777 : options_.dir_mode & 07777;
+  const WallTime now = clock_.WallNow();
+  ObjectMetadata meta;
+  if (MetaKept()) EncodePosixMeta({S_IFDIR | perm, options_.uid, options_.gid, now}, &meta.user);
+  if (!local_only) {
+    PutOptions po;
+    po.metadata = meta;
+    if (auto put = store_->Put(path + "/", Buffer(), po); !put.ok()) return Backend(put.status(), "mkdir /" + path);
   }
   std::lock_guard lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory inode " + std::to_string(parent) + " is gone");
   ++p->generation;
   Inode& dir = UpsertLocked(*p, name, true);
-  dir.perm = mode & 07777 ? mode & 07777 : dir.perm;
+  dir.perm = perm;
+  dir.uid = options_.uid;
+  dir.gid = options_.gid;
+  dir.meta_mtime = now;
+  dir.meta = meta;
+  dir.meta_known = true;
   dir.local_dir = local_only;
   dir.made_here = true;
   dir.attr_time = clock_.Now();
@@ -667,10 +716,6 @@ Status ObjectFs::Rmdir(Ino parent, std::string_view name_view) {
 Status ObjectFs::Link(Ino ino, Ino, std::string_view new_name) {
   return Refuse(Code::kPermissionDenied, "link", std::string(new_name),
                 "hard links cannot be stored in an object store");
-}
-
-Status ObjectFs::Symlink(Ino, std::string_view name, std::string_view) {
-  return Refuse(Code::kPermissionDenied, "symlink", std::string(name), "symbolic links are not supported");
 }
 
 Status ObjectFs::Mknod(Ino, std::string_view name, uint32_t) {

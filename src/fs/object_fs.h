@@ -19,10 +19,21 @@
 //
 // What S3 cannot honour fails, with one log line, never silently:
 //  - writes into an existing non-empty object without O_TRUNC: NotSupported
-//  - chown to another owner, chmod of an object not created by this mount
-//    (modes are never stored; those of new files and directories are kept
-//    in memory so cp -p and mv work), hard links, symlinks, device nodes:
-//    PermissionDenied
+//  - hard links, device nodes, FIFOs and sockets: PermissionDenied
+//
+// POSIX attributes (mode, uid, gid, mtime) are kept in the object's user
+// metadata as s3fs keeps them (posix_meta.h), a directory's on its "dir/"
+// marker (created when needed), and read back from objects written by s3fs
+// or rclone. Metadata is not listed, so a listing is followed by one HEAD per
+// object whose version (ETag, Last-Modified) is new to this mount, in
+// parallel. chmod/chown/utimens of an object is a server-side copy onto
+// itself replacing its metadata (no bytes move); on a file being written the
+// change goes with the upload. Symlinks are objects whose body is the target
+// and whose mode says S_IFLNK, as s3fs stores them. Objects without metadata
+// show FsOptions' uid, gid, file_mode, dir_mode. A store that keeps no
+// metadata (file:// without xattrs), or a directory of a store without
+// markers (file://): changes are kept by this mount only for what it
+// created, refused (PermissionDenied) for the rest; symlinks are refused.
 //  - renaming a non-empty directory: NotSupported (the adapter reports EXDEV,
 //    so mv(1) falls back to copy + delete)
 // Rename of a file is a server-side copy then a delete: not atomic.
@@ -130,12 +141,14 @@ struct SetAttrRequest {
   std::optional<uint32_t> mode;  // permission bits only
   std::optional<uint32_t> uid, gid;
   std::optional<uint64_t> size;
-  std::optional<WallTime> mtime;  // accepted for the mount's lifetime, not persisted
+  std::optional<WallTime> mtime;
 };
 
 struct FsCounters {
   uint64_t lists = 0;    // List requests for directories and lookups
   uint64_t heads = 0;    // attribute refreshes by HEAD (none since revalidation lists directories)
+  uint64_t meta_heads = 0;   // HEADs reading POSIX attributes of versions new to the mount
+  uint64_t meta_copies = 0;  // metadata changes by a server-side copy onto itself
   uint64_t uploads = 0;  // files uploaded (single PUT or multipart)
   uint64_t multipart_uploads = 0;
   uint64_t read_errors = 0;        // reads answered with IOError
@@ -187,8 +200,12 @@ class ObjectFs {
   Status Rename(Ino parent, std::string_view name, Ino new_parent, std::string_view new_name, unsigned flags);
   // Always refused (PermissionDenied), logged.
   Status Link(Ino ino, Ino new_parent, std::string_view new_name);
-  Status Symlink(Ino parent, std::string_view name, std::string_view target);
   Status Mknod(Ino parent, std::string_view name, uint32_t mode);
+  // An object holding `target`, mode S_IFLNK | 0777 (PermissionDenied when
+  // the store keeps no metadata).
+  Result<Entry> Symlink(Ino parent, std::string_view name, std::string_view target);
+  // InvalidArgument: not a symlink.
+  Result<std::string> Readlink(Ino ino);
 
   // Uploads every file still open with unsaved writes (unmount).
   Status Shutdown();
@@ -238,6 +255,19 @@ class ObjectFs {
   Result<Ino> ResolveChild(Ino parent, std::string_view name);
 
   Result<bool> DirHasChildren(Ino ino, const std::string& path);
+
+  // POSIX attributes (object_fs_attr.cc).
+  bool MetaKept() const;
+  bool NeedsMetaLocked(const Inode& inode) const;
+  void ApplyMetaLocked(Inode& inode, const ObjectMetadata& meta, const std::string& version);
+  // HEADs the objects (a directory: its marker) of `inos` whose attributes
+  // are not known for their version, in parallel. Failures leave defaults.
+  void LoadMeta(const std::vector<Ino>& inos);
+  void EnsureMeta(Ino ino);
+  // The metadata an upload or marker carries: the inode's other keys and its POSIX attributes.
+  ObjectMetadata MetaToStoreLocked(const Inode& inode) const;
+  // Stores the inode's attributes on its existing object (or marker).
+  Status StoreMeta(Ino ino);
   void MoveLocked(Inode& inode, Inode& new_parent, const std::string& new_name);
 
   // Writes.
@@ -251,7 +281,7 @@ class ObjectFs {
   void KeepLost(const std::string& buffer, const std::string& key);
   Status UploadLocked(Ino ino, Writer& w);  // w.mu held
   Status UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& writer);
-  Result<ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size);
+  Result<ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size, const PutOptions& options);
   Result<Buffer> ReadLocal(Writer& w, uint64_t offset, size_t size);
   // IOError: the buffer holds fewer bytes than were written (logged).
   static Result<Buffer> ShortBuffer(const Writer& w, uint64_t got_to, uint64_t want_to);

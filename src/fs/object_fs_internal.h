@@ -6,9 +6,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "fs/object_fs.h"
+#include "fs/posix_meta.h"
+#include "object/metadata.h"
 
 namespace strata::fs {
 
@@ -41,7 +44,18 @@ struct ObjectFs::Inode {
   std::string etag;
   TimePoint attr_time{};   // when size/mtime/etag (or a directory's existence) were last confirmed
   uint32_t perm = 0;       // permission bits shown
-  bool made_here = false;  // created by this mount: its (unstored) mode may be changed, as cp -p/mv do
+  bool made_here = false;  // created by this mount (a store that keeps no metadata: its mode lives here)
+
+  // POSIX attributes (posix_meta.h), read from the object's metadata (a
+  // directory's from its "dir/" marker); the mount's defaults until then.
+  bool symlink = false;                // a file whose mode says S_IFLNK: its body is the target
+  uint32_t uid = 0, gid = 0;
+  std::optional<WallTime> meta_mtime;  // the stored mtime; else the object's Last-Modified
+  bool meta_known = false;             // read (or written here) for meta_version
+  std::string meta_version;            // MetaVersion() of the object version they were read from
+  ObjectMetadata meta;                 // all of it: a change keeps the other keys
+  std::string link_target;             // a symlink's target, once read...
+  std::string link_version;            // ...from this MetaVersion()
 
   // Directories.
   std::map<std::string, Ino> children;
@@ -91,6 +105,13 @@ struct ObjectFs::Handle {
   std::shared_ptr<ReadStream> stream;
   std::string key, etag;
 };
+
+// Which version of an object its metadata was read from: ETag and
+// Last-Modified in whole seconds (a listing has milliseconds, HEAD seconds).
+// A server-side copy onto itself (chmod by any client) changes the latter.
+inline std::string MetaVersion(const std::string& etag, WallTime mtime) {
+  return etag + "@" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(mtime.time_since_epoch()).count());
+}
 
 // Directory key of a path: the listing prefix ("" for the root).
 inline std::string DirKey(const std::string& path) { return path.empty() ? path : path + "/"; }

@@ -181,11 +181,12 @@ Result<Buffer> ObjectFs::ShortBuffer(const Writer& w, uint64_t got_to, uint64_t 
                  " of " + std::to_string(want_to) + " bytes)");
 }
 
-Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, uint64_t size) {
+Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, uint64_t size,
+                                             const PutOptions& options) {
   uint64_t part = std::max(options_.part_size, store_->MinPartSize());
   while ((size + part - 1) / part > 10000) part *= 2;
   const size_t parts = static_cast<size_t>((size + part - 1) / part);
-  STRATA_ASSIGN_OR_RETURN(std::string upload_id, store_->CreateMultipartUpload(key));
+  STRATA_ASSIGN_OR_RETURN(std::string upload_id, store_->CreateMultipartUpload(key, options));
   std::vector<CompletedPart> done(parts);
   std::mutex mu;
   Status first;
@@ -220,11 +221,13 @@ Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, 
 // Requires w.mu held by the caller.
 Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
   std::string path;
+  PutOptions po;  // the file's attributes go with its bytes
   {
     std::lock_guard lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr || w.unlinked || !inode->attached) return Status::Ok();  // removed: nothing to save
     path = inode->path;
+    if (MetaKept()) po.metadata = MetaToStoreLocked(*inode);
   }
   const uint64_t size = w.size;
   Result<ObjectInfo> info = InternalError("not uploaded");
@@ -235,9 +238,9 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
     if (!got.ok()) return got.status().WithContext("uploading /" + path);
     // Never upload memory that was not read from the buffer.
     if (*got != size) return ShortBuffer(w, *got, size).status().WithContext("uploading /" + path);
-    info = store_->Put(path, std::move(buf).Freeze());
+    info = store_->Put(path, std::move(buf).Freeze(), po);
   } else {
-    info = UploadMultipart(path, w, size);
+    info = UploadMultipart(path, w, size, po);
   }
   if (!info.ok()) {
     STRATA_LOG_WARN("mount: upload of /{} ({} bytes) failed: {}", path, size, info.status().ToString());
@@ -259,6 +262,11 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
     inode->mtime = info->mtime;
     inode->attr_time = clock_.Now();
     inode->kept_etag.clear();  // the kernel's pages came from writes, not from this version
+    if (MetaKept()) {
+      inode->meta = po.metadata;
+      inode->meta_known = true;
+      inode->meta_version = MetaVersion(info->etag, info->mtime);
+    }
   }
   return Status::Ok();
 }
@@ -390,6 +398,12 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
   inode.attr_time = clock_.Now();
   inode.perm = mode & 07777;
   inode.made_here = true;
+  inode.symlink = false;
+  inode.uid = options_.uid;
+  inode.gid = options_.gid;
+  inode.meta_mtime = inode.mtime;
+  inode.meta = ObjectMetadata{};
+  inode.meta_known = true;
   ++inode.nlookup;
   ++inode.open_handles;
   auto handle = std::make_unique<Handle>();
@@ -532,7 +546,7 @@ Result<size_t> ObjectFs::Write(uint64_t fh, uint64_t offset, const void* data, s
     w->dirty = true;
   }
   std::lock_guard lock(mu_);
-  if (Inode* inode = FindLocked(ino)) inode->mtime = clock_.WallNow();
+  if (Inode* inode = FindLocked(ino)) inode->meta_mtime = inode->mtime = clock_.WallNow();
   return size;
 }
 
@@ -615,59 +629,6 @@ Status ObjectFs::Shutdown() {
     buffer_dir_.clear();
   }
   return first;
-}
-
-// ---- attributes that change data ----
-
-Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional<uint64_t> fh) {
-  std::string path;
-  std::shared_ptr<Writer> w;
-  uint64_t size;
-  bool mode_change, owner_change;
-  {
-    std::lock_guard lock(mu_);
-    Inode* inode = FindLocked(ino);
-    if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
-    path = inode->path;
-    w = inode->writer;
-    size = inode->size;
-    mode_change = req.mode && (*req.mode & 07777) != inode->perm;
-    if (mode_change && inode->made_here) {
-      inode->perm = *req.mode & 07777;  // never stored: kept for the mount's lifetime
-      mode_change = false;
-    }
-    owner_change = (req.uid && *req.uid != options_.uid) || (req.gid && *req.gid != options_.gid);
-  }
-  if (mode_change)
-    return Refuse(Code::kPermissionDenied, "chmod", path, "permissions cannot be stored in an object store");
-  if (owner_change)
-    return Refuse(Code::kPermissionDenied, "chown", path, "ownership cannot be stored in an object store");
-  if (req.size) {
-    STRATA_RETURN_IF_ERROR(CheckWritable("truncate", path));
-    if (w) {
-      std::lock_guard wl(w->mu);
-      STRATA_RETURN_IF_ERROR(local_.Truncate(w->temp_path, *req.size));
-      w->size = *req.size;
-      w->dirty = true;
-    } else if (*req.size == 0 && size != 0) {
-      auto put = store_->Put(path, Buffer());
-      if (!put.ok()) return Backend(put.status(), "truncating /" + path);
-      std::lock_guard lock(mu_);
-      if (Inode* inode = FindLocked(ino)) {
-        inode->size = 0;
-        inode->etag = put->etag;
-        inode->mtime = put->mtime;
-        inode->attr_time = clock_.Now();
-      }
-    } else if (*req.size != size) {
-      return Refuse(Code::kNotSupported, "truncate", path, "changing the size of an existing object is not supported");
-    }
-  }
-  std::lock_guard lock(mu_);
-  Inode* inode = FindLocked(ino);
-  if (inode == nullptr) return NotFoundError("/" + path + " is gone");
-  if (req.mtime && !inode->is_dir) inode->mtime = *req.mtime;  // this mount only
-  return AttrOf(*inode);
 }
 
 // ---- unlink / rename ----
@@ -758,7 +719,12 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
     if (!store_->Capabilities().directory_markers) {
       local_dir = true;  // a backend without markers (file://): the directory stays local
     } else if (!local_dir) {
-      Status put = store_->Put(to + "/", Buffer()).status();
+      PutOptions po;  // the marker keeps the directory's attributes
+      {
+        std::lock_guard lock(mu_);
+        if (const Inode* inode = FindLocked(ino); inode && MetaKept()) po.metadata = MetaToStoreLocked(*inode);
+      }
+      Status put = store_->Put(to + "/", Buffer(), po).status();
       if (!put.ok()) return Backend(put, "rename /" + from + " to /" + to);
       Status del = store_->Delete(from + "/");
       if (!del.ok()) return Backend(del, "rename: deleting /" + from);

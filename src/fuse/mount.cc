@@ -276,7 +276,16 @@ void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* ne
 }
 
 void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
-  Fail(req, Fs(req).Symlink(parent, name, link));
+  auto e = Fs(req).Symlink(parent, name, link);
+  if (!e.ok()) return Fail(req, e.status());
+  fuse_entry_param p = ToEntry(*e);
+  if (fuse_reply_entry(req, &p) != 0) Fs(req).Forget(e->attr.ino, 1);
+}
+
+void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
+  auto target = Fs(req).Readlink(ino);
+  if (!target.ok()) return Fail(req, target.status());
+  fuse_reply_readlink(req, target->c_str());
 }
 
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
@@ -335,6 +344,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.rename = Guarded<OpRename>::Call;
   ops.link = Guarded<OpLink>::Call;
   ops.symlink = Guarded<OpSymlink>::Call;
+  ops.readlink = Guarded<OpReadlink>::Call;
   ops.mknod = Guarded<OpMknod>::Call;
   ops.statfs = Guarded<OpStatfs>::Call;
   // No xattr handlers: libfuse answers ENOSYS and the kernel stops asking.

@@ -1,0 +1,226 @@
+// ObjectFs POSIX attributes in object metadata (s3fs's keys) and symlinks,
+// over mem stores; a second ObjectFs on the same store stands for a remount.
+#include <sys/stat.h>
+
+#include "fs/fs_test_util.h"
+#include "fs/posix_meta.h"
+
+namespace strata::fs {
+namespace {
+
+using testing::FsFixture;
+
+WallTime At(int64_t secs, int64_t nanos = 0) {
+  return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(secs) +
+                                                                 std::chrono::nanoseconds(nanos)));
+}
+
+std::map<std::string, std::string> UserMeta(FsFixture& f, const std::string& key) {
+  auto h = f.mem->Head(key);
+  return h.ok() ? h->metadata.user : std::map<std::string, std::string>{{"<error>", h.status().ToString()}};
+}
+
+void PutWithMeta(FsFixture& f, const std::string& key, const std::string& data,
+                 std::map<std::string, std::string> user) {
+  PutOptions po;
+  po.metadata.user = std::move(user);
+  ASSERT_TRUE(f.mem->Put(key, Buffer::Copy(data), po).ok()) << key;
+}
+
+// A fresh mount of the same store: nothing of the first one's memory.
+std::unique_ptr<ObjectFs> Remount(FsFixture& f) {
+  FsOptions o = FsFixture::Defaults();
+  o.clock = &f.clock;
+  o.local = &f.local;
+  o.write_dir = "/buffers2";
+  return std::make_unique<ObjectFs>(f.store, o);
+}
+
+TEST(FsAttrTest, ChmodChownUtimensAreStoredByACopyOntoItself) {
+  FsFixture f;
+  f.Put("d/file", "payload");
+  auto d = f.fs->Lookup(kRootIno, "d");
+  auto e = f.fs->Lookup(d->attr.ino, "file");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->attr.mode, S_IFREG | 0644u) << "no metadata: the defaults";
+  EXPECT_EQ(e->attr.uid, 1000u);
+  SetAttrRequest r;
+  r.mode = 0750;
+  r.uid = 42;
+  r.gid = 43;
+  r.mtime = At(1577836800, 5);
+  auto a = f.fs->SetAttr(e->attr.ino, r);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->mode, S_IFREG | 0750u);
+  EXPECT_EQ(a->uid, 42u);
+  EXPECT_EQ(a->mtime, At(1577836800, 5));
+  EXPECT_EQ(f.fs->counters().meta_copies, 1u);
+  auto user = UserMeta(f, "d/file");
+  EXPECT_EQ(user["mode"], std::to_string(S_IFREG | 0750));
+  EXPECT_EQ(user["uid"], "42");
+  EXPECT_EQ(user["gid"], "43");
+  EXPECT_EQ(user["mtime"], "1577836800.000000005");
+  EXPECT_EQ(f.Backend("d/file"), "payload");
+
+  auto again = Remount(f);
+  auto d2 = again->Lookup(kRootIno, "d");
+  auto e2 = again->Lookup(d2->attr.ino, "file");
+  ASSERT_TRUE(e2.ok());
+  EXPECT_EQ(e2->attr.mode, S_IFREG | 0750u);
+  EXPECT_EQ(e2->attr.uid, 42u);
+  EXPECT_EQ(e2->attr.gid, 43u);
+  EXPECT_EQ(e2->attr.mtime, At(1577836800, 5));
+  EXPECT_EQ(e2->attr.size, 7u);
+}
+
+TEST(FsAttrTest, ReadsObjectsWrittenByS3fsAndRclone) {
+  FsFixture f;
+  PutWithMeta(f, "exe", "#!/bin/sh\n", {{"mode", "33261"}, {"uid", "5"}, {"gid", "6"}, {"mtime", "1577836800"}});
+  PutWithMeta(f, "link", "exe", {{"mode", "41471"}, {"mtime", "1577836801"}});
+  PutWithMeta(f, "rclone", "r", {{"mtime", "1577836800.25"}});
+  PutWithMeta(f, "junk", "j", {{"mode", "-1"}, {"uid", "x"}, {"gid", "99999999999"}, {"mtime", "soon"}});
+  PutWithMeta(f, "sub/", "", {{"mode", "16832"}, {"uid", "7"}});  // an s3fs directory marker, 0700
+  f.Put("sub/inner", "i");
+  auto dh = f.fs->OpenDir(kRootIno);
+  ASSERT_TRUE(dh.ok());
+  std::map<std::string, Attr> seen;
+  for (const auto& item : (*f.fs->ReadDir(*dh))->items) seen[item.name] = item.attr;
+  f.fs->ReleaseDir(*dh);
+  EXPECT_EQ(seen["exe"].mode, S_IFREG | 0755u);
+  EXPECT_EQ(seen["exe"].uid, 5u);
+  EXPECT_EQ(seen["exe"].gid, 6u);
+  EXPECT_EQ(seen["exe"].mtime, At(1577836800));
+  EXPECT_EQ(seen["link"].mode, S_IFLNK | 0777u);
+  EXPECT_EQ(seen["rclone"].mtime, At(1577836800, 250000000));
+  EXPECT_EQ(seen["rclone"].mode, S_IFREG | 0644u);
+  EXPECT_EQ(seen["junk"].mode, S_IFREG | 0644u) << "bad values: the defaults";
+  EXPECT_EQ(seen["junk"].uid, 1000u);
+  EXPECT_EQ(seen["junk"].gid, 1000u);
+  EXPECT_EQ(seen["sub"].mode, S_IFDIR | 0700u);
+  EXPECT_EQ(seen["sub"].uid, 7u);
+  EXPECT_EQ(f.fs->counters().meta_heads, 5u) << "one HEAD per object and marker";
+  EXPECT_EQ(*f.fs->Readlink(seen["link"].ino), "exe");
+  EXPECT_EQ(f.fs->Readlink(seen["exe"].ino).status().code(), Code::kInvalidArgument);
+  // Listed again after the TTL: versions unchanged, no HEAD.
+  f.clock.Advance(std::chrono::seconds(10));
+  ASSERT_TRUE(f.fs->GetAttr(seen["exe"].ino).ok());
+  dh = f.fs->OpenDir(kRootIno);
+  f.fs->ReleaseDir(*dh);
+  EXPECT_EQ(f.fs->counters().meta_heads, 5u) << "attributes of known versions are not read again";
+  // Another client's chmod (a copy onto itself) is seen once the TTLs pass.
+  CopyOptions co;
+  co.directive = MetadataDirective::kReplace;
+  co.metadata.user = {{"mode", "33152"}};  // 0600
+  f.clock.Advance(std::chrono::seconds(2));
+  ASSERT_TRUE(f.mem->Copy("exe", "exe", co).ok());
+  f.clock.Advance(std::chrono::seconds(10));
+  auto attr = f.fs->GetAttr(seen["exe"].ino);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_EQ(attr->mode, S_IFREG | 0600u);
+  EXPECT_EQ(attr->uid, 1000u);
+}
+
+TEST(FsAttrTest, SymlinksAreStoredAsS3fsStoresThem) {
+  FsFixture f;
+  auto s = f.fs->Symlink(kRootIno, "ln", "../some/target");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->attr.mode, S_IFLNK | 0777u);
+  EXPECT_EQ(s->attr.size, 14u);
+  EXPECT_EQ(f.Backend("ln"), "../some/target");
+  EXPECT_EQ(UserMeta(f, "ln")["mode"], "41471");
+  EXPECT_EQ(*f.fs->Readlink(s->attr.ino), "../some/target");
+  EXPECT_EQ(f.fs->Symlink(kRootIno, "ln", "x").status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(f.fs->Symlink(kRootIno, "long", std::string(5000, 'a')).status().code(), Code::kInvalidArgument);
+  auto again = Remount(f);
+  auto e = again->Lookup(kRootIno, "ln");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->attr.mode, S_IFLNK | 0777u);
+  EXPECT_EQ(*again->Readlink(e->attr.ino), "../some/target");
+  // A renamed symlink stays one (the copy keeps the metadata).
+  ASSERT_TRUE(again->Rename(kRootIno, "ln", kRootIno, "ln2", 0).ok());
+  auto third = Remount(f);
+  auto moved = third->Lookup(kRootIno, "ln2");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->attr.mode, S_IFLNK | 0777u);
+}
+
+TEST(FsAttrTest, AttributesOfAFileBeingWrittenGoWithItsUpload) {
+  FsFixture f;
+  auto c = f.fs->Create(kRootIno, "new", 0600, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "abc", 3).ok());
+  SetAttrRequest r;  // cp -p: fchmod, fchown, futimens before close
+  r.mode = 0755;
+  r.uid = 9;
+  r.mtime = At(1500000000);
+  ASSERT_TRUE(f.fs->SetAttr(c->first.attr.ino, r, c->second.fh).ok());
+  ASSERT_TRUE(f.fs->Release(c->second.fh).ok());
+  EXPECT_EQ(f.fs->counters().meta_copies, 0u) << "no copy: the upload carried them";
+  auto user = UserMeta(f, "new");
+  EXPECT_EQ(user["mode"], std::to_string(S_IFREG | 0755));
+  EXPECT_EQ(user["uid"], "9");
+  EXPECT_EQ(user["gid"], "1000");
+  EXPECT_EQ(user["mtime"], "1500000000");
+  // A new file's own attributes are stored too (s3fs stores them on every file).
+  auto plain = f.fs->Create(kRootIno, "plain", 0640, O_WRONLY | O_CREAT);
+  ASSERT_TRUE(f.fs->Release(plain->second.fh).ok());
+  EXPECT_EQ(UserMeta(f, "plain")["mode"], std::to_string(S_IFREG | 0640));
+  auto again = Remount(f);
+  auto e = again->Lookup(kRootIno, "new");
+  EXPECT_EQ(e->attr.mode, S_IFREG | 0755u);
+  EXPECT_EQ(e->attr.mtime, At(1500000000));
+}
+
+TEST(FsAttrTest, DirectoriesKeepTheirsOnTheirMarker) {
+  FsFixture f;
+  auto m = f.fs->Mkdir(kRootIno, "made", 0700);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(UserMeta(f, "made/")["mode"], std::to_string(S_IFDIR | 0700));
+  f.Put("prefix/only", "x");  // a directory with no marker
+  auto p = f.fs->Lookup(kRootIno, "prefix");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->attr.mode, S_IFDIR | 0755u);
+  SetAttrRequest r;
+  r.mode = 0711;
+  r.mtime = At(1600000000);
+  ASSERT_TRUE(f.fs->SetAttr(p->attr.ino, r).ok());
+  EXPECT_EQ(f.Backend("prefix/"), "") << "the marker was created";
+  EXPECT_EQ(UserMeta(f, "prefix/")["mode"], std::to_string(S_IFDIR | 0711));
+  auto again = Remount(f);
+  auto p2 = again->Lookup(kRootIno, "prefix");
+  EXPECT_EQ(p2->attr.mode, S_IFDIR | 0711u);
+  EXPECT_EQ(p2->attr.mtime, At(1600000000));
+  EXPECT_EQ(again->Lookup(kRootIno, "made")->attr.mode, S_IFDIR | 0700u);
+}
+
+TEST(FsAttrTest, WithoutMarkersOnlyWhatTheMountMadeKeepsADirectoryMode) {
+  FsFixture f(FsFixture::Defaults(), 2, /*markers=*/false);
+  f.Put("d/x", "x");
+  auto d = f.fs->Lookup(kRootIno, "d");
+  SetAttrRequest r;
+  r.mode = 0700;
+  EXPECT_EQ(f.fs->SetAttr(d->attr.ino, r).status().code(), Code::kPermissionDenied);
+  auto made = f.fs->Mkdir(kRootIno, "m", 0755);
+  EXPECT_EQ(f.fs->SetAttr(made->attr.ino, r)->mode, S_IFDIR | 0700u);
+  // Files still keep theirs in metadata.
+  auto x = f.fs->Lookup(d->attr.ino, "x");
+  EXPECT_EQ(f.fs->SetAttr(x->attr.ino, r)->mode, S_IFREG | 0700u);
+  EXPECT_EQ(UserMeta(f, "d/x")["mode"], std::to_string(S_IFREG | 0700));
+}
+
+TEST(FsAttrTest, AFailedCopyLeavesTheStoredAttributes) {
+  FsFixture f;
+  f.Put("f", "data");
+  auto e = f.fs->Lookup(kRootIno, "f");
+  f.fault->FailKey("f", UnavailableError("injected 503"), -1, FaultOp::kCopy);
+  SetAttrRequest r;
+  r.mode = 0700;
+  EXPECT_EQ(f.fs->SetAttr(e->attr.ino, r).status().code(), Code::kIOError);
+  f.fault->ClearRules();
+  auto a = f.fs->GetAttr(e->attr.ino);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->mode, S_IFREG | 0644u) << "what the store holds, not what failed to be stored";
+}
+
+}  // namespace
+}  // namespace strata::fs
