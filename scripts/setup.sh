@@ -18,7 +18,7 @@ PACKAGES=(
   # python side (Debian's /usr/bin/python3)
   python3-torch python3-numpy python3-pytest python3-boto3 python3-matplotlib
   # real S3 servers and clients for integration tests and benchmarks
-  radosgw ceph-mon ceph-osd uuid-runtime awscli s3cmd rclone s3fs fio
+  radosgw ceph-mon ceph-osd uuid-runtime awscli s3cmd rclone s3fs fio rsync
   nginx-light libnginx-mod-http-lua iperf3 curl procps psmisc
 )
 

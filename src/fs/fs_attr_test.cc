@@ -11,8 +11,8 @@ namespace {
 using testing::FsFixture;
 
 WallTime At(int64_t secs, int64_t nanos = 0) {
-  return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(secs) +
-                                                                 std::chrono::nanoseconds(nanos)));
+  return WallTime(
+      std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
 }
 
 std::map<std::string, std::string> UserMeta(FsFixture& f, const std::string& key) {

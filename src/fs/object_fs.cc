@@ -720,7 +720,7 @@ Status ObjectFs::Link(Ino ino, Ino, std::string_view new_name) {
 
 Status ObjectFs::Mknod(Ino, std::string_view name, uint32_t) {
   return Refuse(Code::kPermissionDenied, "mknod", std::string(name),
-                "only regular files and directories are supported");
+                "only regular files, directories and symbolic links are stored");
 }
 
 }  // namespace strata::fs

@@ -145,11 +145,11 @@ struct SetAttrRequest {
 };
 
 struct FsCounters {
-  uint64_t lists = 0;    // List requests for directories and lookups
-  uint64_t heads = 0;    // attribute refreshes by HEAD (none since revalidation lists directories)
+  uint64_t lists = 0;        // List requests for directories and lookups
+  uint64_t heads = 0;        // attribute refreshes by HEAD (none since revalidation lists directories)
   uint64_t meta_heads = 0;   // HEADs reading POSIX attributes of versions new to the mount
   uint64_t meta_copies = 0;  // metadata changes by a server-side copy onto itself
-  uint64_t uploads = 0;  // files uploaded (single PUT or multipart)
+  uint64_t uploads = 0;      // files uploaded (single PUT or multipart)
   uint64_t multipart_uploads = 0;
   uint64_t read_errors = 0;        // reads answered with IOError
   uint64_t refused = 0;            // operations refused as unsupported

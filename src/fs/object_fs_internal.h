@@ -48,7 +48,7 @@ struct ObjectFs::Inode {
 
   // POSIX attributes (posix_meta.h), read from the object's metadata (a
   // directory's from its "dir/" marker); the mount's defaults until then.
-  bool symlink = false;                // a file whose mode says S_IFLNK: its body is the target
+  bool symlink = false;  // a file whose mode says S_IFLNK: its body is the target
   uint32_t uid = 0, gid = 0;
   std::optional<WallTime> meta_mtime;  // the stored mtime; else the object's Last-Modified
   bool meta_known = false;             // read (or written here) for meta_version
@@ -110,7 +110,8 @@ struct ObjectFs::Handle {
 // Last-Modified in whole seconds (a listing has milliseconds, HEAD seconds).
 // A server-side copy onto itself (chmod by any client) changes the latter.
 inline std::string MetaVersion(const std::string& etag, WallTime mtime) {
-  return etag + "@" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(mtime.time_since_epoch()).count());
+  return etag + "@" +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(mtime.time_since_epoch()).count());
 }
 
 // Directory key of a path: the listing prefix ("" for the root).

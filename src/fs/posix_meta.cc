@@ -49,8 +49,8 @@ std::optional<int64_t> Field(std::string_view s, size_t pos, size_t len) {
 
 std::optional<WallTime> ParseRfc3339(std::string_view s) {
   // YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm|-hh:mm)
-  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-      s[13] != ':' || s[16] != ':')
+  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
+      s[16] != ':')
     return std::nullopt;
   auto y = Field(s, 0, 4), mo = Field(s, 5, 2), d = Field(s, 8, 2);
   auto h = Field(s, 11, 2), mi = Field(s, 14, 2), se = Field(s, 17, 2);
