@@ -425,7 +425,7 @@ class FileStore : public ObjectStore {
       if (existing.ok() && existing->is_dir) target = SelfOf(leaf);  // keys below it exist
       Status renamed = fs_.Rename(Abs(tmp), Abs(target));
       if (!renamed.ok()) return fail(renamed.WithContext("renaming the temp file onto " + Quote(key)));
-      // The etag cache is keyed by path; the renamed inode keeps its number.
+      // The etag cache is keyed by key; the renamed inode keeps its number.
       std::lock_guard cache_lock(cache_mu_);
       etag_cache_[rel] = CachedEtag{st->inode, st->size, MtimeNs(*st), etag};
     }
@@ -713,6 +713,10 @@ Status RemoveEmptyFileStore(const std::string& root_dir) {
   if (removed.code() == Code::kNotFound) return missing();
   auto again = has_keys();
   if (again.ok() && *again) return not_empty();  // a key arrived meanwhile
+  if (removed.cause() == std::strerror(ENOTEMPTY)) {
+    return PreconditionFailedError("file store '" + root_dir +
+                                   "' holds files that are not objects (not regular files)");
+  }
   return removed.WithContext("removing file store '" + root_dir + "'");
 }
 

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "object/file_store.h"
 
@@ -100,6 +102,35 @@ TEST_F(FileLayoutTest, ObjectMovesIntoItsDirectoryAndBackWithItsMetadata) {
   EXPECT_EQ(Tree(), (Strings{"a"}));
   EXPECT_EQ(Inode(root_ / "a"), inode);
   EXPECT_EQ(store_->Head("a")->metadata, o.metadata);
+}
+
+// The moves between "a" and "a/.strata-self" are atomic: a reader never
+// misses the object while keys below it come and go.
+TEST_F(FileLayoutTest, ReadersNeverMissAnObjectWhileItMoves) {
+  auto store = OpenFileStore(root_.string(), FileStoreOptions{.fsync = false});
+  ASSERT_TRUE(store.ok());
+  store_ = *store;
+  Put("a", "object a");
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, misses{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      auto got = store_->Get("a");
+      if (!got.ok() || got->data.ToString() != "object a") misses.fetch_add(1);
+      reads.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(store_->Put("a/b", Buffer::Copy("b")).ok());
+    ASSERT_TRUE(store_->Delete("a/b").ok());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (reads.load() < 100 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_GE(reads.load(), 100) << "the reader did not run alongside";
+  done = true;
+  reader.join();
+  EXPECT_EQ(misses.load(), 0) << "of " << reads.load() << " reads";
+  EXPECT_EQ(Tree(), (Strings{"a"}));
 }
 
 TEST_F(FileLayoutTest, ObjectOverKeysBelowItIsSelfAndDeletingItKeepsThem) {

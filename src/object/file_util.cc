@@ -99,7 +99,10 @@ Status ConvertFileToDir(int root_fd, const std::string& rel, const std::string& 
   bool linked = ::linkat(root_fd, rel.c_str(), root_fd, self.c_str(), 0) == 0;
   if (!linked && !Unsupported(errno)) return undo(errno, "link");
   if (linked) {
-    if (fsync) STRATA_RETURN_IF_ERROR(SyncDirAt(root_fd, conv));
+    if (Status synced = fsync ? SyncDirAt(root_fd, conv) : Status::Ok(); !synced.ok()) {
+      undo(0, "").IgnoreError();
+      return synced.WithContext(what);
+    }
     if (::renameat2(root_fd, conv.c_str(), root_fd, rel.c_str(), RENAME_EXCHANGE) == 0) {
       // `conv` is now the old name of the file: one more link to the same inode.
       if (::unlinkat(root_fd, conv.c_str(), 0) != 0) return ErrnoToStatus(errno, what + " (unlink)");
