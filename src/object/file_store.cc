@@ -45,11 +45,6 @@ bool IsHex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Status Conflict(std::string_view key, const std::string& why) {
-  return NotSupportedError("the file store cannot hold " + Quote(key) + ": " + why +
-                           " (a key cannot be both an object and a directory prefix here)");
-}
-
 // Reads [offset, offset+n) exactly; Unavailable if the file got shorter.
 Status ReadExactly(RandomAccessFile& file, uint64_t offset, size_t n, void* dst, std::string_view what) {
   STRATA_ASSIGN_OR_RETURN(size_t got, file.ReadAt(offset, n, dst));
@@ -94,10 +89,9 @@ class FileStore : public ObjectStore {
   }
 
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
-    STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
-    const std::string rel(key);
-    STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(rel));
-    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*file, rel, /*with_metadata=*/true));
+    const std::string k(key);
+    STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(k));
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*file, k, /*with_metadata=*/true));
     STRATA_RETURN_IF_ERROR(CheckGetConditions(options, info));
     uint64_t begin = 0, end = 0;
     STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end).WithContext("get " + Quote(key)));
@@ -111,10 +105,9 @@ class FileStore : public ObjectStore {
   }
 
   Result<ObjectInfo> Head(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
-    const std::string rel(key);
-    STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(rel));
-    return InfoOf(*file, rel, /*with_metadata=*/true);
+    const std::string k(key);
+    STRATA_ASSIGN_OR_RETURN(auto file, OpenObject(k));
+    return InfoOf(*file, k, /*with_metadata=*/true);
   }
 
   Result<ListResult> List(const ListOptions& options) override {
@@ -123,7 +116,7 @@ class FileStore : public ObjectStore {
   }
 
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
-    STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
+    STRATA_RETURN_IF_ERROR(Names(key).status());
     STRATA_RETURN_IF_ERROR(CheckMetadata(key, options.metadata));
     std::string etag = ToHex(Md5(data.data(), data.size()));
     STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) {
@@ -134,21 +127,35 @@ class FileStore : public ObjectStore {
   }
 
   Status Delete(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
-    const std::string rel(key);
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(key));
+    const std::string leaf = JoinNames(names, names.size());
     std::lock_guard lock(namespace_mu_);
-    Status removed = fs_.Remove(Abs(rel));
-    if (!removed.ok()) {
-      // Missing, under a file, or a directory prefix: no such object, which is fine.
-      auto st = fs_.Stat(Abs(rel));
-      if ((!st.ok() && st.status().code() == Code::kNotFound) || (st.ok() && st->is_dir)) return Status::Ok();
-      return removed.WithContext("deleting " + Quote(key));
+    auto st = fs_.Stat(Abs(leaf));
+    if (!st.ok()) {
+      if (st.status().code() == Code::kNotFound) return Status::Ok();  // missing, or under a file
+      return st.status().WithContext("deleting " + Quote(key));
     }
-    ForgetEtag(rel);
-    if (options_.fsync) STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(rel))).WithContext("deleting " + Quote(key)));
-    // Drop directories the delete emptied, so they do not block a later "a" key.
-    for (std::string dir = ParentOf(rel); !dir.empty(); dir = ParentOf(dir)) {
-      if (!fs_.RemoveDir(Abs(dir)).ok()) break;
+    const std::string target = st->is_dir ? SelfOf(leaf) : leaf;
+    Status removed = fs_.Remove(Abs(target));
+    if (removed.code() == Code::kNotFound) return Status::Ok();  // only keys below it
+    STRATA_RETURN_IF_ERROR(removed.WithContext("deleting " + Quote(key)));
+    ForgetEtag(std::string(key));
+    if (options_.fsync)
+      STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(target))).WithContext("deleting " + Quote(key)));
+    // Drop directories the delete emptied (never one holding a "dir/" marker:
+    // that is a file in it), and turn a directory left holding only the
+    // object named like it back into that plain file.
+    for (size_t depth = st->is_dir ? names.size() : names.size() - 1; depth > 0; --depth) {
+      const std::string dir = JoinNames(names, depth);
+      if (fs_.RemoveDir(Abs(dir)).ok()) continue;
+      auto self = fs_.Stat(Abs(SelfOf(dir)));
+      if (self.ok() && !self->is_dir) {
+        auto entries = fs_.ListDir(Abs(dir));
+        if (entries.ok() && entries->size() == 1) {
+          ConvertDirToFile(root_fd_.get(), dir, ConvName(dir), options_.fsync).IgnoreError();  // either layout is valid
+        }
+      }
+      break;
     }
     return Status::Ok();
   }
@@ -163,7 +170,7 @@ class FileStore : public ObjectStore {
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
   StoreCapabilities Capabilities() const override {
     StoreCapabilities caps;
-    caps.directory_markers = false;  // "dir/" would be a file and a directory at once
+    caps.directory_markers = true;  // "dir/" is the file dir/.strata-x
     caps.server_side_copy = true;
     caps.metadata_kept = xattrs_.load();  // without xattrs, non-empty metadata is NotSupported
     caps.min_part_size = options_.min_part_size;
@@ -189,21 +196,49 @@ class FileStore : public ObjectStore {
   // The path of `rel` (relative to the root) for the file system.
   std::string Abs(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
 
-  Result<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& rel) {
-    auto file = fs_.OpenForRead(Abs(rel));
+  // The on-disk names of the key's segments (see file_util.h for the layout).
+  static Result<std::vector<std::string>> Names(std::string_view key) {
+    STRATA_RETURN_IF_ERROR(ValidateKey(key));
+    return EncodeKeyPath(key);
+  }
+  static std::string SelfOf(const std::string& dir) { return dir + "/" + std::string(kSelfName); }
+  // A fresh internal name next to `rel`, for a conversion.
+  std::string ConvName(const std::string& rel) {
+    std::string parent = ParentOf(rel);
+    return (parent.empty() ? "" : parent + "/") + std::string(kConvPrefix) + tag_ + "-" + std::to_string(++temp_seq_);
+  }
+
+  Result<std::unique_ptr<RandomAccessFile>> OpenPath(const std::string& path, const std::string& key) {
+    auto file = fs_.OpenForRead(Abs(path));
     if (!file.ok()) {
       // ELOOP: a symlink cycle, treated like a dangling link.
       if (file.status().code() == Code::kNotFound || file.status().cause() == std::strerror(ELOOP)) {
-        return NotFoundError("no such key " + Quote(rel));
+        return NotFoundError("no such key " + Quote(key));
       }
-      return file.status().WithContext("opening " + Quote(rel));
+      return file.status().WithContext("opening " + Quote(key));
     }
     return file;
   }
 
+  // The object's file: <names> itself, or <names>/.strata-self when keys
+  // below it exist. A conversion between the two opens is retried.
+  Result<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& key) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(key));
+    const std::string leaf = JoinNames(names, names.size());
+    for (int attempt = 0;; ++attempt) {
+      STRATA_ASSIGN_OR_RETURN(auto file, OpenPath(leaf, key));
+      STRATA_ASSIGN_OR_RETURN(FileStat st, file->Stat());
+      if (!st.is_dir) return file;
+      auto self = OpenPath(SelfOf(leaf), key);
+      if (self.ok() || self.status().code() != Code::kNotFound || attempt == 2) return self;
+      auto again = fs_.Stat(Abs(leaf));
+      if (!again.ok() || again->is_dir) return self;  // no object, only keys below it
+    }
+  }
+
   Result<ObjectInfo> InfoOf(RandomAccessFile& file, const std::string& rel, bool with_metadata = false) {
     STRATA_ASSIGN_OR_RETURN(FileStat st, file.Stat());
-    if (st.is_dir) return NotFoundError("no such key " + Quote(rel) + " (it is a directory prefix)");
+    if (st.is_dir) return NotFoundError("no such key " + Quote(rel) + " (only keys below it)");
     ObjectInfo info;
     info.key = rel;
     info.size = st.size;
@@ -336,23 +371,23 @@ class FileStore : public ObjectStore {
     return tmp;
   }
 
-  // Creates the directories above `key`; a file in the way is a conflict.
-  Status MakeParents(std::string_view key, std::vector<std::string>* created) {
-    const std::string rel(key);
-    for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1)) {
-      std::string dir = rel.substr(0, slash);
+  // Creates the directories above `key`; an object in the way (key "a" for
+  // "a/b") moves into its directory as .strata-self. Under namespace_mu_.
+  Status MakeParents(std::string_view key, const std::vector<std::string>& names, std::vector<std::string>* created) {
+    for (size_t depth = 1; depth < names.size(); ++depth) {
+      const std::string dir = JoinNames(names, depth);
       auto st = fs_.Stat(Abs(dir));
       if (st.ok() && st->is_dir) continue;
-      if (st.ok()) return Conflict(key, "key " + Quote(dir) + " is an object");
+      if (st.ok()) {
+        STRATA_RETURN_IF_ERROR(
+            ConvertFileToDir(root_fd_.get(), dir, ConvName(dir), options_.fsync).WithContext("storing " + Quote(key)));
+        continue;
+      }
       if (st.status().code() != Code::kNotFound) {
         return st.status().WithContext("creating directory '" + dir + "' for " + Quote(key));
       }
-      Status made = fs_.CreateDirs(Abs(dir));
-      // AlreadyExists: a file took the name; NotFound: a file is in the way above it.
-      if (made.code() == Code::kAlreadyExists || made.code() == Code::kNotFound) {
-        return Conflict(key, "key " + Quote(dir) + " is an object");
-      }
-      STRATA_RETURN_IF_ERROR(made.WithContext("creating directory '" + dir + "' for " + Quote(key)));
+      STRATA_RETURN_IF_ERROR(
+          fs_.CreateDirs(Abs(dir)).WithContext("creating directory '" + dir + "' for " + Quote(key)));
       created->push_back(dir);
     }
     return Status::Ok();
@@ -361,11 +396,15 @@ class FileStore : public ObjectStore {
   // Moves the finished temp file `tmp` to `key` under the Put conditions.
   Result<ObjectInfo> Commit(const std::string& tmp, std::string_view key, const std::string& etag,
                             const PutOptions& options) {
-    const std::string rel(key);
+    const std::string rel(key);  // the etag cache and messages go by key
     auto fail = [&](Status st) -> Result<ObjectInfo> {
       fs_.Remove(Abs(tmp)).IgnoreError();
       return st;
     };
+    auto names = Names(key);
+    if (!names.ok()) return fail(names.status());
+    const std::string leaf = JoinNames(*names, names->size());
+    std::string target = leaf;
     auto file = fs_.OpenForRead(Abs(tmp));
     if (!file.ok()) return fail(file.status().WithContext("reopening temp file"));
     auto st = (*file)->Stat();
@@ -380,18 +419,18 @@ class FileStore : public ObjectStore {
         Status cond = CheckPutConditions(options, key, *current ? &**current : nullptr);
         if (!cond.ok()) return fail(cond);
       }
-      Status parents = MakeParents(key, &created);
+      Status parents = MakeParents(key, *names, &created);
       if (!parents.ok()) return fail(parents);
-      auto target = fs_.Stat(Abs(rel));
-      if (target.ok() && target->is_dir) return fail(Conflict(key, "it is a directory prefix of other keys"));
-      Status renamed = fs_.Rename(Abs(tmp), Abs(rel));
+      auto existing = fs_.Stat(Abs(leaf));
+      if (existing.ok() && existing->is_dir) target = SelfOf(leaf);  // keys below it exist
+      Status renamed = fs_.Rename(Abs(tmp), Abs(target));
       if (!renamed.ok()) return fail(renamed.WithContext("renaming the temp file onto " + Quote(key)));
-      // The etag cache is keyed by path; the renamed inode keeps its number.
+      // The etag cache is keyed by key; the renamed inode keeps its number.
       std::lock_guard cache_lock(cache_mu_);
       etag_cache_[rel] = CachedEtag{st->inode, st->size, MtimeNs(*st), etag};
     }
     if (options_.fsync) {
-      STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(rel))).WithContext("committing " + Quote(key)));
+      STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(target))).WithContext("committing " + Quote(key)));
       for (const auto& dir : created) {
         STRATA_RETURN_IF_ERROR(fs_.SyncDir(Abs(ParentOf(dir))).WithContext("committing " + Quote(key)));
       }
@@ -494,7 +533,7 @@ Result<std::vector<UploadInfo>> FileStore::ListMultipartUploads(std::string_view
 }
 
 Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const PutOptions& options) {
-  STRATA_RETURN_IF_ERROR(ValidateFileKey(key));
+  STRATA_RETURN_IF_ERROR(Names(key).status());
   STRATA_RETURN_IF_ERROR(CheckMetadata(key, options.metadata));
   if (options.if_match.find('\n') != std::string::npos) return InvalidArgumentError("If-Match holds a newline");
   std::random_device rd;
@@ -530,7 +569,7 @@ Result<std::string> FileStore::UploadPart(std::string_view key, std::string_view
   if (st.ok() && options_.fsync) st = (*file)->Sync();
   if (st.ok()) st = (*file)->Close();
   std::lock_guard lock(parts_mu_);
-  auto entries = ReadSortedDir(root_fd_.get(), upload.dir);
+  auto entries = ReadSortedDir(root_fd_.get(), upload.dir, /*raw=*/true);
   if (st.ok() && !entries.ok()) st = entries.status();
   if (st.ok()) {
     st = fs_.Rename(Abs(tmp), Abs(upload.dir + "/" + number + etag))
@@ -551,7 +590,7 @@ Result<std::string> FileStore::UploadPart(std::string_view key, std::string_view
 Result<std::vector<PartInfo>> FileStore::ListParts(std::string_view key, std::string_view upload_id) {
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
   std::lock_guard lock(parts_mu_);
-  STRATA_ASSIGN_OR_RETURN(std::vector<FileDirEntry> entries, ReadSortedDir(root_fd_.get(), upload.dir));
+  STRATA_ASSIGN_OR_RETURN(std::vector<FileDirEntry> entries, ReadSortedDir(root_fd_.get(), upload.dir, /*raw=*/true));
   std::vector<PartInfo> parts;
   for (const FileDirEntry& e : entries) {
     const std::string& name = e.sort_name;
@@ -598,8 +637,7 @@ Status FileStore::AbortMultipartUpload(std::string_view key, std::string_view up
 }
 
 Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
-  STRATA_RETURN_IF_ERROR(ValidateFileKey(src_key));
-  STRATA_RETURN_IF_ERROR(ValidateFileKey(dst_key));
+  STRATA_RETURN_IF_ERROR(Names(dst_key).status());
   STRATA_RETURN_IF_ERROR(CheckMetadata(dst_key, options.metadata));
   const std::string src(src_key);
   STRATA_ASSIGN_OR_RETURN(auto in, OpenObject(src));
@@ -650,10 +688,13 @@ Status ValidateFileKey(std::string_view key) {
 
 Status RemoveEmptyFileStore(const std::string& root_dir) {
   FileSystem& fs = DefaultFileSystem();
+  UniqueFd root_fd;
   auto has_keys = [&]() -> Result<bool> {
-    STRATA_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.ListDir(root_dir));
-    return std::any_of(entries.begin(), entries.end(),
-                       [](const DirEntry& e) { return e.name != kFileStoreStagingDir; });
+    if (!root_fd.valid()) {
+      root_fd = UniqueFd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!root_fd.valid()) return ErrnoToStatus(errno, "opening '" + root_dir + "'");
+    }
+    return HasAnyKey(root_fd.get());
   };
   auto not_empty = [&] { return PreconditionFailedError("file store '" + root_dir + "' is not empty"); };
   auto missing = [&] { return NotFoundError("no file store at '" + root_dir + "'"); };
@@ -665,11 +706,17 @@ Status RemoveEmptyFileStore(const std::string& root_dir) {
   if (*keys) return not_empty();
   STRATA_RETURN_IF_ERROR(RemoveAll(fs, root_dir + "/" + std::string(kFileStoreStagingDir))
                              .WithContext("removing the staging directory of '" + root_dir + "'"));
+  // No keys: what is left is empty directories and internal leftovers.
+  PruneNonKeys(root_fd.get());
   Status removed = fs.RemoveDir(root_dir);
   if (removed.ok()) return Status::Ok();
   if (removed.code() == Code::kNotFound) return missing();
   auto again = has_keys();
   if (again.ok() && *again) return not_empty();  // a key arrived meanwhile
+  if (removed.cause() == std::strerror(ENOTEMPTY)) {
+    return PreconditionFailedError("file store '" + root_dir +
+                                   "' holds files that are not objects (not regular files)");
+  }
   return removed.WithContext("removing file store '" + root_dir + "'");
 }
 

@@ -1,5 +1,12 @@
 // file://: a local directory as a bucket. Key "a/b/c" is the file
-// <root>/a/b/c. Puts are atomic and durable (temp file in <root>/.strata-tmp/,
+// <root>/a/b/c, so a plain directory tree serves as a bucket with its files as
+// keys. Keys a plain path cannot name are escaped (object/file_util.h has the
+// layout): a segment that is empty ("dir/", "a//b", "/lead"), "." or "..", or
+// starts with ".strata-" is stored as ".strata-x<segment>", and when key "a"
+// and keys under "a/" both exist the object "a" is the file a/.strata-self
+// (moved there atomically, inode and xattrs included, and back when the
+// directory empties). Every other ".strata-*" name is internal and never
+// listed. Puts are atomic and durable (temp file in <root>/.strata-tmp/,
 // fsync, rename, fsync directory); readers see the old or the new object.
 // ETag = hex MD5 (multipart: S3's md5-N), kept in the xattr user.strata.etag
 // together with the size and mtime it describes; when missing, stale (the
@@ -11,12 +18,10 @@
 // says metadata_kept = false and non-empty metadata is NotSupported.
 //
 // Limitations (documented, each a clear error rather than silent damage):
-//  - Keys must be valid relative paths: no leading '/', no empty segments
-//    ("a//b", "dir/"), no "." or ".." segments, segments of at most 255 bytes,
-//    and not under ".strata-tmp" (InvalidArgument from every method).
-//  - A key cannot be both an object and a directory prefix ("a" and "a/b"):
-//    the second Put returns NotSupported naming the conflict.
-//  - Conditional puts are atomic with respect to this process only.
+//  - A key segment whose name (escaped when needed) is over 255 bytes is
+//    InvalidArgument from every method.
+//  - Conditional puts, and the file <-> directory moves, are atomic with
+//    respect to this process only (one process serves a root).
 // Empty directories left by deletes are removed; temp files of crashed puts
 // are removed when a store is opened a day later. Abandoned multipart uploads
 // stay in .strata-tmp/uploads until aborted (S3 needs a lifecycle rule too).
@@ -47,13 +52,16 @@ struct FileStoreOptions {
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir);
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptions options);
 
-// The key rules above (after ValidateKey's).
+// Whether the key is a plain relative path (after ValidateKey's rules): no
+// leading '/', no empty, "." or ".." segments, segments of at most 255 bytes,
+// not under ".strata-tmp". What `strata cp` needs to write a key into a local
+// directory; the file store itself takes every valid key.
 Status ValidateFileKey(std::string_view key);
 
-// Removes the file store rooted at `root_dir` when it holds no keys; its
-// staging directory (temp files, in-progress multipart uploads, which S3 also
-// drops with their bucket) goes with it. PreconditionFailed when anything else
-// is in it, NotFound when there is no such directory.
+// Removes the file store rooted at `root_dir` when it holds no keys (empty
+// directories and internal names do not count); its staging directory (temp files, in-progress multipart uploads, which
+// S3 also drops with their bucket) goes with it. PreconditionFailed when anything else is in it, NotFound when there is
+// no such directory.
 Status RemoveEmptyFileStore(const std::string& root_dir);
 
 // The hidden staging directory inside the root, never listed.

@@ -64,35 +64,8 @@ TEST_F(FileStoreTest, KeysAreRelativePaths) {
   EXPECT_EQ(staged, 0u);
 }
 
-TEST_F(FileStoreTest, RejectsKeysThatAreNotSafeRelativePaths) {
-  for (const char* bad :
-       {"../escape", "a/../../escape", "/abs", "a//b", "dir/", ".", "a/./b", "..", ".strata-tmp/x", ".strata-tmp"}) {
-    EXPECT_EQ(store_->Put(bad, Buffer::Copy("x")).status().code(), Code::kInvalidArgument) << bad;
-    EXPECT_EQ(store_->Get(bad).status().code(), Code::kInvalidArgument) << bad;
-    EXPECT_EQ(store_->Head(bad).status().code(), Code::kInvalidArgument) << bad;
-    EXPECT_EQ(store_->Delete(bad).code(), Code::kInvalidArgument) << bad;
-    EXPECT_EQ(store_->CreateMultipartUpload(bad).status().code(), Code::kInvalidArgument) << bad;
-  }
-  EXPECT_EQ(store_->Put(std::string(256, 'x'), Buffer()).status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(store_->Put(std::string(255, 'x'), Buffer()).ok());
-  EXPECT_TRUE(store_->Put("..dots../.hidden", Buffer()).ok());  // dots inside names are fine
-  EXPECT_FALSE(fs::exists(root_.parent_path() / "escape"));
-}
-
-TEST_F(FileStoreTest, ObjectAndDirectoryPrefixConflictIsNotSupported) {
-  ASSERT_TRUE(store_->Put("a", Buffer::Copy("file")).ok());
-  auto r = store_->Put("a/b", Buffer::Copy("under a file"));
-  EXPECT_EQ(r.status().code(), Code::kNotSupported);
-  EXPECT_NE(r.status().message().find("'a/b'"), std::string::npos) << r.status();
-  ASSERT_TRUE(store_->Put("d/x", Buffer::Copy("x")).ok());
-  r = store_->Put("d", Buffer::Copy("over a directory"));
-  EXPECT_EQ(r.status().code(), Code::kNotSupported);
-  EXPECT_EQ(store_->Get("d").status().code(), Code::kNotFound);  // a directory is not an object
-  EXPECT_TRUE(store_->Delete("d").ok());
-  EXPECT_TRUE(store_->Head("d/x").ok());
-  EXPECT_EQ(store_->Get("a/b").status().code(), Code::kNotFound);
-  EXPECT_EQ((std::vector<std::string>{"a", "d/x"}), ListKeys());
-}
+// Keys that are not plain relative paths, and an object with keys below it:
+// file_store_layout_test.cc.
 
 TEST_F(FileStoreTest, DeleteRemovesEmptiedDirectories) {
   ASSERT_TRUE(store_->Put("x/y/z", Buffer::Copy("1")).ok());

@@ -108,7 +108,7 @@ using RangeConsumer = std::function<Status(uint64_t offset, const uint8_t* data,
 // What a store can do, declared so callers never guess from an error.
 // Decorators report their base's, adjusted for what they change.
 struct StoreCapabilities {
-  bool directory_markers = true;         // keys ending in '/' can be stored ("dir/" markers); file:// cannot
+  bool directory_markers = true;         // keys ending in '/' can be stored ("dir/" markers)
   bool conditional_put = true;           // Put honours PutOptions::if_match / if_none_match
   bool server_side_copy = false;         // Copy moves no bytes through this process
   bool range_streaming = false;          // ReadRangeTo streams into the consumer with no buffer of its own

@@ -11,7 +11,8 @@
 namespace strata {
 
 int ConformanceMetadataAnchor();  // conformance_metadata.cc
-int ConformanceSuiteAnchor() { return ConformanceMetadataAnchor(); }
+int ConformanceKeysAnchor();      // conformance_keys.cc
+int ConformanceSuiteAnchor() { return ConformanceMetadataAnchor() + ConformanceKeysAnchor(); }
 
 void ObjectStoreConformance::SetUp() {
   store_ = GetParam().make();

@@ -1,0 +1,215 @@
+// Every valid S3 key through `strata serve --backend file://` (issue 14 item
+// 2) with real clients: boto3 puts an object and keys below it, "dir/"
+// markers, empty, "." and ".." segments, spaces, unicode and long segments,
+// then lists them (prefix, delimiter, start-after, pages) and reads them
+// back, all checked against a model of S3's answer; then the aws CLI lists
+// the bucket and `aws s3 rb --force` removes it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "testing/subprocess.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr const char* kKey = "GWKEYSACCESSKEY";
+constexpr const char* kSecret = "gw-keys-secret-1234";
+constexpr const char* kBucket = "gwkeys";
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int Count(const std::string& s, std::string_view what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+constexpr const char* kScript = R"PY(
+import sys
+import boto3
+from botocore.config import Config
+endpoint, bucket, key_id, secret = sys.argv[1:5]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key_id, aws_secret_access_key=secret,
+                  region_name="us-east-1", config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+keys = ["a", "a/b", "a/b/c", "a-b", "a0", "d/x", "d", "dir/", "dir/x", "dir//", "a//b", "/lead", "trail/",
+        "./x", "x/../y", "..", ".strata-tmp", ".strata-x", "k/.strata-self", "with space/and more ",
+        "unicod\u00e9/\u043a\u043b\u044e\u0447/\u65e5\u672c", "long/" + "t" * 255, "long/" + "u" * 250 + "/v"]
+for k in keys:
+    s3.put_object(Bucket=bucket, Key=k, Body=("v:" + k).encode())
+for k in keys:
+    body = s3.get_object(Bucket=bucket, Key=k)["Body"].read()
+    assert body == ("v:" + k).encode(), (k, body)
+
+def reference(prefix, delimiter, start_after):
+    out_keys, prefixes = [], []
+    for k in sorted(keys, key=lambda s: s.encode()):
+        if not k.startswith(prefix) or k.encode() <= start_after.encode():
+            continue
+        d = k.find(delimiter, len(prefix)) if delimiter else -1
+        if d < 0:
+            out_keys.append(k)
+        else:
+            cp = k[:d + len(delimiter)]
+            if cp != start_after and cp not in prefixes:
+                prefixes.append(cp)
+    return out_keys, prefixes
+
+def listing(prefix, delimiter, start_after, page):
+    args = {"Bucket": bucket, "Prefix": prefix, "Delimiter": delimiter, "StartAfter": start_after}
+    got_keys, got_prefixes = [], []
+    for p in s3.get_paginator("list_objects_v2").paginate(PaginationConfig={"PageSize": page}, **args):
+        got_keys += [o["Key"] for o in p.get("Contents", [])]
+        got_prefixes += [c["Prefix"] for c in p.get("CommonPrefixes", [])]
+    return got_keys, got_prefixes
+
+cases = [("", "", ""), ("", "/", ""), ("a", "/", ""), ("a/", "/", ""), ("a//", "/", ""), ("dir/", "/", ""),
+         ("/", "/", ""), ("x/", "/", ""), ("", "/", "a/"), ("", "", "a/b"), ("", "/", "dir/"), (".", "/", ""),
+         ("long/", "/", "")]
+for prefix, delimiter, start_after in cases:
+    want = reference(prefix, delimiter, start_after)
+    for page in (1000, 2):
+        got = listing(prefix, delimiter, start_after, page)
+        assert got == want, (prefix, delimiter, start_after, page, got, want)
+# Copy onto a marker and onto a key below an object.
+s3.copy_object(Bucket=bucket, Key="copied//", CopySource={"Bucket": bucket, "Key": "a//b"})
+assert s3.get_object(Bucket=bucket, Key="copied//")["Body"].read() == b"v:a//b"
+s3.delete_object(Bucket=bucket, Key="a")
+assert s3.get_object(Bucket=bucket, Key="a/b")["Body"].read() == b"v:a/b"
+print("OK %d keys" % len(keys))
+)PY";
+
+class GatewayKeysTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("strata-gwk-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "data" / kBucket);
+    const char* bin_dir = std::getenv("STRATA_BINARY_DIR");
+    ASSERT_NE(bin_dir, nullptr) << "run under ctest (STRATA_BINARY_DIR)";
+    std::string strata = std::string(bin_dir) + "/src/cli/strata";
+    ASSERT_TRUE(fs::exists(strata)) << strata;
+    std::vector<std::string> argv{strata,         "serve",       "--backend",    "file://" + (dir_ / "data").string(),
+                                  "--listen",     "127.0.0.1:0", "--access-key", kKey,
+                                  "--secret-key", kSecret,       "--cache-ram",  "128MiB"};
+    log_ = dir_ / "gateway.out";
+    int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> args;
+    for (auto& s : argv) args.push_back(s.data());
+    args.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execv(args[0], args.data());
+      _exit(127);
+    }
+    ::close(fd);
+    auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+    while (endpoint_.empty() && SteadyClock::now() < deadline) {
+      std::string log = ReadFile(log_);
+      if (size_t p = log.find("listening on "); p != std::string::npos && log.find('\n', p) != std::string::npos) {
+        endpoint_ = log.substr(p + 13, log.find('\n', p) - p - 13);
+      }
+      int st = 0;
+      ASSERT_EQ(::waitpid(pid_, &st, WNOHANG), 0) << "strata serve exited:\n" << log;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the log for the port
+    }
+    ASSERT_FALSE(endpoint_.empty()) << ReadFile(log_);
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      auto deadline = SteadyClock::now() + std::chrono::seconds(20);
+      while (::waitpid(pid_, &st, WNOHANG) == 0) {
+        if (SteadyClock::now() > deadline) {
+          ::kill(pid_, SIGKILL);
+          ::waitpid(pid_, &st, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the child's exit
+      }
+      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "strata serve did not exit cleanly:\n" << ReadFile(log_);
+    }
+    fs::remove_all(dir_);
+  }
+
+  EnvOverrides AwsEnv() const {
+    EnvOverrides env = WithoutCaBundles();
+    env += {{"AWS_ACCESS_KEY_ID", kKey},
+            {"AWS_SECRET_ACCESS_KEY", kSecret},
+            {"AWS_DEFAULT_REGION", "us-east-1"},
+            {"AWS_REGION", "us-east-1"},
+            {"AWS_SESSION_TOKEN", std::nullopt},
+            {"AWS_PROFILE", std::nullopt},
+            {"AWS_CONFIG_FILE", "/dev/null"},
+            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
+            {"AWS_PAGER", ""},
+            {"AWS_ENDPOINT_URL", std::nullopt},
+            {"NO_PROXY", "127.0.0.1"}};
+    return env;
+  }
+  CommandResult Run(const std::vector<std::string>& argv, const EnvOverrides& env) {
+    RunOptions o;
+    o.timeout = std::chrono::seconds(300);
+    auto r = RunCommand(argv, env, std::nullopt, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : CommandResult{-1, "", r.status().ToString()};
+  }
+
+  fs::path dir_, log_;
+  std::string endpoint_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(GatewayKeysTest, EveryValidKeyOnFileBackendThenRbForce) {
+  const fs::path script = dir_ / "keys.py";
+  std::ofstream(script) << kScript;
+  std::vector<std::string> boto = {"/usr/bin/python3", script.string(), endpoint_, kBucket, kKey, kSecret};
+  CommandResult r = Run(boto, WithoutCaBundles());
+  ASSERT_EQ(r.exit_code, 0) << DescribeRun(boto, r) << "\n" << ReadFile(log_);
+  EXPECT_EQ(r.stdout_text.substr(0, 3), "OK ") << r.stdout_text;
+  // Plain keys are plain files; the others escaped ("dir/" is a marker file
+  // in a directory that "dir//" also needs, so it is that directory's self).
+  const fs::path bucket = dir_ / "data" / kBucket;
+  EXPECT_TRUE(fs::is_regular_file(bucket / "a0"));
+  EXPECT_TRUE(fs::is_regular_file(bucket / "dir/x"));
+  EXPECT_TRUE(fs::is_regular_file(bucket / "a/.strata-x/b"));
+  EXPECT_TRUE(fs::is_regular_file(bucket / "dir/.strata-x/.strata-self"));
+  std::vector<std::string> ls = {"/usr/bin/aws",   "--endpoint-url", endpoint_, "s3api",
+                                 "list-objects",   "--bucket",       kBucket,   "--query",
+                                 "Contents[].Key", "--output",       "json"};
+  CommandResult listed = Run(ls, AwsEnv());
+  ASSERT_EQ(listed.exit_code, 0) << DescribeRun(ls, listed);
+  EXPECT_NE(listed.stdout_text.find("\"dir/\""), std::string::npos) << listed.stdout_text;
+  EXPECT_NE(listed.stdout_text.find("\"a//b\""), std::string::npos) << listed.stdout_text;
+  // Only the user's own keys with internal-looking names, nothing internal.
+  EXPECT_EQ(Count(listed.stdout_text, "strata-tmp\""), 1) << listed.stdout_text;
+  EXPECT_EQ(Count(listed.stdout_text, "strata-self\""), 1) << listed.stdout_text;
+  EXPECT_EQ(Count(listed.stdout_text, "strata-x"), 1) << listed.stdout_text;
+  std::vector<std::string> rb = {
+      "/usr/bin/aws", "--endpoint-url", endpoint_, "s3", "rb", std::string("s3://") + kBucket, "--force"};
+  CommandResult removed = Run(rb, AwsEnv());
+  EXPECT_EQ(removed.exit_code, 0) << DescribeRun(rb, removed) << "\n" << removed.stdout_text;
+  EXPECT_FALSE(fs::exists(dir_ / "data" / kBucket));
+}
+
+}  // namespace
+}  // namespace strata
