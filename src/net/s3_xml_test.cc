@@ -137,8 +137,8 @@ TEST(S3Xml, Multipart) {
   EXPECT_EQ((*p)[2].part_number, 10000);
   EXPECT_EQ((*p)[1].etag, "\"b\"");
 
-  auto c = DecodeCompleteMultipartUploadResult(
-      EncodeCompleteMultipartUploadResult({"http://h/b/k", "b", "k", "\"3858f62230ac3c915f300c664312c11f-9\""}));
+  auto c = DecodeCompleteMultipartUploadResult(EncodeCompleteMultipartUploadResult(
+      {"http://h/b/k", "b", "k", "\"3858f62230ac3c915f300c664312c11f-9\"", {}, ""}));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->etag, "\"3858f62230ac3c915f300c664312c11f-9\"");
   EXPECT_EQ(c->location, "http://h/b/k");
