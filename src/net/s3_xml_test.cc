@@ -130,7 +130,7 @@ TEST(S3Xml, Multipart) {
   EXPECT_EQ(init->key, "k&");
   EXPECT_EQ(init->upload_id, "VXBsb2FkIElE");
 
-  std::vector<S3CompletedPart> parts = {{1, "\"a\""}, {2, "\"b\""}, {10000, "c"}};
+  std::vector<S3CompletedPart> parts = {{1, "\"a\"", {}}, {2, "\"b\"", {}}, {10000, "c", {}}};
   auto p = DecodeCompleteMultipartUpload(EncodeCompleteMultipartUpload(parts));
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->size(), 3u);
