@@ -86,7 +86,7 @@ Result<RequestChecksum> VerifyRequestChecksum(const Ctx& ctx) {
 }
 
 void KeepChecksum(const RequestChecksum& c, ObjectStore& store, ObjectMetadata* m) {
-  if (!c.algorithm || !store.Capabilities().metadata_kept) return;  // verified, but nowhere to keep it
+  if (!c.algorithm || !store.Capabilities().checksums_kept) return;  // verified, but nowhere to keep it
   m->checksum_algorithm = std::string(ChecksumName(*c.algorithm));
   m->checksum_type = std::string(ChecksumTypeName(ChecksumType::kFullObject));
   m->checksum = c.value;
@@ -126,7 +126,7 @@ Status UploadChecksumOptions(const Ctx& ctx, ObjectStore& store, ObjectMetadata*
     return InvalidRequest("The " + std::string(ChecksumTypeName(t)) + " checksum type cannot be used with the " +
                           Lower(ChecksumName(*a)) + " checksum algorithm.");
   }
-  if (!store.Capabilities().metadata_kept) return Status::Ok();
+  if (!store.Capabilities().checksums_kept) return Status::Ok();
   m->checksum_algorithm = std::string(ChecksumName(*a));
   m->checksum_type = std::string(ChecksumTypeName(t));
   return Status::Ok();
@@ -137,7 +137,8 @@ Status CheckCompleteChecksums(const Ctx& ctx, ObjectStore& store, const std::str
   bool any_part = std::any_of(wire_parts.begin(), wire_parts.end(),
                               [](const S3CompletedPart& p) { return !p.checksum.algorithm.empty(); });
   STRATA_ASSIGN_OR_RETURN(RequestChecksum whole, ReadRequestChecksum(ctx, /*multipart=*/true));
-  if (!any_part && !whole.algorithm) return Status::Ok();
+  // A store that keeps no part checksums (s3://) has nothing to check them against.
+  if ((!any_part && !whole.algorithm) || !store.Capabilities().checksums_kept) return Status::Ok();
   auto listed = store.ListParts(ctx.target.key, upload_id);
   if (!listed.ok()) return Status::Ok();  // Complete itself reports the missing upload
   std::vector<PartInfo> chosen;

@@ -135,7 +135,9 @@ Status UploadPart(Ctx& ctx) {
   } else {
     STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
     STRATA_ASSIGN_OR_RETURN(checksum, VerifyRequestChecksum(ctx));
-    if (checksum.algorithm) po.checksum = {std::string(ChecksumName(*checksum.algorithm)), checksum.value};
+    if (checksum.algorithm && store->Capabilities().checksums_kept) {
+      po.checksum = {std::string(ChecksumName(*checksum.algorithm)), checksum.value};
+    }
   }
   auto etag = store->UploadPart(ctx.target.key, upload_id, part, data, po);
   if (!etag.ok()) return LiftS3Code(etag.status(), "NoSuchUpload");

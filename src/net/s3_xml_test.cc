@@ -148,9 +148,16 @@ TEST(S3Xml, Multipart) {
   ASSERT_TRUE(rgw.ok());
   EXPECT_EQ(rgw->etag, "");
 
-  ListPartsResult lp{"b", "k",  "u",  0,
-                     2,   1000, true, {{1, "\"e1\"", 5 << 20, T("2024-01-01T00:00:00.000Z")}, {2, "\"e2\"", 7, {}}}};
+  ListPartsResult lp{
+      "b",  "k",
+      "u",  0,
+      2,    1000,
+      true, {{1, "\"e1\"", 5 << 20, T("2024-01-01T00:00:00.000Z"), {"CRC32", "NhCmhg=="}}, {2, "\"e2\"", 7, {}, {}}}};
   auto l = DecodeListParts(EncodeListParts(lp));
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->parts[0].checksum.algorithm, "CRC32");
+  EXPECT_EQ(l->parts[0].checksum.value, "NhCmhg==");
+  EXPECT_TRUE(l->parts[1].checksum.algorithm.empty());
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->upload_id, "u");
   EXPECT_EQ(l->next_part_number_marker, 2);

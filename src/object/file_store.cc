@@ -167,6 +167,7 @@ class FileStore : public ObjectStore {
     caps.directory_markers = false;  // "dir/" would be a file and a directory at once
     caps.server_side_copy = true;
     caps.metadata_kept = xattrs_.load();  // without xattrs, non-empty metadata is NotSupported
+    caps.checksums_kept = caps.metadata_kept;
     caps.min_part_size = options_.min_part_size;
     return caps;
   }

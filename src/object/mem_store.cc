@@ -210,6 +210,7 @@ class MemStore : public ObjectStore {
     StoreCapabilities caps;
     caps.server_side_copy = true;
     caps.metadata_kept = true;
+    caps.checksums_kept = true;
     caps.min_part_size = options_.min_part_size;
     return caps;
   }

@@ -127,6 +127,7 @@ struct StoreCapabilities {
   bool server_side_copy = false;         // Copy moves no bytes through this process
   bool range_streaming = false;          // ReadRangeTo streams into the consumer with no buffer of its own
   bool metadata_kept = false;            // PutOptions::metadata is stored and returned by Head/Get
+  bool checksums_kept = false;           // ... its checksum too, and PartOptions::checksum (Complete combines them)
   uint64_t min_part_size = 5ull << 20;   // every multipart part but the last is at least this
   uint64_t max_part_size = 5ull << 30;   // S3's limit per part
   uint64_t read_part_size = 8ull << 20;  // a good size for one ranged GET of a parallel read

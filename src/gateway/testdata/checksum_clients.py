@@ -5,6 +5,7 @@ the aws-chunked trailer uploads). Usage: checksum_clients.py ENDPOINT KEY SECRET
 Expected values are computed here independently (zlib, hashlib, bitwise
 CRC32C/CRC64NVME), as AWS documents them. Exits non-zero on any failure."""
 import base64
+import functools
 import hashlib
 import http.client
 import re
@@ -31,16 +32,27 @@ def check(cond, what):
         failures.append(what)
 
 
+@functools.lru_cache(maxsize=None)
+def crc_table(poly):
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
 def reflected_crc(data, poly, width):
     mask = (1 << width) - 1
+    table = crc_table(poly)
     crc = mask
     for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
     return crc ^ mask
 
 
+@functools.lru_cache(maxsize=None)
 def raw(alg, data):
     if alg == "CRC32":
         return zlib.crc32(data).to_bytes(4, "big")
