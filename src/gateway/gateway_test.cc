@@ -431,8 +431,8 @@ TEST_F(GatewayTest, ConditionalWritesAnswerAsAws) {
     EXPECT_TRUE(init.ok());
     std::string id = UriEncode(init->upload_id);
     auto u = Do(Signed("PUT", "/bucket/" + key + "?partNumber=1&uploadId=" + id, "part"));
-    return Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id, EncodeCompleteMultipartUpload({{1, H(u, "ETag"), {}}}),
-                     std::move(h)));
+    return Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id,
+                     EncodeCompleteMultipartUpload({{1, H(u, "ETag"), {}}}), std::move(h)));
   };
   EXPECT_EQ(complete("cw", inm("*")).error_code, "PreconditionFailed");
   EXPECT_EQ(complete("cw-new", ifm("\"0123\"")).error_code, "NoSuchKey");
