@@ -348,11 +348,11 @@ TEST_F(GatewayTest, MultipartUpload) {
   ASSERT_TRUE(lp1.ok());
   EXPECT_TRUE(lp1->is_truncated);
   EXPECT_EQ(lp1->next_part_number_marker, 1);
-  std::string wrong = EncodeCompleteMultipartUpload({{1, H(u1, "ETag")}, {2, "\"deadbeef\""}});
+  std::string wrong = EncodeCompleteMultipartUpload({{1, H(u1, "ETag"), {}}, {2, "\"deadbeef\"", {}}});
   EXPECT_EQ(Do(Signed("POST", "/bucket/mp?uploadId=" + id, wrong)).error_code, "InvalidPart");
-  std::string order = EncodeCompleteMultipartUpload({{2, H(u2, "ETag")}, {1, H(u1, "ETag")}});
+  std::string order = EncodeCompleteMultipartUpload({{2, H(u2, "ETag"), {}}, {1, H(u1, "ETag"), {}}});
   EXPECT_EQ(Do(Signed("POST", "/bucket/mp?uploadId=" + id, order)).error_code, "InvalidPartOrder");
-  std::string body = EncodeCompleteMultipartUpload({{1, H(u1, "ETag")}, {2, H(u2, "ETag")}});
+  std::string body = EncodeCompleteMultipartUpload({{1, H(u1, "ETag"), {}}, {2, H(u2, "ETag"), {}}});
   auto done = Do(Signed("POST", "/bucket/mp?uploadId=" + id, body));
   ASSERT_EQ(done.status, 200) << done.body;
   auto result = DecodeCompleteMultipartUploadResult(done.body);
@@ -431,8 +431,8 @@ TEST_F(GatewayTest, ConditionalWritesAnswerAsAws) {
     EXPECT_TRUE(init.ok());
     std::string id = UriEncode(init->upload_id);
     auto u = Do(Signed("PUT", "/bucket/" + key + "?partNumber=1&uploadId=" + id, "part"));
-    return Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id, EncodeCompleteMultipartUpload({{1, H(u, "ETag")}}),
-                     std::move(h)));
+    return Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id,
+                     EncodeCompleteMultipartUpload({{1, H(u, "ETag"), {}}}), std::move(h)));
   };
   EXPECT_EQ(complete("cw", inm("*")).error_code, "PreconditionFailed");
   EXPECT_EQ(complete("cw-new", ifm("\"0123\"")).error_code, "NoSuchKey");

@@ -341,6 +341,7 @@ Status DecodePayload(Ctx& ctx, const VerifiedRequest& v, bool anonymous) {
     STRATA_RETURN_IF_ERROR(decoder.Feed(ctx.req.body.view(), &out));
     STRATA_RETURN_IF_ERROR(decoder.Finish());
     ctx.body = Buffer::FromString(std::move(out));
+    ctx.trailers = decoder.trailers();
     return Status::Ok();
   }
   if (IsHexSha256(claimed)) {
@@ -413,7 +414,7 @@ GatewayResponse S3Handler::Internal(const GatewayRequest& req, std::string_view 
 }
 
 GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
-  Ctx ctx{*this, req, {}, {}, req.body, NextRequestId(), {}, {}};
+  Ctx ctx{*this, req, {}, {}, req.body, NextRequestId(), {}, {}, {}};
   ctx.resp.bytes_in = req.body.size();
   ctx.resp.op = "Unknown";
   Status st = [&]() -> Status {

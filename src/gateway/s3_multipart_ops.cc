@@ -111,8 +111,13 @@ Status CreateMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   PutOptions o;
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
+  STRATA_RETURN_IF_ERROR(UploadChecksumOptions(ctx, *store, &o.metadata));
   auto id = store->CreateMultipartUpload(ctx.target.key, o);
   if (!id.ok()) return LiftS3Code(id.status(), "NoSuchKey");
+  if (!o.metadata.checksum_algorithm.empty()) {
+    ctx.resp.headers.emplace_back("x-amz-checksum-algorithm", o.metadata.checksum_algorithm);
+    ctx.resp.headers.emplace_back("x-amz-checksum-type", o.metadata.checksum_type);
+  }
   ctx.Xml(EncodeInitiateMultipartUpload({ctx.target.bucket, ctx.target.key, *id}));
   return Status::Ok();
 }
@@ -123,12 +128,18 @@ Status UploadPart(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   bool copy = ctx.Header("x-amz-copy-source") != nullptr;
   Buffer data = ctx.body;
+  PartOptions po;
+  RequestChecksum checksum;
   if (copy) {
     STRATA_ASSIGN_OR_RETURN(data, CopySourceBytes(ctx));
   } else {
     STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
+    STRATA_ASSIGN_OR_RETURN(checksum, VerifyRequestChecksum(ctx));
+    if (checksum.algorithm && store->Capabilities().checksums_kept) {
+      po.checksum = {std::string(ChecksumName(*checksum.algorithm)), checksum.value};
+    }
   }
-  auto etag = store->UploadPart(ctx.target.key, upload_id, part, data);
+  auto etag = store->UploadPart(ctx.target.key, upload_id, part, data, po);
   if (!etag.ok()) return LiftS3Code(etag.status(), "NoSuchUpload");
   if (copy) {
     XmlWriter w;
@@ -138,6 +149,7 @@ Status UploadPart(Ctx& ctx) {
     ctx.Xml(w.Finish());
   } else {
     ctx.resp.headers.emplace_back("ETag", Quote(*etag));
+    if (checksum.algorithm) ctx.resp.headers.emplace_back(ChecksumHeader(*checksum.algorithm), checksum.value);
   }
   return Status::Ok();
 }
@@ -159,11 +171,18 @@ Status CompleteMultipartUpload(Ctx& ctx) {
   // not detected (AWS would answer 409 ConditionalRequestConflict).
   STRATA_ASSIGN_OR_RETURN(PutOptions conditions, WriteConditions(ctx));
   STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, conditions));
+  STRATA_RETURN_IF_ERROR(CheckCompleteChecksums(ctx, *store, upload_id, wire_parts));
   auto info = store->CompleteMultipartUpload(ctx.target.key, upload_id, parts);
   if (!info.ok()) return LiftS3Code(info.status(), "NoSuchUpload");
   const std::string* host = ctx.Header("host");
   std::string location = "http://" + (host ? *host : std::string("localhost")) + ctx.target.raw_path;
-  ctx.Xml(EncodeCompleteMultipartUploadResult({location, ctx.target.bucket, ctx.target.key, Quote(info->etag)}));
+  CompleteMultipartUploadResult result{location, ctx.target.bucket, ctx.target.key, Quote(info->etag), {}, {}};
+  const ObjectMetadata& m = info->metadata;  // the stores combined the parts' checksums
+  if (!m.checksum.empty()) {
+    result.checksum = {m.checksum_algorithm, m.checksum};
+    result.checksum_type = m.checksum_type;
+  }
+  ctx.Xml(EncodeCompleteMultipartUploadResult(result));
   return Status::Ok();
 }
 
@@ -207,7 +226,7 @@ Status ListParts(Ctx& ctx) {
       r.is_truncated = true;
       break;
     }
-    r.parts.push_back({p.part_number, Quote(p.etag), p.size, ctx.Now()});
+    r.parts.push_back({p.part_number, Quote(p.etag), p.size, ctx.Now(), {p.checksum.algorithm, p.checksum.value}});
   }
   if (!r.parts.empty()) r.next_part_number_marker = r.parts.back().part_number;
   ctx.Xml(EncodeListParts(r));

@@ -82,6 +82,22 @@ constexpr std::pair<std::string_view, std::string ObjectMetadata::*> kStandardHe
     {"Cache-Control", &ObjectMetadata::cache_control},
     {"Expires", &ObjectMetadata::expires}};
 constexpr std::string_view kUserPrefix = "x-amz-meta-";
+
+// "aws-chunked" in Content-Encoding names the request's framing, which S3 does not keep.
+std::string WithoutAwsChunked(std::string_view encoding) {
+  std::string out;
+  while (!encoding.empty()) {
+    size_t comma = encoding.find(',');
+    std::string_view item = encoding.substr(0, comma);
+    encoding = comma == std::string_view::npos ? std::string_view() : encoding.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty() || item == "aws-chunked") continue;
+    if (!out.empty()) out += ",";
+    out += item;
+  }
+  return out;
+}
 }  // namespace
 
 Result<ObjectMetadata> RequestMetadata(const Ctx& ctx) {
@@ -89,6 +105,7 @@ Result<ObjectMetadata> RequestMetadata(const Ctx& ctx) {
   for (const auto& [header, field] : kStandardHeaders) {
     if (const std::string* v = ctx.Header(header)) m.*field = *v;
   }
+  m.content_encoding = WithoutAwsChunked(m.content_encoding);
   for (const auto& [raw_name, value] : ctx.req.headers) {
     if (raw_name.size() <= kUserPrefix.size()) continue;
     std::string name = raw_name;
@@ -237,6 +254,8 @@ Status GetObject(Ctx& ctx, bool head) {
   resp.status = ranged ? 206 : 200;
   ObjectHeaders(ctx, info);
   MetadataHeaders(ctx, info.metadata);
+  // The stored checksum describes the whole object: not sent with a range (as S3).
+  if (!ranged && ChecksumModeEnabled(ctx)) ChecksumResponseHeaders(ctx, info.metadata);
   resp.headers.emplace_back("Accept-Ranges", "bytes");
   if (ranged) resp.headers.emplace_back("Content-Range", FormatContentRange(begin, end - 1, info.size));
   ResponseOverrides(ctx);
@@ -297,12 +316,18 @@ Status CheckWriteConditions(const Ctx& ctx, ObjectStore& store, const PutOptions
 
 Status PutObject(Ctx& ctx) {
   STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
+  STRATA_ASSIGN_OR_RETURN(RequestChecksum checksum, VerifyRequestChecksum(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(PutOptions o, WriteConditions(ctx));
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
+  KeepChecksum(checksum, *store, &o.metadata);
   auto info = store->Put(ctx.target.key, ctx.body, o);
   if (!info.ok()) return WriteConditionFailed(ctx, *store, o, info.status());
   ctx.resp.headers.emplace_back("ETag", Quote(info->etag));
+  if (checksum.algorithm) {
+    ctx.resp.headers.emplace_back(ChecksumHeader(*checksum.algorithm), checksum.value);
+    ctx.resp.headers.emplace_back("x-amz-checksum-type", "FULL_OBJECT");
+  }
   return Status::Ok();
 }
 
@@ -322,6 +347,11 @@ Status CopyObject(Ctx& ctx) {
   }
   auto src_info = src_store->Head(src_key);
   if (!src_info.ok()) return ReadError(src_info.status());
+  if (co.directive == MetadataDirective::kReplace) {  // the bytes are the same: so is their checksum
+    co.metadata.checksum_algorithm = src_info->metadata.checksum_algorithm;
+    co.metadata.checksum_type = src_info->metadata.checksum_type;
+    co.metadata.checksum = src_info->metadata.checksum;
+  }
   if (EvaluateConditions(ctx, *src_info, "x-amz-copy-source-", /*read=*/false)) {
     return S3Error(Code::kPreconditionFailed, "PreconditionFailed",
                    "At least one of the pre-conditions you specified did not hold");

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/checksum.h"
 #include "gateway/s3_handler.h"
+#include "net/s3_xml.h"
 #include "net/sigv4.h"
 
 namespace strata::gw {
@@ -23,6 +25,7 @@ struct Ctx {
   std::string request_id;
   GatewayResponse resp;
   HttpHeaders error_headers;  // kept on an error response (Content-Range of a 416)
+  HttpHeaders trailers;       // aws-chunked trailers (x-amz-checksum-*), lower-case names
 
   const std::string* Query(std::string_view name) const;
   bool HasQuery(std::string_view name) const { return Query(name) != nullptr; }
@@ -43,6 +46,30 @@ std::string Unquote(std::string_view etag);  // strips quotes and a W/ prefix
 
 // Checks Content-MD5 (when present) against ctx.body: InvalidDigest / BadDigest.
 Status CheckContentMd5(const Ctx& ctx);
+
+// Checksums (s3_checksum.cc). A write's x-amz-checksum-* from a header or
+// the trailer x-amz-trailer names; InvalidRequest for several, a malformed
+// value or an x-amz-sdk-checksum-algorithm without one. `multipart` allows
+// a composite "<base64>-<parts>" value (CompleteMultipartUpload).
+struct RequestChecksum {
+  std::optional<ChecksumAlgorithm> algorithm;  // unset: none sent
+  std::string value;                           // base64, as sent
+};
+Result<RequestChecksum> ReadRequestChecksum(const Ctx& ctx, bool multipart);
+// ReadRequestChecksum, then checks it against ctx.body: BadDigest on a mismatch.
+Result<RequestChecksum> VerifyRequestChecksum(const Ctx& ctx);
+// Records a verified single-part checksum (FULL_OBJECT) in *m when `store` keeps metadata.
+void KeepChecksum(const RequestChecksum& c, ObjectStore& store, ObjectMetadata* m);
+// x-amz-checksum-<algorithm> and x-amz-checksum-type of a stored checksum.
+void ChecksumResponseHeaders(Ctx& ctx, const ObjectMetadata& m);
+bool ChecksumModeEnabled(const Ctx& ctx);  // x-amz-checksum-mode: ENABLED
+// CreateMultipartUpload's x-amz-checksum-algorithm / -type into *m (InvalidRequest when S3 refuses the pair).
+Status UploadChecksumOptions(const Ctx& ctx, ObjectStore& store, ObjectMetadata* m);
+// CompleteMultipartUpload: each part's checksum in the request must be the
+// one kept with the part (InvalidPart), and a whole-object checksum header
+// must equal the parts' combination (BadDigest).
+Status CheckCompleteChecksums(const Ctx& ctx, ObjectStore& store, const std::string& upload_id,
+                              const std::vector<S3CompletedPart>& wire_parts);
 
 // If-Match / If-None-Match of a write (PutObject, CompleteMultipartUpload):
 // NotImplemented for If-None-Match other than "*".

@@ -216,10 +216,27 @@ Result<InitiateMultipartUploadResult> DecodeInitiateMultipartUpload(std::string_
   return r;
 }
 
+namespace {
+constexpr std::string_view kChecksumAlgorithms[] = {"CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"};
+
+void WriteChecksum(XmlWriter& w, const S3XmlChecksum& c) {
+  if (!c.algorithm.empty()) w.Element("Checksum" + c.algorithm, c.value);
+}
+
+S3XmlChecksum ReadChecksum(const XmlElement& e) {
+  for (std::string_view a : kChecksumAlgorithms) {
+    if (const XmlElement* c = e.Child("Checksum" + std::string(a))) return {std::string(a), c->text};
+  }
+  return {};
+}
+}  // namespace
+
 std::string EncodeCompleteMultipartUpload(const std::vector<S3CompletedPart>& parts) {
   XmlWriter w = Begin("CompleteMultipartUpload");
   for (const auto& p : parts) {
-    w.Open("Part").Element("PartNumber", std::to_string(p.part_number)).Element("ETag", p.etag).Close();
+    w.Open("Part").Element("PartNumber", std::to_string(p.part_number)).Element("ETag", p.etag);
+    WriteChecksum(w, p.checksum);
+    w.Close();
   }
   return w.Finish();
 }
@@ -232,6 +249,7 @@ Result<std::vector<S3CompletedPart>> DecodeCompleteMultipartUpload(std::string_v
     STRATA_RETURN_IF_ERROR(ParseNumber(*p, "PartNumber", &part.part_number, /*required=*/true));
     if (part.part_number < 1 || part.part_number > 10000) return Malformed("PartNumber must be 1..10000");
     part.etag = p->ChildText("ETag");
+    part.checksum = ReadChecksum(*p);
     parts.push_back(std::move(part));
   }
   return parts;
@@ -240,6 +258,8 @@ Result<std::vector<S3CompletedPart>> DecodeCompleteMultipartUpload(std::string_v
 std::string EncodeCompleteMultipartUploadResult(const CompleteMultipartUploadResult& r) {
   XmlWriter w = Begin("CompleteMultipartUploadResult");
   w.Element("Location", r.location).Element("Bucket", r.bucket).Element("Key", r.key).Element("ETag", r.etag);
+  WriteChecksum(w, r.checksum);
+  if (!r.checksum_type.empty()) w.Element("ChecksumType", r.checksum_type);
   return w.Finish();
 }
 
@@ -250,6 +270,8 @@ Result<CompleteMultipartUploadResult> DecodeCompleteMultipartUploadResult(std::s
   r.bucket = root.ChildText("Bucket");
   r.key = root.ChildText("Key");
   r.etag = root.ChildText("ETag");  // may be empty: Ceph RGW answers <ETag></ETag>
+  r.checksum = ReadChecksum(root);
+  r.checksum_type = root.ChildText("ChecksumType");
   return r;
 }
 
@@ -266,6 +288,7 @@ std::string EncodeListParts(const ListPartsResult& r) {
     w.Element("LastModified", FormatIso8601(p.last_modified));
     w.Element("ETag", p.etag);
     w.Element("Size", std::to_string(p.size));
+    WriteChecksum(w, p.checksum);
     w.Close();
   }
   return w.Finish();
@@ -287,6 +310,7 @@ Result<ListPartsResult> DecodeListParts(std::string_view xml) {
     STRATA_RETURN_IF_ERROR(ParseNumber(*p, "Size", &part.size));
     STRATA_RETURN_IF_ERROR(ParseTime(*p, "LastModified", &part.last_modified));
     part.etag = p->ChildText("ETag");
+    part.checksum = ReadChecksum(*p);
     r.parts.push_back(std::move(part));
   }
   return r;

@@ -73,9 +73,17 @@ struct InitiateMultipartUploadResult {
 std::string EncodeInitiateMultipartUpload(const InitiateMultipartUploadResult& result);
 Result<InitiateMultipartUploadResult> DecodeInitiateMultipartUpload(std::string_view xml);
 
+// A checksum in S3's XML is one element named "Checksum" + algorithm
+// ("ChecksumCRC32", ..., "ChecksumSHA256"); both fields empty: none.
+struct S3XmlChecksum {
+  std::string algorithm;  // "CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"
+  std::string value;      // base64
+};
+
 struct S3CompletedPart {
   int part_number = 0;
   std::string etag;
+  S3XmlChecksum checksum;
 };
 // CompleteMultipartUpload request body. Decode checks 1 <= PartNumber <= 10000.
 std::string EncodeCompleteMultipartUpload(const std::vector<S3CompletedPart>& parts);
@@ -86,6 +94,8 @@ struct CompleteMultipartUploadResult {
   std::string bucket;
   std::string key;
   std::string etag;
+  S3XmlChecksum checksum;
+  std::string checksum_type;  // "COMPOSITE" / "FULL_OBJECT" when there is a checksum
 };
 std::string EncodeCompleteMultipartUploadResult(const CompleteMultipartUploadResult& result);
 Result<CompleteMultipartUploadResult> DecodeCompleteMultipartUploadResult(std::string_view xml);
@@ -95,6 +105,7 @@ struct S3PartEntry {
   std::string etag;
   uint64_t size = 0;
   WallTime last_modified{};
+  S3XmlChecksum checksum;
 };
 struct ListPartsResult {
   std::string bucket;

@@ -130,15 +130,15 @@ TEST(S3Xml, Multipart) {
   EXPECT_EQ(init->key, "k&");
   EXPECT_EQ(init->upload_id, "VXBsb2FkIElE");
 
-  std::vector<S3CompletedPart> parts = {{1, "\"a\""}, {2, "\"b\""}, {10000, "c"}};
+  std::vector<S3CompletedPart> parts = {{1, "\"a\"", {}}, {2, "\"b\"", {}}, {10000, "c", {}}};
   auto p = DecodeCompleteMultipartUpload(EncodeCompleteMultipartUpload(parts));
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->size(), 3u);
   EXPECT_EQ((*p)[2].part_number, 10000);
   EXPECT_EQ((*p)[1].etag, "\"b\"");
 
-  auto c = DecodeCompleteMultipartUploadResult(
-      EncodeCompleteMultipartUploadResult({"http://h/b/k", "b", "k", "\"3858f62230ac3c915f300c664312c11f-9\""}));
+  auto c = DecodeCompleteMultipartUploadResult(EncodeCompleteMultipartUploadResult(
+      {"http://h/b/k", "b", "k", "\"3858f62230ac3c915f300c664312c11f-9\"", {}, ""}));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->etag, "\"3858f62230ac3c915f300c664312c11f-9\"");
   EXPECT_EQ(c->location, "http://h/b/k");
@@ -148,9 +148,16 @@ TEST(S3Xml, Multipart) {
   ASSERT_TRUE(rgw.ok());
   EXPECT_EQ(rgw->etag, "");
 
-  ListPartsResult lp{"b", "k",  "u",  0,
-                     2,   1000, true, {{1, "\"e1\"", 5 << 20, T("2024-01-01T00:00:00.000Z")}, {2, "\"e2\"", 7, {}}}};
+  ListPartsResult lp{
+      "b",  "k",
+      "u",  0,
+      2,    1000,
+      true, {{1, "\"e1\"", 5 << 20, T("2024-01-01T00:00:00.000Z"), {"CRC32", "NhCmhg=="}}, {2, "\"e2\"", 7, {}, {}}}};
   auto l = DecodeListParts(EncodeListParts(lp));
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->parts[0].checksum.algorithm, "CRC32");
+  EXPECT_EQ(l->parts[0].checksum.value, "NhCmhg==");
+  EXPECT_TRUE(l->parts[1].checksum.algorithm.empty());
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->upload_id, "u");
   EXPECT_EQ(l->next_part_number_marker, 2);

@@ -40,10 +40,10 @@ class CloudStore : public StoreWrapper {
     Pay(0);
     return base_->CreateMultipartUpload(key, options);
   }
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override {
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                 const PartOptions& options) override {
     Pay(data.size());
-    return base_->UploadPart(key, upload_id, part_number, std::move(data));
+    return base_->UploadPart(key, upload_id, part_number, std::move(data), options);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override {

@@ -124,8 +124,8 @@ Result<std::string> FaultStore::CreateMultipartUpload(std::string_view key, cons
   STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->CreateMultipartUpload(key, options));
 }
 Result<std::string> FaultStore::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                           Buffer data) {
-  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->UploadPart(key, upload_id, part_number, std::move(data)));
+                                           Buffer data, const PartOptions& options) {
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->UploadPart(key, upload_id, part_number, std::move(data), options));
 }
 Result<ObjectInfo> FaultStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                                        const std::vector<CompletedPart>& parts) {

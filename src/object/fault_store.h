@@ -72,8 +72,8 @@ class FaultStore : public StoreWrapper {
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override;
   Status Delete(std::string_view key) override;
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override;
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override;
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                 const PartOptions& options) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;

@@ -25,7 +25,8 @@ namespace strata {
 namespace {
 
 constexpr char kEtagXattr[] = "user.strata.etag";
-constexpr char kMetaXattr[] = "user.strata.meta";  // EncodeMetadata(); absent: no metadata
+constexpr char kMetaXattr[] = "user.strata.meta";              // EncodeMetadata(); absent: no metadata
+constexpr char kPartChecksumXattr[] = "user.strata.checksum";  // a part's "<algorithm>:<base64>"; absent: none
 const std::string kStaging(kFileStoreStagingDir);
 const std::string kUploads = kStaging + "/uploads";
 constexpr size_t kChunk = 1 << 20;  // copy and hash buffer
@@ -161,8 +162,8 @@ class FileStore : public ObjectStore {
   }
 
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override;
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override;
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                 const PartOptions& options) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
@@ -173,6 +174,7 @@ class FileStore : public ObjectStore {
     caps.directory_markers = true;  // "dir/" is the file dir/.strata-x
     caps.server_side_copy = true;
     caps.metadata_kept = xattrs_.load();  // without xattrs, non-empty metadata is NotSupported
+    caps.checksums_kept = caps.metadata_kept;
     caps.min_part_size = options_.min_part_size;
     return caps;
   }
@@ -285,6 +287,18 @@ class FileStore : public ObjectStore {
     auto m = DecodeMetadata(*record);
     if (!m.ok()) return m.status().WithContext("metadata of " + Quote(rel));
     return m;
+  }
+
+  // A part's kept checksum; none when it has none or it cannot be read.
+  PartChecksumInfo PartChecksumOf(const std::string& rel_path) {
+    if (!xattrs_.load()) return {};
+    auto in = fs_.OpenForRead(Abs(rel_path));
+    if (!in.ok()) return {};
+    auto record = (*in)->GetXattr(kPartChecksumXattr);
+    if (!record.ok() || record->size() > 256) return {};
+    size_t colon = record->find(':');
+    if (colon == std::string::npos) return {};
+    return {record->substr(0, colon), record->substr(colon + 1)};
   }
 
   Result<std::optional<ObjectInfo>> MaybeInfo(const std::string& rel) {
@@ -551,7 +565,7 @@ Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const
 }
 
 Result<std::string> FileStore::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                          Buffer data) {
+                                          Buffer data, const PartOptions& options) {
   STRATA_RETURN_IF_ERROR(CheckPartNumber(key, part_number));
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
   std::string etag = ToHex(Md5(data.data(), data.size()));
@@ -566,6 +580,12 @@ Result<std::string> FileStore::UploadPart(std::string_view key, std::string_view
     return file.status().WithContext("staging part " + std::to_string(part_number) + " of " + Quote(key));
   }
   Status st = (*file)->Append(data);
+  // The part's checksum rides on the part file (set before its rename), or is not kept without xattrs.
+  const PartChecksumInfo& ck = options.checksum;
+  if (st.ok() && !ck.algorithm.empty() && xattrs_.load()) {
+    Status set = (*file)->SetXattr(kPartChecksumXattr, ck.algorithm + ":" + ck.value);
+    if (set.code() != Code::kNotSupported) st = set;
+  }
   if (st.ok() && options_.fsync) st = (*file)->Sync();
   if (st.ok()) st = (*file)->Close();
   std::lock_guard lock(parts_mu_);
@@ -597,7 +617,8 @@ Result<std::vector<PartInfo>> FileStore::ListParts(std::string_view key, std::st
     if (e.is_dir || name.size() != 6 + 32 || name[5] != '-' || !IsHex(name.substr(6))) continue;
     auto st = fs_.Stat(Abs(upload.dir + "/" + name));
     if (!st.ok()) continue;
-    parts.push_back({std::atoi(name.substr(0, 5).c_str()), name.substr(6), st->size});
+    parts.push_back(
+        {std::atoi(name.substr(0, 5).c_str()), name.substr(6), st->size, PartChecksumOf(upload.dir + "/" + name)});
   }
   return parts;  // names sort by part number thanks to the zero padding
 }
@@ -607,6 +628,13 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
   STRATA_ASSIGN_OR_RETURN(std::vector<PartInfo> uploaded, ListParts(key, upload_id));
   STRATA_RETURN_IF_ERROR(CheckCompleteParts(key, parts, uploaded, options_.min_part_size));
+  std::vector<PartInfo> done;  // the completed parts, for the object's checksum
+  for (const CompletedPart& part : parts) {
+    auto it = std::lower_bound(uploaded.begin(), uploaded.end(), part.part_number,
+                               [](const PartInfo& p, int n) { return p.part_number < n; });
+    if (it != uploaded.end() && it->part_number == part.part_number) done.push_back(*it);
+  }
+  CompleteChecksum(&upload.options.metadata, done);
   std::vector<std::string> md5s;
   STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) -> Status {
                             for (const CompletedPart& part : parts) {

@@ -75,7 +75,7 @@ TEST(ListUtil, TokensFromOtherListingsAreRejectedOrHarmless) {
 }
 
 TEST(ListUtil, CompletePartChecks) {
-  std::vector<PartInfo> uploaded = {{1, "e1", 10}, {2, "e2", 3}, {3, "e3", 10}};
+  std::vector<PartInfo> uploaded = {{1, "e1", 10, {}}, {2, "e2", 3, {}}, {3, "e3", 10, {}}};
   EXPECT_TRUE(CheckCompleteParts("k", {{1, "e1"}, {3, "\"e3\""}}, uploaded, 10).ok());
   EXPECT_EQ(CheckCompleteParts("k", {{1, "e1"}, {2, "e2"}, {3, "e3"}}, uploaded, 10).code(),
             Code::kInvalidArgument);                                                // part 2 too small and not last

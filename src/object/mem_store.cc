@@ -20,6 +20,7 @@ struct MemObject {
 struct MemPart {
   Buffer data;
   std::string etag;  // hex MD5
+  PartChecksumInfo checksum;
 };
 
 struct MemUpload {
@@ -156,13 +157,13 @@ class MemStore : public ObjectStore {
     return id;
   }
 
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override {
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                 const PartOptions& options) override {
     STRATA_RETURN_IF_ERROR(CheckPartNumber(key, part_number));
     std::string etag = ToHex(Md5(data.data(), data.size()));
     std::lock_guard lock(bucket_->mu);
     STRATA_ASSIGN_OR_RETURN(MemUpload * upload, FindUpload(key, upload_id));
-    upload->parts[part_number] = MemPart{std::move(data), etag};
+    upload->parts[part_number] = MemPart{std::move(data), etag, options.checksum};
     return etag;
   }
 
@@ -179,6 +180,12 @@ class MemStore : public ObjectStore {
       md5s.push_back(p.etag);
     }
     PutOptions options = upload->options;
+    std::vector<PartInfo> done;
+    for (const CompletedPart& part : parts) {
+      const MemPart& p = upload->parts.at(part.part_number);
+      done.push_back({part.part_number, p.etag, p.data.size(), p.checksum});
+    }
+    CompleteChecksum(&options.metadata, done);
     auto info = Store(key, Concat(buffers), MultipartEtag(md5s), options);
     // A failed precondition leaves the upload in place, as S3 does.
     if (info.ok()) bucket_->uploads.erase(std::string(upload_id));
@@ -203,6 +210,7 @@ class MemStore : public ObjectStore {
     StoreCapabilities caps;
     caps.server_side_copy = true;
     caps.metadata_kept = true;
+    caps.checksums_kept = true;
     caps.min_part_size = options_.min_part_size;
     return caps;
   }
@@ -270,7 +278,8 @@ class MemStore : public ObjectStore {
 
   static std::vector<PartInfo> PartList(const MemUpload& upload) {
     std::vector<PartInfo> parts;
-    for (const auto& [number, part] : upload.parts) parts.push_back({number, part.etag, part.data.size()});
+    for (const auto& [number, part] : upload.parts)
+      parts.push_back({number, part.etag, part.data.size(), part.checksum});
     return parts;
   }
 

@@ -2,12 +2,14 @@
 
 #include <array>
 
+#include "base/checksum.h"
 #include "base/coding.h"
 
 namespace strata {
 namespace {
 
 constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersionWithChecksum = 2;  // version 1 + algorithm, type, value
 constexpr uint32_t kMaxUserEntries = 1024;
 
 // The standard fields, in encoding order.
@@ -15,6 +17,13 @@ template <typename M>
 auto Fields(M& m) {
   return std::array{&m.content_type,        &m.content_encoding, &m.content_language,
                     &m.content_disposition, &m.cache_control,    &m.expires};
+}
+template <typename M>
+auto ChecksumFields(M& m) {
+  return std::array{&m.checksum_algorithm, &m.checksum_type, &m.checksum};
+}
+bool HasChecksum(const ObjectMetadata& m) {
+  return !m.checksum_algorithm.empty() || !m.checksum_type.empty() || !m.checksum.empty();
 }
 
 void PutString(std::string* out, std::string_view s) {
@@ -66,16 +75,27 @@ Status ValidateMetadata(const ObjectMetadata& m) {
   for (const std::string* f : Fields(m)) {
     if (!HeaderSafe(*f)) return InvalidArgumentError("a metadata header holds CR, LF or NUL");
   }
+  if (!m.checksum_algorithm.empty() && !ParseChecksumAlgorithm(m.checksum_algorithm)) {
+    return InvalidArgumentError("unknown checksum algorithm '" + m.checksum_algorithm + "'");
+  }
+  if (!m.checksum_type.empty() && !ParseChecksumType(m.checksum_type)) {
+    return InvalidArgumentError("unknown checksum type '" + m.checksum_type + "'");
+  }
+  if (!HeaderSafe(m.checksum)) return InvalidArgumentError("a checksum holds CR, LF or NUL");
   return Status::Ok();
 }
 
 std::string EncodeMetadata(const ObjectMetadata& m) {
-  std::string out(1, static_cast<char>(kVersion));
+  bool checksum = HasChecksum(m);
+  std::string out(1, static_cast<char>(checksum ? kVersionWithChecksum : kVersion));
   for (const std::string* f : Fields(m)) PutString(&out, *f);
   PutFixed32(&out, static_cast<uint32_t>(m.user.size()));
   for (const auto& [name, value] : m.user) {
     PutString(&out, name);
     PutString(&out, value);
+  }
+  if (checksum) {
+    for (const std::string* f : ChecksumFields(m)) PutString(&out, *f);
   }
   return out;
 }
@@ -83,7 +103,9 @@ std::string EncodeMetadata(const ObjectMetadata& m) {
 Result<ObjectMetadata> DecodeMetadata(std::string_view in) {
   auto bad = [](const char* why) { return CorruptionError(std::string("bad object metadata record: ") + why); };
   if (in.size() > kMaxEncodedMetadataBytes) return bad("too large");
-  if (in.empty() || static_cast<uint8_t>(in[0]) != kVersion) return bad("unknown version");
+  if (in.empty()) return bad("unknown version");
+  const uint8_t version = static_cast<uint8_t>(in[0]);
+  if (version != kVersion && version != kVersionWithChecksum) return bad("unknown version");
   in.remove_prefix(1);
   ObjectMetadata m;
   for (std::string* f : Fields(m)) {
@@ -97,6 +119,13 @@ Result<ObjectMetadata> DecodeMetadata(std::string_view in) {
     // Encoded in the map's order: anything else (a duplicate included) is not a record we wrote.
     if (!m.user.empty() && !(m.user.rbegin()->first < name)) return bad("user metadata names out of order");
     m.user.emplace_hint(m.user.end(), std::move(name), std::move(value));
+  }
+  if (version == kVersionWithChecksum) {
+    for (std::string* f : ChecksumFields(m)) {
+      if (!GetString(&in, f)) return bad("truncated checksum");
+    }
+    // Encode writes version 1 when there is no checksum: anything else is not a record we wrote.
+    if (!HasChecksum(m)) return bad("version 2 without a checksum");
   }
   if (!in.empty()) return bad("trailing bytes");
   return m;

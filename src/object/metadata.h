@@ -24,6 +24,14 @@ struct ObjectMetadata {
   std::string expires;  // kept verbatim, as S3 does
   // x-amz-meta-<name>: lower-case name without the prefix -> value.
   std::map<std::string, std::string> user;
+  // The object's S3 checksum (x-amz-checksum-*), all empty when none:
+  // algorithm as S3 spells it ("CRC32", "CRC32C", "CRC64NVME", "SHA1",
+  // "SHA256"), type ("FULL_OBJECT" or "COMPOSITE") and the value as S3 prints
+  // it (base64; a composite one ends in "-<parts>"). A multipart upload's
+  // record names the algorithm and type; the value is set at Complete.
+  std::string checksum_algorithm;
+  std::string checksum_type;
+  std::string checksum;
 
   bool empty() const;
   bool operator==(const ObjectMetadata&) const = default;
@@ -37,11 +45,13 @@ size_t UserMetadataBytes(const ObjectMetadata& m);
 
 // InvalidArgument when user metadata exceeds kMaxUserMetadataBytes (the
 // message names MetadataTooLarge), a user name is empty, not lower-case or
-// not an HTTP token, or any value holds CR, LF or NUL (they could not be
-// sent as a header).
+// not an HTTP token, any value holds CR, LF or NUL (they could not be
+// sent as a header), or the checksum names an unknown algorithm or type.
 Status ValidateMetadata(const ObjectMetadata& m);
 
-// A compact, versioned binary form (little-endian lengths). Decode is
+// A compact, versioned binary form (little-endian lengths). Version 1 has
+// no checksum; Encode writes it when there is none (so older readers keep
+// reading those records) and version 2 otherwise. Decode reads both and is
 // bounds-checked: any malformed input is Corruption, never a crash.
 std::string EncodeMetadata(const ObjectMetadata& m);
 Result<ObjectMetadata> DecodeMetadata(std::string_view encoded);

@@ -35,8 +35,13 @@ TEST(ObjectMetadata, EveryTruncationAndCorruptionIsRejected) {
     EXPECT_EQ(DecodeMetadata(enc.substr(0, n)).status().code(), Code::kCorruption) << n;
   }
   EXPECT_EQ(DecodeMetadata(enc + "x").status().code(), Code::kCorruption);
+  std::string v3 = enc;
+  v3[0] = 3;
+  EXPECT_EQ(DecodeMetadata(v3).status().code(), Code::kCorruption);
+  // Version 2 (with checksum) of a record without one: Encode never writes that.
   std::string v2 = enc;
   v2[0] = 2;
+  for (int i = 0; i < 3; ++i) PutFixed32(&v2, 0);
   EXPECT_EQ(DecodeMetadata(v2).status().code(), Code::kCorruption);
   // A length pointing far past the end.
   std::string huge(1, '\1');
@@ -64,6 +69,51 @@ TEST(ObjectMetadata, EveryTruncationAndCorruptionIsRejected) {
     unordered += "1";
   }
   EXPECT_EQ(DecodeMetadata(unordered).status().code(), Code::kCorruption);
+}
+
+ObjectMetadata WithChecksum() {
+  ObjectMetadata m = Sample();
+  m.checksum_algorithm = "CRC32C";
+  m.checksum_type = "COMPOSITE";
+  m.checksum = "4waSgw==-2";
+  return m;
+}
+
+TEST(ObjectMetadata, ChecksumRoundTripsAndOldRecordsStillDecode) {
+  ObjectMetadata m = WithChecksum();
+  const std::string enc = EncodeMetadata(m);
+  EXPECT_EQ(enc[0], 2);
+  auto back = DecodeMetadata(enc);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, m);
+  for (size_t n = 0; n < enc.size(); ++n) {
+    EXPECT_EQ(DecodeMetadata(enc.substr(0, n)).status().code(), Code::kCorruption) << n;
+  }
+  // Without a checksum the record stays version 1, byte for byte what older builds wrote.
+  ObjectMetadata only_type;
+  only_type.content_type = "a/b";
+  std::string v1(1, '\1');
+  for (std::string_view f : {"a/b", "", "", "", "", ""}) {
+    PutFixed32(&v1, static_cast<uint32_t>(f.size()));
+    v1 += f;
+  }
+  PutFixed32(&v1, 0);
+  EXPECT_EQ(EncodeMetadata(only_type), v1);
+  auto old = DecodeMetadata(v1);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(*old, only_type);
+  // An upload's record names algorithm and type before any value exists.
+  ObjectMetadata pending;
+  pending.checksum_algorithm = "SHA256";
+  pending.checksum_type = "COMPOSITE";
+  EXPECT_FALSE(pending.empty());
+  EXPECT_EQ(*DecodeMetadata(EncodeMetadata(pending)), pending);
+  EXPECT_TRUE(ValidateMetadata(m).ok());
+  m.checksum_algorithm = "MD5";
+  EXPECT_FALSE(ValidateMetadata(m).ok());
+  m = WithChecksum();
+  m.checksum_type = "PARTIAL";
+  EXPECT_FALSE(ValidateMetadata(m).ok());
 }
 
 TEST(ObjectMetadata, ValidationFollowsS3) {

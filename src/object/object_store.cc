@@ -1,5 +1,6 @@
 #include "object/object_store.h"
 
+#include "base/checksum.h"
 #include "base/hash.h"
 
 namespace strata {
@@ -63,6 +64,29 @@ std::string MultipartEtag(const std::vector<std::string>& part_md5_hex) {
     concat += raw;
   }
   return ToHex(Md5(concat)) + "-" + std::to_string(part_md5_hex.size());
+}
+
+void CompleteChecksum(ObjectMetadata* m, const std::vector<PartInfo>& parts) {
+  auto clear = [m] {
+    m->checksum_algorithm.clear();
+    m->checksum_type.clear();
+    m->checksum.clear();
+  };
+  auto algorithm = ParseChecksumAlgorithm(m->checksum_algorithm);
+  if (!algorithm) return clear();
+  auto type = m->checksum_type.empty() ? DefaultChecksumType(*algorithm) : ParseChecksumType(m->checksum_type);
+  if (!type) return clear();
+  std::vector<PartChecksum> raws;
+  for (const PartInfo& p : parts) {
+    if (ParseChecksumAlgorithm(p.checksum.algorithm) != algorithm) return clear();
+    auto raw = DecodeChecksum(*algorithm, p.checksum.value);
+    if (!raw) return clear();
+    raws.push_back({std::move(*raw), p.size});
+  }
+  auto value = CombinePartChecksums(*algorithm, *type, raws);
+  if (!value.ok()) return clear();
+  m->checksum_type = std::string(ChecksumTypeName(*type));
+  m->checksum = std::move(*value);
 }
 
 }  // namespace strata

@@ -91,10 +91,24 @@ struct CompletedPart {
   std::string etag;
 };
 
+// A part's S3 checksum (x-amz-checksum-* of UploadPart), kept with the part
+// so Complete can combine them into the object's (see CompleteChecksum) and
+// ListParts can return them. Both empty: none.
+struct PartChecksumInfo {
+  std::string algorithm;  // as ObjectMetadata::checksum_algorithm ("CRC32", ...)
+  std::string value;      // base64, as S3 prints it
+  bool operator==(const PartChecksumInfo&) const = default;
+};
+
+struct PartOptions {
+  PartChecksumInfo checksum;  // verified by the caller; the store keeps it
+};
+
 struct PartInfo {
   int part_number = 0;
   std::string etag;
   uint64_t size = 0;
+  PartChecksumInfo checksum;
 };
 
 // Receives downloaded bytes [offset, offset + size) of an object. Called
@@ -113,6 +127,7 @@ struct StoreCapabilities {
   bool server_side_copy = false;         // Copy moves no bytes through this process
   bool range_streaming = false;          // ReadRangeTo streams into the consumer with no buffer of its own
   bool metadata_kept = false;            // PutOptions::metadata is stored and returned by Head/Get
+  bool checksums_kept = false;           // ... its checksum too, and PartOptions::checksum (Complete combines them)
   uint64_t min_part_size = 5ull << 20;   // every multipart part but the last is at least this
   uint64_t max_part_size = 5ull << 30;   // S3's limit per part
   uint64_t read_part_size = 8ull << 20;  // a good size for one ranged GET of a parallel read
@@ -153,8 +168,11 @@ class ObjectStore {
   // Unknown upload ids: NotFound. The object appears only on Complete.
   virtual Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) = 0;
   Result<std::string> CreateMultipartUpload(std::string_view key) { return CreateMultipartUpload(key, PutOptions{}); }
-  virtual Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                         Buffer data) = 0;  // returns the part's ETag
+  virtual Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                         const PartOptions& options) = 0;  // returns the part's ETag
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data) {
+    return UploadPart(key, upload_id, part_number, std::move(data), PartOptions{});
+  }
   virtual Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                                      const std::vector<CompletedPart>& parts) = 0;
   virtual Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) = 0;
@@ -199,5 +217,12 @@ Status ResolveRange(const std::optional<ByteRange>& range, uint64_t size, uint64
 
 // S3-style multipart ETag: hex(md5(concat(md5(part_i)))) + "-" + N.
 std::string MultipartEtag(const std::vector<std::string>& part_md5_hex);
+
+// The checksum a completed multipart object gets: when the upload's metadata
+// names an algorithm (and type) and every completed part kept a checksum of
+// that algorithm, sets m->checksum to their combination (S3's COMPOSITE or
+// FULL_OBJECT value); otherwise the object has none and the fields are
+// cleared. `parts` are the completed parts in order.
+void CompleteChecksum(ObjectMetadata* m, const std::vector<PartInfo>& parts);
 
 }  // namespace strata

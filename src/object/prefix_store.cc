@@ -42,9 +42,9 @@ class PrefixStore : public StoreWrapper {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
     return base_->CreateMultipartUpload(Full(key), options);
   }
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override {
-    return base_->UploadPart(Full(key), upload_id, part_number, std::move(data));
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                 const PartOptions& options) override {
+    return base_->UploadPart(Full(key), upload_id, part_number, std::move(data), options);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override {

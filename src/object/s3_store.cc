@@ -167,8 +167,8 @@ class S3Store : public ObjectStore {
   Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override;
   Status Delete(std::string_view key) override;
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override;
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override;
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                 const PartOptions& options) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
@@ -584,8 +584,8 @@ Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_v
   return UnquoteEtag(resp.Header("ETag").value_or(""));
 }
 
-Result<std::string> S3Store::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                        Buffer data) {
+Result<std::string> S3Store::UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                        const PartOptions& /*options*/) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   return DoUploadPart(r_->FullKey(key), upload_id, part_number, data);
 }
@@ -598,7 +598,7 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
     return InvalidArgumentError("CompleteMultipartUpload " + r_->Resource(full) + ": no parts");
   }
   std::vector<S3CompletedPart> wire;
-  for (const auto& p : parts) wire.push_back(S3CompletedPart{p.part_number, QuoteEtag(p.etag)});
+  for (const auto& p : parts) wire.push_back(S3CompletedPart{p.part_number, QuoteEtag(p.etag), {}});
   S3Call call = MakeCall("CompleteMultipartUpload", "POST", full, {{"uploadId", std::string(upload_id)}},
                          Buffer::FromString(EncodeCompleteMultipartUpload(wire)));
   call.headers.emplace_back("Content-Type", "application/xml");
@@ -654,7 +654,8 @@ Result<std::vector<PartInfo>> S3Store::ListParts(std::string_view key, std::stri
     STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
     auto decoded = DecodeListParts(resp.body.view());
     if (!decoded.ok()) return decoded.status().WithContext("ListParts " + r_->Resource(full));
-    for (const auto& p : decoded->parts) out.push_back(PartInfo{p.part_number, UnquoteEtag(p.etag), p.size});
+    for (const auto& p : decoded->parts)
+      out.push_back(PartInfo{p.part_number, UnquoteEtag(p.etag), p.size, {p.checksum.algorithm, p.checksum.value}});
     if (!decoded->is_truncated) return out;
     if (decoded->next_part_number_marker <= marker) {
       return CorruptionError("ListParts " + r_->Resource(full) + ": truncated but the marker did not advance");

@@ -525,7 +525,7 @@ struct MiniMultipart {
     }
     if (req.method == "POST" && t.find("uploadId=UP1") != std::string::npos) {
       for (auto& [n, p] : parts) object += p;
-      return Ok(EncodeCompleteMultipartUploadResult({"", "bkt", "k", ""}));  // empty ETag
+      return Ok(EncodeCompleteMultipartUploadResult({"", "bkt", "k", "", {}, ""}));  // empty ETag
     }
     if (req.method == "DELETE" && t.find("uploadId=UP1") != std::string::npos) {
       aborted = true;

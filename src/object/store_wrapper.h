@@ -27,6 +27,7 @@ class StoreWrapper : public ObjectStore {
   using ObjectStore::CreateMultipartUpload;
   using ObjectStore::Get;
   using ObjectStore::Put;
+  using ObjectStore::UploadPart;
 
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override { return base_->Get(key, options); }
   Result<ObjectInfo> Head(std::string_view key) override { return base_->Head(key); }
@@ -38,9 +39,9 @@ class StoreWrapper : public ObjectStore {
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override {
     return base_->CreateMultipartUpload(key, options);
   }
-  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number,
-                                 Buffer data) override {
-    return base_->UploadPart(key, upload_id, part_number, std::move(data));
+  Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
+                                 const PartOptions& options) override {
+    return base_->UploadPart(key, upload_id, part_number, std::move(data), options);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override {

@@ -52,7 +52,7 @@ class RecordingBase : public ObjectStore {
     Record("CreateMultipartUpload", key);
     return std::string("id");
   }
-  Result<std::string> UploadPart(std::string_view key, std::string_view, int, Buffer) override {
+  Result<std::string> UploadPart(std::string_view key, std::string_view, int, Buffer, const PartOptions&) override {
     Record("UploadPart", key);
     return std::string("pe");
   }

@@ -232,9 +232,10 @@ class RecordsUploadId : public StoreWrapper {
 class FlakyUploads : public RecordsUploadId {
  public:
   using RecordsUploadId::RecordsUploadId;
-  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
+  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data,
+                                 const PartOptions& o) override {
     if (n == 3) return UnavailableError("part 3 lost");
-    return StoreWrapper::UploadPart(key, id, n, std::move(data));
+    return StoreWrapper::UploadPart(key, id, n, std::move(data), o);
   }
 };
 
@@ -269,8 +270,9 @@ class CountingStore : public StoreWrapper {
     }
     return StoreWrapper::Get(key, o);
   }
-  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
-    auto etag = StoreWrapper::UploadPart(key, id, n, std::move(data));
+  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data,
+                                 const PartOptions& o) override {
+    auto etag = StoreWrapper::UploadPart(key, id, n, std::move(data), o);
     --tally_.held;
     return etag;
   }

@@ -1,6 +1,7 @@
 // Conformance cases for object metadata (ObjectMetadata): kept by Put,
 // multipart and Copy, returned by Head and Get, for every store that
 // declares Capabilities().metadata_kept; refused plainly by one that does not.
+#include "base/checksum.h"
 #include "testing/conformance.h"
 
 namespace strata {
@@ -107,6 +108,47 @@ TEST_P(ObjectStoreConformance, CopyKeepsOrReplacesMetadata) {
   if (GetParam().etag_is_md5) {
     EXPECT_EQ(head->etag, src->etag);
   }
+}
+
+TEST_P(ObjectStoreConformance, ChecksumsOfPartsCombineAtComplete) {
+  if (!store_->Capabilities().checksums_kept) GTEST_SKIP() << "the store declares it keeps no checksums";
+  const uint64_t min = store_->MinPartSize();
+  const std::string p1(min, 'a'), p2 = "second";
+  for (const char* type : {"COMPOSITE", "FULL_OBJECT"}) {
+    const ChecksumAlgorithm crc = ChecksumAlgorithm::kCrc32c;
+    PutOptions o;
+    o.metadata.checksum_algorithm = "CRC32C";
+    o.metadata.checksum_type = type;
+    auto id = store_->CreateMultipartUpload("meta/ck", o);
+    ASSERT_OK(id);
+    PartOptions po1, po2;
+    po1.checksum = {"CRC32C", ChecksumBase64(crc, p1)};
+    po2.checksum = {"CRC32C", ChecksumBase64(crc, p2)};
+    auto e1 = store_->UploadPart("meta/ck", *id, 1, Buffer::Copy(p1), po1);
+    auto e2 = store_->UploadPart("meta/ck", *id, 2, Buffer::Copy(p2), po2);
+    ASSERT_OK(e1);
+    ASSERT_OK(e2);
+    auto parts = store_->ListParts("meta/ck", *id);
+    ASSERT_OK(parts);
+    ASSERT_EQ(parts->size(), 2u);
+    EXPECT_EQ((*parts)[0].checksum, po1.checksum);
+    EXPECT_EQ((*parts)[1].checksum, po2.checksum);
+    ASSERT_OK(store_->CompleteMultipartUpload("meta/ck", *id, {{1, *e1}, {2, *e2}}));
+    auto head = store_->Head("meta/ck");
+    ASSERT_OK(head);
+    const std::string expected = std::string(type) == "COMPOSITE"
+                                     ? ChecksumBase64(crc, ComputeChecksum(crc, p1) + ComputeChecksum(crc, p2)) + "-2"
+                                     : ChecksumBase64(crc, p1 + p2);
+    EXPECT_EQ(head->metadata.checksum, expected) << type;
+    EXPECT_EQ(head->metadata.checksum_type, type);
+  }
+  // A single Put keeps the checksum it is given.
+  PutOptions o;
+  o.metadata.checksum_algorithm = "SHA256";
+  o.metadata.checksum_type = "FULL_OBJECT";
+  o.metadata.checksum = ChecksumBase64(ChecksumAlgorithm::kSha256, "one");
+  ASSERT_OK(store_->Put("meta/ck1", Buffer::Copy("one"), o));
+  EXPECT_EQ(store_->Head("meta/ck1")->metadata, o.metadata);
 }
 
 TEST_P(ObjectStoreConformance, MultipartKeepsMetadata) {
