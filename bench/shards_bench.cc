@@ -55,8 +55,9 @@ class CountingStore : public StoreWrapper {
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
     return ++other, base_->CreateMultipartUpload(key, o);
   }
-  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data) override {
-    return ++puts, base_->UploadPart(key, id, n, std::move(data));
+  Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data,
+                                 const PartOptions& o) override {
+    return ++puts, base_->UploadPart(key, id, n, std::move(data), o);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
                                              const std::vector<CompletedPart>& parts) override {
