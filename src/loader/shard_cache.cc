@@ -85,7 +85,7 @@ ShardCache::ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std:
       clock_(options_.clock ? *options_.clock : RealClock()),
       ram_bytes_(options_.ram_bytes),
       disk_bytes_(options_.disk_bytes),
-      fetch_threads_(std::max<size_t>(options_.fetch_concurrency, 1)),
+      fetch_threads_(std::max<size_t>(options_.connections ? options_.connections : options_.fetch_concurrency, 1)),
       users_(keys_.size(), 0),
       last_use_(keys_.size(), 0),
       released_at_(keys_.size(), 0),
@@ -147,7 +147,10 @@ Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& id
       size_t threads = live->fetch_threads_.load();
       while (threads < kMaxFetchThreads &&
              !live->fetch_threads_.compare_exchange_weak(
-                 threads, std::min(kMaxFetchThreads, threads + std::max<size_t>(options.fetch_concurrency, 1)))) {
+                 threads,
+                 std::min(kMaxFetchThreads,
+                          threads + std::max<size_t>(
+                                        options.connections ? options.connections : options.fetch_concurrency, 1)))) {
       }
       return live;
     }
@@ -364,12 +367,24 @@ void ShardCache::PutParsedLocked(size_t shard, const Buffer& data, const ParsedV
   ram_used_ += need;
 }
 
+namespace {
+uint64_t PartSize(uint64_t size, const ShardCacheOptions& o) {
+  size_t conc = std::max<size_t>(o.fetch_concurrency, 1);
+  return std::max<uint64_t>(std::clamp<uint64_t>((size + conc - 1) / conc, o.min_part_size, o.max_part_size), 1);
+}
+}  // namespace
+
+size_t ShardCache::Parts(size_t shard) const {
+  const uint64_t size = ShardSize(shard);
+  const uint64_t part = PartSize(size, options_);
+  return size == 0 ? 1 : static_cast<size_t>((size + part - 1) / part);
+}
+
 Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   const std::string& key = keys_[shard];
   const uint64_t size = sizes_[shard];
-  size_t conc = std::max<size_t>(options_.fetch_concurrency, 1);
-  uint64_t part = std::clamp<uint64_t>((size + conc - 1) / conc, options_.min_part_size, options_.max_part_size);
-  size_t n = size == 0 ? 1 : static_cast<size_t>((size + part - 1) / part);
+  const uint64_t part = PartSize(size, options_);
+  const size_t n = Parts(shard);
   std::vector<Result<GetResult>> results(n, InternalError("not run"));
   auto get_part = [&](size_t i) {
     GetOptions get;

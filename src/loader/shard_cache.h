@@ -64,7 +64,8 @@ struct ShardCacheOptions {
   std::string content_id;
   uint64_t disk_bytes = 16ull << 30;
   uint64_t ram_bytes = 256ull << 20;
-  size_t fetch_concurrency = 16;        // ranged GETs in flight (all shards together; per opener when shared)
+  size_t fetch_concurrency = 16;        // ranged GETs per shard fetch; also `connections` when that is 0
+  size_t connections = 0;               // ranged GETs in flight (all shards together; per opener when shared)
   uint64_t min_part_size = 1ull << 20;  // parts are size/fetch_concurrency, clamped to these
   uint64_t max_part_size = 16ull << 20;
   FileSystem* fs = nullptr;  // the disk tier's; nullptr: DefaultFileSystem()
@@ -128,6 +129,10 @@ class ShardCache {
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
   uint64_t ram_bytes() const { return ram_bytes_; }
   uint64_t disk_bytes() const { return disk_bytes_; }
+  // The ranged GETs a fetch of this shard from the store makes (1 if it is unknown).
+  size_t Parts(size_t shard) const;
+  // The shard's size from the index (0 if it is unknown).
+  uint64_t ShardSize(size_t shard) const { return shard < sizes_.size() ? sizes_[shard] : 0; }
   // The shard's file in `dir` (its lock file is this + ".lock").
   std::string FilePath(size_t shard) const;
   // The lock file (flock) under which every cache on `dir`, in any process,
@@ -169,7 +174,7 @@ class ShardCache {
 
   mutable std::mutex mu_;
   std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)
-  std::atomic<size_t> fetch_threads_;             // the openers' fetch_concurrency summed (capped)
+  std::atomic<size_t> fetch_threads_;             // the openers' connections summed (capped)
   std::map<size_t, RamEntry> ram_;
   uint64_t ram_used_ = 0;
   std::vector<uint32_t> users_;        // per shard: GetParsed successes not yet Released
