@@ -171,6 +171,7 @@ void RunTrain(const TrainArgs& a) {
   base.decode_threads = a.decode_threads;
   base.fetch_concurrency = a.fetch;
   base.max_connections = a.connections;
+  base.async_cache_writes = true;  // the accelerator does not wait for the cache's fsyncs
   if (!a.prefetch_bytes.empty()) base.prefetch_bytes = Check(ParseSize(a.prefetch_bytes), kCmd, "--prefetch-bytes");
   base.cache_limit_bytes = Check(ParseSize(a.cache_limit), kCmd, "--cache-limit");
   base.ram_cache_bytes = Check(ParseSize(a.ram_cache), kCmd, "--ram-cache");

@@ -162,11 +162,12 @@ class IteratorImpl : public Iterator {
       const size_t shard = shard_seq_[fetch_next_];
       const size_t parts = ds_->cache().Parts(shard);
       const uint64_t request = std::max<uint64_t>(ds_->cache().ShardSize(shard) / parts, 1);
-      if (fetch_next_ >= need && fetch_inflight_ > 0) {
+      if (fetch_next_ >= need) {
         if (opt_.prefetch_shards > 0 && fetch_next_ >= need + opt_.prefetch_shards) break;
-        if (inflight_requests_ + parts > sizer_.Connections(request)) break;
         const uint64_t ahead = seq_bytes_[fetch_next_ + 1] - seq_bytes_[std::min(base, fetch_next_)];
         if (ahead > sizer_.WindowBytes(request, floor)) break;
+        // (a shard of more parts than the connections allowed still goes, alone)
+        if (fetch_inflight_ > 0 && inflight_requests_ + parts > sizer_.Connections(request)) break;
       }
       ++fetch_next_;
       ++fetch_inflight_;

@@ -96,6 +96,10 @@ struct StreamingOptions {
   size_t fetch_concurrency = 16;         // ranged reads per shard fetch
   size_t max_connections = 64;           // store requests in flight per iterator
   uint64_t min_part_bytes = 4ull << 20;  // a ranged read is at least this (unless the shard is smaller)
+  // Write cache_dir copies on a background thread (ShardCacheOptions::async_disk_writes): a cold
+  // fetch is delivered without waiting for its file's fsync, but a file may appear after the
+  // iterator that fetched it is done (until the dataset's cache goes).
+  bool async_cache_writes = false;
   std::map<std::string, Decode> decode;  // per field; unlisted fields use kAuto
 
   // Bad input: a shard that fails to fetch or parse is retried `retries`
