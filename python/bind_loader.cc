@@ -58,6 +58,8 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("even_batches", o.even_batches);
   get("prefetch", o.prefetch_shards);
   get("prefetch_batches", o.prefetch_batches);
+  get("prefetch_bytes", o.prefetch_bytes);
+  get("max_connections", o.max_connections);
   get("decode_threads", o.decode_threads);
   get("fetch_concurrency", o.fetch_concurrency);
   get("retries", o.retries);

@@ -105,8 +105,8 @@ class StreamingDataset(IterableDataset):
     """
 
     def __init__(self, url, *, cache_dir=None, cache_limit=None, ram_cache=256 << 20, shuffle=True, seed=0,
-                 shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=4,
-                 prefetch_batches=8, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
+                 shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=0,
+                 prefetch_batches=8, prefetch_bytes=0, max_connections=64, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None):
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
@@ -142,7 +142,8 @@ class StreamingDataset(IterableDataset):
         self._options = dict(
             cache_dir=os.fspath(cache_dir), index_cache_dir=index_cache_dir, cache_limit=int(_DEFAULT_CACHE_LIMIT if cache_limit is None else cache_limit),
             ram_cache=int(ram_cache), shuffle=_SHUFFLE[shuffle], seed=int(seed), shuffle_window=int(shuffle_window),
-            prefetch=int(prefetch), prefetch_batches=int(prefetch_batches), decode=decode,
+            prefetch=int(prefetch), prefetch_batches=int(prefetch_batches), prefetch_bytes=int(prefetch_bytes),
+            max_connections=int(max_connections), decode=decode,
             skip_corrupt=bool(skip_corrupt), retries=int(retries), decode_threads=int(decode_threads),
             fetch_concurrency=int(fetch_concurrency))
         self.epoch = 0

@@ -436,9 +436,10 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
   return o;
 }
 
-PrepareFn LoaderPrepare(ObjectStorePtr store, std::string prefix, loader::StreamingOptions base,
-                        std::string cache_root) {
-  return [store, prefix, base, cache_root](size_t world) -> Result<Prepared> {
+PrepareFn LoaderPrepare(ObjectStorePtr store, std::string prefix, loader::StreamingOptions base, std::string cache_root,
+                        bool no_cache) {
+  if (no_cache) cache_root.clear();
+  return [store, prefix, base, cache_root, no_cache](size_t world) -> Result<Prepared> {
     auto guard = std::make_shared<DirGuard>();
     if (!cache_root.empty()) {
       guard->path = cache_root + "/n" + std::to_string(world);
@@ -447,23 +448,44 @@ PrepareFn LoaderPrepare(ObjectStorePtr store, std::string prefix, loader::Stream
       std::filesystem::create_directories(guard->path, ec);
       if (ec) return ErrnoToStatus(ec.value(), "cannot create the cache directory " + guard->path);
     }
+    STRATA_ASSIGN_OR_RETURN(auto probe, loader::StreamingDataset::Open(store, prefix, base));
+    const std::vector<std::string> fields = probe->index().fields;
+    const uint64_t samples = probe->size();
+    probe.reset();
     // Opened before the clock starts: each rank reads the index once, as a
     // training process does at start-up.
-    auto datasets = std::make_shared<std::vector<std::shared_ptr<loader::StreamingDataset>>>();
-    std::vector<std::string> fields;
-    for (size_t r = 0; r < world; ++r) {
-      if (r == 0) {
-        STRATA_ASSIGN_OR_RETURN(auto probe, loader::StreamingDataset::Open(store, prefix, base));
-        fields = probe->index().fields;
+    auto open_all = [store, prefix, base, fields, world,
+                     path = guard->path]() -> Result<std::vector<std::shared_ptr<loader::StreamingDataset>>> {
+      std::vector<std::shared_ptr<loader::StreamingDataset>> all;
+      for (size_t r = 0; r < world; ++r) {
+        STRATA_ASSIGN_OR_RETURN(
+            auto ds, loader::StreamingDataset::Open(store, prefix, RankOptions(base, fields, world, r, path)));
+        all.push_back(std::move(ds));
       }
-      STRATA_ASSIGN_OR_RETURN(
-          auto ds, loader::StreamingDataset::Open(store, prefix, RankOptions(base, fields, world, r, guard->path)));
-      datasets->push_back(std::move(ds));
-    }
+      return all;
+    };
+    struct Open {
+      std::mutex mu;
+      uint64_t epoch = 0;
+      std::vector<std::shared_ptr<loader::StreamingDataset>> datasets;
+    };
+    auto open = std::make_shared<Open>();
+    STRATA_ASSIGN_OR_RETURN(open->datasets, open_all());
     Prepared p;
-    p.expected_samples = datasets->front()->size();
-    p.factory = [datasets, guard](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {
-      auto ds = (*datasets)[rank];
+    p.expected_samples = samples;
+    p.factory = [open, open_all, guard, no_cache](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {
+      std::shared_ptr<loader::StreamingDataset> ds;
+      {
+        std::lock_guard lock(open->mu);
+        if (no_cache && epoch != open->epoch) {
+          // The previous epoch's sources are gone (RunEpoch joined them):
+          // dropping its datasets drops their cache, so this epoch starts cold.
+          open->datasets.clear();
+          STRATA_ASSIGN_OR_RETURN(open->datasets, open_all());
+          open->epoch = epoch;
+        }
+        ds = open->datasets[rank];
+      }
       loader::State state;
       state.epoch = epoch;
       state.fingerprint = ds->fingerprint();

@@ -190,8 +190,10 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
 // `store`: per N, N datasets (rank r of N) sharing one cache directory
 // `cache_root`/nN (a node's local disk), created empty (so epoch 1 is cold)
 // and removed when the next N is prepared. Empty `cache_root`: RAM only.
-PrepareFn LoaderPrepare(ObjectStorePtr store, std::string prefix, loader::StreamingOptions base,
-                        std::string cache_root);
+// `no_cache`: no disk tier, and the datasets (with their RAM cache) are
+// opened afresh for every epoch, so every epoch reads the store (cold).
+PrepareFn LoaderPrepare(ObjectStorePtr store, std::string prefix, loader::StreamingOptions base, std::string cache_root,
+                        bool no_cache = false);
 
 // 1,2,4,... up to `max`, or the comma list in `list` ("1,2,4,8").
 Result<std::vector<size_t>> AcceleratorCounts(std::string_view list, size_t max);

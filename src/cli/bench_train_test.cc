@@ -99,6 +99,37 @@ TEST_F(BenchTrainTest, EveryEpochDeliversTheDatasetAndAuIsAFraction) {
   EXPECT_EQ(doc["max_accelerators"].size(), 2u);
 }
 
+// --no-cache: every epoch reads every shard from the store, none from a cache.
+TEST_F(BenchTrainTest, NoCacheMakesEveryEpochCold) {
+  const std::string json = (dir_ / "nocache.json").string();
+  auto args = Tiny(json, "0.001");
+  for (const char* a : {"--accelerators", "1,2", "--epochs", "3", "--no-stop", "--emulate", "none", "--no-cache"})
+    args.push_back(a);
+  CliRun run = Strata(args);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_EQ(run.out.find("(warm cache)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--no-cache"), std::string::npos) << run.out;  // in the reproduce line
+  nlohmann::json doc = ReadJson(json);
+  ASSERT_TRUE(doc.is_object()) << "not JSON: " << json;
+  EXPECT_EQ(doc["loader"]["cache"], "none (--no-cache)");
+  ASSERT_EQ(doc["results"].size(), 6u);
+  for (const auto& r : doc["results"]) {
+    SCOPED_TRACE(r.dump());
+    EXPECT_EQ(r["samples"], 96);
+    int fetched = 0, cached = 0;
+    for (const auto& s : r["sources"]) {
+      fetched += s["shards_fetched"].get<int>();
+      cached += s["shards_from_cache"].get<int>();
+    }
+    // Each of the 6 shards from the store at least once per epoch; ranks of one
+    // epoch may share a fetch (one RAM cache per epoch), never an earlier epoch's.
+    EXPECT_GE(fetched, 6);
+    if (r["accelerators"] == 1) {
+      EXPECT_EQ(cached, 0);
+    }
+  }
+}
+
 TEST_F(BenchTrainTest, ASlowDataPathStarvesTheAccelerators) {
   // One shard per batch, one shard prefetched, 150 ms to first byte per
   // request: each 2 ms step waits for a fetch, so AU stays far below 50%.

@@ -3,6 +3,7 @@
 // packed shards (cli/bench_train_engine.h has the method).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -38,7 +39,9 @@ struct TrainArgs {
   size_t max_accelerators = 64, min_accelerators = 1;
   bool no_stop = false;
   std::string cache_dir, cache_limit = "16GiB", ram_cache = "256MiB";
-  size_t prefetch_shards = 4, prefetch_batches = 8, decode_threads = 2, fetch = 16;
+  size_t prefetch_shards = 0, prefetch_batches = 8, decode_threads = 2, fetch = 16, connections = 64;
+  std::string prefetch_bytes;  // empty: the loader's default (from the RAM cache)
+  bool no_cache = false;
   std::string shuffle = "window";
   size_t shuffle_window = 8;
   uint64_t seed = 0;
@@ -120,6 +123,11 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
     s << " --max-accelerators " << a.max_accelerators;
   s << " --threshold " << p.threshold * 100;
   if (a.no_stop) s << " --no-stop";
+  if (a.no_cache) s << " --no-cache";
+  s << " --ram-cache " << a.ram_cache << " --prefetch-batches " << a.prefetch_batches << " --connections "
+    << a.connections;
+  if (!a.prefetch_bytes.empty()) s << " --prefetch-bytes " << a.prefetch_bytes;
+  if (a.prefetch_shards) s << " --prefetch-shards " << a.prefetch_shards;
   if (a.min_accelerators > 1) s << " --min-accelerators " << a.min_accelerators;
   s << " --shuffle " << a.shuffle << " --seed " << a.seed;
   if (!a.json_path.empty()) s << " --json " << Quote(a.json_path);
@@ -162,6 +170,9 @@ void RunTrain(const TrainArgs& a) {
   base.prefetch_batches = a.prefetch_batches;
   base.decode_threads = a.decode_threads;
   base.fetch_concurrency = a.fetch;
+  base.max_connections = a.connections;
+  base.async_cache_writes = true;  // the accelerator does not wait for the cache's fsyncs
+  if (!a.prefetch_bytes.empty()) base.prefetch_bytes = Check(ParseSize(a.prefetch_bytes), kCmd, "--prefetch-bytes");
   base.cache_limit_bytes = Check(ParseSize(a.cache_limit), kCmd, "--cache-limit");
   base.ram_cache_bytes = Check(ParseSize(a.ram_cache), kCmd, "--ram-cache");
 
@@ -232,11 +243,29 @@ void RunTrain(const TrainArgs& a) {
   so.min_n = a.min_accelerators;
   so.samples = total;
   so.batch = plan.w.batch;
+  if (a.url.empty() && a.emulate != "none") {
+    // What the emulated bucket can give one rank: its connections, each
+    // paying the first byte per request of the size the loader asks for.
+    const CloudProfile cp = Check(ParseCloudProfile(a.emulate), kCmd, "--emulate");
+    const uint64_t shard = dataset_json["shard_bytes"].get<uint64_t>() / std::max<uint64_t>(1, dataset_json["shards"]);
+    const uint64_t conc = std::max<size_t>(base.fetch_concurrency, 1);
+    const uint64_t part =
+        std::min<uint64_t>(shard, std::clamp<uint64_t>((shard + conc - 1) / conc, base.min_part_bytes, 16ull << 20));
+    if (cp.bytes_per_second_per_connection > 0 && part > 0) {
+      const double per_conn =
+          double(part) / (Seconds(cp.first_byte) + double(part) / cp.bytes_per_second_per_connection);
+      const double ceiling = per_conn * double(base.max_connections);
+      dataset_json["bucket_ceiling_mib_s_per_rank"] = ceiling / double(1 << 20);
+      Say(a, "emulated bucket ceiling per rank: " + std::to_string(base.max_connections) + " connections x " +
+                 FormatBytes(per_conn) + "/s (requests of " + FormatBytes(double(part)) +
+                 ") = " + FormatBytes(ceiling) + "/s");
+    }
+  }
   so.on_result = [&](const EpochResult& r) {
-    Say(a, FormatResultLine(r) + (r.epoch == 1 ? "  (cold cache)" : "  (warm cache)"));
+    Say(a, FormatResultLine(r) + (r.epoch == 1 || a.no_cache ? "  (cold cache)" : "  (warm cache)"));
   };
   std::string note;
-  auto results = Check(Sweep(so, LoaderPrepare(store, prefix, base, cache_root), &note), kCmd, where);
+  auto results = Check(Sweep(so, LoaderPrepare(store, prefix, base, cache_root, a.no_cache), &note), kCmd, where);
   if (!note.empty()) Say(a, note);
 
   nlohmann::json best = nlohmann::json::object();
@@ -262,7 +291,11 @@ void RunTrain(const TrainArgs& a) {
                           {"prefetch_batches", a.prefetch_batches},
                           {"decode_threads", a.decode_threads},
                           {"fetch_concurrency", a.fetch},
-                          {"cache", a.cache_dir.empty() ? "temporary directory" : a.cache_dir}}},
+                          {"max_connections", a.connections},
+                          {"prefetch_bytes", a.prefetch_bytes.empty() ? "default" : a.prefetch_bytes},
+                          {"cache", a.no_cache            ? "none (--no-cache)"
+                                    : a.cache_dir.empty() ? "temporary directory"
+                                                          : a.cache_dir}}},
                         {"results", nlohmann::json::array()},
                         {"max_accelerators", best},
                         {"command", command}};
@@ -315,10 +348,18 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
       ->capture_default_str();
   sub->add_option("--ram-cache", a->ram_cache, "RAM cache (shared by the ranks, like the disk bound)")
       ->capture_default_str();
-  sub->add_option("--prefetch-shards", a->prefetch_shards, "Shards fetched ahead per rank")->capture_default_str();
-  sub->add_option("--prefetch-batches", a->prefetch_batches, "Batches queued per rank")->capture_default_str();
+  sub->add_flag("--no-cache", a->no_cache,
+                "No shard cache between epochs: every epoch reads the store (cold), as with a dataset larger "
+                "than memory");
+  sub->add_option("--prefetch-shards", a->prefetch_shards, "At most this many shards ahead per rank (0: no bound)")
+      ->capture_default_str();
+  sub->add_option("--prefetch-batches", a->prefetch_batches, "Batches queued per rank, and always prefetched at least")
+      ->capture_default_str();
+  sub->add_option("--prefetch-bytes", a->prefetch_bytes,
+                  "Memory budget of the prefetch per rank (default: 4 x --ram-cache); sized by demand within it");
+  sub->add_option("--connections", a->connections, "Store requests in flight per rank at most")->capture_default_str();
   sub->add_option("--decode-threads", a->decode_threads, "Decode threads per rank")->capture_default_str();
-  sub->add_option("--fetch", a->fetch, "Ranged GETs in flight per rank")->capture_default_str();
+  sub->add_option("--fetch", a->fetch, "Ranged GETs per shard fetch")->capture_default_str();
   sub->add_option("--shuffle", a->shuffle, "none | shards | window")->capture_default_str();
   sub->add_option("--shuffle-window", a->shuffle_window, "Shards per shuffle window")->capture_default_str();
   sub->add_option("--seed", a->seed, "Shuffle seed")->capture_default_str();

@@ -266,15 +266,15 @@ TEST(MultiPartTest, AShardReplacedBetweenPartsIsNeverMixed) {
   EXPECT_EQ(second->data.ToString(), replacement.ToString());
 }
 
-// Through the loader (shards of ~3 MiB: 3 parts at the default 1 MiB
-// minimum): the iterator retries the changed shard and yields only whole new
-// samples.
+// Through the loader (shards of ~3 MiB: 3 parts at a 1 MiB minimum): the
+// iterator retries the changed shard and yields only whole new samples.
 TEST(MultiPartTest, TheLoaderRetriesAShardReplacedMidFetch) {
   BigShards f(2, 3, 1 << 20, 'o');
   BigShards newer(2, 3, 1 << 20, 'n');
   auto store = std::make_shared<ReplacingStore>(f.store, f.keys[1], newer.store->Get(newer.keys[1])->data);
   StreamingOptions o;
   o.shuffle = Shuffle::kNone, o.fetch_concurrency = 4, o.retry_backoff = std::chrono::milliseconds(1);
+  o.min_part_bytes = 1 << 20;
   auto it = *(*StreamingDataset::Open(store, "ds", o))->Iterate(0, {});
   uint64_t n = 0;
   while (true) {

@@ -1,10 +1,14 @@
 // The iterator: fetch -> decode -> (collate) on background threads.
 //
 // The worker's batches are known up front (plan.h), so are the shards in
-// the order it first needs them. Fetches run on a small pool, up to
-// `prefetch_shards` shards beyond those the batch being decoded needs;
-// decoders claim batches in order, at most `prefetch_batches` ahead of the
-// consumer (the queue bound), and wait until the batch's shards are parsed.
+// the order it first needs them. Fetches run on a pool, as many as the
+// PrefetchSizer (prefetch.h) says cover the consumer's demand: shards in
+// order of need while the store requests in flight stay within its
+// connection count and the bytes ahead of the consumer within its window
+// (at least `prefetch_batches` whole batches); `prefetch_shards`, when set,
+// bounds the shards beyond those the batch being decoded needs. Decoders
+// claim batches in order, at most `prefetch_batches` ahead of the consumer
+// (the queue bound), and wait until the batch's shards are parsed.
 // When every batch that uses a shard is decoded, the iterator drops it and
 // tells the cache it may be evicted first. One mutex guards all of this;
 // the work (fetch, parse, decode, collate) runs outside it.
@@ -18,6 +22,7 @@
 #include "base/executor.h"
 #include "loader/decode.h"
 #include "loader/internal.h"
+#include "loader/prefetch.h"
 
 namespace strata::loader {
 namespace {
@@ -48,10 +53,16 @@ uint64_t SampleBytes(const DecodedSample& s) {
 class IteratorImpl : public Iterator {
  public:
   IteratorImpl(std::shared_ptr<DatasetImpl> ds, size_t worker, const State& state)
-      : ds_(std::move(ds)), opt_(ds_->options()), epoch_(state.epoch), start_(Clock::now()) {
+      : ds_(std::move(ds)),
+        opt_(ds_->options()),
+        epoch_(state.epoch),
+        start_(Clock::now()),
+        sizer_(Limits(opt_), opt_.clock ? *opt_.clock : RealClock()) {
     order_ = ds_->Order(epoch_);
     Plan(WorkerBatches(ds_->Partition(), state.samples_consumed, worker));
-    size_t fetchers = std::clamp<size_t>(opt_.prefetch_shards + 1, 1, 4);
+    // One thread per shard in flight: at most one per connection (a one-part shard is one request).
+    size_t fetchers = std::clamp<size_t>(shard_seq_.size(), 1, std::max<size_t>(opt_.max_connections, 1));
+    if (opt_.prefetch_shards > 0) fetchers = std::min(fetchers, opt_.prefetch_shards + 1);
     fetch_pool_ = std::make_unique<ThreadPool>(fetchers, "strata-ld-fetch");
     {
       std::lock_guard lock(mu_);
@@ -101,6 +112,8 @@ class IteratorImpl : public Iterator {
     return std::optional<DecodedSample>(std::move(s));
   }
 
+  strata::Clock& sizer_clock() const { return opt_.clock ? *opt_.clock : RealClock(); }
+
   Stats stats() const override {
     std::lock_guard lock(mu_);
     Stats s = stats_;
@@ -110,6 +123,13 @@ class IteratorImpl : public Iterator {
   }
 
  private:
+  static PrefetchLimits Limits(const StreamingOptions& o) {
+    PrefetchLimits l;
+    l.budget_bytes = o.prefetch_bytes ? o.prefetch_bytes : std::max<uint64_t>(4 * o.ram_cache_bytes, 64ull << 20);
+    l.max_connections = std::max<size_t>(o.max_connections, 1);
+    return l;
+  }
+
   void Plan(const std::vector<PositionRange>& batches) {
     const auto& order = *order_;
     std::map<size_t, size_t> first_batch;
@@ -124,21 +144,39 @@ class IteratorImpl : public Iterator {
       }
       need_upto_.push_back(shard_seq_.size());
     }
+    seq_bytes_.assign(1, 0);
+    for (size_t shard : shard_seq_) seq_bytes_.push_back(seq_bytes_.back() + ds_->cache().ShardSize(shard));
   }
 
-  // Starts fetches for shards needed up to the batch being claimed, plus prefetch_shards more.
+  // Starts fetches: always those the batch being claimed needs; beyond them,
+  // while the sizer's connections and window allow (and prefetch_shards, if set).
   void MaybeFetchLocked() {
     if (items_.empty() || stop_) return;
-    size_t at = std::min(claim_next_, items_.size() - 1);
-    size_t allowed = need_upto_[at] + opt_.prefetch_shards;
-    while (fetch_next_ < shard_seq_.size() && fetch_next_ < allowed && fetch_inflight_ < fetch_pool_->size()) {
-      size_t shard = shard_seq_[fetch_next_++];
+    const size_t n = items_.size();
+    const size_t need = need_upto_[std::min(claim_next_, n - 1)];
+    // Shards first needed by batches already handed out are behind the consumer, not ahead.
+    const size_t base = out_next_ == 0 ? 0 : need_upto_[std::min(out_next_, n) - 1];
+    const size_t floor_end = need_upto_[std::min(out_next_ + std::max<size_t>(opt_.prefetch_batches, 1), n) - 1];
+    const uint64_t floor = seq_bytes_[std::max(floor_end, base)] - seq_bytes_[base];
+    while (fetch_next_ < shard_seq_.size() && fetch_inflight_ < fetch_pool_->size()) {
+      const size_t shard = shard_seq_[fetch_next_];
+      const size_t parts = ds_->cache().Parts(shard);
+      const uint64_t request = std::max<uint64_t>(ds_->cache().ShardSize(shard) / parts, 1);
+      if (fetch_next_ >= need) {
+        if (opt_.prefetch_shards > 0 && fetch_next_ >= need + opt_.prefetch_shards) break;
+        const uint64_t ahead = seq_bytes_[fetch_next_ + 1] - seq_bytes_[std::min(base, fetch_next_)];
+        if (ahead > sizer_.WindowBytes(request, floor)) break;
+        // (a shard of more parts than the connections allowed still goes, alone)
+        if (fetch_inflight_ > 0 && inflight_requests_ + parts > sizer_.Connections(request)) break;
+      }
+      ++fetch_next_;
       ++fetch_inflight_;
-      fetch_pool_->Submit([this, shard] { FetchShard(shard); });
+      inflight_requests_ += parts;
+      fetch_pool_->Submit([this, shard, parts] { FetchShard(shard, parts); });
     }
   }
 
-  void FetchShard(size_t shard) {
+  void FetchShard(size_t shard, size_t parts) {
     const auto& entry = ds_->index().shards[shard];
     const std::string key = ds_->ShardKey(shard);
     Status last;
@@ -168,7 +206,12 @@ class IteratorImpl : public Iterator {
       }
       ++attempts;
       // Bytes that fail to parse are invalidated by the cache: the retry refetches.
+      const TimePoint t0 = sizer_clock().Now();
       auto got = ds_->cache().GetParsed(shard, parse);
+      if (got.ok()) {  // from the store or the local tiers: what this shard's delivery took
+        std::lock_guard lock(mu_);
+        sizer_.OnFetched(ds_->cache().ShardSize(shard), parts, sizer_clock().Now() - t0);
+      }
       if (!got.ok()) {
         last = got.status();
         continue;
@@ -181,6 +224,7 @@ class IteratorImpl : public Iterator {
     {
       std::lock_guard lock(mu_);
       --fetch_inflight_;
+      inflight_requests_ -= parts;
       if (parsed) {
         loaded_[shard] = std::move(parsed);
         ++(from_store ? stats_.shards_fetched : stats_.shards_from_cache);
@@ -310,10 +354,14 @@ class IteratorImpl : public Iterator {
     while (true) {
       auto t0 = Clock::now();
       cv_.wait(lock, [&] { return out_next_ >= items_.size() || ready_.count(out_next_); });
-      stats_.consumer_wait += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
+      const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
+      stats_.consumer_wait += waited;
       if (out_next_ >= items_.size()) return std::optional<Unit>();
       Unit u = std::move(ready_.at(out_next_));
       ready_.erase(out_next_++);
+      // The consumer's pace sizes the prefetch; the window moved on by one batch.
+      sizer_.OnConsumed(u.bytes, waited);
+      MaybeFetchLocked();
       cv_.notify_all();
       if (!u.status.ok()) {
         error_ = u.status;
@@ -338,11 +386,14 @@ class IteratorImpl : public Iterator {
   std::vector<size_t> shard_seq_;         // shards in order of first need
   std::vector<size_t> need_upto_;         // per batch: shard_seq_ entries needed through it
   std::map<size_t, size_t> last_batch_;   // shard -> last batch using it
+  std::vector<uint64_t> seq_bytes_;       // seq_bytes_[i]: bytes of shard_seq_[0, i)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
   size_t fetch_next_ = 0, fetch_inflight_ = 0;
+  size_t inflight_requests_ = 0;  // store requests of the shards being fetched (parts; cache hits counted too)
+  PrefetchSizer sizer_;
   size_t claim_next_ = 0, out_next_ = 0, frontier_ = 0;
   std::set<size_t> decoded_;
   std::map<size_t, std::shared_ptr<const ParsedShard>> loaded_;

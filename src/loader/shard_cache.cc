@@ -85,13 +85,60 @@ ShardCache::ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std:
       clock_(options_.clock ? *options_.clock : RealClock()),
       ram_bytes_(options_.ram_bytes),
       disk_bytes_(options_.disk_bytes),
-      fetch_threads_(std::max<size_t>(options_.fetch_concurrency, 1)),
+      fetch_threads_(std::max<size_t>(options_.connections ? options_.connections : options_.fetch_concurrency, 1)),
       users_(keys_.size(), 0),
       last_use_(keys_.size(), 0),
       released_at_(keys_.size(), 0),
       generation_(keys_.size(), 0) {}
 
-ShardCache::~ShardCache() = default;
+ShardCache::~ShardCache() {
+  {
+    std::lock_guard lock(write_mu_);
+    stop_writes_ = true;
+  }
+  write_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();  // (it drains the queue first)
+}
+
+void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<FileLock> lock) {
+  if (options_.dir.empty()) return;
+  if (options_.async_disk_writes) {
+    std::lock_guard guard(mu_);
+    const uint64_t limit = std::max<uint64_t>(ram_bytes_, 512ull << 20);
+    if (!writing_.count(shard) && writing_bytes_ + data.size() <= limit) {
+      writing_.emplace(shard, data);
+      writing_bytes_ += data.size();
+      std::lock_guard wl(write_mu_);
+      writes_.push_back(DiskWrite{shard, data, generation, std::move(lock)});
+      if (!writer_.joinable()) writer_ = std::thread([this] { WriteLoop(); });
+      write_cv_.notify_one();
+      return;
+    }
+  }
+  StoreToDisk(shard, data, generation);  // (the lock, if any, goes after the file is written)
+}
+
+void ShardCache::WriteLoop() {
+  std::unique_lock lock(write_mu_);
+  while (true) {
+    write_cv_.wait(lock, [&] { return stop_writes_ || !writes_.empty(); });
+    if (writes_.empty()) return;  // stopping, and nothing left to write
+    DiskWrite w = std::move(writes_.front());
+    writes_.pop_front();
+    lock.unlock();
+    StoreToDisk(w.shard, w.data, w.generation);
+    w.lock.reset();  // other processes waiting for this shard find the file now
+    {
+      std::lock_guard guard(mu_);
+      auto it = writing_.find(w.shard);
+      if (it != writing_.end() && it->second.data() == w.data.data()) {
+        writing_bytes_ -= it->second.size();
+        writing_.erase(it);
+      }
+    }
+    lock.lock();
+  }
+}
 
 Result<std::shared_ptr<ShardCache>> ShardCache::Open(ObjectStorePtr store, std::vector<std::string> keys,
                                                      std::vector<uint64_t> sizes, ShardCacheOptions options) {
@@ -147,7 +194,10 @@ Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& id
       size_t threads = live->fetch_threads_.load();
       while (threads < kMaxFetchThreads &&
              !live->fetch_threads_.compare_exchange_weak(
-                 threads, std::min(kMaxFetchThreads, threads + std::max<size_t>(options.fetch_concurrency, 1)))) {
+                 threads,
+                 std::min(kMaxFetchThreads,
+                          threads + std::max<size_t>(
+                                        options.connections ? options.connections : options.fetch_concurrency, 1)))) {
       }
       return live;
     }
@@ -188,6 +238,10 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
         ++counters_.ram_hits;
         return ShardFetch{it->second.bytes, false};
       }
+      if (auto it = writing_.find(shard); it != writing_.end()) {  // its file is being written
+        ++counters_.ram_hits;
+        return ShardFetch{it->second, false};
+      }
     }
     bool shared = false, from_store = false;
     uint64_t generation = 0;
@@ -201,6 +255,10 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
         if (auto it = ram_.find(shard); it != ram_.end()) {
           ++counters_.ram_hits;
           return it->second.bytes;
+        }
+        if (auto it = writing_.find(shard); it != writing_.end()) {
+          ++counters_.ram_hits;
+          return it->second;
         }
         generation = generation_[shard];
       }
@@ -234,7 +292,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
     // then shares these bytes rather than missing the file being written and
     // fetching the shard again.
     Result<Buffer> got = flights_.Do(shard, fill, &shared, [&](const Result<Buffer>& landed) {
-      if (from_store) StoreToDisk(shard, *landed, generation);
+      if (from_store) WriteToDisk(shard, *landed, generation, std::move(download));
     });
     if (shared && !got.ok()) continue;  // that fetch failed: look again, and fetch ourselves if nobody else is
     if (!got.ok()) return got.status();
@@ -313,6 +371,7 @@ void ShardCache::Invalidate(size_t shard) {
     ++generation_[shard];  // a flight that read the bad bytes keeps them out of RAM and off disk
     auto it = ram_.find(shard);
     if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
+    if (auto w = writing_.find(shard); w != writing_.end()) writing_bytes_ -= w->second.size(), writing_.erase(w);
     flights_.Forget(shard);  // later Gets must not share its bytes
   }
   if (!options_.dir.empty()) {
@@ -364,12 +423,24 @@ void ShardCache::PutParsedLocked(size_t shard, const Buffer& data, const ParsedV
   ram_used_ += need;
 }
 
+namespace {
+uint64_t PartSize(uint64_t size, const ShardCacheOptions& o) {
+  size_t conc = std::max<size_t>(o.fetch_concurrency, 1);
+  return std::max<uint64_t>(std::clamp<uint64_t>((size + conc - 1) / conc, o.min_part_size, o.max_part_size), 1);
+}
+}  // namespace
+
+size_t ShardCache::Parts(size_t shard) const {
+  const uint64_t size = ShardSize(shard);
+  const uint64_t part = PartSize(size, options_);
+  return size == 0 ? 1 : static_cast<size_t>((size + part - 1) / part);
+}
+
 Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   const std::string& key = keys_[shard];
   const uint64_t size = sizes_[shard];
-  size_t conc = std::max<size_t>(options_.fetch_concurrency, 1);
-  uint64_t part = std::clamp<uint64_t>((size + conc - 1) / conc, options_.min_part_size, options_.max_part_size);
-  size_t n = size == 0 ? 1 : static_cast<size_t>((size + part - 1) / part);
+  const uint64_t part = PartSize(size, options_);
+  const size_t n = Parts(shard);
   std::vector<Result<GetResult>> results(n, InternalError("not run"));
   auto get_part = [&](size_t i) {
     GetOptions get;

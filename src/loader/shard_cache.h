@@ -34,12 +34,15 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/buffer.h"
@@ -64,11 +67,19 @@ struct ShardCacheOptions {
   std::string content_id;
   uint64_t disk_bytes = 16ull << 30;
   uint64_t ram_bytes = 256ull << 20;
-  size_t fetch_concurrency = 16;        // ranged GETs in flight (all shards together; per opener when shared)
+  size_t fetch_concurrency = 16;        // ranged GETs per shard fetch; also `connections` when that is 0
+  size_t connections = 0;               // ranged GETs in flight (all shards together; per opener when shared)
   uint64_t min_part_size = 1ull << 20;  // parts are size/fetch_concurrency, clamped to these
   uint64_t max_part_size = 16ull << 20;
   FileSystem* fs = nullptr;  // the disk tier's; nullptr: DefaultFileSystem()
   Clock* clock = nullptr;    // ages temp files for the start-up sweep; nullptr: RealClock()
+  // Write disk copies on a background thread, so a fetch is delivered
+  // without waiting for its file (written and fsynced one at a time). Until
+  // the file is written the shard's bytes are served from memory (Gets never
+  // refetch it) and its download lock is held (other processes wait for the
+  // file); at most max(ram_bytes, 512 MiB) of writes wait, beyond which the
+  // fetch writes its own copy as without this. The destructor finishes them.
+  bool async_disk_writes = false;
 };
 
 struct ShardFetch {
@@ -101,7 +112,7 @@ class ShardCache {
   static Result<std::shared_ptr<ShardCache>> OpenShared(const std::string& identity, ObjectStorePtr store,
                                                         std::vector<std::string> keys, std::vector<uint64_t> sizes,
                                                         ShardCacheOptions options);
-  ~ShardCache();
+  ~ShardCache();  // finishes pending disk writes (async_disk_writes)
 
   // The shard's bytes, from RAM, disk or the store (in that order).
   Result<ShardFetch> Get(size_t shard);
@@ -128,6 +139,10 @@ class ShardCache {
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
   uint64_t ram_bytes() const { return ram_bytes_; }
   uint64_t disk_bytes() const { return disk_bytes_; }
+  // The ranged GETs a fetch of this shard from the store makes (1 if it is unknown).
+  size_t Parts(size_t shard) const;
+  // The shard's size from the index (0 if it is unknown).
+  uint64_t ShardSize(size_t shard) const { return shard < sizes_.size() ? sizes_[shard] : 0; }
   // The shard's file in `dir` (its lock file is this + ".lock").
   std::string FilePath(size_t shard) const;
   // The lock file (flock) under which every cache on `dir`, in any process,
@@ -150,6 +165,9 @@ class ShardCache {
   Result<Buffer> LoadFromDisk(size_t shard);
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
   void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
+  // StoreToDisk now, or queued for the writer thread (async_disk_writes); `lock` is held until written.
+  void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<FileLock> lock);
+  void WriteLoop();
   void PutInRam(size_t shard, const Buffer& data);
   // Keeps `parsed` with the shard's bytes if the RAM bound allows (callers hold mu_).
   void PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed);
@@ -169,7 +187,7 @@ class ShardCache {
 
   mutable std::mutex mu_;
   std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)
-  std::atomic<size_t> fetch_threads_;             // the openers' fetch_concurrency summed (capped)
+  std::atomic<size_t> fetch_threads_;             // the openers' connections summed (capped)
   std::map<size_t, RamEntry> ram_;
   uint64_t ram_used_ = 0;
   std::vector<uint32_t> users_;        // per shard: GetParsed successes not yet Released
@@ -187,6 +205,21 @@ class ShardCache {
   // (a dataset that is only opened, or has small shards, starts none).
   std::once_flag parts_once_;
   std::unique_ptr<ThreadPool> parts_;
+  // async_disk_writes: shards whose file is being written (guarded by mu_),
+  // and the writer's queue (guarded by write_mu_, taken without mu_ held).
+  std::map<size_t, Buffer> writing_;
+  uint64_t writing_bytes_ = 0;
+  struct DiskWrite {
+    size_t shard;
+    Buffer data;
+    uint64_t generation;
+    std::unique_ptr<FileLock> lock;
+  };
+  std::mutex write_mu_;
+  std::condition_variable write_cv_;
+  std::deque<DiskWrite> writes_;
+  bool stop_writes_ = false;
+  std::thread writer_;
 };
 
 }  // namespace strata::loader

@@ -249,6 +249,10 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std
   co.disk_bytes = options.cache_limit_bytes;
   co.ram_bytes = options.ram_cache_bytes;
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
+  co.connections = std::max<size_t>(options.max_connections, 1);
+  co.async_disk_writes = options.async_cache_writes;
+  co.min_part_size = std::max<uint64_t>(options.min_part_bytes, 1);
+  co.max_part_size = std::max(co.max_part_size, co.min_part_size);
   co.fs = options.fs;
   co.clock = options.clock;
   if (options.share_cache) {

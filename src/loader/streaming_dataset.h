@@ -82,11 +82,24 @@ struct StreamingOptions {
   bool drop_last = false;
   bool even_batches = true;
 
-  // Pipeline.
-  size_t prefetch_shards = 4;            // shards fetched ahead of the one being read
-  size_t prefetch_batches = 8;           // bound of the queue to the consumer
+  // Pipeline. Prefetch is sized by demand (loader/prefetch.h): the iterator
+  // measures the bytes/s its consumer takes and what one store request
+  // delivers, and keeps demand x request time bytes in flight (Little's
+  // law), within `prefetch_bytes` ahead of the consumer but never less than
+  // `prefetch_batches` whole batches. Large shards are fetched as parallel
+  // ranged reads; small ones by many shards in flight. The counts below are
+  // upper bounds only.
+  uint64_t prefetch_bytes = 0;           // memory budget ahead of the consumer; 0: 4 x ram_cache_bytes (>= 64 MiB)
+  size_t prefetch_shards = 0;            // at most this many shards beyond the batch being decoded; 0: no bound
+  size_t prefetch_batches = 8;           // bound of the queue to the consumer, and the prefetch floor
   size_t decode_threads = 2;             // per iterator
-  size_t fetch_concurrency = 16;         // ranged reads in flight per shard fetch
+  size_t fetch_concurrency = 16;         // ranged reads per shard fetch
+  size_t max_connections = 64;           // store requests in flight per iterator
+  uint64_t min_part_bytes = 4ull << 20;  // a ranged read is at least this (unless the shard is smaller)
+  // Write cache_dir copies on a background thread (ShardCacheOptions::async_disk_writes): a cold
+  // fetch is delivered without waiting for its file's fsync, but a file may appear after the
+  // iterator that fetched it is done (until the dataset's cache goes).
+  bool async_cache_writes = false;
   std::map<std::string, Decode> decode;  // per field; unlisted fields use kAuto
 
   // Bad input: a shard that fails to fetch or parse is retried `retries`

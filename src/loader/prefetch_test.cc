@@ -1,0 +1,213 @@
+// PrefetchSizer (demand-sized prefetch, fake clock) and the pipeline's use
+// of it: a batch of 7 large samples is fetched at once, and whole batches
+// ahead are prefetched before the consumer asks.
+#include "loader/prefetch.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "loader/loader_test_util.h"
+#include "object/mem_store.h"
+
+namespace strata::loader {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::CountingStore;
+using testing::UniqueName;
+using testing::WriteDataset;
+
+constexpr uint64_t kMB = 1000 * 1000;
+
+PrefetchLimits Limits(uint64_t budget, size_t connections = 1000) {
+  PrefetchLimits l;
+  l.budget_bytes = budget;
+  l.max_connections = connections;
+  l.headroom = 1.0;  // exact Little's law, so the tests can state the numbers
+  l.horizon = 4s;
+  return l;
+}
+
+// The consumer takes `bytes` every `period`, waiting `waited` of it for the loader.
+void Consume(PrefetchSizer& s, FakeClock& clock, int takes, uint64_t bytes, Duration period, Duration waited = 0s) {
+  for (int i = 0; i < takes; ++i) {
+    clock.Advance(period);
+    s.OnConsumed(bytes, waited);
+  }
+}
+
+TEST(PrefetchSizerTest, NothingMeasuredFillsTheBudget) {
+  FakeClock clock;
+  PrefetchSizer s(Limits(500 * kMB, 64), clock);
+  EXPECT_LT(s.DemandBytesPerSecond(), 0);
+  EXPECT_LT(s.RequestSeconds(kMB), 0);
+  EXPECT_EQ(s.InflightBytes(10 * kMB), 500 * kMB);
+  EXPECT_EQ(s.Connections(10 * kMB), 64u);
+}
+
+TEST(PrefetchSizerTest, BytesInFlightFollowTheDemand) {
+  FakeClock clock;
+  PrefetchSizer s(Limits(10'000 * kMB), clock);
+  // Requests of 10 MB on one connection take 0.5 s.
+  for (int i = 0; i < 8; ++i) s.OnFetched(10 * kMB, 1, 500ms);
+  EXPECT_NEAR(s.RequestSeconds(10 * kMB), 0.5, 1e-9);
+  // 10 MB every 100 ms: 100 MB/s, so 100 MB/s x 0.5 s = 50 MB in flight (5 requests).
+  Consume(s, clock, 50, 10 * kMB, 100ms);
+  EXPECT_NEAR(s.DemandBytesPerSecond(), 100e6, 1e3);
+  EXPECT_NEAR(double(s.InflightBytes(10 * kMB)), 50e6, 1e3);
+  EXPECT_EQ(s.Connections(10 * kMB), 5u);
+  const uint64_t slow = s.InflightBytes(10 * kMB);
+  // Four times faster: after a few horizons the in-flight bytes are four times more.
+  Consume(s, clock, 800, 10 * kMB, 25ms);
+  EXPECT_NEAR(s.DemandBytesPerSecond(), 400e6, 400e6 * 0.05);
+  EXPECT_NEAR(double(s.InflightBytes(10 * kMB)), 4.0 * double(slow), 4.0 * double(slow) * 0.05);
+  EXPECT_EQ(s.Connections(10 * kMB), 20u);
+  // And back down when the consumer slows.
+  Consume(s, clock, 200, 10 * kMB, 200ms);
+  EXPECT_NEAR(double(s.InflightBytes(10 * kMB)), 25e6, 25e6 * 0.1);
+}
+
+// Time the consumer spent waiting for the loader is starvation, not pace.
+TEST(PrefetchSizerTest, WaitingForTheLoaderIsNotDemand) {
+  FakeClock clock;
+  PrefetchSizer s(Limits(10'000 * kMB), clock);
+  Consume(s, clock, 20, 10 * kMB, 1s, 900ms);  // takes 1/s, but works only 0.1 s of each
+  EXPECT_NEAR(s.DemandBytesPerSecond(), 100e6, 1e3);
+}
+
+TEST(PrefetchSizerTest, BoundedByTheBudgetAndTheConnections) {
+  FakeClock clock;
+  PrefetchSizer s(Limits(200 * kMB, 8), clock);
+  for (int i = 0; i < 8; ++i) s.OnFetched(10 * kMB, 1, 500ms);
+  Consume(s, clock, 50, 100 * kMB, 10ms);  // 10 GB/s: 5 GB wanted in flight
+  EXPECT_EQ(s.InflightBytes(10 * kMB), 200 * kMB);
+  EXPECT_EQ(s.WindowBytes(10 * kMB, 30 * kMB), 200 * kMB);
+  EXPECT_EQ(s.Connections(10 * kMB), 8u);
+}
+
+TEST(PrefetchSizerTest, AlwaysAtLeastTheFloorOfWholeBatches) {
+  FakeClock clock;
+  PrefetchSizer s(Limits(100 * kMB), clock);
+  for (int i = 0; i < 8; ++i) s.OnFetched(10 * kMB, 1, 100ms);
+  Consume(s, clock, 50, 1 * kMB, 1s);              // 1 MB/s: 0.1 MB in flight would do
+  EXPECT_EQ(s.InflightBytes(10 * kMB), 10 * kMB);  // (one request at least)
+  EXPECT_EQ(s.Connections(10 * kMB), 1u);
+  // The floor (prefetch_batches x batch bytes) wins over both the demand and the budget.
+  EXPECT_EQ(s.WindowBytes(10 * kMB, 30 * kMB), 40 * kMB);
+  EXPECT_EQ(s.WindowBytes(10 * kMB, 700 * kMB), 700 * kMB);
+}
+
+// Requests of different sizes separate the first byte from the bandwidth.
+TEST(PrefetchSizerTest, MeasuresFirstByteAndBandwidthPerConnection) {
+  FakeClock clock;
+  PrefetchSizer s(Limits(10'000 * kMB), clock);
+  for (int i = 0; i < 10; ++i) {
+    s.OnFetched(1 * kMB, 1, 30ms + 40ms);    // 30 ms + 1 MB at 25 MB/s
+    s.OnFetched(40 * kMB, 4, 30ms + 400ms);  // 4 connections of 10 MB each
+  }
+  EXPECT_NEAR(s.FirstByteSeconds(), 0.030, 1e-6);
+  EXPECT_NEAR(s.ConnectionBytesPerSecond(), 25e6, 1e3);
+  EXPECT_NEAR(s.RequestSeconds(5 * kMB), 0.230, 1e-6);
+}
+
+// Holds every ranged read of a shard until Open(), counting those waiting.
+class GateStore : public CountingStore {
+ public:
+  explicit GateStore(ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
+  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+    if (key.starts_with("ds/shard-")) {
+      std::unique_lock lock(mu_);
+      ++blocked_, ++shard_gets_;
+      cv_.wait(lock, [&] { return open_; });
+      --blocked_;
+    }
+    return CountingStore::Get(key, options);
+  }
+  void Open() {
+    {
+      std::lock_guard lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  size_t blocked() const {
+    std::lock_guard lock(mu_);
+    return blocked_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  size_t blocked_ = 0, shard_gets_ = 0;
+};
+
+bool WaitFor(const std::function<bool()>& cond) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// unet3d's shape: 140 MiB samples, one per shard, batches of 7. Every shard
+// is the same object bytes (the mem store shares them), so the test holds
+// one sample's memory, not 14.
+TEST(PrefetchPipelineTest, BatchesOfSevenLargeSamplesArePrefetchedWhole) {
+  constexpr uint64_t kSample = 140ull << 20;
+  constexpr size_t kShards = 14;
+  const std::string name = UniqueName("prefetch-test");
+  auto mem = MakeMemStore(name);
+  std::string big(kSample, 'u');
+  dataset::Manifest one = WriteDataset(*mem, "tmp/", dataset::ShardFormat::kIndexed, {1}, [&](uint64_t) {
+    return std::vector<dataset::Field>{{"npz", Buffer::FromString(std::move(big))}};
+  });
+  Buffer shard = mem->Get("tmp/" + one.shards[0].name)->data;
+  dataset::Manifest m = one;
+  m.shards.clear();
+  for (size_t k = 0; k < kShards; ++k) {
+    dataset::ShardEntry e = one.shards[0];
+    e.name = "shard-" + std::to_string(10000 + k) + std::string(dataset::ShardExtension(m.format));
+    ASSERT_TRUE(mem->Put("ds/" + e.name, shard).ok());
+    m.shards.push_back(e);
+  }
+  ASSERT_TRUE(mem->Put("ds/" + std::string(dataset::kIndexName), Buffer::FromString(dataset::EncodeIndex(m))).ok());
+
+  auto gate = std::make_shared<GateStore>(mem);
+  StreamingOptions o;
+  o.shuffle = Shuffle::kNone, o.batch_size = 7, o.prefetch_batches = 2;
+  o.ram_cache_bytes = 0;           // nothing kept by the cache: what is prefetched is the iterator's
+  o.min_part_bytes = kSample * 2;  // one zero-copy read per shard (ranged parts: MultiPartTest)
+  o.decode[std::string("npz")] = Decode::kRaw;
+  auto ds = StreamingDataset::Open(gate, "ds", o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  auto it = *(*ds)->Iterate(0, {});
+  // The first batch's 7 shards are requested together (a count of 4 shards ahead never held one batch).
+  ASSERT_TRUE(WaitFor([&] { return gate->blocked() >= 7; })) << gate->blocked();
+  gate->Open();
+  // Both batches (prefetch_batches = 2) land before the consumer asks for anything.
+  ASSERT_TRUE(WaitFor([&] { return it->stats().shards_fetched == kShards; })) << it->stats().shards_fetched;
+  EXPECT_EQ(it->stats().samples, 0u);
+  uint64_t n = 0;
+  while (true) {
+    auto s = it->NextSample();
+    ASSERT_TRUE(s.ok()) << s.status();
+    if (!*s) break;
+    const Buffer& b = (*s)->fields.at("npz").bytes;
+    ASSERT_EQ(b.size(), kSample);
+    EXPECT_EQ(b.data()[0], 'u');
+    EXPECT_EQ(b.data()[kSample - 1], 'u');
+    ++n;
+  }
+  EXPECT_EQ(n, kShards);
+  it.reset();
+  DropMemStore(name);
+}
+
+}  // namespace
+}  // namespace strata::loader
