@@ -35,6 +35,7 @@ struct ConformanceCase {
   bool etag_is_md5 = true;               // single-part ETag = hex MD5 of content
   bool max_keys_counts_prefixes = true;  // MaxKeys counts common prefixes too (s3rver: no)
   bool rejects_bad_token = true;         // a foreign continuation token is InvalidArgument
+  bool keeps_odd_keys = true;  // "a//b", "./x", "dir//" round-trip (s3rver: no, its keys are file paths)
 };
 
 class ObjectStoreConformance : public ::testing::TestWithParam<ConformanceCase> {

@@ -170,6 +170,7 @@ TEST_P(ObjectStoreConformance, DirectoryMarkersAreObjects) {
 }
 
 TEST_P(ObjectStoreConformance, OddKeysRoundTripAndListAsS3Does) {
+  if (!GetParam().keeps_odd_keys) GTEST_SKIP() << "the server behind this store cannot keep every valid key";
   const Strings keys = OddKeys();
   for (const auto& k : keys) {
     auto put = store_->Put(k, Buffer::Copy("v:" + k));
