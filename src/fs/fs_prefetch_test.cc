@@ -268,5 +268,32 @@ TEST(FsVersions, AFileReplacedWhileOpenGetsANewInode) {
   EXPECT_EQ(e3->attr.ino, e2->attr.ino);
 }
 
+// The kernel may ask for the old inode's attributes first (its entry still
+// valid, its attributes expired): that revalidation finds the new version
+// and the old inode still answers, with the version its handles read.
+TEST(FsVersions, TheOldInodeStillAnswersWhenItsRevalidationFindsTheNewVersion) {
+  FsFixture f;
+  f.Put("v", Pattern(1000, 1));
+  auto e1 = f.fs->Lookup(kRootIno, "v");
+  ASSERT_TRUE(e1.ok()) << e1.status();
+  auto a = f.fs->Open(e1->attr.ino, O_RDONLY);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(ReadAll(*f.fs, a->fh), Pattern(1000, 1));  // cached: the old version stays readable
+  f.Put("v", Pattern(3000, 2));
+  f.clock.Advance(2s);
+  auto old_attr = f.fs->GetAttr(e1->attr.ino);
+  ASSERT_TRUE(old_attr.ok()) << old_attr.status();
+  EXPECT_EQ(old_attr->size, 1000u);
+  auto reopened = f.fs->Open(e1->attr.ino, O_RDONLY);  // through the kernel's still-valid entry
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ(ReadAll(*f.fs, reopened->fh), Pattern(1000, 1));
+  auto e2 = f.fs->Lookup(kRootIno, "v");
+  ASSERT_TRUE(e2.ok()) << e2.status();
+  EXPECT_NE(e2->attr.ino, e1->attr.ino);
+  EXPECT_EQ(e2->attr.size, 3000u);
+  ASSERT_TRUE(f.fs->Release(a->fh).ok());
+  ASSERT_TRUE(f.fs->Release(reopened->fh).ok());
+}
+
 }  // namespace
 }  // namespace strata::fs

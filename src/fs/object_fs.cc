@@ -522,7 +522,9 @@ Status ObjectFs::Revalidate(Ino ino) {
     if (!st.ok()) return st;
     std::lock_guard lock(mu_);
     const Inode* inode = FindLocked(ino);
-    if (inode == nullptr || !inode->attached) return NotFoundError("/" + path + ": no such file");
+    // A newer version took the path: this inode still answers for the version its handles read.
+    if (inode == nullptr || (!inode->attached && !inode->superseded))
+      return NotFoundError("/" + path + ": no such file");
     return Status::Ok();
   };
   if (!call) return outcome(revalidate());  // strict: wait as long as the backend takes

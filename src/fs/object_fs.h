@@ -6,7 +6,10 @@
 // marker, as mkdir writes). Names appear as soon as they are listed; bytes are
 // fetched on first read (lazy loading). Inode numbers are stable for the
 // mount's lifetime: a path keeps its number while the object exists (a
-// renamed file keeps its number under the new name).
+// renamed file keeps its number under the new name), except that a file
+// replaced by another writer while open here moves to a new number (the
+// kernel keeps page caches per inode: the open handles keep the old
+// version's pages, later opens read the new version).
 //
 // Consistency (close-to-open). Within one mount, a file's bytes are visible
 // to open() calls that start after the writer's close() (or fsync())

@@ -86,6 +86,7 @@ ObjectFs::Inode& ObjectFs::NewVersionLocked(Inode& parent, Inode& child) {
   // The old inode stays, unattached, while its handles and kernel
   // references last: it keeps answering with the version they opened.
   DetachLocked(parent, name);
+  child.superseded = true;
   Inode& fresh = UpsertLocked(parent, name, false);
   fresh.perm = perm;  // until the new version's own attributes are read
   fresh.uid = uid;
