@@ -45,14 +45,14 @@ struct CachedStoreOptions {
   size_t max_parallel_blocks = 8;                  // missing blocks of one read fetched at once
   uint64_t readahead_max_window = 64ull << 20;     // per stream
   uint64_t readahead_global_bytes = 256ull << 20;  // all streams (and Prefetch) together
+  size_t readahead_threads = 8;                    // concurrent read-ahead fills
+  size_t max_tracked_streams = 4096;               // plain-Get stream heuristics kept (LRU)
+  size_t max_metadata_entries = 1 << 20;
   // A stream's first read at offset 0 starts read-ahead at once with this
   // window (0: off, the window starts on the second sequential read): a
   // file opened and read from its start is fetched in parallel blocks, not
   // one block per round trip.
   uint64_t open_window = 0;
-  size_t readahead_threads = 8;                    // concurrent read-ahead fills
-  size_t max_tracked_streams = 4096;               // plain-Get stream heuristics kept (LRU)
-  size_t max_metadata_entries = 1 << 20;
   Clock* clock = nullptr;  // default RealClock(); TTLs use Now()
 };
 

@@ -36,9 +36,11 @@ struct ObjectFs::Inode {
   std::string path;  // key of a file; prefix without '/' of a directory ("" for the root)
   bool is_dir = false;
   bool attached = true;  // reachable by path (false once unlinked or replaced)
-  bool superseded = false;  // detached because its path moved to a newer version: still a valid file
   uint64_t nlookup = 0;
   int open_handles = 0;
+  // Detached because its path moved to a newer version: still a valid file
+  // for its handles and kernel references.
+  bool superseded = false;
 
   uint64_t size = 0;
   WallTime mtime{};

@@ -683,7 +683,8 @@ TEST_P(FuseTest, AnOpenFileKeepsReadingTheVersionItOpened) {
   ASSERT_GE(b, 0) << "the new version never appeared";
   EXPECT_TRUE(read_all(a) == v1) << "the first handle must still read the version it opened";
   EXPECT_TRUE(read_all(b) == v2);
-  struct stat sa {}, sb {};
+  struct stat sa = {};
+  struct stat sb = {};
   ASSERT_EQ(fstat(a, &sa), 0);
   ASSERT_EQ(fstat(b, &sb), 0);
   EXPECT_NE(sa.st_ino, sb.st_ino) << "each version its own inode (and page cache)";
