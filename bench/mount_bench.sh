@@ -17,8 +17,12 @@
 #       dropping the kernel page cache (the tool's own cache only)
 #   (c) NFILES files of FILE_KB read in random order by THREADS threads (Python)
 #   (d) ls -lR over NLIST objects: first listing, then again (cached)
-# Sizes are configurable so it can run small:
+#   (e) the seed exercise: SEED_N files of SEED_MB, each read with `cat` one after another:
+#       cold; warm in the same mount once the metadata TTLs (SEED_TTL) expired; warm after a
+#       remount with the page cache dropped; `aws s3 cp --recursive` as the cold yardstick
+# Sizes are configurable so it can run small; WORKLOADS picks "main", "seed" or both:
 #   SIZE_MB=64 NFILES=500 NLIST=5000 bench/mount_bench.sh
+#   WORKLOADS=seed SEED_N=32 bench/mount_bench.sh
 # Output: figures, strata's ratio to the best other tool, bench/out/mount.json.
 set -euo pipefail
 
@@ -33,6 +37,10 @@ TTFB_MS=${TTFB_MS:-30}
 RATE=${RATE:-25m}
 TOOLS=${TOOLS:-"strata s3fs rclone"}
 TTL=${TTL:-300}  # metadata cache seconds, the same for every tool
+WORKLOADS=${WORKLOADS:-"main seed"}
+SEED_N=${SEED_N:-256}
+SEED_MB=${SEED_MB:-4}
+SEED_TTL=${SEED_TTL:-10}  # the seed exercise's metadata TTL (strata's default): it expires during the cold pass
 WORK=${WORK:-/tmp/strata-mount-bench}
 OUT=${OUT:-$SRC/bench/out}
 PY=/usr/bin/python3
@@ -60,7 +68,7 @@ drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
 # ---- data (reused across runs when the sizes match) ----
 DATA=$WORK/data/bench
-STAMP="$SIZE_MB $NFILES $FILE_KB $NLIST"
+STAMP="$SIZE_MB $NFILES $FILE_KB $NLIST $SEED_N $SEED_MB"
 if [ "$(cat "$WORK/data.stamp" 2>/dev/null)" != "$STAMP" ]; then
   echo "generating data in $DATA ($STAMP)..."
   rm -rf "$WORK/data"; mkdir -p "$DATA"
@@ -78,6 +86,10 @@ for i in range(nlist):
     if i % 1000 == 0: os.makedirs(d, exist_ok=True)
     with open(f"{d}/o{i:06d}", "wb") as f: f.write(b"x")
 EOF
+  mkdir -p "$DATA/seed"
+  for i in $(seq 0 $((SEED_N - 1))); do
+    head -c $((SEED_MB << 20)) /dev/urandom > "$DATA/seed/f$(printf %04d "$i").bin"
+  done
   echo "$STAMP" > "$WORK/data.stamp"
 fi
 
@@ -103,9 +115,10 @@ wait_mounted() {
   done
   echo "mount did not appear"; return 1
 }
-mount_tool() {
-  local tool=$1
-  rm -rf "$WORK/cache-$tool"; mkdir -p "$WORK/cache-$tool" "$MNT"
+mount_tool() {  # TOOL [TTL [keep: reuse the cache of the previous mount]]
+  local tool=$1 TTL=${2:-$TTL}
+  [ "${3:-}" = keep ] || rm -rf "$WORK/cache-$tool"
+  mkdir -p "$WORK/cache-$tool" "$MNT"
   case $tool in
     strata)
       AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$STRATA" mount \
@@ -155,6 +168,7 @@ EOF
 
 declare -A R
 for tool in $TOOLS; do
+  [[ " $WORKLOADS " == *" main "* ]] || break
   echo "== $tool"
   mount_tool "$tool" || { echo "skipping $tool"; continue; }
   drop_caches
@@ -175,7 +189,71 @@ for tool in $TOOLS; do
     "${R[$tool,ls1_s]}" "${R[$tool,ls2_s]}" "${R[$tool,find_s]}"
 done
 
+# ---- (e) the seed exercise ----
+seed_pass() {  # prints seconds for `cat` of every seed file, one at a time, in listing order
+  local t; t=$(now)
+  for f in "$MNT"/seed/*; do cat "$f" > /dev/null; done
+  elapsed "$t"
+}
+declare -A S
+if [[ " $WORKLOADS " == *" seed "* ]]; then
+  echo "== seed exercise: $SEED_N x $SEED_MB MiB, cat one file at a time (metadata TTL ${SEED_TTL}s)"
+  rm -rf "$WORK/aws-seed"
+  t=$(now)
+  AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_DEFAULT_REGION=us-east-1 \
+    /usr/bin/aws --endpoint-url "$EP" s3 cp --quiet --recursive s3://bench/seed "$WORK/aws-seed"
+  S[aws,cold_s]=$(elapsed "$t")
+  rm -rf "$WORK/aws-seed"
+  echo "  aws s3 cp --recursive: ${S[aws,cold_s]}s"
+  for tool in $TOOLS; do
+    mount_tool "$tool" "$SEED_TTL" || { echo "skipping $tool"; continue; }
+    drop_caches
+    ls "$MNT/seed" > /dev/null
+    S[$tool,cold_s]=$(seed_pass)
+    sleep $((SEED_TTL + 1))  # every TTL expired: the warm pass revalidates
+    S[$tool,warm_s]=$(seed_pass)
+    unmount_tool
+    drop_caches
+    mount_tool "$tool" "$SEED_TTL" keep || { echo "skipping $tool"; continue; }
+    ls "$MNT/seed" > /dev/null
+    S[$tool,remount_s]=$(seed_pass)
+    unmount_tool
+    printf '  %s: cold %ss  warm, same mount %ss  warm after remount %ss\n' "$tool" \
+      "${S[$tool,cold_s]}" "${S[$tool,warm_s]}" "${S[$tool,remount_s]}"
+  done
+  SARGS=""
+  for k in "${!S[@]}"; do SARGS+="$k=${S[$k]} "; done
+  $PY - "$OUT/mount_seed.json" "$SEED_N" "$SEED_MB" "$SEED_TTL" "$TTFB_MS" "$RATE" $SARGS <<'EOF'
+import json, sys
+out, n, mb, ttl, ttfb, rate = sys.argv[1:7]
+raw = {}
+for a in sys.argv[7:]:
+    k, v = a.split("=")
+    tool, metric = k.split(",")
+    raw.setdefault(tool, {})[metric] = float(v)
+aws = raw.get("aws", {}).get("cold_s")
+print(f"\n{'seed exercise':14s}{'cold s':>9s}{'warm s':>9s}{'remount s':>11s}{'cold/aws':>10s}{'cold/warm':>11s}")
+ratios = {}
+for tool, m in raw.items():
+    if tool == "aws" or not {"cold_s", "warm_s", "remount_s"} <= m.keys():
+        continue
+    r = {"cold_vs_aws": m["cold_s"] / aws if aws else None, "cold_over_warm": m["cold_s"] / m["warm_s"],
+         "cold_over_remount": m["cold_s"] / m["remount_s"]}
+    ratios[tool] = r
+    print(f"{tool:14s}{m['cold_s']:9.2f}{m['warm_s']:9.2f}{m['remount_s']:11.2f}"
+          f"{r['cold_vs_aws'] or 0:9.2f}x{r['cold_over_warm']:10.1f}x")
+if aws:
+    print(f"{'aws s3 cp':14s}{aws:9.2f}")
+doc = {"config": {"files": int(n), "file_mb": int(mb), "metadata_ttl_s": int(ttl), "ttfb_ms": int(ttfb),
+                  "rate_per_connection": rate},
+       "seconds": raw, "ratios": ratios}
+json.dump(doc, open(out, "w"), indent=2)
+print(f"wrote {out}")
+EOF
+fi
+
 # ---- report ----
+[[ " $WORKLOADS " == *" main "* ]] || exit 0
 ARGS=""
 for k in "${!R[@]}"; do ARGS+="$k=${R[$k]} "; done
 $PY - "$OUT/mount.json" "$SIZE_MB" "$NFILES" "$FILE_KB" "$NLIST" "$THREADS" "$TTFB_MS" "$RATE" "$TOOLS" $ARGS <<'EOF'

@@ -268,6 +268,32 @@ TEST(CachedStore, ReadaheadRespectsTheGlobalCap) {
   EXPECT_LE(f.counting->max_held(), 2 * 4);
 }
 
+TEST(CachedStore, PrefetchFetchesAKnownVersionWithinTheGlobalBudget) {
+  CachedStoreOptions sopt;
+  sopt.readahead_global_bytes = 2 * kBlock;
+  Fixture f({}, sopt);
+  Buffer data = f.Add("obj", 4 * kBlock - 10);
+  auto info = f.mem->Head("obj");
+  ASSERT_TRUE(info.ok());
+  f.counting->CloseGate();
+  EXPECT_EQ(f.store->Prefetch("obj", *info, 1ull << 30), 2u) << "two blocks fit the budget";
+  ASSERT_TRUE(f.counting->WaitHeld(2 * 4));
+  EXPECT_GT(f.cache->Stats()[CacheCounter::kReadaheadThrottled], 0u);
+  f.counting->OpenGate();
+  f.store->WaitForReadahead();
+  EXPECT_EQ(f.store->Prefetch("obj", *info, 1ull << 30), 2u) << "the rest, once the first two are in";
+  f.store->WaitForReadahead();
+  EXPECT_EQ(f.store->Prefetch("obj", *info, 1ull << 30), 0u) << "all cached";
+  EXPECT_EQ(f.counting->heads.load(), 0) << "the known version needs no metadata request";
+  const int gets = f.counting->gets.load();
+  auto stream = f.store->OpenStream("obj", *info);
+  ASSERT_TRUE(stream.ok());
+  EXPECT_EQ(*(*stream)->Read(0, data.size()), data);
+  EXPECT_EQ(f.counting->gets.load(), gets);
+  EXPECT_EQ(f.store->fetch_stats().gets, static_cast<uint64_t>(gets));
+  EXPECT_GE(f.store->fetch_stats().peak_in_flight, 8u);
+}
+
 TEST(CachedStore, WritesInvalidateBlocksAndMetadata) {
   Fixture f;
   Buffer v1 = f.Add("obj", 3 * kBlock, 1);

@@ -165,7 +165,13 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const ObjectInfo&
     GetOptions o;
     o.range = ByteRange::Of(off, len);
     o.if_match = info.etag;
+    ++fetch_gets_;
+    const uint64_t now_in_flight = ++fetch_in_flight_;
+    for (uint64_t peak = fetch_peak_.load(); now_in_flight > peak;) {
+      if (fetch_peak_.compare_exchange_weak(peak, now_in_flight)) break;
+    }
     auto r = base_->Get(key, o);
+    --fetch_in_flight_;
     if (r.ok() && !info.etag.empty() && !r->info.etag.empty() && r->info.etag != info.etag) {
       return PreconditionFailedError(key + " changed while being read (ETag " + r->info.etag + ")");
     }
@@ -238,17 +244,24 @@ Result<Buffer> CachedStore::ReadRange(const std::string& key, const ObjectInfo& 
 void CachedStore::Readahead(const std::string& key, const ObjectInfo& info, ReadaheadState& state, uint64_t begin,
                             uint64_t end) {
   ReadaheadPlan plan = PlanReadahead(state, begin, end, info.size, block_size_, options_.readahead_max_window);
-  if (!pool_) return;
-  for (uint64_t index = plan.first_block; index < plan.end_block; ++index) {
+  if (plan.first_block >= plan.end_block) return;
+  uint64_t stopped = IssueBlocks(key, info, plan.first_block, plan.end_block);
+  if (stopped < plan.end_block) state.issued_until = stopped;  // retry these on the next sequential read
+}
+
+uint64_t CachedStore::IssueBlocks(const std::string& key, const ObjectInfo& info, uint64_t first, uint64_t end,
+                                  size_t* issued) {
+  if (!pool_) return end;
+  for (uint64_t index = first; index < end; ++index) {
     BlockId id = MakeBlockId(key, info, index);
     if (cache_->Contains(id) || cache_->InFlight(id)) continue;
     uint64_t length = BlockLength(info, index);
     if (!budget_.TryAcquire(length)) {
-      cache_->metrics().Inc(CacheCounter::kReadaheadThrottled, plan.end_block - index);
-      state.issued_until = index;  // retry these on the next sequential read
-      return;
+      cache_->metrics().Inc(CacheCounter::kReadaheadThrottled, end - index);
+      return index;
     }
     cache_->metrics().Inc(CacheCounter::kReadaheadIssued);
+    if (issued) ++*issued;
     {
       std::lock_guard lock(ra_mu_);
       ++ra_pending_;
@@ -262,6 +275,17 @@ void CachedStore::Readahead(const std::string& key, const ObjectInfo& info, Read
       if (--ra_pending_ == 0) ra_cv_.notify_all();
     });
   }
+  return end;
+}
+
+size_t CachedStore::Prefetch(std::string_view key, const ObjectInfo& known, uint64_t max_bytes) {
+  if (!ValidateKey(key).ok() || known.size == 0 || max_bytes == 0) return 0;
+  ObjectInfo info = known;
+  info.key = std::string(key);
+  const uint64_t bytes = std::min(info.size, max_bytes);
+  size_t issued = 0;
+  IssueBlocks(info.key, info, 0, (bytes + block_size_ - 1) / block_size_, &issued);
+  return issued;
 }
 
 ReadaheadState& CachedStore::TrackedStreamLocked(const std::string& key) {
@@ -327,11 +351,20 @@ bool ReadStream::Cached(uint64_t offset, uint64_t length) const {
 Result<Buffer> ReadStream::Read(uint64_t offset, uint64_t length) {
   if (offset >= info_.size || length == 0) return Buffer();
   uint64_t end = offset + std::min(length, info_.size - offset);
+  const uint64_t open_window = store_->options_.open_window;
+  const bool opening = open_window > 0 && offset == 0 && state_.next_offset == ReadaheadState::kUnset;
+  if (opening) {
+    // Read from its start: the rest of the first window is fetched
+    // alongside this read, each block on its own connections.
+    state_.next_offset = 0;
+    state_.window = open_window / 2;  // the planner doubles it
+    store_->Readahead(key_, info_, state_, 0, end);
+  }
   auto data = store_->ReadRange(key_, info_, offset, end);
   if (!data.ok() && data.status().code() == Code::kPreconditionFailed) {
     return PreconditionFailedError(key_ + " changed since it was opened; reopen to read the new version");
   }
-  if (data.ok()) store_->Readahead(key_, info_, state_, offset, end);
+  if (data.ok() && !opening) store_->Readahead(key_, info_, state_, offset, end);
   return data;
 }
 

@@ -44,10 +44,15 @@ struct CachedStoreOptions {
   uint64_t fetch_part_size = 1ull << 20;
   size_t max_parallel_blocks = 8;                  // missing blocks of one read fetched at once
   uint64_t readahead_max_window = 64ull << 20;     // per stream
-  uint64_t readahead_global_bytes = 256ull << 20;  // all streams together
+  uint64_t readahead_global_bytes = 256ull << 20;  // all streams (and Prefetch) together
   size_t readahead_threads = 8;                    // concurrent read-ahead fills
   size_t max_tracked_streams = 4096;               // plain-Get stream heuristics kept (LRU)
   size_t max_metadata_entries = 1 << 20;
+  // A stream's first read at offset 0 starts read-ahead at once with this
+  // window (0: off, the window starts on the second sequential read): a
+  // file opened and read from its start is fetched in parallel blocks, not
+  // one block per round trip.
+  uint64_t open_window = 0;
   Clock* clock = nullptr;  // default RealClock(); TTLs use Now()
 };
 
@@ -87,8 +92,20 @@ class CachedStore : public StoreWrapper {
   Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key, const ObjectInfo& known);
   // Fills the cache with every block of `key` (no read-ahead); returns its size.
   Result<uint64_t> Warm(std::string_view key);
+  // Fetches [0, min(size, max_bytes)) of one known version into the cache in
+  // the background (read-ahead's pool and global budget: what does not fit
+  // now is skipped, never queued). Returns the blocks issued (0: all cached,
+  // in flight, or no budget).
+  size_t Prefetch(std::string_view key, const ObjectInfo& known, uint64_t max_bytes);
   // Blocks until no read-ahead is queued or running (tests, benchmarks).
   void WaitForReadahead();
+  // Ranged GETs the cache sent to the backend to fill blocks, and the most
+  // that were in flight at once (how many connections the reads kept busy).
+  struct FetchStats {
+    uint64_t gets = 0;
+    uint64_t peak_in_flight = 0;
+  };
+  FetchStats fetch_stats() const { return {fetch_gets_.load(), fetch_peak_.load()}; }
   // Drops cached metadata (not blocks).
   void InvalidateMetadata();
 
@@ -139,6 +156,10 @@ class CachedStore : public StoreWrapper {
   BlockId MakeBlockId(const std::string& key, const ObjectInfo& info, uint64_t index) const;
   uint64_t BlockLength(const ObjectInfo& info, uint64_t index) const;
   void Readahead(const std::string& key, const ObjectInfo& info, ReadaheadState& state, uint64_t begin, uint64_t end);
+  // Queues fills of blocks [first, end) on the pool within the budget; the
+  // index of the first block not issued (end when all were).
+  uint64_t IssueBlocks(const std::string& key, const ObjectInfo& info, uint64_t first, uint64_t end,
+                       size_t* issued = nullptr);
   ReadaheadState& TrackedStreamLocked(const std::string& key);
 
   std::shared_ptr<BlockCache> cache_;
@@ -161,6 +182,7 @@ class CachedStore : public StoreWrapper {
   std::mutex ra_mu_;
   std::condition_variable ra_cv_;
   size_t ra_pending_ = 0;
+  std::atomic<uint64_t> fetch_gets_{0}, fetch_in_flight_{0}, fetch_peak_{0};
   std::unique_ptr<ThreadPool> pool_;  // last: destroyed (drained) first
 };
 

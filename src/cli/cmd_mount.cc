@@ -37,6 +37,10 @@ struct MountArgs {
   bool strict_revalidate = false;
   std::string emulate, write_dir, log_file, log_level;
   std::string part_size = "16MiB", readahead_max = "64MiB";
+  // Cold path: files fetched ahead when a directory is read in order, and
+  // the bytes all read-ahead may have in flight at once.
+  int prefetch_files = 8;
+  std::string prefetch_file_max = "16MiB", prefetch_budget = "256MiB";
   bool read_only = false, foreground = false, allow_other = false;
   int upload_concurrency = 4, max_threads = 64, dir_prefetch = 8;
   // Shown for objects that carry no attributes of their own (default: the mounting user, 0644, 0755).
@@ -122,6 +126,8 @@ void RunMount(const MountArgs& a) {
   fo.part_size = Check(ParseSize(a.part_size), cmd, "--part-size");
   fo.upload_concurrency = static_cast<size_t>(std::max(1, a.upload_concurrency));
   fo.dir_prefetch = static_cast<size_t>(std::max(0, a.dir_prefetch));
+  fo.prefetch_files = static_cast<size_t>(std::max(0, a.prefetch_files));
+  fo.prefetch_file_bytes = Check(ParseSize(a.prefetch_file_max), cmd, "--prefetch-file-max");
   fo.uid = a.uid.value_or(getuid());
   fo.gid = a.gid.value_or(getgid());
   fo.file_mode = ParseModeArg(a.file_mode, "--file-mode");
@@ -152,6 +158,9 @@ void RunMount(const MountArgs& a) {
   CachedStoreOptions so;
   so.metadata_ttl = fo.attr_ttl;  // one staleness bound for attributes, whichever layer answers
   so.readahead_max_window = Check(ParseSize(a.readahead_max), cmd, "--readahead-max");
+  so.readahead_global_bytes = Check(ParseSize(a.prefetch_budget), cmd, "--prefetch-budget");
+  // A file read from its start is fetched in parallel blocks up to here at once.
+  so.open_window = std::min<uint64_t>(so.readahead_max_window, 16ull << 20);
   auto store = std::make_shared<CachedStore>(backend, cache, so);
   fs::ObjectFs filesystem(store, fo);
 
@@ -175,6 +184,12 @@ void RunMount(const MountArgs& a) {
   };
   Status served = fuse::ServeMount(filesystem, mo);
   Status saved = filesystem.Shutdown();
+  {
+    const fs::FsCounters c = filesystem.counters();
+    const CachedStore::FetchStats f = store->fetch_stats();
+    STRATA_LOG_INFO("mount: backend GETs {} (at most {} in flight at once), files prefetched {}, lists {}, heads {}",
+                    f.gets, f.peak_in_flight, c.prefetched_files, c.lists, c.heads + c.meta_heads);
+  }
   if (!saved.ok())
     STRATA_LOG_ERROR("mount: files open for writing at unmount could not be uploaded: {}", saved.ToString());
   Check(served, cmd, mountpoint);
@@ -227,6 +242,12 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_option("--upload-concurrency", a->upload_concurrency, "Parts uploaded at once per file (default 4)");
   sub->add_option("--readahead-max", a->readahead_max, "Per-file read-ahead window cap (default 64MiB)");
   sub->add_option("--dir-prefetch", a->dir_prefetch, "Subdirectory listings fetched ahead (default 8; 0 off)");
+  sub->add_option("--prefetch-files", a->prefetch_files,
+                  "Files fetched ahead when a directory's files are opened in listing order (default 8; 0 off)");
+  sub->add_option("--prefetch-file-max", a->prefetch_file_max,
+                  "Bytes of each file fetched ahead (default 16MiB; the rest comes by read-ahead)");
+  sub->add_option("--prefetch-budget", a->prefetch_budget,
+                  "Bytes all read-ahead and file prefetch may have in flight at once (default 256MiB)");
   sub->add_option("--max-threads", a->max_threads, "FUSE worker threads (default 64)");
   sub->add_option("--uid", a->uid, "Owner shown for objects without stored attributes (default: yours)");
   sub->add_option("--gid", a->gid, "Group shown for objects without stored attributes (default: yours)");

@@ -251,7 +251,15 @@ class CountingStore : public StoreWrapper {
   }
   Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
     gets++;
+    {
+      std::lock_guard lock(mu_);
+      ++gets_[std::string(key)];
+    }
     return StoreWrapper::Get(key, options);
+  }
+  uint64_t GetsOf(const std::string& key) {
+    std::lock_guard lock(mu_);
+    return gets_[key];
   }
   Result<ListResult> List(const ListOptions& options) override {
     {
@@ -268,12 +276,14 @@ class CountingStore : public StoreWrapper {
     heads = gets = 0;
     std::lock_guard lock(mu_);
     lists_.clear();
+    gets_.clear();
   }
   std::atomic<uint64_t> heads{0}, gets{0};
 
  private:
   std::mutex mu_;
   std::map<std::string, uint64_t> lists_;
+  std::map<std::string, uint64_t> gets_;
 };
 
 // mem -> CountingStore -> FaultStore -> CachedStore (64 KiB blocks) -> ObjectFs, on a FakeClock;

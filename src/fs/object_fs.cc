@@ -267,8 +267,11 @@ Status ObjectFs::ListNow(Ino dir_ino) {
         STRATA_LOG_DEBUG("mount: /{}{} is both an object and a prefix; showing the directory", prefix, name);
         continue;
       }
-      Inode& child = UpsertLocked(*dir, name, false);
-      if (child.writer) continue;  // being written here: the local bytes win
+      Inode* found = &UpsertLocked(*dir, name, false);
+      if (found->writer) continue;  // being written here: the local bytes win
+      if (found->open_handles > 0 && !found->etag.empty() && found->etag != info.etag)
+        found = &NewVersionLocked(*dir, *found);
+      Inode& child = *found;
       child.size = info.size;
       child.mtime = info.mtime;
       child.etag = info.etag;
@@ -392,7 +395,10 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
     }
     return NotFoundError("/" + path + ": no such file or directory");
   }
-  Inode& child = UpsertLocked(*p, name, is_dir);
+  Inode* found = &UpsertLocked(*p, name, is_dir);
+  if (!is_dir && !found->writer && found->open_handles > 0 && !found->etag.empty() && found->etag != file->etag)
+    found = &NewVersionLocked(*p, *found);
+  Inode& child = *found;
   child.attr_time = clock_.Now();
   if (!is_dir && !child.writer) {
     child.size = file->size;
@@ -516,7 +522,9 @@ Status ObjectFs::Revalidate(Ino ino) {
     if (!st.ok()) return st;
     std::lock_guard lock(mu_);
     const Inode* inode = FindLocked(ino);
-    if (inode == nullptr || !inode->attached) return NotFoundError("/" + path + ": no such file");
+    // A newer version took the path: this inode still answers for the version its handles read.
+    if (inode == nullptr || (!inode->attached && !inode->superseded))
+      return NotFoundError("/" + path + ": no such file");
     return Status::Ok();
   };
   if (!call) return outcome(revalidate());  // strict: wait as long as the backend takes

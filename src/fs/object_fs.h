@@ -6,7 +6,10 @@
 // marker, as mkdir writes). Names appear as soon as they are listed; bytes are
 // fetched on first read (lazy loading). Inode numbers are stable for the
 // mount's lifetime: a path keeps its number while the object exists (a
-// renamed file keeps its number under the new name).
+// renamed file keeps its number under the new name), except that a file
+// replaced by another writer while open here moves to a new number (the
+// kernel keeps page caches per inode: the open handles keep the old
+// version's pages, later opens read the new version).
 //
 // Consistency (close-to-open). Within one mount, a file's bytes are visible
 // to open() calls that start after the writer's close() (or fsync())
@@ -85,6 +88,13 @@ struct FsOptions {
   uint64_t part_size = 16ull << 20;            // ...of this size (raised if over 10000 parts)
   size_t upload_concurrency = 4;               // parts in flight per file
   size_t dir_prefetch = 8;                     // subdirectory listings fetched ahead after a readdir (0: off)
+  // Files opened one after another in listing order (as `cat dir/*` does):
+  // the next prefetch_files files of the directory are fetched into the
+  // cache ahead of their opens, each up to prefetch_file_bytes, within
+  // CachedStore's global read-ahead budget. Opens in any other order
+  // prefetch nothing. 0: off.
+  size_t prefetch_files = 8;
+  uint64_t prefetch_file_bytes = 16ull << 20;
   uint32_t uid = 0, gid = 0;
   uint32_t file_mode = 0644, dir_mode = 0755;
   // Bounded waits when the backend misbehaves. Cached data never waits on
@@ -157,6 +167,8 @@ struct FsCounters {
   uint64_t stale_served = 0;       // revalidations failed or too slow: the cached version served
   uint64_t read_timeouts = 0;      // uncached reads that gave up after read_timeout
   uint64_t fast_failed_reads = 0;  // reads failed at once: their blocks had just failed
+  uint64_t prefetched_files = 0;   // files fetched ahead of their opens (opens in listing order)
+  uint64_t new_versions = 0;       // files replaced while open: the new version got a new inode
 };
 
 class ObjectFs {
@@ -243,6 +255,15 @@ class ObjectFs {
   Status ListPages(const ListOptions& o, const std::string& what, const std::function<bool(ListResult& page)>& on_page);
   Result<Entry> ProbeChild(Ino parent, const std::string& name);
   void PrefetchSubdirs(const std::vector<Ino>& dirs);
+  // Files (object_fs_prefetch.cc). Records an open for reading of `inode`;
+  // when its directory is being read in listing order, returns the files to
+  // fetch ahead.
+  std::vector<std::pair<std::string, ObjectInfo>> NoteOpenLocked(const Inode& inode);
+  void PrefetchFiles(const std::vector<std::pair<std::string, ObjectInfo>>& files);
+  // A listing found `child`, open here, replaced by another version: the
+  // path moves to a new inode so the kernel keeps the old version's pages
+  // for its open handles (they read the version they opened).
+  Inode& NewVersionLocked(Inode& parent, Inode& child);
   // Expired attributes of a file refreshed by listing its directory (every
   // sibling refreshed too; one listing shared by concurrent callers), bounded
   // by revalidate_timeout (see FsOptions): OK when confirmed or when the

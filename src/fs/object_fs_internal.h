@@ -38,6 +38,9 @@ struct ObjectFs::Inode {
   bool attached = true;  // reachable by path (false once unlinked or replaced)
   uint64_t nlookup = 0;
   int open_handles = 0;
+  // Detached because its path moved to a newer version: still a valid file
+  // for its handles and kernel references.
+  bool superseded = false;
 
   uint64_t size = 0;
   WallTime mtime{};
@@ -64,6 +67,11 @@ struct ObjectFs::Inode {
   TimePoint listed_at{};
   uint64_t generation = 0;  // bumped by local changes, so a listing racing one is retried
   bool local_dir = false;   // made by mkdir on a backend that cannot store markers: this mount only
+  // Opens of its files (object_fs_prefetch.cc): the last name opened, how
+  // many opens in a row followed listing order, the last name fetched ahead.
+  std::string last_open;
+  uint32_t opens_in_order = 0;
+  std::string prefetched_until;
 
   // Files.
   std::string kept_etag;  // the version whose pages the kernel may keep

@@ -336,7 +336,8 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     handle->stream = std::move(stream).value();
     handle->etag = handle->stream->info().etag;
   }
-  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, ObjectInfo>> ahead;  // files fetched ahead of their opens
+  std::unique_lock lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("/" + path + " is gone");
   if (write && !inode->writer) inode->writer = writer;  // (another opener may have raced: share theirs)
@@ -352,10 +353,13 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     inode->etag = info.etag;
     result.keep_cache = !info.etag.empty() && inode->kept_etag == info.etag;
     inode->kept_etag = info.etag;
+    ahead = NoteOpenLocked(*inode);
   }
   ++inode->open_handles;
   result.fh = next_fh_++;
   handles_[result.fh] = std::move(handle);
+  lock.unlock();
+  if (!ahead.empty()) PrefetchFiles(ahead);
   return result;
 }
 

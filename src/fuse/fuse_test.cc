@@ -6,10 +6,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -617,6 +620,78 @@ TEST_P(FuseTest, BackendErrorIsEioAndTheMountStaysUp) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.stderr_text.find("Input/output error"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(RunOk({"cat", mnt_ + "/stays.txt"}).stdout_text, "still here") << "the mount is still up";
+}
+
+// `cat` of a directory's files one at a time, cold: each file comes on
+// several ranged GETs at once, and the files after it are fetched ahead
+// (the mount's counters, logged at unmount).
+TEST_P(FuseTest, ColdDirectoryScanKeepsSeveralConnectionsPerFile) {
+  constexpr int kFiles = 8;
+  std::string sums;
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string key = "scan/f" + std::to_string(i);
+    Put(key, RandomBytes(4 << 20, 100 + i));
+    sums += Sha(expected_[key]) + "  " + mnt_ + "/" + key + "\n";
+  }
+  Mount({"--log-level", "info", "--emulate", "ttfb=30ms,bw=25MB/s"});
+  auto r = RunOk({"sh", "-c", "for f in " + mnt_ + "/scan/*; do sha256sum \"$f\"; done"});
+  EXPECT_EQ(r.stdout_text, sums);
+  Stop(SIGTERM);
+  std::ifstream log_file(dir_ + "/mount.log");
+  const std::string log((std::istreambuf_iterator<char>(log_file)), {});
+  const size_t at = log.find("backend GETs ");
+  ASSERT_NE(at, std::string::npos) << log;
+  unsigned long gets = 0, peak = 0, prefetched = 0;
+  ASSERT_EQ(std::sscanf(log.c_str() + at, "backend GETs %lu (at most %lu in flight at once), files prefetched %lu",
+                        &gets, &peak, &prefetched),
+            3)
+      << log;
+  EXPECT_GE(gets, 2u * kFiles) << "more than one connection per file";
+  EXPECT_GE(peak, 8u) << "files fetched ahead while one is read";
+  EXPECT_GE(prefetched, kFiles - 2u) << "every file after the second was fetched ahead";
+}
+
+// An open file keeps reading the version it opened, through the kernel's
+// page cache too: a later open of the replaced object sees the new version
+// on another inode and does not refill the pages the first reader uses.
+TEST_P(FuseTest, AnOpenFileKeepsReadingTheVersionItOpened) {
+  const std::string v1 = RandomBytes(4 << 20, 1), v2 = RandomBytes(4 << 20, 2);  // the same size
+  Put("ver.bin", v1);
+  Mount({"--metadata-ttl", "1s"});
+  auto read_all = [](int fd) {
+    std::string out(8 << 20, '\0');
+    size_t got = 0;
+    for (ssize_t n; (n = pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(got))) > 0;) got += n;
+    out.resize(got);
+    return out;
+  };
+  const std::string path = mnt_ + "/ver.bin";
+  int a = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(a, 0);
+  EXPECT_TRUE(read_all(a) == v1);
+  Put("ver.bin", v2);  // replaced behind the mount
+  // Past the TTLs a new open sees v2 (polling: the mount is another process).
+  int b = -1;
+  for (auto deadline = SteadyClock::now() + std::chrono::seconds(30); SteadyClock::now() < deadline;) {
+    b = open(path.c_str(), O_RDONLY);
+    ASSERT_GE(b, 0) << std::strerror(errno) << "\nmount log:\n" << mount_->Log();
+    if (read_all(b) == v2) break;
+    close(b);
+    b = -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(b, 0) << "the new version never appeared";
+  EXPECT_TRUE(read_all(a) == v1) << "the first handle must still read the version it opened";
+  EXPECT_TRUE(read_all(b) == v2);
+  struct stat sa = {};
+  struct stat sb = {};
+  ASSERT_EQ(fstat(a, &sa), 0);
+  ASSERT_EQ(fstat(b, &sb), 0);
+  EXPECT_NE(sa.st_ino, sb.st_ino) << "each version its own inode (and page cache)";
+  close(a);
+  close(b);
+  EXPECT_TRUE(read_all(b = open(path.c_str(), O_RDONLY)) == v2);
+  close(b);
 }
 
 TEST_P(FuseTest, UnmountPaths) {
