@@ -258,9 +258,10 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->footer([] {
     return std::string(
         "Consistency: close-to-open within the mount; other writers' changes appear after the TTLs.\n"
-        "Not supported: writing into existing objects without O_TRUNC (EOPNOTSUPP), chmod of existing\n"
-        "objects and chown (EPERM), "
-        "hard links and symlinks (EPERM), renaming non-empty directories (EXDEV: mv copies instead).\n"
+        "Modes, owners, times and symlinks are kept in object metadata as s3fs keeps them.\n"
+        "Not supported: writing into existing objects without O_TRUNC and partial truncate (EOPNOTSUPP),\n"
+        "hard links, device nodes and FIFOs (EPERM), xattrs (EOPNOTSUPP), renaming non-empty\n"
+        "directories (EXDEV: mv copies instead).\n"
         "Example: strata mount s3://bucket/data?endpoint=http://127.0.0.1:9000 /mnt/data --cache-dir /nvme/cache");
   });
   sub->callback([a] { RunMount(*a); });
