@@ -94,10 +94,11 @@ Buffer Content(uint64_t size, uint64_t seed) {
 // Each pass starts with one List of the prefix, as a loader does per epoch: it
 // refreshes the metadata cache (size, ETag) for every object in one request,
 // instead of one Head per object once the metadata TTL has passed.
-double ReadAll(ObjectStore& store, const Args& a, int readers, const std::vector<uint64_t>& hashes, bool verify) {
+double ReadAll(object::ObjectStore& store, const Args& a, int readers, const std::vector<uint64_t>& hashes,
+               bool verify) {
   std::atomic<int> next{0};
   auto start = RealClock().Now();
-  ListOptions lo;
+  object::ListOptions lo;
   lo.prefix = "data/";
   if (!store.List(lo).ok()) std::exit(1);
   ParallelFor(readers, readers, [&](size_t) {
@@ -157,19 +158,19 @@ double DirectReadAll(const std::vector<std::string>& files, size_t chunk, int th
   return Seconds(RealClock().Now() - start);
 }
 
-std::shared_ptr<CachedStore> Open(ObjectStorePtr backend, const Args& a, uint64_t ram, bool direct) {
-  CacheOptions o;
+std::shared_ptr<cache::CachedStore> Open(object::ObjectStorePtr backend, const Args& a, uint64_t ram, bool direct) {
+  cache::CacheOptions o;
   o.dir = a.dir;
   o.ram_bytes = ram;
-  o.disk_bytes = a.objects * (a.size + kBlockHeaderSize) * 2;
+  o.disk_bytes = a.objects * (a.size + cache::kBlockHeaderSize) * 2;
   o.direct_io = direct;
-  auto cache = BlockCache::Open(o);
+  auto cache = cache::BlockCache::Open(o);
   if (!cache.ok()) {
     std::fprintf(stderr, "%s\n", cache.status().ToString().c_str());
     std::exit(1);
   }
-  CachedStoreOptions so;
-  return std::make_shared<CachedStore>(backend, *cache, so);
+  cache::CachedStoreOptions so;
+  return std::make_shared<cache::CachedStore>(backend, *cache, so);
 }
 
 }  // namespace
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   const double total = static_cast<double>(a.objects) * a.size;
   const double mb = total / 1e6;
   fs::remove_all(a.dir);
-  auto mem = MakeMemStore("cache-bench");
+  auto mem = object::MakeMemStore("cache-bench");
   std::vector<Buffer> data;
   std::vector<uint64_t> hashes;
   for (int i = 0; i < a.objects; ++i) {
@@ -187,16 +188,16 @@ int main(int argc, char** argv) {
     hashes.push_back(XxHash3(data.back().data(), a.size));
     if (!mem->Put(Key(i), data.back()).ok()) return 1;
   }
-  CloudProfile profile;  // 30 ms, 25 MB/s per connection
-  ObjectStorePtr cloud = EmulateCloud(mem, profile);
+  object::CloudProfile profile;  // 30 ms, 25 MB/s per connection
+  object::ObjectStorePtr cloud = object::EmulateCloud(mem, profile);
   std::printf("cache_bench: %d objects x %.0f MiB = %.0f MiB behind EmulateCloud(%s), cache dir %s\n", a.objects,
-              a.size / 1048576.0, total / 1048576.0, FormatCloudProfile(profile).c_str(), a.dir.c_str());
+              a.size / 1048576.0, total / 1048576.0, object::FormatCloudProfile(profile).c_str(), a.dir.c_str());
 
   nlohmann::json j;
   j["objects"] = a.objects;
   j["object_bytes"] = a.size;
-  j["block_bytes"] = kDefaultBlockSize;
-  j["profile"] = FormatCloudProfile(profile);
+  j["block_bytes"] = cache::kDefaultBlockSize;
+  j["profile"] = object::FormatCloudProfile(profile);
   auto row = [&](const char* name, double secs, int readers) {
     std::printf("  %-34s %2d reader%s %8.3f s %9.1f MB/s\n", name, readers, readers == 1 ? " " : "s", secs, mb / secs);
     j["runs"].push_back({{"name", name}, {"readers", readers}, {"seconds", secs}, {"mb_per_s", mb / secs}});
@@ -215,10 +216,10 @@ int main(int argc, char** argv) {
     row("warm, RAM tier", warm_ram1, 1);
     warm_ram4 = ReadAll(*store, a, 4, hashes, false);
     row("warm, RAM tier", warm_ram4, 4);
-    CacheStats s = store->cache().Stats();
-    j["cold_stats"] = {{"misses", s[CacheCounter::kMisses]},
-                       {"ram_hits", s[CacheCounter::kRamHits]},
-                       {"bytes_from_backend", s[CacheCounter::kBytesFromBackend]}};
+    cache::CacheStats s = store->cache().Stats();
+    j["cold_stats"] = {{"misses", s[cache::CacheCounter::kMisses]},
+                       {"ram_hits", s[cache::CacheCounter::kRamHits]},
+                       {"bytes_from_backend", s[cache::CacheCounter::kBytesFromBackend]}};
   }
   double disk1, disk4, direct1, direct4;
   {
@@ -228,7 +229,8 @@ int main(int argc, char** argv) {
     row("warm, disk tier only (page cache)", disk1, 1);
     disk4 = ReadAll(*store, a, 4, hashes, false);
     row("warm, disk tier only (page cache)", disk4, 4);
-    if (store->cache().Stats()[CacheCounter::kMisses] != 0) std::fprintf(stderr, "unexpected misses from disk\n");
+    if (store->cache().Stats()[cache::CacheCounter::kMisses] != 0)
+      std::fprintf(stderr, "unexpected misses from disk\n");
   }
   {
     auto store = Open(cloud, a, 0, true);

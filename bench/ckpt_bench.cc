@@ -162,7 +162,7 @@ double PlainRead(const std::string& dir) {
 }
 
 nlohmann::json RunTorch(const Args& a, const std::vector<uint64_t>& sizes) {
-  std::string cmd = a.python + " " + a.torch_script + " " + JoinPath(a.dir, "torch.pt");
+  std::string cmd = a.python + " " + a.torch_script + " " + io::JoinPath(a.dir, "torch.pt");
   for (auto n : sizes) {
     cmd += ' ';
     cmd += std::to_string(n);
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     }
   }
   std::filesystem::remove_all(a.dir, ignore_ec);
-  if (!DefaultFileSystem().CreateDirs(a.dir).ok()) return 1;
+  if (!io::DefaultFileSystem().CreateDirs(a.dir).ok()) return 1;
   const uint64_t total = static_cast<uint64_t>(a.gib * (1ull << 30));
   const std::vector<uint64_t> sizes = TensorSizes(total);
   const double gb = double(total) / 1e9;
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   // strata's persist below), so neither side gets more tries.
   double plain_s = -1;
   for (int r = 0; r < a.reps; ++r) {
-    const double s = PlainWrite(JoinPath(a.dir, "plain.bin"), bufs);
+    const double s = PlainWrite(io::JoinPath(a.dir, "plain.bin"), bufs);
     if (s > 0 && (plain_s < 0 || s < plain_s)) plain_s = s;
   }
   result["plain_write_fsync_s"] = plain_s;
@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
     return stats;
   };
   WriterOptions o;
-  o.dir = JoinPath(a.dir, "strata");
+  o.dir = io::JoinPath(a.dir, "strata");
   o.io_threads = a.io_threads;
   o.keep_local = 1;
   o.staging_bytes = total + (64ull << 20);  // + room for shard headers and alignment
@@ -348,7 +348,7 @@ int main(int argc, char** argv) {
   // 5. For comparison: no staging_bytes, so the first save faults its memory in.
   if (a.cold) {
     WriterOptions c = o;
-    c.dir = JoinPath(a.dir, "strata-cold");
+    c.dir = io::JoinPath(a.dir, "strata-cold");
     c.staging_bytes = 0;
     auto cw = CheckpointWriter::Open(c);
     if (!cw.ok()) return 1;
@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
   result["plain_read_GBps"] = gb / read_s;
   std::printf("plain read of the shards into memory (cold cache, 4 threads, no hashing): %.3f s (%.2f GB/s)\n", read_s,
               gb / read_s);
-  auto loc = std::move(OpenLocalLocation(DefaultFileSystem(), o.dir)).value();
+  auto loc = std::move(OpenLocalLocation(io::DefaultFileSystem(), o.dir)).value();
   bool exact = true;
   for (bool sha : {false, true}) {
     Evict(o.dir);
@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
   std::printf("load average at the end: %.2f (2 cores shared: figures move with it)\n", load_avg[0]);
 
   std::filesystem::remove_all(a.dir, ignore_ec);
-  DefaultFileSystem().CreateDirs(ParentDir(a.out)).IgnoreError();
+  io::DefaultFileSystem().CreateDirs(io::ParentDir(a.out)).IgnoreError();
   std::ofstream(a.out) << result.dump(2) << "\n";
   std::printf("wrote %s\n", a.out.c_str());
   return exact ? 0 : 1;

@@ -142,14 +142,14 @@ Buffer MakeObject(uint64_t size) {
 }
 
 // Makes sure the object exists with the expected size; returns its content hash.
-uint64_t EnsureObject(const Args& args, ObjectStore& store, uint64_t size) {
+uint64_t EnsureObject(const Args& args, object::ObjectStore& store, uint64_t size) {
   auto head = store.Head(args.key);
   Buffer data = MakeObject(size);
   uint64_t hash = XxHash3(data.data(), data.size());
   if (head.ok() && head->size == size) return hash;  // same seed, same bytes
   std::cout << "uploading " << args.size_mib << " MiB to s3://" << args.bucket << "/" << args.key << " ...\n";
   auto start = RealClock().Now();
-  auto put = ParallelPut(store, args.key, data, args.part_size_mib << 20, 8);
+  auto put = object::ParallelPut(store, args.key, data, args.part_size_mib << 20, 8);
   if (!put.ok()) Die("upload", put.status());
   double s = Seconds(RealClock().Now() - start);
   std::printf("  uploaded in %.2f s (%.1f MB/s)\n", s, size / s / 1e6);
@@ -179,13 +179,13 @@ Status PwriteAll(int fd, const uint8_t* data, size_t n, uint64_t offset, const s
 
 // What `aws s3 cp` does: the object into a file. Ranges are written at their
 // offsets as they arrive, so the file write overlaps the download.
-double TimeStrata(const Args& args, ObjectStore& store, uint64_t size, uint64_t hash, const std::string& file,
+double TimeStrata(const Args& args, object::ObjectStore& store, uint64_t size, uint64_t hash, const std::string& file,
                   double* cpu_s) {
   double cpu_start = ProcessCpuSeconds();
   auto start = RealClock().Now();
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) Die("strata download", ErrnoToStatus(errno, "open " + file));
-  auto info = ParallelGetTo(
+  auto info = object::ParallelGetTo(
       store, args.key, args.part_size_mib << 20, args.concurrency,
       [&](uint64_t offset, const uint8_t* data, size_t n) { return PwriteAll(fd, data, n, offset, file); });
   if (!info.ok()) Die("strata download", info.status());
@@ -203,9 +203,9 @@ double TimeStrata(const Args& args, ObjectStore& store, uint64_t size, uint64_t 
 }
 
 // ParallelGet into one buffer in memory: the client alone, without the file.
-double TimeStrataMemory(const Args& args, ObjectStore& store, uint64_t size, uint64_t hash) {
+double TimeStrataMemory(const Args& args, object::ObjectStore& store, uint64_t size, uint64_t hash) {
   auto start = RealClock().Now();
-  auto data = ParallelGet(store, args.key, args.part_size_mib << 20, args.concurrency);
+  auto data = object::ParallelGet(store, args.key, args.part_size_mib << 20, args.concurrency);
   if (!data.ok()) Die("strata download to memory", data.status());
   double s = Seconds(RealClock().Now() - start);
   if (data->size() != size || XxHash3(data->data(), data->size()) != hash) {
@@ -277,14 +277,14 @@ int Main(int argc, char** argv) {
   uint64_t size = args.size_mib << 20;
   std::string file = args.work_dir + "/strata-download-bench-" + std::to_string(getpid()) + ".bin";
 
-  auto first = OpenStore(StoreUrl(args, targets[0].endpoint));
+  auto first = object::OpenStore(StoreUrl(args, targets[0].endpoint));
   if (!first.ok()) Die("open " + targets[0].endpoint, first.status());
   uint64_t hash = EnsureObject(args, **first, size);
 
   nlohmann::json results = nlohmann::json::array();
   std::vector<double> strata_rates, aws_rates, memory_rates;
   for (const auto& target : targets) {
-    auto store = OpenStore(StoreUrl(args, target.endpoint));
+    auto store = object::OpenStore(StoreUrl(args, target.endpoint));
     if (!store.ok()) Die("open " + target.endpoint, store.status());
     Measured best{1e30, 1e30, 1e30, 0};
     for (int run = 0; run < args.runs; ++run) {

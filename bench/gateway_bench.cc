@@ -28,7 +28,7 @@
 
 namespace {
 
-using strata::HttpRequestParts;
+using strata::net::HttpRequestParts;
 using SteadyClock = std::chrono::steady_clock;
 
 struct Args {
@@ -117,17 +117,20 @@ class Conn {
 };
 
 std::string BuildGet(const Args& a, const std::string& host_header, const std::string& key) {
-  HttpRequestParts p{"GET", "/" + a.bucket + "/" + strata::UriEncode(key, false), "", {{"Host", host_header}}};
+  strata::net::HttpRequestParts p{
+      "GET", "/" + a.bucket + "/" + strata::net::UriEncode(key, false), "", {{"Host", host_header}}};
   if (!a.access_key.empty()) {
-    strata::AwsCredentials creds{a.access_key, a.secret_key, ""};
-    (void)strata::SignRequest(p, creds, a.region, "s3", std::chrono::system_clock::now(), strata::kUnsignedPayload);
+    strata::net::AwsCredentials creds{a.access_key, a.secret_key, ""};
+    (void)strata::net::SignRequest(p, creds, a.region, "s3", std::chrono::system_clock::now(),
+                                   strata::net::kUnsignedPayload);
   }
   std::string out = "GET " + p.path + " HTTP/1.1\r\n";
   for (const auto& [k, v] : p.headers) out += k + ": " + v + "\r\n";
   return out + "\r\n";
 }
 
-void Client(const Args& a, const strata::ParsedUrl& url, int index, Totals& totals, SteadyClock::time_point deadline) {
+void Client(const Args& a, const strata::net::ParsedUrl& url, int index, Totals& totals,
+            SteadyClock::time_point deadline) {
   Conn conn(url.host, url.port);
   std::vector<char> buf(1 << 20);
   std::string host_header = url.HostHeader();
@@ -196,7 +199,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto url = strata::ParseUrl(a.endpoint);
+  auto url = strata::net::ParseUrl(a.endpoint);
   if (!url.ok() || a.bucket.empty() || a.keys.empty() || a.clients < 1 ||
       (a.requests_per_client <= 0 && a.seconds <= 0)) {
     std::fprintf(stderr,

@@ -33,43 +33,44 @@ namespace strata {
 namespace {
 
 // Counts requests per kind on their way to the emulated bucket.
-class CountingStore : public StoreWrapper {
+class CountingStore : public object::StoreWrapper {
  public:
-  explicit CountingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
+  explicit CountingStore(object::ObjectStorePtr inner) : object::StoreWrapper(std::move(inner)) {}
   std::atomic<uint64_t> gets{0}, puts{0}, other{0}, get_bytes{0};
   uint64_t total() const { return gets + puts + other; }
   void Reset() { gets = puts = other = get_bytes = 0; }
 
-  Result<GetResult> Get(std::string_view key, const GetOptions& o) override {
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& o) override {
     ++gets;
     auto r = base_->Get(key, o);
     if (r.ok()) get_bytes += r->data.size();
     return r;
   }
-  Result<ObjectInfo> Head(std::string_view key) override { return ++other, base_->Head(key); }
-  Result<ListResult> List(const ListOptions& o) override { return ++other, base_->List(o); }
-  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& o) override {
+  Result<object::ObjectInfo> Head(std::string_view key) override { return ++other, base_->Head(key); }
+  Result<object::ListResult> List(const object::ListOptions& o) override { return ++other, base_->List(o); }
+  Result<object::ObjectInfo> Put(std::string_view key, Buffer data, const object::PutOptions& o) override {
     return ++puts, base_->Put(key, std::move(data), o);
   }
   Status Delete(std::string_view key) override { return ++other, base_->Delete(key); }
-  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
+  Result<std::string> CreateMultipartUpload(std::string_view key, const object::PutOptions& o) override {
     return ++other, base_->CreateMultipartUpload(key, o);
   }
   Result<std::string> UploadPart(std::string_view key, std::string_view id, int n, Buffer data,
-                                 const PartOptions& o) override {
+                                 const object::PartOptions& o) override {
     return ++puts, base_->UploadPart(key, id, n, std::move(data), o);
   }
-  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
-                                             const std::vector<CompletedPart>& parts) override {
+  Result<object::ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
+                                                     const std::vector<object::CompletedPart>& parts) override {
     return ++other, base_->CompleteMultipartUpload(key, id, parts);
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view id) override {
     return ++other, base_->AbortMultipartUpload(key, id);
   }
-  Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view id) override {
+  Result<std::vector<object::PartInfo>> ListParts(std::string_view key, std::string_view id) override {
     return ++other, base_->ListParts(key, id);
   }
-  Result<ObjectInfo> Copy(std::string_view src, std::string_view dst, const CopyOptions& options) override {
+  Result<object::ObjectInfo> Copy(std::string_view src, std::string_view dst,
+                                  const object::CopyOptions& options) override {
     return ++other, base_->Copy(src, dst, options);
   }
 };
@@ -149,7 +150,7 @@ int Main(int argc, char** argv) {
     std::memcpy(pool.data() + i, &v, 8);
   }
   Buffer pool_buf = Buffer::FromString(std::move(pool));
-  auto src_mem = MakeMemStore(), dst_mem = MakeMemStore();
+  auto src_mem = object::MakeMemStore(), dst_mem = object::MakeMemStore();
   uint64_t total_bytes = 0;
   for (uint64_t i = 0; i < a.count; ++i) {
     uint64_t size = a.size * 9 / 10 + rng.Uniform(a.size / 5 + 1);
@@ -157,11 +158,11 @@ int Main(int argc, char** argv) {
     if (!src_mem->Put(Key(i), pool_buf.Slice(off, size)).ok()) Die("populate", InternalError("put failed"));
     total_bytes += size;
   }
-  CloudProfile profile;
+  object::CloudProfile profile;
   profile.first_byte = std::chrono::microseconds(static_cast<int64_t>(a.ttfb_ms * 1000));
   profile.bytes_per_second_per_connection = a.bw_mbps * 1e6;
-  auto src = std::make_shared<CountingStore>(EmulateCloud(src_mem, profile));
-  auto dst = std::make_shared<CountingStore>(EmulateCloud(dst_mem, profile));
+  auto src = std::make_shared<CountingStore>(object::EmulateCloud(src_mem, profile));
+  auto dst = std::make_shared<CountingStore>(object::EmulateCloud(dst_mem, profile));
   std::printf("%llu files, %.2f GB, bucket: ttfb %.0f ms, %.0f MB/s per connection\n",
               static_cast<unsigned long long>(a.count), total_bytes / 1e9, a.ttfb_ms, a.bw_mbps);
 

@@ -114,7 +114,7 @@ Quality Measure(const std::string& name, OrderSpec spec, size_t shards, uint64_t
 }
 
 // Drains worker `w`'s part of epoch 0 of a dataset opened with `o`; its Stats.
-Stats DrainWorker(ObjectStorePtr store, StreamingOptions o, size_t w) {
+Stats DrainWorker(object::ObjectStorePtr store, StreamingOptions o, size_t w) {
   auto ds = StreamingDataset::Open(store, "ds", o);
   if (!ds.ok()) {
     fprintf(stderr, "shuffle_bench: %s\n", ds.status().ToString().c_str());
@@ -132,7 +132,7 @@ Stats DrainWorker(ObjectStorePtr store, StreamingOptions o, size_t w) {
 // The real loader's fetches for `q`'s order: each worker with a cache of its
 // own (RAM only, as separate DataLoader processes without cache_dir), then all
 // workers at once on one cache directory (each with its own cache, as processes).
-void MeasureFetches(ObjectStorePtr store, Quality& q, size_t workers, size_t batch, const std::string& dir) {
+void MeasureFetches(object::ObjectStorePtr store, Quality& q, size_t workers, size_t batch, const std::string& dir) {
   StreamingOptions o;
   o.shuffle = q.spec.shuffle, o.seed = q.spec.seed, o.shuffle_window = std::max<size_t>(q.spec.shuffle_window, 1);
   o.num_workers = workers, o.batch_size = batch, o.share_cache = false, o.decode_threads = 1;
@@ -146,10 +146,10 @@ void MeasureFetches(ObjectStorePtr store, Quality& q, size_t workers, size_t bat
   for (size_t w = 0; w < workers; ++w) threads.emplace_back([&, w] { stats[w] = DrainWorker(store, o, w); });
   for (auto& t : threads) t.join();
   for (const Stats& s : stats) q.fetched_per_node += s.shards_fetched;
-  (void)RemoveAll(DefaultFileSystem(), dir);
+  (void)io::RemoveAll(io::DefaultFileSystem(), dir);
 }
 
-double Throughput(ObjectStorePtr store, StreamingOptions o, uint64_t* samples) {
+double Throughput(object::ObjectStorePtr store, StreamingOptions o, uint64_t* samples) {
   auto ds = *StreamingDataset::Open(store, "ds", o);
   auto t0 = std::chrono::steady_clock::now();
   auto it = *ds->Iterate(0, ds->MakeState(0, 0));
@@ -190,17 +190,17 @@ int Main(int argc, char** argv) {
         Measure("window " + std::to_string(w), {Shuffle::kWindow, 1, w}, shards, per_shard, workers, batch, caches));
   }
   // The real loader over a mem store of the same shape (tiny samples: the fetch counts are the point).
-  auto fetch_store = MakeMemStore("shuffle-bench-fetches");
+  auto fetch_store = object::MakeMemStore("shuffle-bench-fetches");
   testing::WriteDataset(*fetch_store, "ds/", dataset::ShardFormat::kTar, std::vector<uint64_t>(shards, per_shard),
                         [](uint64_t i) {
                           return std::vector<dataset::Field>{{"bin", Buffer::FromString(std::to_string(i))}};
                         });
-  const std::string fetch_dir = *MakeTempDir("strata-shuffle-bench-");
+  const std::string fetch_dir = *io::MakeTempDir("strata-shuffle-bench-");
   auto t_measure = std::chrono::steady_clock::now();
   for (auto& q : rows) MeasureFetches(fetch_store, q, workers, batch, fetch_dir + "/" + q.name);
   double measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_measure).count();
-  (void)RemoveAll(DefaultFileSystem(), fetch_dir);
-  DropMemStore("shuffle-bench-fetches");
+  (void)io::RemoveAll(io::DefaultFileSystem(), fetch_dir);
+  object::DropMemStore("shuffle-bench-fetches");
 
   printf("shuffle quality and cost: %zu shards x %llu samples, %zu workers, batch %zu\n", shards,
          static_cast<unsigned long long>(per_shard), workers, batch);
@@ -221,12 +221,12 @@ int Main(int argc, char** argv) {
 
   // Throughput from an emulated cloud bucket.
   const uint64_t tp_shards = quick ? 8 : 24, tp_per_shard = 32, tp_bytes = 64 << 10;
-  auto mem = MakeMemStore("shuffle-bench");
+  auto mem = object::MakeMemStore("shuffle-bench");
   testing::WriteDataset(
       *mem, "ds/", dataset::ShardFormat::kTar, std::vector<uint64_t>(tp_shards, tp_per_shard), [&](uint64_t i) {
         return std::vector<dataset::Field>{{"bin", Buffer::FromString(std::string(tp_bytes, static_cast<char>(i)))}};
       });
-  auto cloud = EmulateCloud(mem, CloudProfile{});
+  auto cloud = object::EmulateCloud(mem, object::CloudProfile{});
   StreamingOptions off;
   off.batch_size = 16, off.prefetch_shards = 0, off.fetch_concurrency = 1, off.ram_cache_bytes = 0;
   off.shuffle_window = 4;
@@ -241,7 +241,7 @@ int Main(int argc, char** argv) {
   printf("  prefetch off (0 shards ahead, 1 connection): %8.0f samples/s %7.1f MB/s\n", s_off, s_off * mb);
   printf("  prefetch on  (4 shards ahead, 16 in flight):  %8.0f samples/s %7.1f MB/s  (x%.1f)\n", s_on, s_on * mb,
          s_off > 0 ? s_on / s_off : 0);
-  DropMemStore("shuffle-bench");
+  object::DropMemStore("shuffle-bench");
 
   nlohmann::json j;
   j["title"] = "loader: shuffle quality vs cost, streaming throughput";

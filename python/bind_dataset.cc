@@ -30,8 +30,8 @@ py::dict PackUrls(const std::string& src_url, const std::string& dst_url, const 
   dataset::PackResult r;
   {
     py::gil_scoped_release release;
-    ObjectStorePtr src = Unwrap(OpenStore(src_url));
-    ObjectStorePtr dst = Unwrap(OpenStore(dst_url));
+    object::ObjectStorePtr src = Unwrap(object::OpenStore(src_url));
+    object::ObjectStorePtr dst = Unwrap(object::OpenStore(dst_url));
     r = Unwrap(dataset::Pack(*src, "", *dst, "", o));
   }
   py::dict d;

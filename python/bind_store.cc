@@ -17,10 +17,10 @@ namespace strata::python {
 namespace {
 
 struct PyStore {
-  ObjectStorePtr store;
+  object::ObjectStorePtr store;
 };
 
-py::dict InfoDict(const ObjectInfo& info) {
+py::dict InfoDict(const object::ObjectInfo& info) {
   py::dict d;
   d["key"] = info.key;
   d["size"] = info.size;
@@ -32,14 +32,14 @@ py::dict InfoDict(const ObjectInfo& info) {
 // Lazily pages through List: yields (key, size, etag).
 class ListIterator {
  public:
-  ListIterator(ObjectStorePtr store, std::string prefix, std::string delimiter) : store_(std::move(store)) {
+  ListIterator(object::ObjectStorePtr store, std::string prefix, std::string delimiter) : store_(std::move(store)) {
     options_.prefix = std::move(prefix);
     options_.delimiter = std::move(delimiter);
   }
   py::object Next() {
     while (pos_ >= page_.size()) {
       if (done_) throw py::stop_iteration();
-      ListResult result;
+      object::ListResult result;
       {
         py::gil_scoped_release release;
         auto r = store_->List(options_);
@@ -63,25 +63,25 @@ class ListIterator {
     uint64_t size;
     std::string etag;
   };
-  ObjectStorePtr store_;
-  ListOptions options_;
+  object::ObjectStorePtr store_;
+  object::ListOptions options_;
   std::vector<Entry> page_;
   size_t pos_ = 0;
   bool done_ = false;
 };
 
-std::optional<ByteRange> MakeRange(std::optional<int64_t> start, std::optional<int64_t> end) {
+std::optional<object::ByteRange> MakeRange(std::optional<int64_t> start, std::optional<int64_t> end) {
   if (!start && !end) return std::nullopt;
   if (start && *start < 0) {
     if (end) ThrowStatus(InvalidArgumentError("a negative start (the last N bytes) takes no end"));
-    return ByteRange::Last(static_cast<uint64_t>(-*start));
+    return object::ByteRange::Last(static_cast<uint64_t>(-*start));
   }
   uint64_t s = start ? static_cast<uint64_t>(*start) : 0;
-  if (!end) return ByteRange::From(s);
+  if (!end) return object::ByteRange::From(s);
   if (*end < static_cast<int64_t>(s)) {
     ThrowStatus(InvalidArgumentError("range end " + std::to_string(*end) + " is before start " + std::to_string(s)));
   }
-  return ByteRange::Of(s, static_cast<uint64_t>(*end) - s);
+  return object::ByteRange::Of(s, static_cast<uint64_t>(*end) - s);
 }
 
 // One copy of any bytes-like object (non-contiguous views are gathered by Python first).
@@ -102,14 +102,14 @@ Buffer CopyBytes(const py::buffer& data) {
 
 PyStore Open(const std::string& url, std::optional<std::string> cache_dir, uint64_t cache_limit, uint64_t ram_cache) {
   py::gil_scoped_release release;
-  ObjectStorePtr store = Unwrap(OpenStore(url));
+  object::ObjectStorePtr store = Unwrap(object::OpenStore(url));
   if (cache_dir || ram_cache > 0) {
-    CacheOptions co;
+    cache::CacheOptions co;
     co.dir = cache_dir.value_or("");
     co.disk_bytes = cache_limit;
     co.ram_bytes = ram_cache;
-    auto cache = Unwrap(BlockCache::Open(co));
-    store = std::make_shared<CachedStore>(store, std::move(cache));
+    auto cache = Unwrap(cache::BlockCache::Open(co));
+    store = std::make_shared<cache::CachedStore>(store, std::move(cache));
   }
   return PyStore{std::move(store)};
 }
@@ -126,7 +126,7 @@ void BindStore(py::module_& m) {
       .def(
           "get",
           [](PyStore& s, const std::string& key, std::optional<int64_t> start, std::optional<int64_t> end) {
-            GetOptions opts;
+            object::GetOptions opts;
             opts.range = MakeRange(start, end);
             Buffer data;
             {
@@ -140,7 +140,7 @@ void BindStore(py::module_& m) {
       .def(
           "head",
           [](PyStore& s, const std::string& key) {
-            ObjectInfo info;
+            object::ObjectInfo info;
             {
               py::gil_scoped_release release;
               info = Unwrap(s.store->Head(key));
@@ -152,7 +152,7 @@ void BindStore(py::module_& m) {
           "put",
           [](PyStore& s, const std::string& key, py::buffer data) {
             Buffer copy = CopyBytes(data);
-            ObjectInfo info;
+            object::ObjectInfo info;
             {
               py::gil_scoped_release release;
               info = Unwrap(s.store->Put(key, std::move(copy)));
@@ -170,7 +170,7 @@ void BindStore(py::module_& m) {
       .def(
           "copy",
           [](PyStore& s, const std::string& src, const std::string& dst) {
-            ObjectInfo info;
+            object::ObjectInfo info;
             {
               py::gil_scoped_release release;
               info = Unwrap(s.store->Copy(src, dst));

@@ -4,7 +4,7 @@
 
 #include "base/log.h"
 
-namespace strata {
+namespace strata::cache {
 
 BlockCache::BlockCache(CacheOptions options)
     : options_(std::move(options)),
@@ -204,4 +204,4 @@ CacheStats BlockCache::Stats() const {
   return s;
 }
 
-}  // namespace strata
+}  // namespace strata::cache

@@ -36,7 +36,7 @@
 #include "cache/ram_tier.h"
 #include "io/file_system.h"
 
-namespace strata {
+namespace strata::cache {
 
 inline constexpr uint64_t kDefaultBlockSize = 4ull << 20;
 
@@ -52,7 +52,7 @@ struct CacheOptions {
   bool write_through = true;                 // write fills to disk at once (else only on demotion)
   bool direct_io = false;                    // read disk blocks with O_DIRECT
   bool read_only = false;                    // inspect a directory another process owns
-  FileSystem* fs = nullptr;                  // default: DefaultFileSystem()
+  io::FileSystem* fs = nullptr;              // default: DefaultFileSystem()
   Clock* clock = nullptr;                    // default: RealClock() (TTL uses WallNow)
 };
 
@@ -112,4 +112,4 @@ class BlockCache {
   std::vector<std::string> pins_;
 };
 
-}  // namespace strata
+}  // namespace strata::cache

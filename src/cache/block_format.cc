@@ -5,7 +5,7 @@
 #include "base/coding.h"
 #include "base/hash.h"
 
-namespace strata {
+namespace strata::cache {
 namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'B', 'K'};
 constexpr size_t kFixedSize = 72;  // bytes before the variable-length fields
@@ -72,4 +72,4 @@ Result<BlockHeader> DecodeBlockHeader(const uint8_t* data, size_t size) {
   return h;
 }
 
-}  // namespace strata
+}  // namespace strata::cache

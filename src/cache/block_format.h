@@ -23,7 +23,7 @@
 #include "base/status.h"
 #include "cache/block_key.h"
 
-namespace strata {
+namespace strata::cache {
 
 inline constexpr size_t kBlockHeaderSize = 4096;
 inline constexpr uint32_t kBlockFormatVersion = 1;
@@ -47,4 +47,4 @@ Status EncodeBlockHeader(const BlockHeader& header, uint8_t* out);
 // Corruption on any mismatch; never reads outside [data, data+size).
 Result<BlockHeader> DecodeBlockHeader(const uint8_t* data, size_t size);
 
-}  // namespace strata
+}  // namespace strata::cache

@@ -5,7 +5,7 @@
 #include "base/coding.h"
 #include "base/hash.h"
 
-namespace strata {
+namespace strata::cache {
 namespace {
 // Lengths and numbers are hashed as little-endian bytes, so a block's hash
 // (its file name on disk) is the same on every host.
@@ -45,4 +45,4 @@ std::string ObjectKeyOf(std::string_view store, std::string_view key) {
   return s;
 }
 
-}  // namespace strata
+}  // namespace strata::cache

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace strata {
+namespace strata::cache {
 
 struct BlockId {
   std::string store;  // ObjectStore::Url() of the backend
@@ -42,4 +42,4 @@ struct BlockHashHasher {
   size_t operator()(const BlockHash& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9e3779b97f4a7c15ull)); }
 };
 
-}  // namespace strata
+}  // namespace strata::cache

@@ -15,7 +15,7 @@
 #include "io/fault_file_system.h"
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::cache {
 namespace {
 namespace fs = std::filesystem;
 using testing_cache::CountingStore;
@@ -32,7 +32,7 @@ class DiskCacheTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("strata-cache-test-" + std::to_string(getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    mem_ = MakeMemStore();
+    mem_ = object::MakeMemStore();
     counting_ = std::make_shared<CountingStore>(mem_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -67,7 +67,7 @@ class DiskCacheTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  ObjectStorePtr mem_;
+  object::ObjectStorePtr mem_;
   std::shared_ptr<CountingStore> counting_;
 };
 
@@ -174,7 +174,7 @@ TEST_F(DiskCacheTest, EvictionKeepsUnderTheLimitWithWatermarksAndPins) {
 }
 
 TEST_F(DiskCacheTest, FullDiskKeepsServingFromTheBackend) {
-  FaultFileSystem faulty(DefaultFileSystem());
+  io::FaultFileSystem faulty(io::DefaultFileSystem());
   CacheOptions o;
   o.fs = &faulty;
   Add("a", 4 * kBlock, 1);
@@ -225,7 +225,7 @@ TEST_F(DiskCacheTest, DemotionFromRamAndPromotionFromDisk) {
   ASSERT_EQ(store->Get("a")->data, a);
   EXPECT_EQ(store->cache().ram().blocks(), 2u);
   EXPECT_EQ(store->cache().disk()->blocks(), 2u);  // the two evicted from RAM
-  ASSERT_EQ(store->Get("a", Range(ByteRange::Of(0, 10)))->data, a.Slice(0, 10));
+  ASSERT_EQ(store->Get("a", Range(object::ByteRange::Of(0, 10)))->data, a.Slice(0, 10));
   auto s = store->cache().Stats();
   EXPECT_EQ(s[CacheCounter::kDiskHits], 1u);  // promoted
   EXPECT_EQ(counting_->gets.load(), 4);
@@ -305,4 +305,4 @@ TEST_F(DiskCacheTest, KillNineDuringFillsLeavesAConsistentCache) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::cache

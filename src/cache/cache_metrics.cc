@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace strata {
+namespace strata::cache {
 namespace {
 struct Desc {
   const char* short_name;  // for Stats().ToString()
@@ -65,4 +65,4 @@ std::string CacheStats::ToString() const {
   return out;
 }
 
-}  // namespace strata
+}  // namespace strata::cache

@@ -11,7 +11,7 @@
 
 #include "base/metrics.h"
 
-namespace strata {
+namespace strata::cache {
 
 enum class CacheCounter {
   kRamHits,
@@ -68,4 +68,4 @@ class CacheMetrics {
   Gauge* disk_gauge_;
 };
 
-}  // namespace strata
+}  // namespace strata::cache

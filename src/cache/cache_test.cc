@@ -12,7 +12,7 @@
 #include "object/fault_store.h"
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::cache {
 namespace {
 using testing_cache::CountingStore;
 using testing_cache::Prefix;
@@ -115,7 +115,7 @@ TEST(Readahead, SequentialGrowsRandomResets) {
 
 struct Fixture {
   explicit Fixture(CacheOptions copt = {}, CachedStoreOptions sopt = {}) {
-    mem = MakeMemStore();
+    mem = object::MakeMemStore();
     counting = std::make_shared<CountingStore>(mem);
     copt.block_size = kBlock;
     if (copt.ram_bytes == (1ull << 30)) copt.ram_bytes = 64 * kBlock;
@@ -130,7 +130,7 @@ struct Fixture {
     return b;
   }
   FakeClock clock;
-  ObjectStorePtr mem;
+  object::ObjectStorePtr mem;
   std::shared_ptr<CountingStore> counting;
   std::shared_ptr<BlockCache> cache;
   std::shared_ptr<CachedStore> store;
@@ -142,13 +142,13 @@ TEST(CachedStore, RangesMatchTheBackendAndWarmReadsAreFree) {
   Random rnd(7);
   for (int i = 0; i < 200; ++i) {
     uint64_t off = rnd.Uniform(data.size()), len = rnd.Uniform(3 * kBlock) + 1;
-    auto r = f.store->Get("obj", Range(ByteRange::Of(off, len)));
+    auto r = f.store->Get("obj", Range(object::ByteRange::Of(off, len)));
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->data, data.Slice(off, len)) << off << "+" << len;
     EXPECT_EQ(r->offset, off);
     EXPECT_EQ(r->info.size, data.size());
   }
-  auto last = f.store->Get("obj", Range(ByteRange::Last(100)));
+  auto last = f.store->Get("obj", Range(object::ByteRange::Last(100)));
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(last->data, data.Slice(data.size() - 100));
   f.store->WaitForReadahead();
@@ -157,7 +157,7 @@ TEST(CachedStore, RangesMatchTheBackendAndWarmReadsAreFree) {
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->data, data);
   EXPECT_EQ(f.counting->gets.load(), gets);  // all six blocks were cached
-  EXPECT_EQ(f.store->Get("obj", Range(ByteRange::From(data.size()))).status().code(), Code::kOutOfRange);
+  EXPECT_EQ(f.store->Get("obj", Range(object::ByteRange::From(data.size()))).status().code(), Code::kOutOfRange);
   EXPECT_EQ(f.store->Get("missing").status().code(), Code::kNotFound);
   f.Add("empty", 0);
   auto empty = f.store->Get("empty");
@@ -168,8 +168,8 @@ TEST(CachedStore, RangesMatchTheBackendAndWarmReadsAreFree) {
 TEST(CachedStore, SingleBlockReadsAreZeroCopy) {
   Fixture f;
   f.Add("obj", 2 * kBlock);
-  auto a = f.store->Get("obj", Range(ByteRange::Of(10, 100)));
-  auto b = f.store->Get("obj", Range(ByteRange::Of(200, 100)));
+  auto a = f.store->Get("obj", Range(object::ByteRange::Of(10, 100)));
+  auto b = f.store->Get("obj", Range(object::ByteRange::Of(200, 100)));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(b->data.data() - a->data.data(), 190);  // slices of one cached block
 }
@@ -224,7 +224,7 @@ TEST(CachedStore, ReadaheadForSequentialPlainGets) {
   Fixture f;
   Buffer data = f.Add("seq", 16 * kBlock);
   for (uint64_t off = 0; off < data.size(); off += kBlock / 2) {
-    ASSERT_TRUE(f.store->Get("seq", Range(ByteRange::Of(off, kBlock / 2))).ok());
+    ASSERT_TRUE(f.store->Get("seq", Range(object::ByteRange::Of(off, kBlock / 2))).ok());
   }
   f.store->WaitForReadahead();
   EXPECT_GE(f.cache->Stats()[CacheCounter::kReadaheadIssued], 10u);
@@ -243,7 +243,7 @@ TEST(CachedStore, NoReadaheadForRandomAccess) {
     ASSERT_EQ(*r, data.Slice(block * kBlock + 100, 1000));
   }
   for (uint64_t i = 0; i < 32; ++i) {
-    ASSERT_TRUE(f.store->Get("rnd", Range(ByteRange::Of(((i * 23) % 64) * kBlock, 10))).ok());
+    ASSERT_TRUE(f.store->Get("rnd", Range(object::ByteRange::Of(((i * 23) % 64) * kBlock, 10))).ok());
   }
   f.store->WaitForReadahead();
   EXPECT_EQ(f.cache->Stats()[CacheCounter::kReadaheadIssued], 0u);
@@ -321,7 +321,7 @@ TEST(CachedStore, WritesInvalidateBlocksAndMetadata) {
 TEST(CachedStore, MetadataTtlBoundsStalenessAndVersionsNeverMix) {
   Fixture f;
   Buffer v1 = f.Add("obj", 2 * kBlock, 1);
-  ASSERT_EQ(f.store->Get("obj", Range(ByteRange::Of(0, 10)))->data, v1.Slice(0, 10));
+  ASSERT_EQ(f.store->Get("obj", Range(object::ByteRange::Of(0, 10)))->data, v1.Slice(0, 10));
   Buffer v2 = f.Add("obj", 2 * kBlock, 2);  // changed behind the cache's back
   // Within the TTL: block 0 is the old version; block 1 is not cached and the
   // If-Match fill finds the change, so the read refreshes and returns v2 whole.
@@ -366,7 +366,7 @@ TEST(CachedStore, ConditionsUseMetadata) {
   Fixture f;
   f.Add("obj", 100);
   std::string etag = f.store->Head("obj")->etag;
-  GetOptions none_match, bad_match, good_match;
+  object::GetOptions none_match, bad_match, good_match;
   none_match.if_none_match = etag;
   bad_match.if_match = "nope";
   good_match.if_match = etag;
@@ -376,8 +376,8 @@ TEST(CachedStore, ConditionsUseMetadata) {
 }
 
 TEST(CachedStore, BackendErrorMidFillCachesNothing) {
-  auto mem = MakeMemStore();
-  auto fault = std::make_shared<FaultStore>(mem, FaultConfig{});
+  auto mem = object::MakeMemStore();
+  auto fault = std::make_shared<object::FaultStore>(mem, object::FaultConfig{});
   CacheOptions copt;
   copt.block_size = kBlock;
   auto cache = BlockCache::Open(copt).value();
@@ -387,7 +387,7 @@ TEST(CachedStore, BackendErrorMidFillCachesNothing) {
   Buffer data = RandomBytes(kBlock, 9);
   ASSERT_TRUE(mem->Put("obj", data).ok());
   ASSERT_TRUE(store.Head("obj").ok());
-  fault->FailKey("obj", UnavailableError("injected reset"), 1, FaultOp::kGet);  // one of four parts fails
+  fault->FailKey("obj", UnavailableError("injected reset"), 1, object::FaultOp::kGet);  // one of four parts fails
   auto r = store.Get("obj");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kUnavailable);
@@ -412,7 +412,7 @@ TEST(CachedStore, TruncatedBodyIsAnErrorNotACachedBlock) {
 // revalidates entries a Head filled when their ETag is unchanged.
 TEST(CachedStore, ListRevalidatesHeadCache) {
   Fixture f;
-  PutOptions po;
+  object::PutOptions po;
   po.metadata.content_type = "text/plain";
   po.metadata.user["mode"] = "33188";
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.mem->Put("d/" + std::to_string(i), Buffer::Copy("0123456789"), po).ok());
@@ -432,7 +432,7 @@ TEST(CachedStore, ListRevalidatesHeadCache) {
 
 TEST(CachedStore, ListedEntriesDoNotHideMetadata) {
   Fixture f;
-  PutOptions po;
+  object::PutOptions po;
   po.metadata.content_type = "text/csv";
   po.metadata.cache_control = "no-cache";
   po.metadata.user["a"] = "1";
@@ -452,12 +452,12 @@ TEST(CachedStore, ListedEntriesDoNotHideMetadata) {
 
 TEST(CachedStore, CopyReplacingMetadataInvalidates) {
   Fixture f;
-  PutOptions po;
+  object::PutOptions po;
   po.metadata.user["mode"] = "33188";
   ASSERT_TRUE(f.store->Put("c/obj", Buffer::Copy("bytes"), po).ok());
   ASSERT_EQ(f.store->Head("c/obj")->metadata.user.at("mode"), "33188");
-  CopyOptions co;
-  co.directive = MetadataDirective::kReplace;
+  object::CopyOptions co;
+  co.directive = object::MetadataDirective::kReplace;
   co.metadata.user["mode"] = "33261";
   ASSERT_TRUE(f.store->Copy("c/obj", "c/obj", co).ok());
   EXPECT_EQ(f.store->Head("c/obj")->metadata.user.at("mode"), "33261");
@@ -475,4 +475,4 @@ TEST(CachedStore, MetricsReachTheGlobalRegistry) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::cache

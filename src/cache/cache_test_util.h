@@ -13,10 +13,10 @@
 
 namespace strata::testing_cache {
 
-class CountingStore : public StoreWrapper {
+class CountingStore : public object::StoreWrapper {
  public:
-  explicit CountingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
-  using StoreWrapper::Get;
+  explicit CountingStore(object::ObjectStorePtr inner) : object::StoreWrapper(std::move(inner)) {}
+  using object::StoreWrapper::Get;
 
   std::atomic<int> gets{0}, heads{0}, lists{0};
   std::atomic<uint64_t> get_bytes{0};
@@ -47,7 +47,7 @@ class CountingStore : public StoreWrapper {
     return max_held_;
   }
 
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     ++gets;
     {
       std::unique_lock lock(mu_);
@@ -70,11 +70,11 @@ class CountingStore : public StoreWrapper {
     }
     return r;
   }
-  Result<ObjectInfo> Head(std::string_view key) override {
+  Result<object::ObjectInfo> Head(std::string_view key) override {
     ++heads;
     return base_->Head(key);
   }
-  Result<ListResult> List(const ListOptions& o) override {
+  Result<object::ListResult> List(const object::ListOptions& o) override {
     ++lists;
     return base_->List(o);
   }
@@ -88,13 +88,13 @@ class CountingStore : public StoreWrapper {
 };
 
 // Option builders (aggregate initialisers with missing fields warn under -Wextra).
-inline GetOptions Range(ByteRange r) {
-  GetOptions o;
+inline object::GetOptions Range(object::ByteRange r) {
+  object::GetOptions o;
   o.range = r;
   return o;
 }
-inline ListOptions Prefix(std::string p) {
-  ListOptions o;
+inline object::ListOptions Prefix(std::string p) {
+  object::ListOptions o;
   o.prefix = std::move(p);
   return o;
 }

@@ -6,9 +6,9 @@
 #include "base/log.h"
 #include "object/list_util.h"
 
-namespace strata {
+namespace strata::cache {
 namespace {
-std::string EncodeListOptions(const ListOptions& o) {
+std::string EncodeListOptions(const object::ListOptions& o) {
   std::string s;
   for (const std::string* f : {&o.prefix, &o.delimiter, &o.start_after, &o.continuation_token}) {
     s += std::to_string(f->size()) + ":" + *f;
@@ -17,8 +17,8 @@ std::string EncodeListOptions(const ListOptions& o) {
 }
 }  // namespace
 
-CachedStore::CachedStore(ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options)
-    : StoreWrapper(std::move(backend)),
+CachedStore::CachedStore(object::ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options)
+    : object::StoreWrapper(std::move(backend)),
       cache_(std::move(cache)),
       options_(options),
       clock_(options.clock ? *options.clock : RealClock()),
@@ -42,7 +42,7 @@ void CachedStore::WaitForReadahead() {
 
 // ---- metadata ----
 
-Result<ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool need_metadata) {
+Result<object::ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool need_metadata) {
   if (!refresh) {
     std::lock_guard lock(meta_mu_);
     auto it = meta_.find(key);
@@ -53,14 +53,14 @@ Result<ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool 
   }
   cache_->metrics().Inc(CacheCounter::kMetaMisses);
   uint64_t generation = write_generation_.load();
-  return head_flights_.Do(key, [&]() -> Result<ObjectInfo> {
+  return head_flights_.Do(key, [&]() -> Result<object::ObjectInfo> {
     auto info = base_->Head(key);
     if (info.ok()) RememberMeta(*info, generation);
     return info;
   });
 }
 
-void CachedStore::RememberMeta(const ObjectInfo& info, uint64_t generation, bool listed) {
+void CachedStore::RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed) {
   if (options_.metadata_ttl.count() <= 0) return;
   std::lock_guard lock(meta_mu_);
   // A write since the lookup started may have made this answer stale.
@@ -114,12 +114,12 @@ void CachedStore::Invalidate(const std::string& key) {
   cache_->InvalidateObject(url_, key);
 }
 
-Result<ObjectInfo> CachedStore::Head(std::string_view key) {
-  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+Result<object::ObjectInfo> CachedStore::Head(std::string_view key) {
+  STRATA_RETURN_IF_ERROR(object::ValidateKey(key));
   return Meta(std::string(key), false);
 }
 
-Result<ListResult> CachedStore::List(const ListOptions& options) {
+Result<object::ListResult> CachedStore::List(const object::ListOptions& options) {
   std::string enc = EncodeListOptions(options);
   {
     std::lock_guard lock(meta_mu_);
@@ -131,7 +131,7 @@ Result<ListResult> CachedStore::List(const ListOptions& options) {
   }
   cache_->metrics().Inc(CacheCounter::kMetaMisses);
   uint64_t generation = write_generation_.load();
-  STRATA_ASSIGN_OR_RETURN(ListResult result, base_->List(options));
+  STRATA_ASSIGN_OR_RETURN(object::ListResult result, base_->List(options));
   if (options_.metadata_ttl.count() > 0) {
     for (const auto& o : result.objects) {
       if (!o.etag.empty()) RememberMeta(o, generation, /*listed=*/true);
@@ -147,23 +147,23 @@ Result<ListResult> CachedStore::List(const ListOptions& options) {
 
 // ---- reads ----
 
-BlockId CachedStore::MakeBlockId(const std::string& key, const ObjectInfo& info, uint64_t index) const {
+BlockId CachedStore::MakeBlockId(const std::string& key, const object::ObjectInfo& info, uint64_t index) const {
   return BlockId{url_, key, info.etag, block_size_, index};
 }
 
-uint64_t CachedStore::BlockLength(const ObjectInfo& info, uint64_t index) const {
+uint64_t CachedStore::BlockLength(const object::ObjectInfo& info, uint64_t index) const {
   uint64_t offset = index * block_size_;
   return std::min(block_size_, info.size - offset);
 }
 
-Result<Buffer> CachedStore::FetchBlock(const std::string& key, const ObjectInfo& info, uint64_t index,
+Result<Buffer> CachedStore::FetchBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
                                        uint64_t length) {
   const uint64_t offset = index * block_size_;
   const uint64_t part = options_.fetch_part_size ? options_.fetch_part_size : length;
   const size_t parts = static_cast<size_t>((length + part - 1) / part);
-  auto get_part = [&](uint64_t off, uint64_t len) -> Result<GetResult> {
-    GetOptions o;
-    o.range = ByteRange::Of(off, len);
+  auto get_part = [&](uint64_t off, uint64_t len) -> Result<object::GetResult> {
+    object::GetOptions o;
+    o.range = object::ByteRange::Of(off, len);
     o.if_match = info.etag;
     ++fetch_gets_;
     const uint64_t now_in_flight = ++fetch_in_flight_;
@@ -182,7 +182,7 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const ObjectInfo&
     return r;
   };
   if (parts <= 1) {
-    STRATA_ASSIGN_OR_RETURN(GetResult r, get_part(offset, length));
+    STRATA_ASSIGN_OR_RETURN(object::GetResult r, get_part(offset, length));
     return std::move(r.data);
   }
   MutableBuffer buf(length);
@@ -202,7 +202,8 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const ObjectInfo&
   return std::move(buf).Freeze();
 }
 
-Result<Buffer> CachedStore::GetBlock(const std::string& key, const ObjectInfo& info, uint64_t index, bool prefetch) {
+Result<Buffer> CachedStore::GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
+                                     bool prefetch) {
   uint64_t length = BlockLength(info, index);
   GetBlockOptions o;
   o.prefetch = prefetch;
@@ -210,7 +211,8 @@ Result<Buffer> CachedStore::GetBlock(const std::string& key, const ObjectInfo& i
       MakeBlockId(key, info, index), length, [&]() { return FetchBlock(key, info, index, length); }, o);
 }
 
-Result<Buffer> CachedStore::ReadRange(const std::string& key, const ObjectInfo& info, uint64_t begin, uint64_t end) {
+Result<Buffer> CachedStore::ReadRange(const std::string& key, const object::ObjectInfo& info, uint64_t begin,
+                                      uint64_t end) {
   if (begin >= end) return Buffer();
   const uint64_t first = begin / block_size_, last = (end - 1) / block_size_;
   if (first == last) {
@@ -241,15 +243,15 @@ Result<Buffer> CachedStore::ReadRange(const std::string& key, const ObjectInfo& 
   return Concat(parts);
 }
 
-void CachedStore::Readahead(const std::string& key, const ObjectInfo& info, ReadaheadState& state, uint64_t begin,
-                            uint64_t end) {
+void CachedStore::Readahead(const std::string& key, const object::ObjectInfo& info, ReadaheadState& state,
+                            uint64_t begin, uint64_t end) {
   ReadaheadPlan plan = PlanReadahead(state, begin, end, info.size, block_size_, options_.readahead_max_window);
   if (plan.first_block >= plan.end_block) return;
   uint64_t stopped = IssueBlocks(key, info, plan.first_block, plan.end_block);
   if (stopped < plan.end_block) state.issued_until = stopped;  // retry these on the next sequential read
 }
 
-uint64_t CachedStore::IssueBlocks(const std::string& key, const ObjectInfo& info, uint64_t first, uint64_t end,
+uint64_t CachedStore::IssueBlocks(const std::string& key, const object::ObjectInfo& info, uint64_t first, uint64_t end,
                                   size_t* issued) {
   if (!pool_) return end;
   for (uint64_t index = first; index < end; ++index) {
@@ -278,9 +280,9 @@ uint64_t CachedStore::IssueBlocks(const std::string& key, const ObjectInfo& info
   return end;
 }
 
-size_t CachedStore::Prefetch(std::string_view key, const ObjectInfo& known, uint64_t max_bytes) {
-  if (!ValidateKey(key).ok() || known.size == 0 || max_bytes == 0) return 0;
-  ObjectInfo info = known;
+size_t CachedStore::Prefetch(std::string_view key, const object::ObjectInfo& known, uint64_t max_bytes) {
+  if (!object::ValidateKey(key).ok() || known.size == 0 || max_bytes == 0) return 0;
+  object::ObjectInfo info = known;
   info.key = std::string(key);
   const uint64_t bytes = std::min(info.size, max_bytes);
   size_t issued = 0;
@@ -303,16 +305,16 @@ ReadaheadState& CachedStore::TrackedStreamLocked(const std::string& key) {
   return stream_lru_.front().second;
 }
 
-Result<GetResult> CachedStore::Get(std::string_view key_view, const GetOptions& options) {
-  STRATA_RETURN_IF_ERROR(ValidateKey(key_view));
+Result<object::GetResult> CachedStore::Get(std::string_view key_view, const object::GetOptions& options) {
+  STRATA_RETURN_IF_ERROR(object::ValidateKey(key_view));
   std::string key(key_view);
   for (int attempt = 0;; ++attempt) {
-    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(key, attempt > 0));
-    Status cond = CheckGetConditions(options, info);
+    STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, Meta(key, attempt > 0));
+    Status cond = object::CheckGetConditions(options, info);
     if (!cond.ok() && attempt == 0) continue;  // the cached metadata may be stale: ask the backend
     STRATA_RETURN_IF_ERROR(cond);
     uint64_t begin = 0, end = 0;
-    STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end));
+    STRATA_RETURN_IF_ERROR(object::ResolveRange(options.range, info.size, &begin, &end));
     auto data = ReadRange(key, info, begin, end);
     if (!data.ok() && data.status().code() == Code::kPreconditionFailed && attempt == 0) continue;
     if (!data.ok()) return data.status();
@@ -322,19 +324,19 @@ Result<GetResult> CachedStore::Get(std::string_view key_view, const GetOptions& 
       Readahead(key, info, state, begin, end);
       TrackedStreamLocked(key) = state;
     }
-    return GetResult{info, begin, std::move(data).value()};
+    return object::GetResult{info, begin, std::move(data).value()};
   }
 }
 
 Result<std::unique_ptr<ReadStream>> CachedStore::OpenStream(std::string_view key) {
-  STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(std::string(key), false));
+  STRATA_RETURN_IF_ERROR(object::ValidateKey(key));
+  STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, Meta(std::string(key), false));
   return std::unique_ptr<ReadStream>(new ReadStream(this, std::string(key), std::move(info)));
 }
 
-Result<std::unique_ptr<ReadStream>> CachedStore::OpenStream(std::string_view key, const ObjectInfo& known) {
-  STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  ObjectInfo info = known;
+Result<std::unique_ptr<ReadStream>> CachedStore::OpenStream(std::string_view key, const object::ObjectInfo& known) {
+  STRATA_RETURN_IF_ERROR(object::ValidateKey(key));
+  object::ObjectInfo info = known;
   info.key = std::string(key);
   return std::unique_ptr<ReadStream>(new ReadStream(this, std::string(key), std::move(info)));
 }
@@ -370,7 +372,7 @@ Result<Buffer> ReadStream::Read(uint64_t offset, uint64_t length) {
 
 Result<uint64_t> CachedStore::Warm(std::string_view key_view) {
   std::string key(key_view);
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Meta(key, false, /*need_metadata=*/false));
+  STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, Meta(key, false, /*need_metadata=*/false));
   if (info.size == 0) return uint64_t{0};
   uint64_t blocks = (info.size + block_size_ - 1) / block_size_;
   std::mutex mu;
@@ -387,7 +389,7 @@ Result<uint64_t> CachedStore::Warm(std::string_view key_view) {
 
 // ---- writes: through to the backend, then invalidate ----
 
-Result<ObjectInfo> CachedStore::Put(std::string_view key, Buffer data, const PutOptions& options) {
+Result<object::ObjectInfo> CachedStore::Put(std::string_view key, Buffer data, const object::PutOptions& options) {
   auto r = base_->Put(key, std::move(data), options);
   Invalidate(std::string(key));
   return r;
@@ -399,23 +401,24 @@ Status CachedStore::Delete(std::string_view key) {
   return st;
 }
 
-Result<ObjectInfo> CachedStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                                        const std::vector<CompletedPart>& parts) {
+Result<object::ObjectInfo> CachedStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                                                const std::vector<object::CompletedPart>& parts) {
   auto r = base_->CompleteMultipartUpload(key, upload_id, parts);
   Invalidate(std::string(key));
   return r;
 }
 
-Result<ObjectInfo> CachedStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
+Result<object::ObjectInfo> CachedStore::Copy(std::string_view src_key, std::string_view dst_key,
+                                             const object::CopyOptions& options) {
   auto r = base_->Copy(src_key, dst_key, options);
   Invalidate(std::string(dst_key));
   return r;
 }
 
-StoreCapabilities CachedStore::Capabilities() const {
-  StoreCapabilities caps = base_->Capabilities();
+object::StoreCapabilities CachedStore::Capabilities() const {
+  object::StoreCapabilities caps = base_->Capabilities();
   caps.range_streaming = false;  // reads go through the cache's blocks
   return caps;
 }
 
-}  // namespace strata
+}  // namespace strata::cache

@@ -35,7 +35,7 @@
 #include "cache/readahead.h"
 #include "object/store_wrapper.h"
 
-namespace strata {
+namespace strata::cache {
 
 struct CachedStoreOptions {
   Duration metadata_ttl = std::chrono::seconds(10);
@@ -65,38 +65,38 @@ class ReadStream {
   // [offset, offset+length) clamped to the object; empty at or past the end.
   // PreconditionFailed if the object changed since the stream was opened.
   Result<Buffer> Read(uint64_t offset, uint64_t length);
-  const ObjectInfo& info() const { return info_; }
+  const object::ObjectInfo& info() const { return info_; }
   // Whether every block of [offset, offset+length) is in the cache now (a
   // read of it needs no backend request, unless evicted meanwhile).
   bool Cached(uint64_t offset, uint64_t length) const;
 
  private:
   friend class CachedStore;
-  ReadStream(CachedStore* store, std::string key, ObjectInfo info)
+  ReadStream(CachedStore* store, std::string key, object::ObjectInfo info)
       : store_(store), key_(std::move(key)), info_(std::move(info)) {}
   CachedStore* store_;
   std::string key_;
-  ObjectInfo info_;
+  object::ObjectInfo info_;
   ReadaheadState state_;
 };
 
-class CachedStore : public StoreWrapper {
+class CachedStore : public object::StoreWrapper {
  public:
-  CachedStore(ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options = {});
+  CachedStore(object::ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options = {});
   ~CachedStore() override;
 
   Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key);
   // A stream of the version the caller already knows (`known`: size, ETag,
   // mtime), with no metadata request: serves cached blocks while the backend
   // cannot answer. Blocks still missing are fetched with If-Match its ETag.
-  Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key, const ObjectInfo& known);
+  Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key, const object::ObjectInfo& known);
   // Fills the cache with every block of `key` (no read-ahead); returns its size.
   Result<uint64_t> Warm(std::string_view key);
   // Fetches [0, min(size, max_bytes)) of one known version into the cache in
   // the background (read-ahead's pool and global budget: what does not fit
   // now is skipped, never queued). Returns the blocks issued (0: all cached,
   // in flight, or no budget).
-  size_t Prefetch(std::string_view key, const ObjectInfo& known, uint64_t max_bytes);
+  size_t Prefetch(std::string_view key, const object::ObjectInfo& known, uint64_t max_bytes);
   // Blocks until no read-ahead is queued or running (tests, benchmarks).
   void WaitForReadahead();
   // Ranged GETs the cache sent to the backend to fill blocks, and the most
@@ -110,55 +110,57 @@ class CachedStore : public StoreWrapper {
   void InvalidateMetadata();
 
   BlockCache& cache() { return *cache_; }
-  const ObjectStorePtr& backend() const { return base_; }
+  const object::ObjectStorePtr& backend() const { return base_; }
 
-  using StoreWrapper::Copy;
-  using StoreWrapper::Get;
-  using StoreWrapper::Put;
+  using object::StoreWrapper::Copy;
+  using object::StoreWrapper::Get;
+  using object::StoreWrapper::Put;
 
   // Multipart calls other than Complete, and Url, pass through (StoreWrapper).
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override;
-  Result<ObjectInfo> Head(std::string_view key) override;
-  Result<ListResult> List(const ListOptions& options) override;
-  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override;
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override;
+  Result<object::ObjectInfo> Head(std::string_view key) override;
+  Result<object::ListResult> List(const object::ListOptions& options) override;
+  Result<object::ObjectInfo> Put(std::string_view key, Buffer data, const object::PutOptions& options) override;
   Status Delete(std::string_view key) override;
-  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override;
-  Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
+  Result<object::ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                                     const std::vector<object::CompletedPart>& parts) override;
+  Result<object::ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key,
+                                  const object::CopyOptions& options) override;
   // Ranges are read through the cache (Get), never streamed past it.
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
-                     const RangeConsumer& consume) override {
-    return ObjectStore::ReadRangeTo(key, etag, offset, length, consume);
+                     const object::RangeConsumer& consume) override {
+    return object::ObjectStore::ReadRangeTo(key, etag, offset, length, consume);
   }
-  StoreCapabilities Capabilities() const override;
+  object::StoreCapabilities Capabilities() const override;
 
  private:
   friend class ReadStream;
   struct MetaEntry {
-    ObjectInfo info;
+    object::ObjectInfo info;
     TimePoint expires;
     bool listed = false;  // from a List: info.metadata unknown, so Head/Get/OpenStream ask the backend
   };
   struct ListEntry {
-    ListOptions options;
-    ListResult result;
+    object::ListOptions options;
+    object::ListResult result;
     TimePoint expires;
   };
 
   // need_metadata: a List entry (no metadata) does not answer.
-  Result<ObjectInfo> Meta(const std::string& key, bool refresh, bool need_metadata = true);
-  void RememberMeta(const ObjectInfo& info, uint64_t generation, bool listed = false);
+  Result<object::ObjectInfo> Meta(const std::string& key, bool refresh, bool need_metadata = true);
+  void RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed = false);
   void Invalidate(const std::string& key);
   // The bytes [begin, end) of one version of an object.
-  Result<Buffer> ReadRange(const std::string& key, const ObjectInfo& info, uint64_t begin, uint64_t end);
-  Result<Buffer> FetchBlock(const std::string& key, const ObjectInfo& info, uint64_t index, uint64_t length);
-  Result<Buffer> GetBlock(const std::string& key, const ObjectInfo& info, uint64_t index, bool prefetch);
-  BlockId MakeBlockId(const std::string& key, const ObjectInfo& info, uint64_t index) const;
-  uint64_t BlockLength(const ObjectInfo& info, uint64_t index) const;
-  void Readahead(const std::string& key, const ObjectInfo& info, ReadaheadState& state, uint64_t begin, uint64_t end);
+  Result<Buffer> ReadRange(const std::string& key, const object::ObjectInfo& info, uint64_t begin, uint64_t end);
+  Result<Buffer> FetchBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, uint64_t length);
+  Result<Buffer> GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch);
+  BlockId MakeBlockId(const std::string& key, const object::ObjectInfo& info, uint64_t index) const;
+  uint64_t BlockLength(const object::ObjectInfo& info, uint64_t index) const;
+  void Readahead(const std::string& key, const object::ObjectInfo& info, ReadaheadState& state, uint64_t begin,
+                 uint64_t end);
   // Queues fills of blocks [first, end) on the pool within the budget; the
   // index of the first block not issued (end when all were).
-  uint64_t IssueBlocks(const std::string& key, const ObjectInfo& info, uint64_t first, uint64_t end,
+  uint64_t IssueBlocks(const std::string& key, const object::ObjectInfo& info, uint64_t first, uint64_t end,
                        size_t* issued = nullptr);
   ReadaheadState& TrackedStreamLocked(const std::string& key);
 
@@ -172,7 +174,7 @@ class CachedStore : public StoreWrapper {
   std::unordered_map<std::string, MetaEntry> meta_;
   std::map<std::string, ListEntry> lists_;  // by encoded ListOptions
   std::atomic<uint64_t> write_generation_{0};
-  SingleFlight<std::string, Result<ObjectInfo>> head_flights_;
+  SingleFlight<std::string, Result<object::ObjectInfo>> head_flights_;
 
   std::mutex streams_mu_;
   std::list<std::pair<std::string, ReadaheadState>> stream_lru_;
@@ -186,4 +188,4 @@ class CachedStore : public StoreWrapper {
   std::unique_ptr<ThreadPool> pool_;  // last: destroyed (drained) first
 };
 
-}  // namespace strata
+}  // namespace strata::cache

@@ -7,8 +7,11 @@
 #include "object/mem_store.h"
 #include "testing/conformance.h"
 
-namespace strata {
+namespace strata::cache {
 namespace {
+
+// gtest pastes the suite name into identifiers: it must be unqualified
+using strata::testing::ObjectStoreConformance;
 
 FakeClock& AutoClock() {
   static FakeClock clock(/*auto_advance=*/true);
@@ -17,7 +20,7 @@ FakeClock& AutoClock() {
 
 // Small blocks and parts, so reads of the suite's objects span several
 // blocks and fills; RAM tier only (unit tests touch no disk).
-ObjectStorePtr Cached(ObjectStorePtr backend) {
+object::ObjectStorePtr Cached(object::ObjectStorePtr backend) {
   CacheOptions co;
   co.block_size = 64 << 10;
   co.ram_bytes = 64 << 20;
@@ -30,16 +33,17 @@ ObjectStorePtr Cached(ObjectStorePtr backend) {
   return std::make_shared<CachedStore>(std::move(backend), *cache, so);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cached, ObjectStoreConformance,
-                         ::testing::Values(ConformanceCase{"cached_mem", [] { return Cached(MakeMemStore()); }},
-                                           ConformanceCase{"cached_fault_mem",
-                                                           [] {
-                                                             FaultConfig no_faults;
-                                                             no_faults.clock = &AutoClock();
-                                                             return Cached(std::make_shared<FaultStore>(MakeMemStore(),
-                                                                                                        no_faults));
-                                                           }}),
-                         ConformanceCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    Cached, ObjectStoreConformance,
+    ::testing::Values(testing::ConformanceCase{"cached_mem", [] { return Cached(object::MakeMemStore()); }},
+                      testing::ConformanceCase{"cached_fault_mem",
+                                               [] {
+                                                 object::FaultConfig no_faults;
+                                                 no_faults.clock = &AutoClock();
+                                                 return Cached(std::make_shared<object::FaultStore>(
+                                                     object::MakeMemStore(), no_faults));
+                                               }}),
+    testing::ConformanceCaseName);
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::cache

@@ -9,7 +9,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 
-namespace strata {
+namespace strata::cache {
 namespace {
 constexpr std::string_view kBlockSuffix = ".blk";
 constexpr std::string_view kTempSuffix = ".tmp";
@@ -22,7 +22,7 @@ uint64_t FileBytes(uint64_t length) { return kBlockHeaderSize + length; }
 
 DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
     : options_(std::move(options)),
-      fs_(options_.fs ? *options_.fs : DefaultFileSystem()),
+      fs_(options_.fs ? *options_.fs : io::DefaultFileSystem()),
       clock_(options_.clock ? *options_.clock : RealClock()),
       metrics_(metrics) {
   index_.set_gauge(&metrics_->disk_occupancy());
@@ -41,7 +41,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
   const TimePoint start = tier->clock_.Now();
   if (!options.read_only) {
     STRATA_RETURN_IF_ERROR(tier->fs_.CreateDirs(options.dir).WithContext("cache directory"));
-    auto lock = tier->fs_.LockFile(JoinPath(options.dir, "LOCK"));
+    auto lock = tier->fs_.LockFile(io::JoinPath(options.dir, "LOCK"));
     if (!lock.ok()) {
       return Status(lock.status().code(),
                     "cache directory " + options.dir + " is in use by another strata process (" +
@@ -66,24 +66,25 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
 }
 
 Status DiskTier::EnsureLayout() {
-  STRATA_RETURN_IF_ERROR(fs_.CreateDirs(JoinPath(options_.dir, "blocks")));
-  return fs_.CreateDirs(JoinPath(options_.dir, "tmp"));
+  STRATA_RETURN_IF_ERROR(fs_.CreateDirs(io::JoinPath(options_.dir, "blocks")));
+  return fs_.CreateDirs(io::JoinPath(options_.dir, "tmp"));
 }
 
 std::string DiskTier::PathOf(const BlockHash& h) const {
   std::string hex = h.Hex();
-  return JoinPath(JoinPath(JoinPath(options_.dir, "blocks"), hex.substr(0, 2)), hex + std::string(kBlockSuffix));
+  return io::JoinPath(io::JoinPath(io::JoinPath(options_.dir, "blocks"), hex.substr(0, 2)),
+                      hex + std::string(kBlockSuffix));
 }
 
 Status DiskTier::Scan(DiskOpenReport* report) {
-  std::string tmp = JoinPath(options_.dir, "tmp");
+  std::string tmp = io::JoinPath(options_.dir, "tmp");
   if (auto entries = fs_.ListDir(tmp); entries.ok()) {
     for (const auto& e : *entries) {
       ++report->temp_files;
-      if (!options_.read_only) fs_.Remove(JoinPath(tmp, e.name)).IgnoreError();
+      if (!options_.read_only) fs_.Remove(io::JoinPath(tmp, e.name)).IgnoreError();
     }
   }
-  std::string blocks = JoinPath(options_.dir, "blocks");
+  std::string blocks = io::JoinPath(options_.dir, "blocks");
   auto subdirs = fs_.ListDir(blocks);
   if (!subdirs.ok()) {
     if (subdirs.status().code() == Code::kNotFound) return Status::Ok();
@@ -92,11 +93,11 @@ Status DiskTier::Scan(DiskOpenReport* report) {
   std::vector<Index::Node> found;
   for (const auto& sub : *subdirs) {
     if (!sub.is_dir) continue;
-    std::string subpath = JoinPath(blocks, sub.name);
+    std::string subpath = io::JoinPath(blocks, sub.name);
     auto files = fs_.ListDir(subpath);
     if (!files.ok()) continue;
     for (const auto& f : *files) {
-      std::string path = JoinPath(subpath, f.name);
+      std::string path = io::JoinPath(subpath, f.name);
       Entry entry;
       Status st = EndsWith(f.name, kBlockSuffix)
                       ? CheckFile(path, f.name.substr(0, f.name.size() - kBlockSuffix.size()), f.size, &entry)
@@ -142,14 +143,14 @@ Status DiskTier::CheckFile(const std::string& path, const std::string& expected_
 }
 
 Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total) {
-  std::unique_ptr<RandomAccessFile> file;
+  std::unique_ptr<io::RandomAccessFile> file;
   size_t read_size = total;
   if (options_.direct_io) {
-    if (auto* posix = dynamic_cast<PosixFileSystem*>(&fs_)) {
+    if (auto* posix = dynamic_cast<io::PosixFileSystem*>(&fs_)) {
       auto direct = posix->OpenForReadDirect(path);
       if (direct.ok()) {
         file = std::move(direct).value();
-        constexpr size_t kAlign = PosixFileSystem::kDirectAlignment;
+        constexpr size_t kAlign = io::PosixFileSystem::kDirectAlignment;
         read_size = (total + kAlign - 1) / kAlign * kAlign;
       }
     }
@@ -287,9 +288,10 @@ Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned
 }
 
 Status DiskTier::WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path) {
-  STRATA_RETURN_IF_ERROR(fs_.CreateDirs(ParentDir(final_path)));
-  std::string tmp = JoinPath(JoinPath(options_.dir, "tmp"), h.Hex() + "." + std::to_string(getpid()) + "." +
-                                                                std::to_string(temp_seq_++) + std::string(kTempSuffix));
+  STRATA_RETURN_IF_ERROR(fs_.CreateDirs(io::ParentDir(final_path)));
+  std::string tmp =
+      io::JoinPath(io::JoinPath(options_.dir, "tmp"), h.Hex() + "." + std::to_string(getpid()) + "." +
+                                                          std::to_string(temp_seq_++) + std::string(kTempSuffix));
   MutableBuffer page(kBlockHeaderSize);
   BlockHeader header{block.id, block.data.size(), XxHash3(block.data.data(), block.data.size()), block.created_ms};
   STRATA_RETURN_IF_ERROR(EncodeBlockHeader(header, page.data()));
@@ -383,4 +385,4 @@ size_t DiskTier::blocks() const {
   return index_.size();
 }
 
-}  // namespace strata
+}  // namespace strata::cache

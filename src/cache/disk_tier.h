@@ -43,17 +43,17 @@
 #include "cache/ram_tier.h"
 #include "io/file_system.h"
 
-namespace strata {
+namespace strata::cache {
 
 struct DiskTierOptions {
   std::string dir;
   uint64_t capacity_bytes = 0;  // counted as file bytes: 4 KiB header + data per block
   double high_watermark = 0.95;
   double low_watermark = 0.85;
-  FileSystem* fs = nullptr;  // default: DefaultFileSystem()
-  Clock* clock = nullptr;    // times Open's scan (DiskOpenReport::seconds); default: RealClock()
-  bool direct_io = false;    // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
-  bool read_only = false;    // no lock, no writes, no cleanup (inspection beside a running owner)
+  io::FileSystem* fs = nullptr;  // default: DefaultFileSystem()
+  Clock* clock = nullptr;        // times Open's scan (DiskOpenReport::seconds); default: RealClock()
+  bool direct_io = false;        // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
+  bool read_only = false;        // no lock, no writes, no cleanup (inspection beside a running owner)
 };
 
 struct DiskOpenReport {
@@ -129,14 +129,14 @@ class DiskTier {
   Status EnsureLayout();
 
   const DiskTierOptions options_;
-  FileSystem& fs_;
+  io::FileSystem& fs_;
   Clock& clock_;
   CacheMetrics* metrics_;
-  std::unique_ptr<FileLock> lock_;
+  std::unique_ptr<io::FileLock> lock_;
   mutable std::mutex mu_;
   Index index_;
   uint64_t reserved_ = 0;  // bytes of writes in progress
   std::atomic<uint64_t> temp_seq_{0};
 };
 
-}  // namespace strata
+}  // namespace strata::cache

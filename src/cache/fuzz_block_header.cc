@@ -7,11 +7,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> copy(data, data + size);  // exact-size heap copy so ASan sees overreads
-  auto h = strata::DecodeBlockHeader(copy.data(), copy.size());
+  auto h = strata::cache::DecodeBlockHeader(copy.data(), copy.size());
   if (!h.ok()) return 0;
-  std::vector<uint8_t> page(strata::kBlockHeaderSize);
-  if (!strata::EncodeBlockHeader(*h, page.data()).ok()) abort();
-  auto again = strata::DecodeBlockHeader(page.data(), page.size());
+  std::vector<uint8_t> page(strata::cache::kBlockHeaderSize);
+  if (!strata::cache::EncodeBlockHeader(*h, page.data()).ok()) abort();
+  auto again = strata::cache::DecodeBlockHeader(page.data(), page.size());
   if (!again.ok() || !(again->id == h->id) || again->length != h->length || again->data_hash != h->data_hash) abort();
   return 0;
 }

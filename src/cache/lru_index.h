@@ -15,7 +15,7 @@
 #include "base/metrics.h"
 #include "cache/block_key.h"
 
-namespace strata {
+namespace strata::cache {
 
 template <typename Entry>
 class LruIndex {
@@ -113,4 +113,4 @@ class LruIndex {
   uint64_t bytes_ = 0;
 };
 
-}  // namespace strata
+}  // namespace strata::cache

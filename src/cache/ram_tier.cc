@@ -1,6 +1,6 @@
 #include "cache/ram_tier.h"
 
-namespace strata {
+namespace strata::cache {
 
 std::optional<CachedBlock> RamTier::Get(const BlockHash& h) {
   std::lock_guard lock(mu_);
@@ -70,4 +70,4 @@ size_t RamTier::blocks() const {
   return index_.size();
 }
 
-}  // namespace strata
+}  // namespace strata::cache

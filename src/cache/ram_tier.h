@@ -13,7 +13,7 @@
 #include "base/buffer.h"
 #include "cache/lru_index.h"
 
-namespace strata {
+namespace strata::cache {
 
 struct CachedBlock {
   BlockId id;
@@ -63,4 +63,4 @@ class RamTier {
   LruIndex<CachedBlock> index_;
 };
 
-}  // namespace strata
+}  // namespace strata::cache

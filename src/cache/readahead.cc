@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace strata {
+namespace strata::cache {
 
 ReadaheadPlan PlanReadahead(ReadaheadState& s, uint64_t begin, uint64_t end, uint64_t object_size, uint64_t block_size,
                             uint64_t max_window) {
@@ -26,4 +26,4 @@ ReadaheadPlan PlanReadahead(ReadaheadState& s, uint64_t begin, uint64_t end, uin
   return {first, stop};
 }
 
-}  // namespace strata
+}  // namespace strata::cache

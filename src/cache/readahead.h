@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace strata {
+namespace strata::cache {
 
 struct ReadaheadState {
   static constexpr uint64_t kUnset = std::numeric_limits<uint64_t>::max();
@@ -55,4 +55,4 @@ class ReadaheadBudget {
   std::atomic<uint64_t> in_flight_{0};
 };
 
-}  // namespace strata
+}  // namespace strata::cache

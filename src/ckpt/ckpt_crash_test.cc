@@ -39,10 +39,10 @@ namespace {
 }
 
 TEST(CkptCrash, LatestIsAlwaysValidAfterSigkill) {
-  auto tmp = MakeTempDir("ckpt-crash-");
+  auto tmp = io::MakeTempDir("ckpt-crash-");
   ASSERT_TRUE(tmp.ok());
   const std::string dir = *tmp;
-  auto loc = std::move(OpenLocalLocation(DefaultFileSystem(), dir)).value();
+  auto loc = std::move(OpenLocalLocation(io::DefaultFileSystem(), dir)).value();
   std::mt19937 rng(12345);
   constexpr int kIterations = 110;
   int found = 0, advanced = 0;

@@ -24,15 +24,16 @@ using namespace strata::ckpt;
 namespace {
 
 // Hangs (until killed) at the rename that would publish the rank manifest.
-class StallBeforeManifest : public FaultFileSystem {
+class StallBeforeManifest : public io::FaultFileSystem {
  public:
-  StallBeforeManifest(FileSystem& base, std::string announce) : FaultFileSystem(base), announce_(std::move(announce)) {}
+  StallBeforeManifest(io::FileSystem& base, std::string announce)
+      : io::FaultFileSystem(base), announce_(std::move(announce)) {}
   Status Rename(const std::string& from, const std::string& to) override {
     if (to.find(".manifest.json") != std::string::npos) {
-      WriteFileAtomic(DefaultFileSystem(), announce_, std::string_view("stalled\n")).IgnoreError();
+      io::WriteFileAtomic(io::DefaultFileSystem(), announce_, std::string_view("stalled\n")).IgnoreError();
       for (;;) ::pause();
     }
-    return FaultFileSystem::Rename(from, to);
+    return io::FaultFileSystem::Rename(from, to);
   }
 
  private:
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool stall = argc > 8 && std::string(argv[8]) == "--stall-persist";
-  auto store = OpenStore(argv[2]);
+  auto store = object::OpenStore(argv[2]);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   WriterOptions o;
   o.dir = argv[1];
   o.remote = *store;
-  StallBeforeManifest stalling(DefaultFileSystem(), JoinPath(o.dir, "STALLED"));
+  StallBeforeManifest stalling(io::DefaultFileSystem(), io::JoinPath(o.dir, "STALLED"));
   if (stall) o.fs = &stalling;
   o.rank = std::atoi(argv[3]);
   o.world_size = std::atoi(argv[4]);

@@ -46,8 +46,8 @@ class ProbedLocation : public Location {
   Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
     return inner_->WriteFile(step, name, data);
   }
-  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size, const PartSource& source,
-                                    const StreamPutHooks& hooks) override {
+  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size,
+                                    const object::PartSource& source, const object::StreamPutHooks& hooks) override {
     return inner_->WriteFileFrom(step, name, size, source, hooks);
   }
   Status Remove(int64_t step, std::string_view name) override { return inner_->Remove(step, name); }
@@ -62,15 +62,15 @@ class CkptTest : public TempDirTest<> {
  protected:
   WriterOptions Options(std::string sub = "local") {
     WriterOptions o;
-    o.dir = JoinPath(dir_, sub);
+    o.dir = io::JoinPath(dir_, sub);
     o.shard_bytes = 1 << 20;  // several shards even for small states
     return o;
   }
   std::unique_ptr<Location> Local(std::string sub = "local") {
-    return std::move(OpenLocalLocation(DefaultFileSystem(), JoinPath(dir_, sub))).value();
+    return std::move(OpenLocalLocation(io::DefaultFileSystem(), io::JoinPath(dir_, sub))).value();
   }
   std::string ShardPath(int64_t step, int shard, std::string sub = "local") {
-    return JoinPath(JoinPath(JoinPath(dir_, sub), StepDirName(step)), ShardFileName(0, shard));
+    return io::JoinPath(io::JoinPath(io::JoinPath(dir_, sub), StepDirName(step)), ShardFileName(0, shard));
   }
   // The first tensor stored in shard `shard` of the local checkpoint `step`.
   TensorEntry FirstTensorOf(int64_t step, uint32_t shard) {
@@ -113,7 +113,7 @@ TEST_F(CkptTest, SaveCopiesThenPersistsAndLoadsByteExact) {
   EXPECT_TRUE(Verify(*loc, 5, VerifyLevel::kFull).ok());
 
   // Shards are plain safetensors files.
-  auto bytes = ReadFileToString(DefaultFileSystem(), ShardPath(5, 0), 64 << 20);
+  auto bytes = io::ReadFileToString(io::DefaultFileSystem(), ShardPath(5, 0), 64 << 20);
   ASSERT_TRUE(bytes.ok());
   auto header = ParseSafetensorsHeader(*bytes, bytes->size());
   ASSERT_TRUE(header.ok()) << header.status();
@@ -203,9 +203,9 @@ TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
   TensorEntry t = FirstTensorOf(2, 0);
 
   // Flip one byte inside a tensor: full verify names shard and tensor.
-  auto file = DefaultFileSystem().OpenForWrite(ShardPath(2, 0), /*truncate=*/false);
+  auto file = io::DefaultFileSystem().OpenForWrite(ShardPath(2, 0), /*truncate=*/false);
   ASSERT_TRUE(file.ok());
-  auto raf = std::move(DefaultFileSystem().OpenForRead(ShardPath(2, 0))).value();
+  auto raf = std::move(io::DefaultFileSystem().OpenForRead(ShardPath(2, 0))).value();
   uint8_t byte = 0;
   ASSERT_TRUE(raf->ReadAt(t.offset + 17, 1, &byte).ok());
   byte ^= 0x40;
@@ -229,7 +229,7 @@ TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
 
   // Zero a range.
   byte ^= 0x40;  // restore, then zero 4 KiB inside the tensor
-  file = DefaultFileSystem().OpenForWrite(ShardPath(2, 0), false);
+  file = io::DefaultFileSystem().OpenForWrite(ShardPath(2, 0), false);
   ASSERT_TRUE((*file)->WriteAt(t.offset + 17, &byte, 1).ok());
   std::string zeros(std::min<uint64_t>(4096, t.size - 1), '\0');
   ASSERT_TRUE((*file)->WriteAt(t.offset + 1, zeros.data(), zeros.size()).ok());
@@ -240,7 +240,7 @@ TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
   EXPECT_TRUE(named) << r.ToString();
 
   // Truncate: even the quick check names the shard and the tensors cut off.
-  ASSERT_TRUE(DefaultFileSystem().Truncate(ShardPath(2, 0), t.offset + 10).ok());
+  ASSERT_TRUE(io::DefaultFileSystem().Truncate(ShardPath(2, 0), t.offset + 10).ok());
   r = Verify(*loc, 2, VerifyLevel::kQuick);
   named = false;
   bool shard_named = false;
@@ -254,8 +254,9 @@ TEST_F(CkptTest, CorruptionIsNamedAndSkipped) {
   EXPECT_EQ(latest->step, 1);
 
   // A torn commit marker or a missing one: skipped too.
-  ASSERT_TRUE(WriteFileAtomic(DefaultFileSystem(), JoinPath(JoinPath(dir_, "local/" + StepDirName(1)), "COMMITTED"),
-                              std::string_view("strata-ckpt v1 sha256=00"))
+  ASSERT_TRUE(io::WriteFileAtomic(io::DefaultFileSystem(),
+                                  io::JoinPath(io::JoinPath(dir_, "local/" + StepDirName(1)), "COMMITTED"),
+                                  std::string_view("strata-ckpt v1 sha256=00"))
                   .ok());
   EXPECT_EQ(Latest(*loc).status().code(), Code::kNotFound);
   EXPECT_EQ(Verify(*loc, 1, VerifyLevel::kQuick).ToStatus().code(), Code::kNotFound);
@@ -268,7 +269,7 @@ TEST_F(CkptTest, LatestSkipsAZeroedRangeByDefault) {
   Save(*w, 1, MakeState(1));
   Save(*w, 2, MakeState(2));
   const TensorEntry t = FirstTensorOf(2, 1);
-  auto file = std::move(DefaultFileSystem().OpenForWrite(ShardPath(2, 1), /*truncate=*/false)).value();
+  auto file = std::move(io::DefaultFileSystem().OpenForWrite(ShardPath(2, 1), /*truncate=*/false)).value();
   const std::string zeros(std::min<uint64_t>(4096, t.size), '\0');
   ASSERT_TRUE(file->WriteAt(t.offset, zeros.data(), zeros.size()).ok());
   ASSERT_TRUE(file->Close().ok());
@@ -287,7 +288,7 @@ TEST_F(CkptTest, LatestSkipsAZeroedRangeByDefault) {
 }
 
 TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
-  FaultFileSystem fault(DefaultFileSystem());
+  io::FaultFileSystem fault(io::DefaultFileSystem());
   WriterOptions o = Options();
   o.fs = &fault;
   o.io_threads = 1;  // shards in order: the first fits in the budget, the second does not
@@ -304,7 +305,7 @@ TEST_F(CkptTest, FullDiskFailsCleanlyAndKeepsThePreviousCheckpoint) {
   fault.ClearWriteBudget();
   // Nothing of the failed step is left (its first shard had been renamed into place).
   EXPECT_GE(fault.Counters().renames, 1u);
-  EXPECT_FALSE(std::filesystem::exists(JoinPath(JoinPath(dir_, "local"), StepDirName(2))));
+  EXPECT_FALSE(std::filesystem::exists(io::JoinPath(io::JoinPath(dir_, "local"), StepDirName(2))));
   auto loc = Local();
   auto latest = Latest(*loc, VerifyLevel::kFull);
   ASSERT_TRUE(latest.ok()) << latest.status();
@@ -356,12 +357,13 @@ TEST_F(CkptTest, RetentionKeepsAStepItCannotReadAndDeletesOnlyProvenTornOnes) {
     auto w = std::move(CheckpointWriter::Open(Options())).value();
     for (int64_t step = 1; step <= 4; ++step) Save(*w, step, MakeState(step));
   }
-  ASSERT_TRUE(DefaultFileSystem()
-                  .Remove(JoinPath(JoinPath(JoinPath(dir_, "local"), StepDirName(3)), std::string(kCommitFile)))
-                  .ok());
-  FaultFileSystem flaky(DefaultFileSystem());
-  flaky.InjectErrors({.path_substring = StepDirName(2), .ops = kFaultRead | kFaultOpen});  // EIO on every read
-  auto loc = std::move(OpenLocalLocation(flaky, JoinPath(dir_, "local"))).value();
+  ASSERT_TRUE(
+      io::DefaultFileSystem()
+          .Remove(io::JoinPath(io::JoinPath(io::JoinPath(dir_, "local"), StepDirName(3)), std::string(kCommitFile)))
+          .ok());
+  io::FaultFileSystem flaky(io::DefaultFileSystem());
+  flaky.InjectErrors({.path_substring = StepDirName(2), .ops = io::kFaultRead | io::kFaultOpen});  // EIO on every read
+  auto loc = std::move(OpenLocalLocation(flaky, io::JoinPath(dir_, "local"))).value();
   for (int pass = 0; pass < 3; ++pass) {  // the writer's and gc's passes alike
     auto deleted = RetainNewest(*loc, /*keep=*/3);
     ASSERT_TRUE(deleted.ok()) << deleted.status();
@@ -371,7 +373,7 @@ TEST_F(CkptTest, RetentionKeepsAStepItCannotReadAndDeletesOnlyProvenTornOnes) {
   EXPECT_EQ(*loc->ListSteps(), (std::vector<int64_t>{1, 2, 4}));
   // The newest unreadable: Latest() reports it instead of loading step 2 or 1.
   flaky.ClearErrors();
-  flaky.InjectErrors({.path_substring = StepDirName(4), .ops = kFaultRead | kFaultOpen});
+  flaky.InjectErrors({.path_substring = StepDirName(4), .ops = io::kFaultRead | io::kFaultOpen});
   auto latest = Latest(*loc);
   EXPECT_EQ(latest.status().code(), Code::kIOError) << latest.status();
   EXPECT_NE(latest.status().message().find("not falling back"), std::string::npos) << latest.status();
@@ -390,7 +392,7 @@ TEST_F(CkptTest, RetentionKeepsAStepItCannotReadAndDeletesOnlyProvenTornOnes) {
 // Staging memory that cannot be had fails the save, and the step stays free.
 TEST_F(CkptTest, StagingFailureLeavesTheStepFreeToSaveAgain) {
   std::string overcommit;
-  if (auto text = ReadFileToString(DefaultFileSystem(), "/proc/sys/vm/overcommit_memory", 16); text.ok()) {
+  if (auto text = io::ReadFileToString(io::DefaultFileSystem(), "/proc/sys/vm/overcommit_memory", 16); text.ok()) {
     overcommit = *text;
   }
   if (overcommit.empty() || overcommit[0] == '1') {
@@ -406,7 +408,7 @@ TEST_F(CkptTest, StagingFailureLeavesTheStepFreeToSaveAgain) {
 }
 
 TEST_F(CkptTest, TiersToTheStoreWithRetention) {
-  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
+  auto store = object::MakeMemStore("", {.min_part_size = 1 << 20});
   WriterOptions o = Options();
   o.remote = store;
   o.upload_part_size = 1 << 20;
@@ -467,9 +469,9 @@ TEST_F(CkptTest, PullVerifiesWhileCopyingAndARetryWorks) {
 
   // A committed copy that cannot be read right now may be intact: it is
   // neither withdrawn nor replaced, and the error says a retry may help.
-  FaultFileSystem flaky(DefaultFileSystem());
-  flaky.InjectErrors({.path_substring = ShardFileName(0, 0), .ops = kFaultRead});
-  auto flaky_dst = std::move(OpenLocalLocation(flaky, JoinPath(dir_, "pulled"))).value();
+  io::FaultFileSystem flaky(io::DefaultFileSystem());
+  flaky.InjectErrors({.path_substring = ShardFileName(0, 0), .ops = io::kFaultRead});
+  auto flaky_dst = std::move(OpenLocalLocation(flaky, io::JoinPath(dir_, "pulled"))).value();
   st = Pull(src, 1, *flaky_dst);
   EXPECT_EQ(st.code(), Code::kUnavailable) << st;
   EXPECT_TRUE(Verify(*dst, 1, VerifyLevel::kFull).ok());  // still committed, every byte intact
@@ -536,7 +538,7 @@ TEST_F(CkptTest, UploadRefusesALocallyDamagedShard) {
   }
   const TensorEntry t = FirstTensorOf(1, 1);
   FlipByte(ShardPath(1, 1), t.offset + 1);
-  auto store = MakeMemStore("", {.min_part_size = 1 << 20});
+  auto store = object::MakeMemStore("", {.min_part_size = 1 << 20});
   WriterOptions o = Options();
   o.remote = store;
   auto w = std::move(CheckpointWriter::Open(o)).value();  // resumes the upload of step 1
@@ -552,7 +554,7 @@ TEST_F(CkptTest, UploadRefusesALocallyDamagedShard) {
 // directories committing through the store.
 TEST_F(CkptTest, DistributedRanksCommitTogether) {
   for (bool shared : {true, false}) {
-    auto store = MakeMemStore("", {.min_part_size = 1 << 20});
+    auto store = object::MakeMemStore("", {.min_part_size = 1 << 20});
     constexpr int kWorld = 3;
     std::vector<Status> results(kWorld);
     std::vector<std::thread> ranks;

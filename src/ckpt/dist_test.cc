@@ -42,9 +42,9 @@ class DistTest : public testing::TempDirTest<> {
     ASSERT_NE(bin, nullptr) << "STRATA_BINARY_DIR not set (run through ctest)";
     child_ = std::string(bin) + "/src/ckpt/ckpt_rank_child";
     ASSERT_TRUE(std::filesystem::exists(child_)) << child_;
-    url_ = "file://" + JoinPath(dir_, "store");
-    std::filesystem::create_directories(JoinPath(dir_, "store"));
-    auto store = OpenStore(url_);
+    url_ = "file://" + io::JoinPath(dir_, "store");
+    std::filesystem::create_directories(io::JoinPath(dir_, "store"));
+    auto store = object::OpenStore(url_);
     ASSERT_TRUE(store.ok()) << store.status();
     remote_ = StoreLocation(*store);
   }
@@ -58,9 +58,9 @@ class DistTest : public testing::TempDirTest<> {
 
   // Starts rank `rank` of attempt `attempt` saving MakeState(seed, rank); output to a log.
   pid_t Spawn(int rank, const std::string& attempt, int seed, bool stall_persist = false) {
-    const std::string log = JoinPath(dir_, "rank" + std::to_string(rank) + "-" + attempt + ".log");
+    const std::string log = io::JoinPath(dir_, "rank" + std::to_string(rank) + "-" + attempt + ".log");
     std::vector<std::string> args = {child_,
-                                     JoinPath(dir_, "node" + std::to_string(rank)),
+                                     io::JoinPath(dir_, "node" + std::to_string(rank)),
                                      url_,
                                      std::to_string(rank),
                                      std::to_string(kWorld),
@@ -134,7 +134,7 @@ TEST_F(DistTest, RankKilledMidSaveLeavesNoCommitAndARetryCommits) {
   pid_t r0 = Spawn(0, "a1", 1000), r1 = Spawn(1, "a1", 1000), r2 = Spawn(2, "a1", 1000, /*stall_persist=*/true);
   ASSERT_EQ(WaitExit(r1), 0) << Log(r1);
   ASSERT_TRUE(WaitUntil([&] { return RemotePart(0, "a1"); })) << Log(r0);
-  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(JoinPath(dir_, "node2/STALLED")); })) << Log(r2);
+  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(io::JoinPath(dir_, "node2/STALLED")); })) << Log(r2);
   Kill(r2);
   Kill(r0);
   VerifyReport report = Verify(*remote_, kStep, VerifyLevel::kQuick);

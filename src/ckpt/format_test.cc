@@ -182,7 +182,7 @@ TEST(CkptFormat, ShardHasherNamesTheTensor) {
 }
 
 TEST(CkptLocation, MemStoreListsStepsAndRemovesMarkersFirst) {
-  auto loc = StoreLocation(MakeMemStore());
+  auto loc = StoreLocation(object::MakeMemStore());
   ASSERT_TRUE(loc->WriteFile(3, "a", Buffer::Copy("hello")).ok());
   ASSERT_TRUE(loc->WriteFile(3, "COMMITTED", Buffer::Copy("x")).ok());
   ASSERT_TRUE(loc->WriteFile(12, "b", Buffer::Copy("x")).ok());

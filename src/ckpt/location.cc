@@ -23,7 +23,7 @@ bool IsCommitName(std::string_view name) {
 
 class LocalLocation : public Location {
  public:
-  LocalLocation(FileSystem& fs, std::string dir) : fs_(fs), dir_(std::move(dir)) {}
+  LocalLocation(io::FileSystem& fs, std::string dir) : fs_(fs), dir_(std::move(dir)) {}
   std::string Describe() const override { return dir_; }
   bool is_local() const override { return true; }
 
@@ -46,11 +46,11 @@ class LocalLocation : public Location {
     return files;
   }
   Result<uint64_t> FileSize(int64_t step, std::string_view name) override {
-    STRATA_ASSIGN_OR_RETURN(FileStat st, fs_.Stat(PathOf(step, name)));
+    STRATA_ASSIGN_OR_RETURN(io::FileStat st, fs_.Stat(PathOf(step, name)));
     return st.size;
   }
   Result<std::string> ReadSmall(int64_t step, std::string_view name, uint64_t max_size) override {
-    return ReadFileToString(fs_, PathOf(step, name), max_size);
+    return io::ReadFileToString(fs_, PathOf(step, name), max_size);
   }
   Status ReadAt(int64_t step, std::string_view name, uint64_t offset, uint64_t n, void* dst) override {
     const std::string path = PathOf(step, name);
@@ -67,13 +67,13 @@ class LocalLocation : public Location {
   }
   Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
     STRATA_RETURN_IF_ERROR(fs_.CreateDirs(StepDir(step)));
-    return WriteFileAtomic(fs_, PathOf(step, name), data);
+    return io::WriteFileAtomic(fs_, PathOf(step, name), data);
   }
-  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size, const PartSource& source,
-                                    const StreamPutHooks& hooks) override {
+  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size,
+                                    const object::PartSource& source, const object::StreamPutHooks& hooks) override {
     STRATA_RETURN_IF_ERROR(fs_.CreateDirs(StepDir(step)));
     // Removes its temp file unless committed: a failure leaves nothing new.
-    STRATA_ASSIGN_OR_RETURN(auto out, AtomicFileWriter::Create(fs_, PathOf(step, name)));
+    STRATA_ASSIGN_OR_RETURN(auto out, io::AtomicFileWriter::Create(fs_, PathOf(step, name)));
     const uint64_t parts = (size + kLocalPart - 1) / kLocalPart;
     Sequencer order;
     std::mutex mu;
@@ -112,21 +112,21 @@ class LocalLocation : public Location {
       removed_marker = true;
     }
     if (removed_marker) STRATA_RETURN_IF_ERROR(fs_.SyncDir(StepDir(step)));
-    STRATA_RETURN_IF_ERROR(RemoveAll(fs_, StepDir(step)));
+    STRATA_RETURN_IF_ERROR(io::RemoveAll(fs_, StepDir(step)));
     return fs_.SyncDir(dir_);
   }
 
  private:
-  std::string StepDir(int64_t step) const { return JoinPath(dir_, StepDirName(step)); }
-  std::string PathOf(int64_t step, std::string_view name) const { return JoinPath(StepDir(step), name); }
+  std::string StepDir(int64_t step) const { return io::JoinPath(dir_, StepDirName(step)); }
+  std::string PathOf(int64_t step, std::string_view name) const { return io::JoinPath(StepDir(step), name); }
 
-  FileSystem& fs_;
+  io::FileSystem& fs_;
   std::string dir_;
 };
 
 class StoreLocationImpl : public Location {
  public:
-  StoreLocationImpl(ObjectStorePtr store, uint64_t part_size, int concurrency)
+  StoreLocationImpl(object::ObjectStorePtr store, uint64_t part_size, int concurrency)
       : store_(std::move(store)), part_size_(part_size), concurrency_(concurrency) {}
   std::string Describe() const override { return store_->Url(); }
   bool is_local() const override { return false; }
@@ -134,7 +134,7 @@ class StoreLocationImpl : public Location {
   Result<std::vector<int64_t>> ListSteps() override {
     std::vector<int64_t> steps;
     std::vector<std::string> dirs;
-    STRATA_RETURN_IF_ERROR(ListAll(*store_, "step-", "/", &dirs).status());
+    STRATA_RETURN_IF_ERROR(object::ListAll(*store_, "step-", "/", &dirs).status());
     for (const auto& p : dirs) {
       std::string_view name(p);
       name.remove_suffix(1);  // the delimiter
@@ -145,7 +145,7 @@ class StoreLocationImpl : public Location {
   }
   Result<std::vector<FileEntry>> ListFiles(int64_t step) override {
     const std::string prefix = StepDirName(step) + "/";
-    STRATA_ASSIGN_OR_RETURN(auto objects, ListAll(*store_, prefix));
+    STRATA_ASSIGN_OR_RETURN(auto objects, object::ListAll(*store_, prefix));
     std::vector<FileEntry> files;
     for (const auto& o : objects) {
       std::string name = o.key.substr(prefix.size());
@@ -155,13 +155,13 @@ class StoreLocationImpl : public Location {
     return files;
   }
   Result<uint64_t> FileSize(int64_t step, std::string_view name) override {
-    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, store_->Head(KeyOf(step, name)));
+    STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, store_->Head(KeyOf(step, name)));
     return info.size;
   }
   Result<std::string> ReadSmall(int64_t step, std::string_view name, uint64_t max_size) override {
-    GetOptions opts;
-    opts.range = ByteRange::Of(0, max_size + 1);
-    STRATA_ASSIGN_OR_RETURN(GetResult got, store_->Get(KeyOf(step, name), opts));
+    object::GetOptions opts;
+    opts.range = object::ByteRange::Of(0, max_size + 1);
+    STRATA_ASSIGN_OR_RETURN(object::GetResult got, store_->Get(KeyOf(step, name), opts));
     if (got.info.size > max_size) {
       return InvalidArgumentError(KeyOf(step, name) + " is larger than " + std::to_string(max_size) + " bytes");
     }
@@ -175,8 +175,8 @@ class StoreLocationImpl : public Location {
     Status first;
     ParallelFor(parts, std::max<size_t>(1, std::min<size_t>(parts, concurrency_)), [&](size_t i) {
       const uint64_t off = i * part_size_, len = std::min(part_size_, n - off);
-      GetOptions opts;
-      opts.range = ByteRange::Of(offset + off, len);
+      object::GetOptions opts;
+      opts.range = object::ByteRange::Of(offset + off, len);
       auto got = store_->Get(key, opts);
       Status st = got.status();
       if (st.ok() && got->data.size() != len) st = CorruptionError(key + ": object ends before the expected size");
@@ -188,13 +188,14 @@ class StoreLocationImpl : public Location {
     return first;
   }
   Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
-    return ParallelPut(*store_, KeyOf(step, name), data, std::max(part_size_, store_->MinPartSize()), concurrency_)
+    return object::ParallelPut(*store_, KeyOf(step, name), data, std::max(part_size_, store_->MinPartSize()),
+                               concurrency_)
         .status();
   }
-  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size, const PartSource& source,
-                                    const StreamPutHooks& hooks) override {
-    STRATA_ASSIGN_OR_RETURN(ObjectInfo info,
-                            ParallelPutFrom(*store_, KeyOf(step, name), size, part_size_, concurrency_, source, hooks));
+  Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size,
+                                    const object::PartSource& source, const object::StreamPutHooks& hooks) override {
+    STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, object::ParallelPutFrom(*store_, KeyOf(step, name), size,
+                                                                             part_size_, concurrency_, source, hooks));
     return info.etag;
   }
   Status Remove(int64_t step, std::string_view name) override { return store_->Delete(KeyOf(step, name)); }
@@ -212,33 +213,33 @@ class StoreLocationImpl : public Location {
  private:
   std::string KeyOf(int64_t step, std::string_view name) const { return StepDirName(step) + "/" + std::string(name); }
 
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
   uint64_t part_size_;
   int concurrency_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Location>> OpenLocalLocation(FileSystem& fs, std::string dir) {
+Result<std::unique_ptr<Location>> OpenLocalLocation(io::FileSystem& fs, std::string dir) {
   if (dir.empty()) return InvalidArgumentError("checkpoint directory must not be empty");
   STRATA_RETURN_IF_ERROR(fs.CreateDirs(dir).WithContext("creating checkpoint directory " + dir));
   return std::unique_ptr<Location>(new LocalLocation(fs, std::move(dir)));
 }
 
-std::unique_ptr<Location> StoreLocation(ObjectStorePtr store, uint64_t part_size, int concurrency) {
+std::unique_ptr<Location> StoreLocation(object::ObjectStorePtr store, uint64_t part_size, int concurrency) {
   return std::make_unique<StoreLocationImpl>(std::move(store), std::max<uint64_t>(part_size, 1),
                                              std::max(concurrency, 1));
 }
 
 Result<std::unique_ptr<Location>> OpenLocation(std::string_view dir_or_url) {
   if (dir_or_url.find("://") != std::string_view::npos) {
-    STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(dir_or_url));
+    STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, object::OpenStore(dir_or_url));
     return StoreLocation(std::move(store));
   }
   // Readers must not create directories as a side effect: a missing one
   // gives NotFound when listed; writes (pull) create what they need.
   if (dir_or_url.empty()) return InvalidArgumentError("checkpoint directory must not be empty");
-  return std::unique_ptr<Location>(new LocalLocation(DefaultFileSystem(), std::string(dir_or_url)));
+  return std::unique_ptr<Location>(new LocalLocation(io::DefaultFileSystem(), std::string(dir_or_url)));
 }
 
 }  // namespace strata::ckpt

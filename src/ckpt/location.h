@@ -48,7 +48,7 @@ class Location {
   // hooks.before_commit runs before the file becomes visible. Any error
   // leaves no new file (an older one stays). Returns the ETag ("" locally).
   virtual Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size,
-                                            const PartSource& source, const StreamPutHooks& hooks) = 0;
+                                            const object::PartSource& source, const object::StreamPutHooks& hooks) = 0;
   virtual Status Remove(int64_t step, std::string_view name) = 0;  // OK if missing
   // Deletes a checkpoint: the commit markers first (so it stops counting at
   // once, even if the deletion is interrupted), then every other file.
@@ -56,11 +56,12 @@ class Location {
 };
 
 // `dir` is created if missing. Paths: dir/step-000000123/<file>.
-Result<std::unique_ptr<Location>> OpenLocalLocation(FileSystem& fs, std::string dir);
+Result<std::unique_ptr<Location>> OpenLocalLocation(io::FileSystem& fs, std::string dir);
 // Keys "step-000000123/<file>" in `store` (confine it with a PrefixStore /
 // ?prefix= to put checkpoints under a prefix). `part_size`/`concurrency`
 // size multipart uploads and ranged reads of large files.
-std::unique_ptr<Location> StoreLocation(ObjectStorePtr store, uint64_t part_size = 16ull << 20, int concurrency = 8);
+std::unique_ptr<Location> StoreLocation(object::ObjectStorePtr store, uint64_t part_size = 16ull << 20,
+                                        int concurrency = 8);
 // A URL with a scheme (file://, mem://, s3://) opens a store; anything else
 // is a local directory on DefaultFileSystem() (not created here).
 Result<std::unique_ptr<Location>> OpenLocation(std::string_view dir_or_url);

@@ -464,13 +464,13 @@ Result<std::string> CopyShard(Location& from, int64_t step, const RankManifest& 
   const auto tensors = TensorsOf(rm, s);
   const bool xxh = shard.xxh3.has_value();
   ShardHasher hasher(tensors, {.sha256 = !xxh, .per_tensor = true});
-  PartSource source = [&](uint64_t offset, uint64_t n) -> Result<Buffer> {
+  object::PartSource source = [&](uint64_t offset, uint64_t n) -> Result<Buffer> {
     if (cancelled && cancelled()) return CancelledError("copy of " + where + " cancelled");
     MutableBuffer part(n);
     STRATA_RETURN_IF_ERROR(from.ReadAt(step, shard.file, offset, n, part.data()));
     return std::move(part).Freeze();
   };
-  StreamPutHooks hooks;
+  object::StreamPutHooks hooks;
   hooks.in_order = [&](uint64_t, const Buffer& part) {
     hasher.Update(part.data(), part.size());
     return Status::Ok();

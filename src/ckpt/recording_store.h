@@ -13,15 +13,15 @@ namespace strata::ckpt::testing {
 
 // Records every mutation in order (an object appears at a successful Put or
 // CompleteMultipartUpload) and, once armed, fails new objects after `k` appeared.
-class RecordingStore : public StoreWrapper {
+class RecordingStore : public object::StoreWrapper {
  public:
   struct Event {
     std::string op;  // "create" (a Put or multipart upload begins), "object" (it appeared), "delete"
     std::string key;
   };
-  explicit RecordingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
-  using StoreWrapper::CreateMultipartUpload;
-  using StoreWrapper::Put;
+  explicit RecordingStore(object::ObjectStorePtr inner) : object::StoreWrapper(std::move(inner)) {}
+  using object::StoreWrapper::CreateMultipartUpload;
+  using object::StoreWrapper::Put;
 
   void FailNewObjectsAfter(int k) {
     std::lock_guard lock(mu_);
@@ -37,20 +37,20 @@ class RecordingStore : public StoreWrapper {
     return std::exchange(events_, {});
   }
 
-  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& o) override {
+  Result<object::ObjectInfo> Put(std::string_view key, Buffer data, const object::PutOptions& o) override {
     STRATA_RETURN_IF_ERROR(Begin(key));
-    return Done(key, StoreWrapper::Put(key, std::move(data), o));
+    return Done(key, object::StoreWrapper::Put(key, std::move(data), o));
   }
-  Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& o) override {
+  Result<std::string> CreateMultipartUpload(std::string_view key, const object::PutOptions& o) override {
     STRATA_RETURN_IF_ERROR(Begin(key));
-    return StoreWrapper::CreateMultipartUpload(key, o);
+    return object::StoreWrapper::CreateMultipartUpload(key, o);
   }
-  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
-                                             const std::vector<CompletedPart>& parts) override {
-    return Done(key, StoreWrapper::CompleteMultipartUpload(key, id, parts));
+  Result<object::ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
+                                                     const std::vector<object::CompletedPart>& parts) override {
+    return Done(key, object::StoreWrapper::CompleteMultipartUpload(key, id, parts));
   }
   Status Delete(std::string_view key) override {
-    Status st = StoreWrapper::Delete(key);
+    Status st = object::StoreWrapper::Delete(key);
     std::lock_guard lock(mu_);
     if (st.ok()) events_.push_back({"delete", std::string(key)});
     return st;
@@ -63,7 +63,7 @@ class RecordingStore : public StoreWrapper {
     events_.push_back({"create", std::string(key)});
     return Status::Ok();
   }
-  Result<ObjectInfo> Done(std::string_view key, Result<ObjectInfo> r) {
+  Result<object::ObjectInfo> Done(std::string_view key, Result<object::ObjectInfo> r) {
     std::lock_guard lock(mu_);
     if (r.ok()) {
       ++objects_;

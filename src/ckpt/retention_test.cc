@@ -27,12 +27,12 @@ class RetentionFaultTest : public TempDirTest<> {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
-    inner_ = MakeMemStore("", {.min_part_size = 1 << 20});
-    fault_ = std::make_shared<FaultStore>(inner_, FaultConfig{});
+    inner_ = object::MakeMemStore("", {.min_part_size = 1 << 20});
+    fault_ = std::make_shared<object::FaultStore>(inner_, object::FaultConfig{});
   }
   WriterOptions Options() {
     WriterOptions o;
-    o.dir = JoinPath(dir_, "local");
+    o.dir = io::JoinPath(dir_, "local");
     o.shard_bytes = 1 << 20;
     o.remote = fault_;
     o.upload_part_size = 1 << 20;
@@ -52,8 +52,8 @@ class RetentionFaultTest : public TempDirTest<> {
   }  // closing joins the upload thread: its retention pass is over
   std::vector<int64_t> RemoteSteps() { return *StoreLocation(inner_)->ListSteps(); }
 
-  std::shared_ptr<ObjectStore> inner_;
-  std::shared_ptr<FaultStore> fault_;
+  std::shared_ptr<object::ObjectStore> inner_;
+  std::shared_ptr<object::FaultStore> fault_;
 };
 
 // Scripted: one step answers 503 on every read, another is throttled; the
@@ -61,8 +61,8 @@ class RetentionFaultTest : public TempDirTest<> {
 TEST_F(RetentionFaultTest, TransientErrorsKeepCommittedStepsAndTornOnesStillGo) {
   SaveRemote({1, 2, 3, 4, 5});
   ASSERT_TRUE(inner_->Delete(Key(3, kCommitFile)).ok());  // torn: marker definitely absent
-  fault_->FailKey(StepDirName(2) + "/", UnavailableError("injected 503"), -1, FaultOp::kGet);
-  fault_->FailKey(Key(4, kManifestFile), Status(Code::kThrottled, "SlowDown"), -1, FaultOp::kGet);
+  fault_->FailKey(StepDirName(2) + "/", UnavailableError("injected 503"), -1, object::FaultOp::kGet);
+  fault_->FailKey(Key(4, kManifestFile), Status(Code::kThrottled, "SlowDown"), -1, object::FaultOp::kGet);
   auto loc = StoreLocation(fault_);
   // What `strata ckpt gc --keep 3` runs.
   auto deleted = RetainNewest(*loc, 3);
@@ -74,7 +74,7 @@ TEST_F(RetentionFaultTest, TransientErrorsKeepCommittedStepsAndTornOnesStillGo) 
   EXPECT_EQ(OpenCheckpoint(*loc, 4).status().code(), Code::kThrottled);
 
   // The newest is unreadable: Latest() says so instead of loading an older one.
-  fault_->FailKey(StepDirName(5) + "/", UnavailableError("injected 503"), -1, FaultOp::kGet);
+  fault_->FailKey(StepDirName(5) + "/", UnavailableError("injected 503"), -1, object::FaultOp::kGet);
   auto latest = Latest(*loc, VerifyLevel::kQuick);
   EXPECT_EQ(latest.status().code(), Code::kUnavailable) << latest.status();
   EXPECT_TRUE(latest.status().retryable());
@@ -109,7 +109,7 @@ TEST_F(RetentionFaultTest, RandomStoreFaultsNeverDeleteACommittedStep) {
               3)
         << "pass " << passes;
   }
-  const StoreFaultCounters c = fault_->counters();
+  const object::StoreFaultCounters c = fault_->counters();
   std::cout << "retention under store faults: " << passes << " passes (" << failed_passes << " failed to list), "
             << c.requests << " requests, " << c.injected() << " faults injected (" << c.errors << " 5xx, "
             << c.throttles << " throttled, " << c.resets << " resets, " << c.truncations
@@ -125,7 +125,7 @@ TEST_F(RetentionFaultTest, RandomStoreFaultsNeverDeleteACommittedStep) {
 // while uploading a newer one stays in the bucket.
 TEST_F(RetentionFaultTest, WriterRemoteRetentionKeepsAStepItCannotRead) {
   SaveRemote({10, 20, 30});
-  fault_->FailKey(StepDirName(20) + "/", UnavailableError("injected 503"), -1, FaultOp::kGet);
+  fault_->FailKey(StepDirName(20) + "/", UnavailableError("injected 503"), -1, object::FaultOp::kGet);
   SaveRemote({40}, /*keep_remote=*/3);  // 10, 30, 40 valid: nothing to delete; 20 unknown
   EXPECT_EQ(RemoteSteps(), (std::vector<int64_t>{10, 20, 30, 40}));
   fault_->ClearRules();
@@ -161,7 +161,7 @@ TEST_F(RetentionFaultTest, UploadAndPullUnderStoreFaultsAreByteExactOrFailCleanl
       }
     }
   }
-  const StoreFaultCounters during_upload = fault_->counters();
+  const object::StoreFaultCounters during_upload = fault_->counters();
   // Healed: a new writer resumes what failed; everything in the bucket is byte-exact.
   fault_->SetConfig({});
   {
@@ -182,7 +182,8 @@ TEST_F(RetentionFaultTest, UploadAndPullUnderStoreFaultsAreByteExactOrFailCleanl
   auto faulty = StoreLocation(fault_);
   int pulls_ok = 0, pulls_failed = 0;
   for (int i = 0; i < 20; ++i) {
-    auto dst = std::move(OpenLocalLocation(DefaultFileSystem(), JoinPath(dir_, "pull-" + std::to_string(i)))).value();
+    auto dst =
+        std::move(OpenLocalLocation(io::DefaultFileSystem(), io::JoinPath(dir_, "pull-" + std::to_string(i)))).value();
     Status st = Pull(*faulty, 6, *dst);
     if (st.ok()) {
       ++pulls_ok;
@@ -194,7 +195,7 @@ TEST_F(RetentionFaultTest, UploadAndPullUnderStoreFaultsAreByteExactOrFailCleanl
       EXPECT_FALSE(OpenCheckpoint(*dst, 6).ok()) << "a failed pull left a committed copy";
     }
   }
-  const StoreFaultCounters total = fault_->counters();
+  const object::StoreFaultCounters total = fault_->counters();
   std::cout << "uploads under store faults: " << uploads_ok << " ok, " << uploads_failed << " failed cleanly ("
             << during_upload.injected() << " faults in " << during_upload.requests
             << " requests), every committed one byte-exact after resuming\n"

@@ -20,29 +20,30 @@
 namespace strata::ckpt {
 namespace {
 
-class CkptS3Test : public testing::TempDirTest<::testing::TestWithParam<S3TestServer::Kind>> {
+class CkptS3Test : public testing::TempDirTest<::testing::TestWithParam<strata::testing::S3TestServer::Kind>> {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
-    auto server = S3TestServer::Start(GetParam());
-    if (!server.ok()) server = S3TestServer::Start(GetParam());  // a loaded 2-core machine can miss the deadline
+    auto server = strata::testing::S3TestServer::Start(GetParam());
+    if (!server.ok())
+      server = strata::testing::S3TestServer::Start(GetParam());  // a loaded 2-core machine can miss the deadline
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
   }
 
-  std::unique_ptr<S3TestServer> server_;
+  std::unique_ptr<strata::testing::S3TestServer> server_;
 };
 
 TEST_P(CkptS3Test, TiersLoadsPullsAndResumesAgainstARealServer) {
-  auto env = ConfigEnv::FromMaps(
+  auto env = object::ConfigEnv::FromMaps(
       {{"AWS_ACCESS_KEY_ID", server_->access_key()}, {"AWS_SECRET_ACCESS_KEY", server_->secret_key()}}, {});
-  auto config = S3ConfigFromUrl(server_->StoreUrl("run1"), env);
+  auto config = object::S3ConfigFromUrl(server_->StoreUrl("run1"), env);
   ASSERT_TRUE(config.ok()) << config.status();
-  auto s3 = OpenS3Store(*config);
+  auto s3 = object::OpenS3Store(*config);
   ASSERT_TRUE(s3.ok()) << s3.status();
   auto recorder = std::make_shared<testing::RecordingStore>(*s3);
   WriterOptions o;
-  o.dir = JoinPath(dir_, "local");
+  o.dir = io::JoinPath(dir_, "local");
   o.remote = recorder;
   o.shard_bytes = 8 << 20;
   o.upload_part_size = 5 << 20;  // S3's minimum: the 16 MiB shard goes up in parts
@@ -60,7 +61,7 @@ TEST_P(CkptS3Test, TiersLoadsPullsAndResumesAgainstARealServer) {
   auto loaded = Load(*remote, 1);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(testing::Compare(*loaded, state), "");
-  auto pulled = std::move(OpenLocalLocation(DefaultFileSystem(), JoinPath(dir_, "pulled"))).value();
+  auto pulled = std::move(OpenLocalLocation(io::DefaultFileSystem(), io::JoinPath(dir_, "pulled"))).value();
   ASSERT_TRUE(Pull(*remote, 1, *pulled).ok());
   EXPECT_TRUE(Verify(*pulled, 1, VerifyLevel::kFull).ok());
 
@@ -83,8 +84,10 @@ TEST_P(CkptS3Test, TiersLoadsPullsAndResumesAgainstARealServer) {
   EXPECT_TRUE(Verify(*remote, 1, VerifyLevel::kFull).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(S3, CkptS3Test, ::testing::Values(S3TestServer::Kind::kS3rver, S3TestServer::Kind::kRgw),
-                         [](const auto& info) { return std::string(KindName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(S3, CkptS3Test,
+                         ::testing::Values(strata::testing::S3TestServer::Kind::kS3rver,
+                                           strata::testing::S3TestServer::Kind::kRgw),
+                         [](const auto& info) { return std::string(strata::testing::KindName(info.param)); });
 
 }  // namespace
 }  // namespace strata::ckpt

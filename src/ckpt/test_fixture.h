@@ -17,7 +17,7 @@ template <typename Base = ::testing::Test>
 class TempDirTest : public Base {
  protected:
   void SetUp() override {
-    auto dir = MakeTempDir("strata-ckpt-test-");
+    auto dir = io::MakeTempDir("strata-ckpt-test-");
     ASSERT_TRUE(dir.ok()) << dir.status();
     dir_ = *dir;
   }
@@ -30,11 +30,11 @@ class TempDirTest : public Base {
 
 // Flips one byte of a file in place (sizes and markers stay as they were).
 inline void FlipByte(const std::string& path, uint64_t offset) {
-  auto in = std::move(DefaultFileSystem().OpenForRead(path)).value();
+  auto in = std::move(io::DefaultFileSystem().OpenForRead(path)).value();
   uint8_t byte = 0;
   ASSERT_TRUE(in->ReadAt(offset, 1, &byte).ok());
   byte ^= 0x20;
-  auto out = std::move(DefaultFileSystem().OpenForWrite(path, /*truncate=*/false)).value();
+  auto out = std::move(io::DefaultFileSystem().OpenForWrite(path, /*truncate=*/false)).value();
   ASSERT_TRUE(out->WriteAt(offset, &byte, 1).ok());
   ASSERT_TRUE(out->Close().ok());
 }

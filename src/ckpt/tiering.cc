@@ -91,7 +91,7 @@ Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, u
   std::lock_guard lock(journal_mu);
   (*journal)[shard.file] = etag;
   const nlohmann::json j = {{"manifest", digest}, {"etags", *journal}};
-  return WriteFileAtomic(*fs, JoinPath(StepDir(step), UploadJournalName(opts.rank)), j.dump());
+  return io::WriteFileAtomic(*fs, io::JoinPath(StepDir(step), UploadJournalName(opts.rank)), j.dump());
 }
 
 Status CheckpointWriter::Impl::Upload(int64_t step) {

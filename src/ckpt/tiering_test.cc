@@ -34,19 +34,19 @@ class TieringTest : public TempDirTest<> {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
-    inner_ = MakeMemStore("", {.min_part_size = 1 << 20});
+    inner_ = object::MakeMemStore("", {.min_part_size = 1 << 20});
     store_ = std::make_shared<RecordingStore>(inner_);
   }
   WriterOptions Options(std::string sub = "local") {
     WriterOptions o;
-    o.dir = JoinPath(dir_, sub);
+    o.dir = io::JoinPath(dir_, sub);
     o.shard_bytes = 1 << 20;
     o.remote = store_;
     o.upload_part_size = 1 << 20;
     return o;
   }
   std::unique_ptr<Location> Local(std::string sub = "local") {
-    return std::move(OpenLocalLocation(DefaultFileSystem(), JoinPath(dir_, sub))).value();
+    return std::move(OpenLocalLocation(io::DefaultFileSystem(), io::JoinPath(dir_, sub))).value();
   }
   // Waits (deadline, not a fixed sleep) until `key` exists in the store.
   bool WaitForObject(const std::string& key) {
@@ -58,7 +58,7 @@ class TieringTest : public TempDirTest<> {
     return false;
   }
 
-  std::shared_ptr<ObjectStore> inner_;
+  std::shared_ptr<object::ObjectStore> inner_;
   std::shared_ptr<RecordingStore> store_;
 };
 
@@ -130,8 +130,8 @@ TEST_F(TieringTest, DamagedUploadJournalRestartsTheUpload) {
     ASSERT_TRUE(h.ok() && h->Wait().ok());
     EXPECT_EQ(h->WaitUploaded().code(), Code::kUnavailable);
   }
-  const std::string journal = JoinPath(JoinPath(o.dir, StepDirName(9)), UploadJournalName(0));
-  ASSERT_TRUE(WriteFileAtomic(DefaultFileSystem(), journal, R"({"manifest": null, "etags": 5})").ok());
+  const std::string journal = io::JoinPath(io::JoinPath(o.dir, StepDirName(9)), UploadJournalName(0));
+  ASSERT_TRUE(io::WriteFileAtomic(io::DefaultFileSystem(), journal, R"({"manifest": null, "etags": 5})").ok());
   store_->Heal();
   {
     auto w = std::move(CheckpointWriter::Open(o)).value();

@@ -89,7 +89,7 @@ SaveStats SaveHandle::stats() const {
 
 // ---- CheckpointWriter ----
 
-std::string CheckpointWriter::Impl::StepDir(int64_t step) const { return JoinPath(opts.dir, StepDirName(step)); }
+std::string CheckpointWriter::Impl::StepDir(int64_t step) const { return io::JoinPath(opts.dir, StepDirName(step)); }
 
 CheckpointWriter::CheckpointWriter(WriterOptions options)
     : opts_(std::move(options)), impl_(std::make_unique<Impl>(opts_)) {}
@@ -103,7 +103,7 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
     return InvalidArgumentError("shard_bytes and max_queued must be positive");
   }
   if (!options.remote && !options.remote_url.empty()) {
-    STRATA_ASSIGN_OR_RETURN(options.remote, OpenStore(options.remote_url));
+    STRATA_ASSIGN_OR_RETURN(options.remote, object::OpenStore(options.remote_url));
   }
   if (options.world_size > 1 && !options.shared_dir && !options.remote) {
     return InvalidArgumentError("world size > 1 with per-node directories needs a remote store to commit through");
@@ -123,7 +123,7 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
   }
   std::unique_ptr<CheckpointWriter> w(new CheckpointWriter(std::move(options)));
   Impl& impl = *w->impl_;
-  impl.fs = impl.opts.fs ? impl.opts.fs : &DefaultFileSystem();
+  impl.fs = impl.opts.fs ? impl.opts.fs : &io::DefaultFileSystem();
   impl.clock = impl.opts.clock ? impl.opts.clock : &RealClock();
   STRATA_ASSIGN_OR_RETURN(impl.local, OpenLocalLocation(*impl.fs, impl.opts.dir));
   if (impl.opts.remote) {
@@ -176,7 +176,7 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
                                   std::to_string(*impl.last_step));
     }
   }
-  auto committed = impl.fs->Exists(JoinPath(impl.StepDir(step), kCommitFile));
+  auto committed = impl.fs->Exists(io::JoinPath(impl.StepDir(step), kCommitFile));
   if (committed.ok() && *committed) {
     return AlreadyExistsError(StepDirName(step) + " is already committed in " + opts_.dir);
   }
@@ -342,7 +342,7 @@ void CheckpointWriter::Impl::PersistLoop() {
 }
 
 Status CheckpointWriter::Impl::WriteShard(int64_t step, StagedShard& shard) {
-  const std::string path = JoinPath(StepDir(step), shard.file), tmp = path + ".tmp";
+  const std::string path = io::JoinPath(StepDir(step), shard.file), tmp = path + ".tmp";
   std::vector<const TensorEntry*> order;
   for (const auto& t : shard.tensors) order.push_back(&t);
   ShardHasher hasher(order);  // tensors are already in offset order
@@ -395,9 +395,9 @@ Status CheckpointWriter::Impl::WritePart(SaveJob& job) {
   // replaced, so the coordinator never pairs it with new shards.
   bool withdrew = false;
   for (const std::string& name : {RankCommitName(opts.rank), UploadJournalName(opts.rank)}) {
-    STRATA_ASSIGN_OR_RETURN(bool exists, fs->Exists(JoinPath(dir, name)));
+    STRATA_ASSIGN_OR_RETURN(bool exists, fs->Exists(io::JoinPath(dir, name)));
     if (!exists) continue;
-    STRATA_RETURN_IF_ERROR(fs->Remove(JoinPath(dir, name)));
+    STRATA_RETURN_IF_ERROR(fs->Remove(io::JoinPath(dir, name)));
     withdrew = true;
   }
   if (withdrew) STRATA_RETURN_IF_ERROR(fs->SyncDir(dir));
@@ -445,7 +445,7 @@ void CheckpointWriter::Impl::RemovePart(const SaveJob& job) {
     names.push_back(shard.file + ".tmp");
   }
   for (const auto& name : names) {
-    Status st = fs->Remove(JoinPath(dir, name));
+    Status st = fs->Remove(io::JoinPath(dir, name));
     if (!st.ok() && st.code() != Code::kNotFound) {
       STRATA_LOG_WARN("ckpt: cleaning up the failed {}: {}", StepDirName(job.step), st.ToString());
     }

@@ -59,9 +59,9 @@ enum class InflightPolicy {
 };
 
 struct WriterOptions {
-  std::string dir;         // local checkpoint directory (created)
-  std::string remote_url;  // optional: object store URL to tier to
-  ObjectStorePtr remote;   // or the store itself (wins over remote_url)
+  std::string dir;                // local checkpoint directory (created)
+  std::string remote_url;         // optional: object store URL to tier to
+  object::ObjectStorePtr remote;  // or the store itself (wins over remote_url)
   int rank = 0;
   int world_size = 1;
   // Every rank writes into the same `dir` (e.g. NFS or one machine): rank 0
@@ -94,9 +94,9 @@ struct WriterOptions {
   // cost dominates a buffered persist, and the training data's cached pages
   // are not evicted by checkpoint bytes. false: buffered writes.
   bool bypass_page_cache = true;
-  bool upload_on_open = true;  // re-upload committed checkpoints missing remotely
-  FileSystem* fs = nullptr;    // nullptr: DefaultFileSystem()
-  Clock* clock = nullptr;      // nullptr: RealClock()
+  bool upload_on_open = true;    // re-upload committed checkpoints missing remotely
+  io::FileSystem* fs = nullptr;  // nullptr: DefaultFileSystem()
+  Clock* clock = nullptr;        // nullptr: RealClock()
 };
 
 // "Memory speed", the yardstick for a save's stall: seconds for a plain

@@ -56,7 +56,7 @@ struct SaveJob {
 
 struct CheckpointWriter::Impl {
   WriterOptions opts;
-  FileSystem* fs = nullptr;
+  io::FileSystem* fs = nullptr;
   Clock* clock = nullptr;
   std::unique_ptr<Location> local;
   std::unique_ptr<Location> remote;  // null without tiering

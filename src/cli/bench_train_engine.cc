@@ -87,7 +87,7 @@ uint64_t SampleOverhead(dataset::ShardFormat format) {
 
 }  // namespace
 
-Result<GenerateResult> Generate(ObjectStore& store, const std::string& prefix, const GenerateOptions& o) {
+Result<GenerateResult> Generate(object::ObjectStore& store, const std::string& prefix, const GenerateOptions& o) {
   if (o.samples == 0) return InvalidArgumentError("--samples must be at least 1");
   if (o.record_size < 16) return InvalidArgumentError("--record-size must be at least 16 bytes");
   if (o.samples_per_file == 0) return InvalidArgumentError("--samples-per-file must be at least 1");
@@ -274,8 +274,8 @@ namespace {
 // See MakeFileSource. Workers fill per-batch slots; Next() takes them in order.
 class FileSource : public RankSource {
  public:
-  FileSource(ObjectStorePtr store, std::shared_ptr<const std::vector<std::string>> keys, const FileSourceOptions& o,
-             size_t rank, uint64_t epoch)
+  FileSource(object::ObjectStorePtr store, std::shared_ptr<const std::vector<std::string>> keys,
+             const FileSourceOptions& o, size_t rank, uint64_t epoch)
       : store_(std::move(store)), keys_(std::move(keys)), o_(o) {
     std::vector<size_t> order(keys_->size());
     std::iota(order.begin(), order.end(), 0);
@@ -351,7 +351,7 @@ class FileSource : public RankSource {
     return BatchInfo{indices.size(), batch.size()};
   }
 
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
   std::shared_ptr<const std::vector<std::string>> keys_;
   FileSourceOptions o_;
   std::vector<std::vector<size_t>> batches_;
@@ -366,7 +366,8 @@ class FileSource : public RankSource {
 
 }  // namespace
 
-std::unique_ptr<RankSource> MakeFileSource(ObjectStorePtr store, std::shared_ptr<const std::vector<std::string>> keys,
+std::unique_ptr<RankSource> MakeFileSource(object::ObjectStorePtr store,
+                                           std::shared_ptr<const std::vector<std::string>> keys,
                                            const FileSourceOptions& options, size_t rank, uint64_t epoch) {
   return std::make_unique<FileSource>(std::move(store), std::move(keys), options, rank, epoch);
 }
@@ -436,8 +437,8 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
   return o;
 }
 
-PrepareFn LoaderPrepare(ObjectStorePtr store, std::string prefix, loader::StreamingOptions base, std::string cache_root,
-                        bool no_cache) {
+PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader::StreamingOptions base,
+                        std::string cache_root, bool no_cache) {
   if (no_cache) cache_root.clear();
   return [store, prefix, base, cache_root, no_cache](size_t world) -> Result<Prepared> {
     auto guard = std::make_shared<DirGuard>();

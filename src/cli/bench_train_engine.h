@@ -77,7 +77,7 @@ struct GenerateResult {
   uint64_t shard_bytes = 0;
   double seconds = 0;
 };
-Result<GenerateResult> Generate(ObjectStore& store, const std::string& prefix, const GenerateOptions& options);
+Result<GenerateResult> Generate(object::ObjectStore& store, const std::string& prefix, const GenerateOptions& options);
 
 // What one emulated accelerator reads from: Next() blocks until the next
 // batch is ready and returns its sample count and payload bytes, or nullopt
@@ -148,7 +148,8 @@ struct FileSourceOptions {
   size_t prefetch = 2;
   uint64_t seed = 0;
 };
-std::unique_ptr<RankSource> MakeFileSource(ObjectStorePtr store, std::shared_ptr<const std::vector<std::string>> keys,
+std::unique_ptr<RankSource> MakeFileSource(object::ObjectStorePtr store,
+                                           std::shared_ptr<const std::vector<std::string>> keys,
                                            const FileSourceOptions& options, size_t rank, uint64_t epoch);
 
 // Rank `rank`'s loader iterator (worker 0) over `epoch` of `dataset` (opened
@@ -192,8 +193,8 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
 // and removed when the next N is prepared. Empty `cache_root`: RAM only.
 // `no_cache`: no disk tier, and the datasets (with their RAM cache) are
 // opened afresh for every epoch, so every epoch reads the store (cold).
-PrepareFn LoaderPrepare(ObjectStorePtr store, std::string prefix, loader::StreamingOptions base, std::string cache_root,
-                        bool no_cache = false);
+PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader::StreamingOptions base,
+                        std::string cache_root, bool no_cache = false);
 
 // 1,2,4,... up to `max`, or the comma list in `list` ("1,2,4,8").
 Result<std::vector<size_t>> AcceleratorCounts(std::string_view list, size_t max);

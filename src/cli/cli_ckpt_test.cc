@@ -57,7 +57,8 @@ class CkptCliTest : public cli_test::StrataBinaryTest {
     SaveSteps("ckpt", {1, 2, 3});
     fs::resize_file(ShardPath("ckpt", 2, 1), 100);
     fs::create_directories(Dir("ckpt/" + StepDirName(4)));
-    ASSERT_TRUE(WriteFileAtomic(DefaultFileSystem(), ShardPath("ckpt", 4, 0), std::string_view("partial")).ok());
+    ASSERT_TRUE(
+        io::WriteFileAtomic(io::DefaultFileSystem(), ShardPath("ckpt", 4, 0), std::string_view("partial")).ok());
   }
 };
 

@@ -94,9 +94,9 @@ TEST_F(CliTest, CopiesATreeInAndOutByteExact) {
 // upload, s3 -> local file as ranges written in place; the aws CLI reads
 // strata's upload byte-exact, and no temp file is left anywhere.
 TEST_F(CliTest, CopiesLargeObjectsThroughRgwInParts) {
-  auto server = strata::S3TestServer::Start(strata::S3TestServer::Kind::kRgw);
+  auto server = strata::testing::S3TestServer::Start(strata::testing::S3TestServer::Kind::kRgw);
   ASSERT_TRUE(server.ok()) << server.status();
-  const strata::EnvOverrides env = (*server)->ClientEnv();
+  const strata::testing::EnvOverrides env = (*server)->ClientEnv();
   auto run = [&](const std::vector<std::string>& args) { return RunStrata(args, std::chrono::minutes(2), env); };
   const std::string data = RandomBytes(21 << 20, 7);
   WriteFile(dir_ / "up" / "big.bin", data);
@@ -117,10 +117,10 @@ TEST_F(CliTest, CopiesLargeObjectsThroughRgwInParts) {
   EXPECT_TRUE(ReadFile(dir_ / "down" / "big.bin") == data);
   EXPECT_EQ(Tree(dir_ / "down").size(), 1u);  // the temp file was renamed, not left beside it
 
-  auto aws =
-      strata::RunCommand({"/usr/bin/aws", "--endpoint-url", (*server)->endpoint(), "s3", "cp", "--only-show-errors",
-                          "s3://" + (*server)->bucket() + "/in/big.bin", (dir_ / "aws.bin").string()},
-                         env, std::nullopt, {});
+  auto aws = strata::testing::RunCommand(
+      {"/usr/bin/aws", "--endpoint-url", (*server)->endpoint(), "s3", "cp", "--only-show-errors",
+       "s3://" + (*server)->bucket() + "/in/big.bin", (dir_ / "aws.bin").string()},
+      env, std::nullopt, {});
   ASSERT_TRUE(aws.ok()) << aws.status();
   ASSERT_EQ(aws->exit_code, 0) << aws->stderr_text;
   EXPECT_TRUE(ReadFile(dir_ / "aws.bin") == data);

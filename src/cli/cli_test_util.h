@@ -38,12 +38,13 @@ class StrataBinaryTest : public ::testing::Test {
   }
 
   // Runs `strata args...` (stdout/stderr captured; a failure to start is a test failure).
-  CliRun RunStrata(const std::vector<std::string>& args, std::chrono::seconds timeout, const EnvOverrides& env = {}) {
+  CliRun RunStrata(const std::vector<std::string>& args, std::chrono::seconds timeout,
+                   const testing::EnvOverrides& env = {}) {
     std::vector<std::string> argv{binary_};
     argv.insert(argv.end(), args.begin(), args.end());
-    RunOptions options;
+    testing::RunOptions options;
     options.timeout = timeout;
-    auto result = RunCommand(argv, env, std::nullopt, options);
+    auto result = testing::RunCommand(argv, env, std::nullopt, options);
     CliRun run;
     if (!result.ok()) {
       ADD_FAILURE() << "cannot run " << binary_ << ": " << result.status();

@@ -177,7 +177,7 @@ void RunTrain(const TrainArgs& a) {
   base.ram_cache_bytes = Check(ParseSize(a.ram_cache), kCmd, "--ram-cache");
 
   TempDir temp;
-  ObjectStorePtr store;
+  object::ObjectStorePtr store;
   std::string prefix, where;
   nlohmann::json dataset_json;
   if (a.url.empty()) {
@@ -204,7 +204,7 @@ void RunTrain(const TrainArgs& a) {
     if (a.generate_only) return;
     store = dst.store;
     if (a.emulate != "none") {
-      store = EmulateCloud(store, Check(ParseCloudProfile(a.emulate), kCmd, "--emulate"));
+      store = object::EmulateCloud(store, Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate"));
     }
     prefix = dst.key + "shards/";
     where = dst.UrlOf(prefix) + (a.emulate != "none" ? " (emulated cloud: " + a.emulate + ")" : "");
@@ -246,7 +246,7 @@ void RunTrain(const TrainArgs& a) {
   if (a.url.empty() && a.emulate != "none") {
     // What the emulated bucket can give one rank: its connections, each
     // paying the first byte per request of the size the loader asks for.
-    const CloudProfile cp = Check(ParseCloudProfile(a.emulate), kCmd, "--emulate");
+    const object::CloudProfile cp = Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate");
     const uint64_t shard = dataset_json["shard_bytes"].get<uint64_t>() / std::max<uint64_t>(1, dataset_json["shards"]);
     const uint64_t conc = std::max<size_t>(base.fetch_concurrency, 1);
     const uint64_t part =

@@ -22,13 +22,13 @@ struct CacheArgs {
   bool repair = false;
 };
 
-std::shared_ptr<BlockCache> OpenDir(const CacheArgs& args, const char* cmd, bool write) {
-  CacheOptions options;
+std::shared_ptr<cache::BlockCache> OpenDir(const CacheArgs& args, const char* cmd, bool write) {
+  cache::CacheOptions options;
   options.dir = args.dir;
   options.ram_bytes = 0;
   options.disk_bytes = UINT64_MAX / 4;  // the owner's limit is not ours to apply
   options.read_only = !write;
-  return Check(BlockCache::Open(options), cmd, args.dir);
+  return Check(cache::BlockCache::Open(options), cmd, args.dir);
 }
 
 struct ObjectSummary {
@@ -36,7 +36,7 @@ struct ObjectSummary {
   uint64_t blocks = 0, bytes = 0;
 };
 
-std::map<std::string, ObjectSummary> ByObject(const std::vector<DiskBlockInfo>& blocks) {
+std::map<std::string, ObjectSummary> ByObject(const std::vector<cache::DiskBlockInfo>& blocks) {
   std::map<std::string, ObjectSummary> out;
   for (const auto& b : blocks) {
     auto& s = out[b.id.store + "\t" + b.id.key];
@@ -83,7 +83,7 @@ void RunStats(const CacheArgs& args) {
 void RunLs(const CacheArgs& args) {
   auto cache = OpenDir(args, "cache ls", false);
   auto blocks = cache->disk()->List();
-  std::erase_if(blocks, [&](const DiskBlockInfo& b) { return !b.id.key.starts_with(args.prefix); });
+  std::erase_if(blocks, [&](const cache::DiskBlockInfo& b) { return !b.id.key.starts_with(args.prefix); });
   if (args.blocks) {
     std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) {
       return std::tie(a.id.key, a.id.index) < std::tie(b.id.key, b.id.index);
@@ -111,7 +111,7 @@ void RunEvict(const CacheArgs& args) {
 
 void RunVerify(const CacheArgs& args) {
   auto cache = OpenDir(args, "cache verify", args.repair);
-  VerifyReport r = cache->disk()->Verify(args.repair);
+  strata::cache::VerifyReport r = cache->disk()->Verify(args.repair);
   for (const auto& p : r.bad_paths) std::cout << "BAD " << p << "\n";
   std::cout << "checked " << r.checked << " blocks: " << r.ok << " ok, " << r.bad << " bad"
             << (args.repair && r.bad ? " (dropped)" : "") << "\n";

@@ -19,7 +19,7 @@ struct CatArgs {
 };
 
 // HTTP-style, inclusive: "A-B", "A-" (to the end), "-N" (the last N bytes).
-Result<ByteRange> ParseRange(std::string_view text) {
+Result<object::ByteRange> ParseRange(std::string_view text) {
   size_t dash = text.find('-');
   auto bad = [&] {
     return InvalidArgumentError("bad --range \"" + std::string(text) + "\" (use A-B, A- or -N; bytes, inclusive)");
@@ -39,12 +39,12 @@ Result<ByteRange> ParseRange(std::string_view text) {
   uint64_t a = 0, b = 0;
   if (first.empty()) {
     if (!number(last, &b) || b == 0) return bad();
-    return ByteRange::Last(b);
+    return object::ByteRange::Last(b);
   }
   if (!number(first, &a)) return bad();
-  if (last.empty()) return ByteRange::From(a);
+  if (last.empty()) return object::ByteRange::From(a);
   if (!number(last, &b) || b < a) return bad();
-  return ByteRange::Of(a, b - a + 1);
+  return object::ByteRange::Of(a, b - a + 1);
 }
 
 void WriteOut(std::string_view data) {
@@ -59,21 +59,21 @@ void RunCat(const CatArgs& args) {
   ObjectUrl url = Check(ParseObjectUrl(args.url), cmd, args.url);
   Endpoint ep = Check(OpenObject(url), cmd, args.url);
   std::string name = ep.UrlOf(ep.key);
-  std::optional<ByteRange> range;
+  std::optional<object::ByteRange> range;
   if (!args.range.empty()) range = Check(ParseRange(args.range), cmd, args.range);
 
   // The first GET also tells the object size; stream the rest in chunks.
-  GetOptions options;
+  object::GetOptions options;
   uint64_t begin = 0, end = 0;
   {
-    ObjectInfo info = Check(ep.store->Head(ep.key), cmd, name);
-    Check(ResolveRange(range, info.size, &begin, &end), cmd, name);
+    object::ObjectInfo info = Check(ep.store->Head(ep.key), cmd, name);
+    Check(object::ResolveRange(range, info.size, &begin, &end), cmd, name);
     options.if_match = info.etag;  // a concurrent overwrite fails instead of mixing versions
   }
   if (begin == end) return;
   for (uint64_t offset = begin; offset < end; offset += kChunk) {
-    options.range = ByteRange::Of(offset, std::min(kChunk, end - offset));
-    GetResult got = Check(ep.store->Get(ep.key, options), cmd, name);
+    options.range = object::ByteRange::Of(offset, std::min(kChunk, end - offset));
+    object::GetResult got = Check(ep.store->Get(ep.key, options), cmd, name);
     if (got.data.size() != *options.range->length) {
       Fail(cmd, name,
            UnavailableError("short read: got " + std::to_string(got.data.size()) + " of " +

@@ -40,7 +40,7 @@ struct Plan {
 Plan PlanTree(const CpArgs& args, const ObjectUrl& src_url, const ObjectUrl& dst_url) {
   Plan plan;
   plan.src = Check(OpenTreeSource(src_url), "cp", args.src);
-  auto objects = Check(ListAll(*plan.src.store, plan.src.key), "cp", args.src);
+  auto objects = Check(object::ListAll(*plan.src.store, plan.src.key), "cp", args.src);
   if (objects.empty()) Fail("cp", args.src, NotFoundError("no objects to copy"));
   plan.dst = Check(OpenTreeDestination(dst_url), "cp", args.dst);
   for (const auto& object : objects) {
@@ -55,7 +55,7 @@ Plan PlanTree(const CpArgs& args, const ObjectUrl& src_url, const ObjectUrl& dst
 Plan PlanSingle(const CpArgs& args, const ObjectUrl& src_url, const ObjectUrl& dst_url) {
   Plan plan;
   plan.src = Check(OpenObject(src_url), "cp", args.src);
-  ObjectInfo info = Check(plan.src.store->Head(plan.src.key), "cp", plan.src.UrlOf(plan.src.key));
+  object::ObjectInfo info = Check(plan.src.store->Head(plan.src.key), "cp", plan.src.UrlOf(plan.src.key));
   plan.dst = Check(OpenObjectDestination(dst_url, BaseName(plan.src.key)), "cp", args.dst);
   if (plan.src.UrlOf(plan.src.key) == plan.dst.UrlOf(plan.dst.key) && src_url.store_url == dst_url.store_url) {
     Fail("cp", args.dst, InvalidArgumentError("source and destination are the same object"));
@@ -71,24 +71,24 @@ Plan PlanSingle(const CpArgs& args, const ObjectUrl& src_url, const ObjectUrl& d
 Status DownloadToFile(const Plan& plan, const Job& job, uint64_t part_size, int parallel) {
   const std::string dst_url = plan.dst.UrlOf(job.dst_key);
   // The key may come from a remote listing: refuse one that escapes the directory.
-  Status valid = ValidateFileKey(job.dst_key);
+  Status valid = object::ValidateFileKey(job.dst_key);
   if (!valid.ok()) return valid.WithContext(dst_url);
-  PosixFileSystem fs;
-  const std::string path = JoinPath(plan.dst.local_dir, job.dst_key);
-  STRATA_RETURN_IF_ERROR(fs.CreateDirs(ParentDir(path)).WithContext(dst_url));
-  auto writer = AtomicFileWriter::Create(fs, path);
+  io::PosixFileSystem fs;
+  const std::string path = io::JoinPath(plan.dst.local_dir, job.dst_key);
+  STRATA_RETURN_IF_ERROR(fs.CreateDirs(io::ParentDir(path)).WithContext(dst_url));
+  auto writer = io::AtomicFileWriter::Create(fs, path);
   if (!writer.ok()) return writer.status().WithContext(dst_url);
   Status write_error;  // kept apart so a full disk is not blamed on the source
   std::mutex mu;
-  auto got = ParallelGetTo(*plan.src.store, job.src_key, part_size, parallel,
-                           [&](uint64_t offset, const uint8_t* data, size_t n) {
-                             Status st = (*writer)->WriteAt(offset, data, n);
-                             if (!st.ok()) {
-                               std::lock_guard<std::mutex> lock(mu);
-                               if (write_error.ok()) write_error = st;
-                             }
-                             return st;
-                           });
+  auto got = object::ParallelGetTo(*plan.src.store, job.src_key, part_size, parallel,
+                                   [&](uint64_t offset, const uint8_t* data, size_t n) {
+                                     Status st = (*writer)->WriteAt(offset, data, n);
+                                     if (!st.ok()) {
+                                       std::lock_guard<std::mutex> lock(mu);
+                                       if (write_error.ok()) write_error = st;
+                                     }
+                                     return st;
+                                   });
   if (!got.ok()) {
     std::lock_guard<std::mutex> lock(mu);
     return write_error.ok() ? got.status().WithContext(plan.src.UrlOf(job.src_key)) : write_error;
@@ -106,7 +106,7 @@ Result<uint64_t> CopyOne(const Plan& plan, const Job& job, uint64_t part_size, i
       STRATA_RETURN_IF_ERROR(DownloadToFile(plan, job, part_size, parallel));
       return job.size;
     }
-    auto copied = ParallelCopy(*plan.src.store, job.src_key, *plan.dst.store, job.dst_key, part_size, parallel);
+    auto copied = object::ParallelCopy(*plan.src.store, job.src_key, *plan.dst.store, job.dst_key, part_size, parallel);
     if (!copied.ok()) {
       return copied.status().WithContext("copy " + plan.src.UrlOf(job.src_key) + " to " + plan.dst.UrlOf(job.dst_key));
     }

@@ -26,7 +26,7 @@ void RunIndex(const IndexArgs& a) {
   const std::string where = a.urls.empty() ? "" : a.urls[0];
   if (a.parallel < 1 || a.parallel > 256) Fail(cmd, "--parallel", InvalidArgumentError("must be in 1..256"));
   ShardSetEndpoint set = Check(OpenShardSet(a.urls), cmd, where);
-  ObjectStore& store = *set.dir.store;
+  object::ObjectStore& store = *set.dir.store;
   const std::string& prefix = set.dir.key;
   const std::string index_key = prefix + std::string(dataset::kIndexName);
   if (!a.force) {

@@ -15,7 +15,7 @@ struct LsArgs {
   bool long_format = false;
 };
 
-void PrintObject(const LsArgs& args, const ObjectInfo& info) {
+void PrintObject(const LsArgs& args, const object::ObjectInfo& info) {
   if (!args.long_format) {
     std::cout << info.key << "\n";
     return;
@@ -35,7 +35,7 @@ void RunLs(const LsArgs& args) {
   ObjectUrl url = Check(ParseObjectUrl(args.url), cmd, args.url);
   Endpoint ep = Check(OpenListing(url), cmd, args.url);
   std::vector<std::string> prefixes;
-  auto objects = Check(ListAll(*ep.store, ep.key, args.recursive ? "" : "/", &prefixes), cmd, args.url);
+  auto objects = Check(object::ListAll(*ep.store, ep.key, args.recursive ? "" : "/", &prefixes), cmd, args.url);
   // Merge prefixes ("dir/") and objects in key order, as one listing.
   size_t p = 0;
   for (const auto& object : objects) {

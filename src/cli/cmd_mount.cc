@@ -135,33 +135,33 @@ void RunMount(const MountArgs& a) {
   fo.write_dir = !a.write_dir.empty() ? a.write_dir : !a.cache_dir.empty() ? a.cache_dir + "/writes" : "/tmp";
   // Bytes that could not be uploaded outlive the mount beside the cache.
   if (!a.cache_dir.empty()) fo.lost_found_dir = a.cache_dir + "/lost+found";
-  CacheOptions co;
+  cache::CacheOptions co;
   co.ram_bytes = Check(ParseSize(a.cache_mem), cmd, "--cache-mem");
   co.dir = a.cache_dir;
   co.disk_bytes = Check(ParseSize(a.cache_disk), cmd, "--cache-disk");
   co.block_size = Check(ParseSize(a.block_size), cmd, "--block-size");
-  CloudProfile profile;
-  if (!a.emulate.empty()) profile = Check(ParseCloudProfile(a.emulate), cmd, "--emulate");
+  object::CloudProfile profile;
+  if (!a.emulate.empty()) profile = Check(object::ParseCloudProfile(a.emulate), cmd, "--emulate");
   if (!a.log_level.empty()) SetLogLevel(a.log_level);
 
   int ready_fd = a.foreground ? -1 : Daemonize();
   // From here on threads may start: they must not take the stop signals.
   fuse::BlockStopSignals();
-  ObjectStorePtr backend = Check(OpenStore(a.url), cmd, a.url);
+  object::ObjectStorePtr backend = Check(object::OpenStore(a.url), cmd, a.url);
   // Fail now, with a clear message, rather than with EIO on the first ls.
-  ListOptions probe;
+  object::ListOptions probe;
   probe.max_keys = 1;
   Check(backend->List(probe).status(), cmd, a.url);
-  if (!a.emulate.empty()) backend = EmulateCloud(backend, profile);
-  if (!fo.read_only) Check(DefaultFileSystem().CreateDirs(fo.write_dir), cmd, fo.write_dir);
-  auto cache = Check(BlockCache::Open(co), cmd, a.cache_dir.empty() ? "cache" : a.cache_dir);
-  CachedStoreOptions so;
+  if (!a.emulate.empty()) backend = object::EmulateCloud(backend, profile);
+  if (!fo.read_only) Check(io::DefaultFileSystem().CreateDirs(fo.write_dir), cmd, fo.write_dir);
+  auto cache = Check(cache::BlockCache::Open(co), cmd, a.cache_dir.empty() ? "cache" : a.cache_dir);
+  cache::CachedStoreOptions so;
   so.metadata_ttl = fo.attr_ttl;  // one staleness bound for attributes, whichever layer answers
   so.readahead_max_window = Check(ParseSize(a.readahead_max), cmd, "--readahead-max");
   so.readahead_global_bytes = Check(ParseSize(a.prefetch_budget), cmd, "--prefetch-budget");
   // A file read from its start is fetched in parallel blocks up to here at once.
   so.open_window = std::min<uint64_t>(so.readahead_max_window, 16ull << 20);
-  auto store = std::make_shared<CachedStore>(backend, cache, so);
+  auto store = std::make_shared<cache::CachedStore>(backend, cache, so);
   fs::ObjectFs filesystem(store, fo);
 
   fuse::MountOptions mo;
@@ -186,7 +186,7 @@ void RunMount(const MountArgs& a) {
   Status saved = filesystem.Shutdown();
   {
     const fs::FsCounters c = filesystem.counters();
-    const CachedStore::FetchStats f = store->fetch_stats();
+    const cache::CachedStore::FetchStats f = store->fetch_stats();
     STRATA_LOG_INFO("mount: backend GETs {} (at most {} in flight at once), files prefetched {}, lists {}, heads {}",
                     f.gets, f.peak_in_flight, c.prefetched_files, c.lists, c.heads + c.meta_heads);
   }

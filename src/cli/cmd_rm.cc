@@ -36,7 +36,7 @@ void RunRm(const RmArgs& args) {
     return;
   }
   Endpoint ep = Check(OpenTreeSource(url), cmd, args.url);
-  auto objects = Check(ListAll(*ep.store, ep.key), cmd, args.url);
+  auto objects = Check(object::ListAll(*ep.store, ep.key), cmd, args.url);
   if (objects.empty()) Fail(cmd, args.url, NotFoundError("no objects to delete"));
   std::mutex mu;
   Status first_error;

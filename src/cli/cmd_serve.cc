@@ -32,14 +32,14 @@ void Apply(const std::string& text, T* out, Parse parse, const char* flag) {
   *out = *r;
 }
 
-GatewayConfig BuildConfig(const ServeArgs& a) {
-  GatewayConfig c;
+gateway::GatewayConfig BuildConfig(const ServeArgs& a) {
+  gateway::GatewayConfig c;
   if (!a.config_file.empty()) {
     std::ifstream in(a.config_file);
     if (!in) Fail("serve", a.config_file, NotFoundError("cannot read config file " + a.config_file));
     std::stringstream ss;
     ss << in.rdbuf();
-    Check(ParseGatewayConfigJson(ss.str(), &c), "serve", a.config_file);
+    Check(gateway::ParseGatewayConfigJson(ss.str(), &c), "serve", a.config_file);
   }
   if (!a.backends.empty()) c.backends = a.backends;
   if (!a.listen.empty()) c.listen = a.listen;
@@ -56,21 +56,21 @@ GatewayConfig BuildConfig(const ServeArgs& a) {
   if (a.io_threads > 0) c.io_threads = a.io_threads;
   if (a.workers > 0) c.workers = a.workers;
   if (!a.cache_dir.empty()) c.cache.dir = a.cache_dir;
-  Apply(a.cache_ram, &c.cache.ram_bytes, ParseByteSize, "--cache-ram");
-  Apply(a.cache_disk, &c.cache.disk_bytes, ParseByteSize, "--cache-disk");
-  Apply(a.block_size, &c.cache.block_size, ParseByteSize, "--block-size");
-  Apply(a.metadata_ttl, &c.cache.metadata_ttl, ParseDurationText, "--metadata-ttl");
-  Apply(a.max_header, &c.limits.max_header_bytes, ParseByteSize, "--max-header-bytes");
-  Apply(a.max_body, &c.limits.max_body_bytes, ParseByteSize, "--max-body");
-  Apply(a.max_inflight, &c.limits.max_inflight_bytes, ParseByteSize, "--max-inflight");
-  Apply(a.header_timeout, &c.limits.header_timeout, ParseDurationText, "--header-timeout");
-  Apply(a.idle_timeout, &c.limits.idle_timeout, ParseDurationText, "--idle-timeout");
-  Check(ValidateGatewayConfig(c), "serve", "config");
+  Apply(a.cache_ram, &c.cache.ram_bytes, gateway::ParseByteSize, "--cache-ram");
+  Apply(a.cache_disk, &c.cache.disk_bytes, gateway::ParseByteSize, "--cache-disk");
+  Apply(a.block_size, &c.cache.block_size, gateway::ParseByteSize, "--block-size");
+  Apply(a.metadata_ttl, &c.cache.metadata_ttl, gateway::ParseDurationText, "--metadata-ttl");
+  Apply(a.max_header, &c.limits.max_header_bytes, gateway::ParseByteSize, "--max-header-bytes");
+  Apply(a.max_body, &c.limits.max_body_bytes, gateway::ParseByteSize, "--max-body");
+  Apply(a.max_inflight, &c.limits.max_inflight_bytes, gateway::ParseByteSize, "--max-inflight");
+  Apply(a.header_timeout, &c.limits.header_timeout, gateway::ParseDurationText, "--header-timeout");
+  Apply(a.idle_timeout, &c.limits.idle_timeout, gateway::ParseDurationText, "--idle-timeout");
+  Check(gateway::ValidateGatewayConfig(c), "serve", "config");
   return c;
 }
 
 void RunServe(const ServeArgs& args) {
-  GatewayConfig config = BuildConfig(args);
+  gateway::GatewayConfig config = BuildConfig(args);
   // Block the stop signals before any thread starts (threads inherit the
   // mask), then wait for them here.
   sigset_t stop;
@@ -78,7 +78,7 @@ void RunServe(const ServeArgs& args) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  auto gateway = Check(Gateway::Start(config), "serve", config.listen);
+  auto gateway = Check(gateway::Gateway::Start(config), "serve", config.listen);
   std::cout << "listening on " << gateway->url() << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);

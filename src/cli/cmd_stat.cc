@@ -12,7 +12,7 @@ void RunStat(const std::string& text) {
   const char* cmd = "stat";
   ObjectUrl url = Check(ParseObjectUrl(text), cmd, text);
   Endpoint ep = Check(OpenObject(url), cmd, text);
-  ObjectInfo info = Check(ep.store->Head(ep.key), cmd, ep.UrlOf(ep.key));
+  object::ObjectInfo info = Check(ep.store->Head(ep.key), cmd, ep.UrlOf(ep.key));
   std::cout << "url:   " << ep.UrlOf(ep.key) << "\n"
             << "key:   " << info.key << "\n"
             << "size:  " << info.size << " (" << FormatBytes(static_cast<double>(info.size)) << ")\n"

@@ -30,20 +30,21 @@ void RunWarm(const WarmArgs& args) {
   if (args.parallel < 1 || args.parallel > 1024) Fail(cmd, "--parallel", InvalidArgumentError("must be 1..1024"));
   ObjectUrl url = Check(ParseObjectUrl(args.url), cmd, args.url);
   Endpoint ep = Check(OpenTreeSource(url), cmd, args.url);
-  ObjectStorePtr backend = ep.store;
-  if (!args.emulate.empty()) backend = EmulateCloud(backend, Check(ParseCloudProfile(args.emulate), cmd, "--emulate"));
+  object::ObjectStorePtr backend = ep.store;
+  if (!args.emulate.empty())
+    backend = object::EmulateCloud(backend, Check(object::ParseCloudProfile(args.emulate), cmd, "--emulate"));
 
-  CacheOptions options;
+  cache::CacheOptions options;
   options.dir = args.cache_dir;
   options.disk_bytes = Check(ParseSize(args.cache_size), cmd, "--cache-size");
   options.block_size = Check(ParseSize(args.block_size), cmd, "--block-size");
   options.ram_bytes = 0;  // warming targets the disk; RAM would only hold a copy
-  auto cache = Check(BlockCache::Open(options), cmd, args.cache_dir);
-  CachedStoreOptions store_options;
+  auto cache = Check(cache::BlockCache::Open(options), cmd, args.cache_dir);
+  cache::CachedStoreOptions store_options;
   store_options.readahead_threads = 0;
-  CachedStore store(backend, cache, store_options);
+  cache::CachedStore store(backend, cache, store_options);
 
-  auto objects = Check(ListAll(store, ep.key), cmd, args.url);
+  auto objects = Check(object::ListAll(store, ep.key), cmd, args.url);
   uint64_t total = 0;
   for (const auto& o : objects) total += o.size;
   if (total > options.disk_bytes) {
@@ -67,10 +68,10 @@ void RunWarm(const WarmArgs& args) {
     if (!first_error.ok()) Fail(cmd, ep.UrlOf(failed_key), first_error);
     std::cout << progress.Summary() << "\n";
   }
-  CacheStats s = cache->Stats();
+  cache::CacheStats s = cache->Stats();
   std::cout << "cache " << args.cache_dir << ": " << s.disk_blocks << " blocks, " << FormatBytes(s.disk_bytes) << " of "
-            << FormatBytes(s.disk_capacity) << " (" << s[CacheCounter::kMisses] << " fetched, "
-            << s[CacheCounter::kDiskHits] << " already cached)\n";
+            << FormatBytes(s.disk_capacity) << " (" << s[cache::CacheCounter::kMisses] << " fetched, "
+            << s[cache::CacheCounter::kDiskHits] << " already cached)\n";
 }
 
 CommandRegistrar registrar("warm", [](CLI::App& root) {

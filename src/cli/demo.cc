@@ -129,8 +129,8 @@ void RunDemo(const DemoArgs& args) {
 
   DemoContext ctx(std::cout);
   // A throwaway bucket: no fsyncs, so the figures show the emulated cloud, not this disk.
-  ctx.local = Check(OpenFileStore(store_dir, FileStoreOptions{.fsync = false}), cmd, store_dir);
-  ctx.cloud = EmulateCloud(ctx.local, ctx.profile);
+  ctx.local = Check(object::OpenFileStore(store_dir, object::FileStoreOptions{.fsync = false}), cmd, store_dir);
+  ctx.cloud = object::EmulateCloud(ctx.local, ctx.profile);
   ctx.store_dir = store_dir;
   ctx.work_dir = work_dir;
   ctx.plot_dir = args.out_dir.empty() ? "" : fs::absolute(args.out_dir).string();
@@ -140,8 +140,9 @@ void RunDemo(const DemoArgs& args) {
           << FormatRate(ctx.profile.bytes_per_second_per_connection, 1)
           << " per connection (like a real cloud bucket; no network needed)\n";
 
-  nlohmann::json report = {
-      {"quick", args.quick}, {"profile", FormatCloudProfile(ctx.profile)}, {"sections", nlohmann::json::array()}};
+  nlohmann::json report = {{"quick", args.quick},
+                           {"profile", object::FormatCloudProfile(ctx.profile)},
+                           {"sections", nlohmann::json::array()}};
   Status first_failure;
   bool plot_note_printed = false;
   int index = 0;

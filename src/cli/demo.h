@@ -30,14 +30,14 @@ struct DemoChart {
 struct DemoContext {
   explicit DemoContext(std::ostream& out_stream) : out(out_stream) {}
 
-  ObjectStorePtr cloud;   // the embedded bucket behind EmulateCloud(profile)
-  ObjectStorePtr local;   // the same bucket without emulation (setup, verification)
-  CloudProfile profile;   // ttfb 30 ms, 25 MB/s per connection
-  std::string store_dir;  // the bucket's directory
-  std::string work_dir;   // scratch space for sections (removed at exit)
-  std::ostream& out;      // where sections print what they did
-  std::string plot_dir;   // --out DIR, or empty: no JSON/PNG wanted
-  bool quick = false;     // --quick: smaller sizes, a few seconds in total
+  object::ObjectStorePtr cloud;  // the embedded bucket behind EmulateCloud(profile)
+  object::ObjectStorePtr local;  // the same bucket without emulation (setup, verification)
+  object::CloudProfile profile;  // ttfb 30 ms, 25 MB/s per connection
+  std::string store_dir;         // the bucket's directory
+  std::string work_dir;          // scratch space for sections (removed at exit)
+  std::ostream& out;             // where sections print what they did
+  std::string plot_dir;          // --out DIR, or empty: no JSON/PNG wanted
+  bool quick = false;            // --quick: smaller sizes, a few seconds in total
 
   // The dataset written by the basic section (order 0), for later sections:
   // large/obj-NNNN.bin (1 MiB each) and small/file-NNNNN.bin (10 KiB each).

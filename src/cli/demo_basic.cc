@@ -98,7 +98,7 @@ Status RunBasic(DemoContext& ctx) {
     small_hash[i] = XxHash3(small[i].data(), small[i].size());
     ctx.small_keys.push_back(KeyName("small/file-%05d.bin", i));
   }
-  ObjectStore& cloud = *ctx.cloud;
+  object::ObjectStore& cloud = *ctx.cloud;
   const double large_bytes = double(n.large) * kLargeSize, small_bytes = double(n.small) * kSmallSize;
 
   // 1. Write the dataset.
@@ -116,7 +116,7 @@ Status RunBasic(DemoContext& ctx) {
 
   // 2. Large objects: one whole-object GET at a time vs parallel ranged GETs.
   STRATA_ASSIGN_OR_RETURN(double seq_s, Timed(n.large_sequential, 1, [&](size_t i) -> Status {
-                            STRATA_ASSIGN_OR_RETURN(GetResult got, cloud.Get(ctx.large_keys[i]));
+                            STRATA_ASSIGN_OR_RETURN(object::GetResult got, cloud.Get(ctx.large_keys[i]));
                             return Verify(large_hash, i, got.data, ctx.large_keys[i]);
                           }));
   double seq_bytes = double(n.large_sequential) * kLargeSize;
@@ -125,8 +125,8 @@ Status RunBasic(DemoContext& ctx) {
          FormatDuration(seq_s).c_str(), FormatRate(seq_bytes, seq_s).c_str());
   int in_flight = n.get_objects_parallel * n.get_parts_parallel;
   STRATA_ASSIGN_OR_RETURN(double par_s, Timed(n.large, n.get_objects_parallel, [&](size_t i) -> Status {
-                            STRATA_ASSIGN_OR_RETURN(
-                                Buffer data, ParallelGet(cloud, ctx.large_keys[i], kRangeSize, n.get_parts_parallel));
+                            STRATA_ASSIGN_OR_RETURN(Buffer data, object::ParallelGet(cloud, ctx.large_keys[i],
+                                                                                     kRangeSize, n.get_parts_parallel));
                             return Verify(large_hash, i, data, ctx.large_keys[i]);
                           }));
   double par_rate = large_bytes / par_s;
@@ -135,12 +135,12 @@ Status RunBasic(DemoContext& ctx) {
 
   // 3. Small files: one at a time vs many in flight.
   STRATA_ASSIGN_OR_RETURN(double small_seq_s, Timed(n.small_sequential, 1, [&](size_t i) -> Status {
-                            STRATA_ASSIGN_OR_RETURN(GetResult got, cloud.Get(ctx.small_keys[i]));
+                            STRATA_ASSIGN_OR_RETURN(object::GetResult got, cloud.Get(ctx.small_keys[i]));
                             return Verify(small_hash, i, got.data, ctx.small_keys[i]);
                           }));
   double small_seq_rate = n.small_sequential / small_seq_s;
   STRATA_ASSIGN_OR_RETURN(double small_par_s, Timed(n.small, n.small_parallel, [&](size_t i) -> Status {
-                            STRATA_ASSIGN_OR_RETURN(GetResult got, cloud.Get(ctx.small_keys[i]));
+                            STRATA_ASSIGN_OR_RETURN(object::GetResult got, cloud.Get(ctx.small_keys[i]));
                             return Verify(small_hash, i, got.data, ctx.small_keys[i]);
                           }));
   double small_par_rate = n.small / small_par_s;

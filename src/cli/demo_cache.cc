@@ -30,14 +30,15 @@ std::string Key(int i) {
 
 // Reads every object with `readers` threads, copying each into the reader's
 // own buffer and checking it; returns seconds.
-Result<double> ReadAll(ObjectStore& store, int n, int readers, const std::vector<uint64_t>& hashes, bool verify) {
+Result<double> ReadAll(object::ObjectStore& store, int n, int readers, const std::vector<uint64_t>& hashes,
+                       bool verify) {
   std::atomic<int> next{0};
   std::mutex mu;
   Status first;
   auto start = RealClock().Now();
   // One List per pass, as a loader does per epoch: fills the metadata cache
   // for every object at once (else each object costs a Head round trip).
-  ListOptions lo;
+  object::ListOptions lo;
   lo.prefix = "cache-demo/";
   STRATA_RETURN_IF_ERROR(store.List(lo).status());
   ParallelFor(readers, readers, [&](size_t) {
@@ -61,13 +62,13 @@ Result<double> ReadAll(ObjectStore& store, int n, int readers, const std::vector
   return Seconds(RealClock().Now() - start);
 }
 
-Result<std::shared_ptr<CachedStore>> OpenCache(DemoContext& ctx, const std::string& dir, uint64_t ram) {
-  CacheOptions o;
+Result<std::shared_ptr<cache::CachedStore>> OpenCache(DemoContext& ctx, const std::string& dir, uint64_t ram) {
+  cache::CacheOptions o;
   o.dir = dir;
   o.ram_bytes = ram;
   o.disk_bytes = 1ull << 30;
-  STRATA_ASSIGN_OR_RETURN(auto cache, BlockCache::Open(o));
-  return std::make_shared<CachedStore>(ctx.cloud, cache);
+  STRATA_ASSIGN_OR_RETURN(auto cache, cache::BlockCache::Open(o));
+  return std::make_shared<cache::CachedStore>(ctx.cloud, cache);
 }
 
 Status RunCacheDemo(DemoContext& ctx) {
@@ -95,7 +96,7 @@ Status RunCacheDemo(DemoContext& ctx) {
   for (int i = 0; i < n; ++i) std::memcpy(dst.data(), data[i].data(), kObjectSize);
   double memcpy_s = Seconds(RealClock().Now() - t0);
 
-  std::string dir = JoinPath(ctx.work_dir, "cache");
+  std::string dir = io::JoinPath(ctx.work_dir, "cache");
   double cold_s, warm1_s, warm4_s, disk_s;
   {
     STRATA_ASSIGN_OR_RETURN(auto store, OpenCache(ctx, dir, 1ull << 30));
@@ -107,7 +108,7 @@ Status RunCacheDemo(DemoContext& ctx) {
   {
     STRATA_ASSIGN_OR_RETURN(auto store, OpenCache(ctx, dir, 0));  // disk tier only, as after a restart
     STRATA_ASSIGN_OR_RETURN(disk_s, ReadAll(*store, n, 1, hashes, true));
-    if (store->cache().Stats()[CacheCounter::kMisses] != 0) {
+    if (store->cache().Stats()[cache::CacheCounter::kMisses] != 0) {
       return InternalError("the reopened cache went back to the bucket");
     }
   }

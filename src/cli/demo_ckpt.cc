@@ -60,7 +60,7 @@ struct Figures {
 
 WriterOptions DemoWriterOptions(DemoContext& ctx, uint64_t state_bytes) {
   WriterOptions o;
-  o.dir = JoinPath(ctx.work_dir, "ckpt");
+  o.dir = io::JoinPath(ctx.work_dir, "ckpt");
   o.remote = ctx.cloud;
   // Shards of <= 16 MiB uploaded 16 at a time as single PUTs: 16 connections'
   // worth of bandwidth without multipart.

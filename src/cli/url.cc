@@ -87,12 +87,12 @@ Result<Endpoint> LocalEndpoint(const std::string& dir, std::string key, bool cre
   } else if (!fs::is_directory(dir, ec)) {
     return NotFoundError("no such directory: " + dir);
   }
-  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenFileStore(dir));
+  STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, object::OpenFileStore(dir));
   return Endpoint{std::move(store), std::move(key), LocalBase(dir), dir};
 }
 
 Result<Endpoint> RemoteEndpoint(const ObjectUrl& url, std::string key) {
-  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url.store_url));
+  STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, object::OpenStore(url.store_url));
   return Endpoint{std::move(store), std::move(key), url.display, ""};
 }
 

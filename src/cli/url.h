@@ -37,7 +37,7 @@ Result<ObjectUrl> ParseObjectUrl(std::string_view text);
 
 // A store plus a key (one object) or a prefix (a tree) inside it.
 struct Endpoint {
-  ObjectStorePtr store;
+  object::ObjectStorePtr store;
   std::string key;        // object key, or the prefix for trees ("" or ending in '/')
   std::string base;       // display URL of the store root, ending in '/'
   std::string local_dir;  // a local directory (whose files are the keys), or "" for a store

@@ -16,11 +16,12 @@ Status BufferSource::Skip(uint64_t n) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<ObjectSource>> ObjectSource::Open(ObjectStore& store, std::string key, StreamOptions options) {
+Result<std::unique_ptr<ObjectSource>> ObjectSource::Open(object::ObjectStore& store, std::string key,
+                                                         StreamOptions options) {
   if (options.chunk_size == 0) return InvalidArgumentError("chunk_size must be positive");
   std::unique_ptr<ObjectSource> src(new ObjectSource(store, std::move(key), options));
-  GetOptions get;
-  get.range = ByteRange::Of(0, options.chunk_size);
+  object::GetOptions get;
+  get.range = object::ByteRange::Of(0, options.chunk_size);
   auto first = store.Get(src->key_, get);
   src->requests_ = 1;
   if (!first.ok()) return first.status().WithContext("reading " + src->key_);
@@ -40,13 +41,13 @@ ObjectSource::~ObjectSource() {
 void ObjectSource::Prefetch() {
   while (static_cast<int>(inflight_.size()) < std::max(options_.prefetch, 1) && next_fetch_ < size_) {
     uint64_t len = std::min(options_.chunk_size, size_ - next_fetch_);
-    GetOptions get;
-    get.range = ByteRange::Of(next_fetch_, len);
+    object::GetOptions get;
+    get.range = object::ByteRange::Of(next_fetch_, len);
     get.if_match = etag_;
-    ObjectStore* store = &store_;
+    object::ObjectStore* store = &store_;
     std::string key = key_;
     if (options_.prefetch <= 0) {
-      std::promise<Result<GetResult>> p;
+      std::promise<Result<object::GetResult>> p;
       p.set_value(store->Get(key, get));
       inflight_.push_back(p.get_future());
     } else {
@@ -60,7 +61,7 @@ void ObjectSource::Prefetch() {
 Status ObjectSource::Advance() {
   uint64_t next_offset = chunk_offset_ + chunk_.size();
   if (inflight_.empty()) return CorruptionError(key_ + ": read past the end at offset " + std::to_string(next_offset));
-  Result<GetResult> got = inflight_.front().get();
+  Result<object::GetResult> got = inflight_.front().get();
   inflight_.pop_front();
   if (!got.ok()) return got.status().WithContext("reading " + key_ + " at offset " + std::to_string(next_offset));
   if (got->offset != next_offset || got->data.empty()) {

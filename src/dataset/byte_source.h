@@ -60,7 +60,8 @@ struct StreamOptions {
 // (PreconditionFailed) instead of a silent mix of two versions.
 class ObjectSource : public ByteSource {
  public:
-  static Result<std::unique_ptr<ObjectSource>> Open(ObjectStore& store, std::string key, StreamOptions options = {});
+  static Result<std::unique_ptr<ObjectSource>> Open(object::ObjectStore& store, std::string key,
+                                                    StreamOptions options = {});
   ~ObjectSource() override;
   Result<Buffer> Read(uint64_t n) override;
   Status Skip(uint64_t n) override;
@@ -73,12 +74,12 @@ class ObjectSource : public ByteSource {
   Status DrainToEnd();
 
  private:
-  ObjectSource(ObjectStore& store, std::string key, StreamOptions options)
+  ObjectSource(object::ObjectStore& store, std::string key, StreamOptions options)
       : store_(store), key_(std::move(key)), options_(options) {}
   Status Advance();  // moves to the next chunk
   void Prefetch();
 
-  ObjectStore& store_;
+  object::ObjectStore& store_;
   std::string key_;
   StreamOptions options_;
   std::string etag_;
@@ -87,7 +88,7 @@ class ObjectSource : public ByteSource {
   uint64_t chunk_offset_ = 0;
   uint64_t pos_in_chunk_ = 0;
   uint64_t next_fetch_ = 0;  // offset of the next chunk to request
-  std::deque<std::future<Result<GetResult>>> inflight_;
+  std::deque<std::future<Result<object::GetResult>>> inflight_;
   uint64_t requests_ = 0;
 };
 

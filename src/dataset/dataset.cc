@@ -58,14 +58,14 @@ std::string Preview(const Buffer& b) {
 namespace {
 
 // Names the location in messages even when the prefix is empty (the store's root).
-std::string Where(const ObjectStore& store, const std::string& prefix) {
+std::string Where(const object::ObjectStore& store, const std::string& prefix) {
   std::string url = store.Url();
   if (prefix.empty()) return url;
   return url + (url.ends_with('/') ? "" : "/") + prefix;
 }
 
 // The index.json or manifest.json under `prefix`: nullopt if there is neither.
-Result<std::optional<Manifest>> ReadIndex(ObjectStore& store, const std::string& prefix) {
+Result<std::optional<Manifest>> ReadIndex(object::ObjectStore& store, const std::string& prefix) {
   std::string key = prefix + std::string(kIndexName);
   auto got = store.Get(key);
   if (!got.ok() && got.status().code() == Code::kNotFound) {
@@ -97,7 +97,8 @@ std::optional<Manifest> Restrict(const Manifest& index, const std::vector<std::s
 
 }  // namespace
 
-Result<std::unique_ptr<Dataset>> Dataset::Open(ObjectStorePtr store, std::string prefix, const OpenOptions& options) {
+Result<std::unique_ptr<Dataset>> Dataset::Open(object::ObjectStorePtr store, std::string prefix,
+                                               const OpenOptions& options) {
   std::unique_ptr<Dataset> d(new Dataset(std::move(store), std::move(prefix)));
   STRATA_ASSIGN_OR_RETURN(std::optional<Manifest> index, ReadIndex(*d->store_, d->prefix_));
   if (index && !options.shards.empty()) index = Restrict(*index, options.shards);
@@ -185,7 +186,7 @@ std::string DescribeSample(const Sample& sample) {
   return out;
 }
 
-Result<std::string> Inspect(ObjectStorePtr store, const std::string& prefix, const InspectOptions& options) {
+Result<std::string> Inspect(object::ObjectStorePtr store, const std::string& prefix, const InspectOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto ds, Dataset::Open(store, prefix, options.open));
   const Manifest& m = ds->index();
   std::string out;

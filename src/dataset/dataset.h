@@ -32,7 +32,7 @@ class Dataset {
   // NotFound if there is no index.json, manifest.json or shard under `prefix`.
   // Named shards listed in the prefix's index.json use it; otherwise they are
   // scanned (Corruption naming a bad shard unless options.scan.skip_corrupt).
-  static Result<std::unique_ptr<Dataset>> Open(ObjectStorePtr store, std::string prefix,
+  static Result<std::unique_ptr<Dataset>> Open(object::ObjectStorePtr store, std::string prefix,
                                                const OpenOptions& options = {});
   // Opened by scanning shards (no index): how many were read now (not from a
   // cache) and which were skipped as corrupt.
@@ -56,12 +56,12 @@ class Dataset {
   std::string ShardKey(size_t shard) const { return prefix_ + index_.shards[shard].name; }
 
  private:
-  Dataset(ObjectStorePtr store, std::string prefix) : store_(std::move(store)), prefix_(std::move(prefix)) {}
+  Dataset(object::ObjectStorePtr store, std::string prefix) : store_(std::move(store)), prefix_(std::move(prefix)) {}
   Result<const ShardRandomReader*> Reader(size_t shard);
   // The reader of global sample i's shard and i's index in it; InvalidArgument past the end.
   Result<std::pair<const ShardRandomReader*, uint64_t>> ReaderOf(uint64_t i);
 
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
   std::string prefix_;
   Manifest index_;
   std::vector<uint64_t> cumulative_;  // cumulative_[k] = samples before shard k
@@ -81,7 +81,8 @@ struct InspectOptions {
   std::optional<uint64_t> sample;
   size_t max_shards_listed = 20;
 };
-Result<std::string> Inspect(ObjectStorePtr store, const std::string& prefix, const InspectOptions& options = {});
+Result<std::string> Inspect(object::ObjectStorePtr store, const std::string& prefix,
+                            const InspectOptions& options = {});
 // One line per field: "jpg  104857 bytes  JPEG image  ff d8 ff e0 ..."
 std::string DescribeSample(const Sample& sample);
 

@@ -154,8 +154,8 @@ TEST_F(Interop, PackVerifyOverFileStoreAndCorruption) {
     for (int i = 0; i < 30; ++i)
       WriteFile(dir_ / "in" / cls / ("im" + std::to_string(i) + ".jpg"), std::string(3000 + i, 'a' + i % 26));
   }
-  auto src = OpenFileStore((dir_ / "in").string());
-  auto dst = OpenFileStore((dir_ / "out").string());
+  auto src = object::OpenFileStore((dir_ / "in").string());
+  auto dst = object::OpenFileStore((dir_ / "out").string());
   ASSERT_TRUE(src.ok() && dst.ok());
   PackOptions o;
   o.shard_size = 32 << 10;

@@ -4,7 +4,7 @@
 
 namespace strata::dataset {
 
-ObjectSink::ObjectSink(ObjectStore& store, std::string key, SinkOptions options)
+ObjectSink::ObjectSink(object::ObjectStore& store, std::string key, SinkOptions options)
     : store_(store), key_(std::move(key)), options_(options) {
   options_.part_size = std::max<uint64_t>(options_.part_size, store_.MinPartSize());
   options_.max_inflight = std::max(options_.max_inflight, 1);
@@ -67,7 +67,7 @@ Status ObjectSink::Flush(bool final_part) {
   int number = static_cast<int>(parts_.size() + inflight_.size() + 1);
   if (number > 10000) return InvalidArgumentError(key_ + ": more than 10000 parts; raise the part size");
   STRATA_RETURN_IF_ERROR(Reap(options_.max_inflight - 1));
-  ObjectStore* store = &store_;
+  object::ObjectStore* store = &store_;
   std::string key = key_, id = upload_id_;
   inflight_.emplace_back(number, std::async(std::launch::async, [store, key, id, number, part] {
                            return store->UploadPart(key, id, number, part);

@@ -33,7 +33,7 @@ struct WrittenObject {
 
 class ObjectSink : public ByteSink {
  public:
-  ObjectSink(ObjectStore& store, std::string key, SinkOptions options = {});
+  ObjectSink(object::ObjectStore& store, std::string key, SinkOptions options = {});
   ~ObjectSink() override;
   Status Append(Buffer data) override;
   uint64_t bytes_written() const override { return size_; }
@@ -44,7 +44,7 @@ class ObjectSink : public ByteSink {
   Status Flush(bool final_part);
   Status Reap(size_t keep);  // waits until at most `keep` parts are in flight
 
-  ObjectStore& store_;
+  object::ObjectStore& store_;
   std::string key_;
   SinkOptions options_;
   Sha256Hasher hasher_;
@@ -52,7 +52,7 @@ class ObjectSink : public ByteSink {
   uint64_t pending_bytes_ = 0;
   uint64_t size_ = 0;
   std::string upload_id_;
-  std::vector<CompletedPart> parts_;
+  std::vector<object::CompletedPart> parts_;
   std::vector<std::pair<int, std::future<Result<std::string>>>> inflight_;
   Status error_;
   bool closed_ = false;

@@ -52,11 +52,11 @@ bool Hidden(std::string_view rel) {
   return false;
 }
 
-Result<Plan> MakePlan(ObjectStore& src, const std::string& prefix, const PackOptions& o) {
-  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, ListAll(src, prefix));
+Result<Plan> MakePlan(object::ObjectStore& src, const std::string& prefix, const PackOptions& o) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<object::ObjectInfo> objects, object::ListAll(src, prefix));
   Plan plan;
-  std::vector<std::pair<std::string, const ObjectInfo*>> files;
-  for (const ObjectInfo& obj : objects) {
+  std::vector<std::pair<std::string, const object::ObjectInfo*>> files;
+  for (const object::ObjectInfo& obj : objects) {
     std::string rel = obj.key.substr(prefix.size());
     if (rel.empty() || rel.back() == '/') continue;
     if (Hidden(rel)) {
@@ -151,8 +151,8 @@ struct ShardOutput {
 
 class ShardJob {
  public:
-  ShardJob(ObjectStore& src, ObjectStore& dst, const std::string& dst_prefix, const PackOptions& o, Executor& pool,
-           std::atomic<bool>& cancelled)
+  ShardJob(object::ObjectStore& src, object::ObjectStore& dst, const std::string& dst_prefix, const PackOptions& o,
+           Executor& pool, std::atomic<bool>& cancelled)
       : src_(src), dst_(dst), dst_prefix_(dst_prefix), o_(o), pool_(pool), cancelled_(cancelled) {}
 
   Result<ShardOutput> Run(const Plan& plan, size_t shard) {
@@ -218,7 +218,7 @@ class ShardJob {
     }
     auto p = std::make_shared<std::promise<Result<Buffer>>>();
     auto fut = p->get_future();
-    ObjectStore* src = &src_;
+    object::ObjectStore* src = &src_;
     std::string key = f.key;
     pool_.Submit([p, src, key] {
       auto got = src->Get(key);
@@ -231,8 +231,8 @@ class ShardJob {
     return fut;
   }
 
-  ObjectStore& src_;
-  ObjectStore& dst_;
+  object::ObjectStore& src_;
+  object::ObjectStore& dst_;
   const std::string& dst_prefix_;
   const PackOptions& o_;
   Executor& pool_;
@@ -257,7 +257,7 @@ Status CheckOptions(const PackOptions& o) {
 
 }  // namespace
 
-Result<PackResult> Pack(ObjectStore& src, const std::string& src_prefix, ObjectStore& dst,
+Result<PackResult> Pack(object::ObjectStore& src, const std::string& src_prefix, object::ObjectStore& dst,
                         const std::string& dst_prefix, const PackOptions& o) {
   STRATA_RETURN_IF_ERROR(CheckOptions(o));
   TimePoint start = RealClock().Now();

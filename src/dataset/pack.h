@@ -51,7 +51,7 @@ struct PackResult {
 // `dst_prefix` is prepended to every output name ("" or ending in '/').
 // InvalidArgument for bad options or an input with no samples; errors from
 // either store name the object.
-Result<PackResult> Pack(ObjectStore& src, const std::string& src_prefix, ObjectStore& dst,
+Result<PackResult> Pack(object::ObjectStore& src, const std::string& src_prefix, object::ObjectStore& dst,
                         const std::string& dst_prefix, const PackOptions& options);
 
 }  // namespace strata::dataset

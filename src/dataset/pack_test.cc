@@ -29,10 +29,10 @@ InspectOptions SampleNumber(uint64_t sample) {
   return options;
 }
 
-std::shared_ptr<ObjectStore> SmallPartStore() {
-  MemStoreOptions o;
+std::shared_ptr<object::ObjectStore> SmallPartStore() {
+  object::MemStoreOptions o;
   o.min_part_size = 1024;
-  return MakeMemStore("", o);
+  return object::MakeMemStore("", o);
 }
 
 std::string Content(const std::string& key, size_t size) {
@@ -47,7 +47,7 @@ std::string Content(const std::string& key, size_t size) {
 
 // ImageFolder tree: 3 classes x n images (+ a hidden file and a README that
 // is not a sample member).
-void FillImageFolder(ObjectStore& store, int per_class) {
+void FillImageFolder(object::ObjectStore& store, int per_class) {
   for (std::string cls : {"zebra", "ant", "cat"}) {
     for (int i = 0; i < per_class; ++i) {
       std::string key = "in/" + cls + "/img" + std::to_string(i) + ".jpg";
@@ -89,7 +89,7 @@ TEST(ObjectSink, AbortsWhenNotClosed) {
 }
 
 TEST(ObjectSource, ReadsAcrossChunksAndHashes) {
-  auto store = MakeMemStore();
+  auto store = object::MakeMemStore();
   std::string data = Content("obj", 100000);
   ASSERT_TRUE(store->Put("obj", Buffer::Copy(data)).ok());
   Sha256Hasher hasher;
@@ -109,7 +109,7 @@ TEST(ObjectSource, ReadsAcrossChunksAndHashes) {
 class PackTest : public ::testing::TestWithParam<ShardFormat> {};
 
 TEST_P(PackTest, ImageFolderRoundTripDeterministicAndRandomAccess) {
-  auto src = MakeMemStore();
+  auto src = object::MakeMemStore();
   FillImageFolder(*src, 20);
   auto dst1 = SmallPartStore(), dst2 = SmallPartStore();
   PackOptions o;
@@ -133,7 +133,7 @@ TEST_P(PackTest, ImageFolderRoundTripDeterministicAndRandomAccess) {
   o.on_progress = nullptr;
   auto r2 = Pack(*src, "in/", *dst2, "out/", o);
   ASSERT_TRUE(r2.ok());
-  auto l1 = ListAll(*dst1, ""), l2 = ListAll(*dst2, "");
+  auto l1 = object::ListAll(*dst1, ""), l2 = object::ListAll(*dst2, "");
   ASSERT_EQ(l1->size(), l2->size());
   for (size_t i = 0; i < l1->size(); ++i) {
     EXPECT_EQ((*l1)[i].key, (*l2)[i].key);
@@ -176,7 +176,8 @@ INSTANTIATE_TEST_SUITE_P(Formats, PackTest,
                          ::testing::Values(ShardFormat::kTar, ShardFormat::kTfRecord, ShardFormat::kIndexed),
                          [](const auto& info) { return std::string(FormatName(info.param)); });
 
-Result<PackResult> PackSmall(ObjectStorePtr src, ObjectStorePtr dst, ShardFormat f, std::string key = "") {
+Result<PackResult> PackSmall(object::ObjectStorePtr src, object::ObjectStorePtr dst, ShardFormat f,
+                             std::string key = "") {
   PackOptions o;
   o.format = f;
   o.shard_size = 4 << 10;
@@ -185,7 +186,7 @@ Result<PackResult> PackSmall(ObjectStorePtr src, ObjectStorePtr dst, ShardFormat
 }
 
 TEST(Verify, NamesMissingTruncatedAndAlteredShards) {
-  auto src = MakeMemStore(), dst = MakeMemStore();
+  auto src = object::MakeMemStore(), dst = object::MakeMemStore();
   FillImageFolder(*src, 10);
   auto packed = PackSmall(src, dst, ShardFormat::kTar);
   ASSERT_TRUE(packed.ok()) << packed.status();
@@ -214,7 +215,7 @@ TEST(Verify, NamesMissingTruncatedAndAlteredShards) {
 }
 
 TEST(Verify, SignatureDetectsARewrittenManifest) {
-  auto src = MakeMemStore(), dst = MakeMemStore();
+  auto src = object::MakeMemStore(), dst = object::MakeMemStore();
   FillImageFolder(*src, 5);
   // Tar: no per-record checksums, so only the manifest protects the bytes.
   ASSERT_TRUE(PackSmall(src, dst, ShardFormat::kTar, "s3cret").ok());
@@ -244,7 +245,7 @@ TEST(Verify, SignatureDetectsARewrittenManifest) {
   ASSERT_FALSE(keyed->ok());
   EXPECT_EQ(keyed->problems[0].kind, Problem::Kind::kSignature);
   // An unsigned manifest fails when a key is required.
-  auto src2 = MakeMemStore(), dst2 = MakeMemStore();
+  auto src2 = object::MakeMemStore(), dst2 = object::MakeMemStore();
   FillImageFolder(*src2, 2);
   ASSERT_TRUE(PackSmall(src2, dst2, ShardFormat::kTar).ok());
   auto unsigned_report = Verify(*dst2, "", SignedBy("s3cret"));
@@ -253,14 +254,14 @@ TEST(Verify, SignatureDetectsARewrittenManifest) {
 }
 
 TEST(Verify, MissingManifestIsNotFoundAndGarbageIsCorruption) {
-  auto dst = MakeMemStore();
+  auto dst = object::MakeMemStore();
   EXPECT_EQ(Verify(*dst, "").status().code(), Code::kNotFound);
   ASSERT_TRUE(dst->Put("manifest.json", Buffer::Copy("{\"version\": 1, \"shards\": 3}")).ok());
   EXPECT_EQ(Verify(*dst, "").status().code(), Code::kCorruption);
 }
 
 TEST(Pack, RejectsBadOptionsAndEmptyInput) {
-  auto src = MakeMemStore(), dst = MakeMemStore();
+  auto src = object::MakeMemStore(), dst = object::MakeMemStore();
   PackOptions o;
   EXPECT_EQ(Pack(*src, "", *dst, "", o).status().code(), Code::kInvalidArgument);  // no samples
   o.zstd = true;
@@ -272,7 +273,7 @@ TEST(Pack, RejectsBadOptionsAndEmptyInput) {
 }
 
 TEST(Pack, WebDatasetLayoutGroupsFieldsByKey) {
-  auto src = MakeMemStore(), dst = MakeMemStore();
+  auto src = object::MakeMemStore(), dst = object::MakeMemStore();
   ASSERT_TRUE(src->Put("000001.jpg", Buffer::Copy("J1")).ok());
   ASSERT_TRUE(src->Put("000001.json", Buffer::Copy("{}")).ok());
   ASSERT_TRUE(src->Put("000002.jpg", Buffer::Copy("J2")).ok());
@@ -301,20 +302,20 @@ TEST(Pack, WebDatasetLayoutGroupsFieldsByKey) {
 }
 
 TEST(Pack, RefusesNamesThatAreNotUtf8) {
-  auto src = MakeMemStore(), dst = MakeMemStore();
+  auto src = object::MakeMemStore(), dst = object::MakeMemStore();
   ASSERT_TRUE(src->Put("in/000001.\xffjpg", Buffer::FromString("x")).ok());
   auto r = PackSmall(src, dst, ShardFormat::kTfRecord);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_NE(r.status().ToString().find("not valid UTF-8"), std::string::npos) << r.status();
   // Any format: the manifest lists field names, and JSON holds only UTF-8.
-  auto tar = PackSmall(src, MakeMemStore(), ShardFormat::kTar);
+  auto tar = PackSmall(src, object::MakeMemStore(), ShardFormat::kTar);
   EXPECT_EQ(tar.status().code(), Code::kInvalidArgument);
   EXPECT_NE(tar.status().ToString().find("in/000001.\\xffjpg"), std::string::npos) << tar.status();
 }
 
 TEST(ShardRandomReader, TruncatedShardIsCorruptionNamingOffset) {
-  auto src = MakeMemStore(), dst = MakeMemStore();
+  auto src = object::MakeMemStore(), dst = object::MakeMemStore();
   FillImageFolder(*src, 3);
   auto r = PackSmall(src, dst, ShardFormat::kTfRecord);
   ASSERT_TRUE(r.ok());

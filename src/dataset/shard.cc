@@ -144,7 +144,7 @@ std::unique_ptr<SampleStream> MakeSampleStream(ShardFormat format, ByteSource& s
   return nullptr;
 }
 
-Result<std::unique_ptr<ShardRandomReader>> ShardRandomReader::Open(ObjectStore& store, std::string key,
+Result<std::unique_ptr<ShardRandomReader>> ShardRandomReader::Open(object::ObjectStore& store, std::string key,
                                                                    ShardFormat format, ReadLimits limits) {
   std::unique_ptr<ShardRandomReader> r(new ShardRandomReader(store, std::move(key), format, limits));
   if (format != ShardFormat::kIndexed) {
@@ -158,16 +158,16 @@ Result<std::unique_ptr<ShardRandomReader>> ShardRandomReader::Open(ObjectStore& 
     r->offsets_ = std::move(idx.offsets);
     return r;
   }
-  GetOptions head;
-  head.range = ByteRange::Of(0, 64 << 10);
+  object::GetOptions head;
+  head.range = object::ByteRange::Of(0, 64 << 10);
   auto got = store.Get(r->key_, head);
   if (!got.ok()) return got.status().WithContext("reading the header of " + r->key_);
   uint64_t shard_size = got->info.size;
   STRATA_ASSIGN_OR_RETURN(uint64_t header_size, IndexedHeaderSize(got->data, shard_size, r->key_, limits));
   Buffer header = got->data.Slice(0, header_size);
   if (got->data.size() < header_size) {
-    GetOptions rest;
-    rest.range = ByteRange::Of(got->data.size(), header_size - got->data.size());
+    object::GetOptions rest;
+    rest.range = object::ByteRange::Of(got->data.size(), header_size - got->data.size());
     rest.if_match = got->info.etag;
     auto more = store.Get(r->key_, rest);
     if (!more.ok()) return more.status().WithContext("reading the header of " + r->key_);
@@ -178,7 +178,7 @@ Result<std::unique_ptr<ShardRandomReader>> ShardRandomReader::Open(ObjectStore& 
   return r;
 }
 
-std::unique_ptr<ShardRandomReader> ShardRandomReader::FromOffsets(ObjectStore& store, std::string key,
+std::unique_ptr<ShardRandomReader> ShardRandomReader::FromOffsets(object::ObjectStore& store, std::string key,
                                                                   ShardFormat format, std::vector<uint64_t> offsets,
                                                                   ReadLimits limits) {
   std::unique_ptr<ShardRandomReader> r(new ShardRandomReader(store, std::move(key), format, limits));
@@ -192,8 +192,8 @@ Result<Buffer> ShardRandomReader::GetRecord(uint64_t i) const {
                                 std::to_string(size()) + ")");
   }
   uint64_t begin = offsets_[i], len = offsets_[i + 1] - begin;
-  GetOptions get;
-  get.range = ByteRange::Of(begin, len);
+  object::GetOptions get;
+  get.range = object::ByteRange::Of(begin, len);
   Buffer data;
   if (len > 0) {
     auto got = store_.Get(key_, get);

@@ -60,10 +60,10 @@ class ShardRandomReader {
  public:
   // One GET for the sidecar (tar, TFRecord) or the header (indexed; a second
   // GET only if the header is larger than the first 64 KiB).
-  static Result<std::unique_ptr<ShardRandomReader>> Open(ObjectStore& store, std::string key, ShardFormat format,
-                                                         ReadLimits limits = {});
+  static Result<std::unique_ptr<ShardRandomReader>> Open(object::ObjectStore& store, std::string key,
+                                                         ShardFormat format, ReadLimits limits = {});
   // Over sample offsets already known (a scan of a shard without a sidecar): no GET.
-  static std::unique_ptr<ShardRandomReader> FromOffsets(ObjectStore& store, std::string key, ShardFormat format,
+  static std::unique_ptr<ShardRandomReader> FromOffsets(object::ObjectStore& store, std::string key, ShardFormat format,
                                                         std::vector<uint64_t> offsets, ReadLimits limits = {});
   uint64_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
   // Sample i with one ranged GET. InvalidArgument if i >= size().
@@ -74,9 +74,9 @@ class ShardRandomReader {
   const std::vector<std::string>& fields() const { return header_.fields; }
 
  private:
-  ShardRandomReader(ObjectStore& store, std::string key, ShardFormat format, ReadLimits limits)
+  ShardRandomReader(object::ObjectStore& store, std::string key, ShardFormat format, ReadLimits limits)
       : store_(store), key_(std::move(key)), format_(format), limits_(limits) {}
-  ObjectStore& store_;
+  object::ObjectStore& store_;
   std::string key_;
   ShardFormat format_;
   ReadLimits limits_;

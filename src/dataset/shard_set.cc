@@ -114,14 +114,14 @@ Status Expand(std::string_view s, std::vector<std::string>* out, int depth) {
 // nothing unless the next header lies outside the bytes already read.
 class RangedSource : public ByteSource {
  public:
-  RangedSource(ObjectStore& store, std::string key, const ObjectInfo& info, uint64_t chunk)
+  RangedSource(object::ObjectStore& store, std::string key, const object::ObjectInfo& info, uint64_t chunk)
       : store_(store), key_(std::move(key)), etag_(info.etag), size_(info.size), chunk_(chunk) {}
   Result<Buffer> Read(uint64_t n) override {
     n = std::min(n, remaining());
     if (pos_ < buf_off_ || pos_ + n > buf_off_ + buf_.size()) {
-      GetOptions get;
+      object::GetOptions get;
       uint64_t len = std::min(std::max(n, chunk_), size_ - pos_);
-      get.range = ByteRange::Of(pos_, len);
+      get.range = object::ByteRange::Of(pos_, len);
       get.if_match = etag_;
       auto got = store_.Get(key_, get);
       if (!got.ok()) return got.status().WithContext("scanning " + key_);
@@ -150,7 +150,7 @@ class RangedSource : public ByteSource {
   }
 
  private:
-  ObjectStore& store_;
+  object::ObjectStore& store_;
   std::string key_, etag_;
   uint64_t size_, chunk_;
   uint64_t pos_ = 0, buf_off_ = 0;
@@ -262,13 +262,13 @@ void ClearScanMemo() {
   memo.entries = 0;
 }
 
-std::string ScanId(const ObjectStore& store, const std::string& key, const ObjectInfo& info) {
+std::string ScanId(const object::ObjectStore& store, const std::string& key, const object::ObjectInfo& info) {
   std::string canon = store.Url() + "\n" + key + "\n" + std::to_string(info.size) + "\n" + info.etag;
   return ToHex(Sha256(canon)).substr(0, 40);
 }
 
-Result<ShardScan> ScanShard(ObjectStore& store, const std::string& key, ShardFormat format, const ObjectInfo& info,
-                            ReadLimits limits) {
+Result<ShardScan> ScanShard(object::ObjectStore& store, const std::string& key, ShardFormat format,
+                            const object::ObjectInfo& info, ReadLimits limits) {
   RangedSource src(store, key, info, kScanChunk);
   Result<ShardScan> scan = format == ShardFormat::kTar ? ScanTar(src, limits) : ScanTfRecord(src, limits);
   if (!scan.ok()) return scan.status();
@@ -333,16 +333,16 @@ Result<ShardScan> DecodeShardScan(const Buffer& data, const std::string& name) {
   return scan;
 }
 
-Result<ScannedSet> ScanShardSet(ObjectStore& store, const std::string& prefix, std::vector<std::string> names,
+Result<ScannedSet> ScanShardSet(object::ObjectStore& store, const std::string& prefix, std::vector<std::string> names,
                                 const ScanOptions& options) {
-  std::vector<ObjectInfo> infos;
+  std::vector<object::ObjectInfo> infos;
   std::string where = store.Url() + (prefix.empty() ? "" : "/" + prefix);
   if (names.empty()) {
-    ListOptions list;
+    object::ListOptions list;
     list.prefix = prefix;
     list.delimiter = "/";
     do {
-      STRATA_ASSIGN_OR_RETURN(ListResult page, store.List(list));
+      STRATA_ASSIGN_OR_RETURN(object::ListResult page, store.List(list));
       for (auto& o : page.objects) {
         std::string name = o.key.substr(prefix.size());
         if (FormatFromName(name)) {

@@ -47,8 +47,8 @@ struct ShardScan {
 // Scans `key` (whose HEAD is `info`) with ranged reads carrying If-Match.
 // Corruption naming the shard on a bad header, a bad length CRC or a
 // truncated shard.
-Result<ShardScan> ScanShard(ObjectStore& store, const std::string& key, ShardFormat format, const ObjectInfo& info,
-                            ReadLimits limits = {});
+Result<ShardScan> ScanShard(object::ObjectStore& store, const std::string& key, ShardFormat format,
+                            const object::ObjectInfo& info, ReadLimits limits = {});
 
 Buffer EncodeShardScan(const ShardScan& scan);
 Result<ShardScan> DecodeShardScan(const Buffer& data, const std::string& name);
@@ -78,13 +78,13 @@ struct ScannedSet {
 
 // `names` relative to `prefix`; empty: every shard directly under `prefix`
 // (NotFound when there is none). InvalidArgument when formats are mixed.
-Result<ScannedSet> ScanShardSet(ObjectStore& store, const std::string& prefix, std::vector<std::string> names,
+Result<ScannedSet> ScanShardSet(object::ObjectStore& store, const std::string& prefix, std::vector<std::string> names,
                                 const ScanOptions& options = {});
 
 // Forgets the process-wide memory of scans, as a new process starts (tests).
 void ClearScanMemo();
 
 // A process-wide id for a shard version: (store URL, key, size, ETag).
-std::string ScanId(const ObjectStore& store, const std::string& key, const ObjectInfo& info);
+std::string ScanId(const object::ObjectStore& store, const std::string& key, const object::ObjectInfo& info);
 
 }  // namespace strata::dataset

@@ -26,7 +26,7 @@ struct Checked {
 
 // Streams one object: size and SHA-256 against the manifest, and (for shards)
 // a full parse. Returns the problems found.
-Checked CheckObject(ObjectStore& store, const std::string& prefix, const std::string& name, uint64_t want_size,
+Checked CheckObject(object::ObjectStore& store, const std::string& prefix, const std::string& name, uint64_t want_size,
                     const std::string& want_sha, const ShardFormat* format, uint64_t want_samples,
                     uint64_t chunk_size) {
   Checked c;
@@ -82,7 +82,8 @@ Checked CheckObject(ObjectStore& store, const std::string& prefix, const std::st
 }
 
 // The sidecar must decode and agree with the shard it indexes.
-void CheckSidecar(ObjectStore& store, const std::string& prefix, const ShardEntry& shard, std::vector<Problem>* out) {
+void CheckSidecar(object::ObjectStore& store, const std::string& prefix, const ShardEntry& shard,
+                  std::vector<Problem>* out) {
   auto got = store.Get(prefix + shard.sidecar);
   if (!got.ok()) return;  // missing/unreadable already reported by the file check
   auto idx = DecodeOffsetIndex(got->data, shard.sidecar);
@@ -121,7 +122,8 @@ std::string VerifyReport::Describe() const {
 namespace {
 
 // Shards without a manifest: each parsed in full (headers, framing, CRCs).
-Result<VerifyReport> VerifyStructure(ObjectStore& store, const std::string& prefix, const VerifyOptions& options) {
+Result<VerifyReport> VerifyStructure(object::ObjectStore& store, const std::string& prefix,
+                                     const VerifyOptions& options) {
   VerifyReport report;
   report.structure_only = true;
   if (!options.sign_key.empty()) {
@@ -129,7 +131,7 @@ Result<VerifyReport> VerifyStructure(ObjectStore& store, const std::string& pref
   }
   std::vector<std::string> names = options.shards;
   if (names.empty()) {
-    STRATA_ASSIGN_OR_RETURN(auto all, ListAll(store, prefix));
+    STRATA_ASSIGN_OR_RETURN(auto all, object::ListAll(store, prefix));
     for (const auto& o : all) {
       std::string rel = o.key.substr(prefix.size());
       if (rel.find('/') == std::string::npos && FormatFromName(rel)) names.push_back(rel);
@@ -174,7 +176,7 @@ Result<VerifyReport> VerifyStructure(ObjectStore& store, const std::string& pref
 
 }  // namespace
 
-Result<VerifyReport> Verify(ObjectStore& store, const std::string& prefix, const VerifyOptions& options) {
+Result<VerifyReport> Verify(object::ObjectStore& store, const std::string& prefix, const VerifyOptions& options) {
   std::string manifest_key = prefix + std::string(kManifestName);
   if (!options.shards.empty()) return VerifyStructure(store, prefix, options);
   auto got = store.Get(manifest_key);
@@ -214,7 +216,7 @@ Result<VerifyReport> Verify(ObjectStore& store, const std::string& prefix, const
   std::set<std::string> known = {std::string(kManifestName)};
   for (const auto& s : m.shards) known.insert(s.name);
   for (const auto& f : m.files) known.insert(f.name);
-  auto all = ListAll(store, prefix);
+  auto all = object::ListAll(store, prefix);
   if (all.ok()) {
     for (const auto& o : *all) {
       std::string rel = o.key.substr(prefix.size());

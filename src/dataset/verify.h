@@ -61,6 +61,6 @@ struct VerifyReport {
 // NotFound if there is no manifest and no shard; Corruption if it cannot be parsed (that
 // is itself a verification failure). Problems with shards are reported in
 // the VerifyReport, not as an error.
-Result<VerifyReport> Verify(ObjectStore& store, const std::string& prefix, const VerifyOptions& options = {});
+Result<VerifyReport> Verify(object::ObjectStore& store, const std::string& prefix, const VerifyOptions& options = {});
 
 }  // namespace strata::dataset

@@ -22,7 +22,7 @@ std::map<std::string, std::string> UserMeta(FsFixture& f, const std::string& key
 
 void PutWithMeta(FsFixture& f, const std::string& key, const std::string& data,
                  std::map<std::string, std::string> user) {
-  PutOptions po;
+  object::PutOptions po;
   po.metadata.user = std::move(user);
   ASSERT_TRUE(f.mem->Put(key, Buffer::Copy(data), po).ok()) << key;
 }
@@ -108,8 +108,8 @@ TEST(FsAttrTest, ReadsObjectsWrittenByS3fsAndRclone) {
   f.fs->ReleaseDir(*dh);
   EXPECT_EQ(f.fs->counters().meta_heads, 5u) << "attributes of known versions are not read again";
   // Another client's chmod (a copy onto itself) is seen once the TTLs pass.
-  CopyOptions co;
-  co.directive = MetadataDirective::kReplace;
+  object::CopyOptions co;
+  co.directive = object::MetadataDirective::kReplace;
   co.metadata.user = {{"mode", "33152"}};  // 0600
   f.clock.Advance(std::chrono::seconds(2));
   ASSERT_TRUE(f.mem->Copy("exe", "exe", co).ok());
@@ -212,7 +212,7 @@ TEST(FsAttrTest, AFailedCopyLeavesTheStoredAttributes) {
   FsFixture f;
   f.Put("f", "data");
   auto e = f.fs->Lookup(kRootIno, "f");
-  f.fault->FailKey("f", UnavailableError("injected 503"), -1, FaultOp::kCopy);
+  f.fault->FailKey("f", UnavailableError("injected 503"), -1, object::FaultOp::kCopy);
   SetAttrRequest r;
   r.mode = 0700;
   EXPECT_EQ(f.fs->SetAttr(e->attr.ino, r).status().code(), Code::kIOError);

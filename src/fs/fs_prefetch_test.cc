@@ -38,11 +38,11 @@ std::string ReadAll(ObjectFs& fs, uint64_t fh, size_t chunk = 64 << 10) {
 
 // Holds every Get at a gate while closed, so the number of Gets in flight
 // at once can be counted without racing the clock.
-class GateStore : public StoreWrapper {
+class GateStore : public object::StoreWrapper {
  public:
-  using StoreWrapper::Get;
-  using StoreWrapper::StoreWrapper;
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  using object::StoreWrapper::Get;
+  using object::StoreWrapper::StoreWrapper;
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     {
       std::unique_lock lock(mu_);
       ++held_;
@@ -50,7 +50,7 @@ class GateStore : public StoreWrapper {
       cv_.notify_all();
       cv_.wait(lock, [&] { return open_; });
     }
-    auto r = StoreWrapper::Get(key, options);
+    auto r = object::StoreWrapper::Get(key, options);
     std::lock_guard lock(mu_);
     --held_;
     return r;
@@ -81,14 +81,14 @@ class GateStore : public StoreWrapper {
 // first-read window.
 struct ColdFixture {
   ColdFixture() {
-    mem = MakeMemStore();
+    mem = object::MakeMemStore();
     gate = std::make_shared<GateStore>(mem);
-    CacheOptions co;
+    cache::CacheOptions co;
     co.ram_bytes = 256 << 20;
-    cache = BlockCache::Open(co).value();
-    CachedStoreOptions so;
+    cache = cache::BlockCache::Open(co).value();
+    cache::CachedStoreOptions so;
     so.open_window = 16 << 20;
-    store = std::make_shared<CachedStore>(gate, cache, so);
+    store = std::make_shared<cache::CachedStore>(gate, cache, so);
     FsOptions fo = FsFixture::Defaults();
     fo.clock = &clock;
     fo.local = &local;
@@ -97,10 +97,10 @@ struct ColdFixture {
   }
   FakeClock clock;
   testing::MemFileSystem local;
-  ObjectStorePtr mem;
+  object::ObjectStorePtr mem;
   std::shared_ptr<GateStore> gate;
-  std::shared_ptr<BlockCache> cache;
-  std::shared_ptr<CachedStore> store;
+  std::shared_ptr<cache::BlockCache> cache;
+  std::shared_ptr<cache::CachedStore> store;
   std::unique_ptr<ObjectFs> fs;
 };
 

@@ -196,7 +196,7 @@ TEST(FsTest, ReadaheadIsPerHandle) {
     ASSERT_TRUE(f.fs->Read(random->fh, i * FsFixture::kBlock + 5, 100).ok());
   }
   f.store->WaitForReadahead();
-  EXPECT_EQ(f.CacheCount(CacheCounter::kReadaheadIssued), 0u) << "random reads never trigger read-ahead";
+  EXPECT_EQ(f.CacheCount(cache::CacheCounter::kReadaheadIssued), 0u) << "random reads never trigger read-ahead";
   std::string got;
   for (int i = 0; i < 8; ++i) {
     got += f.fs->Read(seq->fh, got.size(), FsFixture::kBlock)->ToString();
@@ -204,11 +204,11 @@ TEST(FsTest, ReadaheadIsPerHandle) {
   }
   f.store->WaitForReadahead();
   // ...does not break the sequential handle's detection.
-  EXPECT_GT(f.CacheCount(CacheCounter::kReadaheadIssued), 4u);
+  EXPECT_GT(f.CacheCount(cache::CacheCounter::kReadaheadIssued), 4u);
   EXPECT_EQ(got, data.substr(0, got.size()));
-  uint64_t misses = f.CacheCount(CacheCounter::kMisses);
+  uint64_t misses = f.CacheCount(cache::CacheCounter::kMisses);
   got += f.fs->Read(seq->fh, got.size(), FsFixture::kBlock)->ToString();
-  EXPECT_EQ(f.CacheCount(CacheCounter::kMisses), misses) << "the next block was read ahead";
+  EXPECT_EQ(f.CacheCount(cache::CacheCounter::kMisses), misses) << "the next block was read ahead";
   f.fs->Release(random->fh).IgnoreError();
   f.fs->Release(seq->fh).IgnoreError();
 }
@@ -337,7 +337,7 @@ TEST(FsTest, UnuploadedBytesSurviveShutdownInLostAndFound) {
   auto c = f.fs->Create(d->attr.ino, "data.bin", 0644, O_WRONLY | O_CREAT);
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "precious", 8).ok());
-  f.fault->FailKey("d/data.bin", UnavailableError("injected"), -1, FaultOp::kPut);
+  f.fault->FailKey("d/data.bin", UnavailableError("injected"), -1, object::FaultOp::kPut);
   EXPECT_EQ(f.fs->Release(c->second.fh).code(), Code::kIOError);
   Status st = f.fs->Shutdown();
   EXPECT_EQ(st.code(), Code::kIOError) << st;
@@ -386,7 +386,7 @@ TEST(FsTest, UploadFailureIsReportedAndRetried) {
   FsFixture f;
   auto c = f.fs->Create(kRootIno, "f", 0644, O_WRONLY | O_CREAT);
   ASSERT_TRUE(f.fs->Write(c->second.fh, 0, "data", 4).ok());
-  f.fault->FailKey("f", UnavailableError("injected"), 1, FaultOp::kPut);
+  f.fault->FailKey("f", UnavailableError("injected"), 1, object::FaultOp::kPut);
   Status st = f.fs->Flush(c->second.fh);
   EXPECT_EQ(st.code(), Code::kIOError) << st;
   EXPECT_NE(st.message().find("/f"), std::string::npos) << st;
@@ -537,7 +537,7 @@ TEST(FsTest, BackendFaultsBecomeIoErrorsAndTheMountStaysUp) {
   auto e = f.fs->Lookup(d->attr.ino, "obj");
   auto h = f.fs->Open(e->attr.ino, O_RDONLY);
   ASSERT_TRUE(h.ok());
-  f.fault->FailKey("d/obj", UnavailableError("injected 503"), -1, FaultOp::kGet);
+  f.fault->FailKey("d/obj", UnavailableError("injected 503"), -1, object::FaultOp::kGet);
   auto r = f.fs->Read(h->fh, 0, 4096);
   EXPECT_EQ(r.status().code(), Code::kIOError);
   EXPECT_NE(r.status().message().find("/d/obj"), std::string::npos) << r.status();
@@ -553,7 +553,7 @@ TEST(FsTest, BackendFaultsBecomeIoErrorsAndTheMountStaysUp) {
   f.fs->Release(h->fh).IgnoreError();
   // Listing failures: IOError, then recovery.
   f.clock.Advance(1h);
-  f.fault->FailKey("d/", UnavailableError("injected"), 1, FaultOp::kList);
+  f.fault->FailKey("d/", UnavailableError("injected"), 1, object::FaultOp::kList);
   EXPECT_EQ(f.fs->OpenDir(d->attr.ino).status().code(), Code::kIOError);
   EXPECT_EQ(Names(*f.fs, d->attr.ino).size(), 3u);
   // A vanished object: open reports NotFound, not garbage.

@@ -25,27 +25,27 @@
 namespace strata::fs::testing {
 
 // Only what write buffers use: OpenForWrite/OpenForRead/Remove/Truncate/Exists.
-class MemFileSystem : public FileSystem {
+class MemFileSystem : public io::FileSystem {
  public:
   struct File {
     std::mutex mu;
     std::string bytes;
   };
 
-  Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override {
+  Result<std::unique_ptr<io::RandomAccessFile>> OpenForRead(const std::string& path) override {
     std::lock_guard lock(mu_);
     auto it = files_.find(path);
     if (it == files_.end()) return NotFoundError(path);
-    return std::unique_ptr<RandomAccessFile>(new Reader(it->second, path));
+    return std::unique_ptr<io::RandomAccessFile>(new Reader(it->second, path));
   }
-  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate) override {
+  Result<std::unique_ptr<io::WritableFile>> OpenForWrite(const std::string& path, bool truncate) override {
     std::lock_guard lock(mu_);
     auto& f = files_[path];
     if (!f) f = std::make_shared<File>();
     if (truncate) f->bytes.clear();
-    return std::unique_ptr<WritableFile>(new Writer(f, path));
+    return std::unique_ptr<io::WritableFile>(new Writer(f, path));
   }
-  Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override {
+  Result<std::unique_ptr<io::WritableFile>> CreateExclusive(const std::string& path) override {
     {
       std::lock_guard lock(mu_);
       if (files_.count(path)) return AlreadyExistsError(path + " exists");
@@ -79,14 +79,14 @@ class MemFileSystem : public FileSystem {
     return Status::Ok();
   }
   // Files and directories directly in `dir`.
-  Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
+  Result<std::vector<io::DirEntry>> ListDir(const std::string& dir) override {
     std::lock_guard lock(mu_);
-    std::map<std::string, DirEntry> out;
+    std::map<std::string, io::DirEntry> out;
     const std::string prefix = dir + "/";
     auto add = [&](const std::string& path, File* file) {
       if (!path.starts_with(prefix)) return;
       const size_t slash = path.find('/', prefix.size());
-      DirEntry e;
+      io::DirEntry e;
       e.name = path.substr(prefix.size(), slash == std::string::npos ? std::string::npos : slash - prefix.size());
       e.is_dir = slash != std::string::npos || file == nullptr;
       if (!e.is_dir) {
@@ -97,7 +97,7 @@ class MemFileSystem : public FileSystem {
     };
     for (const auto& [path, file] : files_) add(path, file.get());
     for (const auto& d : dirs_) add(d, nullptr);
-    std::vector<DirEntry> v;
+    std::vector<io::DirEntry> v;
     for (auto& [name, e] : out) v.push_back(std::move(e));
     return v;
   }
@@ -115,7 +115,7 @@ class MemFileSystem : public FileSystem {
     std::lock_guard fl(it->second->mu);
     return it->second->bytes;
   }
-  Result<FileStat> Stat(const std::string&) override { return NotSupportedError("mem fs"); }
+  Result<io::FileStat> Stat(const std::string&) override { return NotSupportedError("mem fs"); }
   Status SyncDir(const std::string&) override { return Status::Ok(); }
   Result<bool> Exists(const std::string& path) override {
     std::lock_guard lock(mu_);
@@ -123,7 +123,7 @@ class MemFileSystem : public FileSystem {
   }
   Result<uint64_t> FreeSpace(const std::string&) override { return uint64_t{1} << 40; }
   // Exclusive within the process, like flock across ObjectFs instances; held until the lock is destroyed.
-  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+  Result<std::unique_ptr<io::FileLock>> LockFile(const std::string& path) override {
     std::lock_guard lock(mu_);
     {
       std::lock_guard held(locks_->mu);
@@ -131,9 +131,9 @@ class MemFileSystem : public FileSystem {
     }
     auto& f = files_[path];
     if (!f) f = std::make_shared<File>();
-    return std::unique_ptr<FileLock>(new Lock(locks_, path));
+    return std::unique_ptr<io::FileLock>(new Lock(locks_, path));
   }
-  Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string&, const LockWaitOptions&) override {
+  Result<std::unique_ptr<io::FileLock>> LockFileBlocking(const std::string&, const io::LockWaitOptions&) override {
     return NotSupportedError("mem fs");
   }
   Status Truncate(const std::string& path, uint64_t size) override {
@@ -153,7 +153,7 @@ class MemFileSystem : public FileSystem {
   }
 
  private:
-  class Reader : public RandomAccessFile {
+  class Reader : public io::RandomAccessFile {
    public:
     Reader(std::shared_ptr<File> f, std::string path) : f_(std::move(f)), path_(std::move(path)) {}
     Result<size_t> ReadAt(uint64_t offset, size_t n, void* dst) override {
@@ -173,7 +173,7 @@ class MemFileSystem : public FileSystem {
     std::shared_ptr<File> f_;
     std::string path_;
   };
-  class Writer : public WritableFile {
+  class Writer : public io::WritableFile {
    public:
     Writer(std::shared_ptr<File> f, std::string path) : f_(std::move(f)), path_(std::move(path)) {}
     Status Append(const void* data, size_t n) override { return WriteAt(Size(), data, n); }
@@ -200,7 +200,7 @@ class MemFileSystem : public FileSystem {
     std::mutex mu;
     std::set<std::string> paths;
   };
-  class Lock : public FileLock {
+  class Lock : public io::FileLock {
    public:
     Lock(std::shared_ptr<HeldLocks> held, std::string path) : held_(std::move(held)), path_(std::move(path)) {}
     ~Lock() override {
@@ -221,52 +221,52 @@ class MemFileSystem : public FileSystem {
 };
 
 // A store that, like file://, cannot hold "dir/" keys and says so.
-class NoMarkersStore : public StoreWrapper {
+class NoMarkersStore : public object::StoreWrapper {
  public:
-  using StoreWrapper::Put;
-  using StoreWrapper::StoreWrapper;
-  StoreCapabilities Capabilities() const override {
-    StoreCapabilities caps = StoreWrapper::Capabilities();
+  using object::StoreWrapper::Put;
+  using object::StoreWrapper::StoreWrapper;
+  object::StoreCapabilities Capabilities() const override {
+    object::StoreCapabilities caps = object::StoreWrapper::Capabilities();
     caps.directory_markers = false;
     return caps;
   }
-  Result<ObjectInfo> Put(std::string_view key, Buffer data, const PutOptions& options) override {
+  Result<object::ObjectInfo> Put(std::string_view key, Buffer data, const object::PutOptions& options) override {
     if (key.ends_with('/')) return InvalidArgumentError("no empty path segments");
-    return StoreWrapper::Put(key, std::move(data), options);
+    return object::StoreWrapper::Put(key, std::move(data), options);
   }
   Status Delete(std::string_view key) override {
     if (key.ends_with('/')) return InvalidArgumentError("no empty path segments");
-    return StoreWrapper::Delete(key);
+    return object::StoreWrapper::Delete(key);
   }
 };
 
 // Counts the requests that reach the backend: HEADs, GETs, LISTs (per prefix).
-class CountingStore : public StoreWrapper {
+class CountingStore : public object::StoreWrapper {
  public:
-  using StoreWrapper::Get;
-  using StoreWrapper::StoreWrapper;
-  Result<ObjectInfo> Head(std::string_view key) override {
+  using object::StoreWrapper::Get;
+  using object::StoreWrapper::StoreWrapper;
+  Result<object::ObjectInfo> Head(std::string_view key) override {
     heads++;
-    return StoreWrapper::Head(key);
+    return object::StoreWrapper::Head(key);
   }
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     gets++;
     {
       std::lock_guard lock(mu_);
       ++gets_[std::string(key)];
     }
-    return StoreWrapper::Get(key, options);
+    return object::StoreWrapper::Get(key, options);
   }
   uint64_t GetsOf(const std::string& key) {
     std::lock_guard lock(mu_);
     return gets_[key];
   }
-  Result<ListResult> List(const ListOptions& options) override {
+  Result<object::ListResult> List(const object::ListOptions& options) override {
     {
       std::lock_guard lock(mu_);
       ++lists_[options.prefix];
     }
-    return StoreWrapper::List(options);
+    return object::StoreWrapper::List(options);
   }
   uint64_t Lists(const std::string& prefix) {
     std::lock_guard lock(mu_);
@@ -290,26 +290,26 @@ class CountingStore : public StoreWrapper {
 // with markers = false, mem -> NoMarkersStore -> FaultStore -> ...
 struct FsFixture {
   explicit FsFixture(FsOptions fs_options = Defaults(), size_t readahead_threads = 2, bool markers = true) {
-    MemStoreOptions mo;
+    object::MemStoreOptions mo;
     mo.min_part_size = 64 << 10;
     mo.clock = &clock;
-    mem = MakeMemStore("", mo);
+    mem = object::MakeMemStore("", mo);
     counting = std::make_shared<CountingStore>(mem);
-    FaultConfig fc;
+    object::FaultConfig fc;
     fc.clock = &clock;
-    fault = std::make_shared<FaultStore>(
-        markers ? ObjectStorePtr(counting) : std::make_shared<NoMarkersStore>(counting), fc);
-    CacheOptions co;
+    fault = std::make_shared<object::FaultStore>(
+        markers ? object::ObjectStorePtr(counting) : std::make_shared<NoMarkersStore>(counting), fc);
+    cache::CacheOptions co;
     co.block_size = kBlock;
     co.ram_bytes = 64 << 20;
     co.clock = &clock;
-    cache = BlockCache::Open(co).value();
-    CachedStoreOptions so;
+    cache = cache::BlockCache::Open(co).value();
+    cache::CachedStoreOptions so;
     so.metadata_ttl = fs_options.attr_ttl;
     so.clock = &clock;
     so.readahead_threads = readahead_threads;
     so.fetch_part_size = 0;
-    store = std::make_shared<CachedStore>(fault, cache, so);
+    store = std::make_shared<cache::CachedStore>(fault, cache, so);
     fs_options.clock = &clock;
     fs_options.local = &local;
     fs_options.write_dir = "/buffers";
@@ -330,16 +330,16 @@ struct FsFixture {
     auto r = mem->Get(key);
     return r.ok() ? r->data.ToString() : "<" + r.status().ToString() + ">";
   }
-  uint64_t CacheCount(CacheCounter c) { return cache->Stats()[c]; }
+  uint64_t CacheCount(cache::CacheCounter c) { return cache->Stats()[c]; }
 
   static constexpr uint64_t kBlock = 64 << 10;
   FakeClock clock;
   MemFileSystem local;
-  std::shared_ptr<ObjectStore> mem;
+  std::shared_ptr<object::ObjectStore> mem;
   std::shared_ptr<CountingStore> counting;
-  std::shared_ptr<FaultStore> fault;
-  std::shared_ptr<BlockCache> cache;
-  std::shared_ptr<CachedStore> store;
+  std::shared_ptr<object::FaultStore> fault;
+  std::shared_ptr<cache::BlockCache> cache;
+  std::shared_ptr<cache::CachedStore> store;
   std::unique_ptr<ObjectFs> fs;
 };
 

@@ -27,11 +27,11 @@ Status Backend(const Status& st, std::string_view what) {
 }
 }  // namespace
 
-ObjectFs::ObjectFs(std::shared_ptr<CachedStore> store, FsOptions options)
+ObjectFs::ObjectFs(std::shared_ptr<cache::CachedStore> store, FsOptions options)
     : store_(std::move(store)),
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : RealClock()),
-      local_(options_.local ? *options_.local : DefaultFileSystem()),
+      local_(options_.local ? *options_.local : io::DefaultFileSystem()),
       mount_time_(clock_.WallNow()) {
   auto root = std::make_unique<Inode>();
   root->ino = kRootIno;
@@ -199,13 +199,13 @@ void ObjectFs::Forget(Ino ino, uint64_t n) {
 
 // ---- listings ----
 
-Status ObjectFs::ListPages(const ListOptions& o, const std::string& what,
-                           const std::function<bool(ListResult& page)>& on_page) {
+Status ObjectFs::ListPages(const object::ListOptions& o, const std::string& what,
+                           const std::function<bool(object::ListResult& page)>& on_page) {
   auto count = [this] {
     std::lock_guard lock(mu_);
     ++counters_.lists;
   };
-  Status st = ForEachListPage(*store_, o, [&](ListResult& page) {
+  Status st = object::ForEachListPage(*store_, o, [&](object::ListResult& page) {
     count();
     return on_page(page);
   });
@@ -227,13 +227,13 @@ Status ObjectFs::ListNow(Ino dir_ino) {
       prefix = DirKey(dir->path);
       generation = dir->generation;
     }
-    std::map<std::string, ObjectInfo> files;
+    std::map<std::string, object::ObjectInfo> files;
     std::vector<std::string> dirs;
-    std::optional<ObjectInfo> marker;
-    ListOptions o;
+    std::optional<object::ObjectInfo> marker;
+    object::ListOptions o;
     o.prefix = prefix;
     o.delimiter = "/";
-    STRATA_RETURN_IF_ERROR(ListPages(o, "listing /" + prefix, [&](ListResult& page) {
+    STRATA_RETURN_IF_ERROR(ListPages(o, "listing /" + prefix, [&](object::ListResult& page) {
       for (auto& obj : page.objects) {
         std::string name = obj.key.substr(prefix.size());
         if (name.empty()) marker = obj;  // this directory's own marker: its attributes' version
@@ -364,14 +364,14 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
     parent_path = p->path;
   }
   const std::string path = ChildPath(parent_path, name);
-  if (Status st = ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
+  if (Status st = object::ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
   // One List answers both "is there an object named path" and "is path/ a prefix".
-  ListOptions o;
+  object::ListOptions o;
   o.prefix = path;
   o.delimiter = "/";
-  std::optional<ObjectInfo> file;
+  std::optional<object::ObjectInfo> file;
   bool is_dir = false;
-  STRATA_RETURN_IF_ERROR(ListPages(o, "looking up /" + path, [&](ListResult& page) {
+  STRATA_RETURN_IF_ERROR(ListPages(o, "looking up /" + path, [&](object::ListResult& page) {
     for (auto& obj : page.objects) {
       if (obj.key == path) file = std::move(obj);
     }
@@ -633,7 +633,7 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
   auto existing = ResolveChild(parent, name);
   if (existing.ok()) return AlreadyExistsError("/" + path + " already exists");
   if (existing.status().code() != Code::kNotFound) return existing.status();
-  if (Status st = ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
+  if (Status st = object::ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
   // The marker object keeps an empty directory visible to every client. A
   // store without markers (file://): the directory lives in this mount until
   // a file is written into it.
@@ -643,10 +643,10 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
   }
   const uint32_t perm = mode & 07777 ? mode & 07777 : options_.dir_mode & 07777;
   const WallTime now = clock_.WallNow();
-  ObjectMetadata meta;
+  object::ObjectMetadata meta;
   if (MetaKept()) EncodePosixMeta({S_IFDIR | perm, options_.uid, options_.gid, now}, &meta.user);
   if (!local_only) {
-    PutOptions po;
+    object::PutOptions po;
     po.metadata = meta;
     if (auto put = store_->Put(path + "/", Buffer(), po); !put.ok()) return Backend(put.status(), "mkdir /" + path);
   }
@@ -682,7 +682,7 @@ Result<bool> ObjectFs::DirHasChildren(Ino ino, const std::string& path) {
       if (child && child->writer && !child->writer->uploaded && !child->writer->unlinked) return true;
     }
   }
-  ListOptions o;
+  object::ListOptions o;
   o.prefix = path + "/";
   o.delimiter = "/";
   o.max_keys = 2;

@@ -110,8 +110,8 @@ struct FsOptions {
   // ...and blocks whose read just failed fail at once for this long (the
   // kernel's next requests for them), then are tried again.
   Duration failed_read_backoff = std::chrono::seconds(5);
-  Clock* clock = nullptr;       // default RealClock(); TTLs use Now()
-  FileSystem* local = nullptr;  // for write buffers; default DefaultFileSystem()
+  Clock* clock = nullptr;           // default RealClock(); TTLs use Now()
+  io::FileSystem* local = nullptr;  // for write buffers; default DefaultFileSystem()
 };
 
 struct Attr {
@@ -174,13 +174,13 @@ struct FsCounters {
 class ObjectFs {
  public:
   // `store` must outlive nothing here: it is shared.
-  ObjectFs(std::shared_ptr<CachedStore> store, FsOptions options);
+  ObjectFs(std::shared_ptr<cache::CachedStore> store, FsOptions options);
   ~ObjectFs();  // call Shutdown() first to upload files still open for writing
   ObjectFs(const ObjectFs&) = delete;
   ObjectFs& operator=(const ObjectFs&) = delete;
 
   const FsOptions& options() const { return options_; }
-  CachedStore& store() { return *store_; }
+  cache::CachedStore& store() { return *store_; }
 
   // Each successful Lookup (and each readdir item handed to the kernel with
   // attributes) adds one lookup reference, dropped by Forget.
@@ -252,14 +252,15 @@ class ObjectFs {
   Status EnsureListed(Ino dir, bool user_initiated, std::optional<Duration> max_age = std::nullopt);
   Status ListNow(Ino dir);
   // Every page of a listing (ForEachListPage), each List counted; a failure is Backend(_, what).
-  Status ListPages(const ListOptions& o, const std::string& what, const std::function<bool(ListResult& page)>& on_page);
+  Status ListPages(const object::ListOptions& o, const std::string& what,
+                   const std::function<bool(object::ListResult& page)>& on_page);
   Result<Entry> ProbeChild(Ino parent, const std::string& name);
   void PrefetchSubdirs(const std::vector<Ino>& dirs);
   // Files (object_fs_prefetch.cc). Records an open for reading of `inode`;
   // when its directory is being read in listing order, returns the files to
   // fetch ahead.
-  std::vector<std::pair<std::string, ObjectInfo>> NoteOpenLocked(const Inode& inode);
-  void PrefetchFiles(const std::vector<std::pair<std::string, ObjectInfo>>& files);
+  std::vector<std::pair<std::string, object::ObjectInfo>> NoteOpenLocked(const Inode& inode);
+  void PrefetchFiles(const std::vector<std::pair<std::string, object::ObjectInfo>>& files);
   // A listing found `child`, open here, replaced by another version: the
   // path moves to a new inode so the kernel keeps the old version's pages
   // for its open handles (they read the version they opened).
@@ -270,7 +271,7 @@ class ObjectFs {
   // cached version is served; NotFound when gone.
   Status Revalidate(Ino ino);
   // A stream of the file's known version (no backend wait unless strict).
-  Result<std::unique_ptr<ReadStream>> OpenReader(Ino ino, const std::string& path);
+  Result<std::unique_ptr<cache::ReadStream>> OpenReader(Ino ino, const std::string& path);
   // A stream read bounded by read_timeout, with the failed-block backoff.
   Result<Buffer> ReadRemote(Handle& h, uint64_t offset, size_t size);
   Result<Ino> ResolveChild(Ino parent, std::string_view name);
@@ -280,13 +281,13 @@ class ObjectFs {
   // POSIX attributes (object_fs_attr.cc).
   bool MetaKept() const;
   bool NeedsMetaLocked(const Inode& inode) const;
-  void ApplyMetaLocked(Inode& inode, const ObjectMetadata& meta, const std::string& version);
+  void ApplyMetaLocked(Inode& inode, const object::ObjectMetadata& meta, const std::string& version);
   // HEADs the objects (a directory: its marker) of `inos` whose attributes
   // are not known for their version, in parallel. Failures leave defaults.
   void LoadMeta(const std::vector<Ino>& inos);
   void EnsureMeta(Ino ino);
   // The metadata an upload or marker carries: the inode's other keys and its POSIX attributes.
-  ObjectMetadata MetaToStoreLocked(const Inode& inode) const;
+  object::ObjectMetadata MetaToStoreLocked(const Inode& inode) const;
   // Stores the inode's attributes on its existing object (or marker).
   Status StoreMeta(Ino ino);
   void MoveLocked(Inode& inode, Inode& new_parent, const std::string& new_name);
@@ -302,16 +303,17 @@ class ObjectFs {
   void KeepLost(const std::string& buffer, const std::string& key);
   Status UploadLocked(Ino ino, Writer& w);  // w.mu held
   Status UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& writer);
-  Result<ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size, const PutOptions& options);
+  Result<object::ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size,
+                                             const object::PutOptions& options);
   Result<Buffer> ReadLocal(Writer& w, uint64_t offset, size_t size);
   // IOError: the buffer holds fewer bytes than were written (logged).
   static Result<Buffer> ShortBuffer(const Writer& w, uint64_t got_to, uint64_t want_to);
   std::string LostFoundDir() const;
 
-  std::shared_ptr<CachedStore> store_;
+  std::shared_ptr<cache::CachedStore> store_;
   FsOptions options_;
   Clock& clock_;
-  FileSystem& local_;
+  io::FileSystem& local_;
   const WallTime mount_time_;
 
   mutable std::mutex mu_;
@@ -329,8 +331,8 @@ class ObjectFs {
   std::map<std::pair<std::string, uint64_t>, std::pair<TimePoint, Status>> failed_blocks_;  // guarded by mu_
 
   std::mutex buffer_dir_mu_;
-  std::string buffer_dir_;                 // guarded by buffer_dir_mu_; empty until the first write
-  std::unique_ptr<FileLock> buffer_lock_;  // held while the mount lives: the directory is ours
+  std::string buffer_dir_;                     // guarded by buffer_dir_mu_; empty until the first write
+  std::unique_ptr<io::FileLock> buffer_lock_;  // held while the mount lives: the directory is ours
 
   std::unique_ptr<ThreadPool> prefetch_pool_;  // last: drained first
   // Revalidations and uncached reads whose callers wait with a deadline. A

@@ -31,7 +31,7 @@ bool ObjectFs::NeedsMetaLocked(const Inode& inode) const {
   return !inode.meta_known || inode.meta_version != MetaVersion(inode.etag, inode.mtime);
 }
 
-void ObjectFs::ApplyMetaLocked(Inode& inode, const ObjectMetadata& meta, const std::string& version) {
+void ObjectFs::ApplyMetaLocked(Inode& inode, const object::ObjectMetadata& meta, const std::string& version) {
   const PosixMeta pm = DecodePosixMeta(meta.user);
   const uint32_t type = pm.mode ? *pm.mode & S_IFMT : 0;
   inode.perm = pm.mode ? *pm.mode & 07777 : (inode.is_dir ? options_.dir_mode : options_.file_mode) & 07777;
@@ -49,7 +49,7 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
     Ino ino;
     std::string key;
     bool is_dir;
-    Result<ObjectInfo> head = InternalError("not asked");
+    Result<object::ObjectInfo> head = InternalError("not asked");
   };
   std::vector<Job> jobs;
   {
@@ -76,7 +76,7 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
         inode->mtime = job.head->mtime;
       }
     } else if (job.is_dir && job.head.status().code() == Code::kNotFound) {
-      ApplyMetaLocked(*inode, ObjectMetadata{}, "");  // no marker: the defaults
+      ApplyMetaLocked(*inode, object::ObjectMetadata{}, "");  // no marker: the defaults
     } else if (job.head.status().code() != Code::kNotFound) {
       STRATA_LOG_DEBUG("mount: reading the attributes of /{} failed: {}", job.key, job.head.status().ToString());
     }
@@ -92,8 +92,8 @@ void ObjectFs::EnsureMeta(Ino ino) {
   LoadMeta({ino});
 }
 
-ObjectMetadata ObjectFs::MetaToStoreLocked(const Inode& inode) const {
-  ObjectMetadata m = inode.meta;
+object::ObjectMetadata ObjectFs::MetaToStoreLocked(const Inode& inode) const {
+  object::ObjectMetadata m = inode.meta;
   const uint32_t type = inode.is_dir ? S_IFDIR : inode.symlink ? S_IFLNK : S_IFREG;
   const WallTime mtime = inode.meta_mtime.value_or(inode.is_dir ? mount_time_ : inode.mtime);
   EncodePosixMeta({type | inode.perm, inode.uid, inode.gid, mtime}, &m.user);
@@ -103,8 +103,8 @@ ObjectMetadata ObjectFs::MetaToStoreLocked(const Inode& inode) const {
 Status ObjectFs::StoreMeta(Ino ino) {
   EnsureMeta(ino);  // the other keys, so the copy keeps them
   std::string key;
-  CopyOptions co;
-  co.directive = MetadataDirective::kReplace;
+  object::CopyOptions co;
+  co.directive = object::MetadataDirective::kReplace;
   bool is_dir;
   {
     std::lock_guard lock(mu_);
@@ -117,7 +117,7 @@ Status ObjectFs::StoreMeta(Ino ino) {
   // A server-side copy onto itself: only the metadata changes, no bytes move.
   auto info = store_->Copy(key, key, co);
   if (!info.ok() && is_dir && info.status().code() == Code::kNotFound) {
-    PutOptions po;  // a directory that exists only as a prefix gets its marker now
+    object::PutOptions po;  // a directory that exists only as a prefix gets its marker now
     po.metadata = co.metadata;
     info = store_->Put(key, Buffer(), po);
   }
@@ -198,7 +198,7 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
       w->size = *req.size;
       w->dirty = true;
     } else if (*req.size == 0 && size != 0) {
-      PutOptions po;
+      object::PutOptions po;
       {
         std::lock_guard lock(mu_);
         if (const Inode* inode = FindLocked(ino); inode && MetaKept()) po.metadata = MetaToStoreLocked(*inode);
@@ -238,12 +238,12 @@ Result<Entry> ObjectFs::Symlink(Ino parent, std::string_view name_view, std::str
   if (!MetaKept()) return Refuse(Code::kPermissionDenied, "symlink", path, "the store keeps no metadata");
   if (target.empty() || target.size() > kMaxLinkTarget || target.find('\0') != std::string_view::npos)
     return InvalidArgumentError("symlink /" + path + ": bad target");
-  if (Status st = ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
+  if (Status st = object::ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
   auto existing = ResolveChild(parent, name);
   if (existing.ok()) return AlreadyExistsError("/" + path + " already exists");
   if (existing.status().code() != Code::kNotFound) return existing.status();
   const WallTime now = clock_.WallNow();
-  PutOptions po;
+  object::PutOptions po;
   EncodePosixMeta({S_IFLNK | 0777, options_.uid, options_.gid, now}, &po.metadata.user);
   auto put = store_->Put(path, Buffer::Copy(target), po);
   if (!put.ok()) return Backend(put.status(), "symlink /" + path);

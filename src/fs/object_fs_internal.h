@@ -20,8 +20,8 @@ namespace strata::fs {
 struct ObjectFs::Writer {
   std::string temp_path;
   std::mutex mu;
-  std::unique_ptr<WritableFile> out;
-  std::unique_ptr<RandomAccessFile> in;
+  std::unique_ptr<io::WritableFile> out;
+  std::unique_ptr<io::RandomAccessFile> in;
   uint64_t size = 0;
   bool dirty = false;     // written (or truncated) since the last upload
   bool uploaded = false;  // an object exists under the inode's key
@@ -56,7 +56,7 @@ struct ObjectFs::Inode {
   std::optional<WallTime> meta_mtime;  // the stored mtime; else the object's Last-Modified
   bool meta_known = false;             // read (or written here) for meta_version
   std::string meta_version;            // MetaVersion() of the object version they were read from
-  ObjectMetadata meta;                 // all of it: a change keeps the other keys
+  object::ObjectMetadata meta;         // all of it: a change keeps the other keys
   std::string link_target;             // a symlink's target, once read...
   std::string link_version;            // ...from this MetaVersion()
 
@@ -110,7 +110,7 @@ struct ObjectFs::Handle {
   std::shared_ptr<Writer> writer;  // writers, and readers of a file being written here
   // One sequential reader; shared with a bounded read still running after its caller gave up.
   std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();  // guards stream
-  std::shared_ptr<ReadStream> stream;
+  std::shared_ptr<cache::ReadStream> stream;
   std::string key, etag;
 };
 

@@ -136,7 +136,7 @@ Result<std::shared_ptr<ObjectFs::Writer>> ObjectFs::NewWriter(const std::string&
   STRATA_ASSIGN_OR_RETURN(std::string dir, BufferDir());
   auto w = std::make_shared<Writer>();
   // O_EXCL: never opens a file that exists (someone else's, or a stale one).
-  Result<std::unique_ptr<WritableFile>> out = InternalError("not created");
+  Result<std::unique_ptr<io::WritableFile>> out = InternalError("not created");
   for (int attempt = 0; attempt < 8; ++attempt) {
     uint64_t n;
     {
@@ -181,13 +181,13 @@ Result<Buffer> ObjectFs::ShortBuffer(const Writer& w, uint64_t got_to, uint64_t 
                  " of " + std::to_string(want_to) + " bytes)");
 }
 
-Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, uint64_t size,
-                                             const PutOptions& options) {
+Result<object::ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, uint64_t size,
+                                                     const object::PutOptions& options) {
   uint64_t part = std::max(options_.part_size, store_->MinPartSize());
   while ((size + part - 1) / part > 10000) part *= 2;
   const size_t parts = static_cast<size_t>((size + part - 1) / part);
   STRATA_ASSIGN_OR_RETURN(std::string upload_id, store_->CreateMultipartUpload(key, options));
-  std::vector<CompletedPart> done(parts);
+  std::vector<object::CompletedPart> done(parts);
   std::mutex mu;
   Status first;
   ParallelFor(parts, std::max<size_t>(1, options_.upload_concurrency), [&](size_t i) {
@@ -207,7 +207,7 @@ Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, 
       if (first.ok()) first = etag.status();
       return;
     }
-    done[i] = CompletedPart{static_cast<int>(i + 1), *etag};
+    done[i] = object::CompletedPart{static_cast<int>(i + 1), *etag};
   });
   if (first.ok()) {
     auto info = store_->CompleteMultipartUpload(key, upload_id, done);
@@ -221,7 +221,7 @@ Result<ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Writer& w, 
 // Requires w.mu held by the caller.
 Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
   std::string path;
-  PutOptions po;  // the file's attributes go with its bytes
+  object::PutOptions po;  // the file's attributes go with its bytes
   {
     std::lock_guard lock(mu_);
     Inode* inode = FindLocked(ino);
@@ -230,7 +230,7 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
     if (MetaKept()) po.metadata = MetaToStoreLocked(*inode);
   }
   const uint64_t size = w.size;
-  Result<ObjectInfo> info = InternalError("not uploaded");
+  Result<object::ObjectInfo> info = InternalError("not uploaded");
   bool multipart = size > options_.multipart_threshold;
   if (!multipart) {
     MutableBuffer buf(size);
@@ -336,7 +336,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     handle->stream = std::move(stream).value();
     handle->etag = handle->stream->info().etag;
   }
-  std::vector<std::pair<std::string, ObjectInfo>> ahead;  // files fetched ahead of their opens
+  std::vector<std::pair<std::string, object::ObjectInfo>> ahead;  // files fetched ahead of their opens
   std::unique_lock lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("/" + path + " is gone");
@@ -345,7 +345,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     handle->writer = inode->writer;
     ++handle->writer->refs;
   } else if (handle->stream) {
-    const ObjectInfo& info = handle->stream->info();
+    const object::ObjectInfo& info = handle->stream->info();
     // News from the store; the inode's own (known) version confirms nothing new.
     if (info.etag != inode->etag || info.size != inode->size) inode->attr_time = clock_.Now();
     inode->size = info.size;
@@ -374,7 +374,7 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
     path = ChildPath(p->path, name);
   }
   STRATA_RETURN_IF_ERROR(CheckWritable("create", path));
-  if (Status st = ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
+  if (Status st = object::ValidateKey(path + "/"); !st.ok()) return OutOfRangeError(st.message());
   auto existing = ResolveChild(parent, name);
   if (existing.ok()) {
     if (flags & O_EXCL) return AlreadyExistsError("/" + path + " already exists");
@@ -406,7 +406,7 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
   inode.uid = options_.uid;
   inode.gid = options_.gid;
   inode.meta_mtime = inode.mtime;
-  inode.meta = ObjectMetadata{};
+  inode.meta = object::ObjectMetadata{};
   inode.meta_known = true;
   ++inode.nlookup;
   ++inode.open_handles;
@@ -458,10 +458,10 @@ Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
   return data;
 }
 
-Result<std::unique_ptr<ReadStream>> ObjectFs::OpenReader(Ino ino, const std::string& path) {
+Result<std::unique_ptr<cache::ReadStream>> ObjectFs::OpenReader(Ino ino, const std::string& path) {
   if (options_.strict_revalidate) return store_->OpenStream(path);
   STRATA_RETURN_IF_ERROR(Revalidate(ino));  // bounded: the cached version when the backend fails
-  ObjectInfo known;
+  object::ObjectInfo known;
   {
     std::lock_guard lock(mu_);
     const Inode* inode = FindLocked(ino);
@@ -477,7 +477,7 @@ Result<std::unique_ptr<ReadStream>> ObjectFs::OpenReader(Ino ino, const std::str
 
 Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
   std::shared_ptr<std::mutex> mu = h.mu;
-  std::shared_ptr<ReadStream> stream = h.stream;
+  std::shared_ptr<cache::ReadStream> stream = h.stream;
   const uint64_t block = std::max<uint64_t>(store_->cache().options().block_size, 1);
   const uint64_t first = offset / block, last = (offset + std::max<size_t>(size, 1) - 1) / block;
   const std::string version = h.key + "@" + h.etag;
@@ -706,7 +706,7 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
       if (const Inode* t = FindLocked(*target)) target_dir = t->is_dir;
   }
   STRATA_RETURN_IF_ERROR(CheckWritable("rename", from));
-  if (Status st = ValidateKey(to + "/"); !st.ok()) return OutOfRangeError(st.message());
+  if (Status st = object::ValidateKey(to + "/"); !st.ok()) return OutOfRangeError(st.message());
   if (target.ok() && target_dir != is_dir) {
     return InvalidArgumentError("cannot rename /" + from + " over /" + to + " (one is a directory)");
   }
@@ -723,7 +723,7 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
     if (!store_->Capabilities().directory_markers) {
       local_dir = true;  // a backend without markers (file://): the directory stays local
     } else if (!local_dir) {
-      PutOptions po;  // the marker keeps the directory's attributes
+      object::PutOptions po;  // the marker keeps the directory's attributes
       {
         std::lock_guard lock(mu_);
         if (const Inode* inode = FindLocked(ino); inode && MetaKept()) po.metadata = MetaToStoreLocked(*inode);

@@ -16,8 +16,8 @@
 
 namespace strata::fs {
 
-std::vector<std::pair<std::string, ObjectInfo>> ObjectFs::NoteOpenLocked(const Inode& inode) {
-  std::vector<std::pair<std::string, ObjectInfo>> ahead;
+std::vector<std::pair<std::string, object::ObjectInfo>> ObjectFs::NoteOpenLocked(const Inode& inode) {
+  std::vector<std::pair<std::string, object::ObjectInfo>> ahead;
   if (options_.prefetch_files == 0 || inode.is_dir || !inode.attached) return ahead;
   Inode* dir = FindLocked(inode.parent);
   if (dir == nullptr || !dir->is_dir) return ahead;
@@ -58,7 +58,7 @@ std::vector<std::pair<std::string, ObjectInfo>> ObjectFs::NoteOpenLocked(const I
     if (!dir->prefetched_until.empty() && it->first <= dir->prefetched_until) continue;
     until = it->first;
     if (c->symlink || c->writer || c->etag.empty() || c->size == 0) continue;
-    ObjectInfo info;
+    object::ObjectInfo info;
     info.key = c->path;
     info.size = c->size;
     info.etag = c->etag;
@@ -69,7 +69,7 @@ std::vector<std::pair<std::string, ObjectInfo>> ObjectFs::NoteOpenLocked(const I
   return ahead;
 }
 
-void ObjectFs::PrefetchFiles(const std::vector<std::pair<std::string, ObjectInfo>>& files) {
+void ObjectFs::PrefetchFiles(const std::vector<std::pair<std::string, object::ObjectInfo>>& files) {
   uint64_t issued = 0;
   for (const auto& [path, info] : files) {
     if (store_->Prefetch(path, info, options_.prefetch_file_bytes) > 0) ++issued;

@@ -26,7 +26,7 @@
 #include "testing/s3_server.h"
 #include "testing/subprocess.h"
 
-namespace strata {
+namespace strata::fuse {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -61,11 +61,13 @@ std::string Sha(const std::string& s) { return ToHex(Sha256(s)); }
 // The RGW server shared by every test of this binary (started on first use).
 class Rgw : public ::testing::Environment {
  public:
-  static S3TestServer* Get() {
+  static testing::S3TestServer* Get() {
     std::lock_guard lock(mu_);
     if (!server_) {
-      auto s = S3TestServer::Start(S3TestServer::Kind::kRgw);
-      if (!s.ok()) s = S3TestServer::Start(S3TestServer::Kind::kRgw);  // a loaded machine can miss the deadline once
+      auto s = testing::S3TestServer::Start(testing::S3TestServer::Kind::kRgw);
+      if (!s.ok())
+        s = testing::S3TestServer::Start(
+            testing::S3TestServer::Kind::kRgw);  // a loaded machine can miss the deadline once
       if (!s.ok()) {
         ADD_FAILURE() << "cannot start Ceph RGW: " << s.status();
         return nullptr;
@@ -84,14 +86,15 @@ class Rgw : public ::testing::Environment {
 
  private:
   static inline std::mutex mu_;
-  static inline std::unique_ptr<S3TestServer> server_;
+  static inline std::unique_ptr<testing::S3TestServer> server_;
 };
 const auto* const kRgwEnv = ::testing::AddGlobalTestEnvironment(new Rgw);
 
 // A `strata mount --foreground` child process.
 class MountProcess {
  public:
-  MountProcess(const std::vector<std::string>& args, const EnvOverrides& env, const std::string& log) : log_(log) {
+  MountProcess(const std::vector<std::string>& args, const testing::EnvOverrides& env, const std::string& log)
+      : log_(log) {
     pid_ = fork();
     if (pid_ == 0) {
       int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -170,7 +173,7 @@ class FuseTest : public ::testing::TestWithParam<Backend> {
       stdfs::create_directories(dir_ + "/bucket");
       url_ = "file://" + dir_ + "/bucket";
     } else {
-      S3TestServer* rgw = Rgw::Get();
+      testing::S3TestServer* rgw = Rgw::Get();
       ASSERT_NE(rgw, nullptr);
       // Each test under its own prefix of the shared bucket.
       static int n = 0;
@@ -180,14 +183,14 @@ class FuseTest : public ::testing::TestWithParam<Backend> {
       // The test's own store (to seed and check objects) reads the same credentials.
       for (const auto& [k, v] : env_) v ? setenv(k.c_str(), v->c_str(), 1) : unsetenv(k.c_str());
     }
-    auto store = OpenStore(url_);
+    auto store = object::OpenStore(url_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *store;
   }
 
   void TearDown() override {
     if (mount_) Stop(SIGTERM);
-    if (Mounted(mnt_)) (void)RunCommand({"fusermount3", "-u", "-z", mnt_});
+    if (Mounted(mnt_)) (void)testing::RunCommand({"fusermount3", "-u", "-z", mnt_});
     stdfs::remove_all(dir_);
   }
 
@@ -216,15 +219,16 @@ class FuseTest : public ::testing::TestWithParam<Backend> {
     mount_.reset();
   }
 
-  CommandResult Run(const std::vector<std::string>& argv, std::optional<std::string_view> in = std::nullopt) {
-    auto r = RunCommand(argv, WithoutCaBundles(), in);
+  testing::CommandResult Run(const std::vector<std::string>& argv, std::optional<std::string_view> in = std::nullopt) {
+    auto r = testing::RunCommand(argv, testing::WithoutCaBundles(), in);
     EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : CommandResult{-1, "", r.status().ToString()};
+    return r.ok() ? *r : testing::CommandResult{-1, "", r.status().ToString()};
   }
-  void ExpectOk(const std::vector<std::string>& argv, const CommandResult& r) {
-    EXPECT_EQ(r.exit_code, 0) << DescribeRun(argv, r) << "\nmount log:\n" << (mount_ ? mount_->Log() : "");
+  void ExpectOk(const std::vector<std::string>& argv, const testing::CommandResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << testing::DescribeRun(argv, r) << "\nmount log:\n" << (mount_ ? mount_->Log() : "");
   }
-  CommandResult RunOk(const std::vector<std::string>& argv, std::optional<std::string_view> in = std::nullopt) {
+  testing::CommandResult RunOk(const std::vector<std::string>& argv,
+                               std::optional<std::string_view> in = std::nullopt) {
     auto r = Run(argv, in);
     ExpectOk(argv, r);
     return r;
@@ -242,8 +246,8 @@ class FuseTest : public ::testing::TestWithParam<Backend> {
   }
 
   std::string dir_, mnt_, url_, prefix_;
-  EnvOverrides env_;
-  ObjectStorePtr store_;
+  testing::EnvOverrides env_;
+  object::ObjectStorePtr store_;
   std::map<std::string, std::string> expected_;
   std::unique_ptr<MountProcess> mount_;
 };
@@ -436,7 +440,7 @@ print(open(f).read())
 // `find -printf '%m %u %g %T@ %l %P'` of a tree, sorted; directories only
 // when `dirs` (file:// keeps no directory markers, so not their attributes).
 std::string Attrs(const std::string& root, bool dirs) {
-  auto r = RunCommand({"find", root, "-mindepth", "1", "-printf", "%y %m %u %g %T@ %l %P\n"}, {});
+  auto r = testing::RunCommand({"find", root, "-mindepth", "1", "-printf", "%y %m %u %g %T@ %l %P\n"}, {});
   if (!r.ok()) return "<" + r.status().ToString() + ">";
   std::istringstream lines(r->stdout_text);
   std::vector<std::string> out;
@@ -500,13 +504,13 @@ TEST_P(FuseTest, PosixAttributesAndSymlinksSurviveARemount) {
 // with the same modes, owners, times and symlinks.
 TEST_P(FuseTest, S3fsAndStrataAgreeOnAttributesAndSymlinks) {
   if (GetParam() != Backend::kRgw) GTEST_SKIP() << "s3fs needs an S3 endpoint";
-  S3TestServer* rgw = Rgw::Get();
+  testing::S3TestServer* rgw = Rgw::Get();
   ASSERT_NE(rgw, nullptr);
   const std::string& prefix = prefix_;
   // s3fs mounts bucket:/prefix only where the prefix is a directory it can see.
-  auto root = OpenStore(rgw->StoreUrl());
+  auto root = object::OpenStore(rgw->StoreUrl());
   ASSERT_TRUE(root.ok()) << root.status();
-  PutOptions dir_meta;
+  object::PutOptions dir_meta;
   dir_meta.metadata.user = {{"mode", "16877"}};
   ASSERT_TRUE((*root)->Put(prefix + "/", Buffer(), dir_meta).ok()) << prefix;
   const std::string passwd = dir_ + "/s3fs.passwd";
@@ -522,12 +526,12 @@ TEST_P(FuseTest, S3fsAndStrataAgreeOnAttributesAndSymlinks) {
         std::vector<std::string>{"/usr/bin/s3fs", rgw->bucket() + ":/" + prefix, s3mnt, "-f", "-o",
                                  "url=" + rgw->endpoint() + ",use_path_request_style,sigv4,endpoint=" + rgw->region() +
                                      ",passwd_file=" + passwd + ",dbglevel=warn,retries=1,stat_cache_expire=1"},
-        WithoutCaBundles(), dir_ + "/s3fs.log");
+        testing::WithoutCaBundles(), dir_ + "/s3fs.log");
     EXPECT_TRUE(p->WaitMounted(s3mnt)) << p->Log();
     return p;
   };
   auto s3fs_stop = [&](std::unique_ptr<MountProcess>& p) {
-    (void)RunCommand({"fusermount3", "-u", s3mnt}, {});
+    (void)testing::RunCommand({"fusermount3", "-u", s3mnt}, {});
     EXPECT_EQ(p->Wait(), 0) << p->Log();
     p.reset();
   };
@@ -565,7 +569,7 @@ TEST_P(FuseTest, S3fsAndStrataAgreeOnAttributesAndSymlinks) {
   s3 = s3fs_mount();
   ASSERT_TRUE(s3);
   auto modes = [](const std::string& root) {
-    auto r = RunCommand({"find", root, "-mindepth", "1", "-printf", "%y %m %l %P\n"}, {});
+    auto r = testing::RunCommand({"find", root, "-mindepth", "1", "-printf", "%y %m %l %P\n"}, {});
     return r.ok() ? r->stdout_text : r.status().ToString();
   };
   const std::string s3fs_view = modes(s3mnt + "/by-s3fs");
@@ -708,7 +712,7 @@ TEST_P(FuseTest, UnmountPaths) {
   EXPECT_EQ(mount_->Wait(), 0) << mount_->Log();
   mount_.reset();
   // Daemon mode: returns once mounted; the daemon exits on umount.
-  auto r = RunCommand({StrataBin(), "mount", url_, mnt_, "--cache-mem", "64MiB"}, env_);
+  auto r = testing::RunCommand({StrataBin(), "mount", url_, mnt_, "--cache-mem", "64MiB"}, env_);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
   EXPECT_TRUE(Mounted(mnt_));
@@ -718,9 +722,9 @@ TEST_P(FuseTest, UnmountPaths) {
   EXPECT_EQ(RunOk({"cat", mnt_ + "/x"}).stdout_text, "1");
   RunOk({StrataBin(), "umount", mnt_});
   auto deadline = SteadyClock::now() + std::chrono::seconds(30);
-  while (!ProcessGone(daemon) && SteadyClock::now() < deadline)
+  while (!testing::ProcessGone(daemon) && SteadyClock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(ProcessGone(daemon));
+  EXPECT_TRUE(testing::ProcessGone(daemon));
   EXPECT_FALSE(Mounted(mnt_));
 }
 
@@ -728,4 +732,4 @@ INSTANTIATE_TEST_SUITE_P(Backends, FuseTest, ::testing::Values(Backend::kFile, B
                          [](const auto& info) { return info.param == Backend::kFile ? "file" : "rgw"; });
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::fuse

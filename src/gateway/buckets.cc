@@ -8,7 +8,7 @@
 #include "object/file_store.h"
 #include "object/store_url.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
 Status NoSuchBucket(const std::string& bucket) {
@@ -42,18 +42,19 @@ bool IsValidBucketName(std::string_view name) {
   return !(dots == 3 && all_digits_dots);  // looks like an IPv4 address
 }
 
-std::shared_ptr<CachedStore> BucketSet::Wrap(ObjectStorePtr backend) {
+std::shared_ptr<cache::CachedStore> BucketSet::Wrap(object::ObjectStorePtr backend) {
   if (options_.emulate) {
-    backend = EmulateCloud(std::move(backend), *options_.emulate, options_.clock ? *options_.clock : RealClock());
+    backend =
+        object::EmulateCloud(std::move(backend), *options_.emulate, options_.clock ? *options_.clock : RealClock());
   }
-  return std::make_shared<CachedStore>(std::move(backend), cache_, options_.cached);
+  return std::make_shared<cache::CachedStore>(std::move(backend), cache_, options_.cached);
 }
 
 Result<std::unique_ptr<BucketSet>> BucketSet::Open(const std::vector<std::string>& urls,
-                                                   std::shared_ptr<BlockCache> cache, Options options) {
+                                                   std::shared_ptr<cache::BlockCache> cache, Options options) {
   std::unique_ptr<BucketSet> set(new BucketSet(std::move(cache), options));
   for (const auto& url : urls) {
-    STRATA_ASSIGN_OR_RETURN(StoreUrl parsed, ParseStoreUrl(url));
+    STRATA_ASSIGN_OR_RETURN(object::StoreUrl parsed, object::ParseStoreUrl(url));
     if (parsed.scheme == "file") {
       if (!set->file_root_.empty()) {
         return InvalidArgumentError("only one file:// backend may be given (" + url + ")");
@@ -76,29 +77,30 @@ Result<std::unique_ptr<BucketSet>> BucketSet::Open(const std::vector<std::string
       return InvalidArgumentError("backend " + url + ": \"" + name + "\" is not a valid S3 bucket name to serve");
     }
     if (set->fixed_.count(name)) return AlreadyExistsError("two backends are both bucket " + name);
-    STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url, options.clock ? *options.clock : RealClock()));
+    STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store,
+                            object::OpenStore(url, options.clock ? *options.clock : RealClock()));
     set->fixed_[name] = set->Wrap(std::move(store));
   }
   return set;
 }
 
-std::unique_ptr<BucketSet> BucketSet::FromStores(const std::map<std::string, ObjectStorePtr>& stores,
-                                                 std::shared_ptr<BlockCache> cache, Options options) {
+std::unique_ptr<BucketSet> BucketSet::FromStores(const std::map<std::string, object::ObjectStorePtr>& stores,
+                                                 std::shared_ptr<cache::BlockCache> cache, Options options) {
   std::unique_ptr<BucketSet> set(new BucketSet(std::move(cache), options));
   for (const auto& [name, store] : stores) set->fixed_[name] = set->Wrap(store);
   return set;
 }
 
-Result<std::shared_ptr<CachedStore>> BucketSet::OpenFileBucket(const std::string& bucket) {
+Result<std::shared_ptr<cache::CachedStore>> BucketSet::OpenFileBucket(const std::string& bucket) {
   std::string dir = file_root_ + "/" + bucket;
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return NoSuchBucket(bucket);
-  FileStoreOptions fo;
-  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenFileStore(dir, fo));
+  object::FileStoreOptions fo;
+  STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, object::OpenFileStore(dir, fo));
   return Wrap(std::move(store));
 }
 
-Result<std::shared_ptr<CachedStore>> BucketSet::Get(const std::string& bucket) {
+Result<std::shared_ptr<cache::CachedStore>> BucketSet::Get(const std::string& bucket) {
   std::lock_guard lock(mu_);
   if (auto it = fixed_.find(bucket); it != fixed_.end()) return it->second;
   if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
@@ -163,7 +165,7 @@ Status BucketSet::Delete(const std::string& bucket) {
   }
   if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
   // The file store's staging (temp files, in-progress uploads) is not content.
-  Status st = RemoveEmptyFileStore(file_root_ + "/" + bucket);
+  Status st = object::RemoveEmptyFileStore(file_root_ + "/" + bucket);
   if (st.code() == Code::kNotFound) return NoSuchBucket(bucket);
   if (st.code() == Code::kPreconditionFailed) {
     return PreconditionFailedError("bucket " + bucket + " is not empty").WithForeignCode("BucketNotEmpty");
@@ -173,4 +175,4 @@ Status BucketSet::Delete(const std::string& bucket) {
   return Status::Ok();
 }
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -29,7 +29,7 @@
 #include "object/cloud_store.h"
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::gateway {
 
 struct BucketEntry {
   std::string name;
@@ -37,8 +37,8 @@ struct BucketEntry {
 };
 
 struct BucketSetOptions {
-  std::optional<CloudProfile> emulate;
-  CachedStoreOptions cached;
+  std::optional<object::CloudProfile> emulate;
+  cache::CachedStoreOptions cached;
   Clock* clock = nullptr;  // emulation sleeps; default RealClock()
 };
 
@@ -49,32 +49,32 @@ class BucketSet {
   // Opens every backend URL (see above). InvalidArgument on a bad URL,
   // AlreadyExists when two backends claim the same bucket name.
   static Result<std::unique_ptr<BucketSet>> Open(const std::vector<std::string>& backend_urls,
-                                                 std::shared_ptr<BlockCache> cache, Options options);
+                                                 std::shared_ptr<cache::BlockCache> cache, Options options);
   // For tests: fixed buckets over given stores (no file root: CreateBucket is NotSupported).
-  static std::unique_ptr<BucketSet> FromStores(const std::map<std::string, ObjectStorePtr>& stores,
-                                               std::shared_ptr<BlockCache> cache, Options options = {});
+  static std::unique_ptr<BucketSet> FromStores(const std::map<std::string, object::ObjectStorePtr>& stores,
+                                               std::shared_ptr<cache::BlockCache> cache, Options options = {});
 
   // The cached store for `bucket`. NotFound (foreign code NoSuchBucket) when absent.
-  Result<std::shared_ptr<CachedStore>> Get(const std::string& bucket);
+  Result<std::shared_ptr<cache::CachedStore>> Get(const std::string& bucket);
   Result<std::vector<BucketEntry>> List();
   // NotSupported without a file:// root; AlreadyExists (BucketAlreadyOwnedByYou).
   Status Create(const std::string& bucket);
   // PreconditionFailed (BucketNotEmpty), NotFound (NoSuchBucket).
   Status Delete(const std::string& bucket);
 
-  BlockCache& cache() { return *cache_; }
+  cache::BlockCache& cache() { return *cache_; }
 
  private:
-  BucketSet(std::shared_ptr<BlockCache> cache, Options options) : cache_(std::move(cache)), options_(options) {}
-  std::shared_ptr<CachedStore> Wrap(ObjectStorePtr backend);
-  Result<std::shared_ptr<CachedStore>> OpenFileBucket(const std::string& bucket);
+  BucketSet(std::shared_ptr<cache::BlockCache> cache, Options options) : cache_(std::move(cache)), options_(options) {}
+  std::shared_ptr<cache::CachedStore> Wrap(object::ObjectStorePtr backend);
+  Result<std::shared_ptr<cache::CachedStore>> OpenFileBucket(const std::string& bucket);
 
-  std::shared_ptr<BlockCache> cache_;
+  std::shared_ptr<cache::BlockCache> cache_;
   Options options_;
   std::string file_root_;  // empty: no file:// backend
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<CachedStore>> fixed_;      // s3/mem buckets
-  std::map<std::string, std::shared_ptr<CachedStore>> file_open_;  // file buckets opened so far
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> fixed_;      // s3/mem buckets
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> file_open_;  // file buckets opened so far
 };
 
 // S3 bucket naming rules (3..63 of [a-z0-9.-], starting and ending with a
@@ -82,4 +82,4 @@ class BucketSet {
 // name from escaping the file root.
 bool IsValidBucketName(std::string_view name);
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
 using Json = nlohmann::json;
@@ -208,4 +208,4 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   return Status::Ok();
 }
 
-}  // namespace strata
+}  // namespace strata::gateway

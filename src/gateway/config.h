@@ -28,7 +28,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 
-namespace strata {
+namespace strata::gateway {
 
 struct GatewayLimits {
   uint64_t max_header_bytes = 64 << 10;  // request line + headers; past it: 431 and close
@@ -79,4 +79,4 @@ Result<uint64_t> ParseByteSize(std::string_view text);
 // "250ms", "10s", "2m".
 Result<Duration> ParseDurationText(std::string_view text);
 
-}  // namespace strata
+}  // namespace strata::gateway

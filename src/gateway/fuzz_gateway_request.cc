@@ -22,29 +22,29 @@
 
 namespace {
 
-const strata::AwsCredentials kCreds{"AKID", "secret", ""};
+const strata::net::AwsCredentials kCreds{"AKID", "secret", ""};
 
 struct World {
   strata::FakeClock clock;
-  std::shared_ptr<strata::BlockCache> cache;
-  std::unique_ptr<strata::BucketSet> buckets;
-  std::unique_ptr<strata::S3Handler> anonymous, signed_only;
+  std::shared_ptr<strata::cache::BlockCache> cache;
+  std::unique_ptr<strata::gateway::BucketSet> buckets;
+  std::unique_ptr<strata::gateway::S3Handler> anonymous, signed_only;
   World() {
-    strata::CacheOptions co;
+    strata::cache::CacheOptions co;
     co.block_size = 4096;
     co.ram_bytes = 1 << 20;
-    cache = *strata::BlockCache::Open(co);
-    strata::MemStoreOptions mo;
+    cache = *strata::cache::BlockCache::Open(co);
+    strata::object::MemStoreOptions mo;
     mo.min_part_size = 1;
-    buckets = strata::BucketSet::FromStores({{"bucket", strata::MakeMemStore("", mo)}}, cache);
-    strata::S3HandlerOptions ho;
+    buckets = strata::gateway::BucketSet::FromStores({{"bucket", strata::object::MakeMemStore("", mo)}}, cache);
+    strata::gateway::S3HandlerOptions ho;
     ho.keys[kCreds.access_key_id] = kCreds.secret_access_key;
     ho.allow_anonymous = true;
     ho.max_copy_bytes = 1 << 20;
     ho.clock = &clock;
-    anonymous = std::make_unique<strata::S3Handler>(*buckets, ho);
+    anonymous = std::make_unique<strata::gateway::S3Handler>(*buckets, ho);
     ho.allow_anonymous = false;
-    signed_only = std::make_unique<strata::S3Handler>(*buckets, ho);
+    signed_only = std::make_unique<strata::gateway::S3Handler>(*buckets, ho);
   }
 };
 
@@ -57,13 +57,13 @@ std::string_view Line(std::string_view& in) {
 }
 
 // Signs `req` as a client would at the fixed instant (see the file comment).
-void Sign(strata::GatewayRequest& req, std::string_view mode, strata::WallTime now) {
+void Sign(strata::gateway::GatewayRequest& req, std::string_view mode, strata::WallTime now) {
   size_t q = req.target.find('?');
-  strata::HttpRequestParts p{req.method, req.target.substr(0, q),
-                             q == std::string::npos ? "" : req.target.substr(q + 1), req.headers};
-  if (!strata::FindHeader(p.headers, "host")) p.headers.emplace_back("Host", "127.0.0.1");
+  strata::net::HttpRequestParts p{req.method, req.target.substr(0, q),
+                                  q == std::string::npos ? "" : req.target.substr(q + 1), req.headers};
+  if (!strata::net::FindHeader(p.headers, "host")) p.headers.emplace_back("Host", "127.0.0.1");
   if (mode == "presign") {
-    auto query = strata::PresignUrl(p, kCreds, "us-east-1", "s3", now, std::chrono::minutes(5));
+    auto query = strata::net::PresignUrl(p, kCreds, "us-east-1", "s3", now, std::chrono::minutes(5));
     if (!query.ok()) return;
     req.target = p.path + "?" + *query;
     req.headers = p.headers;
@@ -71,25 +71,25 @@ void Sign(strata::GatewayRequest& req, std::string_view mode, strata::WallTime n
   }
   if (mode == "chunked") {
     std::string payload(req.body.view());
-    strata::SetHeader(p.headers, "x-amz-decoded-content-length", std::to_string(payload.size()));
-    strata::SetHeader(p.headers, "content-encoding", "aws-chunked");
-    if (!strata::SignRequest(p, kCreds, "us-east-1", "s3", now, strata::kStreamingPayload).ok()) return;
-    auto v = strata::VerifyRequest(
+    strata::net::SetHeader(p.headers, "x-amz-decoded-content-length", std::to_string(payload.size()));
+    strata::net::SetHeader(p.headers, "content-encoding", "aws-chunked");
+    if (!strata::net::SignRequest(p, kCreds, "us-east-1", "s3", now, strata::net::kStreamingPayload).ok()) return;
+    auto v = strata::net::VerifyRequest(
         p, [](std::string_view) { return std::optional<std::string>(kCreds.secret_access_key); }, now);
     if (!v.ok()) return;
     std::string prev = v->seed_signature, wire;
     for (size_t off = 0; off < payload.size(); off += 64) {
-      wire += strata::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev,
-                                        std::string_view(payload).substr(off, 64));
+      wire += strata::net::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev,
+                                             std::string_view(payload).substr(off, 64));
     }
-    wire += strata::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, "");
+    wire += strata::net::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, "");
     req.body = strata::Buffer::FromString(std::move(wire));
     req.headers = p.headers;
     return;
   }
-  const std::string* claimed = strata::FindHeader(p.headers, "x-amz-content-sha256");
+  const std::string* claimed = strata::net::FindHeader(p.headers, "x-amz-content-sha256");
   std::string hash = claimed ? *claimed : strata::ToHex(strata::Sha256(req.body.data(), req.body.size()));
-  if (strata::SignRequest(p, kCreds, "us-east-1", "s3", now, hash).ok()) req.headers = p.headers;
+  if (strata::net::SignRequest(p, kCreds, "us-east-1", "s3", now, hash).ok()) req.headers = p.headers;
 }
 
 }  // namespace
@@ -97,7 +97,7 @@ void Sign(strata::GatewayRequest& req, std::string_view mode, strata::WallTime n
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static World world;
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  strata::GatewayRequest req;
+  strata::gateway::GatewayRequest req;
   std::string_view first = Line(in);
   size_t sp = first.find(' ');
   req.method = std::string(first.substr(0, sp));
@@ -118,12 +118,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   req.body = strata::Buffer::Copy(in);
   if (!sign_mode.empty()) Sign(req, sign_mode, world.clock.WallNow());
-  (void)strata::ParseTarget(req.target);
+  (void)strata::gateway::ParseTarget(req.target);
   for (auto* handler : {world.anonymous.get(), world.signed_only.get()}) {
-    strata::GatewayRequest copy = req;
+    strata::gateway::GatewayRequest copy = req;
     // As the server does: the pre-check decides authentication, Handle trusts it.
     if (handler->PreCheck(copy)) copy.auth.reset();
-    strata::GatewayResponse r = handler->Handle(copy);
+    strata::gateway::GatewayResponse r = handler->Handle(copy);
     // Handle's boundary turns an exception into a 500; for the fuzzer it is still a bug to report.
     if (handler->exceptions_caught() != 0) __builtin_trap();
     // Drain streamed bodies (bounded by the small mem objects).

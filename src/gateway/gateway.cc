@@ -2,10 +2,10 @@
 
 #include "object/cloud_store.h"
 
-namespace strata {
+namespace strata::gateway {
 
-CacheOptions CacheOptionsFor(const GatewayConfig& config) {
-  CacheOptions o;
+cache::CacheOptions CacheOptionsFor(const GatewayConfig& config) {
+  cache::CacheOptions o;
   o.block_size = config.cache.block_size;
   o.ram_bytes = config.cache.ram_bytes;
   o.dir = config.cache.dir;
@@ -16,10 +16,10 @@ CacheOptions CacheOptionsFor(const GatewayConfig& config) {
 Result<std::unique_ptr<Gateway>> Gateway::Start(const GatewayConfig& config) {
   STRATA_RETURN_IF_ERROR(ValidateGatewayConfig(config));
   std::unique_ptr<Gateway> g(new Gateway());
-  STRATA_ASSIGN_OR_RETURN(g->cache_, BlockCache::Open(CacheOptionsFor(config)));
+  STRATA_ASSIGN_OR_RETURN(g->cache_, cache::BlockCache::Open(CacheOptionsFor(config)));
   BucketSet::Options bo;
   if (!config.emulate.empty()) {
-    STRATA_ASSIGN_OR_RETURN(CloudProfile profile, ParseCloudProfile(config.emulate));
+    STRATA_ASSIGN_OR_RETURN(object::CloudProfile profile, object::ParseCloudProfile(config.emulate));
     bo.emulate = profile;
   }
   bo.cached.metadata_ttl = config.cache.metadata_ttl;
@@ -46,4 +46,4 @@ void Gateway::Shutdown() {
   if (server_) server_->Shutdown();
 }
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -15,7 +15,7 @@
 #include "gateway/s3_handler.h"
 #include "gateway/server.h"
 
-namespace strata {
+namespace strata::gateway {
 
 class Gateway {
  public:
@@ -27,12 +27,12 @@ class Gateway {
   void Shutdown();
 
   BucketSet& buckets() { return *buckets_; }
-  BlockCache& cache() { return *cache_; }
+  cache::BlockCache& cache() { return *cache_; }
 
  private:
   Gateway() = default;
   // Declaration order is destruction order reversed: the server goes first.
-  std::shared_ptr<BlockCache> cache_;
+  std::shared_ptr<cache::BlockCache> cache_;
   std::unique_ptr<BucketSet> buckets_;
   std::unique_ptr<GatewayObserver> observer_;
   std::unique_ptr<S3Handler> handler_;
@@ -40,6 +40,6 @@ class Gateway {
 };
 
 // The CacheOptions / handler options a config implies (exposed for tests).
-CacheOptions CacheOptionsFor(const GatewayConfig& config);
+cache::CacheOptions CacheOptionsFor(const GatewayConfig& config);
 
-}  // namespace strata
+}  // namespace strata::gateway

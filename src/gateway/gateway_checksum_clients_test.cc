@@ -15,7 +15,7 @@
 
 #include "testing/subprocess.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
 namespace fs = std::filesystem;
@@ -111,10 +111,10 @@ TEST_F(GatewayChecksumClientsTest, Boto3ChecksumsHeadersTrailersMultipartAndCont
                                 kKey,
                                 kSecret,
                                 kBucket};
-  EnvOverrides env = WithoutCaBundles();
+  testing::EnvOverrides env = testing::WithoutCaBundles();
   env.push_back({"AWS_CONFIG_FILE", "/dev/null"});
   env.push_back({"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"});
-  auto r = RunCommand(argv, env);
+  auto r = testing::RunCommand(argv, env);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << ReadFile(log_);
   // Every check ran (a script that stopped early would not print its tally).
@@ -122,4 +122,4 @@ TEST_F(GatewayChecksumClientsTest, Boto3ChecksumsHeadersTrailersMultipartAndCont
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

@@ -12,57 +12,57 @@
 #include "net/sigv4.h"
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
-const AwsCredentials kCreds{"AKIDCHECKSUM", "secret-checksum-key", ""};
+const net::AwsCredentials kCreds{"AKIDCHECKSUM", "secret-checksum-key", ""};
 const auto kCrc32 = ChecksumAlgorithm::kCrc32;
 
 class GatewayChecksumTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CacheOptions co;
+    cache::CacheOptions co;
     co.block_size = 64 << 10;
     co.ram_bytes = 16 << 20;
-    cache_ = *BlockCache::Open(co);
-    MemStoreOptions mo;
+    cache_ = *cache::BlockCache::Open(co);
+    object::MemStoreOptions mo;
     mo.min_part_size = 16;
-    buckets_ = BucketSet::FromStores({{"bucket", MakeMemStore("", mo)}}, cache_);
+    buckets_ = BucketSet::FromStores({{"bucket", object::MakeMemStore("", mo)}}, cache_);
     S3HandlerOptions ho;
     ho.keys[kCreds.access_key_id] = kCreds.secret_access_key;
     handler_ = std::make_unique<S3Handler>(*buckets_, ho);
   }
 
-  GatewayRequest Signed(std::string method, std::string target, std::string body = "", HttpHeaders extra = {}) {
+  GatewayRequest Signed(std::string method, std::string target, std::string body = "", net::HttpHeaders extra = {}) {
     size_t q = target.find('?');
-    HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
+    net::HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
     p.headers.emplace_back("Host", "127.0.0.1:9000");
-    EXPECT_TRUE(SignRequest(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), ToHex(Sha256(body))).ok());
+    EXPECT_TRUE(net::SignRequest(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), ToHex(Sha256(body))).ok());
     return GatewayRequest{method, target, p.headers, Buffer::FromString(std::move(body)), ""};
   }
 
   // An aws-chunked PUT with one checksum trailer; signed chunks (and trailer) when `sign`.
   GatewayRequest Trailer(const std::string& key, const std::string& payload, const std::string& trailer_value,
                          bool sign) {
-    HttpRequestParts p{"PUT", "/bucket/" + key, "", {{"Host", "127.0.0.1:9000"}}};
+    net::HttpRequestParts p{"PUT", "/bucket/" + key, "", {{"Host", "127.0.0.1:9000"}}};
     p.headers.emplace_back("Content-Encoding", "aws-chunked");
     p.headers.emplace_back("x-amz-decoded-content-length", std::to_string(payload.size()));
     p.headers.emplace_back("x-amz-trailer", "x-amz-checksum-crc32");
     WallTime now = RealClock().WallNow();
-    auto mode = sign ? kStreamingPayloadTrailer : kStreamingUnsignedTrailer;
-    EXPECT_TRUE(SignRequest(p, kCreds, "us-east-1", "s3", now, mode).ok());
-    auto v = VerifyRequest(
+    auto mode = sign ? net::kStreamingPayloadTrailer : net::kStreamingUnsignedTrailer;
+    EXPECT_TRUE(net::SignRequest(p, kCreds, "us-east-1", "s3", now, mode).ok());
+    auto v = net::VerifyRequest(
         p, [](std::string_view) { return std::optional<std::string>(kCreds.secret_access_key); }, now);
     EXPECT_TRUE(v.ok()) << v.status();
     std::string wire, prev = v->seed_signature;
     const std::string trailer = "x-amz-checksum-crc32:" + trailer_value;
     if (sign) {
-      wire = EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, payload);
-      wire += EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, "");
+      wire = net::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, payload);
+      wire += net::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, "");
       wire.resize(wire.size() - 2);  // the final chunk's CRLF comes after the trailers
       std::string sts = "AWS4-HMAC-SHA256-TRAILER\n" + v->amz_date + "\n" + v->scope + "\n" + prev + "\n" +
                         ToHex(Sha256(trailer + "\n"));
-      wire += trailer + "\r\nx-amz-trailer-signature:" + SignatureHex(v->signing_key, sts) + "\r\n\r\n";
+      wire += trailer + "\r\nx-amz-trailer-signature:" + net::SignatureHex(v->signing_key, sts) + "\r\n\r\n";
     } else {
       char size[20];
       std::snprintf(size, sizeof size, "%zx", payload.size());
@@ -73,11 +73,11 @@ class GatewayChecksumTest : public ::testing::Test {
 
   GatewayResponse Do(const GatewayRequest& r) { return handler_->Handle(r); }
   static std::string H(const GatewayResponse& r, std::string_view name) {
-    const std::string* v = FindHeader(r.headers, name);
+    const std::string* v = net::FindHeader(r.headers, name);
     return v ? *v : "";
   }
   static std::string Code(const GatewayResponse& r) {
-    auto e = DecodeS3Error(r.body);
+    auto e = net::DecodeS3Error(r.body);
     return e.ok() ? e->code : "";
   }
   GatewayResponse HeadWithChecksum(const std::string& key) {
@@ -85,7 +85,7 @@ class GatewayChecksumTest : public ::testing::Test {
   }
   int HeadStatus(const std::string& key) { return Do(Signed("HEAD", "/bucket/" + key)).status; }
 
-  std::shared_ptr<BlockCache> cache_;
+  std::shared_ptr<cache::BlockCache> cache_;
   std::unique_ptr<BucketSet> buckets_;
   std::unique_ptr<S3Handler> handler_;
 };
@@ -176,12 +176,12 @@ TEST_F(GatewayChecksumTest, MultipartCompositeAndFullObject) {
   };
   for (const Case& c : cases) {
     const std::string key = "mp-" + std::string(ChecksumName(c.a));
-    HttpHeaders create_headers{{"x-amz-checksum-algorithm", std::string(ChecksumName(c.a))}};
+    net::HttpHeaders create_headers{{"x-amz-checksum-algorithm", std::string(ChecksumName(c.a))}};
     if (c.type) create_headers.emplace_back("x-amz-checksum-type", c.type);
     auto create = Do(Signed("POST", "/bucket/" + key + "?uploads", "", create_headers));
     ASSERT_EQ(create.status, 200) << create.body;
-    auto id = DecodeInitiateMultipartUpload(create.body)->upload_id;
-    std::vector<S3CompletedPart> parts;
+    auto id = net::DecodeInitiateMultipartUpload(create.body)->upload_id;
+    std::vector<net::S3CompletedPart> parts;
     int n = 0;
     for (const std::string& p : {p1, p2}) {
       ++n;
@@ -193,18 +193,20 @@ TEST_F(GatewayChecksumTest, MultipartCompositeAndFullObject) {
     // A part checksum that is not the one uploaded: InvalidPart.
     auto wrong_parts = parts;
     wrong_parts[0].checksum.value = ChecksumBase64(c.a, "other");
-    auto refused = Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id, EncodeCompleteMultipartUpload(wrong_parts)));
+    auto refused =
+        Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id, net::EncodeCompleteMultipartUpload(wrong_parts)));
     EXPECT_EQ(Code(refused), "InvalidPart") << refused.body;
     // A whole-object checksum that does not match: BadDigest, nothing stored.
-    HttpHeaders wrong_whole{{ChecksumHeader(c.a), ChecksumBase64(c.a, "whole?")}};
-    auto bad =
-        Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id, EncodeCompleteMultipartUpload(parts), wrong_whole));
+    net::HttpHeaders wrong_whole{{ChecksumHeader(c.a), ChecksumBase64(c.a, "whole?")}};
+    auto bad = Do(
+        Signed("POST", "/bucket/" + key + "?uploadId=" + id, net::EncodeCompleteMultipartUpload(parts), wrong_whole));
     EXPECT_EQ(Code(bad), "BadDigest") << bad.body;
     EXPECT_EQ(HeadStatus(key), 404);
-    HttpHeaders whole{{ChecksumHeader(c.a), c.expected}};
-    auto done = Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id, EncodeCompleteMultipartUpload(parts), whole));
+    net::HttpHeaders whole{{ChecksumHeader(c.a), c.expected}};
+    auto done =
+        Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id, net::EncodeCompleteMultipartUpload(parts), whole));
     ASSERT_EQ(done.status, 200) << done.body;
-    auto result = DecodeCompleteMultipartUploadResult(done.body);
+    auto result = net::DecodeCompleteMultipartUploadResult(done.body);
     ASSERT_TRUE(result.ok());
     EXPECT_EQ(result->checksum.value, c.expected) << key;
     auto head = HeadWithChecksum(key);
@@ -222,13 +224,13 @@ TEST_F(GatewayChecksumTest, MultipartCompositeAndFullObject) {
 
 TEST_F(GatewayChecksumTest, ListPartsReturnsEachPartsChecksum) {
   auto create = Do(Signed("POST", "/bucket/lp?uploads", "", {{"x-amz-checksum-algorithm", "CRC32"}}));
-  auto id = DecodeInitiateMultipartUpload(create.body)->upload_id;
+  auto id = net::DecodeInitiateMultipartUpload(create.body)->upload_id;
   ASSERT_EQ(Do(Signed("PUT", "/bucket/lp?partNumber=1&uploadId=" + id, "part",
                       {{"x-amz-checksum-crc32", ChecksumBase64(kCrc32, "part")}}))
                 .status,
             200);
   auto list = Do(Signed("GET", "/bucket/lp?uploadId=" + id));
-  auto parts = DecodeListParts(list.body);
+  auto parts = net::DecodeListParts(list.body);
   ASSERT_TRUE(parts.ok()) << list.body;
   ASSERT_EQ(parts->parts.size(), 1u);
   EXPECT_EQ(parts->parts[0].checksum.algorithm, "CRC32");
@@ -236,4 +238,4 @@ TEST_F(GatewayChecksumTest, ListPartsReturnsEachPartsChecksum) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

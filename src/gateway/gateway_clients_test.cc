@@ -24,8 +24,10 @@
 
 extern char** environ;
 
-namespace strata {
+namespace strata::gateway {
 namespace {
+
+using strata::testing::operator+=;  // EnvOverrides is a std::vector: ADL cannot find it
 
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
@@ -63,7 +65,7 @@ std::string RandomBytes(size_t n, uint32_t seed) {
 // A child process started with its own environment, output to a file; stopped by PID.
 class Background {
  public:
-  Background(std::vector<std::string> argv, const EnvOverrides& env, const fs::path& log) : log_(log) {
+  Background(std::vector<std::string> argv, const testing::EnvOverrides& env, const fs::path& log) : log_(log) {
     std::map<std::string, std::string> vars;
     for (char** e = environ; *e; ++e) {
       std::string kv = *e;
@@ -146,13 +148,13 @@ class GatewayClientsTest : public ::testing::TestWithParam<BackendKind> {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::string backend;
-    EnvOverrides gw_env = WithoutCaBundles();
+    testing::EnvOverrides gw_env = testing::WithoutCaBundles();
     if (GetParam() == BackendKind::kFile) {
       bucket_ = "gwbucket";
       fs::create_directories(dir_ / "data" / bucket_);
       backend = "file://" + (dir_ / "data").string();
     } else {
-      auto server = S3TestServer::Start(S3TestServer::Kind::kRgw);
+      auto server = testing::S3TestServer::Start(testing::S3TestServer::Kind::kRgw);
       ASSERT_TRUE(server.ok()) << server.status();
       rgw_ = std::move(server).value();
       bucket_ = rgw_->bucket();
@@ -194,8 +196,8 @@ class GatewayClientsTest : public ::testing::TestWithParam<BackendKind> {
     fs::remove_all(dir_);
   }
 
-  EnvOverrides AwsEnv(const std::string& secret = kGwSecret) const {
-    EnvOverrides env = WithoutCaBundles();
+  testing::EnvOverrides AwsEnv(const std::string& secret = kGwSecret) const {
+    testing::EnvOverrides env = testing::WithoutCaBundles();
     env += {{"AWS_ACCESS_KEY_ID", kGwKey},         {"AWS_SECRET_ACCESS_KEY", secret},
             {"AWS_DEFAULT_REGION", "us-east-1"},   {"AWS_REGION", "us-east-1"},
             {"AWS_SESSION_TOKEN", std::nullopt},   {"AWS_PROFILE", std::nullopt},
@@ -205,16 +207,16 @@ class GatewayClientsTest : public ::testing::TestWithParam<BackendKind> {
     return env;
   }
 
-  CommandResult Run(const std::vector<std::string>& argv, const EnvOverrides& env) {
-    RunOptions o;
+  testing::CommandResult Run(const std::vector<std::string>& argv, const testing::EnvOverrides& env) {
+    testing::RunOptions o;
     o.timeout = std::chrono::seconds(300);
-    auto r = RunCommand(argv, env, std::nullopt, o);
+    auto r = testing::RunCommand(argv, env, std::nullopt, o);
     EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : CommandResult{-1, "", r.status().ToString()};
+    return r.ok() ? *r : testing::CommandResult{-1, "", r.status().ToString()};
   }
-  void MustRun(const std::vector<std::string>& argv, const EnvOverrides& env) {
-    CommandResult r = Run(argv, env);
-    ASSERT_EQ(r.exit_code, 0) << DescribeRun(argv, r) << "\n" << r.stdout_text;
+  void MustRun(const std::vector<std::string>& argv, const testing::EnvOverrides& env) {
+    testing::CommandResult r = Run(argv, env);
+    ASSERT_EQ(r.exit_code, 0) << testing::DescribeRun(argv, r) << "\n" << r.stdout_text;
   }
 
   std::vector<std::string> Aws(std::vector<std::string> args) const {
@@ -238,8 +240,8 @@ class GatewayClientsTest : public ::testing::TestWithParam<BackendKind> {
     args.insert(args.begin(), {"s3cmd", "-c", S3cmdConfig(secret).string()});
     return args;
   }
-  EnvOverrides RcloneEnv(const std::string& secret = kGwSecret) const {
-    EnvOverrides env = WithoutCaBundles();
+  testing::EnvOverrides RcloneEnv(const std::string& secret = kGwSecret) const {
+    testing::EnvOverrides env = testing::WithoutCaBundles();
     env += {{"RCLONE_CONFIG", "/dev/null"},
             {"RCLONE_CONFIG_GW_TYPE", "s3"},
             {"RCLONE_CONFIG_GW_PROVIDER", "Other"},
@@ -262,7 +264,7 @@ class GatewayClientsTest : public ::testing::TestWithParam<BackendKind> {
         std::vector<std::string>{"s3fs", bucket_, mount_.string(), "-f", "-o",
                                  "url=" + endpoint_ + ",use_path_request_style,sigv4,endpoint=us-east-1,passwd_file=" +
                                      passwd.string() + ",umask=022,mp_umask=022,dbglevel=warn,retries=1"},
-        WithoutCaBundles(), dir_ / "s3fs.out");
+        testing::WithoutCaBundles(), dir_ / "s3fs.out");
     auto deadline = SteadyClock::now() + std::chrono::seconds(30);
     while (SteadyClock::now() < deadline) {
       if (ReadFile("/proc/self/mounts").find(" " + mount_.string() + " fuse") != std::string::npos) return true;
@@ -343,7 +345,7 @@ except botocore.exceptions.ClientError as e:
 
   fs::path dir_, access_log_, mount_;
   std::string bucket_, endpoint_;
-  std::unique_ptr<S3TestServer> rgw_;
+  std::unique_ptr<testing::S3TestServer> rgw_;
   std::unique_ptr<Background> gateway_;
   std::unique_ptr<Background> s3fs_;
 };
@@ -363,15 +365,15 @@ TEST_P(GatewayClientsTest, EveryClientReadsWhatEveryOtherWrote) {
   // Writers.
   for (std::string name : {"small file.bin", "large.bin"}) {
     MustRun(Aws({"s3", "cp", src("aws/" + name), w + "aws/" + name}), AwsEnv());
-    MustRun(Boto({"put", "w/boto3/" + name, src("boto3/" + name)}), WithoutCaBundles());
+    MustRun(Boto({"put", "w/boto3/" + name, src("boto3/" + name)}), testing::WithoutCaBundles());
     MustRun(S3cmd({"put", "--multipart-chunk-size-mb=5", src("s3cmd/" + name), w + "s3cmd/" + name}),
-            WithoutCaBundles());
+            testing::WithoutCaBundles());
     MustRun({"rclone", "copyto", "--s3-upload-cutoff=5M", "--s3-chunk-size=5M", src("rclone/" + name),
              "gw:" + bucket_ + "/w/rclone/" + name},
             RcloneEnv());
   }
   // s3fs writes into a directory that exists (the file:// backend cannot hold "dir/" marker objects).
-  MustRun(Boto({"put", "w/s3fs/.keep", src("aws/small file.bin")}), WithoutCaBundles());
+  MustRun(Boto({"put", "w/s3fs/.keep", src("aws/small file.bin")}), testing::WithoutCaBundles());
   ASSERT_TRUE(MountS3fs(kGwSecret)) << s3fs_->Log();
   for (std::string name : {"small file.bin", "large.bin"}) {
     WriteFile(mount_ / "w" / "s3fs" / name, expected["s3fs/" + name]);
@@ -381,9 +383,9 @@ TEST_P(GatewayClientsTest, EveryClientReadsWhatEveryOtherWrote) {
   // Readers: each fetches everything under w/ in one go.
   fs::path out = dir_ / "out";
   MustRun(Aws({"s3", "cp", "--recursive", w, (out / "aws").string()}), AwsEnv());
-  MustRun(Boto({"get_prefix", "w/", (out / "boto3").string() + "/"}), WithoutCaBundles());
+  MustRun(Boto({"get_prefix", "w/", (out / "boto3").string() + "/"}), testing::WithoutCaBundles());
   fs::create_directories(out / "s3cmd");
-  MustRun(S3cmd({"get", "--recursive", w, (out / "s3cmd").string() + "/"}), WithoutCaBundles());
+  MustRun(S3cmd({"get", "--recursive", w, (out / "s3cmd").string() + "/"}), testing::WithoutCaBundles());
   MustRun({"rclone", "copy", "gw:" + bucket_ + "/w", (out / "rclone").string()}, RcloneEnv());
   std::map<std::string, fs::path> readers = {{"aws", out / "aws"},
                                              {"boto3", out / "boto3"},
@@ -399,24 +401,26 @@ TEST_P(GatewayClientsTest, EveryClientReadsWhatEveryOtherWrote) {
   }
   // Ranged and presigned reads of another client's object.
   const std::string& big = expected["s3fs/large.bin"];
-  CommandResult range = Run(Boto({"range", "w/s3fs/large.bin", "5000000-5100000"}), WithoutCaBundles());
+  testing::CommandResult range =
+      Run(Boto({"range", "w/s3fs/large.bin", "5000000-5100000"}), testing::WithoutCaBundles());
   EXPECT_EQ(range.stdout_text, ToHex(Md5(big.substr(5000000, 100001)))) << range.stderr_text;
-  CommandResult pre = Run(Boto({"presigned_get", "w/rclone/large.bin"}), WithoutCaBundles());
+  testing::CommandResult pre = Run(Boto({"presigned_get", "w/rclone/large.bin"}), testing::WithoutCaBundles());
   EXPECT_EQ(pre.stdout_text, ToHex(Md5(expected["rclone/large.bin"]))) << pre.stderr_text;
 
   // Listings agree: aws s3 ls --recursive sees every object.
-  CommandResult ls = Run(Aws({"s3", "ls", "--recursive", w}), AwsEnv());
+  testing::CommandResult ls = Run(Aws({"s3", "ls", "--recursive", w}), AwsEnv());
   for (const auto& [key, data] : expected) EXPECT_NE(ls.stdout_text.find("w/" + key), std::string::npos) << key;
 
   // Deletes are seen by the others (the cache is invalidated).
   MustRun(Aws({"s3", "rm", w + "boto3/small file.bin"}), AwsEnv());
-  CommandResult gone = Run(Boto({"head_missing", "w/boto3/small file.bin"}), WithoutCaBundles());
+  testing::CommandResult gone = Run(Boto({"head_missing", "w/boto3/small file.bin"}), testing::WithoutCaBundles());
   EXPECT_EQ(gone.stdout_text, "404") << gone.stderr_text;
   // Overwrites too: a new version through rclone is what s3cmd reads next.
   std::string v2 = RandomBytes(300 << 10, 99);
   WriteFile(dir_ / "v2.bin", v2);
   MustRun({"rclone", "copyto", (dir_ / "v2.bin").string(), "gw:" + bucket_ + "/w/aws/small file.bin"}, RcloneEnv());
-  MustRun(S3cmd({"get", "--force", w + "aws/small file.bin", (dir_ / "v2.back").string()}), WithoutCaBundles());
+  MustRun(S3cmd({"get", "--force", w + "aws/small file.bin", (dir_ / "v2.back").string()}),
+          testing::WithoutCaBundles());
   EXPECT_TRUE(ReadFile(dir_ / "v2.back") == v2);
 }
 
@@ -426,10 +430,10 @@ TEST_P(GatewayClientsTest, AwsSyncAndMultipartApi) {
   WriteFile(dir_ / "sync" / "sub dir" / "nested", "nested bytes");
   std::string dest = "s3://" + bucket_ + "/sync/";
   MustRun(Aws({"s3", "sync", (dir_ / "sync").string(), dest}), AwsEnv());
-  CommandResult again = Run(Aws({"s3", "sync", (dir_ / "sync").string(), dest}), AwsEnv());
+  testing::CommandResult again = Run(Aws({"s3", "sync", (dir_ / "sync").string(), dest}), AwsEnv());
   EXPECT_EQ(again.exit_code, 0);
   EXPECT_EQ(again.stdout_text, "") << "second sync re-uploaded: " << again.stdout_text;
-  CommandResult ls = Run(Aws({"s3", "ls", dest}), AwsEnv());
+  testing::CommandResult ls = Run(Aws({"s3", "ls", dest}), AwsEnv());
   EXPECT_NE(ls.stdout_text.find("PRE sub dir/"), std::string::npos) << ls.stdout_text;
   EXPECT_NE(ls.stdout_text.find(" f4"), std::string::npos) << ls.stdout_text;
   MustRun(Aws({"s3", "sync", dest, (dir_ / "back").string()}), AwsEnv());
@@ -451,14 +455,14 @@ TEST_P(GatewayClientsTest, AwsSyncAndMultipartApi) {
     for (size_t i; (i = v.find("\\\"")) != std::string::npos;) v.replace(i, 2, "\"");
     return v;
   };
-  CommandResult create =
+  testing::CommandResult create =
       Run(Aws({"s3api", "create-multipart-upload", "--bucket", bucket_, "--key", "mp/obj"}), AwsEnv());
   ASSERT_EQ(create.exit_code, 0) << create.stderr_text;
   std::string id = json_field(create.stdout_text, "UploadId");
   ASSERT_FALSE(id.empty()) << create.stdout_text;
   std::vector<std::string> etags;
   for (int n : {1, 2}) {
-    CommandResult up =
+    testing::CommandResult up =
         Run(Aws({"s3api", "upload-part", "--bucket", bucket_, "--key", "mp/obj", "--upload-id", id, "--part-number",
                  std::to_string(n), "--body", (dir_ / ("p" + std::to_string(n))).string()}),
             AwsEnv());
@@ -466,22 +470,23 @@ TEST_P(GatewayClientsTest, AwsSyncAndMultipartApi) {
     etags.push_back(json_field(up.stdout_text, "ETag"));
   }
   EXPECT_EQ(etags[0], "\"" + ToHex(Md5(part1)) + "\"");
-  CommandResult parts =
+  testing::CommandResult parts =
       Run(Aws({"s3api", "list-parts", "--bucket", bucket_, "--key", "mp/obj", "--upload-id", id}), AwsEnv());
   EXPECT_EQ(parts.exit_code, 0) << parts.stderr_text;
   EXPECT_NE(parts.stdout_text.find("\"Size\": 1234567"), std::string::npos) << parts.stdout_text;
   WriteFile(dir_ / "parts.json", "{\"Parts\": [{\"PartNumber\": 1, \"ETag\": \"\\\"" + Unq(etags[0]) +
                                      "\\\"\"}, {\"PartNumber\": 2, \"ETag\": \"\\\"" + Unq(etags[1]) + "\\\"\"}]}");
-  CommandResult done = Run(Aws({"s3api", "complete-multipart-upload", "--bucket", bucket_, "--key", "mp/obj",
-                                "--upload-id", id, "--multipart-upload", "file://" + (dir_ / "parts.json").string()}),
-                           AwsEnv());
+  testing::CommandResult done =
+      Run(Aws({"s3api", "complete-multipart-upload", "--bucket", bucket_, "--key", "mp/obj", "--upload-id", id,
+               "--multipart-upload", "file://" + (dir_ / "parts.json").string()}),
+          AwsEnv());
   ASSERT_EQ(done.exit_code, 0) << done.stderr_text;
   MustRun(Aws({"s3", "cp", "s3://" + bucket_ + "/mp/obj", (dir_ / "mp.back").string()}), AwsEnv());
   EXPECT_TRUE(ReadFile(dir_ / "mp.back") == part1 + part2);
-  CommandResult head = Run(Aws({"s3api", "head-object", "--bucket", bucket_, "--key", "mp/obj"}), AwsEnv());
+  testing::CommandResult head = Run(Aws({"s3api", "head-object", "--bucket", bucket_, "--key", "mp/obj"}), AwsEnv());
   EXPECT_NE(head.stdout_text.find("-2\\\""), std::string::npos) << head.stdout_text;
 
-  CommandResult c2 =
+  testing::CommandResult c2 =
       Run(Aws({"s3api", "create-multipart-upload", "--bucket", bucket_, "--key", "mp/aborted"}), AwsEnv());
   std::string id2 = json_field(c2.stdout_text, "UploadId");
   MustRun(Aws({"s3api", "upload-part", "--bucket", bucket_, "--key", "mp/aborted", "--upload-id", id2, "--part-number",
@@ -489,20 +494,21 @@ TEST_P(GatewayClientsTest, AwsSyncAndMultipartApi) {
           AwsEnv());
   MustRun(Aws({"s3api", "abort-multipart-upload", "--bucket", bucket_, "--key", "mp/aborted", "--upload-id", id2}),
           AwsEnv());
-  CommandResult after =
+  testing::CommandResult after =
       Run(Aws({"s3api", "list-parts", "--bucket", bucket_, "--key", "mp/aborted", "--upload-id", id2}), AwsEnv());
   EXPECT_NE(after.exit_code, 0);
   EXPECT_NE(after.stderr_text.find("NoSuchUpload"), std::string::npos) << after.stderr_text;
-  CommandResult missing = Run(Aws({"s3api", "head-object", "--bucket", bucket_, "--key", "mp/aborted"}), AwsEnv());
+  testing::CommandResult missing =
+      Run(Aws({"s3api", "head-object", "--bucket", bucket_, "--key", "mp/aborted"}), AwsEnv());
   EXPECT_NE(missing.exit_code, 0);
 }
 
 TEST_P(GatewayClientsTest, MetadataRoundTripsThroughAwsAndBoto3) {
   const std::string b = bucket_;
   auto head = [&](const std::string& key) {
-    CommandResult r = Run(Aws({"s3api", "head-object", "--bucket", b, "--key", key, "--output", "text", "--query",
-                               "[ContentType,CacheControl,Metadata.a,Metadata.b,Metadata.c]"}),
-                          AwsEnv());
+    testing::CommandResult r = Run(Aws({"s3api", "head-object", "--bucket", b, "--key", key, "--output", "text",
+                                        "--query", "[ContentType,CacheControl,Metadata.a,Metadata.b,Metadata.c]"}),
+                                   AwsEnv());
     EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
     return r.stdout_text;
   };
@@ -531,18 +537,19 @@ TEST_P(GatewayClientsTest, MetadataRoundTripsThroughAwsAndBoto3) {
   MustRun(Aws({"s3", "cp", "s3://" + b + "/m/small", (dir_ / "small.back").string()}), AwsEnv());
   EXPECT_EQ(ReadFile(dir_ / "small.back"), "small body");
   // Copy-source conditions: 412 PreconditionFailed, for CopyObject and UploadPartCopy.
-  CommandResult cond = Run(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/never", "--copy-source",
-                                b + "/m/small", "--copy-source-if-match", "\"0123456789abcdef0123456789abcdef\""}),
-                           AwsEnv());
+  testing::CommandResult cond =
+      Run(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/never", "--copy-source", b + "/m/small",
+               "--copy-source-if-match", "\"0123456789abcdef0123456789abcdef\""}),
+          AwsEnv());
   EXPECT_NE(cond.exit_code, 0);
   EXPECT_NE(cond.stderr_text.find("PreconditionFailed"), std::string::npos) << cond.stderr_text;
   cond = Run(Aws({"s3api", "copy-object", "--bucket", b, "--key", "m/never", "--copy-source", b + "/m/small",
                   "--copy-source-if-unmodified-since", "2001-01-01T00:00:00Z"}),
              AwsEnv());
   EXPECT_NE(cond.stderr_text.find("PreconditionFailed"), std::string::npos) << cond.stderr_text;
-  CommandResult create = Run(Aws({"s3api", "create-multipart-upload", "--bucket", b, "--key", "m/upc", "--output",
-                                  "text", "--query", "UploadId"}),
-                             AwsEnv());
+  testing::CommandResult create = Run(Aws({"s3api", "create-multipart-upload", "--bucket", b, "--key", "m/upc",
+                                           "--output", "text", "--query", "UploadId"}),
+                                      AwsEnv());
   ASSERT_EQ(create.exit_code, 0) << create.stderr_text;
   std::string id = create.stdout_text.substr(0, create.stdout_text.find('\n'));
   cond = Run(Aws({"s3api", "upload-part-copy", "--bucket", b, "--key", "m/upc", "--upload-id", id, "--part-number", "1",
@@ -550,15 +557,15 @@ TEST_P(GatewayClientsTest, MetadataRoundTripsThroughAwsAndBoto3) {
              AwsEnv());
   EXPECT_NE(cond.stderr_text.find("PreconditionFailed"), std::string::npos) << cond.stderr_text;
   // More than 2 KiB of user metadata: MetadataTooLarge.
-  CommandResult big = Run(Aws({"s3", "cp", (dir_ / "small.txt").string(), "s3://" + b + "/m/too-large", "--metadata",
-                               "a=" + std::string(2100, 'x')}),
-                          AwsEnv());
+  testing::CommandResult big = Run(Aws({"s3", "cp", (dir_ / "small.txt").string(), "s3://" + b + "/m/too-large",
+                                        "--metadata", "a=" + std::string(2100, 'x')}),
+                                   AwsEnv());
   EXPECT_NE(big.exit_code, 0);
   EXPECT_NE(big.stderr_text.find("MetadataTooLarge"), std::string::npos) << big.stderr_text;
 
   // boto3: every standard header and user metadata, from HEAD and GET alike.
-  MustRun(Boto({"put_meta", "m/boto"}), WithoutCaBundles());
-  CommandResult got = Run(Boto({"head_meta", "m/boto"}), WithoutCaBundles());
+  MustRun(Boto({"put_meta", "m/boto"}), testing::WithoutCaBundles());
+  testing::CommandResult got = Run(Boto({"head_meta", "m/boto"}), testing::WithoutCaBundles());
   ASSERT_EQ(got.exit_code, 0) << got.stderr_text;
   const std::string line =
       "text/csv|max-age=60|attachment; filename=\"x.csv\"|identity|en|Wed, 21 Oct 2037 07:28:00 GMT|"
@@ -569,17 +576,17 @@ TEST_P(GatewayClientsTest, MetadataRoundTripsThroughAwsAndBoto3) {
 TEST_P(GatewayClientsTest, WrongSecretIsRefusedByEveryClient) {
   const std::string bad = "definitely-not-the-secret";
   int before = AccessLogCount(" SignatureDoesNotMatch ");
-  CommandResult aws = Run(Aws({"s3", "ls", "s3://" + bucket_ + "/"}), AwsEnv(bad));
+  testing::CommandResult aws = Run(Aws({"s3", "ls", "s3://" + bucket_ + "/"}), AwsEnv(bad));
   EXPECT_NE(aws.exit_code, 0);
   EXPECT_NE(aws.stderr_text.find("SignatureDoesNotMatch"), std::string::npos) << aws.stderr_text;
-  CommandResult boto = Run(Boto({"list"}, bad), WithoutCaBundles());
+  testing::CommandResult boto = Run(Boto({"list"}, bad), testing::WithoutCaBundles());
   EXPECT_EQ(boto.exit_code, 2);
   EXPECT_NE(boto.stderr_text.find("SignatureDoesNotMatch"), std::string::npos) << boto.stderr_text;
-  CommandResult s3cmd = Run(S3cmd({"ls", "s3://" + bucket_ + "/"}, bad), WithoutCaBundles());
+  testing::CommandResult s3cmd = Run(S3cmd({"ls", "s3://" + bucket_ + "/"}, bad), testing::WithoutCaBundles());
   EXPECT_NE(s3cmd.exit_code, 0);
   EXPECT_NE((s3cmd.stderr_text + s3cmd.stdout_text).find("SignatureDoesNotMatch"), std::string::npos)
       << s3cmd.stderr_text;
-  CommandResult rclone =
+  testing::CommandResult rclone =
       Run({"rclone", "lsf", "--retries", "1", "--low-level-retries", "1", "gw:" + bucket_}, RcloneEnv(bad));
   EXPECT_NE(rclone.exit_code, 0);
   EXPECT_NE(rclone.stderr_text.find("SignatureDoesNotMatch"), std::string::npos) << rclone.stderr_text;
@@ -677,8 +684,8 @@ print("semantics ok")
 
 TEST_P(GatewayClientsTest, CleanupToolsAndConditionalWrites) {
   WriteFile(dir_ / "semantics.py", kSemanticsPy);
-  CommandResult r =
-      Run({kPython, (dir_ / "semantics.py").string(), endpoint_, bucket_, kGwKey, kGwSecret}, WithoutCaBundles());
+  testing::CommandResult r = Run({kPython, (dir_ / "semantics.py").string(), endpoint_, bucket_, kGwKey, kGwSecret},
+                                 testing::WithoutCaBundles());
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("semantics ok"), std::string::npos) << r.stderr_text;
 }
@@ -700,7 +707,7 @@ TEST_P(GatewayClientsTest, ListedBucketsStayRemovable) {
   std::sort(entries.begin(), entries.end());
   EXPECT_EQ(entries, (std::vector<std::string>{"docs", "docs/readme.txt"})) << "reads changed the tree";
   MustRun(Aws({"s3", "rm", "s3://plaintree/docs/readme.txt"}), AwsEnv());
-  CommandResult rb = Run(Aws({"s3", "rb", "s3://plaintree"}), AwsEnv());
+  testing::CommandResult rb = Run(Aws({"s3", "rb", "s3://plaintree"}), AwsEnv());
   EXPECT_EQ(rb.exit_code, 0) << rb.stderr_text;
   EXPECT_FALSE(fs::exists(plain));
 
@@ -709,10 +716,10 @@ TEST_P(GatewayClientsTest, ListedBucketsStayRemovable) {
   for (std::string k : {"a", "b/c", "b/d"})
     MustRun(Aws({"s3", "cp", (dir_ / "f.bin").string(), "s3://forced/" + k}), AwsEnv());
   MustRun(Aws({"s3api", "create-multipart-upload", "--bucket", "forced", "--key", "unfinished"}), AwsEnv());
-  CommandResult plain_rb = Run(Aws({"s3", "rb", "s3://forced"}), AwsEnv());
+  testing::CommandResult plain_rb = Run(Aws({"s3", "rb", "s3://forced"}), AwsEnv());
   EXPECT_NE(plain_rb.exit_code, 0);
   EXPECT_NE(plain_rb.stderr_text.find("BucketNotEmpty"), std::string::npos) << plain_rb.stderr_text;
-  CommandResult forced = Run(Aws({"s3", "rb", "--force", "s3://forced"}), AwsEnv());
+  testing::CommandResult forced = Run(Aws({"s3", "rb", "--force", "s3://forced"}), AwsEnv());
   EXPECT_EQ(forced.exit_code, 0) << forced.stderr_text;
   EXPECT_FALSE(fs::exists(dir_ / "data" / "forced"));
 }
@@ -721,4 +728,4 @@ INSTANTIATE_TEST_SUITE_P(Backends, GatewayClientsTest, ::testing::Values(Backend
                          [](const auto& info) { return info.param == BackendKind::kFile ? "File" : "Rgw"; });
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

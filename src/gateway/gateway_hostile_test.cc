@@ -20,13 +20,15 @@
 #include "net/sigv4.h"
 #include "testing/subprocess.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
+
+using strata::testing::operator+=;  // EnvOverrides is a std::vector: ADL cannot find it
 
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
 
-const AwsCredentials kCreds{"GWHOSTILEKEY", "gw-hostile-secret", ""};
+const net::AwsCredentials kCreds{"GWHOSTILEKEY", "gw-hostile-secret", ""};
 constexpr const char* kBucket = "gwbucket";
 
 std::string ReadFile(const fs::path& p) {
@@ -86,12 +88,12 @@ Reply Exchange(uint16_t port, std::string_view request, std::chrono::seconds dea
 }
 
 std::string Signed(const std::string& method, const std::string& target, const std::string& body,
-                   HttpHeaders extra = {}, std::string payload_hash = "") {
+                   net::HttpHeaders extra = {}, std::string payload_hash = "") {
   size_t q = target.find('?');
-  HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
+  net::HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
   p.headers.emplace_back("Host", "127.0.0.1");
   if (payload_hash.empty()) payload_hash = ToHex(Sha256(body));
-  EXPECT_TRUE(SignRequest(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), payload_hash).ok());
+  EXPECT_TRUE(net::SignRequest(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), payload_hash).ok());
   std::string out = method + " " + target + " HTTP/1.1\r\n";
   for (auto& [k, v] : p.headers) out += k + ": " + v + "\r\n";
   out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
@@ -199,8 +201,9 @@ TEST_F(GatewayHostileTest, TerminatingRequestGetsAnErrorAndTheServerStaysUp) {
   EXPECT_EQ(r.status, 400) << r.text;
   EXPECT_NE(r.text.find("InvalidArgument"), std::string::npos) << r.text;
   ExpectStillServing("after-anonymous");
-  Reply s = Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/crash", body,
-                                   {{"x-amz-decoded-content-length", "-1"}}, std::string(kStreamingUnsignedTrailer)));
+  Reply s =
+      Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/crash", body,
+                             {{"x-amz-decoded-content-length", "-1"}}, std::string(net::kStreamingUnsignedTrailer)));
   EXPECT_EQ(s.status, 400) << s.text;
   ExpectStillServing("after-signed");
   EXPECT_FALSE(fs::exists(dir_ / "data" / kBucket / "crash"));
@@ -254,7 +257,7 @@ except urllib.error.HTTPError as e:
     sys.exit(1)
 print("victim body: %s" % s3.get_object(Bucket=bucket, Key="victim")["Body"].read().decode())
 )PY";
-  EnvOverrides env = WithoutCaBundles();
+  testing::EnvOverrides env = testing::WithoutCaBundles();
   env += {{"AWS_CONFIG_FILE", "/dev/null"},
           {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
           {"AWS_EC2_METADATA_DISABLED", "true"},
@@ -262,9 +265,9 @@ print("victim body: %s" % s3.get_object(Bucket=bucket, Key="victim")["Body"].rea
   std::string endpoint = "http://127.0.0.1:" + std::to_string(port_);
   std::vector<std::string> argv{"/usr/bin/python3",   (dir_ / "presign.py").string(), endpoint, kBucket,
                                 kCreds.access_key_id, kCreds.secret_access_key};
-  auto r = RunCommand(argv, env);
+  auto r = testing::RunCommand(argv, env);
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->exit_code, 0) << DescribeRun(argv, *r) << "\n" << r->stdout_text;
+  ASSERT_EQ(r->exit_code, 0) << testing::DescribeRun(argv, *r) << "\n" << r->stdout_text;
   const std::string& out = r->stdout_text;
   EXPECT_NE(out.find("copy: 403 AccessDenied"), std::string::npos) << out;
   EXPECT_NE(out.find("not-signed: True"), std::string::npos) << out;
@@ -324,4 +327,4 @@ TEST_F(GatewayHostileTest, BodiesInFlightShareOneBudget) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

@@ -17,8 +17,10 @@
 
 #include "testing/subprocess.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
+
+using strata::testing::operator+=;  // EnvOverrides is a std::vector: ADL cannot find it
 
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
@@ -151,8 +153,8 @@ class GatewayKeysTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  EnvOverrides AwsEnv() const {
-    EnvOverrides env = WithoutCaBundles();
+  testing::EnvOverrides AwsEnv() const {
+    testing::EnvOverrides env = testing::WithoutCaBundles();
     env += {{"AWS_ACCESS_KEY_ID", kKey},
             {"AWS_SECRET_ACCESS_KEY", kSecret},
             {"AWS_DEFAULT_REGION", "us-east-1"},
@@ -166,12 +168,12 @@ class GatewayKeysTest : public ::testing::Test {
             {"NO_PROXY", "127.0.0.1"}};
     return env;
   }
-  CommandResult Run(const std::vector<std::string>& argv, const EnvOverrides& env) {
-    RunOptions o;
+  testing::CommandResult Run(const std::vector<std::string>& argv, const testing::EnvOverrides& env) {
+    testing::RunOptions o;
     o.timeout = std::chrono::seconds(300);
-    auto r = RunCommand(argv, env, std::nullopt, o);
+    auto r = testing::RunCommand(argv, env, std::nullopt, o);
     EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : CommandResult{-1, "", r.status().ToString()};
+    return r.ok() ? *r : testing::CommandResult{-1, "", r.status().ToString()};
   }
 
   fs::path dir_, log_;
@@ -183,8 +185,8 @@ TEST_F(GatewayKeysTest, EveryValidKeyOnFileBackendThenRbForce) {
   const fs::path script = dir_ / "keys.py";
   std::ofstream(script) << kScript;
   std::vector<std::string> boto = {"/usr/bin/python3", script.string(), endpoint_, kBucket, kKey, kSecret};
-  CommandResult r = Run(boto, WithoutCaBundles());
-  ASSERT_EQ(r.exit_code, 0) << DescribeRun(boto, r) << "\n" << ReadFile(log_);
+  testing::CommandResult r = Run(boto, testing::WithoutCaBundles());
+  ASSERT_EQ(r.exit_code, 0) << testing::DescribeRun(boto, r) << "\n" << ReadFile(log_);
   EXPECT_EQ(r.stdout_text.substr(0, 3), "OK ") << r.stdout_text;
   // Plain keys are plain files; the others escaped ("dir/" is a marker file
   // in a directory that "dir//" also needs, so it is that directory's self).
@@ -196,8 +198,8 @@ TEST_F(GatewayKeysTest, EveryValidKeyOnFileBackendThenRbForce) {
   std::vector<std::string> ls = {"/usr/bin/aws",   "--endpoint-url", endpoint_, "s3api",
                                  "list-objects",   "--bucket",       kBucket,   "--query",
                                  "Contents[].Key", "--output",       "json"};
-  CommandResult listed = Run(ls, AwsEnv());
-  ASSERT_EQ(listed.exit_code, 0) << DescribeRun(ls, listed);
+  testing::CommandResult listed = Run(ls, AwsEnv());
+  ASSERT_EQ(listed.exit_code, 0) << testing::DescribeRun(ls, listed);
   EXPECT_NE(listed.stdout_text.find("\"dir/\""), std::string::npos) << listed.stdout_text;
   EXPECT_NE(listed.stdout_text.find("\"a//b\""), std::string::npos) << listed.stdout_text;
   // Only the user's own keys with internal-looking names, nothing internal.
@@ -206,10 +208,10 @@ TEST_F(GatewayKeysTest, EveryValidKeyOnFileBackendThenRbForce) {
   EXPECT_EQ(Count(listed.stdout_text, "strata-x"), 1) << listed.stdout_text;
   std::vector<std::string> rb = {
       "/usr/bin/aws", "--endpoint-url", endpoint_, "s3", "rb", std::string("s3://") + kBucket, "--force"};
-  CommandResult removed = Run(rb, AwsEnv());
-  EXPECT_EQ(removed.exit_code, 0) << DescribeRun(rb, removed) << "\n" << removed.stdout_text;
+  testing::CommandResult removed = Run(rb, AwsEnv());
+  EXPECT_EQ(removed.exit_code, 0) << testing::DescribeRun(rb, removed) << "\n" << removed.stdout_text;
   EXPECT_FALSE(fs::exists(dir_ / "data" / kBucket));
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

@@ -13,10 +13,10 @@
 #include "net/sigv4.h"
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
-const AwsCredentials kCreds{"AKIDSAFE", "secret-safe-key", ""};
+const net::AwsCredentials kCreds{"AKIDSAFE", "secret-safe-key", ""};
 
 // A FakeClock whose WallNow can be made to throw once (std::bad_alloc), to
 // reach the handler's exception boundary from inside an operation.
@@ -32,13 +32,13 @@ class ThrowingClock : public FakeClock {
 class GatewaySafetyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CacheOptions co;
+    cache::CacheOptions co;
     co.block_size = 64 << 10;
     co.ram_bytes = 64 << 20;
-    cache_ = *BlockCache::Open(co);
-    MemStoreOptions mo;
+    cache_ = *cache::BlockCache::Open(co);
+    object::MemStoreOptions mo;
     mo.min_part_size = 16;
-    buckets_ = BucketSet::FromStores({{"bucket", MakeMemStore("", mo)}}, cache_);
+    buckets_ = BucketSet::FromStores({{"bucket", object::MakeMemStore("", mo)}}, cache_);
     S3HandlerOptions ho;
     ho.keys[kCreds.access_key_id] = kCreds.secret_access_key;
     ho.allow_anonymous = true;
@@ -47,13 +47,13 @@ class GatewaySafetyTest : public ::testing::Test {
     handler_ = std::make_unique<S3Handler>(*buckets_, ho);
   }
 
-  GatewayRequest Signed(std::string method, std::string target, std::string body = "", HttpHeaders extra = {},
+  GatewayRequest Signed(std::string method, std::string target, std::string body = "", net::HttpHeaders extra = {},
                         std::string payload_hash = "") {
     size_t q = target.find('?');
-    HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
+    net::HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
     p.headers.emplace_back("Host", "127.0.0.1:9000");
     if (payload_hash.empty()) payload_hash = ToHex(Sha256(body));
-    Status st = SignRequest(p, kCreds, "us-east-1", "s3", clock_.WallNow(), payload_hash);
+    Status st = net::SignRequest(p, kCreds, "us-east-1", "s3", clock_.WallNow(), payload_hash);
     EXPECT_TRUE(st.ok()) << st;
     GatewayRequest r;
     r.method = method;
@@ -63,7 +63,7 @@ class GatewaySafetyTest : public ::testing::Test {
     return r;
   }
   static std::string ErrorCode(const GatewayResponse& r) {
-    auto e = DecodeS3Error(r.body);
+    auto e = net::DecodeS3Error(r.body);
     return e.ok() ? e->code : "<no error body>";
   }
   void Put(const std::string& key, const std::string& data) {
@@ -71,7 +71,7 @@ class GatewaySafetyTest : public ::testing::Test {
   }
 
   ThrowingClock clock_;
-  std::shared_ptr<BlockCache> cache_;
+  std::shared_ptr<cache::BlockCache> cache_;
   std::unique_ptr<BucketSet> buckets_;
   std::unique_ptr<S3Handler> handler_;
 };
@@ -84,7 +84,7 @@ TEST_F(GatewaySafetyTest, NegativeDecodedLengthIsRefused) {
     anon.method = "PUT";
     anon.target = "/bucket/crash";
     anon.headers = {{"Host", "x"},
-                    {"x-amz-content-sha256", std::string(kStreamingUnsignedTrailer)},
+                    {"x-amz-content-sha256", std::string(net::kStreamingUnsignedTrailer)},
                     {"x-amz-decoded-content-length", len}};
     anon.body = Buffer::FromString("0\r\n\r\n");
     GatewayResponse r = handler_->Handle(anon);
@@ -92,19 +92,19 @@ TEST_F(GatewaySafetyTest, NegativeDecodedLengthIsRefused) {
     EXPECT_EQ(ErrorCode(r), "InvalidArgument");
     GatewayResponse s =
         handler_->Handle(Signed("PUT", "/bucket/crash", "0\r\n\r\n", {{"x-amz-decoded-content-length", len}},
-                                std::string(kStreamingUnsignedTrailer)));
+                                std::string(net::kStreamingUnsignedTrailer)));
     EXPECT_EQ(s.status, 400);
   }
   // A length larger than the framed body cannot be true: refused before allocating it.
   GatewayResponse big =
       handler_->Handle(Signed("PUT", "/bucket/crash", "0\r\n\r\n", {{"x-amz-decoded-content-length", "5368709120"}},
-                              std::string(kStreamingUnsignedTrailer)));
+                              std::string(net::kStreamingUnsignedTrailer)));
   EXPECT_EQ(big.status, 400);
   EXPECT_EQ(ErrorCode(big), "IncompleteBody");
   // The honest form of the same request still works.
   GatewayResponse ok =
       handler_->Handle(Signed("PUT", "/bucket/empty", "0\r\n\r\n", {{"x-amz-decoded-content-length", "0"}},
-                              std::string(kStreamingUnsignedTrailer)));
+                              std::string(net::kStreamingUnsignedTrailer)));
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 
@@ -136,8 +136,8 @@ TEST_F(GatewaySafetyTest, UnsignedAmzHeadersAreRefused) {
   EXPECT_NE(resp.body.find("not signed"), std::string::npos) << resp.body;
   EXPECT_NE(resp.body.find("x-amz-copy-source"), std::string::npos) << resp.body;
   // Presigned: X-Amz-SignedHeaders=host, then an x-amz-* header on the request.
-  HttpRequestParts p{"PUT", "/bucket/victim", "", {{"Host", "127.0.0.1:9000"}}};
-  auto query = PresignUrl(p, kCreds, "us-east-1", "s3", clock_.WallNow(), std::chrono::minutes(5));
+  net::HttpRequestParts p{"PUT", "/bucket/victim", "", {{"Host", "127.0.0.1:9000"}}};
+  auto query = net::PresignUrl(p, kCreds, "us-east-1", "s3", clock_.WallNow(), std::chrono::minutes(5));
   ASSERT_TRUE(query.ok()) << query.status();
   GatewayRequest pr;
   pr.method = "PUT";
@@ -156,7 +156,7 @@ TEST_F(GatewaySafetyTest, UnsignedAmzHeadersAreRefused) {
 }
 
 TEST_F(GatewaySafetyTest, AuthenticationIsDecidedWhenTheHeadersArrive) {
-  GatewayRequest r = Signed("PUT", "/bucket/slow", "", {}, std::string(kUnsignedPayload));
+  GatewayRequest r = Signed("PUT", "/bucket/slow", "", {}, std::string(net::kUnsignedPayload));
   ASSERT_FALSE(handler_->PreCheck(r).has_value());
   ASSERT_NE(r.auth, nullptr);
   clock_.Advance(std::chrono::hours(1));  // the body took an hour to arrive
@@ -164,7 +164,7 @@ TEST_F(GatewaySafetyTest, AuthenticationIsDecidedWhenTheHeadersArrive) {
   GatewayResponse resp = handler_->Handle(r);
   EXPECT_EQ(resp.status, 200) << resp.body;
   // Without the pre-check the same request is judged now: too old.
-  GatewayRequest late = Signed("PUT", "/bucket/late", "", {}, std::string(kUnsignedPayload));
+  GatewayRequest late = Signed("PUT", "/bucket/late", "", {}, std::string(net::kUnsignedPayload));
   clock_.Advance(std::chrono::hours(1));
   EXPECT_EQ(ErrorCode(handler_->Handle(late)), "RequestTimeTooSkewed");
 }
@@ -174,7 +174,7 @@ TEST_F(GatewaySafetyTest, UploadPartCopyHasTheCopyObjectBound) {
   Put("large", std::string(2000, 'l'));
   GatewayResponse create = handler_->Handle(Signed("POST", "/bucket/dst?uploads"));
   ASSERT_EQ(create.status, 200);
-  auto init = DecodeInitiateMultipartUpload(create.body);
+  auto init = net::DecodeInitiateMultipartUpload(create.body);
   ASSERT_TRUE(init.ok());
   std::string part = "/bucket/dst?partNumber=1&uploadId=" + init->upload_id;
   EXPECT_EQ(handler_->Handle(Signed("PUT", part, "", {{"x-amz-copy-source", "/bucket/small"}})).status, 200);
@@ -190,4 +190,4 @@ TEST_F(GatewaySafetyTest, UploadPartCopyHasTheCopyObjectBound) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

@@ -17,10 +17,10 @@
 #include "gateway/gateway.h"
 #include "net/sigv4.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
-const AwsCredentials kCreds{"AKIDSERVER", "server-secret", ""};
+const net::AwsCredentials kCreds{"AKIDSERVER", "server-secret", ""};
 using Clock_ = std::chrono::steady_clock;
 
 int CountFds() {
@@ -34,10 +34,10 @@ int CountFds() {
 
 struct HttpReply {
   int status = 0;
-  HttpHeaders headers;
+  net::HttpHeaders headers;
   std::string body;
   std::string Header(std::string_view name) const {
-    const std::string* v = FindHeader(headers, name);
+    const std::string* v = net::FindHeader(headers, name);
     return v ? *v : "";
   }
 };
@@ -129,11 +129,11 @@ class Client {
 };
 
 std::string SignedRequest(const std::string& method, const std::string& target, const std::string& body,
-                          HttpHeaders extra = {}, const AwsCredentials& creds = kCreds) {
+                          net::HttpHeaders extra = {}, const net::AwsCredentials& creds = kCreds) {
   size_t q = target.find('?');
-  HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
+  net::HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
   p.headers.emplace_back("Host", "127.0.0.1");
-  EXPECT_TRUE(SignRequest(p, creds, "us-east-1", "s3", RealClock().WallNow(), ToHex(Sha256(body))).ok());
+  EXPECT_TRUE(net::SignRequest(p, creds, "us-east-1", "s3", RealClock().WallNow(), ToHex(Sha256(body))).ok());
   std::string out = method + " " + target + " HTTP/1.1\r\n";
   for (auto& [k, v] : p.headers) out += k + ": " + v + "\r\n";
   if (!body.empty() || method == "PUT" || method == "POST")
@@ -360,11 +360,11 @@ TEST_F(GatewayServerTest, GracefulShutdownFinishesInFlightRequests) {
   Client idle(port());
   ASSERT_TRUE(idle.connected());
   Client busy(port());
-  uint64_t misses = gateway_->cache().Stats()[CacheCounter::kMetaMisses];
+  uint64_t misses = gateway_->cache().Stats()[cache::CacheCounter::kMetaMisses];
   ASSERT_TRUE(busy.Send(SignedRequest("GET", "/bucket/s", "")));
   // Wait until the request reached the backend (a metadata miss), then stop.
   auto deadline = Clock_::now() + std::chrono::seconds(5);
-  while (gateway_->cache().Stats()[CacheCounter::kMetaMisses] == misses && Clock_::now() < deadline) {
+  while (gateway_->cache().Stats()[cache::CacheCounter::kMetaMisses] == misses && Clock_::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::thread stopper([&] { gateway_->Shutdown(); });
@@ -379,4 +379,4 @@ TEST_F(GatewayServerTest, GracefulShutdownFinishesInFlightRequests) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

@@ -12,23 +12,24 @@
 #include "net/uri.h"
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
-const AwsCredentials kCreds{"AKIDGATEWAY", "secret-gateway-key", ""};
+const net::AwsCredentials kCreds{"AKIDGATEWAY", "secret-gateway-key", ""};
 
 class GatewayTest : public ::testing::Test {
  protected:
   void SetUp() override { Rebuild(false); }
 
   void Rebuild(bool anonymous) {
-    CacheOptions co;
+    cache::CacheOptions co;
     co.block_size = 64 << 10;
     co.ram_bytes = 64 << 20;
-    cache_ = *BlockCache::Open(co);
-    MemStoreOptions mo;
+    cache_ = *cache::BlockCache::Open(co);
+    object::MemStoreOptions mo;
     mo.min_part_size = 16;
-    std::map<std::string, ObjectStorePtr> stores{{"bucket", MakeMemStore("", mo)}, {"other", MakeMemStore("", mo)}};
+    std::map<std::string, object::ObjectStorePtr> stores{{"bucket", object::MakeMemStore("", mo)},
+                                                         {"other", object::MakeMemStore("", mo)}};
     buckets_ = BucketSet::FromStores(stores, cache_);
     S3HandlerOptions ho;
     ho.keys[kCreds.access_key_id] = kCreds.secret_access_key;
@@ -38,15 +39,15 @@ class GatewayTest : public ::testing::Test {
   }
 
   // A request signed as the aws CLI would (header form, hex payload hash).
-  GatewayRequest Signed(std::string method, std::string target, std::string body = "", HttpHeaders extra = {},
-                        const AwsCredentials& creds = kCreds) {
+  GatewayRequest Signed(std::string method, std::string target, std::string body = "", net::HttpHeaders extra = {},
+                        const net::AwsCredentials& creds = kCreds) {
     GatewayRequest r;
     r.method = method;
     r.target = target;
     size_t q = target.find('?');
-    HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
+    net::HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
     p.headers.emplace_back("Host", "127.0.0.1:9000");
-    Status st = SignRequest(p, creds, "us-east-1", "s3", RealClock().WallNow(), ToHex(Sha256(body)));
+    Status st = net::SignRequest(p, creds, "us-east-1", "s3", RealClock().WallNow(), ToHex(Sha256(body)));
     EXPECT_TRUE(st.ok()) << st;
     r.headers = p.headers;
     r.body = Buffer::FromString(std::move(body));
@@ -67,11 +68,11 @@ class GatewayTest : public ::testing::Test {
     return out;
   }
   static std::string H(const GatewayResponse& r, std::string_view name) {
-    const std::string* v = FindHeader(r.headers, name);
+    const std::string* v = net::FindHeader(r.headers, name);
     return v ? *v : "";
   }
   static std::string ErrorCode(const GatewayResponse& r) {
-    auto e = DecodeS3Error(r.body);
+    auto e = net::DecodeS3Error(r.body);
     return e.ok() ? e->code : "<no error body>";
   }
 
@@ -80,7 +81,7 @@ class GatewayTest : public ::testing::Test {
     ASSERT_EQ(r.status, 200) << r.body;
   }
 
-  std::shared_ptr<BlockCache> cache_;
+  std::shared_ptr<cache::BlockCache> cache_;
   std::unique_ptr<BucketSet> buckets_;
   std::unique_ptr<S3Handler> handler_;
 };
@@ -159,8 +160,8 @@ TEST_F(GatewayTest, ConditionalGets) {
   auto pf = Do(Signed("GET", "/bucket/c", "", {{"If-Match", "\"other\""}}));
   EXPECT_EQ(pf.status, 412);
   EXPECT_EQ(ErrorCode(pf), "PreconditionFailed");
-  std::string future = FormatHttpDate(RealClock().WallNow() + std::chrono::hours(1));
-  std::string past = FormatHttpDate(RealClock().WallNow() - std::chrono::hours(1));
+  std::string future = net::FormatHttpDate(RealClock().WallNow() + std::chrono::hours(1));
+  std::string past = net::FormatHttpDate(RealClock().WallNow() - std::chrono::hours(1));
   EXPECT_EQ(Do(Signed("GET", "/bucket/c", "", {{"If-Modified-Since", future}})).status, 304);
   EXPECT_EQ(Do(Signed("GET", "/bucket/c", "", {{"If-Modified-Since", past}})).status, 200);
   EXPECT_EQ(Do(Signed("GET", "/bucket/c", "", {{"If-Unmodified-Since", past}})).status, 412);
@@ -223,8 +224,8 @@ TEST_F(GatewayTest, PayloadHashMismatchIsRefused) {
 
 TEST_F(GatewayTest, PresignedUrlGet) {
   Put("pre", "presigned bytes");
-  HttpRequestParts p{"GET", "/bucket/pre", "", {{"Host", "127.0.0.1:9000"}}};
-  auto query = PresignUrl(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), std::chrono::minutes(5));
+  net::HttpRequestParts p{"GET", "/bucket/pre", "", {{"Host", "127.0.0.1:9000"}}};
+  auto query = net::PresignUrl(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), std::chrono::minutes(5));
   ASSERT_TRUE(query.ok()) << query.status();
   GatewayRequest r{"GET", "/bucket/pre?" + *query, {{"Host", "127.0.0.1:9000"}}, {}, ""};
   auto resp = Do(r);
@@ -236,20 +237,20 @@ TEST_F(GatewayTest, PresignedUrlGet) {
 
 TEST_F(GatewayTest, StreamingSignedChunkedUpload) {
   std::string payload(100000, 'z');
-  HttpRequestParts p{"PUT", "/bucket/chunked", "", {{"Host", "127.0.0.1:9000"}}};
+  net::HttpRequestParts p{"PUT", "/bucket/chunked", "", {{"Host", "127.0.0.1:9000"}}};
   p.headers.emplace_back("x-amz-decoded-content-length", std::to_string(payload.size()));
   p.headers.emplace_back("Content-Encoding", "aws-chunked");
   WallTime now = RealClock().WallNow();
-  ASSERT_TRUE(SignRequest(p, kCreds, "us-east-1", "s3", now, kStreamingPayload).ok());
+  ASSERT_TRUE(net::SignRequest(p, kCreds, "us-east-1", "s3", now, net::kStreamingPayload).ok());
   // Reconstruct the seed signature and scope the way a client does.
-  auto v = VerifyRequest(
+  auto v = net::VerifyRequest(
       p, [](std::string_view) { return std::optional<std::string>(kCreds.secret_access_key); }, now);
   ASSERT_TRUE(v.ok()) << v.status();
   std::string prev = v->seed_signature, wire;
   for (size_t off = 0; off < payload.size(); off += 65536) {
-    wire += EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, payload.substr(off, 65536));
+    wire += net::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, payload.substr(off, 65536));
   }
-  std::string good_wire = wire + EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, "");
+  std::string good_wire = wire + net::EncodeSignedChunk(v->signing_key, v->amz_date, v->scope, &prev, "");
   GatewayRequest r{"PUT", "/bucket/chunked", p.headers, Buffer::Copy(good_wire), ""};
   auto resp = Do(r);
   ASSERT_EQ(resp.status, 200) << resp.body;
@@ -266,7 +267,7 @@ TEST_F(GatewayTest, ListObjectsV2PaginatesWithDelimiter) {
   for (std::string k : {"a/1", "a/2", "b", "c/x/y", "d", "e f"}) Put(k, "v");
   auto r = Do(Signed("GET", "/bucket?list-type=2&delimiter=%2F&max-keys=2"));
   ASSERT_EQ(r.status, 200) << r.body;
-  auto page = DecodeListObjectsV2(r.body);
+  auto page = net::DecodeListObjectsV2(r.body);
   ASSERT_TRUE(page.ok()) << page.status();
   std::vector<std::string> seen;
   for (auto& o : page->contents) seen.push_back(o.key);
@@ -276,9 +277,9 @@ TEST_F(GatewayTest, ListObjectsV2PaginatesWithDelimiter) {
   int pages = 1;
   while (!token.empty() && pages < 10) {
     auto next =
-        Do(Signed("GET", "/bucket?list-type=2&delimiter=%2F&max-keys=2&continuation-token=" + UriEncode(token)));
+        Do(Signed("GET", "/bucket?list-type=2&delimiter=%2F&max-keys=2&continuation-token=" + net::UriEncode(token)));
     ASSERT_EQ(next.status, 200) << next.body;
-    auto p2 = DecodeListObjectsV2(next.body);
+    auto p2 = net::DecodeListObjectsV2(next.body);
     ASSERT_TRUE(p2.ok());
     for (auto& o : p2->contents) seen.push_back(o.key);
     for (auto& p : p2->common_prefixes) seen.push_back(p);
@@ -291,7 +292,7 @@ TEST_F(GatewayTest, ListObjectsV2PaginatesWithDelimiter) {
   EXPECT_EQ(ErrorCode(bad), "InvalidArgument");
   auto url = Do(Signed("GET", "/bucket?list-type=2&prefix=e&encoding-type=url"));
   EXPECT_NE(url.body.find("<Key>e%20f</Key>"), std::string::npos) << url.body;
-  auto start = DecodeListObjectsV2(Do(Signed("GET", "/bucket?list-type=2&start-after=c%2Fx%2Fy")).body);
+  auto start = net::DecodeListObjectsV2(Do(Signed("GET", "/bucket?list-type=2&start-after=c%2Fx%2Fy")).body);
   ASSERT_TRUE(start.ok());
   ASSERT_EQ(start->contents.size(), 2u);
   EXPECT_EQ(start->contents[0].key, "d");
@@ -312,7 +313,7 @@ TEST_F(GatewayTest, ListObjectsV1MarkerSkipsCommonPrefix) {
 
 TEST_F(GatewayTest, BucketOperations) {
   auto list = Do(Signed("GET", "/"));
-  auto parsed = DecodeListAllMyBuckets(list.body);
+  auto parsed = net::DecodeListAllMyBuckets(list.body);
   ASSERT_TRUE(parsed.ok()) << list.body;
   ASSERT_EQ(parsed->buckets.size(), 2u);
   EXPECT_EQ(parsed->buckets[0].name, "bucket");
@@ -330,9 +331,9 @@ TEST_F(GatewayTest, BucketOperations) {
 TEST_F(GatewayTest, MultipartUpload) {
   auto create = Do(Signed("POST", "/bucket/mp?uploads"));
   ASSERT_EQ(create.status, 200) << create.body;
-  auto init = DecodeInitiateMultipartUpload(create.body);
+  auto init = net::DecodeInitiateMultipartUpload(create.body);
   ASSERT_TRUE(init.ok());
-  std::string id = UriEncode(init->upload_id);
+  std::string id = net::UriEncode(init->upload_id);
   std::string p1(20, 'a'), p2 = "tail";
   auto u1 = Do(Signed("PUT", "/bucket/mp?partNumber=1&uploadId=" + id, p1));
   auto u2 = Do(Signed("PUT", "/bucket/mp?partNumber=2&uploadId=" + id, p2));
@@ -340,29 +341,29 @@ TEST_F(GatewayTest, MultipartUpload) {
   ASSERT_EQ(u2.status, 200);
   EXPECT_EQ(H(u1, "ETag"), "\"" + ToHex(Md5(p1)) + "\"");
   auto lp = Do(Signed("GET", "/bucket/mp?uploadId=" + id));
-  auto parts = DecodeListParts(lp.body);
+  auto parts = net::DecodeListParts(lp.body);
   ASSERT_TRUE(parts.ok()) << lp.body;
   ASSERT_EQ(parts->parts.size(), 2u);
   EXPECT_EQ(parts->parts[1].size, 4u);
-  auto lp1 = DecodeListParts(Do(Signed("GET", "/bucket/mp?uploadId=" + id + "&max-parts=1")).body);
+  auto lp1 = net::DecodeListParts(Do(Signed("GET", "/bucket/mp?uploadId=" + id + "&max-parts=1")).body);
   ASSERT_TRUE(lp1.ok());
   EXPECT_TRUE(lp1->is_truncated);
   EXPECT_EQ(lp1->next_part_number_marker, 1);
-  std::string wrong = EncodeCompleteMultipartUpload({{1, H(u1, "ETag"), {}}, {2, "\"deadbeef\"", {}}});
+  std::string wrong = net::EncodeCompleteMultipartUpload({{1, H(u1, "ETag"), {}}, {2, "\"deadbeef\"", {}}});
   EXPECT_EQ(Do(Signed("POST", "/bucket/mp?uploadId=" + id, wrong)).error_code, "InvalidPart");
-  std::string order = EncodeCompleteMultipartUpload({{2, H(u2, "ETag"), {}}, {1, H(u1, "ETag"), {}}});
+  std::string order = net::EncodeCompleteMultipartUpload({{2, H(u2, "ETag"), {}}, {1, H(u1, "ETag"), {}}});
   EXPECT_EQ(Do(Signed("POST", "/bucket/mp?uploadId=" + id, order)).error_code, "InvalidPartOrder");
-  std::string body = EncodeCompleteMultipartUpload({{1, H(u1, "ETag"), {}}, {2, H(u2, "ETag"), {}}});
+  std::string body = net::EncodeCompleteMultipartUpload({{1, H(u1, "ETag"), {}}, {2, H(u2, "ETag"), {}}});
   auto done = Do(Signed("POST", "/bucket/mp?uploadId=" + id, body));
   ASSERT_EQ(done.status, 200) << done.body;
-  auto result = DecodeCompleteMultipartUploadResult(done.body);
+  auto result = net::DecodeCompleteMultipartUploadResult(done.body);
   ASSERT_TRUE(result.ok());
   EXPECT_TRUE(result->etag.ends_with("-2\"")) << result->etag;
   auto get = Do(Signed("GET", "/bucket/mp"));
   EXPECT_EQ(Body(get), p1 + p2);
   // Abort: the upload is gone afterwards.
-  auto c2 = DecodeInitiateMultipartUpload(Do(Signed("POST", "/bucket/mp2?uploads")).body);
-  std::string id2 = UriEncode(c2->upload_id);
+  auto c2 = net::DecodeInitiateMultipartUpload(Do(Signed("POST", "/bucket/mp2?uploads")).body);
+  std::string id2 = net::UriEncode(c2->upload_id);
   EXPECT_EQ(Do(Signed("DELETE", "/bucket/mp2?uploadId=" + id2)).status, 204);
   EXPECT_EQ(Do(Signed("PUT", "/bucket/mp2?partNumber=1&uploadId=" + id2, "x")).error_code, "NoSuchUpload");
   EXPECT_EQ(Do(Signed("PUT", "/bucket/mp2?partNumber=0&uploadId=" + id2, "x")).error_code, "InvalidArgument");
@@ -414,8 +415,8 @@ TEST_F(GatewayTest, VersioningApiOnUnversionedBuckets) {
 }
 
 TEST_F(GatewayTest, ConditionalWritesAnswerAsAws) {
-  auto ifm = [](std::string v) { return HttpHeaders{{"If-Match", std::move(v)}}; };
-  auto inm = [](std::string v) { return HttpHeaders{{"If-None-Match", std::move(v)}}; };
+  auto ifm = [](std::string v) { return net::HttpHeaders{{"If-Match", std::move(v)}}; };
+  auto inm = [](std::string v) { return net::HttpHeaders{{"If-None-Match", std::move(v)}}; };
   auto missing = Do(Signed("PUT", "/bucket/cw", "x", ifm("\"" + ToHex(Md5("x")) + "\"")));
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.error_code, "NoSuchKey");
@@ -426,13 +427,13 @@ TEST_F(GatewayTest, ConditionalWritesAnswerAsAws) {
   EXPECT_EQ(Do(Signed("PUT", "/bucket/cw", "3", inm("\"" + ToHex(Md5("2")) + "\""))).status, 501);
 
   // CompleteMultipartUpload takes the same conditions.
-  auto complete = [&](const std::string& key, HttpHeaders h) {
-    auto init = DecodeInitiateMultipartUpload(Do(Signed("POST", "/bucket/" + key + "?uploads")).body);
+  auto complete = [&](const std::string& key, net::HttpHeaders h) {
+    auto init = net::DecodeInitiateMultipartUpload(Do(Signed("POST", "/bucket/" + key + "?uploads")).body);
     EXPECT_TRUE(init.ok());
-    std::string id = UriEncode(init->upload_id);
+    std::string id = net::UriEncode(init->upload_id);
     auto u = Do(Signed("PUT", "/bucket/" + key + "?partNumber=1&uploadId=" + id, "part"));
     return Do(Signed("POST", "/bucket/" + key + "?uploadId=" + id,
-                     EncodeCompleteMultipartUpload({{1, H(u, "ETag"), {}}}), std::move(h)));
+                     net::EncodeCompleteMultipartUpload({{1, H(u, "ETag"), {}}}), std::move(h)));
   };
   EXPECT_EQ(complete("cw", inm("*")).error_code, "PreconditionFailed");
   EXPECT_EQ(complete("cw-new", ifm("\"0123\"")).error_code, "NoSuchKey");
@@ -445,7 +446,7 @@ TEST_F(GatewayTest, ConditionalWritesAnswerAsAws) {
 TEST_F(GatewayTest, ListMultipartUploadsAndPartNumbers) {
   std::map<std::string, std::string> ids;
   for (const char* k : {"x/1", "x/2", "y", "y", "z"}) {
-    auto init = DecodeInitiateMultipartUpload(Do(Signed("POST", "/bucket/" + std::string(k) + "?uploads")).body);
+    auto init = net::DecodeInitiateMultipartUpload(Do(Signed("POST", "/bucket/" + std::string(k) + "?uploads")).body);
     ASSERT_TRUE(init.ok());
     ids[std::string(k) + (ids.count(k) ? "#2" : "")] = init->upload_id;
   }
@@ -458,8 +459,8 @@ TEST_F(GatewayTest, ListMultipartUploadsAndPartNumbers) {
   EXPECT_NE(p1.body.find("<CommonPrefixes><Prefix>x/</Prefix>"), std::string::npos) << p1.body;
   EXPECT_NE(p1.body.find("<NextKeyMarker>y</NextKeyMarker><NextUploadIdMarker>" + ids["y"]), std::string::npos)
       << p1.body;
-  auto p2 = Do(
-      Signed("GET", "/bucket?uploads&delimiter=/&max-uploads=2&key-marker=y&upload-id-marker=" + UriEncode(ids["y"])));
+  auto p2 = Do(Signed(
+      "GET", "/bucket?uploads&delimiter=/&max-uploads=2&key-marker=y&upload-id-marker=" + net::UriEncode(ids["y"])));
   EXPECT_NE(p2.body.find("<UploadId>" + ids["y#2"]), std::string::npos) << p2.body;
   EXPECT_NE(p2.body.find("<Key>z</Key>"), std::string::npos) << p2.body;
   EXPECT_NE(p2.body.find("<IsTruncated>false</IsTruncated>"), std::string::npos) << p2.body;
@@ -468,10 +469,10 @@ TEST_F(GatewayTest, ListMultipartUploadsAndPartNumbers) {
   EXPECT_EQ(px.body.find("<Key>x/1</Key>"), std::string::npos) << px.body;
 
   // A re-sent part replaces the earlier one.
-  std::string id = UriEncode(ids["z"]);
+  std::string id = net::UriEncode(ids["z"]);
   Do(Signed("PUT", "/bucket/z?partNumber=1&uploadId=" + id, "first"));
   auto again = Do(Signed("PUT", "/bucket/z?partNumber=1&uploadId=" + id, "second"));
-  auto parts = DecodeListParts(Do(Signed("GET", "/bucket/z?uploadId=" + id)).body);
+  auto parts = net::DecodeListParts(Do(Signed("GET", "/bucket/z?uploadId=" + id)).body);
   ASSERT_TRUE(parts.ok());
   ASSERT_EQ(parts->parts.size(), 1u);
   EXPECT_EQ(parts->parts[0].etag, H(again, "ETag"));
@@ -490,7 +491,7 @@ TEST_F(GatewayTest, CopyObject) {
   Put("src", "copy me");
   auto same = Do(Signed("PUT", "/bucket/dst", "", {{"x-amz-copy-source", "/bucket/src"}}));
   ASSERT_EQ(same.status, 200) << same.body;
-  auto r = DecodeCopyObjectResult(same.body);
+  auto r = net::DecodeCopyObjectResult(same.body);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->etag, "\"" + ToHex(Md5("copy me")) + "\"");
   auto dst = Do(Signed("GET", "/bucket/dst"));
@@ -516,9 +517,9 @@ TEST_F(GatewayTest, DeleteAndDeleteObjects) {
   Put("d2", "2");
   EXPECT_EQ(Do(Signed("DELETE", "/bucket/d1")).status, 204);
   EXPECT_EQ(Do(Signed("DELETE", "/bucket/d1")).status, 204);  // missing: still 204
-  auto multi = Do(Signed("POST", "/bucket?delete", EncodeDeleteRequest({false, {"d2", "never"}, {}})));
+  auto multi = Do(Signed("POST", "/bucket?delete", net::EncodeDeleteRequest({false, {"d2", "never"}, {}})));
   ASSERT_EQ(multi.status, 200) << multi.body;
-  auto result = DecodeDeleteResult(multi.body);
+  auto result = net::DecodeDeleteResult(multi.body);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->deleted.size(), 2u);
   EXPECT_EQ(Do(Signed("HEAD", "/bucket/d2")).status, 404);
@@ -547,18 +548,18 @@ TEST_F(GatewayTest, UnknownOperationsAndBadTargets) {
 
 TEST(GatewaySigV2, KnownVectors) {
   // AWS's SigV2 documentation example (and botocore's HmacV1Auth agrees).
-  HttpRequestParts get{"GET", "/johnsmith/photos/puppy.jpg", "", {{"Date", "Tue, 27 Mar 2007 19:36:42 +0000"}}};
+  net::HttpRequestParts get{"GET", "/johnsmith/photos/puppy.jpg", "", {{"Date", "Tue, 27 Mar 2007 19:36:42 +0000"}}};
   std::string sts = SigV2StringToSign(get, "Tue, 27 Mar 2007 19:36:42 +0000");
   EXPECT_EQ(sts, "GET\n\n\nTue, 27 Mar 2007 19:36:42 +0000\n/johnsmith/photos/puppy.jpg");
   EXPECT_EQ(SigV2Signature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", sts), "bWq2s1WEIj+Ydj0vQ697zp+IXMU=");
   // x-amz-* headers (joined, sorted) and signed subresources (sorted; others dropped).
-  HttpRequestParts put{"PUT",
-                       "/johnsmith/photos/puppy.jpg",
-                       "uploadId=abc&x-id=UploadPart&partNumber=2",
-                       {{"Content-Type", "image/jpeg"},
-                        {"X-Amz-Meta-A", "1"},
-                        {"x-amz-date", "Tue, 27 Mar 2007 21:15:45 +0000"},
-                        {"x-amz-meta-a", " 2 "}}};
+  net::HttpRequestParts put{"PUT",
+                            "/johnsmith/photos/puppy.jpg",
+                            "uploadId=abc&x-id=UploadPart&partNumber=2",
+                            {{"Content-Type", "image/jpeg"},
+                             {"X-Amz-Meta-A", "1"},
+                             {"x-amz-date", "Tue, 27 Mar 2007 21:15:45 +0000"},
+                             {"x-amz-meta-a", " 2 "}}};
   std::string sts2 = SigV2StringToSign(put, "");
   EXPECT_EQ(SigV2Signature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", sts2), "78JOxEv9UXsYn7zArIXgnSRg4xA=") << sts2;
   EXPECT_EQ(SigV2CanonicalResource("/b", "uploads&prefix=x"), "/b?uploads");
@@ -566,8 +567,8 @@ TEST(GatewaySigV2, KnownVectors) {
 
 TEST_F(GatewayTest, SigV2HeaderAndPresignedQuery) {
   Put("v2", "signed the old way");
-  std::string date = FormatHttpDate(RealClock().WallNow());
-  HttpRequestParts p{"GET", "/bucket/v2", "", {{"Host", "h"}, {"Date", date}}};
+  std::string date = net::FormatHttpDate(RealClock().WallNow());
+  net::HttpRequestParts p{"GET", "/bucket/v2", "", {{"Host", "h"}, {"Date", date}}};
   std::string sig = SigV2Signature(kCreds.secret_access_key, SigV2StringToSign(p, date));
   GatewayRequest header_form{
       "GET",
@@ -584,11 +585,11 @@ TEST_F(GatewayTest, SigV2HeaderAndPresignedQuery) {
   // boto3's default presigned URL in us-east-1.
   auto presign = [&](int64_t expires) {
     std::string e = std::to_string(expires);
-    HttpRequestParts q{"GET", "/bucket/v2", "", {}};
+    net::HttpRequestParts q{"GET", "/bucket/v2", "", {}};
     std::string s = SigV2Signature(kCreds.secret_access_key, SigV2StringToSign(q, e));
     return GatewayRequest{
         "GET",
-        "/bucket/v2?AWSAccessKeyId=" + kCreds.access_key_id + "&Signature=" + UriEncode(s) + "&Expires=" + e,
+        "/bucket/v2?AWSAccessKeyId=" + kCreds.access_key_id + "&Signature=" + net::UriEncode(s) + "&Expires=" + e,
         {{"Host", "h"}},
         {},
         ""};
@@ -670,4 +671,4 @@ TEST(GatewayObserverTest, AccessLogLine) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::gateway

@@ -6,9 +6,10 @@
 #include "net/http.h"
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::gateway {
 
-Result<std::unique_ptr<GatewayObserver>> GatewayObserver::Open(const std::string& access_log, BlockCache* cache) {
+Result<std::unique_ptr<GatewayObserver>> GatewayObserver::Open(const std::string& access_log,
+                                                               cache::BlockCache* cache) {
   std::unique_ptr<GatewayObserver> o(new GatewayObserver());
   o->cache_ = cache;
   if (access_log == "-") {
@@ -34,12 +35,12 @@ GatewayObserver::~GatewayObserver() {
 }
 
 std::string GatewayObserver::FormatLogLine(const RequestRecord& r) {
-  std::string key = r.bucket.empty() ? "-" : UriEncode(r.bucket + (r.key.empty() ? "" : "/" + r.key), false);
+  std::string key = r.bucket.empty() ? "-" : net::UriEncode(r.bucket + (r.key.empty() ? "" : "/" + r.key), false);
   char ms[32];
   std::snprintf(ms, sizeof(ms), "%.1fms", r.seconds * 1e3);
   auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
-  return FormatIso8601(r.start) + " " + dash(r.remote) + " " + dash(r.access_key) + " " + dash(r.request_id) + " " +
-         dash(r.op) + " " + key + " " + std::to_string(r.status) + " " + dash(r.error_code) + " " +
+  return net::FormatIso8601(r.start) + " " + dash(r.remote) + " " + dash(r.access_key) + " " + dash(r.request_id) +
+         " " + dash(r.op) + " " + key + " " + std::to_string(r.status) + " " + dash(r.error_code) + " " +
          std::to_string(r.bytes_out) + " " + std::to_string(r.bytes_in) + " " + ms;
 }
 
@@ -63,9 +64,9 @@ void GatewayObserver::Record(const RequestRecord& r) {
 
 std::string GatewayObserver::RenderMetrics() {
   if (cache_) {
-    CacheStats s = cache_->Stats();
-    uint64_t hits = s[CacheCounter::kRamHits] + s[CacheCounter::kDiskHits];
-    uint64_t total = hits + s[CacheCounter::kMisses];
+    cache::CacheStats s = cache_->Stats();
+    uint64_t hits = s[cache::CacheCounter::kRamHits] + s[cache::CacheCounter::kDiskHits];
+    uint64_t total = hits + s[cache::CacheCounter::kMisses];
     hit_ratio_ppm_->Set(total ? static_cast<int64_t>(hits * 1000000 / total) : 0);
   }
   std::string out = MetricsRegistry::Global().RenderPrometheus();
@@ -81,4 +82,4 @@ std::string GatewayObserver::RenderMetrics() {
   return out;
 }
 
-}  // namespace strata
+}  // namespace strata::gateway

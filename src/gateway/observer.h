@@ -18,7 +18,7 @@
 #include "base/status.h"
 #include "cache/block_cache.h"
 
-namespace strata {
+namespace strata::gateway {
 
 struct RequestRecord {
   WallTime start{};
@@ -32,7 +32,7 @@ class GatewayObserver {
  public:
   // access_log: a path (appended to), "-" for stderr, "" for none. `cache`
   // (may be null) feeds the hit ratio; it must outlive the observer.
-  static Result<std::unique_ptr<GatewayObserver>> Open(const std::string& access_log, BlockCache* cache);
+  static Result<std::unique_ptr<GatewayObserver>> Open(const std::string& access_log, cache::BlockCache* cache);
   ~GatewayObserver();
 
   void Record(const RequestRecord& r);
@@ -48,7 +48,7 @@ class GatewayObserver {
 
  private:
   GatewayObserver() = default;
-  BlockCache* cache_ = nullptr;
+  cache::BlockCache* cache_ = nullptr;
   std::mutex log_mu_;
   FILE* log_ = nullptr;
   bool own_log_ = false;
@@ -59,4 +59,4 @@ class GatewayObserver {
   Gauge* hit_ratio_ppm_ = nullptr;
 };
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -8,7 +8,7 @@
 #include "net/uri.h"
 #include "net/xml.h"
 
-namespace strata::gw {
+namespace strata::gateway {
 namespace {
 
 constexpr std::string_view kOwner = "strata";
@@ -41,22 +41,22 @@ bool DecodeToken(std::string t, std::string* raw) {
   return Base64Decode(t, raw) && !raw->empty();
 }
 
-std::string MaybeEncode(bool url, const std::string& s) { return url ? UriEncode(s, /*encode_slash=*/false) : s; }
+std::string MaybeEncode(bool url, const std::string& s) { return url ? net::UriEncode(s, /*encode_slash=*/false) : s; }
 
-void OwnerXml(XmlWriter& w) { w.Open("Owner").Element("ID", kOwner).Element("DisplayName", kOwner).Close(); }
+void OwnerXml(net::XmlWriter& w) { w.Open("Owner").Element("ID", kOwner).Element("DisplayName", kOwner).Close(); }
 
 // The last key or common prefix of a page (what the next page starts after).
-std::string LastListed(const ListResult& r) {
+std::string LastListed(const object::ListResult& r) {
   std::string next;
   if (!r.objects.empty()) next = r.objects.back().key;
   if (!r.common_prefixes.empty() && r.common_prefixes.back() > next) next = r.common_prefixes.back();
   return next;
 }
 
-std::string ListV1Xml(const std::string& bucket, const ListOptions& o, const std::string& marker, int max_keys,
-                      bool url, const ListResult& r) {
-  XmlWriter w;
-  w.Open("ListBucketResult", {{"xmlns", std::string(kS3XmlNamespace)}});
+std::string ListV1Xml(const std::string& bucket, const object::ListOptions& o, const std::string& marker, int max_keys,
+                      bool url, const object::ListResult& r) {
+  net::XmlWriter w;
+  w.Open("ListBucketResult", {{"xmlns", std::string(net::kS3XmlNamespace)}});
   w.Element("Name", bucket).Element("Prefix", MaybeEncode(url, o.prefix)).Element("Marker", MaybeEncode(url, marker));
   w.Element("MaxKeys", std::to_string(max_keys));
   if (!o.delimiter.empty()) w.Element("Delimiter", MaybeEncode(url, o.delimiter));
@@ -64,7 +64,7 @@ std::string ListV1Xml(const std::string& bucket, const ListOptions& o, const std
   w.Element("IsTruncated", r.truncated ? "true" : "false");
   if (r.truncated) w.Element("NextMarker", MaybeEncode(url, LastListed(r)));
   for (const auto& obj : r.objects) {
-    w.Open("Contents").Element("Key", MaybeEncode(url, obj.key)).Element("LastModified", FormatIso8601(obj.mtime));
+    w.Open("Contents").Element("Key", MaybeEncode(url, obj.key)).Element("LastModified", net::FormatIso8601(obj.mtime));
     w.Element("ETag", Quote(obj.etag)).Element("Size", std::to_string(obj.size));
     OwnerXml(w);
     w.Element("StorageClass", "STANDARD").Close();
@@ -82,15 +82,15 @@ Result<bool> UrlEncoding(const Ctx& ctx) {
 
 // Lists after `marker`; a marker that is a common prefix (a NextMarker)
 // skips everything under it.
-void StartAfterMarker(const std::string& marker, ListOptions* o) {
+void StartAfterMarker(const std::string& marker, object::ListOptions* o) {
   o->start_after = marker;
   if (!o->delimiter.empty() && marker.ends_with(o->delimiter) && marker.starts_with(o->prefix)) {
     o->start_after += kAfterAll;
   }
 }
 
-Result<ListResult> ListPage(ObjectStore& store, ListOptions o, int max_keys) {
-  if (max_keys <= 0) return ListResult{};
+Result<object::ListResult> ListPage(object::ObjectStore& store, object::ListOptions o, int max_keys) {
+  if (max_keys <= 0) return object::ListResult{};
   o.max_keys = max_keys;
   auto listed = store.List(o);
   if (!listed.ok() && listed.status().code() == Code::kInvalidArgument) return InvalidArg(listed.status().message());
@@ -101,11 +101,11 @@ Result<ListResult> ListPage(ObjectStore& store, ListOptions o, int max_keys) {
 
 Status ListBuckets(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto buckets, ctx.buckets().List());
-  ListAllMyBucketsResult r;
+  net::ListAllMyBucketsResult r;
   r.owner_id = std::string(kOwner);
   r.owner_display_name = std::string(kOwner);
   for (const auto& b : buckets) r.buckets.push_back({b.name, b.created});
-  ctx.Xml(EncodeListAllMyBuckets(r));
+  ctx.Xml(net::EncodeListAllMyBuckets(r));
   return Status::Ok();
 }
 
@@ -130,17 +130,18 @@ Status DeleteBucket(Ctx& ctx) {
 Status GetBucketLocation(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   const std::string& region = ctx.handler.options().region;
-  XmlWriter w;
+  net::XmlWriter w;
   // us-east-1 is spelled as an empty constraint, as S3 does.
-  w.Open("LocationConstraint", {{"xmlns", std::string(kS3XmlNamespace)}}).Text(region == "us-east-1" ? "" : region);
+  w.Open("LocationConstraint", {{"xmlns", std::string(net::kS3XmlNamespace)}})
+      .Text(region == "us-east-1" ? "" : region);
   ctx.Xml(w.Finish());
   return Status::Ok();
 }
 
 Status GetBucketVersioning(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  XmlWriter w;
-  w.Open("VersioningConfiguration", {{"xmlns", std::string(kS3XmlNamespace)}});  // never enabled
+  net::XmlWriter w;
+  w.Open("VersioningConfiguration", {{"xmlns", std::string(net::kS3XmlNamespace)}});  // never enabled
   ctx.Xml(w.Finish());
   return Status::Ok();
 }
@@ -155,8 +156,8 @@ Status GetAcl(Ctx& ctx) {
     }
   }
   // The gateway has one owner and no per-object ACLs: the owner has FULL_CONTROL.
-  XmlWriter w;
-  w.Open("AccessControlPolicy", {{"xmlns", std::string(kS3XmlNamespace)}});
+  net::XmlWriter w;
+  w.Open("AccessControlPolicy", {{"xmlns", std::string(net::kS3XmlNamespace)}});
   OwnerXml(w);
   w.Open("AccessControlList").Open("Grant");
   w.Open("Grantee", {{"xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance"}, {"xsi:type", "CanonicalUser"}})
@@ -171,8 +172,8 @@ Status GetAcl(Ctx& ctx) {
 namespace {
 
 // The prefix and delimiter every listing (objects, versions) takes.
-ListOptions ListScope(Ctx& ctx) {
-  ListOptions o;
+object::ListOptions ListScope(Ctx& ctx) {
+  object::ListOptions o;
   if (const std::string* p = ctx.Query("prefix")) o.prefix = *p;
   if (const std::string* d = ctx.Query("delimiter")) o.delimiter = *d;
   return o;
@@ -184,7 +185,7 @@ Status ListObjects(Ctx& ctx, bool v2) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(int max_keys, MaxKeys(ctx));
   STRATA_ASSIGN_OR_RETURN(bool url, UrlEncoding(ctx));
-  ListOptions o = ListScope(ctx);
+  object::ListOptions o = ListScope(ctx);
   o.max_keys = std::max(max_keys, 1);
   std::string marker, token, start_after;
   if (v2) {
@@ -199,12 +200,12 @@ Status ListObjects(Ctx& ctx, bool v2) {
     marker = *m;
     StartAfterMarker(marker, &o);
   }
-  STRATA_ASSIGN_OR_RETURN(ListResult r, ListPage(*store, o, max_keys));
+  STRATA_ASSIGN_OR_RETURN(object::ListResult r, ListPage(*store, o, max_keys));
   if (!v2) {
     ctx.Xml(ListV1Xml(ctx.target.bucket, o, marker, max_keys, url, r));
     return Status::Ok();
   }
-  ListObjectsV2Result x;
+  net::ListObjectsV2Result x;
   x.bucket = ctx.target.bucket;
   x.prefix = o.prefix;
   x.delimiter = o.delimiter;
@@ -217,7 +218,7 @@ Status ListObjects(Ctx& ctx, bool v2) {
   for (const auto& obj : r.objects) x.contents.push_back({obj.key, obj.size, Quote(obj.etag), obj.mtime, ""});
   x.common_prefixes = std::move(r.common_prefixes);
   x.key_count = static_cast<int>(x.contents.size() + x.common_prefixes.size());
-  ctx.Xml(EncodeListObjectsV2(x));
+  ctx.Xml(net::EncodeListObjectsV2(x));
   return Status::Ok();
 }
 
@@ -227,7 +228,7 @@ Status ListObjectVersions(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(int max_keys, MaxKeys(ctx));
   STRATA_ASSIGN_OR_RETURN(bool url, UrlEncoding(ctx));
-  ListOptions o = ListScope(ctx);
+  object::ListOptions o = ListScope(ctx);
   const std::string* km = ctx.Query("key-marker");
   const std::string* vm = ctx.Query("version-id-marker");
   std::string key_marker = km ? *km : "", version_marker = vm ? *vm : "";
@@ -237,9 +238,9 @@ Status ListObjectVersions(Ctx& ctx) {
   }
   // The only version of key-marker is "null", so both markers mean: after key-marker.
   if (!key_marker.empty()) StartAfterMarker(key_marker, &o);
-  STRATA_ASSIGN_OR_RETURN(ListResult r, ListPage(*store, o, max_keys));
-  XmlWriter w;
-  w.Open("ListVersionsResult", {{"xmlns", std::string(kS3XmlNamespace)}});
+  STRATA_ASSIGN_OR_RETURN(object::ListResult r, ListPage(*store, o, max_keys));
+  net::XmlWriter w;
+  w.Open("ListVersionsResult", {{"xmlns", std::string(net::kS3XmlNamespace)}});
   w.Element("Name", ctx.target.bucket).Element("Prefix", MaybeEncode(url, o.prefix));
   w.Element("KeyMarker", MaybeEncode(url, key_marker)).Element("VersionIdMarker", version_marker);
   w.Element("MaxKeys", std::to_string(max_keys));
@@ -253,7 +254,7 @@ Status ListObjectVersions(Ctx& ctx) {
   }
   for (const auto& obj : r.objects) {
     w.Open("Version").Element("Key", MaybeEncode(url, obj.key)).Element("VersionId", "null");
-    w.Element("IsLatest", "true").Element("LastModified", FormatIso8601(obj.mtime));
+    w.Element("IsLatest", "true").Element("LastModified", net::FormatIso8601(obj.mtime));
     w.Element("ETag", Quote(obj.etag)).Element("Size", std::to_string(obj.size));
     OwnerXml(w);
     w.Element("StorageClass", "STANDARD").Close();
@@ -267,7 +268,7 @@ Status ListObjectVersions(Ctx& ctx) {
 // Suspended is what the bucket already is, so it is accepted.
 Status PutBucketVersioning(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  auto doc = ParseXml(ctx.body.view());
+  auto doc = net::ParseXml(ctx.body.view());
   if (!doc.ok() || doc->LocalName() != "VersioningConfiguration") {
     return S3Error(Code::kInvalidArgument, "MalformedXML",
                    "The XML you provided was not well-formed or did not validate against our published schema.");
@@ -284,4 +285,4 @@ Status PutBucketVersioning(Ctx& ctx) {
   return Status::Ok();
 }
 
-}  // namespace strata::gw
+}  // namespace strata::gateway

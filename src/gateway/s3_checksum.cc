@@ -7,7 +7,7 @@
 #include "base/checksum.h"
 #include "gateway/s3_ops.h"
 
-namespace strata::gw {
+namespace strata::gateway {
 namespace {
 
 Status InvalidRequest(std::string message) {
@@ -46,7 +46,7 @@ Result<RequestChecksum> ReadRequestChecksum(const Ctx& ctx, bool multipart) {
     if (found.algorithm) {
       return InvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
     }
-    const std::string* v = FindHeader(ctx.trailers, name);
+    const std::string* v = net::FindHeader(ctx.trailers, name);
     if (!v) return InvalidRequest("The request declared the trailer " + name + " in x-amz-trailer but did not send it");
     found = {*a, *v};
     source = name;
@@ -85,14 +85,14 @@ Result<RequestChecksum> VerifyRequestChecksum(const Ctx& ctx) {
   return c;
 }
 
-void KeepChecksum(const RequestChecksum& c, ObjectStore& store, ObjectMetadata* m) {
+void KeepChecksum(const RequestChecksum& c, object::ObjectStore& store, object::ObjectMetadata* m) {
   if (!c.algorithm || !store.Capabilities().checksums_kept) return;  // verified, but nowhere to keep it
   m->checksum_algorithm = std::string(ChecksumName(*c.algorithm));
   m->checksum_type = std::string(ChecksumTypeName(ChecksumType::kFullObject));
   m->checksum = c.value;
 }
 
-void ChecksumResponseHeaders(Ctx& ctx, const ObjectMetadata& m) {
+void ChecksumResponseHeaders(Ctx& ctx, const object::ObjectMetadata& m) {
   auto a = ParseChecksumAlgorithm(m.checksum_algorithm);
   if (!a || m.checksum.empty()) return;
   ctx.resp.headers.emplace_back(ChecksumHeader(*a), m.checksum);
@@ -104,7 +104,7 @@ bool ChecksumModeEnabled(const Ctx& ctx) {
   return mode && Lower(*mode) == "enabled";
 }
 
-Status UploadChecksumOptions(const Ctx& ctx, ObjectStore& store, ObjectMetadata* m) {
+Status UploadChecksumOptions(const Ctx& ctx, object::ObjectStore& store, object::ObjectMetadata* m) {
   const std::string* alg = ctx.Header("x-amz-checksum-algorithm");
   const std::string* type = ctx.Header("x-amz-checksum-type");
   if (!alg) {
@@ -132,19 +132,19 @@ Status UploadChecksumOptions(const Ctx& ctx, ObjectStore& store, ObjectMetadata*
   return Status::Ok();
 }
 
-Status CheckCompleteChecksums(const Ctx& ctx, ObjectStore& store, const std::string& upload_id,
-                              const std::vector<S3CompletedPart>& wire_parts) {
+Status CheckCompleteChecksums(const Ctx& ctx, object::ObjectStore& store, const std::string& upload_id,
+                              const std::vector<net::S3CompletedPart>& wire_parts) {
   bool any_part = std::any_of(wire_parts.begin(), wire_parts.end(),
-                              [](const S3CompletedPart& p) { return !p.checksum.algorithm.empty(); });
+                              [](const net::S3CompletedPart& p) { return !p.checksum.algorithm.empty(); });
   STRATA_ASSIGN_OR_RETURN(RequestChecksum whole, ReadRequestChecksum(ctx, /*multipart=*/true));
   // A store that keeps no part checksums (s3://) has nothing to check them against.
   if ((!any_part && !whole.algorithm) || !store.Capabilities().checksums_kept) return Status::Ok();
   auto listed = store.ListParts(ctx.target.key, upload_id);
   if (!listed.ok()) return Status::Ok();  // Complete itself reports the missing upload
-  std::vector<PartInfo> chosen;
-  for (const S3CompletedPart& wp : wire_parts) {
+  std::vector<object::PartInfo> chosen;
+  for (const net::S3CompletedPart& wp : wire_parts) {
     auto it = std::find_if(listed->begin(), listed->end(),
-                           [&](const PartInfo& p) { return p.part_number == wp.part_number; });
+                           [&](const object::PartInfo& p) { return p.part_number == wp.part_number; });
     if (it == listed->end()) continue;  // Complete answers InvalidPart
     if (!wp.checksum.algorithm.empty() &&
         (wp.checksum.algorithm != it->checksum.algorithm || wp.checksum.value != it->checksum.value)) {
@@ -157,7 +157,7 @@ Status CheckCompleteChecksums(const Ctx& ctx, ObjectStore& store, const std::str
   }
   if (!whole.algorithm) return Status::Ok();
   // The whole object's checksum sent with Complete: combined from the parts as S3 does.
-  ObjectMetadata m;
+  object::ObjectMetadata m;
   m.checksum_algorithm = std::string(ChecksumName(*whole.algorithm));
   const std::string* type = ctx.Header("x-amz-checksum-type");
   if (type) {
@@ -168,7 +168,7 @@ Status CheckCompleteChecksums(const Ctx& ctx, ObjectStore& store, const std::str
     bool composite = whole.value.find('-') != std::string::npos || !IsCrc(*whole.algorithm);
     m.checksum_type = std::string(ChecksumTypeName(composite ? ChecksumType::kComposite : ChecksumType::kFullObject));
   }
-  CompleteChecksum(&m, chosen);
+  object::CompleteChecksum(&m, chosen);
   if (m.checksum.empty()) {
     return InvalidRequest("The upload's parts do not all carry a " + std::string(ChecksumName(*whole.algorithm)) +
                           " checksum, so the object's cannot be checked");
@@ -181,4 +181,4 @@ Status CheckCompleteChecksums(const Ctx& ctx, ObjectStore& store, const std::str
   return Status::Ok();
 }
 
-}  // namespace strata::gw
+}  // namespace strata::gateway

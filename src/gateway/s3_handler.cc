@@ -12,7 +12,7 @@
 #include "net/sigv4.h"
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::gateway {
 
 Result<ParsedTarget> ParseTarget(std::string_view target) {
   auto bad = [&](std::string why) {
@@ -27,14 +27,12 @@ Result<ParsedTarget> ParseTarget(std::string_view target) {
   std::string_view rest = std::string_view(t.raw_path).substr(1);
   size_t slash = rest.find('/');
   std::string_view raw_bucket = rest.substr(0, slash);
-  if (!UriDecode(raw_bucket, &t.bucket)) return bad("malformed percent-escape in the bucket name");
+  if (!net::UriDecode(raw_bucket, &t.bucket)) return bad("malformed percent-escape in the bucket name");
   if (slash != std::string_view::npos) {
-    if (!UriDecode(rest.substr(slash + 1), &t.key)) return bad("malformed percent-escape in the key");
+    if (!net::UriDecode(rest.substr(slash + 1), &t.key)) return bad("malformed percent-escape in the key");
   }
   return t;
 }
-
-namespace gw {
 
 const std::string* Ctx::Query(std::string_view name) const {
   for (const auto& [k, v] : query)
@@ -44,7 +42,7 @@ const std::string* Ctx::Query(std::string_view name) const {
 
 void Ctx::Xml(std::string body, int status) {
   resp.status = status;
-  if (!body.empty()) SetHeader(resp.headers, "Content-Type", "application/xml");
+  if (!body.empty()) net::SetHeader(resp.headers, "Content-Type", "application/xml");
   resp.content_length = body.size();
   resp.body = std::move(body);
 }
@@ -54,7 +52,7 @@ Status S3Error(Code code, std::string_view s3_code, std::string message) {
 }
 
 Status WithS3Code(Status s, Code code, std::string_view s3_code) {
-  if (s.ok() || s.code() != code || HttpStatusForS3Code(s.foreign_code()) != 0) return s;
+  if (s.ok() || s.code() != code || net::HttpStatusForS3Code(s.foreign_code()) != 0) return s;
   return s.WithForeignCode(std::string(s3_code));
 }
 
@@ -231,9 +229,6 @@ std::string MessageFor(const std::string& code, const Status& status) {
 }
 
 }  // namespace
-}  // namespace gw
-
-using gw::Ctx;
 
 S3Handler::S3Handler(BucketSet& buckets, S3HandlerOptions options)
     : buckets_(buckets), options_(std::move(options)), clock_(options_.clock ? *options_.clock : RealClock()) {}
@@ -250,11 +245,11 @@ GatewayResponse S3Handler::Error(int http_status, std::string_view s3_code, std:
   r.status = http_status;
   r.error_code = std::string(s3_code);
   std::string id = NextRequestId();
-  r.body = EncodeS3Error({std::string(s3_code), std::string(message), std::string(resource), id});
+  r.body = net::EncodeS3Error({std::string(s3_code), std::string(message), std::string(resource), id});
   r.content_length = r.body.size();
   r.headers = {{"Content-Type", "application/xml"},
                {"x-amz-request-id", id},
-               {"Date", FormatHttpDate(clock_.WallNow())},
+               {"Date", net::FormatHttpDate(clock_.WallNow())},
                {"Server", "strata"}};
   return r;
 }
@@ -263,27 +258,27 @@ namespace {
 
 // Authenticates the request; *anonymous when it carries no signature and
 // anonymous access is allowed.
-Result<VerifiedRequest> Authenticate(const S3Handler& h, Clock& clock, const GatewayRequest& req, const ParsedTarget& t,
-                                     bool* anonymous) {
+Result<net::VerifiedRequest> Authenticate(const S3Handler& h, Clock& clock, const GatewayRequest& req,
+                                          const ParsedTarget& t, bool* anonymous) {
   *anonymous = false;
-  const std::string* authz = FindHeader(req.headers, "authorization");
+  const std::string* authz = net::FindHeader(req.headers, "authorization");
   bool presigned = t.raw_query.find("Signature=") != std::string::npos;  // X-Amz-Signature (v4) or Signature (v2)
   if (!authz && !presigned) {
     if (h.options().allow_anonymous) {
       *anonymous = true;
-      return VerifiedRequest{};
+      return net::VerifiedRequest{};
     }
     return PermissionDeniedError("Access Denied (anonymous requests are not allowed)").WithForeignCode("AccessDenied");
   }
-  HttpRequestParts parts{req.method, t.raw_path, t.raw_query, req.headers};
+  net::HttpRequestParts parts{req.method, t.raw_path, t.raw_query, req.headers};
   const auto& keys = h.options().keys;
-  SecretLookup lookup = [&keys](std::string_view ak) -> std::optional<std::string> {
+  net::SecretLookup lookup = [&keys](std::string_view ak) -> std::optional<std::string> {
     auto it = keys.find(std::string(ak));
     if (it == keys.end()) return std::nullopt;
     return it->second;
   };
   if (IsSigV2Request(parts)) return VerifySigV2(parts, lookup, clock.WallNow(), h.options().max_skew);
-  return VerifyRequest(parts, lookup, clock.WallNow(), h.options().max_skew);
+  return net::VerifyRequest(parts, lookup, clock.WallNow(), h.options().max_skew);
 }
 
 // A size from a header: digits only (no sign, no space), at most S3's 5 GiB
@@ -306,36 +301,36 @@ bool IsHexSha256(std::string_view s) {
 }
 
 // The payload as the client meant it: aws-chunked decoded and/or its hash checked.
-Status DecodePayload(Ctx& ctx, const VerifiedRequest& v, bool anonymous) {
+Status DecodePayload(Ctx& ctx, const net::VerifiedRequest& v, bool anonymous) {
   std::string claimed = v.payload_sha256;
   if (anonymous) {
     const std::string* h = ctx.Header("x-amz-content-sha256");
-    claimed = h ? *h : std::string(kUnsignedPayload);
-    if (claimed != kStreamingUnsignedTrailer) return Status::Ok();  // nothing to hold an anonymous body to
+    claimed = h ? *h : std::string(net::kUnsignedPayload);
+    if (claimed != net::kStreamingUnsignedTrailer) return Status::Ok();  // nothing to hold an anonymous body to
   }
-  bool streaming =
-      claimed == kStreamingPayload || claimed == kStreamingPayloadTrailer || claimed == kStreamingUnsignedTrailer;
+  bool streaming = claimed == net::kStreamingPayload || claimed == net::kStreamingPayloadTrailer ||
+                   claimed == net::kStreamingUnsignedTrailer;
   if (streaming) {
-    AwsChunkedOptions o;
+    net::AwsChunkedOptions o;
     const std::string* d = ctx.Header("x-amz-decoded-content-length");
     if (!d) {
-      return gw::S3Error(Code::kInvalidArgument, "MissingContentLength",
-                         "aws-chunked uploads need x-amz-decoded-content-length");
+      return S3Error(Code::kInvalidArgument, "MissingContentLength",
+                     "aws-chunked uploads need x-amz-decoded-content-length");
     }
     auto n = ParseDecodedLength(*d);
     if (!n) {
-      return gw::S3Error(Code::kInvalidArgument, "InvalidArgument",
-                         "x-amz-decoded-content-length must be a decimal byte count up to 5 GiB");
+      return S3Error(Code::kInvalidArgument, "InvalidArgument",
+                     "x-amz-decoded-content-length must be a decimal byte count up to 5 GiB");
     }
     // The payload is never longer than the framed body it came in.
     if (*n > ctx.req.body.size()) {
-      return gw::S3Error(Code::kInvalidArgument, "IncompleteBody",
-                         "You did not provide the number of bytes specified by x-amz-decoded-content-length");
+      return S3Error(Code::kInvalidArgument, "IncompleteBody",
+                     "You did not provide the number of bytes specified by x-amz-decoded-content-length");
     }
     o.decoded_content_length = *n;
-    VerifiedRequest vv = v;
+    net::VerifiedRequest vv = v;
     vv.payload_sha256 = claimed;
-    AwsChunkedDecoder decoder = AwsChunkedDecoder::ForRequest(vv, o);
+    net::AwsChunkedDecoder decoder = net::AwsChunkedDecoder::ForRequest(vv, o);
     std::string out;
     out.reserve(*n);
     STRATA_RETURN_IF_ERROR(decoder.Feed(ctx.req.body.view(), &out));
@@ -345,16 +340,16 @@ Status DecodePayload(Ctx& ctx, const VerifiedRequest& v, bool anonymous) {
     return Status::Ok();
   }
   if (IsHexSha256(claimed)) {
-    if (claimed == kEmptyPayloadSha256 && ctx.req.body.empty()) return Status::Ok();
-    return CheckPayloadSha256(v, ToHex(Sha256(ctx.req.body.data(), ctx.req.body.size())));
+    if (claimed == net::kEmptyPayloadSha256 && ctx.req.body.empty()) return Status::Ok();
+    return net::CheckPayloadSha256(v, ToHex(Sha256(ctx.req.body.data(), ctx.req.body.size())));
   }
-  if (claimed == kUnsignedPayload) return Status::Ok();
-  return gw::S3Error(Code::kInvalidArgument, "InvalidArgument", "unsupported x-amz-content-sha256 value");
+  if (claimed == net::kUnsignedPayload) return Status::Ok();
+  return S3Error(Code::kInvalidArgument, "InvalidArgument", "unsupported x-amz-content-sha256 value");
 }
 
 void AddCommonHeaders(GatewayResponse& r, const std::string& request_id, WallTime now) {
   r.headers.emplace_back("x-amz-request-id", request_id);
-  r.headers.emplace_back("Date", FormatHttpDate(now));
+  r.headers.emplace_back("Date", net::FormatHttpDate(now));
   r.headers.emplace_back("Server", "strata");
 }
 
@@ -421,8 +416,8 @@ GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
     STRATA_ASSIGN_OR_RETURN(ctx.target, ParseTarget(req.target));
     ctx.resp.bucket = ctx.target.bucket;
     ctx.resp.key = ctx.target.key;
-    auto q = ParseQueryString(ctx.target.raw_query, /*plus_is_space=*/true);
-    if (!q.ok()) return gw::S3Error(Code::kInvalidArgument, "InvalidURI", "malformed query string");
+    auto q = net::ParseQueryString(ctx.target.raw_query, /*plus_is_space=*/true);
+    if (!q.ok()) return S3Error(Code::kInvalidArgument, "InvalidURI", "malformed query string");
     ctx.query = std::move(q).value();
     RequestAuth auth;
     if (req.auth) {
@@ -432,11 +427,11 @@ GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
     }
     ctx.resp.access_key = auth.anonymous ? "-" : auth.verified.access_key_id;
     STRATA_RETURN_IF_ERROR(DecodePayload(ctx, auth.verified, auth.anonymous));
-    return gw::Dispatch(ctx);
+    return Dispatch(ctx);
   }();
   GatewayResponse& r = ctx.resp;
   if (!st.ok()) {
-    S3ErrorInfo e = S3ErrorForStatus(st);
+    net::S3ErrorInfo e = net::S3ErrorForStatus(st);
     if (e.http_status >= 500 && e.http_status != 501)
       STRATA_LOG_WARN("gateway: {} {}: {}", req.method, req.target.substr(0, 300), st.ToString());
     r.status = e.http_status;
@@ -447,7 +442,7 @@ GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
     r.content_length = 0;
     for (auto& h : ctx.error_headers) r.headers.push_back(std::move(h));
     if (e.http_status != 304) {
-      r.body = EncodeS3Error({e.code, gw::MessageFor(e.code, st), ctx.target.raw_path, ctx.request_id});
+      r.body = net::EncodeS3Error({e.code, MessageFor(e.code, st), ctx.target.raw_path, ctx.request_id});
       r.content_length = r.body.size();
       r.headers.emplace_back("Content-Type", "application/xml");
     }
@@ -460,4 +455,4 @@ GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
   return std::move(ctx.resp);
 }
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -19,7 +19,7 @@
 #include "gateway/buckets.h"
 #include "gateway/types.h"
 
-namespace strata {
+namespace strata::gateway {
 
 struct S3HandlerOptions {
   std::string region = "us-east-1";
@@ -69,4 +69,4 @@ class S3Handler {
   std::atomic<uint64_t> exceptions_caught_{0};
 };
 
-}  // namespace strata
+}  // namespace strata::gateway

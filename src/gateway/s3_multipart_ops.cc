@@ -9,7 +9,7 @@
 #include "net/uri.h"
 #include "net/xml.h"
 
-namespace strata::gw {
+namespace strata::gateway {
 namespace {
 
 // The file and mem stores name the S3 code at the end of their messages
@@ -21,13 +21,13 @@ Status LiftS3Code(Status s, std::string_view fallback_for_not_found) {
   if (s.code() == Code::kNotFound && fallback_for_not_found == "NoSuchUpload" && s.foreign_code() != "NoSuchBucket") {
     return s.WithForeignCode("NoSuchUpload");
   }
-  if (s.ok() || HttpStatusForS3Code(s.foreign_code()) != 0) return s;
+  if (s.ok() || net::HttpStatusForS3Code(s.foreign_code()) != 0) return s;
   const std::string& m = s.message();
   if (m.size() > 2 && m.back() == ')') {
     size_t open = m.rfind('(');
     if (open != std::string::npos) {
       std::string code = m.substr(open + 1, m.size() - open - 2);
-      if (HttpStatusForS3Code(code) != 0) return s.WithForeignCode(std::move(code));
+      if (net::HttpStatusForS3Code(code) != 0) return s.WithForeignCode(std::move(code));
     }
   }
   return WithS3Code(s, Code::kNotFound, fallback_for_not_found);
@@ -53,7 +53,8 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
   std::string_view raw = *ctx.Header("x-amz-copy-source");
   if (size_t q = raw.find('?'); q != std::string_view::npos) raw = raw.substr(0, q);
   std::string decoded;
-  if (!UriDecode(raw, &decoded)) return S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-copy-source");
+  if (!net::UriDecode(raw, &decoded))
+    return S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-copy-source");
   std::string_view s = decoded;
   if (s.starts_with('/')) s.remove_prefix(1);
   size_t slash = s.find('/');
@@ -61,13 +62,13 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
     return S3Error(Code::kInvalidArgument, "InvalidArgument", "x-amz-copy-source must be bucket/key");
   }
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(std::string(s.substr(0, slash))));
-  GetOptions o;
+  object::GetOptions o;
   if (const std::string* r = ctx.Header("x-amz-copy-source-range")) {
-    auto parsed = ParseRangeHeader(*r);
+    auto parsed = net::ParseRangeHeader(*r);
     if (!parsed.ok() || !parsed->length) {
       return S3Error(Code::kInvalidArgument, "InvalidArgument", "x-amz-copy-source-range must be bytes=first-last");
     }
-    o.range = ByteRange::Of(parsed->offset, *parsed->length);
+    o.range = object::ByteRange::Of(parsed->offset, *parsed->length);
   }
   if (const std::string* m = ctx.Header("x-amz-copy-source-if-match")) o.if_match = Unquote(*m);
   // The copied bytes are held in memory: the same bound as CopyObject.
@@ -109,7 +110,7 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
 
 Status CreateMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  PutOptions o;
+  object::PutOptions o;
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
   STRATA_RETURN_IF_ERROR(UploadChecksumOptions(ctx, *store, &o.metadata));
   auto id = store->CreateMultipartUpload(ctx.target.key, o);
@@ -118,7 +119,7 @@ Status CreateMultipartUpload(Ctx& ctx) {
     ctx.resp.headers.emplace_back("x-amz-checksum-algorithm", o.metadata.checksum_algorithm);
     ctx.resp.headers.emplace_back("x-amz-checksum-type", o.metadata.checksum_type);
   }
-  ctx.Xml(EncodeInitiateMultipartUpload({ctx.target.bucket, ctx.target.key, *id}));
+  ctx.Xml(net::EncodeInitiateMultipartUpload({ctx.target.bucket, ctx.target.key, *id}));
   return Status::Ok();
 }
 
@@ -128,7 +129,7 @@ Status UploadPart(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   bool copy = ctx.Header("x-amz-copy-source") != nullptr;
   Buffer data = ctx.body;
-  PartOptions po;
+  object::PartOptions po;
   RequestChecksum checksum;
   if (copy) {
     STRATA_ASSIGN_OR_RETURN(data, CopySourceBytes(ctx));
@@ -142,9 +143,9 @@ Status UploadPart(Ctx& ctx) {
   auto etag = store->UploadPart(ctx.target.key, upload_id, part, data, po);
   if (!etag.ok()) return LiftS3Code(etag.status(), "NoSuchUpload");
   if (copy) {
-    XmlWriter w;
-    w.Open("CopyPartResult", {{"xmlns", std::string(kS3XmlNamespace)}})
-        .Element("LastModified", FormatIso8601(ctx.Now()))
+    net::XmlWriter w;
+    w.Open("CopyPartResult", {{"xmlns", std::string(net::kS3XmlNamespace)}})
+        .Element("LastModified", net::FormatIso8601(ctx.Now()))
         .Element("ETag", Quote(*etag));
     ctx.Xml(w.Finish());
   } else {
@@ -157,8 +158,8 @@ Status UploadPart(Ctx& ctx) {
 Status CompleteMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(std::string upload_id, UploadId(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  STRATA_ASSIGN_OR_RETURN(auto wire_parts, DecodeCompleteMultipartUpload(ctx.body.view()));
-  std::vector<CompletedPart> parts;
+  STRATA_ASSIGN_OR_RETURN(auto wire_parts, net::DecodeCompleteMultipartUpload(ctx.body.view()));
+  std::vector<object::CompletedPart> parts;
   for (const auto& p : wire_parts) {
     if (!parts.empty() && p.part_number <= parts.back().part_number) {
       return S3Error(Code::kInvalidArgument, "InvalidPartOrder",
@@ -169,20 +170,20 @@ Status CompleteMultipartUpload(Ctx& ctx) {
   // Checked just before completing, not atomically with it: the stores take
   // conditions at CreateMultipartUpload only, so a write racing this one is
   // not detected (AWS would answer 409 ConditionalRequestConflict).
-  STRATA_ASSIGN_OR_RETURN(PutOptions conditions, WriteConditions(ctx));
+  STRATA_ASSIGN_OR_RETURN(object::PutOptions conditions, WriteConditions(ctx));
   STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, conditions));
   STRATA_RETURN_IF_ERROR(CheckCompleteChecksums(ctx, *store, upload_id, wire_parts));
   auto info = store->CompleteMultipartUpload(ctx.target.key, upload_id, parts);
   if (!info.ok()) return LiftS3Code(info.status(), "NoSuchUpload");
   const std::string* host = ctx.Header("host");
   std::string location = "http://" + (host ? *host : std::string("localhost")) + ctx.target.raw_path;
-  CompleteMultipartUploadResult result{location, ctx.target.bucket, ctx.target.key, Quote(info->etag), {}, {}};
-  const ObjectMetadata& m = info->metadata;  // the stores combined the parts' checksums
+  net::CompleteMultipartUploadResult result{location, ctx.target.bucket, ctx.target.key, Quote(info->etag), {}, {}};
+  const object::ObjectMetadata& m = info->metadata;  // the stores combined the parts' checksums
   if (!m.checksum.empty()) {
     result.checksum = {m.checksum_algorithm, m.checksum};
     result.checksum_type = m.checksum_type;
   }
-  ctx.Xml(EncodeCompleteMultipartUploadResult(result));
+  ctx.Xml(net::EncodeCompleteMultipartUploadResult(result));
   return Status::Ok();
 }
 
@@ -214,7 +215,7 @@ Status ListParts(Ctx& ctx) {
   STRATA_RETURN_IF_ERROR(read_int("part-number-marker", &marker, 0, 10000));
   auto parts = store->ListParts(ctx.target.key, upload_id);
   if (!parts.ok()) return LiftS3Code(parts.status(), "NoSuchUpload");
-  ListPartsResult r;
+  net::ListPartsResult r;
   r.bucket = ctx.target.bucket;
   r.key = ctx.target.key;
   r.upload_id = upload_id;
@@ -229,13 +230,13 @@ Status ListParts(Ctx& ctx) {
     r.parts.push_back({p.part_number, Quote(p.etag), p.size, ctx.Now(), {p.checksum.algorithm, p.checksum.value}});
   }
   if (!r.parts.empty()) r.next_part_number_marker = r.parts.back().part_number;
-  ctx.Xml(EncodeListParts(r));
+  ctx.Xml(net::EncodeListParts(r));
   return Status::Ok();
 }
 
-}  // namespace strata::gw
+}  // namespace strata::gateway
 
-namespace strata::gw {
+namespace strata::gateway {
 
 // ListMultipartUploads over the store's sorted list of uploads: prefix,
 // delimiter roll-up, key-marker / upload-id-marker and max-uploads as S3.
@@ -270,11 +271,11 @@ Status ListMultipartUploads(Ctx& ctx) {
   }
   // Where to start: after (key-marker, upload-id-marker) in listing order, or
   // after every upload of key-marker (and under it, when it is a common prefix).
-  std::vector<UploadInfo>& all = *listed;
+  std::vector<object::UploadInfo>& all = *listed;
   size_t start = 0;
   if (!key_marker.empty()) {
     bool marker_is_prefix = !delimiter.empty() && key_marker.ends_with(delimiter) && key_marker.starts_with(prefix);
-    auto after_key = [&](const UploadInfo& u) {
+    auto after_key = [&](const object::UploadInfo& u) {
       return u.key > key_marker && !(marker_is_prefix && u.key.starts_with(key_marker));
     };
     start = all.size();
@@ -293,13 +294,13 @@ Status ListMultipartUploads(Ctx& ctx) {
       }
     }
   }
-  auto enc = [&](const std::string& s) { return url ? UriEncode(s, /*encode_slash=*/false) : s; };
-  std::vector<const UploadInfo*> uploads;
+  auto enc = [&](const std::string& s) { return url ? net::UriEncode(s, /*encode_slash=*/false) : s; };
+  std::vector<const object::UploadInfo*> uploads;
   std::vector<std::string> prefixes;
   bool truncated = false;
   std::string next_key, next_id;
   for (size_t i = start; i < all.size(); ++i) {
-    const UploadInfo& u = all[i];
+    const object::UploadInfo& u = all[i];
     std::string rolled;
     if (!delimiter.empty()) {
       size_t d = u.key.find(delimiter, prefix.size());
@@ -320,23 +321,23 @@ Status ListMultipartUploads(Ctx& ctx) {
       next_id = u.upload_id;
     }
   }
-  XmlWriter w;
-  w.Open("ListMultipartUploadsResult", {{"xmlns", std::string(kS3XmlNamespace)}});
+  net::XmlWriter w;
+  w.Open("ListMultipartUploadsResult", {{"xmlns", std::string(net::kS3XmlNamespace)}});
   w.Element("Bucket", ctx.target.bucket).Element("KeyMarker", enc(key_marker)).Element("UploadIdMarker", id_marker);
   if (truncated) w.Element("NextKeyMarker", enc(next_key)).Element("NextUploadIdMarker", next_id);
   if (!delimiter.empty()) w.Element("Delimiter", enc(delimiter));
   w.Element("Prefix", enc(prefix)).Element("MaxUploads", std::to_string(max_uploads));
   if (url) w.Element("EncodingType", "url");
   w.Element("IsTruncated", truncated ? "true" : "false");
-  for (const UploadInfo* u : uploads) {
+  for (const object::UploadInfo* u : uploads) {
     w.Open("Upload").Element("Key", enc(u->key)).Element("UploadId", u->upload_id);
     w.Open("Initiator").Element("ID", "strata").Element("DisplayName", "strata").Close();
     w.Open("Owner").Element("ID", "strata").Element("DisplayName", "strata").Close();
-    w.Element("StorageClass", "STANDARD").Element("Initiated", FormatIso8601(u->initiated)).Close();
+    w.Element("StorageClass", "STANDARD").Element("Initiated", net::FormatIso8601(u->initiated)).Close();
   }
   for (const auto& p : prefixes) w.Open("CommonPrefixes").Element("Prefix", enc(p)).Close();
   ctx.Xml(w.Finish());
   return Status::Ok();
 }
 
-}  // namespace strata::gw
+}  // namespace strata::gateway

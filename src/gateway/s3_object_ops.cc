@@ -9,7 +9,7 @@
 #include "net/s3_xml.h"
 #include "net/uri.h"
 
-namespace strata::gw {
+namespace strata::gateway {
 namespace {
 
 // Produces [begin, end) of one object version in block-aligned pieces, each
@@ -17,7 +17,7 @@ namespace {
 // detection drives the cache's read-ahead while the socket drains.
 class StreamBody : public BodySource {
  public:
-  StreamBody(std::unique_ptr<ReadStream> stream, uint64_t begin, uint64_t end, uint64_t chunk)
+  StreamBody(std::unique_ptr<cache::ReadStream> stream, uint64_t begin, uint64_t end, uint64_t chunk)
       : stream_(std::move(stream)), pos_(begin), end_(end), chunk_(std::max<uint64_t>(chunk, 4096)) {}
 
   Result<Buffer> Next() override {
@@ -32,7 +32,7 @@ class StreamBody : public BodySource {
   }
 
  private:
-  std::unique_ptr<ReadStream> stream_;
+  std::unique_ptr<cache::ReadStream> stream_;
   uint64_t pos_, end_, chunk_;
 };
 
@@ -56,31 +56,31 @@ int64_t Secs(WallTime t) { return std::chrono::duration_cast<std::chrono::second
 // RFC 7232 order: If-Match, else If-Unmodified-Since (412); then
 // If-None-Match, else If-Modified-Since (304 for reads, 412 for writes).
 // Unparseable dates are ignored, as HTTP requires. Returns 0 to proceed.
-int EvaluateConditions(const Ctx& ctx, const ObjectInfo& info, std::string_view prefix, bool read) {
+int EvaluateConditions(const Ctx& ctx, const object::ObjectInfo& info, std::string_view prefix, bool read) {
   auto h = [&](std::string_view name) { return ctx.Header(std::string(prefix) + std::string(name)); };
   if (const std::string* m = h("if-match")) {
     if (!EtagListMatches(*m, info.etag)) return 412;
   } else if (const std::string* d = h("if-unmodified-since")) {
-    auto t = ParseHttpDate(*d);
+    auto t = net::ParseHttpDate(*d);
     if (t.ok() && Secs(info.mtime) > Secs(*t)) return 412;
   }
   if (const std::string* n = h("if-none-match")) {
     if (EtagListMatches(*n, info.etag)) return read ? 304 : 412;
   } else if (const std::string* d = h("if-modified-since")) {
-    auto t = ParseHttpDate(*d);
+    auto t = net::ParseHttpDate(*d);
     if (t.ok() && Secs(info.mtime) <= Secs(*t)) return read ? 304 : 412;
   }
   return 0;
 }
 
 namespace {
-constexpr std::pair<std::string_view, std::string ObjectMetadata::*> kStandardHeaders[] = {
-    {"Content-Type", &ObjectMetadata::content_type},
-    {"Content-Encoding", &ObjectMetadata::content_encoding},
-    {"Content-Language", &ObjectMetadata::content_language},
-    {"Content-Disposition", &ObjectMetadata::content_disposition},
-    {"Cache-Control", &ObjectMetadata::cache_control},
-    {"Expires", &ObjectMetadata::expires}};
+constexpr std::pair<std::string_view, std::string object::ObjectMetadata::*> kStandardHeaders[] = {
+    {"Content-Type", &object::ObjectMetadata::content_type},
+    {"Content-Encoding", &object::ObjectMetadata::content_encoding},
+    {"Content-Language", &object::ObjectMetadata::content_language},
+    {"Content-Disposition", &object::ObjectMetadata::content_disposition},
+    {"Cache-Control", &object::ObjectMetadata::cache_control},
+    {"Expires", &object::ObjectMetadata::expires}};
 constexpr std::string_view kUserPrefix = "x-amz-meta-";
 
 // "aws-chunked" in Content-Encoding names the request's framing, which S3 does not keep.
@@ -100,8 +100,8 @@ std::string WithoutAwsChunked(std::string_view encoding) {
 }
 }  // namespace
 
-Result<ObjectMetadata> RequestMetadata(const Ctx& ctx) {
-  ObjectMetadata m;
+Result<object::ObjectMetadata> RequestMetadata(const Ctx& ctx) {
+  object::ObjectMetadata m;
   for (const auto& [header, field] : kStandardHeaders) {
     if (const std::string* v = ctx.Header(header)) m.*field = *v;
   }
@@ -114,16 +114,16 @@ Result<ObjectMetadata> RequestMetadata(const Ctx& ctx) {
     auto [it, fresh] = m.user.try_emplace(name.substr(kUserPrefix.size()), value);
     if (!fresh) it->second += "," + value;  // a repeated header, as HTTP joins them
   }
-  if (UserMetadataBytes(m) > kMaxUserMetadataBytes) {
+  if (object::UserMetadataBytes(m) > object::kMaxUserMetadataBytes) {
     return S3Error(Code::kInvalidArgument, "MetadataTooLarge",
                    "Your metadata headers exceed the maximum allowed metadata size");
   }
-  Status valid = ValidateMetadata(m);
+  Status valid = object::ValidateMetadata(m);
   if (!valid.ok()) return S3Error(Code::kInvalidArgument, "InvalidArgument", valid.message());
   return m;
 }
 
-void MetadataHeaders(Ctx& ctx, const ObjectMetadata& m) {
+void MetadataHeaders(Ctx& ctx, const object::ObjectMetadata& m) {
   auto& hs = ctx.resp.headers;
   // S3's default when none was stored.
   hs.emplace_back("Content-Type", m.content_type.empty() ? std::string("binary/octet-stream") : m.content_type);
@@ -135,10 +135,10 @@ void MetadataHeaders(Ctx& ctx, const ObjectMetadata& m) {
 
 namespace {
 
-void ObjectHeaders(Ctx& ctx, const ObjectInfo& info) {
+void ObjectHeaders(Ctx& ctx, const object::ObjectInfo& info) {
   auto& hs = ctx.resp.headers;
   hs.emplace_back("ETag", Quote(info.etag));
-  hs.emplace_back("Last-Modified", FormatHttpDate(info.mtime));
+  hs.emplace_back("Last-Modified", net::FormatHttpDate(info.mtime));
 }
 
 // response-content-type=... and friends (presigned URLs use them).
@@ -155,7 +155,7 @@ void ResponseOverrides(Ctx& ctx) {
     if (!v) continue;
     // Header values must not carry line breaks (response splitting).
     if (v->find_first_of("\r\n") != std::string::npos) continue;
-    SetHeader(ctx.resp.headers, header, *v);
+    net::SetHeader(ctx.resp.headers, header, *v);
   }
 }
 
@@ -175,7 +175,8 @@ Result<std::pair<std::string, std::string>> ParseCopySource(const Ctx& ctx) {
     raw = raw.substr(0, q);
   }
   std::string decoded;
-  if (!UriDecode(raw, &decoded)) return S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-copy-source");
+  if (!net::UriDecode(raw, &decoded))
+    return S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-copy-source");
   std::string_view s = decoded;
   if (s.starts_with('/')) s.remove_prefix(1);
   size_t slash = s.find('/');
@@ -212,8 +213,8 @@ Status GetObject(Ctx& ctx, bool head) {
   }
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   const std::string& key = ctx.target.key;
-  std::unique_ptr<ReadStream> stream;
-  ObjectInfo info;
+  std::unique_ptr<cache::ReadStream> stream;
+  object::ObjectInfo info;
   if (head) {
     auto r = store->Head(key);
     if (!r.ok()) return ReadError(r.status());
@@ -240,12 +241,12 @@ Status GetObject(Ctx& ctx, bool head) {
   uint64_t begin = 0, end = info.size;
   bool ranged = false;
   if (const std::string* rh = ctx.Header("range")) {
-    auto parsed = ParseRangeHeader(*rh);  // unparseable ranges are ignored (RFC 7233), as S3 does
+    auto parsed = net::ParseRangeHeader(*rh);  // unparseable ranges are ignored (RFC 7233), as S3 does
     if (parsed.ok()) {
-      ByteRange br{parsed->offset, parsed->length, parsed->suffix};
-      Status st = ResolveRange(br, info.size, &begin, &end);
+      object::ByteRange br{parsed->offset, parsed->length, parsed->suffix};
+      Status st = object::ResolveRange(br, info.size, &begin, &end);
       if (!st.ok()) {
-        ctx.error_headers.emplace_back("Content-Range", FormatUnsatisfiedContentRange(info.size));
+        ctx.error_headers.emplace_back("Content-Range", net::FormatUnsatisfiedContentRange(info.size));
         return S3Error(Code::kOutOfRange, "InvalidRange", "The requested range is not satisfiable");
       }
       ranged = info.size > 0;
@@ -257,7 +258,7 @@ Status GetObject(Ctx& ctx, bool head) {
   // The stored checksum describes the whole object: not sent with a range (as S3).
   if (!ranged && ChecksumModeEnabled(ctx)) ChecksumResponseHeaders(ctx, info.metadata);
   resp.headers.emplace_back("Accept-Ranges", "bytes");
-  if (ranged) resp.headers.emplace_back("Content-Range", FormatContentRange(begin, end - 1, info.size));
+  if (ranged) resp.headers.emplace_back("Content-Range", net::FormatContentRange(begin, end - 1, info.size));
   ResponseOverrides(ctx);
   resp.content_length = end - begin;
   resp.send_body = !head;
@@ -274,7 +275,7 @@ Status PreconditionFailed() {
 }
 
 // A store's PreconditionFailed for a write, in AWS's terms.
-Status WriteConditionFailed(const Ctx& ctx, ObjectStore& store, const PutOptions& o, Status failed) {
+Status WriteConditionFailed(const Ctx& ctx, object::ObjectStore& store, const object::PutOptions& o, Status failed) {
   if (failed.code() != Code::kPreconditionFailed) return failed;
   // AWS answers If-Match on a missing key with NoSuchKey, not 412.
   if (!o.if_match.empty()) {
@@ -288,8 +289,8 @@ Status WriteConditionFailed(const Ctx& ctx, ObjectStore& store, const PutOptions
 
 }  // namespace
 
-Result<PutOptions> WriteConditions(const Ctx& ctx) {
-  PutOptions o;
+Result<object::PutOptions> WriteConditions(const Ctx& ctx) {
+  object::PutOptions o;
   if (const std::string* m = ctx.Header("if-match")) o.if_match = Unquote(*m);
   if (const std::string* n = ctx.Header("if-none-match")) {
     if (*n != "*") {
@@ -302,7 +303,7 @@ Result<PutOptions> WriteConditions(const Ctx& ctx) {
   return o;
 }
 
-Status CheckWriteConditions(const Ctx& ctx, ObjectStore& store, const PutOptions& o) {
+Status CheckWriteConditions(const Ctx& ctx, object::ObjectStore& store, const object::PutOptions& o) {
   if (o.if_match.empty() && !o.if_none_match) return Status::Ok();
   auto current = store.Head(ctx.target.key);
   if (!current.ok() && current.status().code() != Code::kNotFound) return current.status();
@@ -318,7 +319,7 @@ Status PutObject(Ctx& ctx) {
   STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
   STRATA_ASSIGN_OR_RETURN(RequestChecksum checksum, VerifyRequestChecksum(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  STRATA_ASSIGN_OR_RETURN(PutOptions o, WriteConditions(ctx));
+  STRATA_ASSIGN_OR_RETURN(object::PutOptions o, WriteConditions(ctx));
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
   KeepChecksum(checksum, *store, &o.metadata);
   auto info = store->Put(ctx.target.key, ctx.body, o);
@@ -336,10 +337,10 @@ Status CopyObject(Ctx& ctx) {
   const auto& [src_bucket, src_key] = src;
   STRATA_ASSIGN_OR_RETURN(auto src_store, ctx.buckets().Get(src_bucket));
   STRATA_ASSIGN_OR_RETURN(auto dst_store, ctx.buckets().Get(ctx.target.bucket));
-  CopyOptions co;
+  object::CopyOptions co;
   if (const std::string* directive = ctx.Header("x-amz-metadata-directive")) {
     if (*directive == "REPLACE") {
-      co.directive = MetadataDirective::kReplace;
+      co.directive = object::MetadataDirective::kReplace;
       STRATA_ASSIGN_OR_RETURN(co.metadata, RequestMetadata(ctx));
     } else if (*directive != "COPY") {
       return S3Error(Code::kInvalidArgument, "InvalidArgument", "Unknown metadata directive.");
@@ -347,7 +348,7 @@ Status CopyObject(Ctx& ctx) {
   }
   auto src_info = src_store->Head(src_key);
   if (!src_info.ok()) return ReadError(src_info.status());
-  if (co.directive == MetadataDirective::kReplace) {  // the bytes are the same: so is their checksum
+  if (co.directive == object::MetadataDirective::kReplace) {  // the bytes are the same: so is their checksum
     co.metadata.checksum_algorithm = src_info->metadata.checksum_algorithm;
     co.metadata.checksum_type = src_info->metadata.checksum_type;
     co.metadata.checksum = src_info->metadata.checksum;
@@ -356,8 +357,8 @@ Status CopyObject(Ctx& ctx) {
     return S3Error(Code::kPreconditionFailed, "PreconditionFailed",
                    "At least one of the pre-conditions you specified did not hold");
   }
-  ObjectInfo info;
-  if (src_store == dst_store && src_key == ctx.target.key && co.directive != MetadataDirective::kReplace) {
+  object::ObjectInfo info;
+  if (src_store == dst_store && src_key == ctx.target.key && co.directive != object::MetadataDirective::kReplace) {
     return S3Error(Code::kInvalidArgument, "InvalidRequest",
                    "This copy request is illegal because it is trying to copy an object to itself without "
                    "changing the object's metadata.");
@@ -367,15 +368,15 @@ Status CopyObject(Ctx& ctx) {
     if (src_info->size > ctx.handler.options().max_copy_bytes) {
       return S3Error(Code::kInvalidArgument, "InvalidRequest", "copy source is larger than this gateway copies");
     }
-    GetOptions go;
+    object::GetOptions go;
     go.if_match = src_info->etag;
     auto got = src_store->Get(src_key, go);
     if (!got.ok()) return ReadError(got.status());
-    PutOptions po;
-    po.metadata = co.directive == MetadataDirective::kReplace ? co.metadata : got->info.metadata;
+    object::PutOptions po;
+    po.metadata = co.directive == object::MetadataDirective::kReplace ? co.metadata : got->info.metadata;
     STRATA_ASSIGN_OR_RETURN(info, dst_store->Put(ctx.target.key, got->data, po));
   }
-  ctx.Xml(EncodeCopyObjectResult({Quote(info.etag), info.mtime}));
+  ctx.Xml(net::EncodeCopyObjectResult({Quote(info.etag), info.mtime}));
   return Status::Ok();
 }
 
@@ -393,8 +394,8 @@ Status DeleteObject(Ctx& ctx) {
 Status DeleteObjects(Ctx& ctx) {
   STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  STRATA_ASSIGN_OR_RETURN(DeleteRequest request, DecodeDeleteRequest(ctx.body.view()));
-  DeleteResult result;
+  STRATA_ASSIGN_OR_RETURN(net::DeleteRequest request, net::DecodeDeleteRequest(ctx.body.view()));
+  net::DeleteResult result;
   for (size_t i = 0; i < request.keys.size(); ++i) {
     const std::string& key = request.keys[i];
     const std::string& version = i < request.version_ids.size() ? request.version_ids[i] : std::string();
@@ -410,11 +411,11 @@ Status DeleteObjects(Ctx& ctx) {
       }
       continue;
     }
-    S3ErrorInfo e = S3ErrorForStatus(st);
+    net::S3ErrorInfo e = net::S3ErrorForStatus(st);
     result.errors.push_back({key, e.code, st.message(), version});
   }
-  ctx.Xml(EncodeDeleteResult(result));
+  ctx.Xml(net::EncodeDeleteResult(result));
   return Status::Ok();
 }
 
-}  // namespace strata::gw
+}  // namespace strata::gateway

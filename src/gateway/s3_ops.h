@@ -14,7 +14,7 @@
 #include "net/s3_xml.h"
 #include "net/sigv4.h"
 
-namespace strata::gw {
+namespace strata::gateway {
 
 struct Ctx {
   S3Handler& handler;
@@ -24,12 +24,12 @@ struct Ctx {
   Buffer body;                                             // decoded payload (aws-chunked removed)
   std::string request_id;
   GatewayResponse resp;
-  HttpHeaders error_headers;  // kept on an error response (Content-Range of a 416)
-  HttpHeaders trailers;       // aws-chunked trailers (x-amz-checksum-*), lower-case names
+  net::HttpHeaders error_headers;  // kept on an error response (Content-Range of a 416)
+  net::HttpHeaders trailers;       // aws-chunked trailers (x-amz-checksum-*), lower-case names
 
   const std::string* Query(std::string_view name) const;
   bool HasQuery(std::string_view name) const { return Query(name) != nullptr; }
-  const std::string* Header(std::string_view name) const { return FindHeader(req.headers, name); }
+  const std::string* Header(std::string_view name) const { return net::FindHeader(req.headers, name); }
   BucketSet& buckets() { return handler.buckets(); }
   WallTime Now() { return handler.clock().WallNow(); }
   // Sets an XML (or empty) 200 body.
@@ -59,32 +59,32 @@ Result<RequestChecksum> ReadRequestChecksum(const Ctx& ctx, bool multipart);
 // ReadRequestChecksum, then checks it against ctx.body: BadDigest on a mismatch.
 Result<RequestChecksum> VerifyRequestChecksum(const Ctx& ctx);
 // Records a verified single-part checksum (FULL_OBJECT) in *m when `store` keeps metadata.
-void KeepChecksum(const RequestChecksum& c, ObjectStore& store, ObjectMetadata* m);
+void KeepChecksum(const RequestChecksum& c, object::ObjectStore& store, object::ObjectMetadata* m);
 // x-amz-checksum-<algorithm> and x-amz-checksum-type of a stored checksum.
-void ChecksumResponseHeaders(Ctx& ctx, const ObjectMetadata& m);
+void ChecksumResponseHeaders(Ctx& ctx, const object::ObjectMetadata& m);
 bool ChecksumModeEnabled(const Ctx& ctx);  // x-amz-checksum-mode: ENABLED
 // CreateMultipartUpload's x-amz-checksum-algorithm / -type into *m (InvalidRequest when S3 refuses the pair).
-Status UploadChecksumOptions(const Ctx& ctx, ObjectStore& store, ObjectMetadata* m);
+Status UploadChecksumOptions(const Ctx& ctx, object::ObjectStore& store, object::ObjectMetadata* m);
 // CompleteMultipartUpload: each part's checksum in the request must be the
 // one kept with the part (InvalidPart), and a whole-object checksum header
 // must equal the parts' combination (BadDigest).
-Status CheckCompleteChecksums(const Ctx& ctx, ObjectStore& store, const std::string& upload_id,
-                              const std::vector<S3CompletedPart>& wire_parts);
+Status CheckCompleteChecksums(const Ctx& ctx, object::ObjectStore& store, const std::string& upload_id,
+                              const std::vector<net::S3CompletedPart>& wire_parts);
 
 // If-Match / If-None-Match of a write (PutObject, CompleteMultipartUpload):
 // NotImplemented for If-None-Match other than "*".
-Result<PutOptions> WriteConditions(const Ctx& ctx);
+Result<object::PutOptions> WriteConditions(const Ctx& ctx);
 // Checks them against the current object, as AWS answers: PreconditionFailed,
 // or NoSuchKey for If-Match on a missing key.
-Status CheckWriteConditions(const Ctx& ctx, ObjectStore& store, const PutOptions& o);
+Status CheckWriteConditions(const Ctx& ctx, object::ObjectStore& store, const object::PutOptions& o);
 // Object metadata (s3_object_ops.cc): what a PUT, CreateMultipartUpload or
 // REPLACE copy sends (standard headers and x-amz-meta-*; MetadataTooLarge
 // past S3's 2 KiB), and the response headers for a GET/HEAD.
-Result<ObjectMetadata> RequestMetadata(const Ctx& ctx);
-void MetadataHeaders(Ctx& ctx, const ObjectMetadata& m);
+Result<object::ObjectMetadata> RequestMetadata(const Ctx& ctx);
+void MetadataHeaders(Ctx& ctx, const object::ObjectMetadata& m);
 // RFC 7232 conditions on `info` from headers named prefix + "if-match" etc.:
 // 0 to proceed, else 412 or (reads only) 304.
-int EvaluateConditions(const Ctx& ctx, const ObjectInfo& info, std::string_view prefix, bool read);
+int EvaluateConditions(const Ctx& ctx, const object::ObjectInfo& info, std::string_view prefix, bool read);
 
 // Object operations (s3_object_ops.cc).
 Status GetObject(Ctx& ctx, bool head);
@@ -113,4 +113,4 @@ Status ListObjectVersions(Ctx& ctx);
 Status GetAcl(Ctx& ctx);
 Status ListObjects(Ctx& ctx, bool v2);
 
-}  // namespace strata::gw
+}  // namespace strata::gateway

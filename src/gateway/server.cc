@@ -13,12 +13,12 @@
 #include "base/log.h"
 #include "net/s3_errors.h"
 
-namespace strata {
+namespace strata::gateway {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
 
 namespace {
 
@@ -97,8 +97,8 @@ class GatewayServer::Impl {
   // Destroyed in reverse: the worker pool first (its tasks post into ioc_),
   // then the io threads, the acceptor and ioc_ (whose queued handlers may
   // still hold connections that unregister above).
-  net::io_context ioc_;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  asio::io_context ioc_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
   std::unique_ptr<ThreadPool> workers_;
@@ -121,17 +121,17 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
   void Start() {
     srv_.Add(this, weak_from_this());
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitRequest(); });
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitRequest(); });
   }
 
   // Shutdown: an idle connection is closed now; a busy one after its response.
   void StopIfIdle() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
       if (self->idle_) self->CloseNow();
     });
   }
   void ForceClose() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
   }
 
  private:
@@ -168,8 +168,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
                                             "Your request header section exceeds the maximum allowed size.", ""),
                         true);
     }
-    if (ec == beast::error::timeout || ec == net::error::operation_aborted || ec == http::error::end_of_stream ||
-        ec == net::error::eof || ec == net::error::connection_reset) {
+    if (ec == beast::error::timeout || ec == asio::error::operation_aborted || ec == http::error::end_of_stream ||
+        ec == asio::error::eof || ec == asio::error::connection_reset) {
       return CloseNow();
     }
     if (ec) {
@@ -207,7 +207,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (beast::iequals(expect, "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       stream_.expires_after(limits().io_timeout);
-      net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, size_t) {
+      asio::async_write(stream_, asio::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, size_t) {
         if (ec) return self->CloseNow();
         self->ReadBody();
       });
@@ -218,7 +218,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
   // Unsigned GET /healthz and /metrics.
   bool ServeOps() {
-    if (req_.method != "GET" || FindHeader(req_.headers, "authorization")) return false;
+    if (req_.method != "GET" || net::FindHeader(req_.headers, "authorization")) return false;
     GatewayResponse r;
     if (req_.target == "/healthz") {
       r.body = "ok\n";
@@ -294,7 +294,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
         STRATA_LOG_ERROR("gateway: {} {}: {} (answered 500)", self->req_.method, self->req_.target.substr(0, 300),
                          CurrentExceptionText());
       }
-      net::post(self->stream_.get_executor(), [self] { self->Respond(); });
+      asio::post(self->stream_.get_executor(), [self] { self->Respond(); });
     });
   }
 
@@ -308,7 +308,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
       if (!first.ok()) {
         STRATA_LOG_WARN("gateway: {} {}: {}", req_.method, req_.target, first.status().ToString());
         std::string op = r.op, bucket = r.bucket, key = r.key;
-        S3ErrorInfo e = S3ErrorForStatus(first.status());
+        net::S3ErrorInfo e = net::S3ErrorForStatus(first.status());
         r = srv_.handler_.Error(e.http_status, e.code, first.status().message(), "");
         r.op = op, r.bucket = bucket, r.key = key;
       } else {
@@ -358,18 +358,18 @@ class Conn : public std::enable_shared_from_this<Conn> {
     sent_ = 0;
     total_ = r.send_body ? r.content_length : 0;
     if (r.status == 204 || r.status == 304) total_ = 0;
-    std::array<net::const_buffer, 2> bufs{net::buffer(head_), net::const_buffer()};
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(head_), asio::const_buffer()};
     if (total_ > 0 && r.stream) {
       cur_ = std::move(next_);
-      bufs[1] = net::buffer(cur_.data(), cur_.size());
+      bufs[1] = asio::buffer(cur_.data(), cur_.size());
     } else if (total_ > 0) {
-      bufs[1] = net::buffer(r.body.data(), std::min<uint64_t>(r.body.size(), total_));
+      bufs[1] = asio::buffer(r.body.data(), std::min<uint64_t>(r.body.size(), total_));
     }
     size_t body_part = bufs[1].size();
     if (total_ > body_part && r.stream) FetchNext();
     pending_ += 1;
     stream_.expires_after(limits().io_timeout);
-    net::async_write(stream_, bufs, [self = shared_from_this(), body_part](beast::error_code ec, size_t) {
+    asio::async_write(stream_, bufs, [self = shared_from_this(), body_part](beast::error_code ec, size_t) {
       if (ec) self->write_failed_ = true;
       self->sent_ += body_part;
       self->Step();
@@ -389,7 +389,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
       } catch (...) {
         self->fetch_error_ = InternalError("reading the response body: " + CurrentExceptionText());
       }
-      net::post(self->stream_.get_executor(), [self] { self->Step(); });
+      asio::post(self->stream_.get_executor(), [self] { self->Step(); });
     });
   }
 
@@ -408,12 +408,12 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (sent_ + n < total_) FetchNext();
     pending_ += 1;
     stream_.expires_after(limits().io_timeout);
-    net::async_write(stream_, net::buffer(cur_.data(), n),
-                     [self = shared_from_this(), n](beast::error_code ec, size_t) {
-                       if (ec) self->write_failed_ = true;
-                       self->sent_ += n;
-                       self->Step();
-                     });
+    asio::async_write(stream_, asio::buffer(cur_.data(), n),
+                      [self = shared_from_this(), n](beast::error_code ec, size_t) {
+                        if (ec) self->write_failed_ = true;
+                        self->sent_ += n;
+                        self->Step();
+                      });
   }
 
   void Finish() {
@@ -438,8 +438,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
     WaitRequest();
   }
 
-  static std::string_view FindHeaderValue(const HttpHeaders& hs, std::string_view name) {
-    const std::string* v = FindHeader(hs, name);
+  static std::string_view FindHeaderValue(const net::HttpHeaders& hs, std::string_view name) {
+    const std::string* v = net::FindHeader(hs, name);
     return v ? std::string_view(*v) : std::string_view();
   }
 
@@ -454,7 +454,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   }
   void Drain() {
     if (scratch_.size() < 65536) scratch_.resize(65536);
-    stream_.async_read_some(net::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    stream_.async_read_some(asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t n) {
       self->drained_ += n;
       if (ec || self->drained_ > kLingerMaxBytes) return self->CloseNow();
       self->Drain();
@@ -512,14 +512,14 @@ void GatewayServer::Impl::Remove(Conn* c) {
 
 Status GatewayServer::Impl::Listen() {
   beast::error_code ec;
-  auto address = net::ip::make_address(options_.host, ec);
+  auto address = asio::ip::make_address(options_.host, ec);
   if (ec) return InvalidArgumentError("bad listen host \"" + options_.host + "\"", ec.message());
   tcp::endpoint ep(address, options_.port);
   std::string where = options_.host + ":" + std::to_string(options_.port);
   if (acceptor_.open(ep.protocol(), ec); ec) return UnavailableError("cannot open a socket for " + where, ec.message());
-  acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (acceptor_.bind(ep, ec); ec) return UnavailableError("cannot listen on " + where, ec.message());
-  if (acceptor_.listen(net::socket_base::max_listen_connections, ec); ec) {
+  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec) {
     return UnavailableError("cannot listen on " + where, ec.message());
   }
   port_ = acceptor_.local_endpoint(ec).port();
@@ -527,12 +527,12 @@ Status GatewayServer::Impl::Listen() {
 }
 
 void GatewayServer::Impl::Accept() {
-  acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
-    if (stopping_ || ec == net::error::operation_aborted) return;
+  acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopping_ || ec == asio::error::operation_aborted) return;
     if (ec) {
       // Out of descriptors (EMFILE) and the like: back off briefly instead of spinning.
       STRATA_LOG_WARN("gateway: accept failed: {}", ec.message());
-      auto timer = std::make_shared<net::steady_timer>(ioc_, std::chrono::milliseconds(50));
+      auto timer = std::make_shared<asio::steady_timer>(ioc_, std::chrono::milliseconds(50));
       timer->async_wait([this, timer](beast::error_code) { Accept(); });
       return;
     }
@@ -544,7 +544,7 @@ void GatewayServer::Impl::Accept() {
 }
 
 void GatewayServer::Impl::Run() {
-  work_.emplace(net::make_work_guard(ioc_));
+  work_.emplace(asio::make_work_guard(ioc_));
   Accept();
   int n = std::max(1, options_.io_threads);
   for (int i = 0; i < n; ++i) {
@@ -571,7 +571,7 @@ void GatewayServer::Impl::Shutdown() {
     shut_down_ = true;
   }
   stopping_ = true;
-  net::post(ioc_, [this] {
+  asio::post(ioc_, [this] {
     beast::error_code ec;
     acceptor_.close(ec);
   });
@@ -623,4 +623,4 @@ std::string GatewayServer::url() const {
 
 void GatewayServer::Shutdown() { impl_->Shutdown(); }
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -28,7 +28,7 @@
 #include "gateway/observer.h"
 #include "gateway/s3_handler.h"
 
-namespace strata {
+namespace strata::gateway {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -57,4 +57,4 @@ class GatewayServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -12,7 +12,7 @@
 #include "net/http.h"
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::gateway {
 namespace {
 
 // The subresources SigV2 signs (AWS's list), sorted.
@@ -68,17 +68,17 @@ const std::string* QueryParam(const std::vector<std::pair<std::string, std::stri
   return nullptr;
 }
 
-Result<VerifiedRequest> Check(const HttpRequestParts& req, std::string_view access_key, std::string_view signature,
-                              std::string_view date, const SecretLookup& lookup) {
+Result<net::VerifiedRequest> Check(const net::HttpRequestParts& req, std::string_view access_key,
+                                   std::string_view signature, std::string_view date, const net::SecretLookup& lookup) {
   auto secret = lookup(access_key);
   if (!secret) return Denied("InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
   std::string expected = SigV2Signature(*secret, SigV2StringToSign(req, date));
   if (expected.size() != signature.size() || CRYPTO_memcmp(expected.data(), signature.data(), expected.size()) != 0) {
     return Denied("SignatureDoesNotMatch", "SigV2 signature does not match");
   }
-  VerifiedRequest v;
+  net::VerifiedRequest v;
   v.access_key_id = std::string(access_key);
-  v.payload_sha256 = std::string(kUnsignedPayload);
+  v.payload_sha256 = std::string(net::kUnsignedPayload);
   return v;
 }
 
@@ -86,7 +86,7 @@ Result<VerifiedRequest> Check(const HttpRequestParts& req, std::string_view acce
 
 std::string SigV2CanonicalResource(std::string_view raw_path, std::string_view raw_query) {
   std::string out(raw_path);
-  auto q = ParseQueryString(raw_query, /*plus_is_space=*/false);
+  auto q = net::ParseQueryString(raw_query, /*plus_is_space=*/false);
   if (!q.ok()) return out;
   std::vector<std::pair<std::string, std::string>> subs;
   for (const auto& [k, v] : *q) {
@@ -104,9 +104,9 @@ std::string SigV2CanonicalResource(std::string_view raw_path, std::string_view r
   return out;
 }
 
-std::string SigV2StringToSign(const HttpRequestParts& req, std::string_view date) {
+std::string SigV2StringToSign(const net::HttpRequestParts& req, std::string_view date) {
   auto header = [&](std::string_view name) {
-    const std::string* v = FindHeader(req.headers, name);
+    const std::string* v = net::FindHeader(req.headers, name);
     return v ? Trim(*v) : std::string();
   };
   std::map<std::string, std::string> amz;
@@ -130,26 +130,26 @@ std::string SigV2Signature(std::string_view secret, std::string_view string_to_s
   return Base64Encode(mac, len);
 }
 
-bool IsSigV2Request(const HttpRequestParts& req) {
-  if (const std::string* a = FindHeader(req.headers, "authorization")) return a->starts_with("AWS ");
+bool IsSigV2Request(const net::HttpRequestParts& req) {
+  if (const std::string* a = net::FindHeader(req.headers, "authorization")) return a->starts_with("AWS ");
   return req.query.find("AWSAccessKeyId=") != std::string::npos &&
          req.query.find("X-Amz-Signature=") == std::string::npos;
 }
 
-Result<VerifiedRequest> VerifySigV2(const HttpRequestParts& req, const SecretLookup& lookup, WallTime now,
-                                    Duration max_skew) {
-  if (const std::string* authz = FindHeader(req.headers, "authorization")) {
+Result<net::VerifiedRequest> VerifySigV2(const net::HttpRequestParts& req, const net::SecretLookup& lookup,
+                                         WallTime now, Duration max_skew) {
+  if (const std::string* authz = net::FindHeader(req.headers, "authorization")) {
     std::string_view cred = std::string_view(*authz).substr(4);
     size_t colon = cred.rfind(':');
     if (!authz->starts_with("AWS ") || colon == std::string_view::npos || colon == 0) {
       return Denied("AuthorizationHeaderMalformed", "malformed SigV2 Authorization header");
     }
     // With x-amz-date, the Date line is empty and x-amz-date is signed among the amz headers.
-    const std::string* amz_date = FindHeader(req.headers, "x-amz-date");
-    const std::string* date = amz_date ? amz_date : FindHeader(req.headers, "date");
+    const std::string* amz_date = net::FindHeader(req.headers, "x-amz-date");
+    const std::string* date = amz_date ? amz_date : net::FindHeader(req.headers, "date");
     if (!date)
       return PermissionDeniedError("SigV2 request without a Date or x-amz-date").WithForeignCode("AccessDenied");
-    auto t = ParseHttpDate(Trim(*date));
+    auto t = net::ParseHttpDate(Trim(*date));
     if (!t.ok()) return PermissionDeniedError("unparseable request date " + *date).WithForeignCode("AccessDenied");
     if (*t > now + max_skew || *t < now - max_skew) {
       return Denied("RequestTimeTooSkewed",
@@ -157,7 +157,7 @@ Result<VerifiedRequest> VerifySigV2(const HttpRequestParts& req, const SecretLoo
     }
     return Check(req, Trim(cred.substr(0, colon)), cred.substr(colon + 1), amz_date ? "" : Trim(*date), lookup);
   }
-  auto q = ParseQueryString(req.query, /*plus_is_space=*/false);
+  auto q = net::ParseQueryString(req.query, /*plus_is_space=*/false);
   if (!q.ok()) return Denied("AuthorizationQueryParametersError", "malformed query string");
   const std::string* ak = QueryParam(*q, "AWSAccessKeyId");
   const std::string* sig = QueryParam(*q, "Signature");
@@ -176,4 +176,4 @@ Result<VerifiedRequest> VerifySigV2(const HttpRequestParts& req, const SecretLoo
   return Check(req, *ak, *sig, *expires, lookup);
 }
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -13,21 +13,21 @@
 #include "base/status.h"
 #include "net/sigv4.h"
 
-namespace strata {
+namespace strata::gateway {
 
 // "/bucket/key" (raw, as on the wire) plus the signed subresources of the
 // raw query, sorted: "/b/k?partNumber=1&uploadId=x".
 std::string SigV2CanonicalResource(std::string_view raw_path, std::string_view raw_query);
 // VERB \n Content-MD5 \n Content-Type \n date \n x-amz-* headers + resource.
-std::string SigV2StringToSign(const HttpRequestParts& req, std::string_view date);
+std::string SigV2StringToSign(const net::HttpRequestParts& req, std::string_view date);
 // base64(HMAC-SHA1(secret, string_to_sign)).
 std::string SigV2Signature(std::string_view secret, std::string_view string_to_sign);
 
 // Whether the request carries a SigV2 header or query signature.
-bool IsSigV2Request(const HttpRequestParts& req);
+bool IsSigV2Request(const net::HttpRequestParts& req);
 // Verifies either form. payload_sha256 of the result is UNSIGNED-PAYLOAD
 // (SigV2 signs no body hash; Content-MD5 still applies).
-Result<VerifiedRequest> VerifySigV2(const HttpRequestParts& req, const SecretLookup& secret_lookup, WallTime now,
-                                    Duration max_skew = std::chrono::minutes(15));
+Result<net::VerifiedRequest> VerifySigV2(const net::HttpRequestParts& req, const net::SecretLookup& secret_lookup,
+                                         WallTime now, Duration max_skew = std::chrono::minutes(15));
 
-}  // namespace strata
+}  // namespace strata::gateway

@@ -13,19 +13,19 @@
 #include "net/http.h"
 #include "net/sigv4.h"
 
-namespace strata {
+namespace strata::gateway {
 
 // How a request authenticated (S3Handler::PreCheck decides it once, when the
 // headers arrive, so a long upload is never refused after its body came).
 struct RequestAuth {
-  VerifiedRequest verified;
+  net::VerifiedRequest verified;
   bool anonymous = false;
 };
 
 struct GatewayRequest {
   std::string method;  // "GET", "PUT", ...
   std::string target;  // raw request-target as on the wire: "/bucket/my%20key?uploads"
-  HttpHeaders headers;
+  net::HttpHeaders headers;
   Buffer body;         // the whole body (HTTP-level chunking already removed)
   std::string remote;  // "ip:port" of the client, for logs
   // Set by S3Handler::PreCheck when the headers authenticated; Handle then
@@ -44,8 +44,8 @@ class BodySource {
 
 struct GatewayResponse {
   int status = 200;
-  HttpHeaders headers;  // Content-Length is added by the server from content_length
-  std::string body;     // small bodies (XML); ignored when `stream` is set
+  net::HttpHeaders headers;  // Content-Length is added by the server from content_length
+  std::string body;          // small bodies (XML); ignored when `stream` is set
   std::unique_ptr<BodySource> stream;
   uint64_t content_length = 0;  // bytes of body (for HEAD: what GET would send)
   bool send_body = true;        // false for HEAD and 304
@@ -70,4 +70,4 @@ struct ParsedTarget {
 // origin-form path or has a malformed escape.
 Result<ParsedTarget> ParseTarget(std::string_view target);
 
-}  // namespace strata
+}  // namespace strata::gateway

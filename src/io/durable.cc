@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
-namespace strata {
+namespace strata::io {
 namespace {
 
 // Unique within the process (counter) and across processes (pid).
@@ -135,4 +135,4 @@ Status RemoveAll(FileSystem& fs, const std::string& path) {
   return fs.RemoveDir(path);
 }
 
-}  // namespace strata
+}  // namespace strata::io

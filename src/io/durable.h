@@ -14,7 +14,7 @@
 #include "base/status.h"
 #include "io/file_system.h"
 
-namespace strata {
+namespace strata::io {
 
 // Replaces `path` with `data` so that readers, and a crash at any point, see
 // either the old contents or the new ones: write a temp name in the same
@@ -60,4 +60,4 @@ Result<std::string> MakeTempDir(std::string_view prefix);
 // Removes a file or a directory tree (like rm -rf); OK if path is missing.
 Status RemoveAll(FileSystem& fs, const std::string& path);
 
-}  // namespace strata
+}  // namespace strata::io

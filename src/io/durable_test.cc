@@ -7,7 +7,7 @@
 
 #include "io/fault_file_system.h"
 
-namespace strata {
+namespace strata::io {
 namespace {
 
 class DurableTest : public ::testing::Test {
@@ -260,4 +260,4 @@ TEST_F(DurableTest, MakeTempDirIsFreshAndRemoveAllDoesNotFollowSymlinks) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::io

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace strata {
+namespace strata::io {
 namespace {
 
 std::string NormalizeDir(std::string_view dir) {
@@ -357,4 +357,4 @@ void FaultFileSystem::MarkAllDurable() {
   dir_ops_.clear();
 }
 
-}  // namespace strata
+}  // namespace strata::io

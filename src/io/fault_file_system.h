@@ -21,7 +21,7 @@
 
 #include "io/file_system.h"
 
-namespace strata {
+namespace strata::io {
 
 enum FileFaultOp : uint32_t {
   kFaultRead = 1,       // RandomAccessFile::ReadAt
@@ -131,4 +131,4 @@ class FaultFileSystem : public FileSystem {
   uint64_t epoch_ = 0;
 };
 
-}  // namespace strata
+}  // namespace strata::io

@@ -8,7 +8,7 @@
 
 #include "io/durable.h"
 
-namespace strata {
+namespace strata::io {
 namespace {
 
 class FaultFsTest : public ::testing::Test {
@@ -267,4 +267,4 @@ TEST_F(FaultFsTest, LockFileBlockingFailsLikeAnOpen) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::io

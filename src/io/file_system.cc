@@ -13,7 +13,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace strata {
+namespace strata::io {
 
 Result<Buffer> RandomAccessFile::Read(uint64_t offset, size_t n) {
   MutableBuffer buf(n);
@@ -492,4 +492,4 @@ FileSystem& DefaultFileSystem() {
   return *fs;
 }
 
-}  // namespace strata
+}  // namespace strata::io

@@ -18,7 +18,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 
-namespace strata {
+namespace strata::io {
 
 struct FileStat {
   uint64_t size = 0;
@@ -173,4 +173,4 @@ std::string JoinPath(std::string_view dir, std::string_view name);
 std::string ParentDir(std::string_view path);
 std::string BaseName(std::string_view path);
 
-}  // namespace strata
+}  // namespace strata::io

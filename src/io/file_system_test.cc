@@ -20,7 +20,7 @@
 
 #include "io/durable.h"
 
-namespace strata {
+namespace strata::io {
 namespace {
 
 class PosixFsTest : public ::testing::Test {
@@ -458,4 +458,4 @@ TEST_F(PosixFsTest, LockFileInMissingDirectory) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::io

@@ -40,7 +40,7 @@ std::vector<dataset::Field> RaggedFields(uint64_t i) {
 
 TEST(RaggedTest, BatchesOfDifferingArraysKeepEachRowsDtypeAndShape) {
   std::string name = UniqueName("decode-fetch-test");
-  auto store = MakeMemStore(name);
+  auto store = object::MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTar, {5, 3}, RaggedFields);
   StreamingOptions o;
   o.shuffle = Shuffle::kNone, o.batch_size = 4;
@@ -67,7 +67,7 @@ TEST(RaggedTest, BatchesOfDifferingArraysKeepEachRowsDtypeAndShape) {
     }
   }
   EXPECT_EQ(rows, 8u);
-  DropMemStore(name);
+  object::DropMemStore(name);
 }
 
 TEST(RaggedTest, UniformArraysStayOneBlockWithoutRows) {
@@ -98,7 +98,7 @@ TEST(RaggedTest, UniformArraysStayOneBlockWithoutRows) {
 
 TEST(TfRecordGetTest, RandomAccessDecodesLikeIteration) {
   std::string name = UniqueName("decode-fetch-test");
-  auto store = MakeMemStore(name);
+  auto store = object::MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTfRecord, {3, 2}, [](uint64_t i) {
     return std::vector<dataset::Field>{{"cls", Buffer::FromString(std::to_string(i * 7))},
                                        {"score", Buffer::FromString(std::to_string(i) + ".5")},
@@ -128,17 +128,17 @@ TEST(TfRecordGetTest, RandomAccessDecodesLikeIteration) {
   }
   EXPECT_EQ(n, 5u);
   EXPECT_EQ(ds->Get(5).status().code(), Code::kInvalidArgument);
-  DropMemStore(name);
+  object::DropMemStore(name);
 }
 
 // ---- retry backoff --------------------------------------------------------------
 
 TEST(BackoffTest, RetriesWaitExponentiallyWithJitter) {
   std::string name = UniqueName("decode-fetch-test");
-  auto store = MakeMemStore(name);
+  auto store = object::MakeMemStore(name);
   WriteDataset(*store, "ds/", ShardFormat::kTar, {4, 4}, TextFields);
-  auto faults = std::make_shared<FaultStore>(store, FaultConfig{});
-  faults->FailKey("ds/shard-00001.tar", UnavailableError("down"), -1, FaultOp::kGet);
+  auto faults = std::make_shared<object::FaultStore>(store, object::FaultConfig{});
+  faults->FailKey("ds/shard-00001.tar", UnavailableError("down"), -1, object::FaultOp::kGet);
   FakeClock clock(/*auto_advance=*/true);
   StreamingOptions o;
   o.shuffle = Shuffle::kNone, o.retries = 3, o.retry_backoff = std::chrono::milliseconds(100), o.clock = &clock;
@@ -151,16 +151,16 @@ TEST(BackoffTest, RetriesWaitExponentiallyWithJitter) {
   EXPECT_GE(slept, std::chrono::milliseconds(350));
   EXPECT_LE(slept, std::chrono::milliseconds(700));
   EXPECT_NE(slept, std::chrono::milliseconds(700));  // jittered
-  DropMemStore(name);
+  object::DropMemStore(name);
 }
 
 // A backing-off fetch does not hold up the iterator's destruction.
 TEST(BackoffTest, DestroyingTheIteratorCutsTheWaitShort) {
   std::string name = UniqueName("decode-fetch-test");
-  auto store = MakeMemStore(name);
+  auto store = object::MakeMemStore(name);
   WriteDataset(*store, "ds/", ShardFormat::kTar, {4}, TextFields);
-  auto faults = std::make_shared<FaultStore>(store, FaultConfig{});
-  faults->FailKey("ds/shard-00000.tar", UnavailableError("down"), -1, FaultOp::kGet);
+  auto faults = std::make_shared<object::FaultStore>(store, object::FaultConfig{});
+  faults->FailKey("ds/shard-00000.tar", UnavailableError("down"), -1, object::FaultOp::kGet);
   StreamingOptions o;
   o.retries = 5, o.retry_backoff = std::chrono::seconds(60);  // capped at 2 s: each wait >= 1 s
   auto ds = *StreamingDataset::Open(faults, "ds", o);
@@ -175,7 +175,7 @@ TEST(BackoffTest, DestroyingTheIteratorCutsTheWaitShort) {
   it.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
   EXPECT_EQ(faults->counters().requests, opened + 1);  // no retry ran
-  DropMemStore(name);
+  object::DropMemStore(name);
 }
 
 // ---- multi-part fetches ------------------------------------------------------------
@@ -184,9 +184,9 @@ TEST(BackoffTest, DestroyingTheIteratorCutsTheWaitShort) {
 // first part (offset 0) was read, holding the other parts until then.
 class ReplacingStore : public testing::CountingStore {
  public:
-  ReplacingStore(ObjectStorePtr inner, std::string key = "", Buffer replacement = {})
+  ReplacingStore(object::ObjectStorePtr inner, std::string key = "", Buffer replacement = {})
       : CountingStore(std::move(inner)), key_(std::move(key)), replacement_(std::move(replacement)) {}
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     const bool target = !key_.empty() && key == key_ && options.range;
     if (target && options.range->offset > 0) {
       std::unique_lock lock(mu_);
@@ -214,7 +214,7 @@ class ReplacingStore : public testing::CountingStore {
 
 struct BigShards {
   std::string name = UniqueName("decode-fetch-test");
-  ObjectStorePtr store = MakeMemStore(name);
+  object::ObjectStorePtr store = object::MakeMemStore(name);
   std::vector<std::string> keys;
   std::vector<uint64_t> sizes;
   // Shards of `per_shard` samples of `bytes` bytes, each byte `fill`.
@@ -225,7 +225,7 @@ struct BigShards {
         });
     for (const auto& s : index.shards) keys.push_back("ds/" + s.name), sizes.push_back(s.size);
   }
-  ~BigShards() { DropMemStore(name); }
+  ~BigShards() { object::DropMemStore(name); }
 };
 
 TEST(MultiPartTest, AShardIsFetchedInRangedPartsAndReassembledExactly) {

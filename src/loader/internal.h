@@ -38,8 +38,8 @@ std::unique_ptr<Iterator> MakeIterator(std::shared_ptr<DatasetImpl> ds, size_t w
 
 class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this<DatasetImpl> {
  public:
-  static Result<std::shared_ptr<DatasetImpl>> Make(ObjectStorePtr store, std::string prefix, StreamingOptions options,
-                                                   std::vector<std::string> shards = {});
+  static Result<std::shared_ptr<DatasetImpl>> Make(object::ObjectStorePtr store, std::string prefix,
+                                                   StreamingOptions options, std::vector<std::string> shards = {});
 
   const dataset::Manifest& index() const override { return ds_->index(); }
   const StreamingOptions& options() const override { return options_; }
@@ -61,7 +61,7 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
  private:
   DatasetImpl() = default;
 
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
   StreamingOptions options_;
   std::unique_ptr<dataset::Dataset> ds_;
   std::vector<uint64_t> shard_samples_;

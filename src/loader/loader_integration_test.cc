@@ -36,8 +36,8 @@ namespace {
 class LoaderIntegrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = *MakeTempDir("strata-loader-it-");
-    auto src = MakeMemStore("loader-it-src");
+    root_ = *io::MakeTempDir("strata-loader-it-");
+    auto src = object::MakeMemStore("loader-it-src");
     for (int i = 0; i < kSamples; ++i) {
       char name[32];
       snprintf(name, sizeof name, "%05d.bin", i);
@@ -45,7 +45,7 @@ class LoaderIntegrationTest : public ::testing::Test {
           src->Put(name, Buffer::FromString(std::string(kBytes, static_cast<char>('a' + i % 26)) + std::to_string(i)))
               .ok());
     }
-    auto dst = *OpenStore("file://" + root_ + "/bucket");
+    auto dst = *object::OpenStore("file://" + root_ + "/bucket");
     dataset::PackOptions po;
     po.format = dataset::ShardFormat::kTar;
     po.shard_size = 24 << 10;
@@ -55,18 +55,18 @@ class LoaderIntegrationTest : public ::testing::Test {
     ASSERT_GE(shards_, 10u);
     shard_bytes_ = packed->manifest.shards[0].size;
     for (const auto& e : packed->manifest.shards) keys_.push_back("data/" + e.name), sizes_.push_back(e.size);
-    CloudProfile cloud;
+    object::CloudProfile cloud;
     cloud.first_byte = std::chrono::milliseconds(2);
     cloud.bytes_per_second_per_connection = 200e6;
-    store_ = EmulateCloud(dst, cloud);
-    DropMemStore("loader-it-src");
+    store_ = object::EmulateCloud(dst, cloud);
+    object::DropMemStore("loader-it-src");
   }
-  void TearDown() override { (void)RemoveAll(DefaultFileSystem(), root_); }
+  void TearDown() override { (void)io::RemoveAll(io::DefaultFileSystem(), root_); }
 
   uint64_t CacheDirBytes(size_t* files) {
     uint64_t n = 0;
     *files = 0;
-    auto list = DefaultFileSystem().ListDir(root_ + "/cache");
+    auto list = io::DefaultFileSystem().ListDir(root_ + "/cache");
     EXPECT_TRUE(list.ok()) << list.status();
     if (!list.ok()) return 0;
     for (const auto& e : *list) {
@@ -78,7 +78,7 @@ class LoaderIntegrationTest : public ::testing::Test {
   static constexpr int kSamples = 300;
   static constexpr int kBytes = 1000;
   std::string root_;
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
   size_t shards_ = 0;
   uint64_t shard_bytes_ = 0;
   std::vector<std::string> keys_;  // the shards' keys in store_, and their sizes
@@ -97,8 +97,8 @@ bool WaitFor(const std::function<bool()>& cond) {
 // Counts requests; GETs of `gated` wait until Open() (a download held in flight).
 class GateStore : public testing::CountingStore {
  public:
-  GateStore(ObjectStorePtr inner, std::string gated) : CountingStore(std::move(inner)), gated_(gated) {}
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  GateStore(object::ObjectStorePtr inner, std::string gated) : CountingStore(std::move(inner)), gated_(gated) {}
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     if (key == gated_) {
       std::unique_lock lock(mu_);
       ++blocked_;
@@ -172,12 +172,12 @@ TEST_F(LoaderIntegrationTest, StreamsThroughASmallDiskCacheWithEviction) {
   }
 
   // Alter every cached file on disk: each is detected and refetched.
-  for (const auto& e : *DefaultFileSystem().ListDir(o.cache_dir)) {
+  for (const auto& e : *io::DefaultFileSystem().ListDir(o.cache_dir)) {
     if (!e.name.ends_with(".shard")) continue;  // not the lock files
     std::string path = o.cache_dir + "/" + e.name;
-    std::string bytes = *ReadFileToString(DefaultFileSystem(), path, 1 << 30);
+    std::string bytes = *io::ReadFileToString(io::DefaultFileSystem(), path, 1 << 30);
     bytes[bytes.size() - 3] ^= 0x55;
-    ASSERT_TRUE(WriteFileAtomic(DefaultFileSystem(), path, bytes).ok());
+    ASSERT_TRUE(io::WriteFileAtomic(io::DefaultFileSystem(), path, bytes).ok());
   }
   auto fresh = *StreamingDataset::Open(store_, "data", o);
   uint64_t n = 0;
@@ -221,7 +221,7 @@ TEST_F(LoaderIntegrationTest, CachesOnOneDirectoryDownloadEachShardOnce) {
   EXPECT_EQ(b->counters().disk_hits, 1u);
   EXPECT_EQ(got_b->data.ToString(), got_a->data.ToString());
   EXPECT_EQ(gate->gets(), 1u);
-  EXPECT_FALSE(*DefaultFileSystem().Exists(a->FilePath(0) + ".lock"));  // removed by its holder
+  EXPECT_FALSE(*io::DefaultFileSystem().Exists(a->FilePath(0) + ".lock"));  // removed by its holder
 
   // Every shard, both caches at once in the same order: one download each in total.
   auto all = [&](ShardCache& c) {
@@ -273,7 +273,7 @@ TEST_F(LoaderIntegrationTest, ProcessesOnOneDirectoryDownloadEachShardOnce) {
   }
   EXPECT_EQ(fetches, static_cast<int>(shards_));
   auto cache = *ShardCache::Open(store_, keys_, sizes_, co);
-  for (size_t k = 0; k < keys_.size(); ++k) EXPECT_TRUE(*DefaultFileSystem().Exists(cache->FilePath(k))) << k;
+  for (size_t k = 0; k < keys_.size(); ++k) EXPECT_TRUE(*io::DefaultFileSystem().Exists(cache->FilePath(k))) << k;
 }
 
 // Four processes fill one directory through caches of their own, each in a
@@ -334,7 +334,7 @@ TEST_F(LoaderIntegrationTest, TheDiskBoundHoldsAcrossProcesses) {
   // shard cannot write it (it returns once the shard is on disk) until released.
   const size_t fresh = [&] {
     for (size_t k = 0; k < keys_.size(); ++k) {
-      if (!*DefaultFileSystem().Exists(cache->FilePath(k))) return k;
+      if (!*io::DefaultFileSystem().Exists(cache->FilePath(k))) return k;
     }
     return keys_.size();
   }();
@@ -350,10 +350,10 @@ TEST_F(LoaderIntegrationTest, TheDiskBoundHoldsAcrossProcesses) {
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (!returned && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   EXPECT_FALSE(returned.load());  // still waiting for the lock
-  EXPECT_FALSE(*DefaultFileSystem().Exists(cache->FilePath(fresh)));
+  EXPECT_FALSE(*io::DefaultFileSystem().Exists(cache->FilePath(fresh)));
   ::close(fd);  // releases the lock
   getter.join();
-  EXPECT_TRUE(*DefaultFileSystem().Exists(cache->FilePath(fresh)));
+  EXPECT_TRUE(*io::DefaultFileSystem().Exists(cache->FilePath(fresh)));
 }
 
 // A forked child (a torch DataLoader worker) never gets its parent's shared
@@ -412,20 +412,20 @@ TEST_F(LoaderIntegrationTest, AWaiterDownloadsWhenTheLockHolderDies) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(got->from_store);
   EXPECT_EQ(counting->gets(), 1u);
-  EXPECT_TRUE(*DefaultFileSystem().Exists(cache->FilePath(0)));
+  EXPECT_TRUE(*io::DefaultFileSystem().Exists(cache->FilePath(0)));
 }
 
 // Files a cache directory kept for one dataset are not served to a dataset
 // regenerated with the same layout (other content hashes).
 TEST(LoaderCacheDirTest, ACacheDirectoryNeverServesAReplacedDatasetsShards) {
-  auto store = MakeMemStore("loader-it-regenerated");
+  auto store = object::MakeMemStore("loader-it-regenerated");
   auto index = testing::WriteDataset(*store, "ds/", dataset::ShardFormat::kTar, {4, 4}, testing::TextFields);
   auto write_manifest = [&](const std::string& hash) {
     dataset::Manifest m = index;
     for (auto& s : m.shards) s.sha256 = std::string(64, hash[0]);
     ASSERT_TRUE(store->Put("ds/manifest.json", Buffer::FromString(dataset::EncodeManifest(m))).ok());
   };
-  const std::string dir = *MakeTempDir("strata-partition-test-");
+  const std::string dir = *io::MakeTempDir("strata-partition-test-");
   StreamingOptions o;
   o.cache_dir = dir;
   auto drain = [&] {
@@ -441,8 +441,8 @@ TEST(LoaderCacheDirTest, ACacheDirectoryNeverServesAReplacedDatasetsShards) {
   Stats replaced = drain();
   EXPECT_EQ(replaced.shards_from_cache, 0u);
   EXPECT_EQ(replaced.shards_fetched, 2u);
-  (void)RemoveAll(DefaultFileSystem(), dir);
-  DropMemStore("loader-it-regenerated");
+  (void)io::RemoveAll(io::DefaultFileSystem(), dir);
+  object::DropMemStore("loader-it-regenerated");
 }
 
 }  // namespace

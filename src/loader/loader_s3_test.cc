@@ -34,31 +34,33 @@ std::string SampleBytes(int i) {
 }
 
 TEST(LoaderS3Test, StreamsAPackedDatasetFromARealS3Server) {
-  auto server = S3TestServer::Start(S3TestServer::Kind::kS3rver);
-  if (!server.ok()) server = S3TestServer::Start(S3TestServer::Kind::kS3rver);  // a loaded machine can be slow once
+  auto server = strata::testing::S3TestServer::Start(strata::testing::S3TestServer::Kind::kS3rver);
+  if (!server.ok())
+    server = strata::testing::S3TestServer::Start(
+        strata::testing::S3TestServer::Kind::kS3rver);  // a loaded machine can be slow once
   ASSERT_TRUE(server.ok()) << server.status();
   // OpenStore(url) takes credentials from the environment, as a training job would.
   ASSERT_EQ(setenv("AWS_ACCESS_KEY_ID", (*server)->access_key().c_str(), 1), 0);
   ASSERT_EQ(setenv("AWS_SECRET_ACCESS_KEY", (*server)->secret_key().c_str(), 1), 0);
   const std::string url = (*server)->StoreUrl("train");
 
-  auto src = MakeMemStore("loader-s3-src");
+  auto src = object::MakeMemStore("loader-s3-src");
   for (int i = 0; i < kSamples; ++i) {
     char name[32];
     snprintf(name, sizeof name, "%05d.bin", i);
     ASSERT_TRUE(src->Put(name, Buffer::FromString(SampleBytes(i))).ok());
   }
-  auto bucket = OpenStore(url);
+  auto bucket = object::OpenStore(url);
   ASSERT_TRUE(bucket.ok()) << bucket.status();
   dataset::PackOptions po;
   po.shard_size = 10 * kBytes;  // ~2.5 MiB shards: several 1 MiB ranged parts each
   auto packed = dataset::Pack(*src, "", **bucket, "", po);
-  DropMemStore("loader-s3-src");
+  object::DropMemStore("loader-s3-src");
   ASSERT_TRUE(packed.ok()) << packed.status();
   const size_t shards = packed->manifest.shards.size();
   ASSERT_GE(shards, 3u);
 
-  const std::string cache = *MakeTempDir("strata-loader-s3-");
+  const std::string cache = *io::MakeTempDir("strata-loader-s3-");
   std::map<uint64_t, int> seen;
   Stats total;
   for (size_t rank = 0; rank < 2; ++rank) {
@@ -90,22 +92,22 @@ TEST(LoaderS3Test, StreamsAPackedDatasetFromARealS3Server) {
   EXPECT_EQ(total.shards_fetched, shards);
   EXPECT_GT(total.shards_from_cache, 0u);
 
-  (void)RemoveAll(DefaultFileSystem(), cache);
+  (void)io::RemoveAll(io::DefaultFileSystem(), cache);
   const std::vector<pid_t> pids = (*server)->pids();
   EXPECT_FALSE(pids.empty());
   EXPECT_TRUE((*server)->Stop().ok());
-  for (pid_t pid : pids) EXPECT_TRUE(ProcessGone(pid));
+  for (pid_t pid : pids) EXPECT_TRUE(strata::testing::ProcessGone(pid));
 }
 
 TEST(LoaderS3Test, UnindexedTarAndTfRecordShardsByBracePattern) {
   using namespace testing::shard_sets;  // NOLINT
-  auto server = S3TestServer::Start(S3TestServer::Kind::kS3rver);
-  if (!server.ok()) server = S3TestServer::Start(S3TestServer::Kind::kS3rver);
+  auto server = strata::testing::S3TestServer::Start(strata::testing::S3TestServer::Kind::kS3rver);
+  if (!server.ok()) server = strata::testing::S3TestServer::Start(strata::testing::S3TestServer::Kind::kS3rver);
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_EQ(setenv("AWS_ACCESS_KEY_ID", (*server)->access_key().c_str(), 1), 0);
   ASSERT_EQ(setenv("AWS_SECRET_ACCESS_KEY", (*server)->secret_key().c_str(), 1), 0);
   const std::string url = (*server)->StoreUrl("wds");
-  auto bucket = OpenStore(url);
+  auto bucket = object::OpenStore(url);
   ASSERT_TRUE(bucket.ok()) << bucket.status();
   WriteTarShards(**bucket, "laion/", {6, 3, 8, 5});
   WriteTfRecordShards(**bucket, "tfr/", {4, 7, 2});

@@ -171,15 +171,15 @@ TEST(PlanTest, WindowShuffleStaysInsideTheWindow) {
 
 struct Fixture {
   std::string name = UniqueName("loader-test");
-  ObjectStorePtr store = MakeMemStore(name);
+  object::ObjectStorePtr store = object::MakeMemStore(name);
   dataset::Manifest index;
   uint64_t total = 0;
   explicit Fixture(std::vector<uint64_t> counts, ShardFormat format = ShardFormat::kTar) {
     index = WriteDataset(*store, "ds/", format, counts, TextFields);
     total = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
   }
-  ~Fixture() { DropMemStore(name); }
-  std::shared_ptr<StreamingDataset> Open(StreamingOptions o, ObjectStorePtr s = nullptr) {
+  ~Fixture() { object::DropMemStore(name); }
+  std::shared_ptr<StreamingDataset> Open(StreamingOptions o, object::ObjectStorePtr s = nullptr) {
     auto ds = StreamingDataset::Open(s ? s : store, "ds", o);
     EXPECT_TRUE(ds.ok()) << ds.status().ToString();
     return ds.ok() ? *ds : nullptr;
@@ -320,11 +320,11 @@ TEST(StreamingTest, StateJsonAndForeignStateRefused) {
 
 TEST(StreamingTest, MissingShardIsRetriedThenNamed) {
   Fixture f({5, 5, 5});
-  auto faults = std::make_shared<FaultStore>(f.store, FaultConfig{});
+  auto faults = std::make_shared<object::FaultStore>(f.store, object::FaultConfig{});
   StreamingOptions o;
   o.shuffle = Shuffle::kNone, o.retries = 2;
   const std::string key = "ds/shard-00001.tar";
-  faults->FailKey(key, NotFoundError("gone"), -1, FaultOp::kGet);
+  faults->FailKey(key, NotFoundError("gone"), -1, object::FaultOp::kGet);
   auto it = *f.Open(o, faults)->Iterate(0, {});
   uint64_t good = 0;
   Status err = NextUntilError(*it, &good);
@@ -337,10 +337,10 @@ TEST(StreamingTest, MissingShardIsRetriedThenNamed) {
 
 TEST(StreamingTest, TransientFailureRetriedAndSkipCorruptCounts) {
   Fixture f({5, 5, 5});
-  auto faults = std::make_shared<FaultStore>(f.store, FaultConfig{});
+  auto faults = std::make_shared<object::FaultStore>(f.store, object::FaultConfig{});
   StreamingOptions o;
   o.shuffle = Shuffle::kNone;
-  faults->FailKey("ds/shard-00002.tar", UnavailableError("blip"), 1, FaultOp::kGet);
+  faults->FailKey("ds/shard-00002.tar", UnavailableError("blip"), 1, object::FaultOp::kGet);
   auto it = *f.Open(o, faults)->Iterate(0, {});
   Stats st;
   EXPECT_EQ(Drain(*it, &st).size(), 15u);
@@ -387,7 +387,7 @@ TEST(DecodeTest, NpyParsesAndRejects) {
 
 TEST(DecodeTest, NpyIsZeroCopyJsonValidatedExampleRendered) {
   std::string name = UniqueName("loader-test");
-  auto store = MakeMemStore(name);
+  auto store = object::MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTar, {3}, [](uint64_t i) {
     std::string d(16, static_cast<char>(i));
     return std::vector<dataset::Field>{{"x.npy", Buffer::FromString(Npy("<i4", "(4,)", d))},
@@ -440,12 +440,12 @@ TEST(DecodeTest, NpyIsZeroCopyJsonValidatedExampleRendered) {
   auto nv = DecodeField("s2", "e", Buffer::FromString(dataset::EncodeExample(bad_name)), Decode::kExample, nullptr);
   EXPECT_EQ(nv.status().code(), Code::kCorruption);
   EXPECT_NE(nv.status().ToString().find("not valid UTF-8"), std::string::npos) << nv.status();
-  DropMemStore(name);
+  object::DropMemStore(name);
 }
 
 TEST(DecodeTest, TfRecordNumericFeaturesBecomeExampleJson) {
   std::string name = UniqueName("loader-test");
-  auto store = MakeMemStore(name);
+  auto store = object::MakeMemStore(name);
   WriteDataset(*store, "", ShardFormat::kTfRecord, {2, 2}, [](uint64_t i) {
     return std::vector<dataset::Field>{{"cls", Buffer::FromString(std::to_string(i))},
                                        {"img", Buffer::FromString("bytes" + std::to_string(i))}};
@@ -461,7 +461,7 @@ TEST(DecodeTest, TfRecordNumericFeaturesBecomeExampleJson) {
     EXPECT_EQ(s.fields.at("img").kind, Decode::kRaw);
     EXPECT_EQ(s.fields.at("img").bytes.ToString(), "bytes" + std::to_string(i));
   }
-  DropMemStore(name);
+  object::DropMemStore(name);
 }
 
 bool WaitFor(const std::function<bool()>& cond) {
@@ -515,8 +515,8 @@ TEST(PipelineTest, DestroyingMidEpochStopsBackgroundWork) {
 // A store whose Gets of shards block until Open(): to hold a fetch in flight without sleeping.
 class GateStore : public CountingStore {
  public:
-  explicit GateStore(ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  explicit GateStore(object::ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     if (key.starts_with("ds/shard-")) {
       std::unique_lock lock(gate_mu_);
       ++blocked_;
@@ -606,8 +606,8 @@ size_t ThreadCount() {
 // the consumer got, and the failed shard is named once the consumer reaches it.
 TEST(PipelineTest, DestroyedAtAnyPoint) {
   Fixture f(std::vector<uint64_t>(12, 3));
-  auto faults = std::make_shared<FaultStore>(f.store, FaultConfig{});
-  faults->FailKey("ds/shard-00007.tar", UnavailableError("down"), -1, FaultOp::kGet);
+  auto faults = std::make_shared<object::FaultStore>(f.store, object::FaultConfig{});
+  faults->FailKey("ds/shard-00007.tar", UnavailableError("down"), -1, object::FaultOp::kGet);
   StreamingOptions o;
   o.batch_size = 2, o.decode_threads = 3, o.prefetch_shards = 3, o.prefetch_batches = 2, o.retries = 0;
   o.ram_cache_bytes = 3 * f.index.shards[0].size;

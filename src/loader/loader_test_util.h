@@ -17,22 +17,22 @@ namespace strata::loader::testing {
 
 // Counts read requests (Get, Head, List: all the loader makes) on their way
 // to the wrapped store. Tests derive from it to hold or alter Gets.
-class CountingStore : public StoreWrapper {
+class CountingStore : public object::StoreWrapper {
  public:
-  explicit CountingStore(ObjectStorePtr inner) : StoreWrapper(std::move(inner)) {}
-  using StoreWrapper::Get;
+  explicit CountingStore(object::ObjectStorePtr inner) : object::StoreWrapper(std::move(inner)) {}
+  using object::StoreWrapper::Get;
   uint64_t gets() const { return requests_.load(); }
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     ++requests_;
-    return StoreWrapper::Get(key, options);
+    return object::StoreWrapper::Get(key, options);
   }
-  Result<ObjectInfo> Head(std::string_view key) override {
+  Result<object::ObjectInfo> Head(std::string_view key) override {
     ++requests_;
-    return StoreWrapper::Head(key);
+    return object::StoreWrapper::Head(key);
   }
-  Result<ListResult> List(const ListOptions& options) override {
+  Result<object::ListResult> List(const object::ListOptions& options) override {
     ++requests_;
-    return StoreWrapper::List(options);
+    return object::StoreWrapper::List(options);
   }
 
  private:
@@ -42,7 +42,7 @@ class CountingStore : public StoreWrapper {
 // Shard k holds counts[k] samples; sample i (global) has key "s%06d" and
 // fields from make_fields(i). Writes shards, sidecars and index.json under `prefix`.
 template <typename MakeFields>
-dataset::Manifest WriteDataset(ObjectStore& store, const std::string& prefix, dataset::ShardFormat format,
+dataset::Manifest WriteDataset(object::ObjectStore& store, const std::string& prefix, dataset::ShardFormat format,
                                const std::vector<uint64_t>& counts, MakeFields make_fields) {
   dataset::Manifest m;
   m.format = format;

@@ -88,13 +88,13 @@ TEST(EvenBatchesTest, EveryRankGetsTheSameNumberOfBatches) {
 // is real data; the prefix property of a resume still holds.
 struct Fixture {
   std::string name = UniqueName("partition-test");
-  ObjectStorePtr store = MakeMemStore(name);
+  object::ObjectStorePtr store = object::MakeMemStore(name);
   uint64_t total = 0;
   explicit Fixture(std::vector<uint64_t> counts) {
     WriteDataset(*store, "ds/", ShardFormat::kTar, counts, TextFields);
     total = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
   }
-  ~Fixture() { DropMemStore(name); }
+  ~Fixture() { object::DropMemStore(name); }
 };
 
 TEST(EvenBatchesTest, IteratorsOfEveryRankYieldEqualBatchCounts) {
@@ -166,7 +166,7 @@ TEST(EvenBatchesTest, DropLastDropsThePartialGlobalBatchEverywhere) {
 
 // Writes manifest.json beside index.json with each shard's sha256 (as strata
 // pack does), `salt` standing in for the bytes' hash.
-void WriteManifest(ObjectStore& store, dataset::Manifest m, const std::string& salt) {
+void WriteManifest(object::ObjectStore& store, dataset::Manifest m, const std::string& salt) {
   for (auto& s : m.shards) {
     s.sha256 = std::string(64, '0');
     for (size_t i = 0; i < salt.size() && i < 64; ++i) s.sha256[i] = salt[i];

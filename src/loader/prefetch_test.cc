@@ -117,8 +117,8 @@ TEST(PrefetchSizerTest, MeasuresFirstByteAndBandwidthPerConnection) {
 // Holds every ranged read of a shard until Open(), counting those waiting.
 class GateStore : public CountingStore {
  public:
-  explicit GateStore(ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
-  Result<GetResult> Get(std::string_view key, const GetOptions& options) override {
+  explicit GateStore(object::ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
     if (key.starts_with("ds/shard-")) {
       std::unique_lock lock(mu_);
       ++blocked_, ++shard_gets_;
@@ -162,7 +162,7 @@ TEST(PrefetchPipelineTest, BatchesOfSevenLargeSamplesArePrefetchedWhole) {
   constexpr uint64_t kSample = 140ull << 20;
   constexpr size_t kShards = 14;
   const std::string name = UniqueName("prefetch-test");
-  auto mem = MakeMemStore(name);
+  auto mem = object::MakeMemStore(name);
   std::string big(kSample, 'u');
   dataset::Manifest one = WriteDataset(*mem, "tmp/", dataset::ShardFormat::kIndexed, {1}, [&](uint64_t) {
     return std::vector<dataset::Field>{{"npz", Buffer::FromString(std::move(big))}};
@@ -206,7 +206,7 @@ TEST(PrefetchPipelineTest, BatchesOfSevenLargeSamplesArePrefetchedWhole) {
   }
   EXPECT_EQ(n, kShards);
   it.reset();
-  DropMemStore(name);
+  object::DropMemStore(name);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ constexpr uint64_t kMaxScanFile = 1ull << 30;
 
 std::optional<dataset::ShardScan> DiskScanCache::Lookup(const std::string& id) {
   const std::string path = dir_ + "/" + id + ".scan";
-  auto text = ReadFileToString(DefaultFileSystem(), path, kMaxScanFile);
+  auto text = io::ReadFileToString(io::DefaultFileSystem(), path, kMaxScanFile);
   if (!text.ok()) return std::nullopt;
   auto scan = dataset::DecodeShardScan(Buffer::FromString(std::move(*text)), path);
   if (!scan.ok()) return std::nullopt;  // rewritten by the next Store
@@ -19,9 +19,9 @@ std::optional<dataset::ShardScan> DiskScanCache::Lookup(const std::string& id) {
 }
 
 void DiskScanCache::Store(const std::string& id, const dataset::ShardScan& scan) {
-  FileSystem& fs = DefaultFileSystem();
+  io::FileSystem& fs = io::DefaultFileSystem();
   Status s = fs.CreateDirs(dir_);
-  if (s.ok()) s = WriteFileAtomic(fs, dir_ + "/" + id + ".scan", dataset::EncodeShardScan(scan));
+  if (s.ok()) s = io::WriteFileAtomic(fs, dir_ + "/" + id + ".scan", dataset::EncodeShardScan(scan));
   if (!s.ok()) STRATA_LOG_WARN("loader: not keeping a shard scan in {}: {}", dir_, s.ToString());
 }
 

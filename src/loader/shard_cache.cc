@@ -75,13 +75,13 @@ bool ProcessAlive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
 }  // namespace
 
-ShardCache::ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
+ShardCache::ShardCache(object::ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
                        ShardCacheOptions options)
     : store_(std::move(store)),
       keys_(std::move(keys)),
       sizes_(std::move(sizes)),
       options_(std::move(options)),
-      fs_(options_.fs ? *options_.fs : DefaultFileSystem()),
+      fs_(options_.fs ? *options_.fs : io::DefaultFileSystem()),
       clock_(options_.clock ? *options_.clock : RealClock()),
       ram_bytes_(options_.ram_bytes),
       disk_bytes_(options_.disk_bytes),
@@ -100,7 +100,8 @@ ShardCache::~ShardCache() {
   if (writer_.joinable()) writer_.join();  // (it drains the queue first)
 }
 
-void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<FileLock> lock) {
+void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generation,
+                             std::unique_ptr<io::FileLock> lock) {
   if (options_.dir.empty()) return;
   if (options_.async_disk_writes) {
     std::lock_guard guard(mu_);
@@ -140,7 +141,7 @@ void ShardCache::WriteLoop() {
   }
 }
 
-Result<std::shared_ptr<ShardCache>> ShardCache::Open(ObjectStorePtr store, std::vector<std::string> keys,
+Result<std::shared_ptr<ShardCache>> ShardCache::Open(object::ObjectStorePtr store, std::vector<std::string> keys,
                                                      std::vector<uint64_t> sizes, ShardCacheOptions options) {
   std::shared_ptr<ShardCache> cache(new ShardCache(std::move(store), std::move(keys), std::move(sizes), options));
   if (!options.dir.empty()) {
@@ -160,10 +161,10 @@ void ShardCache::SweepDeadTemps() {
   auto entries = fs_.ListDir(options_.dir);
   if (!entries.ok()) return;
   const WallTime now = clock_.WallNow();
-  for (const DirEntry& e : *entries) {
+  for (const io::DirEntry& e : *entries) {
     const pid_t pid = e.is_dir ? 0 : TempOwner(e.name);
     if (pid == 0 || pid == ::getpid() || now - e.mtime < kTempGrace || ProcessAlive(pid)) continue;
-    Status removed = fs_.Remove(JoinPath(options_.dir, e.name));
+    Status removed = fs_.Remove(io::JoinPath(options_.dir, e.name));
     if (removed.ok()) {
       std::lock_guard lock(mu_);
       ++counters_.temps_swept;
@@ -173,7 +174,7 @@ void ShardCache::SweepDeadTemps() {
   }
 }
 
-Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& identity, ObjectStorePtr store,
+Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& identity, object::ObjectStorePtr store,
                                                            std::vector<std::string> keys, std::vector<uint64_t> sizes,
                                                            ShardCacheOptions options) {
   Registry& registry = SharedCaches();
@@ -247,7 +248,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
     uint64_t generation = 0;
     // Other processes (or caches) on this directory wait while we fetch and
     // write; the lock file goes with the lock, so lock files do not pile up.
-    std::unique_ptr<FileLock> download;
+    std::unique_ptr<io::FileLock> download;
     auto fill = [&]() -> Result<Buffer> {
       {
         std::lock_guard lock(mu_);
@@ -265,7 +266,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
       Result<Buffer> got = LoadFromDisk(shard);
       bool from_disk = got.ok();
       if (!from_disk && !options_.dir.empty()) {
-        LockWaitOptions wait;
+        io::LockWaitOptions wait;
         wait.remove_on_unlock = true;
         wait.on_wait = [this] {
           std::lock_guard lock(mu_);
@@ -441,10 +442,10 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   const uint64_t size = sizes_[shard];
   const uint64_t part = PartSize(size, options_);
   const size_t n = Parts(shard);
-  std::vector<Result<GetResult>> results(n, InternalError("not run"));
+  std::vector<Result<object::GetResult>> results(n, InternalError("not run"));
   auto get_part = [&](size_t i) {
-    GetOptions get;
-    if (size > 0) get.range = ByteRange::Of(i * part, std::min(part, size - i * part));
+    object::GetOptions get;
+    if (size > 0) get.range = object::ByteRange::Of(i * part, std::min(part, size - i * part));
     results[i] = store_->Get(key, get);
   };
   if (n == 1) {
@@ -459,7 +460,7 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   std::vector<Buffer> parts;
   for (size_t i = 0; i < n; ++i) {
     if (!results[i].ok()) return results[i].status().WithContext("fetching shard " + key);
-    const GetResult& r = *results[i];
+    const object::GetResult& r = *results[i];
     if (r.info.size != size) {
       return CorruptionError("shard " + key + " is " + std::to_string(r.info.size) + " bytes, the index says " +
                              std::to_string(size) + " (replaced or truncated?)");
@@ -543,7 +544,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   };
   std::vector<Victim> victims;
   uint64_t used = 0;
-  for (const DirEntry& e : *entries) {
+  for (const io::DirEntry& e : *entries) {
     if (e.is_dir) continue;
     if (TempOwner(e.name) != 0) {
       used += e.size;  // a live writer's file to be (or a dead one's, until the next start): counted, not evictable
@@ -580,7 +581,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   PutFixed32(&header, key.size());
   header += key;
   // Header and body written one after the other: no copy of the shard to join them.
-  Status s = WriteFileAtomic(fs_, options_.dir + "/" + name, {Buffer::FromString(header), data});
+  Status s = io::WriteFileAtomic(fs_, options_.dir + "/" + name, {Buffer::FromString(header), data});
   if (!s.ok()) {
     STRATA_LOG_WARN("loader cache: could not keep {} on disk: {}", key, s.ToString());
     return;

@@ -71,8 +71,8 @@ struct ShardCacheOptions {
   size_t connections = 0;               // ranged GETs in flight (all shards together; per opener when shared)
   uint64_t min_part_size = 1ull << 20;  // parts are size/fetch_concurrency, clamped to these
   uint64_t max_part_size = 16ull << 20;
-  FileSystem* fs = nullptr;  // the disk tier's; nullptr: DefaultFileSystem()
-  Clock* clock = nullptr;    // ages temp files for the start-up sweep; nullptr: RealClock()
+  io::FileSystem* fs = nullptr;  // the disk tier's; nullptr: DefaultFileSystem()
+  Clock* clock = nullptr;        // ages temp files for the start-up sweep; nullptr: RealClock()
   // Write disk copies on a background thread, so a fetch is delivered
   // without waiting for its file (written and fsynced one at a time). Until
   // the file is written the shard's bytes are served from memory (Gets never
@@ -104,12 +104,12 @@ using ShardParser = std::function<Result<ParsedValue>(const Buffer& bytes)>;
 class ShardCache {
  public:
   // `keys[k]` is shard k's object key in `store`, `sizes[k]` its size from the index.
-  static Result<std::shared_ptr<ShardCache>> Open(ObjectStorePtr store, std::vector<std::string> keys,
+  static Result<std::shared_ptr<ShardCache>> Open(object::ObjectStorePtr store, std::vector<std::string> keys,
                                                   std::vector<uint64_t> sizes, ShardCacheOptions options);
   // The process-wide cache of `identity` (the caller names the store URL,
   // prefix, index and dir in it): the live one if any (its bounds raised to
   // these options' if larger), else a new one, registered until its last user goes.
-  static Result<std::shared_ptr<ShardCache>> OpenShared(const std::string& identity, ObjectStorePtr store,
+  static Result<std::shared_ptr<ShardCache>> OpenShared(const std::string& identity, object::ObjectStorePtr store,
                                                         std::vector<std::string> keys, std::vector<uint64_t> sizes,
                                                         ShardCacheOptions options);
   ~ShardCache();  // finishes pending disk writes (async_disk_writes)
@@ -150,7 +150,7 @@ class ShardCache {
   std::string BudgetLockPath() const;
 
  private:
-  ShardCache(ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
+  ShardCache(object::ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
              ShardCacheOptions options);
   // A shard in RAM: its bytes, and its parsed form once some caller parsed it.
   struct RamEntry {
@@ -166,7 +166,7 @@ class ShardCache {
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
   void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
   // StoreToDisk now, or queued for the writer thread (async_disk_writes); `lock` is held until written.
-  void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<FileLock> lock);
+  void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<io::FileLock> lock);
   void WriteLoop();
   void PutInRam(size_t shard, const Buffer& data);
   // Keeps `parsed` with the shard's bytes if the RAM bound allows (callers hold mu_).
@@ -178,11 +178,11 @@ class ShardCache {
   std::string FileName(size_t shard) const;
   uint64_t Priority(size_t shard) const;  // lower: evicted first (callers hold mu_)
 
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
   std::vector<std::string> keys_;
   std::vector<uint64_t> sizes_;
   ShardCacheOptions options_;
-  FileSystem& fs_;
+  io::FileSystem& fs_;
   Clock& clock_;
 
   mutable std::mutex mu_;
@@ -213,7 +213,7 @@ class ShardCache {
     size_t shard;
     Buffer data;
     uint64_t generation;
-    std::unique_ptr<FileLock> lock;
+    std::unique_ptr<io::FileLock> lock;
   };
   std::mutex write_mu_;
   std::condition_variable write_cv_;

@@ -30,18 +30,18 @@ pid_t DeadPid() {
 class ShardCacheTempTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = MakeTempDir("strata-shard-temp-");
+    auto dir = io::MakeTempDir("strata-shard-temp-");
     ASSERT_TRUE(dir.ok()) << dir.status();
     dir_ = *dir;
-    store_ = MakeMemStore();
+    store_ = object::MakeMemStore();
     ASSERT_TRUE(store_->Put(key_, Buffer::FromString(std::string(1000, 's'))).ok());
   }
-  void TearDown() override { EXPECT_TRUE(RemoveAll(DefaultFileSystem(), dir_).ok()); }
+  void TearDown() override { EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir_).ok()); }
 
   // A temp file named as WriteFileAtomic names it for `pid`, `bytes` long, last written `age` before the fake now.
   std::string WriteTemp(pid_t pid, size_t bytes, std::chrono::seconds age) {
     std::string path = dir_ + "/00000000deadbeef.shard.tmp." + std::to_string(pid) + "." + std::to_string(seq_++);
-    EXPECT_TRUE(WriteFileAtomic(DefaultFileSystem(), path, std::string(bytes, 't')).ok());
+    EXPECT_TRUE(io::WriteFileAtomic(io::DefaultFileSystem(), path, std::string(bytes, 't')).ok());
     const auto mtime =
         std::chrono::duration_cast<std::chrono::nanoseconds>((clock_.WallNow() - age).time_since_epoch());
     struct timespec times[2];
@@ -50,7 +50,7 @@ class ShardCacheTempTest : public ::testing::Test {
     EXPECT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
     return path;
   }
-  bool Exists(const std::string& path) { return *DefaultFileSystem().Exists(path); }
+  bool Exists(const std::string& path) { return *io::DefaultFileSystem().Exists(path); }
 
   Result<std::shared_ptr<ShardCache>> Open(uint64_t disk_bytes) {
     ShardCacheOptions co;
@@ -65,9 +65,9 @@ class ShardCacheTempTest : public ::testing::Test {
 
   std::string dir_;
   std::string key_ = "ds/shard-0";
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
   FakeClock clock_;
-  FaultFileSystem fs_{DefaultFileSystem()};
+  io::FaultFileSystem fs_{io::DefaultFileSystem()};
   int seq_ = 0;
 };
 

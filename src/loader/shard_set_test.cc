@@ -56,7 +56,7 @@ StreamingOptions Opts(Shuffle shuffle, size_t workers = 1) {
 }
 
 TEST(ShardSetTest, TarShardsStreamByteExactWithAndWithoutShuffle) {
-  auto store = MakeMemStore(UniqueName("wds-tar"));
+  auto store = object::MakeMemStore(UniqueName("wds-tar"));
   WriteTarShards(*store, "wds/", {7, 5, 9, 1, 6});
   for (Shuffle sh : {Shuffle::kNone, Shuffle::kWindow}) {
     auto ds = StreamingDataset::Open(store, "wds", Opts(sh, 2));
@@ -86,7 +86,7 @@ TEST(ShardSetTest, TarShardsStreamByteExactWithAndWithoutShuffle) {
 
 TEST(ShardSetTest, BracePatternAndListNameShardsOfOneDirectory) {
   const std::string name = UniqueName("wds-brace");
-  auto store = MakeMemStore(name);
+  auto store = object::MakeMemStore(name);
   WriteTarShards(*store, "d/", {3, 4, 5});
   auto ds = StreamingDataset::Open("mem://" + name + "/d/train-{000000..000001}.tar", Opts(Shuffle::kNone));
   ASSERT_TRUE(ds.ok()) << ds.status();
@@ -101,13 +101,13 @@ TEST(ShardSetTest, BracePatternAndListNameShardsOfOneDirectory) {
   EXPECT_EQ(got[0].key, Key(7));  // list order, not name order
   auto missing = StreamingDataset::Open("mem://" + name + "/d/train-{000000..000003}.tar", Opts(Shuffle::kNone));
   EXPECT_EQ(missing.status().code(), Code::kNotFound) << missing.status();
-  auto empty = StreamingDataset::Open(MakeMemStore(UniqueName("wds-empty")), "", Opts(Shuffle::kNone));
+  auto empty = StreamingDataset::Open(object::MakeMemStore(UniqueName("wds-empty")), "", Opts(Shuffle::kNone));
   ASSERT_EQ(empty.status().code(), Code::kNotFound);
   EXPECT_NE(empty.status().message().find("mem://"), std::string::npos) << empty.status();  // names the location
 }
 
 TEST(ShardSetTest, TfRecordShardsFromAReferenceWriterStreamByteExact) {
-  auto store = MakeMemStore(UniqueName("wds-tfr"));
+  auto store = object::MakeMemStore(UniqueName("wds-tfr"));
   WriteTfRecordShards(*store, "", {4, 8, 3});
   for (Shuffle sh : {Shuffle::kNone, Shuffle::kWindow}) {
     auto ds = StreamingDataset::Open(store, "", Opts(sh));
@@ -127,7 +127,7 @@ TEST(ShardSetTest, TfRecordShardsFromAReferenceWriterStreamByteExact) {
 }
 
 TEST(ShardSetTest, ResumeMidEpochWithAnotherWorkerCountGivesExactlyTheRest) {
-  auto store = MakeMemStore(UniqueName("wds-resume"));
+  auto store = object::MakeMemStore(UniqueName("wds-resume"));
   WriteTarShards(*store, "", {6, 9, 4, 7});
   auto a = *StreamingDataset::Open(store, "", Opts(Shuffle::kWindow, 2));
   auto order = a->EpochOrder(1);
@@ -141,10 +141,10 @@ TEST(ShardSetTest, ResumeMidEpochWithAnotherWorkerCountGivesExactlyTheRest) {
 }
 
 TEST(ShardSetTest, EachShardVersionIsScannedOnce) {
-  auto mem = MakeMemStore(UniqueName("wds-once"));
+  auto mem = object::MakeMemStore(UniqueName("wds-once"));
   WriteTarShards(*mem, "", {5, 5, 5});
   auto counting = std::make_shared<CountingStore>(mem);
-  const std::string dir = *MakeTempDir("strata-scan-cache-");
+  const std::string dir = *io::MakeTempDir("strata-scan-cache-");
   StreamingOptions o = Opts(Shuffle::kNone);
   o.index_cache_dir = dir;
   dataset::ClearScanMemo();
@@ -171,12 +171,12 @@ TEST(ShardSetTest, EachShardVersionIsScannedOnce) {
   EXPECT_EQ((*changed)->size(), 16u);
   EXPECT_GT(counting->gets.load(), 2);
   EXPECT_NE((*changed)->fingerprint(), (*first)->fingerprint());
-  (void)RemoveAll(DefaultFileSystem(), dir);
+  (void)io::RemoveAll(io::DefaultFileSystem(), dir);
 }
 
 TEST(ShardSetTest, CorruptOrTruncatedShardIsNamedOrSkipped) {
   for (bool tar : {true, false}) {
-    auto store = MakeMemStore(UniqueName("wds-bad"));
+    auto store = object::MakeMemStore(UniqueName("wds-bad"));
     std::string bad_name;
     if (tar) {
       WriteTarShards(*store, "", {4, 4, 4});

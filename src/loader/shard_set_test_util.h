@@ -50,7 +50,7 @@ inline std::string Key6(uint64_t i) {
 inline std::string Key(uint64_t i) { return (i % 3 == 0 ? "dir/k" + std::to_string(i % 2) + "/" : "") + Key6(i); }
 
 // Tar shards as webdataset.ShardWriter writes them: members key.ext.
-inline std::vector<uint64_t> WriteTarShards(ObjectStore& store, const std::string& prefix,
+inline std::vector<uint64_t> WriteTarShards(object::ObjectStore& store, const std::string& prefix,
                                             const std::vector<uint64_t>& n) {
   uint64_t i = 0;
   for (size_t k = 0; k < n.size(); ++k) {
@@ -66,7 +66,7 @@ inline std::vector<uint64_t> WriteTarShards(ObjectStore& store, const std::strin
   return n;
 }
 
-inline void WriteTfRecordShards(ObjectStore& store, const std::string& prefix, const std::vector<uint64_t>& n) {
+inline void WriteTfRecordShards(object::ObjectStore& store, const std::string& prefix, const std::vector<uint64_t>& n) {
   uint64_t i = 0;
   for (size_t k = 0; k < n.size(); ++k) {
     std::vector<std::string> payloads;

@@ -22,7 +22,7 @@ using testing::WriteDataset;
 
 struct SharedFixture {
   std::string name;
-  ObjectStorePtr store;
+  object::ObjectStorePtr store;
   dataset::Manifest index;
   uint64_t total = 0;
   std::vector<std::string> keys;
@@ -30,12 +30,12 @@ struct SharedFixture {
   explicit SharedFixture(std::vector<uint64_t> counts) {
     static std::atomic<int> n{0};
     name = "shared-cache-test-" + std::to_string(n++);
-    store = MakeMemStore(name);
+    store = object::MakeMemStore(name);
     index = WriteDataset(*store, "ds/", dataset::ShardFormat::kTar, counts, TextFields);
     total = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
     for (const auto& s : index.shards) keys.push_back("ds/" + s.name), sizes.push_back(s.size);
   }
-  ~SharedFixture() { DropMemStore(name); }
+  ~SharedFixture() { object::DropMemStore(name); }
 };
 
 // Drains (rank, worker) iterators of `ranks` concurrently over one epoch;
@@ -75,8 +75,8 @@ std::vector<uint64_t> RunEpoch(const std::vector<std::shared_ptr<StreamingDatase
   return all;
 }
 
-std::vector<std::shared_ptr<StreamingDataset>> OpenRanks(const SharedFixture& f, ObjectStorePtr store, size_t world,
-                                                         bool share) {
+std::vector<std::shared_ptr<StreamingDataset>> OpenRanks(const SharedFixture& f, object::ObjectStorePtr store,
+                                                         size_t world, bool share) {
   std::vector<std::shared_ptr<StreamingDataset>> ranks;
   for (size_t r = 0; r < world; ++r) {
     StreamingOptions o;

@@ -152,7 +152,7 @@ namespace {
 // one (strata pack writes index.json without hashes and manifest.json with
 // them), so the fingerprint tells a regenerated dataset of the same layout
 // from the original. Corruption if the two files list different shards.
-Result<dataset::Manifest> WithContentHashes(ObjectStore& store, const std::string& prefix,
+Result<dataset::Manifest> WithContentHashes(object::ObjectStore& store, const std::string& prefix,
                                             const dataset::Manifest& index) {
   dataset::Manifest out = index;
   bool hashed = std::all_of(out.shards.begin(), out.shards.end(), [](const auto& s) { return !s.sha256.empty(); });
@@ -179,7 +179,7 @@ Result<dataset::Manifest> WithContentHashes(ObjectStore& store, const std::strin
 
 }  // namespace
 
-Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(ObjectStorePtr store, std::string prefix,
+Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr store, std::string prefix,
                                                        StreamingOptions options, std::vector<std::string> shard_names) {
   PartitionSpec part{0,
                      options.world_size,
@@ -326,7 +326,7 @@ Result<DecodedSample> DatasetImpl::Get(uint64_t index) {
   return DecodeSample(options_, index, parsed->samples[0], &parsed->examples[0]);
 }
 
-Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(ObjectStorePtr store, std::string prefix,
+Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(object::ObjectStorePtr store, std::string prefix,
                                                                  StreamingOptions options,
                                                                  std::vector<std::string> shards) {
   STRATA_ASSIGN_OR_RETURN(
@@ -360,10 +360,10 @@ Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(std::string_vie
       return InvalidArgumentError(std::string(url) + ": a brace pattern may name files of one directory only");
     }
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, dataset::ExpandBraces(pattern));
-    STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(dir));
+    STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, object::OpenStore(dir));
     return Open(std::move(store), "", std::move(options), std::move(names));
   }
-  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(url));
+  STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, object::OpenStore(url));
   return Open(std::move(store), "", std::move(options));
 }
 
@@ -381,7 +381,7 @@ Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(const std::vect
     }
     names.push_back(std::move(name));
   }
-  STRATA_ASSIGN_OR_RETURN(ObjectStorePtr store, OpenStore(dir));
+  STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, object::OpenStore(dir));
   return Open(std::move(store), "", std::move(options), std::move(names));
 }
 

@@ -111,8 +111,8 @@ struct StreamingOptions {
   int retries = 2;
   bool skip_corrupt = false;
   std::chrono::milliseconds retry_backoff{50};
-  Clock* clock = nullptr;    // nullptr: RealClock()
-  FileSystem* fs = nullptr;  // holds cache_dir; nullptr: DefaultFileSystem()
+  Clock* clock = nullptr;        // nullptr: RealClock()
+  io::FileSystem* fs = nullptr;  // holds cache_dir; nullptr: DefaultFileSystem()
 };
 
 // A decoded field. Exactly one of the members is meaningful, by `kind`.
@@ -216,7 +216,7 @@ class StreamingDataset {
   static Result<std::shared_ptr<StreamingDataset>> Open(const std::vector<std::string>& urls,
                                                         StreamingOptions options = {});
   // `shards`: names under `prefix` (empty: the index, or every shard there).
-  static Result<std::shared_ptr<StreamingDataset>> Open(ObjectStorePtr store, std::string prefix,
+  static Result<std::shared_ptr<StreamingDataset>> Open(object::ObjectStorePtr store, std::string prefix,
                                                         StreamingOptions options = {},
                                                         std::vector<std::string> shards = {});
   virtual ~StreamingDataset() = default;

@@ -8,6 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata;
+  using namespace strata::net;
   std::string_view in(reinterpret_cast<const char*>(data), size);
   auto range = ParseRangeHeader(in);
   if (range.ok()) {

@@ -21,6 +21,7 @@ std::string_view NextField(std::string_view* in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata;
+  using namespace strata::net;
   std::string_view in(reinterpret_cast<const char*>(data), size);
   HttpRequestParts req;
   req.method = "GET";

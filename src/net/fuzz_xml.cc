@@ -34,30 +34,30 @@ bool IsXmlText(std::string_view s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  (void)strata::ParseXml(in);
-  (void)strata::DecodeListObjectsV2(in);
-  (void)strata::DecodeListAllMyBuckets(in);
-  (void)strata::DecodeS3Error(in);
-  (void)strata::DecodeInitiateMultipartUpload(in);
-  (void)strata::DecodeCompleteMultipartUpload(in);
-  (void)strata::DecodeCompleteMultipartUploadResult(in);
-  (void)strata::DecodeListParts(in);
-  (void)strata::DecodeDeleteRequest(in);
-  (void)strata::DecodeListMultipartUploads(in);
-  (void)strata::DecodeDeleteResult(in);
-  (void)strata::DecodeCopyObjectResult(in);
+  (void)strata::net::ParseXml(in);
+  (void)strata::net::DecodeListObjectsV2(in);
+  (void)strata::net::DecodeListAllMyBuckets(in);
+  (void)strata::net::DecodeS3Error(in);
+  (void)strata::net::DecodeInitiateMultipartUpload(in);
+  (void)strata::net::DecodeCompleteMultipartUpload(in);
+  (void)strata::net::DecodeCompleteMultipartUploadResult(in);
+  (void)strata::net::DecodeListParts(in);
+  (void)strata::net::DecodeDeleteRequest(in);
+  (void)strata::net::DecodeListMultipartUploads(in);
+  (void)strata::net::DecodeDeleteResult(in);
+  (void)strata::net::DecodeCopyObjectResult(in);
 
   // Whatever text we escape must come back byte for byte (when XML can carry it at all).
   if (IsXmlText(in)) {
-    strata::XmlWriter w;
+    strata::net::XmlWriter w;
     w.Open("R", {{"a", std::string(in)}}).Element("T", in);
-    auto doc = strata::ParseXml(w.Finish());
+    auto doc = strata::net::ParseXml(w.Finish());
     if (!doc.ok() || doc->ChildText("T") != in || *doc->Attribute("a") != in) std::abort();
   }
   // A decoded listing re-encodes into something that decodes to the same keys.
-  auto list = strata::DecodeListObjectsV2(in);
+  auto list = strata::net::DecodeListObjectsV2(in);
   if (list.ok() && IsXmlText(in)) {
-    auto again = strata::DecodeListObjectsV2(strata::EncodeListObjectsV2(*list));
+    auto again = strata::net::DecodeListObjectsV2(strata::net::EncodeListObjectsV2(*list));
     if (list->encoding_type.empty() || list->encoding_type == "url") {
       if (!again.ok() || again->contents.size() != list->contents.size()) std::abort();
       for (size_t i = 0; i < list->contents.size(); ++i) {

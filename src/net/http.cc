@@ -6,7 +6,7 @@
 
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 using std::chrono::duration_cast;
@@ -378,4 +378,4 @@ void SetHeader(HttpHeaders& headers, std::string_view name, std::string value) {
   headers.emplace_back(std::string(name), std::move(value));
 }
 
-}  // namespace strata
+}  // namespace strata::net

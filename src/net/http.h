@@ -14,7 +14,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 
-namespace strata {
+namespace strata::net {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
@@ -82,4 +82,4 @@ const std::string* FindHeader(const HttpHeaders& headers, std::string_view name)
 void SetHeader(HttpHeaders& headers, std::string_view name, std::string value);
 void RemoveHeader(HttpHeaders& headers, std::string_view name);
 
-}  // namespace strata
+}  // namespace strata::net

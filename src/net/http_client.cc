@@ -22,7 +22,7 @@
 #include <mutex>
 #include <thread>
 
-namespace strata {
+namespace strata::net {
 
 namespace {
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -446,4 +446,4 @@ Result<HttpResponse> HttpClient::Send(HttpRequest request) {
   return future.get();
 }
 
-}  // namespace strata
+}  // namespace strata::net

@@ -21,7 +21,7 @@
 #include "base/status.h"
 #include "net/http.h"  // HttpHeaders: name/value pairs, case-insensitive lookup helpers
 
-namespace strata {
+namespace strata::net {
 
 // Supplies request body bytes: fill up to `size` bytes at `dst`, return the
 // count (0 = end). Called on the client's I/O thread; must not block long.
@@ -116,4 +116,4 @@ class HttpClient {
 // headers) into a Status naming `what` (e.g. "GET http://.../key").
 Status CurlCodeToStatus(int curl_code, std::string_view what, std::string_view detail = {});
 
-}  // namespace strata
+}  // namespace strata::net

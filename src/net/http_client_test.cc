@@ -9,7 +9,7 @@
 
 #include "net/fake_http_server.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 using testing_http::FakeHttpServer;
@@ -287,4 +287,4 @@ TEST(HttpClientTest, CurlCodeMapping) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::net

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 using std::chrono::seconds;
@@ -148,4 +148,4 @@ TEST(HttpHeaders, CaseInsensitive) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::net

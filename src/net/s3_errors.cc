@@ -2,7 +2,7 @@
 
 #include <optional>
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 struct S3CodeInfo {
@@ -148,4 +148,4 @@ S3ErrorInfo S3ErrorForStatus(const Status& status) {
   return {500, "InternalError"};
 }
 
-}  // namespace strata
+}  // namespace strata::net

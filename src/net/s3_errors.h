@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 
-namespace strata {
+namespace strata::net {
 
 // NoSuchKey/NoSuchBucket/NoSuchUpload -> NotFound, AccessDenied ->
 // PermissionDenied, SignatureDoesNotMatch/InvalidAccessKeyId/... ->
@@ -34,4 +34,4 @@ S3ErrorInfo S3ErrorForStatus(const Status& status);
 // The HTTP status AWS uses for a known S3 error code, or 0 if unknown.
 int HttpStatusForS3Code(std::string_view s3_code);
 
-}  // namespace strata
+}  // namespace strata::net

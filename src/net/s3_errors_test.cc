@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 TEST(S3Errors, CodesMapToStatus) {
@@ -95,4 +95,4 @@ TEST(S3Errors, CauseTextIsNotReadAsAnS3Code) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::net

@@ -6,7 +6,7 @@
 #include "net/uri.h"
 #include "net/xml.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
@@ -408,4 +408,4 @@ Result<CopyObjectResult> DecodeCopyObjectResult(std::string_view xml) {
   return r;
 }
 
-}  // namespace strata
+}  // namespace strata::net

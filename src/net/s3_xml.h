@@ -12,7 +12,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 
-namespace strata {
+namespace strata::net {
 
 inline constexpr std::string_view kS3XmlNamespace = "http://s3.amazonaws.com/doc/2006-03-01/";
 
@@ -165,4 +165,4 @@ struct CopyObjectResult {
 std::string EncodeCopyObjectResult(const CopyObjectResult& result);
 Result<CopyObjectResult> DecodeCopyObjectResult(std::string_view xml);
 
-}  // namespace strata
+}  // namespace strata::net

@@ -4,7 +4,7 @@
 
 #include "net/http.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 WallTime T(const char* iso) { return *ParseIso8601(iso); }
@@ -199,4 +199,4 @@ TEST(S3Xml, DeleteObjectsAndCopy) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::net

@@ -7,7 +7,7 @@
 #include "base/hash.h"
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 constexpr int64_t kMaxPresignSeconds = 7 * 24 * 3600;
@@ -551,4 +551,4 @@ Status CheckPayloadSha256(const VerifiedRequest& verified, std::string_view actu
   return Status::Ok();
 }
 
-}  // namespace strata
+}  // namespace strata::net

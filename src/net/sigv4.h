@@ -16,7 +16,7 @@
 #include "base/status.h"
 #include "net/http.h"
 
-namespace strata {
+namespace strata::net {
 
 // A request as signed: what goes on the wire.
 struct HttpRequestParts {
@@ -200,4 +200,4 @@ class AwsChunkedDecoder {
   Status error_;
 };
 
-}  // namespace strata
+}  // namespace strata::net

@@ -7,7 +7,7 @@
 #include "base/hash.h"
 #include "net/sigv4.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 constexpr size_t kMaxLine = 4096;  // a chunk header or trailer line
@@ -233,4 +233,4 @@ Status AwsChunkedDecoder::Finish() const {
   return Status::Ok();
 }
 
-}  // namespace strata
+}  // namespace strata::net

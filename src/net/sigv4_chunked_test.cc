@@ -4,7 +4,7 @@
 #include "base/random.h"
 #include "net/sigv4.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 const AwsCredentials kCreds{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""};
@@ -158,4 +158,4 @@ TEST(AwsChunked, UnsignedTrailerMode) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::net

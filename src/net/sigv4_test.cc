@@ -9,7 +9,7 @@
 #include "base/hash.h"
 #include "base/random.h"
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 namespace fs = std::filesystem;
@@ -341,4 +341,4 @@ TEST(SigV4Presign, KeepsExistingQueryAndToken) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::net

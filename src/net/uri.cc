@@ -1,6 +1,6 @@
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::net {
 
 std::string UriEncode(std::string_view in, bool encode_slash) {
   static const char kHex[] = "0123456789ABCDEF";
@@ -45,4 +45,4 @@ bool UriDecode(std::string_view in, std::string* out, bool plus_is_space) {
   return true;
 }
 
-}  // namespace strata
+}  // namespace strata::net

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace strata {
+namespace strata::net {
 
 // Percent-encodes everything but unreserved characters (A-Z a-z 0-9 - . _ ~);
 // '/' is kept when encode_slash is false (object key paths).
@@ -14,4 +14,4 @@ std::string UriEncode(std::string_view in, bool encode_slash = true);
 // a malformed escape.
 bool UriDecode(std::string_view in, std::string* out, bool plus_is_space = false);
 
-}  // namespace strata
+}  // namespace strata::net

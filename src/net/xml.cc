@@ -10,7 +10,7 @@
 #include <limits>
 #include <optional>
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 Status MalformedXml(std::string message) {
@@ -415,4 +415,4 @@ std::string XmlWriter::Finish() {
   return std::move(out_);
 }
 
-}  // namespace strata
+}  // namespace strata::net

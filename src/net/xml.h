@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 
-namespace strata {
+namespace strata::net {
 
 struct XmlElement {
   std::string name;                                             // qualified name as written ("s3:Key" keeps the prefix)
@@ -65,4 +65,4 @@ class XmlWriter {
   std::vector<std::string> open_;
 };
 
-}  // namespace strata
+}  // namespace strata::net

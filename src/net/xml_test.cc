@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-namespace strata {
+namespace strata::net {
 namespace {
 
 TEST(Xml, ParsesElementsAttributesEntitiesCdata) {
@@ -149,4 +149,4 @@ TEST(Xml, WriterEscapesAndRoundTrips) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::net

@@ -7,7 +7,7 @@
 #include "base/random.h"
 #include "object/store_wrapper.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 class CloudStore : public StoreWrapper {
@@ -219,4 +219,4 @@ std::string FormatCloudProfile(const CloudProfile& profile) {
   return out;
 }
 
-}  // namespace strata
+}  // namespace strata::object

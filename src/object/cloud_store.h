@@ -11,7 +11,7 @@
 #include "base/clock.h"
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 struct CloudProfile {
   Duration first_byte = std::chrono::milliseconds(30);
@@ -38,4 +38,4 @@ Result<CloudProfile> ParseCloudProfile(std::string_view spec);
 // The inverse of ParseCloudProfile (round-trips).
 std::string FormatCloudProfile(const CloudProfile& profile);
 
-}  // namespace strata
+}  // namespace strata::object

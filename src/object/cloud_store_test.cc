@@ -7,7 +7,7 @@
 #include "object/mem_store.h"
 #include "object/transfer.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 using std::chrono::milliseconds;
@@ -145,4 +145,4 @@ TEST(CloudDelay, Arithmetic) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -5,8 +5,11 @@
 #include "object/prefix_store.h"
 #include "testing/conformance.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
+
+// gtest pastes the suite name into identifiers: it must be unqualified
+using strata::testing::ObjectStoreConformance;
 
 std::string FreshDir() {
   static int n = 0;
@@ -24,11 +27,11 @@ ObjectStorePtr Open(FileStoreOptions options) {
 
 INSTANTIATE_TEST_SUITE_P(
     File, ObjectStoreConformance,
-    ::testing::Values(ConformanceCase{"file", [] { return Open({}); }},
-                      ConformanceCase{"file_no_xattr", [] { return Open({.use_xattrs = false, .fsync = false}); }},
-                      ConformanceCase{"file_prefix",
-                                      [] { return MakePrefixStore(Open({.fsync = false}), "pre/fix-"); }}),
-    ConformanceCaseName);
+    ::testing::Values(
+        testing::ConformanceCase{"file", [] { return Open({}); }},
+        testing::ConformanceCase{"file_no_xattr", [] { return Open({.use_xattrs = false, .fsync = false}); }},
+        testing::ConformanceCase{"file_prefix", [] { return MakePrefixStore(Open({.fsync = false}), "pre/fix-"); }}),
+    testing::ConformanceCaseName);
 
 class CleanupTemp : public ::testing::Environment {
  public:
@@ -43,4 +46,4 @@ class CleanupTemp : public ::testing::Environment {
 const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new CleanupTemp);
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

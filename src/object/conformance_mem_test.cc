@@ -6,8 +6,11 @@
 #include "object/prefix_store.h"
 #include "testing/conformance.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
+
+// gtest pastes the suite name into identifiers: it must be unqualified
+using strata::testing::ObjectStoreConformance;
 
 FakeClock& AutoClock() {
   static FakeClock clock(/*auto_advance=*/true);
@@ -18,18 +21,19 @@ FaultConfig NoFaults() { return FaultConfig{.clock = &AutoClock()}; }
 INSTANTIATE_TEST_SUITE_P(
     Mem, ObjectStoreConformance,
     ::testing::Values(
-        ConformanceCase{"mem", [] { return MakeMemStore(); }},
-        ConformanceCase{"mem_small_parts", [] { return MakeMemStore("", MemStoreOptions{.min_part_size = 16}); }},
-        ConformanceCase{"cloud_mem",
-                        [] {
-                          CloudProfile profile;
-                          profile.jitter = std::chrono::milliseconds(5);
-                          return EmulateCloud(MakeMemStore(), profile, AutoClock());
-                        }},
+        testing::ConformanceCase{"mem", [] { return MakeMemStore(); }},
+        testing::ConformanceCase{"mem_small_parts",
+                                 [] { return MakeMemStore("", MemStoreOptions{.min_part_size = 16}); }},
+        testing::ConformanceCase{"cloud_mem",
+                                 [] {
+                                   CloudProfile profile;
+                                   profile.jitter = std::chrono::milliseconds(5);
+                                   return EmulateCloud(MakeMemStore(), profile, AutoClock());
+                                 }},
         // A fault store with no faults configured must be transparent.
-        ConformanceCase{"fault_mem", [] { return std::make_shared<FaultStore>(MakeMemStore(), NoFaults()); }},
-        ConformanceCase{"prefix_mem", [] { return MakePrefixStore(MakeMemStore(), "some/prefix/"); }}),
-    ConformanceCaseName);
+        testing::ConformanceCase{"fault_mem", [] { return std::make_shared<FaultStore>(MakeMemStore(), NoFaults()); }},
+        testing::ConformanceCase{"prefix_mem", [] { return MakePrefixStore(MakeMemStore(), "some/prefix/"); }}),
+    testing::ConformanceCaseName);
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

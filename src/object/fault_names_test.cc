@@ -7,16 +7,16 @@
 #include "io/fault_file_system.h"
 #include "object/fault_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
-static_assert(!std::is_same_v<FileFaultOp, FaultOp>);
+static_assert(!std::is_same_v<io::FileFaultOp, FaultOp>);
 
 TEST(FaultNames, FileAndStoreFaultHeadersCompileTogether) {
-  const uint32_t file_ops = kFaultRead | kFaultOpen;
+  const uint32_t file_ops = io::kFaultRead | io::kFaultOpen;
   EXPECT_EQ(file_ops, 9u);
   EXPECT_NE(FaultOp::kGet, FaultOp::kAny);
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

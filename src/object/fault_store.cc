@@ -1,6 +1,6 @@
 #include "object/fault_store.h"
 
-namespace strata {
+namespace strata::object {
 
 FaultStore::FaultStore(ObjectStorePtr inner, FaultConfig config)
     : StoreWrapper(std::move(inner)),
@@ -150,4 +150,4 @@ Status FaultStore::ReadRangeTo(std::string_view key, std::string_view etag, uint
 
 #undef STRATA_FAULT_CALL
 
-}  // namespace strata
+}  // namespace strata::object

@@ -14,7 +14,7 @@
 #include "base/random.h"
 #include "object/store_wrapper.h"
 
-namespace strata {
+namespace strata::object {
 
 struct FaultConfig {
   uint64_t seed = 1;
@@ -106,4 +106,4 @@ class FaultStore : public StoreWrapper {
   StoreFaultCounters counters_;
 };
 
-}  // namespace strata
+}  // namespace strata::object

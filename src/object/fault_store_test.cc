@@ -4,7 +4,7 @@
 
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 std::shared_ptr<FaultStore> Make(FaultConfig config, Clock& clock) {
@@ -118,4 +118,4 @@ TEST(FaultStore, StallsSleepOnTheClock) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

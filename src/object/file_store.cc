@@ -21,7 +21,7 @@
 #include "object/file_util.h"
 #include "object/list_util.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 constexpr char kEtagXattr[] = "user.strata.etag";
@@ -31,7 +31,7 @@ const std::string kStaging(kFileStoreStagingDir);
 const std::string kUploads = kStaging + "/uploads";
 constexpr size_t kChunk = 1 << 20;  // copy and hash buffer
 
-int64_t MtimeNs(const FileStat& st) {
+int64_t MtimeNs(const io::FileStat& st) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(st.mtime.time_since_epoch()).count();
 }
 
@@ -47,14 +47,14 @@ bool IsHex(std::string_view s) {
 }
 
 // Reads [offset, offset+n) exactly; Unavailable if the file got shorter.
-Status ReadExactly(RandomAccessFile& file, uint64_t offset, size_t n, void* dst, std::string_view what) {
+Status ReadExactly(io::RandomAccessFile& file, uint64_t offset, size_t n, void* dst, std::string_view what) {
   STRATA_ASSIGN_OR_RETURN(size_t got, file.ReadAt(offset, n, dst));
   if (got != n) return UnavailableError(std::string(what) + " got shorter while being read", "unexpected EOF");
   return Status::Ok();
 }
 
 // Appends the first `size` bytes of `in` to `out`.
-Status CopyInto(RandomAccessFile& in, uint64_t size, WritableFile& out, std::string_view what) {
+Status CopyInto(io::RandomAccessFile& in, uint64_t size, io::WritableFile& out, std::string_view what) {
   std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kChunk)), '\0');
   for (uint64_t offset = 0; offset < size;) {
     size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - offset, buf.size()));
@@ -65,7 +65,7 @@ Status CopyInto(RandomAccessFile& in, uint64_t size, WritableFile& out, std::str
   return Status::Ok();
 }
 
-Result<std::string> Md5HexOf(RandomAccessFile& file, uint64_t size, std::string_view what) {
+Result<std::string> Md5HexOf(io::RandomAccessFile& file, uint64_t size, std::string_view what) {
   Md5Hasher hasher;
   std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kChunk)), '\0');
   for (uint64_t offset = 0; offset < size;) {
@@ -83,7 +83,7 @@ class FileStore : public ObjectStore {
       : root_(std::move(root)),
         root_fd_(std::move(root_fd)),
         options_(options),
-        fs_(options_.fs ? *options_.fs : DefaultFileSystem()),
+        fs_(options_.fs ? *options_.fs : io::DefaultFileSystem()),
         xattrs_(options.use_xattrs) {
     std::random_device rd;
     tag_ = std::to_string(::getpid()) + "-" + ToHex(Md5(std::to_string(rd()) + std::to_string(rd()))).substr(0, 8);
@@ -120,7 +120,7 @@ class FileStore : public ObjectStore {
     STRATA_RETURN_IF_ERROR(Names(key).status());
     STRATA_RETURN_IF_ERROR(CheckMetadata(key, options.metadata));
     std::string etag = ToHex(Md5(data.data(), data.size()));
-    STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) {
+    STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](io::WritableFile& out) {
                               STRATA_RETURN_IF_ERROR(out.Append(data));
                               return WriteMetadata(out, key, options.metadata);
                             }));
@@ -179,7 +179,7 @@ class FileStore : public ObjectStore {
     return caps;
   }
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
-  std::string Url() const override { return "file://" + UriEncode(root_, /*encode_slash=*/false); }
+  std::string Url() const override { return "file://" + net::UriEncode(root_, /*encode_slash=*/false); }
 
  private:
   struct Upload {
@@ -210,7 +210,7 @@ class FileStore : public ObjectStore {
     return (parent.empty() ? "" : parent + "/") + std::string(kConvPrefix) + tag_ + "-" + std::to_string(++temp_seq_);
   }
 
-  Result<std::unique_ptr<RandomAccessFile>> OpenPath(const std::string& path, const std::string& key) {
+  Result<std::unique_ptr<io::RandomAccessFile>> OpenPath(const std::string& path, const std::string& key) {
     auto file = fs_.OpenForRead(Abs(path));
     if (!file.ok()) {
       // ELOOP: a symlink cycle, treated like a dangling link.
@@ -224,12 +224,12 @@ class FileStore : public ObjectStore {
 
   // The object's file: <names> itself, or <names>/.strata-self when keys
   // below it exist. A conversion between the two opens is retried.
-  Result<std::unique_ptr<RandomAccessFile>> OpenObject(const std::string& key) {
+  Result<std::unique_ptr<io::RandomAccessFile>> OpenObject(const std::string& key) {
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(key));
     const std::string leaf = JoinNames(names, names.size());
     for (int attempt = 0;; ++attempt) {
       STRATA_ASSIGN_OR_RETURN(auto file, OpenPath(leaf, key));
-      STRATA_ASSIGN_OR_RETURN(FileStat st, file->Stat());
+      STRATA_ASSIGN_OR_RETURN(io::FileStat st, file->Stat());
       if (!st.is_dir) return file;
       auto self = OpenPath(SelfOf(leaf), key);
       if (self.ok() || self.status().code() != Code::kNotFound || attempt == 2) return self;
@@ -238,8 +238,8 @@ class FileStore : public ObjectStore {
     }
   }
 
-  Result<ObjectInfo> InfoOf(RandomAccessFile& file, const std::string& rel, bool with_metadata = false) {
-    STRATA_ASSIGN_OR_RETURN(FileStat st, file.Stat());
+  Result<ObjectInfo> InfoOf(io::RandomAccessFile& file, const std::string& rel, bool with_metadata = false) {
+    STRATA_ASSIGN_OR_RETURN(io::FileStat st, file.Stat());
     if (st.is_dir) return NotFoundError("no such key " + Quote(rel) + " (only keys below it)");
     ObjectInfo info;
     info.key = rel;
@@ -263,7 +263,7 @@ class FileStore : public ObjectStore {
     return Status::Ok();
   }
 
-  Status WriteMetadata(WritableFile& out, std::string_view key, const ObjectMetadata& m) {
+  Status WriteMetadata(io::WritableFile& out, std::string_view key, const ObjectMetadata& m) {
     if (m.empty()) return Status::Ok();  // a fresh temp file has no stale record
     Status set = out.SetXattr(kMetaXattr, EncodeMetadata(m));
     if (set.code() == Code::kNotSupported) {
@@ -273,7 +273,7 @@ class FileStore : public ObjectStore {
     return set.WithContext("storing the metadata of " + Quote(key));
   }
 
-  Result<ObjectMetadata> ReadMetadata(RandomAccessFile& file, const std::string& rel) {
+  Result<ObjectMetadata> ReadMetadata(io::RandomAccessFile& file, const std::string& rel) {
     if (!xattrs_.load()) return ObjectMetadata{};
     auto record = file.GetXattr(kMetaXattr);
     if (!record.ok()) {
@@ -317,11 +317,11 @@ class FileStore : public ObjectStore {
 
   // The xattr records which size and mtime its ETag describes, so a file
   // rewritten by another program is detected and rehashed.
-  static std::string EtagRecord(const std::string& etag, const FileStat& st) {
+  static std::string EtagRecord(const std::string& etag, const io::FileStat& st) {
     return etag + " " + std::to_string(st.size) + " " + std::to_string(MtimeNs(st));
   }
 
-  Result<std::string> EtagOf(RandomAccessFile& file, const FileStat& st, const std::string& rel) {
+  Result<std::string> EtagOf(io::RandomAccessFile& file, const io::FileStat& st, const std::string& rel) {
     if (xattrs_.load()) {
       auto record = file.GetXattr(kEtagXattr);
       if (record.ok()) {
@@ -345,7 +345,7 @@ class FileStore : public ObjectStore {
   }
 
   // Best effort: a missing record only costs a rehash later.
-  void RecordEtag(RandomAccessFile& file, const FileStat& st, const std::string& rel, const std::string& etag) {
+  void RecordEtag(io::RandomAccessFile& file, const io::FileStat& st, const std::string& rel, const std::string& etag) {
     if (xattrs_.load()) {
       Status set = file.SetXattr(kEtagXattr, EtagRecord(etag, st));
       if (set.code() == Code::kNotSupported) xattrs_ = false;
@@ -462,7 +462,7 @@ class FileStore : public ObjectStore {
   Status RemoveFlatDir(const std::string& rel) {
     auto entries = fs_.ListDir(Abs(rel));
     if (entries.ok()) {
-      for (const DirEntry& e : *entries) fs_.Remove(Abs(rel + "/" + e.name)).IgnoreError();
+      for (const io::DirEntry& e : *entries) fs_.Remove(Abs(rel + "/" + e.name)).IgnoreError();
     }
     Status removed = fs_.RemoveDir(Abs(rel));
     return removed.code() == Code::kNotFound ? Status::Ok() : removed.WithContext("removing " + rel);
@@ -474,7 +474,7 @@ class FileStore : public ObjectStore {
   std::string root_;
   UniqueFd root_fd_;  // for listing (FileCursor), which needs file types the FileSystem does not report
   FileStoreOptions options_;
-  FileSystem& fs_;
+  io::FileSystem& fs_;
   std::atomic<bool> xattrs_;
   std::string tag_;
   std::atomic<uint64_t> temp_seq_{0};
@@ -492,7 +492,7 @@ Result<FileStore::Upload> FileStore::ReadUpload(std::string_view upload_id, Stat
   if (upload_id.size() != 32 || !IsHex(upload_id)) return missing;
   Upload upload;
   upload.dir = kUploads + "/" + std::string(upload_id);
-  auto meta = ReadFileToString(fs_, Abs(upload.dir + "/meta"), 4096);
+  auto meta = io::ReadFileToString(fs_, Abs(upload.dir + "/meta"), 4096);
   if (!meta.ok()) {
     if (meta.status().code() == Code::kNotFound) return missing;  // ENOENT and ENOTDIR
     if (meta.status().code() == Code::kInvalidArgument) return CorruptionError("bad upload record " + upload.dir);
@@ -506,7 +506,7 @@ Result<FileStore::Upload> FileStore::ReadUpload(std::string_view upload_id, Stat
   upload.options.if_match = meta->substr(nl1 + 1, nl2 - nl1 - 1);
   auto st = fs_.Stat(Abs(upload.dir + "/meta"));
   if (st.ok()) upload.initiated = st->mtime;
-  auto record = ReadFileToString(fs_, Abs(upload.dir + "/metadata"), kMaxEncodedMetadataBytes);
+  auto record = io::ReadFileToString(fs_, Abs(upload.dir + "/metadata"), kMaxEncodedMetadataBytes);
   if (!record.ok()) {
     if (record.status().code() == Code::kNotFound) return upload;  // created without metadata
     if (record.status().code() == Code::kInvalidArgument) return CorruptionError("bad upload metadata " + upload.dir);
@@ -531,7 +531,7 @@ Result<std::vector<UploadInfo>> FileStore::ListMultipartUploads(std::string_view
     if (entries.status().code() == Code::kNotFound) return uploads;  // nothing was ever uploaded
     return entries.status();
   }
-  for (const DirEntry& e : *entries) {
+  for (const io::DirEntry& e : *entries) {
     if (!e.is_dir) continue;
     auto upload = ReadUpload(e.name, NotFoundError("gone"));
     if (!upload.ok()) {
@@ -555,12 +555,12 @@ Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const
   std::string dir = kUploads + "/" + id;
   STRATA_RETURN_IF_ERROR(fs_.CreateDirs(Abs(dir)).WithContext("creating upload directory for " + Quote(key)));
   if (!options.metadata.empty()) {
-    STRATA_RETURN_IF_ERROR(WriteFileAtomic(fs_, Abs(dir + "/metadata"), EncodeMetadata(options.metadata))
+    STRATA_RETURN_IF_ERROR(io::WriteFileAtomic(fs_, Abs(dir + "/metadata"), EncodeMetadata(options.metadata))
                                .WithContext("creating upload metadata for " + Quote(key)));
   }
   std::string meta = std::string(options.if_none_match ? "1" : "0") + "\n" + options.if_match + "\n" + std::string(key);
   STRATA_RETURN_IF_ERROR(
-      WriteFileAtomic(fs_, Abs(dir + "/meta"), meta).WithContext("creating upload record for " + Quote(key)));
+      io::WriteFileAtomic(fs_, Abs(dir + "/meta"), meta).WithContext("creating upload record for " + Quote(key)));
   return id;
 }
 
@@ -636,7 +636,7 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
   }
   CompleteChecksum(&upload.options.metadata, done);
   std::vector<std::string> md5s;
-  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](WritableFile& out) -> Status {
+  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](io::WritableFile& out) -> Status {
                             for (const CompletedPart& part : parts) {
                               char name[48];
                               std::string etag(part.etag);
@@ -672,7 +672,7 @@ Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view ds
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, InfoOf(*in, src, /*with_metadata=*/true));
   PutOptions put;
   put.metadata = options.directive == MetadataDirective::kReplace ? options.metadata : std::move(info.metadata);
-  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(dst_key, [&](WritableFile& out) {
+  STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(dst_key, [&](io::WritableFile& out) {
                             STRATA_RETURN_IF_ERROR(CopyInto(*in, info.size, out, Quote(src_key)));
                             return WriteMetadata(out, dst_key, put.metadata);
                           }));
@@ -681,12 +681,12 @@ Result<ObjectInfo> FileStore::Copy(std::string_view src_key, std::string_view ds
 
 // Temp files of puts that died with their process (a crash between write and
 // rename). A day old is far beyond any live put.
-void RemoveStaleTemps(FileSystem& fs, const std::string& root, Clock& clock) {
+void RemoveStaleTemps(io::FileSystem& fs, const std::string& root, Clock& clock) {
   const std::string staging = root + "/" + kStaging;
   auto entries = fs.ListDir(staging);
   if (!entries.ok()) return;
   const WallTime now = clock.WallNow();
-  for (const DirEntry& e : *entries) {
+  for (const io::DirEntry& e : *entries) {
     if (e.is_dir || e.name.compare(0, 4, "put-") != 0) continue;
     if (now - e.mtime > std::chrono::hours(24)) fs.Remove(staging + "/" + e.name).IgnoreError();
   }
@@ -715,7 +715,7 @@ Status ValidateFileKey(std::string_view key) {
 }
 
 Status RemoveEmptyFileStore(const std::string& root_dir) {
-  FileSystem& fs = DefaultFileSystem();
+  io::FileSystem& fs = io::DefaultFileSystem();
   UniqueFd root_fd;
   auto has_keys = [&]() -> Result<bool> {
     if (!root_fd.valid()) {
@@ -732,7 +732,7 @@ Status RemoveEmptyFileStore(const std::string& root_dir) {
     return keys.status().WithContext("listing file store '" + root_dir + "'");
   }
   if (*keys) return not_empty();
-  STRATA_RETURN_IF_ERROR(RemoveAll(fs, root_dir + "/" + std::string(kFileStoreStagingDir))
+  STRATA_RETURN_IF_ERROR(io::RemoveAll(fs, root_dir + "/" + std::string(kFileStoreStagingDir))
                              .WithContext("removing the staging directory of '" + root_dir + "'"));
   // No keys: what is left is empty directories and internal leftovers.
   PruneNonKeys(root_fd.get());
@@ -753,7 +753,7 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir) { return OpenF
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptions options) {
   if (root_dir.empty()) return InvalidArgumentError("the file store root directory is empty");
   if (root_dir.find('\0') != std::string::npos) return InvalidArgumentError("the file store root holds a NUL byte");
-  FileSystem& fs = options.fs ? *options.fs : DefaultFileSystem();
+  io::FileSystem& fs = options.fs ? *options.fs : io::DefaultFileSystem();
   Status made = fs.CreateDirs(root_dir);
   if (made.code() == Code::kAlreadyExists) {
     return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
@@ -772,4 +772,4 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptio
   return ObjectStorePtr(std::make_shared<FileStore>(resolved, std::move(fd), options));
 }
 
-}  // namespace strata
+}  // namespace strata::object

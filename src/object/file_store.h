@@ -35,7 +35,7 @@
 #include "io/file_system.h"
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 struct FileStoreOptions {
   bool use_xattrs = true;               // false: ETags only cached in memory (recomputed after restart), no metadata
@@ -43,7 +43,7 @@ struct FileStoreOptions {
   uint64_t min_part_size = 5ull << 20;  // S3's
   // Every read, write, sync, rename and removal goes through `fs` (tests pass
   // a FaultFileSystem); listing walks the root directory itself. nullptr: DefaultFileSystem().
-  FileSystem* fs = nullptr;
+  io::FileSystem* fs = nullptr;
   Clock* clock = nullptr;  // ages staged temp files; nullptr: RealClock()
 };
 
@@ -67,4 +67,4 @@ Status RemoveEmptyFileStore(const std::string& root_dir);
 // The hidden staging directory inside the root, never listed.
 inline constexpr std::string_view kFileStoreStagingDir = ".strata-tmp";
 
-}  // namespace strata
+}  // namespace strata::object

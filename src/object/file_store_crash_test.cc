@@ -13,15 +13,15 @@
 #include "io/fault_file_system.h"
 #include "object/file_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 // Every mutating step (open for write, write, sync, rename, remove, mkdir,
 // directory sync) after the first `crash_at` fails, as if the process had
 // died there; SimulateCrash then drops what the dead process had not synced.
-class CrashingFs : public FaultFileSystem {
+class CrashingFs : public io::FaultFileSystem {
  public:
-  explicit CrashingFs(FileSystem& base) : FaultFileSystem(base) {}
+  explicit CrashingFs(io::FileSystem& base) : io::FaultFileSystem(base) {}
   void CrashAfter(int64_t steps) { crash_at_ = steps, steps_ = 0; }
   int64_t steps() const { return steps_; }
   bool crashed() const { return steps_ > crash_at_; }
@@ -29,41 +29,41 @@ class CrashingFs : public FaultFileSystem {
   Status Step(const std::string& path) {
     return ++steps_ > crash_at_ ? IOError("crashed before this step: " + path) : Status::Ok();
   }
-  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path, bool truncate) override {
+  Result<std::unique_ptr<io::WritableFile>> OpenForWrite(const std::string& path, bool truncate) override {
     STRATA_RETURN_IF_ERROR(Step(path));
-    return Wrap(FaultFileSystem::OpenForWrite(path, truncate));
+    return Wrap(io::FaultFileSystem::OpenForWrite(path, truncate));
   }
-  Result<std::unique_ptr<WritableFile>> CreateExclusive(const std::string& path) override {
+  Result<std::unique_ptr<io::WritableFile>> CreateExclusive(const std::string& path) override {
     STRATA_RETURN_IF_ERROR(Step(path));
-    return Wrap(FaultFileSystem::CreateExclusive(path));
+    return Wrap(io::FaultFileSystem::CreateExclusive(path));
   }
   Status Rename(const std::string& from, const std::string& to) override {
     STRATA_RETURN_IF_ERROR(Step(to));
-    return FaultFileSystem::Rename(from, to);
+    return io::FaultFileSystem::Rename(from, to);
   }
   Status Remove(const std::string& path) override {
     STRATA_RETURN_IF_ERROR(Step(path));
-    return FaultFileSystem::Remove(path);
+    return io::FaultFileSystem::Remove(path);
   }
   Status RemoveDir(const std::string& path) override {
     STRATA_RETURN_IF_ERROR(Step(path));
-    return FaultFileSystem::RemoveDir(path);
+    return io::FaultFileSystem::RemoveDir(path);
   }
   Status CreateDirs(const std::string& path) override {
     STRATA_RETURN_IF_ERROR(Step(path));
-    return FaultFileSystem::CreateDirs(path);
+    return io::FaultFileSystem::CreateDirs(path);
   }
   Status SyncDir(const std::string& path) override {
     STRATA_RETURN_IF_ERROR(Step(path));
-    return FaultFileSystem::SyncDir(path);
+    return io::FaultFileSystem::SyncDir(path);
   }
 
  private:
-  class File : public WritableFile {
+  class File : public io::WritableFile {
    public:
-    File(CrashingFs* fs, std::unique_ptr<WritableFile> inner) : fs_(fs), inner_(std::move(inner)) {}
-    using WritableFile::Append;
-    using WritableFile::WriteAt;
+    File(CrashingFs* fs, std::unique_ptr<io::WritableFile> inner) : fs_(fs), inner_(std::move(inner)) {}
+    using io::WritableFile::Append;
+    using io::WritableFile::WriteAt;
     Status Append(const void* data, size_t n) override {
       STRATA_RETURN_IF_ERROR(fs_->Step(path()));
       return inner_->Append(data, n);
@@ -82,11 +82,11 @@ class CrashingFs : public FaultFileSystem {
 
    private:
     CrashingFs* fs_;
-    std::unique_ptr<WritableFile> inner_;
+    std::unique_ptr<io::WritableFile> inner_;
   };
-  Result<std::unique_ptr<WritableFile>> Wrap(Result<std::unique_ptr<WritableFile>> file) {
+  Result<std::unique_ptr<io::WritableFile>> Wrap(Result<std::unique_ptr<io::WritableFile>> file) {
     if (!file.ok()) return file.status();
-    return std::unique_ptr<WritableFile>(std::make_unique<File>(this, std::move(*file)));
+    return std::unique_ptr<io::WritableFile>(std::make_unique<File>(this, std::move(*file)));
   }
 
   std::atomic<int64_t> crash_at_{std::numeric_limits<int64_t>::max()};
@@ -96,11 +96,11 @@ class CrashingFs : public FaultFileSystem {
 class FileStoreCrashTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = MakeTempDir("strata-file-store-crash-");
+    auto dir = io::MakeTempDir("strata-file-store-crash-");
     ASSERT_TRUE(dir.ok()) << dir.status();
     root_ = *dir;
   }
-  void TearDown() override { EXPECT_TRUE(RemoveAll(DefaultFileSystem(), root_).ok()); }
+  void TearDown() override { EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), root_).ok()); }
 
   // The object as a fresh store on the real file system sees it after the crash.
   Result<std::string> ReadAfterCrash(const std::string& key) {
@@ -116,7 +116,7 @@ class FileStoreCrashTest : public ::testing::Test {
 };
 
 TEST_F(FileStoreCrashTest, AnObjectWhosePutReturnedSurvivesPowerLoss) {
-  CrashingFs fs(DefaultFileSystem());
+  CrashingFs fs(io::DefaultFileSystem());
   FileStoreOptions options;
   options.fs = &fs;
   auto store = OpenFileStore(root_, options);
@@ -136,13 +136,13 @@ TEST_F(FileStoreCrashTest, ACrashBeforePutReturnsLeavesTheOldOrTheNewObject) {
   const std::string old_data(3000, 'o'), new_data(5000, 'n');
   int points = 0, old_seen = 0, new_seen = 0, absent_seen = 0;
   for (int64_t crash_at = 0;; ++crash_at) {
-    ASSERT_TRUE(RemoveAll(DefaultFileSystem(), root_).ok());
+    ASSERT_TRUE(io::RemoveAll(io::DefaultFileSystem(), root_).ok());
     {
       auto plain = OpenFileStore(root_);
       ASSERT_TRUE(plain.ok()) << plain.status();
       ASSERT_TRUE((*plain)->Put("dir/obj", Buffer::FromString(old_data)).ok());
     }
-    CrashingFs fs(DefaultFileSystem());
+    CrashingFs fs(io::DefaultFileSystem());
     FileStoreOptions options;
     options.fs = &fs;
     auto store = OpenFileStore(root_, options);
@@ -182,4 +182,4 @@ TEST_F(FileStoreCrashTest, ACrashBeforePutReturnsLeavesTheOldOrTheNewObject) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -15,7 +15,7 @@
 
 #include "object/file_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 namespace fs = std::filesystem;
@@ -213,4 +213,4 @@ TEST_F(FileLayoutTest, NothingInternalKeepsABucketFromBeingRemoved) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -15,7 +15,7 @@
 #include "object/store_url.h"
 #include "object/transfer.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 namespace fs = std::filesystem;
@@ -314,4 +314,4 @@ TEST_F(FileStoreTest, RemoveEmptyFileStoreIgnoresStagingOnly) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

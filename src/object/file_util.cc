@@ -11,7 +11,7 @@
 
 #include "object/file_store.h"
 
-namespace strata {
+namespace strata::object {
 
 UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
   if (this != &o) {
@@ -297,4 +297,4 @@ bool PruneDir(int root_fd, const std::string& rel, int depth) {
 
 void PruneNonKeys(int root_fd) { PruneDir(root_fd, "", 0); }
 
-}  // namespace strata
+}  // namespace strata::object

@@ -23,7 +23,7 @@
 #include "base/status.h"
 #include "object/list_util.h"
 
-namespace strata {
+namespace strata::object {
 
 // Owns a file descriptor.
 class UniqueFd {
@@ -121,4 +121,4 @@ class FileCursor : public ListCursor {
   std::vector<Frame> frames_;
 };
 
-}  // namespace strata
+}  // namespace strata::object

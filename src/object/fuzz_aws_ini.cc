@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto ini = strata::ParseAwsIni(text);
+  auto ini = strata::object::ParseAwsIni(text);
   if (ini.ok()) {
     for (const auto& [section, keys] : *ini) {
       (void)section;

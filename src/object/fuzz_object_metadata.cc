@@ -8,9 +8,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  auto m = strata::DecodeMetadata(in);
+  auto m = strata::object::DecodeMetadata(in);
   if (!m.ok()) return 0;
-  if (strata::EncodeMetadata(*m) != in) std::abort();
-  (void)strata::ValidateMetadata(*m);
+  if (strata::object::EncodeMetadata(*m) != in) std::abort();
+  (void)strata::object::ValidateMetadata(*m);
   return 0;
 }

@@ -7,7 +7,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view url(reinterpret_cast<const char*>(data), size);
-  auto parsed = strata::ParseStoreUrl(url);
+  auto parsed = strata::object::ParseStoreUrl(url);
   if (!parsed.ok()) return 0;
   if (parsed->scheme != "file" && parsed->scheme != "mem" && parsed->scheme != "s3") std::abort();
   if (parsed->scheme == "file" && (!parsed->authority.empty() || parsed->path.empty())) std::abort();

@@ -4,7 +4,7 @@
 
 #include "base/hash.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 constexpr std::string_view kTokenMagic = "strata-list-v1:";
@@ -181,4 +181,4 @@ Status CheckCompleteParts(std::string_view key, const std::vector<CompletedPart>
   return Status::Ok();
 }
 
-}  // namespace strata
+}  // namespace strata::object

@@ -10,7 +10,7 @@
 
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 // Forward-only walk over a store's keys in byte order. The bound only moves
 // forward: after Skip(after, skip_prefix), Next() returns the next key k that
@@ -54,4 +54,4 @@ Status CheckCompleteParts(std::string_view key, const std::vector<CompletedPart>
 // Rejects part numbers outside 1..10000.
 Status CheckPartNumber(std::string_view key, int part_number);
 
-}  // namespace strata
+}  // namespace strata::object

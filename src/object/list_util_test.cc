@@ -4,7 +4,7 @@
 
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 TEST(ListUtil, PrefixSuccessor) {
@@ -85,4 +85,4 @@ TEST(ListUtil, CompletePartChecks) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -9,7 +9,7 @@
 #include "base/hash.h"
 #include "object/list_util.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 struct MemObject {
@@ -314,4 +314,4 @@ bool DropMemStore(const std::string& name) {
   return Registry().erase(name) > 0;
 }
 
-}  // namespace strata
+}  // namespace strata::object

@@ -9,7 +9,7 @@
 #include "base/clock.h"
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 struct MemStoreOptions {
   uint64_t min_part_size = 5ull << 20;  // S3's; lower it to test multipart cheaply
@@ -27,4 +27,4 @@ std::shared_ptr<ObjectStore> MakeMemStore(std::string name, MemStoreOptions opti
 // old data). Returns false if no such store existed.
 bool DropMemStore(const std::string& name);
 
-}  // namespace strata
+}  // namespace strata::object

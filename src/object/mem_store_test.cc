@@ -6,7 +6,7 @@
 
 #include "base/hash.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 TEST(MemStore, NamedStoresShareDataAcrossHandles) {
@@ -143,4 +143,4 @@ TEST(MemStore, ConcurrentPutsAndGetsSeeWholeObjects) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -5,7 +5,7 @@
 #include "base/checksum.h"
 #include "base/coding.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 constexpr uint8_t kVersion = 1;
@@ -131,4 +131,4 @@ Result<ObjectMetadata> DecodeMetadata(std::string_view in) {
   return m;
 }
 
-}  // namespace strata
+}  // namespace strata::object

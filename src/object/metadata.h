@@ -13,7 +13,7 @@
 
 #include "base/status.h"
 
-namespace strata {
+namespace strata::object {
 
 struct ObjectMetadata {
   std::string content_type;  // empty: none stored (the gateway answers binary/octet-stream)
@@ -59,4 +59,4 @@ Result<ObjectMetadata> DecodeMetadata(std::string_view encoded);
 // The largest encoding Decode accepts (every field bounded).
 inline constexpr size_t kMaxEncodedMetadataBytes = 64 * 1024;
 
-}  // namespace strata
+}  // namespace strata::object

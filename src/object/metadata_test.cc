@@ -4,7 +4,7 @@
 
 #include "base/coding.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 ObjectMetadata Sample() {
@@ -140,4 +140,4 @@ TEST(ObjectMetadata, ValidationFollowsS3) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -3,7 +3,7 @@
 #include "base/checksum.h"
 #include "base/hash.h"
 
-namespace strata {
+namespace strata::object {
 
 Result<ObjectInfo> ObjectStore::Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) {
   STRATA_ASSIGN_OR_RETURN(GetResult src, Get(src_key));
@@ -89,4 +89,4 @@ void CompleteChecksum(ObjectMetadata* m, const std::vector<PartInfo>& parts) {
   m->checksum = std::move(*value);
 }
 
-}  // namespace strata
+}  // namespace strata::object

@@ -18,7 +18,7 @@
 #include "base/status.h"
 #include "object/metadata.h"
 
-namespace strata {
+namespace strata::object {
 
 struct ObjectInfo {
   std::string key;
@@ -225,4 +225,4 @@ std::string MultipartEtag(const std::vector<std::string>& part_md5_hex);
 // cleared. `parts` are the completed parts in order.
 void CompleteChecksum(ObjectMetadata* m, const std::vector<PartInfo>& parts);
 
-}  // namespace strata
+}  // namespace strata::object

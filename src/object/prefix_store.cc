@@ -3,7 +3,7 @@
 #include "net/uri.h"
 #include "object/store_wrapper.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 class PrefixStore : public StoreWrapper {
@@ -74,7 +74,7 @@ class PrefixStore : public StoreWrapper {
   std::string Url() const override {
     std::string url = base_->Url();
     url += url.find('?') == std::string::npos ? '?' : '&';
-    return url + "prefix=" + UriEncode(prefix_);
+    return url + "prefix=" + net::UriEncode(prefix_);
   }
 
  private:
@@ -94,4 +94,4 @@ ObjectStorePtr MakePrefixStore(ObjectStorePtr inner, std::string prefix) {
   return std::make_shared<PrefixStore>(std::move(inner), std::move(prefix));
 }
 
-}  // namespace strata
+}  // namespace strata::object

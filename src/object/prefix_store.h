@@ -8,10 +8,10 @@
 
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 // Owns `inner`. An empty prefix returns `inner` itself. The prefix is taken
 // literally (no '/' is added).
 ObjectStorePtr MakePrefixStore(ObjectStorePtr inner, std::string prefix);
 
-}  // namespace strata
+}  // namespace strata::object

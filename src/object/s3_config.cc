@@ -11,7 +11,7 @@
 #include "net/http.h"
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 constexpr size_t kMaxIniBytes = 1 << 20;
@@ -113,7 +113,7 @@ struct UrlParams {
 
 Status ParseParams(std::string_view query, std::string_view url, UrlParams* p) {
   if (query.empty()) return Status::Ok();
-  STRATA_ASSIGN_OR_RETURN(auto pairs, ParseQueryString(query, /*plus_is_space=*/false));
+  STRATA_ASSIGN_OR_RETURN(auto pairs, net::ParseQueryString(query, /*plus_is_space=*/false));
   auto bad = [&](const std::string& k, const std::string& v) {
     return InvalidArgumentError("bad value '" + v + "' for '" + k + "' in " + std::string(url));
   };
@@ -257,7 +257,7 @@ Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
   size_t slash = rest.find('/');
   std::string bucket(rest.substr(0, slash));
   std::string prefix;
-  if (slash != std::string_view::npos && !UriDecode(rest.substr(slash + 1), &prefix)) {
+  if (slash != std::string_view::npos && !net::UriDecode(rest.substr(slash + 1), &prefix)) {
     return InvalidArgumentError("malformed percent-escape in the prefix of " + std::string(url));
   }
   if (!ValidBucket(bucket)) {
@@ -293,7 +293,7 @@ Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
   }
 
   // Credentials: explicit URL profile, else variables, else the profile.
-  AwsCredentials c;
+  net::AwsCredentials c;
   bool from_vars = !params.profile && !var("AWS_ACCESS_KEY_ID").empty() && !var("AWS_SECRET_ACCESS_KEY").empty();
   if (from_vars) {
     c = {var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY"), var("AWS_SESSION_TOKEN")};
@@ -346,9 +346,11 @@ Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
 std::string S3ConfigUrl(const S3Config& config) {
   std::string prefix = config.prefix;
   if (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  std::string url = "s3://" + config.bucket + (prefix.empty() ? "" : "/" + UriEncode(prefix, false));
+  std::string url = "s3://" + config.bucket + (prefix.empty() ? "" : "/" + net::UriEncode(prefix, false));
   std::string q;
-  auto add = [&](const std::string& k, const std::string& v) { q += (q.empty() ? "?" : "&") + k + "=" + UriEncode(v); };
+  auto add = [&](const std::string& k, const std::string& v) {
+    q += (q.empty() ? "?" : "&") + k + "=" + net::UriEncode(v);
+  };
   if (!config.endpoint.empty()) add("endpoint", config.endpoint);
   add("region", config.region);
   if (config.addressing == S3Addressing::kPath) add("path_style", "1");
@@ -360,7 +362,7 @@ Result<S3Endpoint> ResolveS3Endpoint(const S3Config& config) {
   std::string endpoint = config.endpoint;
   bool custom = !endpoint.empty();
   if (!custom) endpoint = "https://s3." + config.region + ".amazonaws.com";
-  auto parsed = ParseUrl(endpoint);
+  auto parsed = net::ParseUrl(endpoint);
   if (!parsed.ok()) return parsed.status().WithContext("S3 endpoint '" + endpoint + "'");
   if (parsed->scheme != "http" && parsed->scheme != "https") {
     return InvalidArgumentError("S3 endpoint '" + endpoint + "' must be http:// or https://");
@@ -389,8 +391,8 @@ Result<S3Endpoint> ResolveS3Endpoint(const S3Config& config) {
   std::string host = parsed->HostHeader();
   out.host_header = path_style ? host : config.bucket + "." + host;
   out.base_url = out.scheme + "://" + out.host_header;
-  out.bucket_path = path_style ? "/" + UriEncode(config.bucket) : "";
+  out.bucket_path = path_style ? "/" + net::UriEncode(config.bucket) : "";
   return out;
 }
 
-}  // namespace strata
+}  // namespace strata::object

@@ -17,7 +17,7 @@
 #include "base/status.h"
 #include "net/sigv4.h"  // AwsCredentials
 
-namespace strata {
+namespace strata::object {
 
 enum class S3Addressing {
   kAuto,     // path-style for custom endpoints (IP address, explicit port, localhost), else virtual
@@ -32,7 +32,7 @@ struct S3Config {
   std::string prefix;
   std::string endpoint;  // scheme://host[:port]; empty: https://s3.<region>.amazonaws.com
   std::string region = "us-east-1";
-  AwsCredentials credentials;
+  net::AwsCredentials credentials;
   S3Addressing addressing = S3Addressing::kAuto;
 
   uint64_t part_size = 8ull << 20;                // multipart part and parallel GET chunk size
@@ -102,4 +102,4 @@ using AwsIni = std::map<std::string, std::map<std::string, std::string>>;
 // on malformed input.
 Result<AwsIni> ParseAwsIni(std::string_view text);
 
-}  // namespace strata
+}  // namespace strata::object

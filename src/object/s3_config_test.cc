@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 ConfigEnv Env(std::map<std::string, std::string> vars, std::map<std::string, std::string> files = {}) {
@@ -184,4 +184,4 @@ TEST(S3ConfigTest, UrlRoundTrip) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

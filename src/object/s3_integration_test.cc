@@ -16,8 +16,11 @@
 #include "testing/s3_server.h"
 #include "testing/subprocess.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
+
+// gtest pastes the suite name into identifiers: it must be unqualified
+using strata::testing::ObjectStoreConformance;
 
 constexpr const char* kAws = "/usr/bin/aws";
 constexpr const char* kPython = "/usr/bin/python3";
@@ -26,14 +29,14 @@ constexpr const char* kPython = "/usr/bin/python3";
 // stopped (by PID) when the test environment tears down.
 class Servers : public ::testing::Environment {
  public:
-  static S3TestServer* Get(S3TestServer::Kind kind) {
+  static testing::S3TestServer* Get(testing::S3TestServer::Kind kind) {
     std::lock_guard lock(mu_);
     auto& slot = servers_[kind];
     if (!slot) {
-      auto s = S3TestServer::Start(kind);
-      if (!s.ok()) s = S3TestServer::Start(kind);  // a loaded 2-core machine can miss the deadline once
+      auto s = testing::S3TestServer::Start(kind);
+      if (!s.ok()) s = testing::S3TestServer::Start(kind);  // a loaded 2-core machine can miss the deadline once
       if (!s.ok()) {
-        ADD_FAILURE() << "cannot start " << KindName(kind) << ": " << s.status();
+        ADD_FAILURE() << "cannot start " << testing::KindName(kind) << ": " << s.status();
         return nullptr;
       }
       slot = std::move(*s);
@@ -52,7 +55,7 @@ class Servers : public ::testing::Environment {
 
  private:
   static inline std::mutex mu_;
-  static inline std::map<S3TestServer::Kind, std::unique_ptr<S3TestServer>> servers_;
+  static inline std::map<testing::S3TestServer::Kind, std::unique_ptr<testing::S3TestServer>> servers_;
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Servers);
 
@@ -63,7 +66,7 @@ std::string UniquePrefix(const std::string& tag) {
 
 // A store on `server` under `prefix`, built through the URL path with an
 // injected environment holding the server's keys.
-ObjectStorePtr OpenOn(const S3TestServer& server, const std::string& prefix, uint64_t part_size = 5 << 20,
+ObjectStorePtr OpenOn(const testing::S3TestServer& server, const std::string& prefix, uint64_t part_size = 5 << 20,
                       std::string secret = "") {
   auto env = ConfigEnv::FromMaps({{"AWS_ACCESS_KEY_ID", server.access_key()},
                                   {"AWS_SECRET_ACCESS_KEY", secret.empty() ? server.secret_key() : secret}},
@@ -82,11 +85,11 @@ ObjectStorePtr OpenOn(const S3TestServer& server, const std::string& prefix, uin
   return store.ok() ? *store : nullptr;
 }
 
-ConformanceCase S3rverCase() {
-  ConformanceCase c;
+testing::ConformanceCase S3rverCase() {
+  testing::ConformanceCase c;
   c.name = "s3_on_s3rver";
   c.make = [] {
-    S3TestServer* s = Servers::Get(S3TestServer::Kind::kS3rver);
+    testing::S3TestServer* s = Servers::Get(testing::S3TestServer::Kind::kS3rver);
     return s ? OpenOn(*s, UniquePrefix("conf")) : nullptr;
   };
   // s3rver's known gaps (shared/notes/s3-servers.md).
@@ -101,17 +104,18 @@ ConformanceCase S3rverCase() {
   return c;
 }
 
-ConformanceCase RgwCase() {
-  ConformanceCase c;
+testing::ConformanceCase RgwCase() {
+  testing::ConformanceCase c;
   c.name = "s3_on_rgw";
   c.make = [] {
-    S3TestServer* s = Servers::Get(S3TestServer::Kind::kRgw);
+    testing::S3TestServer* s = Servers::Get(testing::S3TestServer::Kind::kRgw);
     return s ? OpenOn(*s, UniquePrefix("conf")) : nullptr;
   };
   return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(S3, ObjectStoreConformance, ::testing::Values(S3rverCase(), RgwCase()), ConformanceCaseName);
+INSTANTIATE_TEST_SUITE_P(S3, ObjectStoreConformance, ::testing::Values(S3rverCase(), RgwCase()),
+                         testing::ConformanceCaseName);
 
 std::string TestBytes(size_t n, uint64_t seed) {
   std::string out(n, '\0');
@@ -125,22 +129,22 @@ std::string TestBytes(size_t n, uint64_t seed) {
   return out;
 }
 
-CommandResult Run(const S3TestServer& server, const std::vector<std::string>& argv,
-                  std::optional<std::string_view> in = std::nullopt) {
-  auto r = RunCommand(argv, server.ClientEnv(), in);
+testing::CommandResult Run(const testing::S3TestServer& server, const std::vector<std::string>& argv,
+                           std::optional<std::string_view> in = std::nullopt) {
+  auto r = testing::RunCommand(argv, server.ClientEnv(), in);
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return {};
-  EXPECT_EQ(r->exit_code, 0) << DescribeRun(argv, *r);
+  EXPECT_EQ(r->exit_code, 0) << testing::DescribeRun(argv, *r);
   return *r;
 }
 
-std::string AwsGet(const S3TestServer& s, const std::string& key) {
+std::string AwsGet(const testing::S3TestServer& s, const std::string& key) {
   return Run(s, {kAws, "--endpoint-url", s.endpoint(), "s3", "cp", "--only-show-errors",
                  "s3://" + s.bucket() + "/" + key, "-"})
       .stdout_text;
 }
 
-void AwsPut(const S3TestServer& s, const std::string& key, const std::string& data) {
+void AwsPut(const testing::S3TestServer& s, const std::string& key, const std::string& data) {
   Run(s,
       {kAws, "--endpoint-url", s.endpoint(), "s3", "cp", "--only-show-errors", "-", "s3://" + s.bucket() + "/" + key},
       data);
@@ -163,12 +167,12 @@ elif op == 'list':
             print(o['Key'], o['Size'], o['ETag'].strip('"'))
 )";
 
-std::string Boto(const S3TestServer& s, const std::string& op, const std::string& key,
+std::string Boto(const testing::S3TestServer& s, const std::string& op, const std::string& key,
                  std::optional<std::string_view> in = std::nullopt) {
   return Run(s, {kPython, "-c", kBoto, op, s.endpoint(), s.bucket(), key}, in).stdout_text;
 }
 
-class S3Interop : public ::testing::TestWithParam<S3TestServer::Kind> {
+class S3Interop : public ::testing::TestWithParam<testing::S3TestServer::Kind> {
  protected:
   void SetUp() override {
     server_ = Servers::Get(GetParam());
@@ -177,7 +181,7 @@ class S3Interop : public ::testing::TestWithParam<S3TestServer::Kind> {
     store_ = OpenOn(*server_, prefix_);
     ASSERT_NE(store_, nullptr);
   }
-  S3TestServer* server_ = nullptr;
+  testing::S3TestServer* server_ = nullptr;
   std::string prefix_;
   ObjectStorePtr store_;
 };
@@ -264,11 +268,12 @@ TEST_P(S3Interop, ListingsAgreeWithBoto3) {
   EXPECT_EQ(r->common_prefixes, std::vector<std::string>{"l/dir/"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Servers, S3Interop, ::testing::Values(S3TestServer::Kind::kS3rver, S3TestServer::Kind::kRgw),
-                         [](const auto& info) { return std::string(KindName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Servers, S3Interop,
+                         ::testing::Values(testing::S3TestServer::Kind::kS3rver, testing::S3TestServer::Kind::kRgw),
+                         [](const auto& info) { return std::string(testing::KindName(info.param)); });
 
 TEST(S3Rgw, WrongSecretIsUnauthenticatedSignatureDoesNotMatch) {
-  S3TestServer* s = Servers::Get(S3TestServer::Kind::kRgw);
+  testing::S3TestServer* s = Servers::Get(testing::S3TestServer::Kind::kRgw);
   ASSERT_NE(s, nullptr);
   auto store = OpenOn(*s, UniquePrefix("auth"), 5 << 20, "not-the-secret");
   ASSERT_NE(store, nullptr);
@@ -282,7 +287,7 @@ TEST(S3Rgw, WrongSecretIsUnauthenticatedSignatureDoesNotMatch) {
 }
 
 TEST(S3Rgw, EmptyCompleteEtagIsFilledByHead) {
-  S3TestServer* s = Servers::Get(S3TestServer::Kind::kRgw);
+  testing::S3TestServer* s = Servers::Get(testing::S3TestServer::Kind::kRgw);
   ASSERT_NE(s, nullptr);
   auto store = OpenOn(*s, UniquePrefix("mp"));
   ASSERT_NE(store, nullptr);
@@ -297,4 +302,4 @@ TEST(S3Rgw, EmptyCompleteEtagIsFilledByHead) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -11,7 +11,7 @@
 #include "net/sigv4.h"
 #include "net/uri.h"
 
-namespace strata {
+namespace strata::object {
 
 std::string UnquoteEtag(std::string_view etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
@@ -33,8 +33,8 @@ Result<std::unique_ptr<S3Requester>> S3Requester::Create(const S3Config& config)
 }
 
 namespace {
-HttpClientOptions ClientOptions(const S3Config& c) {
-  HttpClientOptions o;
+net::HttpClientOptions ClientOptions(const S3Config& c) {
+  net::HttpClientOptions o;
   o.connect_timeout = c.connect_timeout;
   o.low_speed_time = c.stall_timeout;
   o.total_timeout = c.request_timeout;
@@ -55,28 +55,28 @@ std::string S3Requester::Resource(std::string_view full_key) const {
   return "s3://" + config_.bucket + "/" + std::string(full_key);
 }
 
-HttpRequest S3Requester::Sign(const S3Call& call, const std::string& payload_sha256) const {
-  HttpRequestParts parts;
+net::HttpRequest S3Requester::Sign(const S3Call& call, const std::string& payload_sha256) const {
+  net::HttpRequestParts parts;
   parts.method = call.method;
   std::string path = endpoint_.bucket_path;
   path += "/";
-  if (call.key) path += UriEncode(*call.key, /*encode_slash=*/false);
+  if (call.key) path += net::UriEncode(*call.key, /*encode_slash=*/false);
   parts.path = path;
   std::string query;
   for (const auto& [k, v] : call.query) {
     if (!query.empty()) query += '&';
-    query += UriEncode(k);
+    query += net::UriEncode(k);
     // Sub-resources like "uploads" and "delete" go on the wire without "=".
-    if (!v.empty() || (k != "uploads" && k != "delete")) query += "=" + UriEncode(v);
+    if (!v.empty() || (k != "uploads" && k != "delete")) query += "=" + net::UriEncode(v);
   }
   parts.query = query;
   parts.headers = call.headers;
-  SetHeader(parts.headers, "Host", endpoint_.host_header);
+  net::SetHeader(parts.headers, "Host", endpoint_.host_header);
   if (!config_.credentials.access_key_id.empty()) {
-    Status s = SignRequest(parts, config_.credentials, config_.region, "s3", clock_->WallNow(), payload_sha256);
+    Status s = net::SignRequest(parts, config_.credentials, config_.region, "s3", clock_->WallNow(), payload_sha256);
     if (!s.ok()) STRATA_LOG_ERROR("SigV4 signing failed: {}", s.ToString());  // only without Host: a bug
   }
-  HttpRequest req;
+  net::HttpRequest req;
   req.method = call.method;
   req.url = endpoint_.base_url + path + (query.empty() ? "" : "?" + query);
   req.headers = std::move(parts.headers);
@@ -86,10 +86,10 @@ HttpRequest S3Requester::Sign(const S3Call& call, const std::string& payload_sha
   return req;
 }
 
-Status S3Requester::ErrorFromResponse(const HttpResponse& resp, std::string_view what, std::string_view resource) {
+Status S3Requester::ErrorFromResponse(const net::HttpResponse& resp, std::string_view what, std::string_view resource) {
   std::string code, message;
   if (!resp.body.empty()) {
-    auto err = DecodeS3Error(resp.body.view());
+    auto err = net::DecodeS3Error(resp.body.view());
     if (err.ok()) {
       code = err->code;
       message = err->message;
@@ -101,7 +101,7 @@ Status S3Requester::ErrorFromResponse(const HttpResponse& resp, std::string_view
     code = "NoSuchKey";
   }
   if (code.empty() && resp.status == 503) code = "SlowDown";
-  Status s = StatusFromS3Error(resp.status, code, message, resource);
+  Status s = net::StatusFromS3Error(resp.status, code, message, resource);
   return s.WithContext(what);
 }
 
@@ -119,10 +119,10 @@ void S3Requester::Count(const std::string& op, const std::string& status) {
       .Inc();
 }
 
-Result<HttpResponse> S3Requester::Execute(const S3Call& call) {
+Result<net::HttpResponse> S3Requester::Execute(const S3Call& call) {
   auto& registry = MetricsRegistry::Global();
   const std::string payload_sha256 =
-      call.body.empty() ? std::string(kEmptyPayloadSha256) : ToHex(Sha256(call.body.data(), call.body.size()));
+      call.body.empty() ? std::string(net::kEmptyPayloadSha256) : ToHex(Sha256(call.body.data(), call.body.size()));
   const std::string what = call.op + " " + (call.key ? Resource(*call.key) : "s3://" + config_.bucket);
   const std::string resource = call.key ? Resource(*call.key) : "s3://" + config_.bucket;
   Status last;
@@ -136,7 +136,7 @@ Result<HttpResponse> S3Requester::Execute(const S3Call& call) {
     }
     ++attempts;
     auto start = clock_->Now();
-    Result<HttpResponse> resp = http_.Send(Sign(call, payload_sha256));
+    Result<net::HttpResponse> resp = http_.Send(Sign(call, payload_sha256));
     registry.GetHistogram("strata_s3_request_seconds", "S3 request latency", {{"op", call.op}})
         .Observe(Seconds(clock_->Now() - start));
     if (!call.body.empty()) {
@@ -164,4 +164,4 @@ Result<HttpResponse> S3Requester::Execute(const S3Call& call) {
       .WithForeignCode(last.foreign_code());
 }
 
-}  // namespace strata
+}  // namespace strata::object

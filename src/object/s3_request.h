@@ -20,22 +20,22 @@
 #include "net/http_client.h"
 #include "object/s3_config.h"
 
-namespace strata {
+namespace strata::object {
 
 struct S3Call {
   std::string op;                  // metric label and error context: "GetObject", "PutObject", ...
   std::string method;              // GET HEAD PUT POST DELETE
   std::optional<std::string> key;  // full key (store prefix included); nullopt: the bucket
   std::vector<std::pair<std::string, std::string>> query;  // decoded; encoded here
-  HttpHeaders headers;
+  net::HttpHeaders headers;
   Buffer body;
-  std::optional<BodySink> sink;
+  std::optional<net::BodySink> sink;
   // Called on every 2xx response; a non-OK result is treated like an error
   // response (retried when retryable). Lets callers reject wrong ranges or
   // 200-with-error bodies before they count as success.
-  std::function<Status(const HttpResponse&)> validate;
+  std::function<Status(const net::HttpResponse&)> validate;
   // Passed to HttpRequest::on_headers (reject before the body arrives).
-  std::function<Status(int status, const HttpHeaders& headers)> on_headers;
+  std::function<Status(int status, const net::HttpHeaders& headers)> on_headers;
 };
 
 class S3Requester {
@@ -44,7 +44,7 @@ class S3Requester {
 
   // 2xx (and validated) response, or the error. After retries are exhausted
   // the error message ends with "after N attempts".
-  Result<HttpResponse> Execute(const S3Call& call);
+  Result<net::HttpResponse> Execute(const S3Call& call);
 
   // The full key for a store-relative key.
   std::string FullKey(std::string_view key) const { return config_.prefix + std::string(key); }
@@ -54,24 +54,24 @@ class S3Requester {
   Clock& clock() { return *clock_; }
 
   // Maps an error response to a Status (exposed for tests).
-  static Status ErrorFromResponse(const HttpResponse& resp, std::string_view what, std::string_view resource);
+  static Status ErrorFromResponse(const net::HttpResponse& resp, std::string_view what, std::string_view resource);
   // Full-jitter backoff before retry `attempt` (0-based): uniform in
   // [0, min(cap, base * 2^attempt)].
   Duration Backoff(int attempt);
 
  private:
   S3Requester(const S3Config& config, S3Endpoint endpoint);
-  HttpRequest Sign(const S3Call& call, const std::string& payload_sha256) const;
+  net::HttpRequest Sign(const S3Call& call, const std::string& payload_sha256) const;
   void Count(const std::string& op, const std::string& status);
 
   S3Config config_;
   S3Endpoint endpoint_;
   Clock* clock_;
   Random random_;
-  HttpClient http_;
+  net::HttpClient http_;
 };
 
 // ETag without surrounding quotes (S3 quotes it; some servers don't).
 std::string UnquoteEtag(std::string_view etag);
 
-}  // namespace strata
+}  // namespace strata::object

@@ -16,7 +16,7 @@
 #include "object/s3_request.h"
 #include "object/transfer.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 constexpr int kMaxParts = 10000;
@@ -32,7 +32,7 @@ bool LooksLikeMd5(std::string_view etag) {
 }
 
 // Request headers for `m` (PUT, CreateMultipartUpload, CopyObject REPLACE).
-void AddMetadataHeaders(HttpHeaders& h, const ObjectMetadata& m) {
+void AddMetadataHeaders(net::HttpHeaders& h, const ObjectMetadata& m) {
   const std::pair<const char*, const std::string*> standard[] = {
       {"Content-Type", &m.content_type},         {"Content-Encoding", &m.content_encoding},
       {"Content-Language", &m.content_language}, {"Content-Disposition", &m.content_disposition},
@@ -45,7 +45,7 @@ void AddMetadataHeaders(HttpHeaders& h, const ObjectMetadata& m) {
 
 // The metadata a HEAD/GET answer carries. The server always names a
 // Content-Type (its default when none was stored); it is kept as sent.
-ObjectMetadata MetadataFromHeaders(const HttpHeaders& headers) {
+ObjectMetadata MetadataFromHeaders(const net::HttpHeaders& headers) {
   ObjectMetadata m;
   std::pair<std::string_view, std::string*> standard[] = {
       {"content-type", &m.content_type},         {"content-encoding", &m.content_encoding},
@@ -66,20 +66,20 @@ ObjectMetadata MetadataFromHeaders(const HttpHeaders& headers) {
   return m;
 }
 
-ObjectInfo InfoFromHeaders(const HttpResponse& resp, std::string key, uint64_t size) {
+ObjectInfo InfoFromHeaders(const net::HttpResponse& resp, std::string key, uint64_t size) {
   ObjectInfo info;
   info.metadata = MetadataFromHeaders(resp.headers);
   info.key = std::move(key);
   info.size = size;
   info.etag = UnquoteEtag(resp.Header("ETag").value_or(""));
   if (auto lm = resp.Header("Last-Modified")) {
-    auto t = ParseHttpDate(*lm);
+    auto t = net::ParseHttpDate(*lm);
     if (t.ok()) info.mtime = *t;
   }
   return info;
 }
 
-Result<uint64_t> ContentLength(const HttpResponse& resp, std::string_view what) {
+Result<uint64_t> ContentLength(const net::HttpResponse& resp, std::string_view what) {
   auto cl = resp.Header("Content-Length");
   uint64_t n = 0;
   if (!cl || cl->empty() || cl->size() > 19 ||
@@ -90,30 +90,30 @@ Result<uint64_t> ContentLength(const HttpResponse& resp, std::string_view what) 
   return n;
 }
 
-void AddGetConditions(HttpHeaders& h, const GetOptions& o) {
+void AddGetConditions(net::HttpHeaders& h, const GetOptions& o) {
   if (!o.if_match.empty()) h.emplace_back("If-Match", QuoteEtag(o.if_match));
   if (!o.if_none_match.empty()) h.emplace_back("If-None-Match", QuoteEtag(o.if_none_match));
-  if (o.if_modified_since) h.emplace_back("If-Modified-Since", FormatHttpDate(*o.if_modified_since));
-  if (o.if_unmodified_since) h.emplace_back("If-Unmodified-Since", FormatHttpDate(*o.if_unmodified_since));
+  if (o.if_modified_since) h.emplace_back("If-Modified-Since", net::FormatHttpDate(*o.if_modified_since));
+  if (o.if_unmodified_since) h.emplace_back("If-Unmodified-Since", net::FormatHttpDate(*o.if_unmodified_since));
 }
 
 // S3 may answer 200 with an <Error> body for Complete and Copy.
-Status ErrorInOkBody(const HttpResponse& resp, std::string_view resource) {
+Status ErrorInOkBody(const net::HttpResponse& resp, std::string_view resource) {
   std::string_view body = resp.body.view();
   if (body.find("<Error>") == std::string_view::npos) return Status::Ok();
-  auto err = DecodeS3Error(body);
+  auto err = net::DecodeS3Error(body);
   std::string code = err.ok() ? err->code : "InternalError";
-  return StatusFromS3Error(code == "InternalError" || code == "SlowDown" ? 500 : 400, code,
-                           err.ok() ? err->message : "", resource);
+  return net::StatusFromS3Error(code == "InternalError" || code == "SlowDown" ? 500 : 400, code,
+                                err.ok() ? err->message : "", resource);
 }
 
 // Checks a 206 answer against the range asked for: [first, last_max] (or the
 // last `suffix` bytes). Data from a mismatching range is never returned.
-Status CheckContentRange(const HttpResponse& r, uint64_t first, uint64_t last_max, std::optional<uint64_t> suffix,
-                         ContentRange* out) {
+Status CheckContentRange(const net::HttpResponse& r, uint64_t first, uint64_t last_max, std::optional<uint64_t> suffix,
+                         net::ContentRange* out) {
   auto header = r.Header("Content-Range");
   if (!header) return CorruptionError("206 response without Content-Range");
-  auto cr = ParseContentRange(*header);
+  auto cr = net::ParseContentRange(*header);
   if (!cr.ok() || cr->unsatisfied || !cr->total) {
     return CorruptionError("bad Content-Range '" + *header + "'");
   }
@@ -137,9 +137,9 @@ Status CheckContentRange(const HttpResponse& r, uint64_t first, uint64_t last_ma
 
 // A 206 for an object of zero bytes ("bytes 0-0/0" from s3rver, with a
 // Content-Length its body never fills) is treated like S3's 416.
-Status RejectEmptyObjectRange(int status, const HttpHeaders& headers) {
+Status RejectEmptyObjectRange(int status, const net::HttpHeaders& headers) {
   if (status != 206) return Status::Ok();
-  const std::string* cr = FindHeader(headers, "Content-Range");
+  const std::string* cr = net::FindHeader(headers, "Content-Range");
   if (cr && cr->size() >= 2 && cr->substr(cr->size() - 2) == "/0") {
     return OutOfRangeError("ranged read of an empty object").WithForeignCode("InvalidRange");
   }
@@ -195,7 +195,8 @@ class S3Store : public ObjectStore {
   Status FetchChunks(const std::string& full, const std::string& etag, uint64_t from, uint64_t to, uint8_t* dst);
   // One ranged GET of [offset, offset + length), pinned to `etag` when set,
   // its body into `sink` (capacity is set here).
-  Status FetchRange(const std::string& full, std::string_view etag, uint64_t offset, uint64_t length, BodySink sink);
+  Status FetchRange(const std::string& full, std::string_view etag, uint64_t offset, uint64_t length,
+                    net::BodySink sink);
   Result<ObjectInfo> PutSingle(std::string_view key, Buffer data, const PutOptions& options);
   Result<ObjectInfo> PutMultipart(std::string_view key, Buffer data, const PutOptions& options);
   // key is store-relative; `what` names the operation for messages.
@@ -241,7 +242,7 @@ Result<GetResult> S3Store::GetEmptyRange(std::string_view key, const GetOptions&
 Result<GetResult> S3Store::GetWhole(std::string_view key, const GetOptions& options) {
   S3Call whole = MakeCall("GetObject", "GET", r_->FullKey(key));
   AddGetConditions(whole.headers, options);
-  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(whole));
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(whole));
   uint64_t b = 0, e = 0;
   STRATA_RETURN_IF_ERROR(ResolveRange(options.range, resp.body.size(), &b, &e));
   return GetResult{InfoFromHeaders(resp, std::string(key), resp.body.size()), b, resp.body.Slice(b, e - b)};
@@ -254,15 +255,15 @@ Result<GetResult> S3Store::GetSuffix(std::string_view key, const GetOptions& opt
   S3Call call = MakeCall("GetObject", "GET", full);
   call.headers.emplace_back("Range", "bytes=-" + std::to_string(n));
   AddGetConditions(call.headers, options);
-  ContentRange cr;
-  call.validate = [&](const HttpResponse& r) {
+  net::ContentRange cr;
+  call.validate = [&](const net::HttpResponse& r) {
     return r.status == 206 ? CheckContentRange(r, 0, 0, n, &cr) : Status::Ok();
   };
   call.on_headers = RejectEmptyObjectRange;
   auto result = r_->Execute(call);
   if (!result.ok() && result.status().code() == Code::kOutOfRange) return GetWhole(key, options);
   if (!result.ok()) return result.status();
-  HttpResponse& resp = *result;
+  net::HttpResponse& resp = *result;
   if (resp.status == 206) {
     return GetResult{InfoFromHeaders(resp, std::string(key), *cr.total), cr.first, resp.body};
   }
@@ -285,8 +286,8 @@ Result<GetResult> S3Store::GetAttempt(std::string_view key, const GetOptions& op
   S3Call call = MakeCall("GetObject", "GET", full);
   call.headers.emplace_back("Range", "bytes=" + std::to_string(begin) + "-" + std::to_string(last_max));
   AddGetConditions(call.headers, options);
-  ContentRange cr;
-  call.validate = [&](const HttpResponse& r) {
+  net::ContentRange cr;
+  call.validate = [&](const net::HttpResponse& r) {
     return r.status == 206 ? CheckContentRange(r, begin, last_max, std::nullopt, &cr) : Status::Ok();
   };
   call.on_headers = RejectEmptyObjectRange;
@@ -294,7 +295,7 @@ Result<GetResult> S3Store::GetAttempt(std::string_view key, const GetOptions& op
   // S3 refuses any range on an empty object; fetch it whole.
   if (!probe.ok() && probe.status().code() == Code::kOutOfRange && begin == 0) return GetWhole(key, options);
   if (!probe.ok()) return probe.status();
-  HttpResponse& resp = *probe;
+  net::HttpResponse& resp = *probe;
   if (resp.status != 206) {  // the server ignored Range and sent everything
     uint64_t b = 0, e = 0;
     STRATA_RETURN_IF_ERROR(ResolveRange(options.range, resp.body.size(), &b, &e));
@@ -322,12 +323,12 @@ Result<GetResult> S3Store::GetAttempt(std::string_view key, const GetOptions& op
 // accepted (a streamed body cannot be taken back): 206 with exactly the
 // requested range, and the pinned ETag when the server names one (so a server
 // that ignores If-Match still cannot mix two versions).
-Status CheckPartHeaders(int status, const HttpHeaders& headers, std::string_view etag, uint64_t offset,
+Status CheckPartHeaders(int status, const net::HttpHeaders& headers, std::string_view etag, uint64_t offset,
                         uint64_t length) {
   if (status < 200 || status >= 300) return Status::Ok();  // an error answer: mapped by the requester
   if (status != 206) return Status(Code::kCorruption, "expected 206 for a ranged part read", "", true);
-  const std::string* header = FindHeader(headers, "Content-Range");
-  auto cr = header ? ParseContentRange(*header) : Result<ContentRange>(CorruptionError("missing"));
+  const std::string* header = net::FindHeader(headers, "Content-Range");
+  auto cr = header ? net::ParseContentRange(*header) : Result<net::ContentRange>(CorruptionError("missing"));
   if (!cr.ok() || cr->unsatisfied || cr->first != offset || cr->last != offset + length - 1 || !cr->total ||
       *cr->total < offset + length) {
     return Status(Code::kCorruption,
@@ -335,7 +336,7 @@ Status CheckPartHeaders(int status, const HttpHeaders& headers, std::string_view
                       std::to_string(offset) + "-" + std::to_string(offset + length - 1),
                   "ContentRangeMismatch", true);
   }
-  const std::string* got_etag = FindHeader(headers, "ETag");
+  const std::string* got_etag = net::FindHeader(headers, "ETag");
   if (!etag.empty() && got_etag && UnquoteEtag(*got_etag) != UnquoteEtag(etag)) {
     return PreconditionFailedError("the object changed during a pinned read (ETag " + *got_etag + ", expected " +
                                    std::string(etag) + ")")
@@ -345,16 +346,16 @@ Status CheckPartHeaders(int status, const HttpHeaders& headers, std::string_view
 }
 
 Status S3Store::FetchRange(const std::string& full, std::string_view etag, uint64_t offset, uint64_t length,
-                           BodySink sink) {
+                           net::BodySink sink) {
   S3Call call = MakeCall("GetObject", "GET", full);
   call.headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1));
   if (!etag.empty()) call.headers.emplace_back("If-Match", QuoteEtag(etag));
   sink.capacity = length;
   call.sink = std::move(sink);
-  call.on_headers = [etag, offset, length](int status, const HttpHeaders& headers) {
+  call.on_headers = [etag, offset, length](int status, const net::HttpHeaders& headers) {
     return CheckPartHeaders(status, headers, etag, offset, length);
   };
-  call.validate = [length](const HttpResponse& r) -> Status {
+  call.validate = [length](const net::HttpResponse& r) -> Status {
     if (r.status != 206 || r.body_bytes != length || !r.sunk) {
       return Status(Code::kCorruption, "short ranged part", "", true);
     }
@@ -368,7 +369,7 @@ Status S3Store::ReadRangeTo(std::string_view key, std::string_view etag, uint64_
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   if (length == 0) return Status::Ok();
   if (offset > UINT64_MAX - length) return InvalidArgumentError("range past 2^64 for " + r_->Resource(key));
-  BodySink sink;
+  net::BodySink sink;
   sink.write = [&consume, offset](uint64_t at, const uint8_t* data, size_t n) { return consume(offset + at, data, n); };
   return FetchRange(r_->FullKey(key), etag, offset, length, std::move(sink));
 }
@@ -384,7 +385,7 @@ Status S3Store::FetchChunks(const std::string& full, const std::string& etag, ui
     if (failed.load()) return;
     uint64_t off = from + i * part;
     uint64_t len = std::min(part, to - off);
-    BodySink sink;
+    net::BodySink sink;
     sink.data = dst + (off - from);
     Status st = FetchRange(full, etag, off, len, std::move(sink));
     if (!st.ok()) {
@@ -417,7 +418,7 @@ Result<ObjectInfo> S3Store::Head(std::string_view key) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   std::string full = r_->FullKey(key);
   S3Call call = MakeCall("HeadObject", "HEAD", full);
-  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
   STRATA_ASSIGN_OR_RETURN(uint64_t size, ContentLength(resp, "HEAD " + r_->Resource(full)));
   return InfoFromHeaders(resp, std::string(key), size);
 }
@@ -438,8 +439,8 @@ Result<ListResult> S3Store::List(const ListOptions& options) {
     STRATA_ASSIGN_OR_RETURN(std::string raw, UnwrapToken(options.continuation_token));
     call.query.emplace_back("continuation-token", raw);
   }
-  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
-  auto decoded = DecodeListObjectsV2(resp.body.view());
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
+  auto decoded = net::DecodeListObjectsV2(resp.body.view());
   if (!decoded.ok()) return decoded.status().WithContext("ListObjectsV2 s3://" + cfg().bucket);
   ListResult out;
   for (auto& e : decoded->contents) {
@@ -475,7 +476,7 @@ Result<ObjectInfo> S3Store::PutSingle(std::string_view key, Buffer data, const P
   AddMetadataHeaders(call.headers, options.metadata);
   if (!options.if_match.empty()) call.headers.emplace_back("If-Match", QuoteEtag(options.if_match));
   if (options.if_none_match) call.headers.emplace_back("If-None-Match", "*");
-  call.validate = [&](const HttpResponse& r) -> Status {
+  call.validate = [&](const net::HttpResponse& r) -> Status {
     std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
     if (LooksLikeMd5(etag) && etag != md5) {
       return Status(Code::kCorruption, "server ETag " + etag + " differs from the MD5 " + md5 + " of the bytes sent",
@@ -491,12 +492,12 @@ Result<ObjectInfo> S3Store::PutSingle(std::string_view key, Buffer data, const P
     // unquoted: still a conditional PUT, so a concurrent change still fails.
     auto head = Head(key);
     if (head.ok() && head->etag == UnquoteEtag(options.if_match)) {
-      SetHeader(call.headers, "If-Match", UnquoteEtag(options.if_match));
+      net::SetHeader(call.headers, "If-Match", UnquoteEtag(options.if_match));
       result = r_->Execute(call);
     }
   }
   if (!result.ok()) return result.status();
-  const HttpResponse& resp = *result;
+  const net::HttpResponse& resp = *result;
   ObjectInfo info = InfoFromHeaders(resp, std::string(key), data.size());
   if (info.etag.empty()) info.etag = md5;
   if (info.mtime == WallTime{}) info.mtime = std::chrono::time_point_cast<std::chrono::seconds>(r_->clock().WallNow());
@@ -548,8 +549,8 @@ Result<std::string> S3Store::CreateMultipartUpload(std::string_view key, const P
   STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
   S3Call call = MakeCall("CreateMultipartUpload", "POST", full, {{"uploads", ""}});
   AddMetadataHeaders(call.headers, options.metadata);
-  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
-  auto decoded = DecodeInitiateMultipartUpload(resp.body.view());
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
+  auto decoded = net::DecodeInitiateMultipartUpload(resp.body.view());
   if (!decoded.ok()) return decoded.status().WithContext("CreateMultipartUpload " + r_->Resource(full));
   if (decoded->upload_id.empty()) {
     return CorruptionError("CreateMultipartUpload " + r_->Resource(full) + ": no UploadId in the answer");
@@ -571,7 +572,7 @@ Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_v
   S3Call call = MakeCall("UploadPart", "PUT", full,
                          {{"partNumber", std::to_string(part_number)}, {"uploadId", std::string(upload_id)}}, data);
   call.headers.emplace_back("Content-MD5", Base64Encode(Md5(data.data(), data.size())));
-  call.validate = [&](const HttpResponse& r) -> Status {
+  call.validate = [&](const net::HttpResponse& r) -> Status {
     std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
     if (etag.empty()) return Status(Code::kCorruption, "UploadPart answer without an ETag", "", true);
     if (LooksLikeMd5(etag) && etag != md5) {
@@ -580,7 +581,7 @@ Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_v
     }
     return Status::Ok();
   };
-  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
   return UnquoteEtag(resp.Header("ETag").value_or(""));
 }
 
@@ -597,10 +598,10 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
   if (parts.empty()) {
     return InvalidArgumentError("CompleteMultipartUpload " + r_->Resource(full) + ": no parts");
   }
-  std::vector<S3CompletedPart> wire;
-  for (const auto& p : parts) wire.push_back(S3CompletedPart{p.part_number, QuoteEtag(p.etag), {}});
+  std::vector<net::S3CompletedPart> wire;
+  for (const auto& p : parts) wire.push_back(net::S3CompletedPart{p.part_number, QuoteEtag(p.etag), {}});
   S3Call call = MakeCall("CompleteMultipartUpload", "POST", full, {{"uploadId", std::string(upload_id)}},
-                         Buffer::FromString(EncodeCompleteMultipartUpload(wire)));
+                         Buffer::FromString(net::EncodeCompleteMultipartUpload(wire)));
   call.headers.emplace_back("Content-Type", "application/xml");
   {
     std::lock_guard lock(mu_);
@@ -611,7 +612,7 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
     }
   }
   std::string resource = r_->Resource(full);
-  call.validate = [&](const HttpResponse& r) { return ErrorInOkBody(r, resource); };
+  call.validate = [&](const net::HttpResponse& r) { return ErrorInOkBody(r, resource); };
   auto result = r_->Execute(call);
   if (!result.ok() && result.status().retryable()) {
     // Ceph RGW (16.x) answers 500 "completion already in progress" for an
@@ -621,12 +622,12 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
     if (!parts_answer.ok() && parts_answer.status().code() == Code::kNotFound) return parts_answer.status();
   }
   if (!result.ok()) return result.status();
-  const HttpResponse& resp = *result;
+  const net::HttpResponse& resp = *result;
   {
     std::lock_guard lock(mu_);
     upload_conditions_.erase(std::string(upload_id));
   }
-  auto decoded = DecodeCompleteMultipartUploadResult(resp.body.view());
+  auto decoded = net::DecodeCompleteMultipartUploadResult(resp.body.view());
   std::string etag = decoded.ok() ? UnquoteEtag(decoded->etag) : std::string();
   // RGW answers an empty <ETag>; the size is never in the answer: HEAD.
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(key));
@@ -651,8 +652,8 @@ Result<std::vector<PartInfo>> S3Store::ListParts(std::string_view key, std::stri
   for (int page = 0; page < kMaxParts; ++page) {
     S3Call call = MakeCall("ListParts", "GET", full, {{"uploadId", std::string(upload_id)}});
     if (marker > 0) call.query.emplace_back("part-number-marker", std::to_string(marker));
-    STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
-    auto decoded = DecodeListParts(resp.body.view());
+    STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
+    auto decoded = net::DecodeListParts(resp.body.view());
     if (!decoded.ok()) return decoded.status().WithContext("ListParts " + r_->Resource(full));
     for (const auto& p : decoded->parts)
       out.push_back(PartInfo{p.part_number, UnquoteEtag(p.etag), p.size, {p.checksum.algorithm, p.checksum.value}});
@@ -674,8 +675,8 @@ Result<std::vector<UploadInfo>> S3Store::ListMultipartUploads(std::string_view p
     if (!base.empty() || !prefix.empty()) call.query.emplace_back("prefix", base + std::string(prefix));
     if (!key_marker.empty()) call.query.emplace_back("key-marker", key_marker);
     if (!id_marker.empty()) call.query.emplace_back("upload-id-marker", id_marker);
-    STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
-    auto decoded = DecodeListMultipartUploads(resp.body.view());
+    STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
+    auto decoded = net::DecodeListMultipartUploads(resp.body.view());
     if (!decoded.ok()) return decoded.status().WithContext("ListMultipartUploads " + r_->Resource(base));
     for (auto& u : decoded->uploads) {
       if (u.key.compare(0, base.size(), base) != 0 || u.key.size() == base.size()) continue;
@@ -698,15 +699,15 @@ Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_
   STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
   std::string src = r_->FullKey(src_key), dst = r_->FullKey(dst_key);
   S3Call call = MakeCall("CopyObject", "PUT", dst);
-  call.headers.emplace_back("x-amz-copy-source", UriEncode(cfg().bucket) + "/" + UriEncode(src, false));
+  call.headers.emplace_back("x-amz-copy-source", net::UriEncode(cfg().bucket) + "/" + net::UriEncode(src, false));
   if (options.directive == MetadataDirective::kReplace) {
     call.headers.emplace_back("x-amz-metadata-directive", "REPLACE");
     AddMetadataHeaders(call.headers, options.metadata);
   }
   std::string resource = r_->Resource(dst);
-  call.validate = [&](const HttpResponse& r) { return ErrorInOkBody(r, resource); };
-  STRATA_ASSIGN_OR_RETURN(HttpResponse resp, r_->Execute(call));
-  auto decoded = DecodeCopyObjectResult(resp.body.view());
+  call.validate = [&](const net::HttpResponse& r) { return ErrorInOkBody(r, resource); };
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
+  auto decoded = net::DecodeCopyObjectResult(resp.body.view());
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(dst_key));
   if (decoded.ok() && !decoded->etag.empty()) info.etag = UnquoteEtag(decoded->etag);
   return info;
@@ -724,4 +725,4 @@ Result<ObjectStorePtr> OpenS3StoreFromUrl(std::string_view url) {
   return OpenS3Store(config);
 }
 
-}  // namespace strata
+}  // namespace strata::object

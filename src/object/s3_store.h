@@ -10,7 +10,7 @@
 #include "object/object_store.h"
 #include "object/s3_config.h"
 
-namespace strata {
+namespace strata::object {
 
 // InvalidArgument on an unusable config (no bucket, bad endpoint, ...).
 // Does not contact the server.
@@ -19,4 +19,4 @@ Result<ObjectStorePtr> OpenS3Store(const S3Config& config);
 // S3ConfigFromUrl(url, ConfigEnv::Process()) then OpenS3Store.
 Result<ObjectStorePtr> OpenS3StoreFromUrl(std::string_view url);
 
-}  // namespace strata
+}  // namespace strata::object

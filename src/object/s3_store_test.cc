@@ -19,7 +19,7 @@
 #include "object/s3_request.h"
 #include "object/transfer.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 using testing_http::FakeHttpServer;
@@ -46,7 +46,7 @@ FakeResponse ServeObject(const FakeRequest& req, const std::string& data, const 
   if (!im.empty() && im != "\"" + etag + "\"") return Xml(412, "PreconditionFailed");
   std::string range = req.Header("Range");
   if (range.empty()) return Ok(data, "\"" + etag + "\"");
-  auto r = ParseRangeHeader(range);
+  auto r = net::ParseRangeHeader(range);
   if (!r.ok()) return Xml(400, "InvalidArgument");
   uint64_t first = r->offset, last = data.size() - 1;
   if (r->suffix) first = data.size() - std::min<uint64_t>(*r->suffix, data.size());
@@ -54,7 +54,7 @@ FakeResponse ServeObject(const FakeRequest& req, const std::string& data, const 
   if (data.empty() || first >= data.size()) return Xml(416, "InvalidRange");
   FakeResponse resp = Ok(data.substr(first, last - first + 1), "\"" + etag + "\"");
   resp.status = 206;
-  resp.headers.emplace_back("Content-Range", FormatContentRange(first, last, data.size()));
+  resp.headers.emplace_back("Content-Range", net::FormatContentRange(first, last, data.size()));
   return resp;
 }
 
@@ -460,12 +460,12 @@ TEST_F(S3StoreTest, PutEtagMismatchIsNeverSuccess) {
 
 TEST_F(S3StoreTest, ListUsesPrefixAndReturnsRelativeKeys) {
   FakeHttpServer server([](const FakeRequest&) {
-    ListObjectsV2Result res;
+    net::ListObjectsV2Result res;
     res.is_truncated = true;
     res.next_continuation_token = "tok2";
     res.contents.push_back({"base/a/1", 3, "\"x\"", {}, ""});
     res.common_prefixes.push_back("base/b/");
-    return Ok(EncodeListObjectsV2(res));
+    return Ok(net::EncodeListObjectsV2(res));
   });
   S3Config c = Config(server);
   c.prefix = "base/";
@@ -515,7 +515,7 @@ struct MiniMultipart {
     std::lock_guard lock(mu);
     const std::string& t = req.target;
     if (req.method == "POST" && t.find("?uploads") != std::string::npos) {
-      return Ok(EncodeInitiateMultipartUpload({"bkt", "k", "UP1"}));
+      return Ok(net::EncodeInitiateMultipartUpload({"bkt", "k", "UP1"}));
     }
     if (req.method == "PUT" && t.find("uploadId=UP1") != std::string::npos) {
       int n = std::stoi(t.substr(t.find("partNumber=") + 11));
@@ -525,7 +525,7 @@ struct MiniMultipart {
     }
     if (req.method == "POST" && t.find("uploadId=UP1") != std::string::npos) {
       for (auto& [n, p] : parts) object += p;
-      return Ok(EncodeCompleteMultipartUploadResult({"", "bkt", "k", "", {}, ""}));  // empty ETag
+      return Ok(net::EncodeCompleteMultipartUploadResult({"", "bkt", "k", "", {}, ""}));  // empty ETag
     }
     if (req.method == "DELETE" && t.find("uploadId=UP1") != std::string::npos) {
       aborted = true;
@@ -640,4 +640,4 @@ TEST_F(S3StoreTest, UrlHasNoSecret) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

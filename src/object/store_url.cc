@@ -9,7 +9,7 @@
 #include "object/prefix_store.h"
 #include "object/s3_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 Status BadUrl(std::string_view url, const std::string& why) {
@@ -25,8 +25,8 @@ Status ParseParams(std::string_view url, std::string_view query, StoreUrl* out) 
     if (item.empty()) continue;
     size_t eq = item.find('=');
     std::string name, value;
-    if (!UriDecode(item.substr(0, eq), &name) ||
-        (eq != std::string_view::npos && !UriDecode(item.substr(eq + 1), &value))) {
+    if (!net::UriDecode(item.substr(0, eq), &name) ||
+        (eq != std::string_view::npos && !net::UriDecode(item.substr(eq + 1), &value))) {
       return BadUrl(url, "malformed %-escape in parameter '" + std::string(item) + "'");
     }
     if (name.empty()) return BadUrl(url, "a parameter has no name");
@@ -70,10 +70,10 @@ Result<ObjectStorePtr> OpenMem(std::string_view url, StoreUrl& parsed) {
 Result<ObjectStorePtr> OpenS3(std::string_view /*url*/, const StoreUrl& parsed) {
   // The S3 layer parses its own parameters; hand it the URL minus ours.
   std::string s3_url = "s3://" + parsed.authority;
-  if (!parsed.path.empty()) s3_url += "/" + UriEncode(parsed.path, /*encode_slash=*/false);
+  if (!parsed.path.empty()) s3_url += "/" + net::UriEncode(parsed.path, /*encode_slash=*/false);
   char sep = '?';
   for (const auto& [name, value] : parsed.params) {
-    s3_url += sep + UriEncode(name) + "=" + UriEncode(value);
+    s3_url += sep + net::UriEncode(name) + "=" + net::UriEncode(value);
     sep = '&';
   }
   return OpenS3StoreFromUrl(s3_url);
@@ -100,7 +100,7 @@ Result<StoreUrl> ParseStoreUrl(std::string_view url) {
   size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
-  if (!UriDecode(authority, &out.authority) || !UriDecode(path, &out.path)) {
+  if (!net::UriDecode(authority, &out.authority) || !net::UriDecode(path, &out.path)) {
     return BadUrl(url, "malformed %-escape");
   }
   if (out.path.find('\0') != std::string::npos || out.authority.find('\0') != std::string::npos) {
@@ -149,4 +149,4 @@ Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock) {
 
 Result<ObjectStorePtr> OpenStore(std::string_view url) { return OpenStore(url, RealClock()); }
 
-}  // namespace strata
+}  // namespace strata::object

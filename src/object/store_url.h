@@ -17,7 +17,7 @@
 #include "base/clock.h"
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 struct StoreUrl {
   std::string scheme;     // "file", "mem" or "s3"
@@ -33,4 +33,4 @@ Result<StoreUrl> ParseStoreUrl(std::string_view url);
 Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock);
 Result<ObjectStorePtr> OpenStore(std::string_view url);
 
-}  // namespace strata
+}  // namespace strata::object

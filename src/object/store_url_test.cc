@@ -4,7 +4,7 @@
 
 #include "object/mem_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 TEST(ParseStoreUrl, Schemes) {
@@ -101,4 +101,4 @@ TEST(OpenStore, BadParametersAreInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -13,7 +13,7 @@
 
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 class StoreWrapper : public ObjectStore {
  public:
@@ -71,4 +71,4 @@ class StoreWrapper : public ObjectStore {
   ObjectStorePtr base_;
 };
 
-}  // namespace strata
+}  // namespace strata::object

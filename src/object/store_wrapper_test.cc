@@ -11,7 +11,7 @@
 #include "object/mem_store.h"
 #include "object/prefix_store.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 // A base store that records which method each call reached, and answers
@@ -223,4 +223,4 @@ TEST(StoreWrapper, MemoryAndDecoratedStoresDeclareServerSideCopy) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

@@ -10,7 +10,7 @@
 
 #include "base/executor.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 // Collects the first error from parallel workers; later ones are dropped.
@@ -272,4 +272,4 @@ Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view pre
   return all;
 }
 
-}  // namespace strata
+}  // namespace strata::object

@@ -13,7 +13,7 @@
 
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::object {
 
 // RangeConsumer (object_store.h) receives the bytes; stores that stream
 // (Capabilities().range_streaming) hand them over as they arrive, through any
@@ -86,4 +86,4 @@ Status ForEachListPage(ObjectStore& store, ListOptions options, const std::funct
 Result<std::vector<ObjectInfo>> ListAll(ObjectStore& store, std::string_view prefix, std::string_view delimiter = {},
                                         std::vector<std::string>* prefixes = nullptr);
 
-}  // namespace strata
+}  // namespace strata::object

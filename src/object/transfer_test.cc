@@ -12,7 +12,7 @@
 #include "object/mem_store.h"
 #include "object/store_wrapper.h"
 
-namespace strata {
+namespace strata::object {
 namespace {
 
 std::string RandomBytes(size_t n) {
@@ -478,4 +478,4 @@ TEST(ForEachListPage, ATokenThatDoesNotAdvanceIsAnErrorNotALoop) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::object

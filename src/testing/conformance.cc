@@ -8,7 +8,7 @@
 
 #include "base/hash.h"
 
-namespace strata {
+namespace strata::testing {
 
 int ConformanceMetadataAnchor();  // conformance_metadata.cc
 int ConformanceKeysAnchor();      // conformance_keys.cc
@@ -51,24 +51,24 @@ Status StatusOf(const Result<T>& r) {
 
 class PutHelper {
  public:
-  explicit PutHelper(ObjectStore& s) : s_(s) {}
-  ObjectInfo operator()(const std::string& key, const std::string& data) {
+  explicit PutHelper(object::ObjectStore& s) : s_(s) {}
+  object::ObjectInfo operator()(const std::string& key, const std::string& data) {
     auto r = s_.Put(key, Buffer::Copy(data));
     EXPECT_TRUE(r.ok()) << "Put " << key << ": " << r.status();
-    return r.ok() ? *r : ObjectInfo{};
+    return r.ok() ? *r : object::ObjectInfo{};
   }
 
  private:
-  ObjectStore& s_;
+  object::ObjectStore& s_;
 };
 
-std::string GetString(ObjectStore& s, const std::string& key, const GetOptions& o = {}) {
+std::string GetString(object::ObjectStore& s, const std::string& key, const object::GetOptions& o = {}) {
   auto r = s.Get(key, o);
   EXPECT_TRUE(r.ok()) << "Get " << key << ": " << r.status();
   return r.ok() ? r->data.ToString() : std::string("<error>");
 }
 
-std::vector<std::string> Keys(const ListResult& r) {
+std::vector<std::string> Keys(const object::ListResult& r) {
   std::vector<std::string> keys;
   for (const auto& o : r.objects) keys.push_back(o.key);
   return keys;
@@ -86,7 +86,7 @@ TEST_P(ObjectStoreConformance, MissingKeyIsNotFound) {
 
 TEST_P(ObjectStoreConformance, PutGetHeadRoundTrip) {
   PutHelper put(*store_);
-  ObjectInfo info = put("dir/hello.txt", "hello, world");
+  object::ObjectInfo info = put("dir/hello.txt", "hello, world");
   EXPECT_EQ(info.size, 12u);
   if (GetParam().etag_is_md5) {
     EXPECT_EQ(info.etag, Md5Hex("hello, world"));
@@ -108,40 +108,40 @@ TEST_P(ObjectStoreConformance, PutGetHeadRoundTrip) {
 TEST_P(ObjectStoreConformance, RangesAreExactAndClamped) {
   PutHelper put(*store_);
   put("r", "0123456789");
-  auto get = [&](ByteRange range) {
-    GetOptions o;
+  auto get = [&](object::ByteRange range) {
+    object::GetOptions o;
     o.range = range;
     return store_->Get("r", o);
   };
-  auto mid = get(ByteRange::Of(2, 3));
+  auto mid = get(object::ByteRange::Of(2, 3));
   ASSERT_OK(mid);
   EXPECT_EQ(mid->data.ToString(), "234");
   EXPECT_EQ(mid->offset, 2u);
   EXPECT_EQ(mid->info.size, 10u);  // the whole object's size
-  auto from = get(ByteRange::From(7));
+  auto from = get(object::ByteRange::From(7));
   ASSERT_OK(from);
   EXPECT_EQ(from->data.ToString(), "789");
-  auto clamped = get(ByteRange::Of(8, 100));
+  auto clamped = get(object::ByteRange::Of(8, 100));
   ASSERT_OK(clamped);
   EXPECT_EQ(clamped->data.ToString(), "89");
-  auto last_byte = get(ByteRange::Of(9, 1));
+  auto last_byte = get(object::ByteRange::Of(9, 1));
   ASSERT_OK(last_byte);
   EXPECT_EQ(last_byte->data.ToString(), "9");
-  EXPECT_CODE(get(ByteRange::Of(10, 1)), Code::kOutOfRange);
-  EXPECT_CODE(get(ByteRange::From(11)), Code::kOutOfRange);
+  EXPECT_CODE(get(object::ByteRange::Of(10, 1)), Code::kOutOfRange);
+  EXPECT_CODE(get(object::ByteRange::From(11)), Code::kOutOfRange);
 }
 
 TEST_P(ObjectStoreConformance, SuffixRanges) {
   if (!GetParam().supports_suffix_range) GTEST_SKIP() << "backend mishandles bytes=-N";
   PutHelper put(*store_);
   put("r", "0123456789");
-  GetOptions o;
-  o.range = ByteRange::Last(4);
+  object::GetOptions o;
+  o.range = object::ByteRange::Last(4);
   auto last = store_->Get("r", o);
   ASSERT_OK(last);
   EXPECT_EQ(last->data.ToString(), "6789");
   EXPECT_EQ(last->offset, 6u);
-  o.range = ByteRange::Last(100);  // longer than the object: all of it
+  o.range = object::ByteRange::Last(100);  // longer than the object: all of it
   auto all = store_->Get("r", o);
   ASSERT_OK(all);
   EXPECT_EQ(all->data.ToString(), "0123456789");
@@ -150,7 +150,7 @@ TEST_P(ObjectStoreConformance, SuffixRanges) {
 
 TEST_P(ObjectStoreConformance, EmptyObject) {
   PutHelper put(*store_);
-  ObjectInfo info = put("empty", "");
+  object::ObjectInfo info = put("empty", "");
   EXPECT_EQ(info.size, 0u);
   if (GetParam().etag_is_md5) {
     EXPECT_EQ(info.etag, Md5Hex(""));
@@ -166,8 +166,8 @@ TEST_P(ObjectStoreConformance, EmptyObject) {
 
 TEST_P(ObjectStoreConformance, OverwriteReplacesContentAndEtag) {
   PutHelper put(*store_);
-  ObjectInfo a = put("k", "first version");
-  ObjectInfo b = put("k", "second, longer version");
+  object::ObjectInfo a = put("k", "first version");
+  object::ObjectInfo b = put("k", "second, longer version");
   EXPECT_NE(a.etag, b.etag);
   EXPECT_EQ(GetString(*store_, "k"), "second, longer version");
   auto head = store_->Head("k");
@@ -179,8 +179,8 @@ TEST_P(ObjectStoreConformance, OverwriteReplacesContentAndEtag) {
 TEST_P(ObjectStoreConformance, GetConditions) {
   if (!GetParam().supports_if_match) GTEST_SKIP() << "backend ignores If-Match";
   PutHelper put(*store_);
-  ObjectInfo info = put("c", "conditional");
-  GetOptions o;
+  object::ObjectInfo info = put("c", "conditional");
+  object::GetOptions o;
   o.if_match = info.etag;
   EXPECT_EQ(GetString(*store_, "c", o), "conditional");
   o.if_match = "\"" + info.etag + "\"";  // quoted, as on the wire
@@ -196,13 +196,13 @@ TEST_P(ObjectStoreConformance, GetConditions) {
 
 TEST_P(ObjectStoreConformance, PutConditions) {
   if (!GetParam().supports_conditional_put) GTEST_SKIP() << "backend has no conditional PUT";
-  PutOptions create_only;
+  object::PutOptions create_only;
   create_only.if_none_match = true;
   auto first = store_->Put("p", Buffer::Copy("one"), create_only);
   ASSERT_OK(first);
   EXPECT_CODE(store_->Put("p", Buffer::Copy("two"), create_only), Code::kPreconditionFailed);
   EXPECT_EQ(GetString(*store_, "p"), "one");
-  PutOptions swap;
+  object::PutOptions swap;
   swap.if_match = Md5Hex("not the etag");
   EXPECT_CODE(store_->Put("p", Buffer::Copy("three"), swap), Code::kPreconditionFailed);
   swap.if_match = first->etag;
@@ -213,7 +213,7 @@ TEST_P(ObjectStoreConformance, PutConditions) {
 TEST_P(ObjectStoreConformance, ListPrefixAndDelimiter) {
   PutHelper put(*store_);
   for (const char* k : {"a/1", "a/2", "a/b/3", "a/b/4", "ab", "b", "c/d/5"}) put(k, k);
-  ListOptions o;
+  object::ListOptions o;
   o.prefix = "a/";
   o.delimiter = "/";
   auto r = store_->List(o);
@@ -266,7 +266,7 @@ TEST_P(ObjectStoreConformance, ListIsInByteOrder) {
 TEST_P(ObjectStoreConformance, StartAfter) {
   PutHelper put(*store_);
   for (const char* k : {"k1", "k2", "k3", "k4"}) put(k, k);
-  ListOptions o;
+  object::ListOptions o;
   o.start_after = "k2";
   auto r = store_->List(o);
   ASSERT_OK(r);
@@ -285,7 +285,7 @@ TEST_P(ObjectStoreConformance, PaginationVisitsEveryKeyOnce) {
   PutHelper put(*store_);
   Strings all = {"p/1", "p/2", "p/3", "p/4", "p/5", "p/6", "p/7"};
   for (const auto& k : all) put(k, k);
-  ListOptions o;
+  object::ListOptions o;
   o.prefix = "p/";
   o.max_keys = 2;
   Strings seen;
@@ -309,7 +309,7 @@ TEST_P(ObjectStoreConformance, PaginationWithCommonPrefixes) {
   if (!GetParam().max_keys_counts_prefixes) GTEST_SKIP() << "backend pages wrongly with a delimiter";
   PutHelper put(*store_);
   for (const char* k : {"a/1", "a/2", "b", "c/1", "d", "e/1", "e/2", "f"}) put(k, k);
-  ListOptions o;
+  object::ListOptions o;
   o.delimiter = "/";
   o.max_keys = 2;
   Strings keys, prefixes;
@@ -328,7 +328,7 @@ TEST_P(ObjectStoreConformance, PaginationWithCommonPrefixes) {
 
 TEST_P(ObjectStoreConformance, BadListArguments) {
   if (!GetParam().rejects_bad_token) GTEST_SKIP() << "backend accepts foreign continuation tokens";
-  ListOptions o;
+  object::ListOptions o;
   o.continuation_token = "definitely-not-a-token";
   EXPECT_CODE(store_->List(o), Code::kInvalidArgument);
 }
@@ -364,7 +364,7 @@ TEST_P(ObjectStoreConformance, MultipartComplete) {
   auto head = store_->Head("mp/obj");
   ASSERT_OK(head);
   EXPECT_EQ(head->size, p1.size() + p2.size());
-  EXPECT_EQ(head->etag, MultipartEtag({Md5Hex(p1), Md5Hex(p2)}));
+  EXPECT_EQ(head->etag, object::MultipartEtag({Md5Hex(p1), Md5Hex(p2)}));
   EXPECT_TRUE(head->etag.size() > 2 && head->etag.substr(head->etag.size() - 2) == "-2") << head->etag;
   auto got = store_->Get("mp/obj");
   ASSERT_OK(got);
@@ -472,7 +472,7 @@ TEST_P(ObjectStoreConformance, MultipartRejectsTooSmallAndWrongParts) {
 
 TEST_P(ObjectStoreConformance, Copy) {
   PutHelper put(*store_);
-  ObjectInfo src = put("copy/src", "copied bytes");
+  object::ObjectInfo src = put("copy/src", "copied bytes");
   auto dst = store_->Copy("copy/src", "copy/dst");
   ASSERT_OK(dst);
   EXPECT_EQ(dst->size, 12u);
@@ -495,7 +495,7 @@ TEST_P(ObjectStoreConformance, SpecialCharacterKeysRoundTrip) {
   Strings sorted = keys;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(Keys(*r), sorted);
-  ListOptions o;
+  object::ListOptions o;
   o.prefix = "unicodé/";
   o.delimiter = "/";
   r = store_->List(o);
@@ -509,7 +509,7 @@ TEST_P(ObjectStoreConformance, EmptyKeyIsInvalid) {
 
 // What Capabilities() declares holds, and the case's flags claim no more.
 TEST_P(ObjectStoreConformance, DeclaredCapabilitiesHold) {
-  const StoreCapabilities caps = store_->Capabilities();
+  const object::StoreCapabilities caps = store_->Capabilities();
   EXPECT_EQ(store_->MinPartSize(), caps.min_part_size);
   EXPECT_LE(caps.min_part_size, caps.max_part_size);
   EXPECT_GT(caps.read_part_size, 0u);
@@ -561,11 +561,11 @@ TEST_P(ObjectStoreConformance, LargeObjectIsByteExact) {
   ASSERT_OK(got);
   ASSERT_EQ(got->data.size(), data.size());
   EXPECT_TRUE(got->data.view() == data);
-  GetOptions o;
-  o.range = ByteRange::Of((4u << 20) - 7, 1u << 20);
+  object::GetOptions o;
+  o.range = object::ByteRange::Of((4u << 20) - 7, 1u << 20);
   auto mid = store_->Get("large/blob", o);
   ASSERT_OK(mid);
   EXPECT_TRUE(mid->data.view() == std::string_view(data).substr((4u << 20) - 7, 1u << 20));
 }
 
-}  // namespace strata
+}  // namespace strata::testing

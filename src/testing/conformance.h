@@ -16,11 +16,11 @@
 
 #include "object/object_store.h"
 
-namespace strata {
+namespace strata::testing {
 
 struct ConformanceCase {
-  std::string name;                      // alphanumeric/underscore: used in test names
-  std::function<ObjectStorePtr()> make;  // a fresh, empty store
+  std::string name;                              // alphanumeric/underscore: used in test names
+  std::function<object::ObjectStorePtr()> make;  // a fresh, empty store
   // What the server behind the store honours (quirks of s3rver and the like,
   // which the store cannot know); a test of a missing one is skipped. What
   // the store itself can do is its Capabilities(); DeclaredCapabilitiesHold
@@ -35,13 +35,13 @@ struct ConformanceCase {
   bool etag_is_md5 = true;               // single-part ETag = hex MD5 of content
   bool max_keys_counts_prefixes = true;  // MaxKeys counts common prefixes too (s3rver: no)
   bool rejects_bad_token = true;         // a foreign continuation token is InvalidArgument
-  bool keeps_odd_keys = true;  // "a//b", "./x", "dir//" round-trip (s3rver: no, its keys are file paths)
+  bool keeps_odd_keys = true;            // "a//b", "./x", "dir//" round-trip (s3rver: no, its keys are file paths)
 };
 
 class ObjectStoreConformance : public ::testing::TestWithParam<ConformanceCase> {
  protected:
   void SetUp() override;
-  ObjectStorePtr store_;
+  object::ObjectStorePtr store_;
 };
 
 // Names instances after ConformanceCase::name.
@@ -52,4 +52,4 @@ std::string ConformanceCaseName(const ::testing::TestParamInfo<ConformanceCase>&
 int ConformanceSuiteAnchor();
 inline const int kConformanceSuiteAnchor = ConformanceSuiteAnchor();
 
-}  // namespace strata
+}  // namespace strata::testing

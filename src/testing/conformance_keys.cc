@@ -9,7 +9,7 @@
 
 #include "testing/conformance.h"
 
-namespace strata {
+namespace strata::testing {
 
 int ConformanceKeysAnchor() { return 0; }
 
@@ -77,7 +77,7 @@ Expected ReferenceList(Strings keys, const std::string& prefix, const std::strin
 }
 
 // Lists page by page (max_keys per page) and gathers everything.
-void ListAll(ObjectStore& store, ListOptions o, Expected* got) {
+void ListAll(object::ObjectStore& store, object::ListOptions o, Expected* got) {
   for (int pages = 0; pages < 200; ++pages) {
     auto r = store.List(o);
     ASSERT_OK(r);
@@ -90,7 +90,7 @@ void ListAll(ObjectStore& store, ListOptions o, Expected* got) {
   FAIL() << "listing did not end";
 }
 
-std::string Get(ObjectStore& store, const std::string& key) {
+std::string Get(object::ObjectStore& store, const std::string& key) {
   auto r = store.Get(key);
   EXPECT_TRUE(r.ok()) << "Get '" << key << "': " << r.status();
   return r.ok() ? r->data.ToString() : "<error>";
@@ -107,7 +107,7 @@ TEST_P(ObjectStoreConformance, ObjectAndKeysBelowItCoexistInEitherOrder) {
   auto head = store_->Head("a");
   ASSERT_OK(head);
   EXPECT_EQ(head->size, 8u);
-  ListOptions o;
+  object::ListOptions o;
   o.delimiter = "/";
   auto r = store_->List(o);
   ASSERT_OK(r);
@@ -145,7 +145,7 @@ TEST_P(ObjectStoreConformance, DirectoryMarkersAreObjects) {
   EXPECT_EQ(head->size, 0u);
   EXPECT_EQ(store_->Head("dir").status().code(), Code::kNotFound);
   ASSERT_OK(store_->Put("dir/x", Buffer::Copy("x")));
-  ListOptions o;
+  object::ListOptions o;
   o.prefix = "dir/";
   o.delimiter = "/";
   auto r = store_->List(o);
@@ -192,7 +192,7 @@ TEST_P(ObjectStoreConformance, OddKeysRoundTripAndListAsS3Does) {
   for (const auto& c : cases) {
     const Expected want = ReferenceList(keys, c.prefix, c.delimiter, c.start_after);
     for (int max_keys : {1000, 1, 3}) {
-      ListOptions o;
+      object::ListOptions o;
       o.prefix = c.prefix;
       o.delimiter = c.delimiter;
       o.start_after = c.start_after;
@@ -233,4 +233,4 @@ TEST_P(ObjectStoreConformance, OddKeysRoundTripAndListAsS3Does) {
   EXPECT_TRUE(r->objects.empty()) << r->objects.front().key;
 }
 
-}  // namespace strata
+}  // namespace strata::testing

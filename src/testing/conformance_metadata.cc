@@ -4,7 +4,7 @@
 #include "base/checksum.h"
 #include "testing/conformance.h"
 
-namespace strata {
+namespace strata::testing {
 
 int ConformanceMetadataAnchor() { return 0; }
 
@@ -16,8 +16,8 @@ namespace {
     ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.status(); \
   } while (0)
 
-ObjectMetadata Full() {
-  ObjectMetadata m;
+object::ObjectMetadata Full() {
+  object::ObjectMetadata m;
   m.content_type = "text/plain";
   m.content_encoding = "identity";
   m.content_language = "en-GB";
@@ -29,14 +29,14 @@ ObjectMetadata Full() {
 }
 
 // Only what the test set: S3 servers name a default Content-Type when none was stored.
-void ExpectUserOnly(const ObjectMetadata& got, const std::map<std::string, std::string>& user) {
+void ExpectUserOnly(const object::ObjectMetadata& got, const std::map<std::string, std::string>& user) {
   EXPECT_EQ(got.user, user);
 }
 
 }  // namespace
 
 TEST_P(ObjectStoreConformance, MetadataRoundTrips) {
-  PutOptions o;
+  object::PutOptions o;
   o.metadata = Full();
   if (!store_->Capabilities().metadata_kept) {
     EXPECT_EQ(store_->Put("meta/obj", Buffer::Copy("x"), o).status().code(), Code::kNotSupported);
@@ -53,8 +53,8 @@ TEST_P(ObjectStoreConformance, MetadataRoundTrips) {
   auto got = store_->Get("meta/obj");
   ASSERT_OK(got);
   EXPECT_EQ(got->info.metadata, o.metadata);
-  GetOptions ranged;
-  ranged.range = ByteRange::Of(1, 2);
+  object::GetOptions ranged;
+  ranged.range = object::ByteRange::Of(1, 2);
   got = store_->Get("meta/obj", ranged);
   ASSERT_OK(got);
   EXPECT_EQ(got->data.ToString(), "el");
@@ -69,8 +69,8 @@ TEST_P(ObjectStoreConformance, MetadataRoundTrips) {
 }
 
 TEST_P(ObjectStoreConformance, MetadataLimitIsEnforced) {
-  PutOptions o;
-  o.metadata.user["big"] = std::string(kMaxUserMetadataBytes, 'v');  // 3 + 2048 bytes
+  object::PutOptions o;
+  o.metadata.user["big"] = std::string(object::kMaxUserMetadataBytes, 'v');  // 3 + 2048 bytes
   EXPECT_EQ(store_->Put("meta/big", Buffer::Copy("x"), o).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->CreateMultipartUpload("meta/big", o).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->Head("meta/big").status().code(), Code::kNotFound);
@@ -78,7 +78,7 @@ TEST_P(ObjectStoreConformance, MetadataLimitIsEnforced) {
 
 TEST_P(ObjectStoreConformance, CopyKeepsOrReplacesMetadata) {
   if (!store_->Capabilities().metadata_kept) GTEST_SKIP() << "the store declares it keeps no metadata";
-  PutOptions o;
+  object::PutOptions o;
   o.metadata = Full();
   auto src = store_->Put("meta/src", Buffer::Copy("copied"), o);
   ASSERT_OK(src);
@@ -86,8 +86,8 @@ TEST_P(ObjectStoreConformance, CopyKeepsOrReplacesMetadata) {
   ASSERT_OK(kept);
   EXPECT_EQ(store_->Head("meta/kept")->metadata, o.metadata);
 
-  CopyOptions replace;
-  replace.directive = MetadataDirective::kReplace;
+  object::CopyOptions replace;
+  replace.directive = object::MetadataDirective::kReplace;
   replace.metadata.content_type = "application/json";
   replace.metadata.user = {{"c", "3"}};
   ASSERT_OK(store_->Copy("meta/src", "meta/replaced", replace));
@@ -116,12 +116,12 @@ TEST_P(ObjectStoreConformance, ChecksumsOfPartsCombineAtComplete) {
   const std::string p1(min, 'a'), p2 = "second";
   for (const char* type : {"COMPOSITE", "FULL_OBJECT"}) {
     const ChecksumAlgorithm crc = ChecksumAlgorithm::kCrc32c;
-    PutOptions o;
+    object::PutOptions o;
     o.metadata.checksum_algorithm = "CRC32C";
     o.metadata.checksum_type = type;
     auto id = store_->CreateMultipartUpload("meta/ck", o);
     ASSERT_OK(id);
-    PartOptions po1, po2;
+    object::PartOptions po1, po2;
     po1.checksum = {"CRC32C", ChecksumBase64(crc, p1)};
     po2.checksum = {"CRC32C", ChecksumBase64(crc, p2)};
     auto e1 = store_->UploadPart("meta/ck", *id, 1, Buffer::Copy(p1), po1);
@@ -143,7 +143,7 @@ TEST_P(ObjectStoreConformance, ChecksumsOfPartsCombineAtComplete) {
     EXPECT_EQ(head->metadata.checksum_type, type);
   }
   // A single Put keeps the checksum it is given.
-  PutOptions o;
+  object::PutOptions o;
   o.metadata.checksum_algorithm = "SHA256";
   o.metadata.checksum_type = "FULL_OBJECT";
   o.metadata.checksum = ChecksumBase64(ChecksumAlgorithm::kSha256, "one");
@@ -153,7 +153,7 @@ TEST_P(ObjectStoreConformance, ChecksumsOfPartsCombineAtComplete) {
 
 TEST_P(ObjectStoreConformance, MultipartKeepsMetadata) {
   if (!store_->Capabilities().metadata_kept) GTEST_SKIP() << "the store declares it keeps no metadata";
-  PutOptions o;
+  object::PutOptions o;
   o.metadata = Full();
   auto id = store_->CreateMultipartUpload("meta/mp", o);
   ASSERT_OK(id);
@@ -167,4 +167,4 @@ TEST_P(ObjectStoreConformance, MultipartKeepsMetadata) {
   EXPECT_EQ(store_->Get("meta/mp")->info.metadata, o.metadata);
 }
 
-}  // namespace strata
+}  // namespace strata::testing

@@ -15,7 +15,7 @@
 #define STRATA_SOURCE_DIR_DEFAULT ""
 #endif
 
-namespace strata {
+namespace strata::testing {
 namespace {
 
 namespace fs = std::filesystem;
@@ -238,4 +238,4 @@ CloudProxy::~CloudProxy() { Stop().IgnoreError(); }
 
 Status CloudProxy::Stop() { return StopDaemons(script_, dir_, pids_); }
 
-}  // namespace strata
+}  // namespace strata::testing

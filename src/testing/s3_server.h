@@ -15,7 +15,7 @@
 #include "base/status.h"
 #include "testing/subprocess.h"
 
-namespace strata {
+namespace strata::testing {
 
 class S3TestServer {
  public:
@@ -96,4 +96,4 @@ bool ProcessGone(pid_t pid);
 // The repository's source dir: $STRATA_SOURCE_DIR, else the one configured at build time.
 std::string SourceDir();
 
-}  // namespace strata
+}  // namespace strata::testing

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace strata {
+namespace strata::testing {
 namespace {
 
 using ::testing::HasSubstr;
@@ -164,4 +164,4 @@ TEST(S3TestServer, DestructorStopsTheServer) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::testing

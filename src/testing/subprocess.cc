@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace strata {
+namespace strata::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -266,4 +266,4 @@ std::string DescribeRun(const std::vector<std::string>& argv, const CommandResul
   return out;
 }
 
-}  // namespace strata
+}  // namespace strata::testing

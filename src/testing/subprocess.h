@@ -12,7 +12,7 @@
 
 #include "base/status.h"
 
-namespace strata {
+namespace strata::testing {
 
 struct CommandResult {
   int exit_code = 0;  // the exit status, or 128 + signal number if a signal ended the child
@@ -48,4 +48,4 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const Env
 // "argv[0] argv[1] ... -> exit N; stderr: <last lines>", for test failure messages.
 std::string DescribeRun(const std::vector<std::string>& argv, const CommandResult& result);
 
-}  // namespace strata
+}  // namespace strata::testing

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-namespace strata {
+namespace strata::testing {
 namespace {
 
 using ::testing::HasSubstr;
@@ -95,4 +95,4 @@ TEST(RunCommand, RunsInTheGivenDirectory) {
 }
 
 }  // namespace
-}  // namespace strata
+}  // namespace strata::testing
