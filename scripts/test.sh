@@ -6,7 +6,7 @@
 #                                libFuzzer targets (build-fuzz/, clang-14) on their seed corpora
 #   scripts/test.sh --sanitize   setup, build in build-sanitize/ (ASan+UBSan), unit tests there
 #
-# Environment: STRATA_STRESS=1 adds the stress label; STRATA_FUZZ_SECONDS (default 10) per
+# Environment: STRATA_STRESS=1 adds the stress label; STRATA_FUZZ_SECONDS (default 5) per
 # fuzz target; STRATA_JOBS (default: cores) build/unit-test parallelism; STRATA_BUILD_DIR,
 # STRATA_FUZZ_BUILD_DIR, STRATA_SANITIZE_BUILD_DIR override the three build dirs.
 # Never reads stdin. Exits non-zero if any step failed; the last line is a one-line summary.
@@ -24,7 +24,7 @@ case "${1:-}" in
 esac
 
 JOBS=${STRATA_JOBS:-$(nproc)}
-FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-10}
+FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-5}
 BUILD=${STRATA_BUILD_DIR:-build}
 BUILD_FUZZ=${STRATA_FUZZ_BUILD_DIR:-build-fuzz}
 BUILD_SANITIZE=${STRATA_SANITIZE_BUILD_DIR:-build-sanitize}

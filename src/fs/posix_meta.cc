@@ -8,8 +8,9 @@
 namespace strata::fs {
 
 namespace {
-// 9999-12-31: far enough for any real mtime, small enough for nanoseconds in int64.
-constexpr int64_t kMaxSeconds = 253402300799;
+// 2255-03-14: far enough for any real mtime, small enough that the time in
+// nanoseconds (how WallTime counts) fits int64.
+constexpr int64_t kMaxSeconds = 9000000000;
 
 bool Digits(std::string_view s) {
   if (s.empty()) return false;
