@@ -2,22 +2,18 @@
 // `strata serve`: each hostile request gets an error answer, and the same
 // process answers the next request.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "base/hash.h"
 #include "net/sigv4.h"
+#include "testing/background_process.h"
 #include "testing/subprocess.h"
 
 namespace strata::gateway {
@@ -30,13 +26,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 const net::AwsCredentials kCreds{"GWHOSTILEKEY", "gw-hostile-secret", ""};
 constexpr const char* kBucket = "gwbucket";
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One HTTP exchange on a fresh connection: the status code (0 if none came
 // within the deadline) and the raw response.
@@ -106,78 +95,29 @@ class GatewayHostileTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("strata-gwh-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "data" / kBucket);
-    const char* bin_dir = std::getenv("STRATA_BINARY_DIR");
-    ASSERT_NE(bin_dir, nullptr) << "run under ctest (STRATA_BINARY_DIR)";
-    std::string strata = std::string(bin_dir) + "/src/cli/strata";
-    ASSERT_TRUE(fs::exists(strata)) << strata;
-    std::vector<std::string> argv{strata,
-                                  "serve",
-                                  "--backend",
-                                  "file://" + (dir_ / "data").string(),
-                                  "--listen",
-                                  "127.0.0.1:0",
-                                  "--access-key",
-                                  kCreds.access_key_id,
-                                  "--secret-key",
-                                  kCreds.secret_access_key,
-                                  "--allow-anonymous",
-                                  "--cache-ram",
-                                  "256MiB",
-                                  "--max-inflight",
-                                  "4MiB"};
-    log_ = dir_ / "gateway.out";
-    int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> args;
-    for (auto& s : argv) args.push_back(s.data());
-    args.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execv(args[0], args.data());
-      _exit(127);
-    }
-    ::close(fd);
-    auto deadline = SteadyClock::now() + std::chrono::seconds(30);
-    while (port_ == 0 && SteadyClock::now() < deadline) {
-      std::string log = ReadFile(log_);
-      if (size_t p = log.find("listening on http://127.0.0.1:"); p != std::string::npos) {
-        size_t nl = log.find('\n', p);
-        if (nl != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(log.substr(p + 30, nl - p - 30)));
-      }
-      ASSERT_TRUE(Alive()) << "strata serve exited:\n" << ReadFile(log_);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the log for the port
-    }
-    ASSERT_NE(port_, 0) << ReadFile(log_);
+    auto serve = testing::StartStrataServe(
+        std::vector<std::string>{"--backend", "file://" + (dir_ / "data").string(), "--listen", "127.0.0.1:0",
+                                 "--access-key", kCreds.access_key_id, "--secret-key", kCreds.secret_access_key,
+                                 "--allow-anonymous", "--cache-ram", "256MiB", "--max-inflight", "4MiB"},
+        (dir_ / "gateway.out").string());
+    ASSERT_TRUE(serve.ok()) << serve.status();
+    port_ = serve->port;
+    gateway_ = std::move(serve->process);
   }
 
   void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      auto deadline = SteadyClock::now() + std::chrono::seconds(20);
-      while (::waitpid(pid_, &st, WNOHANG) == 0) {
-        if (SteadyClock::now() > deadline) {
-          ::kill(pid_, SIGKILL);
-          ::waitpid(pid_, &st, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the child's exit
-      }
-      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "strata serve did not exit cleanly:\n" << ReadFile(log_);
+    if (gateway_) {
+      int code = gateway_->Stop();
+      EXPECT_EQ(code, 0) << "strata serve did not exit cleanly:\n" << gateway_->Log();
     }
     fs::remove_all(dir_);
   }
 
-  bool Alive() {
-    int st = 0;
-    if (pid_ > 0 && ::waitpid(pid_, &st, WNOHANG) == pid_) pid_ = -1;
-    return pid_ > 0;
-  }
+  bool Alive() { return !gateway_->Exited(); }
 
   // The process is up and serves a real round trip.
   void ExpectStillServing(const std::string& key) {
-    ASSERT_TRUE(Alive()) << "strata serve died:\n" << ReadFile(log_);
+    ASSERT_TRUE(Alive()) << "strata serve died:\n" << gateway_->Log();
     EXPECT_EQ(Exchange(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").status, 200);
     EXPECT_EQ(Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/" + key, "after")).status, 200);
     Reply get = Exchange(port_, Signed("GET", std::string("/") + kBucket + "/" + key, ""));
@@ -185,8 +125,8 @@ class GatewayHostileTest : public ::testing::Test {
     EXPECT_TRUE(get.text.ends_with("\r\n\r\nafter")) << get.text;
   }
 
-  fs::path dir_, log_;
-  pid_t pid_ = -1;
+  fs::path dir_;
+  std::unique_ptr<testing::BackgroundProcess> gateway_;
   uint16_t port_ = 0;
 };
 

@@ -4,17 +4,13 @@
 // then lists them (prefix, delimiter, start-after, pages) and reads them
 // back, all checked against a model of S3's answer; then the aws CLI lists
 // the bucket and `aws s3 rb --force` removes it.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
+#include "testing/background_process.h"
 #include "testing/subprocess.h"
 
 namespace strata::gateway {
@@ -23,18 +19,10 @@ namespace {
 using strata::testing::operator+=;  // EnvOverrides is a std::vector: ADL cannot find it
 
 namespace fs = std::filesystem;
-using SteadyClock = std::chrono::steady_clock;
 
 constexpr const char* kKey = "GWKEYSACCESSKEY";
 constexpr const char* kSecret = "gw-keys-secret-1234";
 constexpr const char* kBucket = "gwkeys";
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int Count(const std::string& s, std::string_view what) {
   int n = 0;
@@ -102,53 +90,19 @@ class GatewayKeysTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("strata-gwk-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "data" / kBucket);
-    const char* bin_dir = std::getenv("STRATA_BINARY_DIR");
-    ASSERT_NE(bin_dir, nullptr) << "run under ctest (STRATA_BINARY_DIR)";
-    std::string strata = std::string(bin_dir) + "/src/cli/strata";
-    ASSERT_TRUE(fs::exists(strata)) << strata;
-    std::vector<std::string> argv{strata,         "serve",       "--backend",    "file://" + (dir_ / "data").string(),
-                                  "--listen",     "127.0.0.1:0", "--access-key", kKey,
-                                  "--secret-key", kSecret,       "--cache-ram",  "128MiB"};
-    log_ = dir_ / "gateway.out";
-    int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> args;
-    for (auto& s : argv) args.push_back(s.data());
-    args.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execv(args[0], args.data());
-      _exit(127);
-    }
-    ::close(fd);
-    auto deadline = SteadyClock::now() + std::chrono::seconds(30);
-    while (endpoint_.empty() && SteadyClock::now() < deadline) {
-      std::string log = ReadFile(log_);
-      if (size_t p = log.find("listening on "); p != std::string::npos && log.find('\n', p) != std::string::npos) {
-        endpoint_ = log.substr(p + 13, log.find('\n', p) - p - 13);
-      }
-      int st = 0;
-      ASSERT_EQ(::waitpid(pid_, &st, WNOHANG), 0) << "strata serve exited:\n" << log;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the log for the port
-    }
-    ASSERT_FALSE(endpoint_.empty()) << ReadFile(log_);
+    auto serve = testing::StartStrataServe(
+        std::vector<std::string>{"--backend", "file://" + (dir_ / "data").string(), "--listen", "127.0.0.1:0",
+                                 "--access-key", kKey, "--secret-key", kSecret, "--cache-ram", "128MiB"},
+        (dir_ / "gateway.out").string());
+    ASSERT_TRUE(serve.ok()) << serve.status();
+    endpoint_ = serve->endpoint;
+    gateway_ = std::move(serve->process);
   }
 
   void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      auto deadline = SteadyClock::now() + std::chrono::seconds(20);
-      while (::waitpid(pid_, &st, WNOHANG) == 0) {
-        if (SteadyClock::now() > deadline) {
-          ::kill(pid_, SIGKILL);
-          ::waitpid(pid_, &st, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the child's exit
-      }
-      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "strata serve did not exit cleanly:\n" << ReadFile(log_);
+    if (gateway_) {
+      int code = gateway_->Stop();
+      EXPECT_EQ(code, 0) << "strata serve did not exit cleanly:\n" << gateway_->Log();
     }
     fs::remove_all(dir_);
   }
@@ -176,9 +130,9 @@ class GatewayKeysTest : public ::testing::Test {
     return r.ok() ? *r : testing::CommandResult{-1, "", r.status().ToString()};
   }
 
-  fs::path dir_, log_;
+  fs::path dir_;
+  std::unique_ptr<testing::BackgroundProcess> gateway_;
   std::string endpoint_;
-  pid_t pid_ = -1;
 };
 
 TEST_F(GatewayKeysTest, EveryValidKeyOnFileBackendThenRbForce) {
@@ -186,7 +140,7 @@ TEST_F(GatewayKeysTest, EveryValidKeyOnFileBackendThenRbForce) {
   std::ofstream(script) << kScript;
   std::vector<std::string> boto = {"/usr/bin/python3", script.string(), endpoint_, kBucket, kKey, kSecret};
   testing::CommandResult r = Run(boto, testing::WithoutCaBundles());
-  ASSERT_EQ(r.exit_code, 0) << testing::DescribeRun(boto, r) << "\n" << ReadFile(log_);
+  ASSERT_EQ(r.exit_code, 0) << testing::DescribeRun(boto, r) << "\n" << gateway_->Log();
   EXPECT_EQ(r.stdout_text.substr(0, 3), "OK ") << r.stdout_text;
   // Plain keys are plain files; the others escaped ("dir/" is a marker file
   // in a directory that "dir//" also needs, so it is that directory's self).

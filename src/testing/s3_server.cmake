@@ -2,7 +2,8 @@
 # by testing/CMakeLists.txt).
 target_sources(strata_testing PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/s3_server.cc
-  ${CMAKE_CURRENT_LIST_DIR}/subprocess.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/subprocess.cc
+  ${CMAKE_CURRENT_LIST_DIR}/background_process.cc)
 # Where the scripts live when STRATA_SOURCE_DIR is not set (a test binary run by hand).
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/s3_server.cc PROPERTIES
   COMPILE_DEFINITIONS "STRATA_SOURCE_DIR_DEFAULT=\"${CMAKE_SOURCE_DIR}\"")

@@ -1,0 +1,135 @@
+#include "testing/background_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace strata::testing {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+}  // namespace
+
+Result<std::unique_ptr<BackgroundProcess>> BackgroundProcess::Start(const std::vector<std::string>& argv,
+                                                                    const std::string& log_path,
+                                                                    const EnvOverrides& env) {
+  if (argv.empty()) return InvalidArgumentError("BackgroundProcess: empty argv");
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env) {
+    if (v)
+      vars[k] = *v;
+    else
+      vars.erase(k);
+  }
+  // Everything the child needs is built before fork: it only calls async-signal-safe functions.
+  std::vector<std::string> env_strings, arg_strings(argv);
+  for (auto& [k, v] : vars) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  for (auto& a : arg_strings) args.push_back(a.data());
+  args.push_back(nullptr);
+  int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IOError("BackgroundProcess: cannot create " + log_path);
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::execvpe(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  ::close(fd);
+  if (devnull >= 0) ::close(devnull);
+  if (pid < 0) return IOError("BackgroundProcess: fork failed");
+  return std::unique_ptr<BackgroundProcess>(new BackgroundProcess(pid, log_path));
+}
+
+BackgroundProcess::~BackgroundProcess() { Stop(); }
+
+std::string BackgroundProcess::Log() const {
+  std::ifstream in(log_path_, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool BackgroundProcess::Exited(int* code) {
+  if (pid_ > 0) {
+    int st = 0;
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+      exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      pid_ = -1;
+    }
+  }
+  if (code) *code = exit_code_;
+  return pid_ <= 0;
+}
+
+bool BackgroundProcess::WaitExit(std::chrono::milliseconds timeout, int* code) {
+  auto deadline = SteadyClock::now() + timeout;
+  while (!Exited(code)) {
+    if (SteadyClock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the child's state
+  }
+  return true;
+}
+
+Result<std::string> BackgroundProcess::WaitForLine(std::string_view marker, std::chrono::milliseconds timeout) {
+  auto deadline = SteadyClock::now() + timeout;
+  for (;;) {
+    std::string log = Log();
+    if (size_t p = log.find(marker); p != std::string::npos) {
+      size_t nl = log.find('\n', p);
+      if (nl != std::string::npos) return log.substr(p + marker.size(), nl - p - marker.size());
+    }
+    if (Exited()) return UnavailableError("process exited before printing '" + std::string(marker) + "':\n" + log);
+    if (SteadyClock::now() > deadline)
+      return DeadlineExceededError("no '" + std::string(marker) + "' in the log:\n" + log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling the log
+  }
+}
+
+int BackgroundProcess::Stop(std::chrono::milliseconds grace) {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    if (!WaitExit(grace)) {
+      ::kill(pid_, SIGKILL);
+      WaitExit(std::chrono::seconds(10));
+    }
+  }
+  return exit_code_;
+}
+
+Result<ServeProcess> StartStrataServe(const std::vector<std::string>& args, const std::string& log_path,
+                                      const EnvOverrides& env) {
+  const char* bin_dir = std::getenv("STRATA_BINARY_DIR");
+  if (bin_dir == nullptr) return InvalidArgumentError("run under ctest (STRATA_BINARY_DIR is not set)");
+  std::vector<std::string> argv{std::string(bin_dir) + "/src/cli/strata", "serve"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ServeProcess serve;
+  STRATA_ASSIGN_OR_RETURN(serve.process, BackgroundProcess::Start(argv, log_path, env));
+  STRATA_ASSIGN_OR_RETURN(serve.endpoint, serve.process->WaitForLine("listening on ", std::chrono::seconds(30)));
+  const size_t colon = serve.endpoint.rfind(':');
+  if (colon == std::string::npos) return InternalError("strata serve printed no port: " + serve.endpoint);
+  serve.port = static_cast<uint16_t>(std::atoi(serve.endpoint.c_str() + colon + 1));
+  return serve;
+}
+
+}  // namespace strata::testing
