@@ -70,8 +70,10 @@ TEST(LoaderStoreFaults, EveryEpochIsExactOrAClearErrorUnderRandomFaults) {
     o.ram_cache_bytes = 64 << 10;  // a few shards: later epochs refetch
     o.cache_dir = dir + "/r" + std::to_string(retry_budget);
     o.cache_limit_bytes = 128 << 10;
+    store->SetConfig(object::FaultConfig{});  // the campaign is about shard fetches, not opening the index
     auto ds = StreamingDataset::Open(store, "ds", o);
     ASSERT_TRUE(ds.ok()) << ds.status();
+    store->SetConfig(faults);
     for (uint64_t epoch = 0; epoch < 10; ++epoch) {
       ++epochs;
       auto it = (*ds)->Iterate(0, (*ds)->MakeState(epoch, 0));
