@@ -28,30 +28,48 @@ class SingleFlight {
   V Do(const K& key, const std::function<V()>& fn, bool* shared = nullptr,
        const std::function<void(const V&)>& linger = nullptr) {
     std::unique_lock lock(mu_);
-    auto it = calls_.find(key);
-    if (it != calls_.end()) {
+    for (auto it = calls_.find(key); it != calls_.end(); it = calls_.find(key)) {
       std::shared_ptr<Call> call = it->second;  // kept alive while we wait
       if (shared) *shared = true;
       ++call->waiters;
       ++joins_;
-      call->cv.wait(lock, [&] { return call->result.has_value(); });
-      return *call->result;
+      call->cv.wait(lock, [&] { return call->result.has_value() || call->abandoned; });
+      if (call->result) return *call->result;
+      // The leader's fn threw: there is nothing to share; call again (perhaps as the leader).
     }
     auto call = std::make_shared<Call>();
     calls_.emplace(key, call);
     lock.unlock();
     if (shared) *shared = false;
-    V result = fn();
+    // An exception from fn or linger propagates to this caller, but must not
+    // leave the flight open: its waiters would wait forever, and so would
+    // every later caller for the key (or take a lingering result for ever).
+    std::optional<V> result;
+    try {
+      result.emplace(fn());
+    } catch (...) {
+      lock.lock();
+      call->abandoned = true;
+      call->cv.notify_all();
+      EraseLocked(key, call);
+      throw;
+    }
     lock.lock();
-    call->result = result;
+    call->result = *result;
     call->cv.notify_all();
     if (linger) {
       lock.unlock();
-      linger(result);
+      try {
+        linger(*result);
+      } catch (...) {
+        lock.lock();
+        EraseLocked(key, call);
+        throw;
+      }
       lock.lock();
     }
     EraseLocked(key, call);
-    return result;
+    return std::move(*result);
   }
 
   // Closes a flight that has its result but is still lingering, so later
@@ -86,6 +104,7 @@ class SingleFlight {
   struct Call {
     std::condition_variable cv;
     std::optional<V> result;
+    bool abandoned = false;  // fn threw: no result will come
     size_t waiters = 0;
   };
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,6 +149,39 @@ TEST(SingleFlight, ForgetClosesALingeringFlightButNotARunningOne) {
   EXPECT_FALSE(shared);
   linger_gate.Open();
   leader.join();
+}
+
+// A leader whose function throws (bad_alloc, a bug) passes the exception to
+// its own caller only: its waiters call again instead of waiting forever, and
+// the key is free for later callers. A linger that throws closes the flight too.
+TEST(SingleFlight, ALeaderThatThrowsLeavesNoFlightBehind) {
+  SingleFlight<std::string, int> flights;
+  Gate gate;
+  std::atomic<int> calls{0};
+  std::thread leader([&] {
+    EXPECT_THROW(flights.Do("k",
+                            [&]() -> int {
+                              ++calls;
+                              gate.Wait();
+                              throw std::runtime_error("leader");
+                            }),
+                 std::runtime_error);
+  });
+  ASSERT_TRUE(WaitUntil([&] { return flights.InFlight("k"); }));
+  int waiter_got = 0;
+  std::thread waiter([&] { waiter_got = flights.Do("k", [&] { return ++calls, 7; }); });
+  ASSERT_TRUE(WaitUntil([&] { return flights.Waiters("k") == 1; }));
+  gate.Open();
+  leader.join();
+  waiter.join();
+  EXPECT_EQ(waiter_got, 7);  // it ran the call itself
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_FALSE(flights.InFlight("k"));
+  EXPECT_THROW(flights.Do(
+                   "k", [] { return 1; }, nullptr, [](const int&) { throw std::logic_error("linger"); }),
+               std::logic_error);
+  EXPECT_FALSE(flights.InFlight("k"));  // not lingering for ever with its result
+  EXPECT_EQ(flights.Do("k", [] { return 2; }), 2);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "base/executor.h"
+
 namespace strata::cli {
 
 std::string FormatBytes(double bytes) {
@@ -120,7 +122,9 @@ Status WriteAll(int fd, std::string_view data) {
 
 Progress::Progress(std::string verb, uint64_t total_objects, uint64_t total_bytes)
     : verb_(std::move(verb)), total_objects_(total_objects), total_bytes_(total_bytes), start_(RealClock().Now()) {
-  if (isatty(STDERR_FILENO)) thread_ = std::thread([this] { Loop(); });
+  // The thread's boundary: a progress line that throws (bad_alloc) only stops the line.
+  if (isatty(STDERR_FILENO))
+    thread_ = std::thread([this] { RunGuarded("progress line", [this] { Loop(); }).IgnoreError(); });
 }
 
 Progress::~Progress() {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "loader/decode.h"
@@ -18,6 +19,7 @@
 #include "loader/streaming_dataset.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata::loader {
 namespace {
@@ -333,6 +335,39 @@ TEST(StreamingTest, MissingShardIsRetriedThenNamed) {
   EXPECT_EQ(good, 5u);  // the first shard, then the error
   EXPECT_EQ(it->stats().shard_fetch_retries, 2u);
   EXPECT_FALSE(it->NextSample().ok());  // stays failed
+}
+
+// A store that throws (a bug, bad_alloc) while a shard is fetched fails that
+// shard's batch with Internal naming it, on the fetch pool's thread, instead
+// of ending the process or hanging the iterator; the shard is not left stuck
+// in flight, so a later iterator fetches it once the store behaves.
+class ThrowingStore : public object::StoreWrapper {
+ public:
+  using object::StoreWrapper::Get;
+  using object::StoreWrapper::StoreWrapper;
+  std::atomic<bool> throwing{true};
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
+    if (throwing && key == "ds/shard-00001.tar") throw std::runtime_error("store bug");
+    return object::StoreWrapper::Get(key, options);
+  }
+};
+
+TEST(StreamingTest, AStoreThatThrowsFailsTheShardNotTheProcess) {
+  Fixture f({5, 5, 5});
+  auto throwing = std::make_shared<ThrowingStore>(f.store);
+  StreamingOptions o;
+  o.shuffle = Shuffle::kNone, o.retries = 1;
+  auto ds = f.Open(o, throwing);
+  auto it = *ds->Iterate(0, {});
+  uint64_t good = 0;
+  Status err = NextUntilError(*it, &good);
+  EXPECT_EQ(err.code(), Code::kInternal) << err;
+  EXPECT_NE(err.message().find("ds/shard-00001.tar"), std::string::npos) << err;
+  EXPECT_EQ(good, 5u);
+  it.reset();
+  throwing->throwing = false;
+  auto again = *ds->Iterate(0, {});
+  EXPECT_EQ(Drain(*again).size(), 15u);
 }
 
 TEST(StreamingTest, TransientFailureRetriedAndSkipCorruptCounts) {

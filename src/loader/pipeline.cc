@@ -207,7 +207,11 @@ class IteratorImpl : public Iterator {
       ++attempts;
       // Bytes that fail to parse are invalidated by the cache: the retry refetches.
       const TimePoint t0 = sizer_clock().Now();
-      auto got = ds_->cache().GetParsed(shard, parse);
+      // A fetch that throws (a store or cache bug, bad_alloc) fails this attempt, not the pool thread.
+      auto fetch = [&] { return ds_->cache().GetParsed(shard, parse); };
+      decltype(fetch()) got = InternalError("shard " + key + " was not fetched");
+      Status threw = RunGuarded("loader: fetching shard " + key, [&] { got = fetch(); });
+      if (!threw.ok()) got = threw;
       if (got.ok()) {  // from the store or the local tiers: what this shard's delivery took
         std::lock_guard lock(mu_);
         sizer_.OnFetched(ds_->cache().ShardSize(shard), parts, sizer_clock().Now() - t0);

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "base/coding.h"
+#include "base/executor.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "io/durable.h"
@@ -127,8 +128,12 @@ void ShardCache::WriteLoop() {
     DiskWrite w = std::move(writes_.front());
     writes_.pop_front();
     lock.unlock();
-    StoreToDisk(w.shard, w.data, w.generation);
-    w.lock.reset();  // other processes waiting for this shard find the file now
+    // The writer thread's boundary: an exception loses this disk copy (the
+    // shard is fetched again next time), never the process.
+    RunGuarded("loader: writing shard " + std::to_string(w.shard) + " to the disk cache", [&] {
+      StoreToDisk(w.shard, w.data, w.generation);
+    }).IgnoreError();  // logged
+    w.lock.reset();    // other processes waiting for this shard find the file now
     {
       std::lock_guard guard(mu_);
       auto it = writing_.find(w.shard);

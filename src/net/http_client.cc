@@ -22,6 +22,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/executor.h"
+
 namespace strata::net {
 
 namespace {
@@ -122,7 +124,7 @@ bool ParseU64(std::string_view s, uint64_t* out) {
   return true;
 }
 
-size_t HeaderCb(char* data, size_t size, size_t n, void* user) {
+size_t HeaderCbUnguarded(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   std::string_view line(data, size * n);
   if (line.rfind("HTTP/", 0) == 0) {  // a new status line: 100-continue or the final response
@@ -158,7 +160,7 @@ size_t HeaderCb(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-size_t WriteCb(char* data, size_t size, size_t n, void* user) {
+size_t WriteCbUnguarded(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t len = size * n;
   if (!t->decided) {
@@ -192,7 +194,7 @@ size_t WriteCb(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
-size_t ReadCb(char* dst, size_t size, size_t n, void* user) {
+size_t ReadCbUnguarded(char* dst, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t cap = size * n;
   if (t->req.upload) {
@@ -210,7 +212,7 @@ size_t ReadCb(char* dst, size_t size, size_t n, void* user) {
 
 // curl rewinds the body when it must resend (e.g. a reused connection that
 // the server had closed).
-int SeekCb(void* user, curl_off_t offset, int origin) {
+int SeekCbUnguarded(void* user, curl_off_t offset, int origin) {
   auto* t = static_cast<Transfer*>(user);
   if (origin != SEEK_SET || offset != 0) return CURL_SEEKFUNC_CANTSEEK;
   if (t->req.upload) {
@@ -219,6 +221,55 @@ int SeekCb(void* user, curl_off_t offset, int origin) {
   }
   t->upload_offset = 0;
   return CURL_SEEKFUNC_OK;
+}
+
+// curl calls these from C: an exception (a throwing sink, upload source or
+// on_headers hook, bad_alloc growing the body) must not unwind through it,
+// which would end the process. It fails this one transfer instead (logged).
+Status Thrown(const Transfer* t, const char* callback) {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return ExceptionToStatus("http: " + t->What() + ": " + callback, e.what());
+  } catch (...) {
+    return ExceptionToStatus("http: " + t->What() + ": " + callback, "an exception not derived from std::exception");
+  }
+}
+
+size_t HeaderCb(char* data, size_t size, size_t n, void* user) {
+  try {
+    return HeaderCbUnguarded(data, size, n, user);
+  } catch (...) {
+    static_cast<Transfer*>(user)->error = Thrown(static_cast<Transfer*>(user), "response headers");
+    return 0;  // aborts the transfer
+  }
+}
+
+size_t WriteCb(char* data, size_t size, size_t n, void* user) {
+  try {
+    return WriteCbUnguarded(data, size, n, user);
+  } catch (...) {
+    static_cast<Transfer*>(user)->error = Thrown(static_cast<Transfer*>(user), "response body");
+    return 0;  // aborts the transfer
+  }
+}
+
+size_t ReadCb(char* dst, size_t size, size_t n, void* user) {
+  try {
+    return ReadCbUnguarded(dst, size, n, user);
+  } catch (...) {
+    static_cast<Transfer*>(user)->error = Thrown(static_cast<Transfer*>(user), "request body");
+    return CURL_READFUNC_ABORT;
+  }
+}
+
+int SeekCb(void* user, curl_off_t offset, int origin) {
+  try {
+    return SeekCbUnguarded(user, offset, origin);
+  } catch (...) {
+    static_cast<Transfer*>(user)->error = Thrown(static_cast<Transfer*>(user), "rewinding the request body");
+    return CURL_SEEKFUNC_FAIL;
+  }
 }
 
 }  // namespace
@@ -393,7 +444,9 @@ struct HttpClient::Impl {
         if (stopping) break;
         incoming.swap(pending);
       }
-      for (auto& t : incoming) Start(std::move(t));
+      // The boundary of the I/O thread: a caller's done callback that throws
+      // is logged and costs nothing else (every other transfer goes on).
+      for (auto& t : incoming) RunGuarded("http: starting a request", [&] { Start(std::move(t)); }).IgnoreError();
       int running = 0;
       curl_multi_perform(multi, &running);
       int left = 0;
@@ -406,7 +459,7 @@ struct HttpClient::Impl {
         if (it == active.end()) continue;
         std::unique_ptr<Transfer> owned = std::move(*it);
         active.erase(it);
-        Complete(owned.get(), rc);
+        RunGuarded("http: completing " + owned->What(), [&] { Complete(owned.get(), rc); }).IgnoreError();
       }
       curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
     }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "net/fake_http_server.h"
@@ -275,6 +276,56 @@ TEST(HttpClientTest, DestructionWithRequestsInFlightCancelsThem) {
     }
   }
   EXPECT_EQ(cancelled.load(), 4);
+}
+
+// curl calls the sink, upload source and header hook from C: one that throws
+// fails its own request (Internal) instead of ending the process, and the
+// client serves the next request. So does a SendAsync callback that throws.
+TEST(HttpClientTest, ACallbackThatThrowsFailsItsRequestNotTheProcess) {
+  FakeHttpServer server([](const FakeRequest&) {
+    FakeResponse resp;
+    resp.body = std::string(1000, 'b');
+    return resp;
+  });
+  HttpClient client;
+  std::vector<uint8_t> dst(1000);
+  HttpRequest sink = Get(server.Endpoint() + "/sink");
+  sink.sink = BodySink{.data = dst.data(),
+                       .capacity = dst.size(),
+                       .write = [](uint64_t, const uint8_t*, size_t) -> Status { throw std::runtime_error("sink"); }};
+  auto r = client.Send(sink);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInternal) << r.status();
+  EXPECT_NE(r.status().message().find("sink"), std::string::npos) << r.status();
+
+  HttpRequest headers = Get(server.Endpoint() + "/headers");
+  headers.on_headers = [](int, const HttpHeaders&) -> Status { throw std::bad_alloc(); };
+  EXPECT_EQ(client.Send(headers).status().code(), Code::kInternal);
+
+  HttpRequest put = Get(server.Endpoint() + "/put");
+  put.method = "PUT";
+  put.upload = [](uint8_t*, size_t) -> size_t { throw 42; };  // not even a std::exception
+  put.upload_size = 10;
+  EXPECT_EQ(client.Send(put).status().code(), Code::kInternal);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool called = false;
+  client.SendAsync(Get(server.Endpoint() + "/async"), [&](Result<HttpResponse>) {
+    {
+      std::lock_guard lock(mu);
+      called = true;
+    }
+    cv.notify_all();
+    throw std::runtime_error("callback");
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return called; }));
+  }
+  auto after = client.Send(Get(server.Endpoint() + "/after"));  // the I/O thread is still there
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->body.view(), std::string(1000, 'b'));
 }
 
 TEST(HttpClientTest, CurlCodeMapping) {

@@ -4,94 +4,20 @@
 // the old object or the new one, never a torn or missing one.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <limits>
+#include <iostream>
 #include <string>
 
 #include "base/hash.h"
+#include "io/crashing_file_system.h"
 #include "io/durable.h"
-#include "io/fault_file_system.h"
 #include "object/file_store.h"
 
 namespace strata::object {
 namespace {
 
-// Every mutating step (open for write, write, sync, rename, remove, mkdir,
-// directory sync) after the first `crash_at` fails, as if the process had
-// died there; SimulateCrash then drops what the dead process had not synced.
-class CrashingFs : public io::FaultFileSystem {
- public:
-  explicit CrashingFs(io::FileSystem& base) : io::FaultFileSystem(base) {}
-  void CrashAfter(int64_t steps) { crash_at_ = steps, steps_ = 0; }
-  int64_t steps() const { return steps_; }
-  bool crashed() const { return steps_ > crash_at_; }
-
-  Status Step(const std::string& path) {
-    return ++steps_ > crash_at_ ? IOError("crashed before this step: " + path) : Status::Ok();
-  }
-  Result<std::unique_ptr<io::WritableFile>> OpenForWrite(const std::string& path, bool truncate) override {
-    STRATA_RETURN_IF_ERROR(Step(path));
-    return Wrap(io::FaultFileSystem::OpenForWrite(path, truncate));
-  }
-  Result<std::unique_ptr<io::WritableFile>> CreateExclusive(const std::string& path) override {
-    STRATA_RETURN_IF_ERROR(Step(path));
-    return Wrap(io::FaultFileSystem::CreateExclusive(path));
-  }
-  Status Rename(const std::string& from, const std::string& to) override {
-    STRATA_RETURN_IF_ERROR(Step(to));
-    return io::FaultFileSystem::Rename(from, to);
-  }
-  Status Remove(const std::string& path) override {
-    STRATA_RETURN_IF_ERROR(Step(path));
-    return io::FaultFileSystem::Remove(path);
-  }
-  Status RemoveDir(const std::string& path) override {
-    STRATA_RETURN_IF_ERROR(Step(path));
-    return io::FaultFileSystem::RemoveDir(path);
-  }
-  Status CreateDirs(const std::string& path) override {
-    STRATA_RETURN_IF_ERROR(Step(path));
-    return io::FaultFileSystem::CreateDirs(path);
-  }
-  Status SyncDir(const std::string& path) override {
-    STRATA_RETURN_IF_ERROR(Step(path));
-    return io::FaultFileSystem::SyncDir(path);
-  }
-
- private:
-  class File : public io::WritableFile {
-   public:
-    File(CrashingFs* fs, std::unique_ptr<io::WritableFile> inner) : fs_(fs), inner_(std::move(inner)) {}
-    using io::WritableFile::Append;
-    using io::WritableFile::WriteAt;
-    Status Append(const void* data, size_t n) override {
-      STRATA_RETURN_IF_ERROR(fs_->Step(path()));
-      return inner_->Append(data, n);
-    }
-    Status WriteAt(uint64_t offset, const void* data, size_t n) override {
-      STRATA_RETURN_IF_ERROR(fs_->Step(path()));
-      return inner_->WriteAt(offset, data, n);
-    }
-    Status Sync() override {
-      STRATA_RETURN_IF_ERROR(fs_->Step(path()));
-      return inner_->Sync();
-    }
-    Status Close() override { return inner_->Close(); }
-    uint64_t Size() const override { return inner_->Size(); }
-    const std::string& path() const override { return inner_->path(); }
-
-   private:
-    CrashingFs* fs_;
-    std::unique_ptr<io::WritableFile> inner_;
-  };
-  Result<std::unique_ptr<io::WritableFile>> Wrap(Result<std::unique_ptr<io::WritableFile>> file) {
-    if (!file.ok()) return file.status();
-    return std::unique_ptr<io::WritableFile>(std::make_unique<File>(this, std::move(*file)));
-  }
-
-  std::atomic<int64_t> crash_at_{std::numeric_limits<int64_t>::max()};
-  std::atomic<int64_t> steps_{0};
-};
+// Fails every durable-write step after the chosen one (the process died
+// there); SimulateCrash drops what it had not synced.
+using CrashingFs = io::CrashingFileSystem;
 
 class FileStoreCrashTest : public ::testing::Test {
  protected:
@@ -174,6 +100,9 @@ TEST_F(FileStoreCrashTest, ACrashBeforePutReturnsLeavesTheOldOrTheNewObject) {
     }
     if (finished) break;
   }
+  std::cout << "file store power-loss campaign: crash points " << points << ", old object seen " << old_seen
+            << ", new object seen " << new_seen << ", new key absent " << absent_seen
+            << ", data lost 0, wrong bytes served 0 (asserted at every point)\n";
   // Every step was a crash point, and both outcomes occurred.
   EXPECT_GE(points, 10);
   EXPECT_GT(old_seen, 0);

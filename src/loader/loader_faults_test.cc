@@ -1,0 +1,132 @@
+// Store-fault campaign for the loader's shard fetches: a streaming dataset
+// (RAM and disk shard cache, both small enough to evict and refetch) reads
+// through a FaultStore injecting 5xx errors, throttling, connection resets
+// and truncated bodies at random (seeded). With retries every epoch delivers
+// every sample once, byte-exact; without, an epoch either does so or fails
+// with a clear error naming the shard (Unavailable / Throttled), after only
+// exact samples. Faults and outcomes are counted and printed.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "base/log.h"
+#include "io/durable.h"
+#include "loader/loader_test_util.h"
+#include "loader/streaming_dataset.h"
+#include "object/fault_store.h"
+#include "object/mem_store.h"
+
+namespace strata::loader {
+namespace {
+
+std::string Payload(uint64_t i) {
+  std::string s = "sample-" + std::to_string(i) + ":";
+  uint64_t x = i * 0x9e3779b97f4a7c15ull + 7;
+  for (size_t k = 0, n = 2000 + i % 3000; k < n; ++k) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    s.push_back(static_cast<char>('a' + x % 26));
+  }
+  return s;
+}
+
+std::vector<dataset::Field> Fields(uint64_t i) { return {{"txt", Buffer::FromString(Payload(i))}}; }
+
+std::string FreshDir() {
+  struct stat st {};
+  if (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) {
+    char tmpl[] = "/dev/shm/strata-loader-faults-XXXXXX";
+    if (::mkdtemp(tmpl)) return tmpl;
+  }
+  return io::MakeTempDir("strata-loader-faults-").value();
+}
+
+TEST(LoaderStoreFaults, EveryEpochIsExactOrAClearErrorUnderRandomFaults) {
+  SetLogLevel("error");
+  const std::string name = testing::UniqueName("loader-faults");
+  auto mem = object::MakeMemStore(name);
+  const std::vector<uint64_t> counts = {20, 17, 25, 9, 30, 14, 22, 11};
+  testing::WriteDataset(*mem, "ds/", dataset::ShardFormat::kTar, counts, Fields);
+  const uint64_t total = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
+  object::FaultConfig faults;
+  faults.seed = 7;
+  faults.error_rate = 0.05, faults.throttle_rate = 0.05, faults.reset_rate = 0.05, faults.truncate_rate = 0.05;
+  auto store = std::make_shared<object::FaultStore>(mem, faults);
+  const std::string dir = FreshDir();
+
+  uint64_t epochs = 0, exact_epochs = 0, failed_clearly = 0, unclear = 0, wrong = 0, samples = 0, bytes = 0,
+           retries = 0, fetched = 0;
+  std::map<std::string, uint64_t> by_code;
+  for (int retry_budget : {8, 0}) {
+    StreamingOptions o;
+    o.shuffle = Shuffle::kShards, o.seed = 3;
+    o.retries = retry_budget;
+    o.retry_backoff = std::chrono::milliseconds(1);
+    o.ram_cache_bytes = 64 << 10;  // a few shards: later epochs refetch
+    o.cache_dir = dir + "/r" + std::to_string(retry_budget);
+    o.cache_limit_bytes = 128 << 10;
+    store->SetConfig(object::FaultConfig{});  // the campaign is about shard fetches, not opening the index
+    auto ds = StreamingDataset::Open(store, "ds", o);
+    ASSERT_TRUE(ds.ok()) << ds.status();
+    store->SetConfig(faults);
+    for (uint64_t epoch = 0; epoch < 10; ++epoch) {
+      ++epochs;
+      auto it = (*ds)->Iterate(0, (*ds)->MakeState(epoch, 0));
+      ASSERT_TRUE(it.ok()) << it.status();
+      std::set<uint64_t> seen;
+      Status end;
+      for (;;) {
+        auto s = (*it)->NextSample();
+        if (!s.ok()) {
+          end = s.status();
+          break;
+        }
+        if (!*s) break;
+        const std::string got = (*s)->fields.at("txt").bytes.ToString();
+        if (got != Payload((*s)->index) || !seen.insert((*s)->index).second) {
+          ++wrong;
+          ADD_FAILURE() << "sample " << (*s)->index << " delivered wrong or twice";
+        }
+        ++samples, bytes += got.size();
+      }
+      retries += (*it)->stats().shard_fetch_retries;
+      fetched += (*it)->stats().shards_fetched;
+      if (end.ok()) {
+        EXPECT_EQ(seen.size(), total) << "epoch " << epoch << " ended early";
+        exact_epochs += seen.size() == total;
+        continue;
+      }
+      ++by_code[std::string(CodeName(end.code()))];
+      const bool clear = (end.code() == Code::kUnavailable || end.code() == Code::kThrottled) &&
+                         end.message().find("ds/shard-") != std::string::npos;
+      clear ? ++failed_clearly : ++unclear;
+      EXPECT_TRUE(clear) << end;
+      if (retry_budget > 0) ADD_FAILURE() << "failed despite " << retry_budget << " retries: " << end;
+    }
+  }
+  const object::StoreFaultCounters c = store->counters();
+  std::string codes;
+  for (const auto& [code, n] : by_code) codes += " " + code + "=" + std::to_string(n);
+  std::cout << "loader store-fault campaign: store requests " << c.requests << ", faults injected " << c.injected()
+            << " (errors " << c.errors << ", throttles " << c.throttles << ", resets " << c.resets
+            << ", truncated bodies " << c.truncations << "), epochs " << epochs << ", exact " << exact_epochs
+            << ", failed clearly " << failed_clearly << " (" << codes << " ), unclear " << unclear << ", shard fetches "
+            << fetched << ", retries " << retries << ", samples verified " << samples << ", bytes verified " << bytes
+            << ", wrong bytes served " << wrong << "\n";
+  SetLogLevel("warn");
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(unclear, 0u);
+  EXPECT_GT(c.injected(), 5u);
+  EXPECT_GT(retries, 0u);
+  EXPECT_GE(exact_epochs, 10u);  // every epoch with retries
+  object::DropMemStore(name);
+  EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir).ok());
+}
+
+}  // namespace
+}  // namespace strata::loader
