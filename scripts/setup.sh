@@ -20,6 +20,8 @@ PACKAGES=(
   # real S3 servers and clients for integration tests and benchmarks
   radosgw ceph-mon ceph-osd uuid-runtime awscli s3cmd rclone s3fs fio rsync
   nginx-light libnginx-mod-http-lua iperf3 curl procps psmisc
+  # cache-group membership (src/group: etcd's v3 HTTP/JSON gateway)
+  etcd-server
 )
 
 missing=()

@@ -117,13 +117,18 @@ Result<Buffer> BlockCache::Fill(const BlockHash& h, const BlockId& id, uint64_t 
   }
   if (!options.prefetch) metrics_.Inc(CacheCounter::kMisses);
   metrics_.Inc(CacheCounter::kBytesFromBackend, length);
-  Store(h, CachedBlock{id, *fetched, NowMs(), options.prefetch});
+  Store(h, CachedBlock{id, *fetched, NowMs(), options.prefetch, options.ram_only}, options.ram_only);
   return fetched;
 }
 
-void BlockCache::Store(const BlockHash& h, CachedBlock block) {
+void BlockCache::Store(const BlockHash& h, CachedBlock block, bool ram_only) {
   const bool pinned = IsPinned(block.id);
   bool on_disk = false;
+  if (ram_only) {
+    std::vector<CachedBlock> evicted;
+    if (ram_->Put(h, std::move(block), pinned, &evicted)) Demote(std::move(evicted));
+    return;
+  }
   if (disk_ && !options_.read_only && (options_.write_through || options_.ram_bytes == 0)) {
     Status st = disk_->Write(h, block, pinned);
     on_disk = st.ok();
@@ -141,7 +146,7 @@ void BlockCache::Demote(std::vector<CachedBlock> evicted) {
   for (auto& block : evicted) {
     metrics_.Inc(CacheCounter::kRamEvictions);
     BlockHash h = HashBlockId(block.id);
-    if (!disk_ || options_.read_only) {
+    if (!disk_ || options_.read_only || block.ram_only) {
       if (block.prefetched) metrics_.Inc(CacheCounter::kReadaheadWasted);
       continue;
     }

@@ -58,6 +58,7 @@ struct CacheOptions {
 
 struct GetBlockOptions {
   bool prefetch = false;  // a read-ahead fill: counted separately, hit-tracked
+  bool ram_only = false;  // a fill owned by another group member: never written to disk
 };
 
 class BlockCache {
@@ -95,7 +96,7 @@ class BlockCache {
   bool Expired(int64_t created_ms) const;
   int64_t NowMs() const;
   // Inserts into RAM (demoting what falls out) and writes through to disk.
-  void Store(const BlockHash& h, CachedBlock block);
+  void Store(const BlockHash& h, CachedBlock block, bool ram_only = false);
   void Demote(std::vector<CachedBlock> evicted);
   Result<Buffer> Fill(const BlockHash& h, const BlockId& id, uint64_t length, const Fetcher& fetch,
                       const GetBlockOptions& options);

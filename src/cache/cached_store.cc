@@ -207,8 +207,38 @@ Result<Buffer> CachedStore::GetBlock(const std::string& key, const object::Objec
   uint64_t length = BlockLength(info, index);
   GetBlockOptions o;
   o.prefetch = prefetch;
+  BlockId id = MakeBlockId(key, info, index);
+  if (router_ && router_->Remote(id)) {
+    o.ram_only = true;
+    return cache_->Get(
+        id, length,
+        [&]() -> Result<Buffer> {
+          auto r = router_->FetchRemote(id, length, info.size);
+          if (r.ok()) return r;
+          return FetchBlock(key, info, index, length);  // the owner failed: the bucket itself
+        },
+        o);
+  }
   return cache_->Get(
-      MakeBlockId(key, info, index), length, [&]() { return FetchBlock(key, info, index, length); }, o);
+      id, length, [&]() { return FetchBlock(key, info, index, length); }, o);
+}
+
+Result<Buffer> CachedStore::ServeBlock(const std::string& key, const std::string& etag, uint64_t object_size,
+                                       uint64_t index, bool* from_backend) {
+  if (from_backend) *from_backend = false;
+  STRATA_RETURN_IF_ERROR(object::ValidateKey(key));
+  if (index >= (object_size + block_size_ - 1) / block_size_) {
+    return InvalidArgumentError("block " + std::to_string(index) + " is past the end of " + key);
+  }
+  object::ObjectInfo info;
+  info.key = key;
+  info.etag = etag;
+  info.size = object_size;
+  const uint64_t length = BlockLength(info, index);
+  return cache_->Get(MakeBlockId(key, info, index), length, [&]() {
+    if (from_backend) *from_backend = true;
+    return FetchBlock(key, info, index, length);
+  });
 }
 
 Result<Buffer> CachedStore::ReadRange(const std::string& key, const object::ObjectInfo& info, uint64_t begin,

@@ -32,6 +32,7 @@
 #include "base/executor.h"
 #include "base/single_flight.h"
 #include "cache/block_cache.h"
+#include "cache/block_router.h"
 #include "cache/readahead.h"
 #include "object/store_wrapper.h"
 
@@ -109,6 +110,17 @@ class CachedStore : public object::StoreWrapper {
   // Drops cached metadata (not blocks).
   void InvalidateMetadata();
 
+  // Joins a cache group: misses of blocks `router` says another node owns are
+  // asked of it first and kept in RAM only. Call before the first read (the
+  // router itself may change its members at any time).
+  void SetBlockRouter(std::shared_ptr<BlockRouter> router) { router_ = std::move(router); }
+  // A group peer's request: block `index` of version `etag` of `key`, an
+  // object of `object_size` bytes, from this node's tiers or the backend (one
+  // fetch for all concurrent askers, single-flight), never from another peer
+  // (one hop at most). *from_backend says whether this call fetched it.
+  Result<Buffer> ServeBlock(const std::string& key, const std::string& etag, uint64_t object_size, uint64_t index,
+                            bool* from_backend = nullptr);
+
   BlockCache& cache() { return *cache_; }
   const object::ObjectStorePtr& backend() const { return base_; }
 
@@ -165,6 +177,7 @@ class CachedStore : public object::StoreWrapper {
   ReadaheadState& TrackedStreamLocked(const std::string& key);
 
   std::shared_ptr<BlockCache> cache_;
+  std::shared_ptr<BlockRouter> router_;  // set before reads, then read-only
   CachedStoreOptions options_;
   Clock& clock_;
   const std::string url_;  // the backend's, named in block ids

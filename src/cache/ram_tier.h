@@ -20,6 +20,7 @@ struct CachedBlock {
   Buffer data;
   int64_t created_ms = 0;   // unix ms when fetched from the backend
   bool prefetched = false;  // filled by read-ahead and not yet read
+  bool ram_only = false;    // another group member owns it: dropped, not demoted, on eviction
 };
 
 class RamTier {

@@ -21,6 +21,7 @@
 #include "cli/util.h"
 #include "fs/object_fs.h"
 #include "fuse/mount.h"
+#include "group/member.h"
 #include "object/cloud_store.h"
 #include "object/store_url.h"
 
@@ -46,6 +47,7 @@ struct MountArgs {
   // Shown for objects that carry no attributes of their own (default: the mounting user, 0644, 0755).
   std::optional<uint32_t> uid, gid;
   std::string file_mode = "0644", dir_mode = "0755";
+  std::string cache_group, peer_listen = "127.0.0.1:0", group_secret_file;  // a cache group (src/group)
 };
 
 // An octal permission mode ("0644", "755").
@@ -162,6 +164,16 @@ void RunMount(const MountArgs& a) {
   // A file read from its start is fetched in parallel blocks up to here at once.
   so.open_window = std::min<uint64_t>(so.readahead_max_window, 16ull << 20);
   auto store = std::make_shared<cache::CachedStore>(backend, cache, so);
+  std::unique_ptr<group::GroupMember> member;  // destroyed after the file system stops reading
+  if (!a.cache_group.empty()) {
+    group::JoinOptions jo;
+    jo.url = a.cache_group;
+    jo.listen = a.peer_listen;
+    jo.secret = Check(group::ReadGroupSecret(a.group_secret_file), cmd, "--group-secret-file");
+    member = Check(group::GroupMember::Join(jo), cmd, a.cache_group);
+    member->Attach(store);
+    STRATA_LOG_INFO("mount: joined cache group {} as {}", a.cache_group, member->address());
+  }
   fs::ObjectFs filesystem(store, fo);
 
   fuse::MountOptions mo;
@@ -216,6 +228,11 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_option("--cache-mem", a->cache_mem, "RAM tier size (default 1GiB)");
   sub->add_option("--cache-disk", a->cache_disk, "Disk tier size (default 10GiB)");
   sub->add_option("--block-size", a->block_size, "Cache block size (default 4MiB)");
+  sub->add_option("--cache-group", a->cache_group,
+                  "Share the cache with other nodes: etcd://HOST:PORT/GROUP or static://HOST:PORT,HOST:PORT");
+  sub->add_option("--peer-listen", a->peer_listen, "HOST:PORT of this member's peer endpoint (default 127.0.0.1:0)");
+  sub->add_option("--group-secret-file", a->group_secret_file,
+                  "File holding the cache group's secret (default: $STRATA_GROUP_SECRET)");
   sub->add_flag("--read-only", a->read_only, "Mount read-only (writes fail with EROFS)");
   sub->add_flag("-f,--foreground", a->foreground, "Stay in the foreground (default: daemonise once mounted)");
   sub->add_flag("--allow-other", a->allow_other, "Let other users access the mount");

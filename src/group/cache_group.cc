@@ -1,0 +1,139 @@
+#include "group/cache_group.h"
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "group/peer_protocol.h"
+
+namespace strata::group {
+namespace {
+
+Counter& GlobalCounter(const char* name, const char* help) { return MetricsRegistry::Global().GetCounter(name, help); }
+Counter& PeerHits() {
+  static Counter& c = GlobalCounter("strata_group_peer_hits_total", "Blocks fetched from their owner in the group");
+  return c;
+}
+Counter& PeerMisses() {
+  static Counter& c = GlobalCounter("strata_group_peer_misses_total",
+                                    "Peer fetches that failed or were skipped (the bucket was read instead)");
+  return c;
+}
+
+}  // namespace
+
+CacheGroup::CacheGroup(GroupOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock ? *options_.clock : RealClock()),
+      members_(std::make_shared<const std::vector<Member>>()) {
+  net::HttpClientOptions h;
+  h.connect_timeout = options_.deadline;
+  h.total_timeout = options_.deadline;
+  h.low_speed_time = std::chrono::seconds(std::max<int64_t>(1, options_.deadline.count() / 1000));
+  http_ = std::make_unique<net::HttpClient>(h);
+}
+
+CacheGroup::~CacheGroup() = default;
+
+void CacheGroup::SetMembers(std::vector<Member> members) {
+  auto list = std::make_shared<const std::vector<Member>>(Canonical(std::move(members)));
+  std::lock_guard lock(mu_);
+  members_ = std::move(list);
+}
+
+std::vector<Member> CacheGroup::members() const {
+  std::lock_guard lock(mu_);
+  return *members_;
+}
+
+std::optional<Member> CacheGroup::OwnerOf(const cache::BlockId& id) const {
+  std::shared_ptr<const std::vector<Member>> list;
+  {
+    std::lock_guard lock(mu_);
+    list = members_;
+  }
+  const Member* m = group::OwnerOf(*list, cache::HashBlockId(id));
+  if (!m) return std::nullopt;
+  return *m;
+}
+
+bool CacheGroup::IsSuspect(const std::string& member_id) const {
+  std::lock_guard lock(mu_);
+  auto it = suspect_until_.find(member_id);
+  return it != suspect_until_.end() && clock_.Now() < it->second;
+}
+
+void CacheGroup::MarkSuspect(const std::string& member_id, const Status& why) {
+  STRATA_LOG_WARN("group: peer {} is suspect for {} s (reading the bucket directly): {}", member_id,
+                  std::chrono::duration_cast<std::chrono::seconds>(options_.suspect_for).count(), why.ToString());
+  std::lock_guard lock(mu_);
+  suspect_until_[member_id] = clock_.Now() + options_.suspect_for;
+}
+
+bool CacheGroup::Remote(const cache::BlockId& id) {
+  auto owner = OwnerOf(id);
+  return owner && owner->id != options_.self;
+}
+
+Result<Buffer> CacheGroup::FetchRemote(const cache::BlockId& id, uint64_t length, uint64_t object_size) {
+  auto owner = OwnerOf(id);
+  if (!owner || owner->id == options_.self) return UnavailableError("this member owns the block");
+  if (IsSuspect(owner->id)) {
+    ++suspect_skips_;
+    ++misses_;
+    PeerMisses().Inc();
+    return UnavailableError("owner " + owner->id + " is suspect");
+  }
+  auto r = Ask(*owner, id, length, object_size);
+  if (r.ok()) {
+    ++hits_;
+    PeerHits().Inc();
+  } else {
+    ++misses_;
+    PeerMisses().Inc();
+  }
+  return r;
+}
+
+Result<Buffer> CacheGroup::Ask(const Member& owner, const cache::BlockId& id, uint64_t length, uint64_t object_size) {
+  BlockRequest br{id.store, id.key, id.etag, id.block_size, id.index, object_size};
+  const std::string target = FormatBlockTarget(br);
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(clock_.WallNow().time_since_epoch()).count();
+  net::HttpRequest req;
+  req.method = "GET";
+  req.url = "http://" + owner.address + target;
+  req.headers.emplace_back(std::string(kPeerTimeHeader), std::to_string(now));
+  req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(options_.secret, "GET", target, now));
+  req.timeout = options_.deadline;
+  const std::string what = "block " + std::to_string(id.index) + " of " + id.key + " from peer " + owner.id;
+  auto resp = http_->Send(std::move(req));
+  if (!resp.ok()) {
+    MarkSuspect(owner.id, resp.status());
+    return resp.status().WithContext(what);
+  }
+  if (resp->status == 412 || resp->status == 404) {
+    // The object changed (or the peer does not serve this bucket): not the peer's fault.
+    return UnavailableError(what + ": HTTP " + std::to_string(resp->status));
+  }
+  if (resp->status != 200) {
+    Status st = UnavailableError(what + ": HTTP " + std::to_string(resp->status), resp->body.ToString().substr(0, 200));
+    MarkSuspect(owner.id, st);
+    return st;
+  }
+  uint64_t want = 0;
+  auto sum = resp->Header(kBlockChecksumHeader);
+  if (resp->body.size() != length || !sum || !ParseChecksum(*sum, &want) ||
+      XxHash3(resp->body.data(), resp->body.size()) != want) {
+    ++bad_checksums_;
+    Status st = CorruptionError(what + " failed its checksum (" + std::to_string(resp->body.size()) + " of " +
+                                std::to_string(length) + " bytes); reading the bucket instead");
+    MarkSuspect(owner.id, st);
+    return st;
+  }
+  return std::move(resp->body);
+}
+
+CacheGroup::Stats CacheGroup::stats() const {
+  return {hits_.load(), misses_.load(), bad_checksums_.load(), suspect_skips_.load()};
+}
+
+}  // namespace strata::group

@@ -1,0 +1,72 @@
+// CacheGroup: this node's view of a cache group, and the cache::BlockRouter
+// that CachedStore asks on a miss. The owner of a block is chosen by
+// rendezvous hashing over the current members (rendezvous.h); a block owned
+// by another member is asked of it over the peer protocol with a deadline,
+// its checksum verified, and kept in RAM only. A peer that times out, fails
+// or sends a bad block is marked suspect for a while: its blocks are read
+// from the bucket directly meanwhile, so nothing waits on a dead node. The
+// member list comes from outside (a static list, or etcd via Membership) and
+// may change at any time. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "cache/block_router.h"
+#include "group/rendezvous.h"
+#include "net/http_client.h"
+
+namespace strata::group {
+
+struct GroupOptions {
+  std::string self;                          // this member's id (its peer address with a static list)
+  std::string secret;                        // the group secret
+  std::chrono::milliseconds deadline{2000};  // a peer fetch takes at most this long
+  Duration suspect_for = std::chrono::seconds(30);
+  Clock* clock = nullptr;  // default RealClock()
+};
+
+class CacheGroup : public cache::BlockRouter {
+ public:
+  explicit CacheGroup(GroupOptions options);
+  ~CacheGroup() override;
+
+  // Replaces the member list (any order; duplicates dropped).
+  void SetMembers(std::vector<Member> members);
+  std::vector<Member> members() const;
+  // The owner of `id` now (nullopt with no members).
+  std::optional<Member> OwnerOf(const cache::BlockId& id) const;
+  bool IsSuspect(const std::string& member_id) const;
+
+  bool Remote(const cache::BlockId& id) override;
+  Result<Buffer> FetchRemote(const cache::BlockId& id, uint64_t length, uint64_t object_size) override;
+
+  struct Stats {
+    uint64_t peer_hits = 0;      // blocks got from their owner
+    uint64_t peer_misses = 0;    // asks that failed (the bucket was read instead)
+    uint64_t bad_checksums = 0;  // blocks refused for a checksum mismatch
+    uint64_t suspect_skips = 0;  // blocks read from the bucket because their owner was suspect
+  };
+  Stats stats() const;
+  const GroupOptions& options() const { return options_; }
+
+ private:
+  void MarkSuspect(const std::string& member_id, const Status& why);
+  Result<Buffer> Ask(const Member& owner, const cache::BlockId& id, uint64_t length, uint64_t object_size);
+
+  GroupOptions options_;
+  Clock& clock_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const std::vector<Member>> members_;  // replaced whole, read without copying
+  std::map<std::string, TimePoint> suspect_until_;
+  std::atomic<uint64_t> hits_{0}, misses_{0}, bad_checksums_{0}, suspect_skips_{0};
+  std::unique_ptr<net::HttpClient> http_;
+};
+
+}  // namespace strata::group

@@ -1,0 +1,134 @@
+// Cache group integration tests: three members in one process, each with its
+// own cache directory and its own peer endpoint on a 127.0.0.1 ephemeral
+// port, over one in-memory bucket that counts every ranged GET it answers.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "group/group_test_util.h"
+
+namespace strata::group {
+namespace {
+
+TEST_F(GroupTest, EachBlockLeavesTheBucketOnce) {
+  PutObjects(4, 16ull << 20);  // 64 MiB, 64 blocks
+  StartNodes(3);
+  std::vector<std::thread> readers;
+  for (auto& node : nodes_) readers.emplace_back([&, n = node.get()] { ReadAllThrough(*n); });
+  for (auto& t : readers) t.join();
+  auto counts = bucket_->Snapshot();
+  EXPECT_EQ(counts.size(), 64u);
+  for (auto& [k, c] : counts) EXPECT_EQ(c, 1) << k.first << " at " << k.second << " fetched " << c << " times";
+  uint64_t hits = 0, avoided = 0, misses = 0;
+  for (auto& node : nodes_) {
+    hits += node->group->stats().peer_hits;
+    misses += node->group->stats().peer_misses;
+    avoided += node->service->stats().bucket_fetches_avoided;
+    // A member keeps on disk only the blocks it owns.
+    EXPECT_LE(node->cache->Stats().disk_blocks, 64u * 2 / 3);
+  }
+  EXPECT_EQ(misses, 0u);
+  EXPECT_GE(hits, 64u * 2 - 64u / 2);  // about 2/3 of 3 x 64 reads come from an owner
+  EXPECT_GT(avoided, 0u);
+  uint64_t disk_total = 0;
+  for (auto& node : nodes_) disk_total += node->cache->Stats().disk_blocks;
+  EXPECT_EQ(disk_total, 64u);  // the group holds each block once on disk
+  // Read again through everyone: nothing more from the bucket.
+  for (auto& node : nodes_) ReadAllThrough(*node);
+  EXPECT_EQ(bucket_->Total(), 64);
+}
+
+TEST_F(GroupTest, CorruptedPeerBlockIsDetectedAndReadFromTheBucket) {
+  PutObjects(1, 16ull << 20);
+  StartNodes(3);
+  nodes_[0]->corrupt = true;
+  ReadAllThrough(*nodes_[1]);  // byte-exact despite the lying owner
+  auto s = nodes_[1]->group->stats();
+  EXPECT_GE(s.bad_checksums, 1u);
+  EXPECT_TRUE(nodes_[1]->group->IsSuspect(nodes_[0]->server->address()));
+  int owned_by_0 = 0;
+  for (uint64_t i = 0; i < 16; ++i) owned_by_0 += OwnerIndex("data/shard-0", i) == 0;
+  ASSERT_GT(owned_by_0, 0);
+  // The corrupt block was never cached by the reader: a fresh read is still exact.
+  nodes_[0]->corrupt = false;
+  ReadAllThrough(*nodes_[1]);
+}
+
+TEST_F(GroupTest, WrongSecretIsRefused) {
+  PutObjects(1, 4ull << 20);
+  StartNodes(1);
+  const std::string etag = bucket_->Head("data/shard-0")->etag;
+  const std::string target =
+      FormatBlockTarget(BlockRequest{bucket_->Url(), "data/shard-0", etag, kBlock, 0, 4ull << 20});
+  net::HttpClient http;
+  auto send = [&](const std::string& secret, int64_t t) {
+    net::HttpRequest req;
+    req.url = "http://" + nodes_[0]->server->address() + target;
+    req.headers.emplace_back(std::string(kPeerTimeHeader), std::to_string(t));
+    req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(secret, "GET", target, t));
+    auto r = http.Send(std::move(req));
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->status : 0;
+  };
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(RealClock().WallNow().time_since_epoch()).count();
+  EXPECT_EQ(send("not-the-secret", now), 403);
+  EXPECT_EQ(send("group-secret", now - 600), 403);  // stale: a replay
+  EXPECT_EQ(bucket_->Total(), 0);                   // refused before anything was read
+  EXPECT_EQ(send("group-secret", now), 200);
+  EXPECT_EQ(nodes_[0]->service->stats().refused, 2u);
+
+  // A member configured with another secret gets nothing from the group, and still reads correctly.
+  GroupOptions go;
+  go.self = "stranger";
+  go.secret = "wrong";
+  auto stranger = std::make_shared<CacheGroup>(go);
+  stranger->SetMembers(Members());
+  cache::BlockId id{bucket_->Url(), "data/shard-0", etag, kBlock, 0};
+  auto r = stranger->FetchRemote(id, kBlock, 4ull << 20);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(stranger->stats().peer_misses, 1u);
+}
+
+TEST_F(GroupTest, StoppedMemberIsBypassedWithinTheDeadline) {
+  PutObjects(2, 16ull << 20);
+  StartNodes(3, "group-secret", std::chrono::milliseconds(1000));
+  const std::string gone = nodes_[2]->server->address();
+  nodes_[2]->server.reset();  // stopped: its address refuses connections
+  auto start = std::chrono::steady_clock::now();
+  ReadAllThrough(*nodes_[0]);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_TRUE(nodes_[0]->group->IsSuspect(gone));
+  EXPECT_GE(nodes_[0]->group->stats().suspect_skips, 1u);  // later blocks did not even try
+}
+
+TEST_F(GroupTest, HungMemberCostsOneDeadline) {
+  PutObjects(2, 16ull << 20);
+  StartNodes(2, "group-secret", std::chrono::milliseconds(500));
+  // A member that accepts connections (the kernel's backlog) but never answers.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 64), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string hung = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto members = Members();
+  members.push_back({hung, hung});
+  nodes_[0]->group->SetMembers(members);
+  auto start = std::chrono::steady_clock::now();
+  ReadAllThrough(*nodes_[0]);
+  auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  // Blocks of one read are fetched in parallel: the first asks each wait one
+  // deadline, then the member is suspect and skipped.
+  EXPECT_LT(took, std::chrono::milliseconds(4000));
+  EXPECT_TRUE(nodes_[0]->group->IsSuspect(hung));
+}
+
+}  // namespace
+}  // namespace strata::group

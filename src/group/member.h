@@ -1,0 +1,62 @@
+// GroupMember: what a front end (`strata mount`, `strata serve`) holds to
+// join a cache group: the peer endpoint, the CacheGroup router and, for
+// etcd://, the membership registration. Built from the flags every front end
+// takes the same way:
+//   --cache-group etcd://HOST:PORT/<group> | static://HOST:PORT,HOST:PORT,...
+//   --peer-listen HOST:PORT     this member's peer endpoint (its id, too)
+//   --group-secret-file FILE    the group secret (or STRATA_GROUP_SECRET)
+// A static list must name this member's --peer-listen address (it is added
+// if missing). Thread-safe; destroy it after the stores it is attached to
+// stop reading.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cache/cached_store.h"
+#include "group/cache_group.h"
+#include "group/etcd_membership.h"
+#include "group/peer_server.h"
+
+namespace strata::group {
+
+struct GroupUrl {
+  std::string scheme;              // "etcd" or "static"
+  std::string etcd_endpoint;       // http://host:port
+  std::string group;               // etcd group name
+  std::vector<std::string> peers;  // static: host:port
+};
+Result<GroupUrl> ParseGroupUrl(std::string_view url);
+
+struct JoinOptions {
+  std::string url;     // --cache-group
+  std::string listen;  // --peer-listen HOST:PORT (port 0: any free port; static lists need a fixed one)
+  std::string secret;  // the secret itself (read by the front end from the file or env)
+  std::chrono::milliseconds deadline{2000};
+};
+
+class GroupMember {
+ public:
+  static Result<std::unique_ptr<GroupMember>> Join(const JoinOptions& options);
+  ~GroupMember();
+  // Serves `store`'s blocks to the group and routes its misses through it.
+  void Attach(const std::shared_ptr<cache::CachedStore>& store);
+  CacheGroup& group() { return *group_; }
+  PeerService& service() { return *service_; }
+  std::string address() const { return server_->address(); }
+
+ private:
+  GroupMember() = default;
+  std::unique_ptr<PeerService> service_;
+  std::unique_ptr<PeerServer> server_;
+  std::shared_ptr<CacheGroup> group_;
+  std::unique_ptr<EtcdMembership> etcd_;
+};
+
+// The secret from `file` (trailing newline dropped) or, with no file, the
+// STRATA_GROUP_SECRET environment variable. InvalidArgument when neither.
+Result<std::string> ReadGroupSecret(const std::string& file);
+
+}  // namespace strata::group

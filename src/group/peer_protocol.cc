@@ -1,0 +1,114 @@
+#include "group/peer_protocol.h"
+
+#include <charconv>
+
+#include "base/hash.h"
+#include "cache/block_format.h"
+#include "net/http.h"
+#include "net/uri.h"
+
+namespace strata::group {
+namespace {
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool ParseI64(std::string_view s, int64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+std::string FormatBlockTarget(const BlockRequest& r) {
+  // Fields in sorted order, each encoded once: the MAC covers this exact string.
+  return std::string(kPeerBlockPath) + "?bs=" + std::to_string(r.block_size) + "&etag=" + net::UriEncode(r.etag) +
+         "&index=" + std::to_string(r.index) + "&key=" + net::UriEncode(r.key) +
+         "&size=" + std::to_string(r.object_size) + "&store=" + net::UriEncode(r.store);
+}
+
+Result<BlockRequest> ParseBlockTarget(std::string_view target) {
+  auto q = target.find('?');
+  if (q == std::string_view::npos || target.substr(0, q) != kPeerBlockPath) {
+    return InvalidArgumentError("not a peer block request");
+  }
+  STRATA_ASSIGN_OR_RETURN(auto params, net::ParseQueryString(target.substr(q + 1), /*plus_is_space=*/false));
+  BlockRequest r;
+  int seen = 0;
+  for (const auto& [name, value] : params) {
+    int bit = 0;
+    bool ok = true;
+    if (name == "bs") {
+      bit = 1, ok = ParseU64(value, &r.block_size);
+    } else if (name == "etag") {
+      bit = 2, r.etag = value, ok = value.size() <= cache::kMaxEtagLength;
+    } else if (name == "index") {
+      bit = 4, ok = ParseU64(value, &r.index);
+    } else if (name == "key") {
+      bit = 8, r.key = value, ok = !value.empty() && value.size() <= cache::kMaxKeyLength;
+    } else if (name == "size") {
+      bit = 16, ok = ParseU64(value, &r.object_size);
+    } else if (name == "store") {
+      bit = 32, r.store = value, ok = !value.empty() && value.size() <= cache::kMaxStoreUrlLength;
+    } else {
+      return InvalidArgumentError("unknown peer request field \"" + name.substr(0, 64) + "\"");
+    }
+    if (!ok || (seen & bit)) return InvalidArgumentError("bad or repeated peer request field \"" + name + "\"");
+    seen |= bit;
+  }
+  if (seen != 63) return InvalidArgumentError("peer request lacks a field");
+  if (r.block_size == 0 || r.index >= r.object_size / r.block_size + (r.object_size % r.block_size != 0)) {
+    return InvalidArgumentError("peer request names a block past the end of its object");
+  }
+  return r;
+}
+
+std::string SignPeerRequest(std::string_view secret, std::string_view method, std::string_view target,
+                            int64_t unix_seconds) {
+  std::string msg;
+  msg.reserve(method.size() + target.size() + 24);
+  msg.append(method).append("\n").append(target).append("\n").append(std::to_string(unix_seconds));
+  return ToHex(HmacSha256(secret, msg));
+}
+
+Status VerifyPeerRequest(std::string_view secret, std::string_view method, std::string_view target,
+                         std::string_view time_header, std::string_view auth_header, WallTime now,
+                         std::chrono::seconds max_skew) {
+  int64_t t = 0;
+  if (!ParseI64(time_header, &t)) return PermissionDeniedError("peer request without a valid time");
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  if (t < now_s - max_skew.count() || t > now_s + max_skew.count()) {
+    return PermissionDeniedError("peer request time is " + std::to_string(now_s - t) +
+                                 " s off this clock (stale, replayed, or clocks not synchronised)");
+  }
+  const std::string want = SignPeerRequest(secret, method, target, t);
+  if (auth_header.size() != want.size()) return PermissionDeniedError("peer request signature does not match");
+  unsigned char diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) diff |= static_cast<unsigned char>(want[i] ^ auth_header[i]);
+  if (diff != 0) return PermissionDeniedError("peer request signature does not match (another group secret?)");
+  return Status::Ok();
+}
+
+std::string FormatChecksum(uint64_t xxh3) {
+  uint8_t be[8];
+  for (int i = 0; i < 8; ++i) be[i] = static_cast<uint8_t>(xxh3 >> (56 - 8 * i));
+  return ToHex(be, 8);
+}
+
+bool ParseChecksum(std::string_view s, uint64_t* out) {
+  if (s.size() != 16) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace strata::group

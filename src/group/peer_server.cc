@@ -1,0 +1,289 @@
+#include "group/peer_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "base/executor.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/metrics.h"
+
+namespace strata::group {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr uint32_t kMaxHeaderBytes = 16 << 10;
+constexpr auto kIdleTimeout = std::chrono::seconds(30);
+constexpr auto kWriteTimeout = std::chrono::seconds(60);
+
+Counter& ServedCounter() {
+  static Counter& c = MetricsRegistry::Global().GetCounter("strata_group_peer_served_total",
+                                                           "Blocks this member served to group peers");
+  return c;
+}
+Counter& AvoidedCounter() {
+  static Counter& c = MetricsRegistry::Global().GetCounter(
+      "strata_group_bucket_fetches_avoided_total",
+      "Peer requests answered without a bucket fetch (from a tier or another asker's fetch)");
+  return c;
+}
+
+int StatusToHttp(const Status& st) {
+  switch (st.code()) {
+    case Code::kInvalidArgument: return 400;
+    case Code::kNotFound: return 404;
+    case Code::kPreconditionFailed: return 412;
+    default: return 503;
+  }
+}
+
+}  // namespace
+
+// ---- PeerService ----
+
+PeerService::PeerService(PeerServerOptions options)
+    : options_(std::move(options)), clock_(options_.clock ? *options_.clock : RealClock()) {}
+
+void PeerService::AddStore(cache::CachedStore* store) {
+  std::lock_guard lock(mu_);
+  stores_[store->Url()] = store;
+}
+
+PeerResponse PeerService::Handle(std::string_view method, std::string_view target, std::string_view time_header,
+                                 std::string_view auth_header) {
+  PeerResponse r;
+  // Authenticate before parsing anything else: strangers learn nothing.
+  Status auth =
+      VerifyPeerRequest(options_.secret, method, target, time_header, auth_header, clock_.WallNow(), options_.max_skew);
+  if (!auth.ok()) {
+    ++refused_;
+    STRATA_LOG_DEBUG("group: refused a peer request: {}", auth.ToString());
+    return PeerResponse{403, {}, {}, auth.message()};
+  }
+  if (method != "GET") return PeerResponse{405, {}, {}, "only GET"};
+  auto req = ParseBlockTarget(target);
+  if (!req.ok()) return PeerResponse{400, {}, {}, req.status().message()};
+  cache::CachedStore* store = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = stores_.find(req->store);
+    if (it != stores_.end()) store = it->second;
+  }
+  if (!store) return PeerResponse{404, {}, {}, "this member does not cache " + req->store};
+  if (store->cache().options().block_size != req->block_size) {
+    return PeerResponse{
+        400,
+        {},
+        {},
+        "block size differs from this member's (" + std::to_string(store->cache().options().block_size) + ")"};
+  }
+  bool from_backend = false;
+  auto block = store->ServeBlock(req->key, req->etag, req->object_size, req->index, &from_backend);
+  if (!block.ok()) return PeerResponse{StatusToHttp(block.status()), {}, {}, block.status().ToString()};
+  ++served_;
+  ServedCounter().Inc();
+  if (!from_backend) {
+    ++avoided_;
+    AvoidedCounter().Inc();
+  }
+  r.checksum = FormatChecksum(XxHash3(block->data(), block->size()));
+  r.body = std::move(block).value();
+  if (options_.tamper_for_test) r.body = options_.tamper_for_test(std::move(r.body));
+  return r;
+}
+
+// ---- PeerServer ----
+
+class PeerConn;
+
+class PeerServer::Impl {
+ public:
+  explicit Impl(PeerService& service)
+      : service_(service),
+        acceptor_(ioc_),
+        workers_(std::make_unique<ThreadPool>(std::max(1, service.options().workers), "strata-peer")) {}
+  ~Impl() { Stop(); }
+
+  Status Listen() {
+    const auto& o = service_.options();
+    if (o.secret.empty()) return InvalidArgumentError("a cache group needs a group secret");
+    beast::error_code ec;
+    auto address = asio::ip::make_address(o.host, ec);
+    if (ec) return InvalidArgumentError("bad peer listen host \"" + o.host + "\"", ec.message());
+    tcp::endpoint ep(address, o.port);
+    const std::string where = o.host + ":" + std::to_string(o.port);
+    if (acceptor_.open(ep.protocol(), ec); ec)
+      return UnavailableError("cannot open a socket for " + where, ec.message());
+    acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (acceptor_.bind(ep, ec); ec) return UnavailableError("cannot listen on " + where, ec.message());
+    if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec) {
+      return UnavailableError("cannot listen on " + where, ec.message());
+    }
+    port_ = acceptor_.local_endpoint(ec).port();
+    work_.emplace(ioc_.get_executor());
+    Accept();
+    thread_ = std::thread([this] {
+      for (;;) {
+        try {
+          ioc_.run();
+          return;
+        } catch (...) {
+          STRATA_LOG_ERROR("group: peer server io thread caught an exception; continuing");
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+  void Accept();
+  void Stop();
+  void Add(PeerConn* c, std::weak_ptr<PeerConn> w) {
+    std::lock_guard lock(mu_);
+    conns_[c] = std::move(w);
+  }
+  void Remove(PeerConn* c) {
+    std::lock_guard lock(mu_);
+    conns_.erase(c);
+  }
+
+  PeerService& service_;
+  uint16_t port_ = 0;
+  // Declared before ioc_: connections destroyed with ioc_'s queued handlers unregister here.
+  std::mutex mu_;
+  std::unordered_map<PeerConn*, std::weak_ptr<PeerConn>> conns_;
+  bool stopped_ = false;
+  asio::io_context ioc_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::unique_ptr<ThreadPool> workers_;  // last: drained first, its tasks post into ioc_
+};
+
+class PeerConn : public std::enable_shared_from_this<PeerConn> {
+ public:
+  PeerConn(PeerServer::Impl& srv, tcp::socket socket) : srv_(srv), stream_(std::move(socket)) {}
+  ~PeerConn() { srv_.Remove(this); }
+
+  void Start() {
+    srv_.Add(this, weak_from_this());
+    Read();
+  }
+  void CloseNow() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+  }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(kMaxHeaderBytes);
+    parser_->body_limit(0);
+    stream_.expires_after(kIdleTimeout);
+    http::async_read(stream_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->CloseNow();
+      self->Dispatch();
+    });
+  }
+
+  void Dispatch() {
+    auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    std::string method(req.method_string()), target(req.target());
+    std::string time(req[kPeerTimeHeader]), auth(req[kPeerAuthHeader]);
+    srv_.workers_->Submit([self = shared_from_this(), method = std::move(method), target = std::move(target),
+                           time = std::move(time), auth = std::move(auth)] {
+      PeerResponse resp;
+      try {
+        resp = self->srv_.service_.Handle(method, target, time, auth);
+      } catch (...) {
+        STRATA_LOG_ERROR("group: a peer request ended in an exception; answered 500");
+        resp = PeerResponse{500, {}, {}, "internal error"};
+      }
+      asio::post(self->stream_.get_executor(),
+                 [self, resp = std::move(resp)]() mutable { self->Write(std::move(resp)); });
+    });
+  }
+
+  void Write(PeerResponse resp) {
+    resp_ = std::move(resp);
+    if (resp_.status != 200) resp_.body = Buffer::Copy(resp_.message);
+    res_.emplace();
+    res_->result(static_cast<unsigned>(resp_.status));
+    res_->version(11);
+    res_->keep_alive(keep_alive_);
+    if (resp_.status == 200) res_->set(kBlockChecksumHeader, resp_.checksum);
+    res_->set(http::field::content_type, resp_.status == 200 ? "application/octet-stream" : "text/plain");
+    res_->body() =
+        http::span_body<const char>::value_type(reinterpret_cast<const char*>(resp_.body.data()), resp_.body.size());
+    res_->prepare_payload();
+    stream_.expires_after(kWriteTimeout);
+    http::async_write(stream_, *res_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec || !self->keep_alive_) return self->CloseNow();
+      self->Read();
+    });
+  }
+
+  PeerServer::Impl& srv_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buf_{kMaxHeaderBytes};
+  std::optional<http::request_parser<http::empty_body>> parser_;
+  bool keep_alive_ = true;
+  PeerResponse resp_;  // owns the bytes res_ points at
+  std::optional<http::response<http::span_body<const char>>> res_;
+};
+
+void PeerServer::Impl::Accept() {
+  acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+      return Accept();
+    }
+    std::make_shared<PeerConn>(*this, std::move(socket))->Start();
+    Accept();
+  });
+}
+
+void PeerServer::Impl::Stop() {
+  std::vector<std::shared_ptr<PeerConn>> live;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& [c, w] : conns_) {
+      if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+  }
+  work_.reset();
+  ioc_.stop();
+  if (thread_.joinable()) thread_.join();
+  // The io thread is gone: sockets may be closed from here. Peers see the
+  // member leave at once (refused connections), not after a timeout.
+  beast::error_code ec;
+  acceptor_.close(ec);
+  for (auto& c : live) c->CloseNow();
+  live.clear();
+  workers_.reset();  // running requests finish; their replies are dropped with ioc_
+}
+
+Result<std::unique_ptr<PeerServer>> PeerServer::Start(PeerService& service) {
+  auto impl = std::make_unique<Impl>(service);
+  STRATA_RETURN_IF_ERROR(impl->Listen());
+  return std::unique_ptr<PeerServer>(new PeerServer(std::move(impl)));
+}
+
+PeerServer::PeerServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PeerServer::~PeerServer() = default;
+uint16_t PeerServer::port() const { return impl_->port_; }
+std::string PeerServer::address() const { return impl_->service_.options().host + ":" + std::to_string(impl_->port_); }
+
+}  // namespace strata::group
