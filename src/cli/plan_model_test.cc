@@ -303,7 +303,8 @@ TEST(PlanInputTest, FlagsOverlayTheFile) {
 
 // The JSON `strata bench train --json` writes (cmd_bench_train.cc), trimmed.
 TEST(PlanInputTest, FromBenchUsesMeasuredRates) {
-  const json bench = json::parse(R"({"tool": "strata", "workload": {"name": "resnet50", "accelerator": "h100",
+  const json bench =
+      json::parse(R"({"tool": "strata", "threshold": 0.9, "workload": {"name": "resnet50", "accelerator": "h100",
       "record_size": 114660, "batch": 32, "compute_time_s": 0.01792},
       "results": [{"accelerators": 1, "epoch": 1, "au": 0.99, "mib_per_s": 190.0},
                   {"accelerators": 2, "epoch": 1, "au": 0.70, "mib_per_s": 280.0},
@@ -314,7 +315,8 @@ TEST(PlanInputTest, FromBenchUsesMeasuredRates) {
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_NEAR(in->samples_per_s_per_accel, 32 / 0.01792, 1e-9);
   EXPECT_NEAR(in->measured_store_bytes_s_per_node, 280.0 * (1 << 20), 1e-6);
-  EXPECT_NEAR(in->measured_cache_bytes_s_per_node, 390.0 * (1 << 20), 1e-6);
+  // Every warm epoch kept AU >= 90%: the warm rate was the demand, not a ceiling.
+  EXPECT_EQ(in->measured_cache_bytes_s_per_node, 0);
   ASSERT_EQ(in->sources.size(), 1u);
   EXPECT_NE(in->sources[0].find("au.json"), std::string::npos);
   // The shard option cannot beat the loader's measured 280 MiB/s on one node.

@@ -70,7 +70,14 @@ json Analyze(const ProfileData& d, const AnalyzeOptions& opt) {
   }
   std::sort(sizes.begin(), sizes.end());
   const double median = sizes.empty() ? 0 : double(sizes[sizes.size() / 2]);
-  const double duration = std::max(d.duration_s, 1e-3);
+  // Rates over the reading window (first to last open), not the start-up.
+  double first = 0, last = 0;
+  for (size_t i = 0; i < read.size(); ++i) {
+    first = i == 0 ? read[i]->first_s : std::min(first, read[i]->first_s);
+    last = i == 0 ? read[i]->last_s : std::max(last, read[i]->last_s);
+  }
+  const double window = last - first;
+  const double duration = std::max(window > 0.01 ? window : d.duration_s, 1e-3);
   const double sharded_requests = bytes > 0 ? std::ceil(bytes / opt.request_bytes) : 0;
   const double factor = sharded_requests > 0 ? requests / sharded_requests : 1;
   const double files = double(read.size());
@@ -81,6 +88,7 @@ json Analyze(const ProfileData& d, const AnalyzeOptions& opt) {
       {"command", d.command},
       {"paths", d.paths},
       {"duration_s", d.duration_s},
+      {"reading_window_s", duration},
       {"exit_code", d.exit_code},
       {"interrupted", d.interrupted},
       {"files", read.size()},
@@ -176,10 +184,11 @@ std::string FormatProfile(const json& r) {
   s << "files read: " << Count(num("files")) << ", " << FormatBytes(num("unique_bytes")) << " touched, "
     << FormatBytes(num("bytes_read_estimate")) << " read (estimated), median file " << FormatBytes(num("median_size"))
     << "\n";
-  s << "opens: " << Count(num("read_opens")) << " with reads (" << Printf("%.1f", num("opens_per_s"))
-    << "/s), reads per file " << Printf("%.2f", r["reads_per_file"].value("mean", 0.0)) << " mean, "
-    << r["reads_per_file"].value("max", 0) << " max; re-reads: " << Count(r["rereads"].value("opens", 0.0))
-    << " opens, " << FormatBytes(r["rereads"].value("bytes", 0.0)) << " ("
+  s << "opens: " << Count(num("read_opens")) << " with reads (" << Printf("%.1f", num("opens_per_s")) << "/s over the "
+    << Printf("%.2f s", num("reading_window_s")) << " from the first to the last), reads per file "
+    << Printf("%.2f", r["reads_per_file"].value("mean", 0.0)) << " mean, " << r["reads_per_file"].value("max", 0)
+    << " max; re-reads: " << Count(r["rereads"].value("opens", 0.0)) << " opens, "
+    << FormatBytes(r["rereads"].value("bytes", 0.0)) << " ("
     << Printf("%.0f%%", 100 * r["rereads"].value("fraction", 0.0)) << " of the bytes)\n";
   const json& os = r["object_store"];
   s << "against an object store: " << Count(os.value("requests", 0.0)) << " GETs ("
