@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cli/bench_train_engine.h"
+#include "cli/util.h"
 
 namespace strata::cli::plan {
 namespace {
@@ -460,8 +461,8 @@ Status ApplyProfile(const json& profile, const std::string& what, json* doc) {
     SetPath(doc, "accelerators.samples_per_s", profile["opens_per_s"].get<double>() / count);
   }
   char line[400];
-  std::snprintf(line, sizeof line, "%s: %.0f files, %.3g bytes touched", what.c_str(), files,
-                profile["unique_bytes"].get<double>());
+  std::snprintf(line, sizeof line, "%s: %.0f files, %s touched", what.c_str(), files,
+                FormatBytes(profile["unique_bytes"].get<double>()).c_str());
   AddSource(doc, line);
   return Status::Ok();
 }

@@ -173,6 +173,7 @@ OptionResult Evaluate(const PlanReport& r, const std::string& name, const std::s
   o.effective_hour_price = EffectiveHourPrice(in.accelerator_hour_price, o.utilisation);
   const double useful_hours = double(in.accelerators) * kHoursPerMonth * o.useful_fraction;
   o.all_in_useful_hour_price = useful_hours > 0 ? o.monthly.total() / useful_hours : Inf();
+  o.job_cost = std::isfinite(o.job_hours) ? o.monthly.total() * o.job_hours / kHoursPerMonth : Inf();
   o.within_budget = in.budget_per_month < 0 || o.monthly.total() <= in.budget_per_month;
   return o;
 }

@@ -146,6 +146,7 @@ struct OptionResult {
   double utilisation = 0;      // data stalls only
   double useful_fraction = 0;  // utilisation x (1 - checkpoint waste)
   double job_hours = 0;
+  double job_cost = 0;  // one job: the month's cost prorated to its hours
   double requests_per_job = 0;
   double store_bytes_per_job = 0;
   Cost monthly;

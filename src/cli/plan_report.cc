@@ -93,6 +93,7 @@ nlohmann::json ToJson(const PlanReport& r) {
                             {"utilisation", o.utilisation},
                             {"useful_fraction", o.useful_fraction},
                             {"job_hours", Num(o.job_hours)},
+                            {"job_cost", Num(o.job_cost)},
                             {"requests_per_job", o.requests_per_job},
                             {"store_bytes_per_job", o.store_bytes_per_job},
                             {"monthly",
@@ -141,8 +142,9 @@ std::string FormatReport(const PlanReport& r) {
   if (!in.store.price_date.empty()) s << " (list prices of " << in.store.price_date << ")";
   s << ": first byte " << HumanDuration(in.store.first_byte_s) << ", " << Rate(in.store.connection_bytes_s)
     << " per connection, " << in.connections_per_node << " connections per node"
-    << (in.in_region ? ", same region (no egress)"
-                     : ", egress charged (--in-region if compute is in the store's region)")
+    << (in.in_region                  ? ", same region (no egress)"
+        : in.store.egress_per_gb == 0 ? ", no egress fee"
+                                      : ", egress charged (--in-region if compute is in the store's region)")
     << "\n\n";
 
   s << Pad("option", 12, false) << Pad("util", 6) << Pad("conns/node", 12) << Pad("cache/node", 12)
@@ -156,13 +158,15 @@ std::string FormatReport(const PlanReport& r) {
       << Pad(Money(o.monthly.egress), 10) << Pad(Money(o.all_in_useful_hour_price), 12)
       << Pad(Money(o.effective_hour_price), 16) << "\n";
   }
-  s << "(monthly USD, the job run back to back for " << kHoursPerMonth
-    << " h; util = accelerator utilisation from data stalls; cache/node = for a warm 2nd epoch)\n";
+  s << "(monthly USD with the job run back to back for " << kHoursPerMonth
+    << " h, so a faster option runs more jobs and moves more bytes: compare $/useful h; util = accelerator\n"
+       " utilisation from data stalls; cache/node = for a warm 2nd epoch)\n";
   for (const auto& o : r.options) {
     s << "  " << o.name << ": " << o.how << "; store " << Rate(o.store_bytes_s) << " in requests of "
       << FormatBytes(o.request_bytes);
     if (o.hit_ratio_epoch2 > 0) s << ", epoch-2 hit ratio " << Fixed("%.0f%%", o.hit_ratio_epoch2 * 100);
-    s << ", " << Fixed("%.3g", o.requests_per_job) << " GETs per job";
+    s << ", " << Fixed("%.3g", o.requests_per_job) << " GETs per job; a job takes " << HumanDuration(o.job_hours * 3600)
+      << " and costs " << Money(o.job_cost);
     for (const auto& n : o.notes) s << "; " << n;
     s << "\n";
   }
