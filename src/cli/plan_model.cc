@@ -341,13 +341,25 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
                   best->name.c_str(), best->utilisation * 100, best->all_in_useful_hour_price);
     r.recommendation = line;
   } else {
-    for (const auto& o : r.options) {
-      if (!best || o.utilisation > best->utilisation + 1e-9) best = &o;
-    }
-    bool any_budget =
+    const bool any_budget =
         std::any_of(r.options.begin(), r.options.end(), [](const OptionResult& o) { return o.within_budget; });
-    std::snprintf(line, sizeof line, "no option keeps 90%% utilisation%s; best: %s at %.0f%%",
-                  any_budget ? "" : " within the budget", best->name.c_str(), best->utilisation * 100);
+    if (any_budget) {
+      // The best utilisation the budget allows.
+      for (const auto& o : r.options) {
+        if (o.within_budget && (!best || o.utilisation > best->utilisation + 1e-9)) best = &o;
+      }
+      std::snprintf(line, sizeof line, "no option%s keeps 90%% utilisation; best: %s at %.0f%% ($%.0f a month)",
+                    in.budget_per_month >= 0 ? " within the budget" : "", best->name.c_str(), best->utilisation * 100,
+                    best->monthly.total());
+    } else {
+      for (const auto& o : r.options) {
+        if (!best || o.monthly.total() < best->monthly.total()) best = &o;
+      }
+      std::snprintf(line, sizeof line,
+                    "no option fits the budget of $%.0f a month; the cheapest is %s at $%.0f a month (%.0f%% "
+                    "utilisation)",
+                    in.budget_per_month, best->name.c_str(), best->monthly.total(), best->utilisation * 100);
+    }
     r.recommendation = line;
   }
   return r;

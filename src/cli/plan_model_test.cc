@@ -175,8 +175,21 @@ TEST(PlanModelTest, ZeroBudgetLeavesNoOptionWithinIt) {
   auto r = MakePlan(in);
   ASSERT_TRUE(r.ok()) << r.status();
   for (const auto& o : r->options) EXPECT_FALSE(o.within_budget) << o.name;
-  EXPECT_NE(r->recommendation.find("within the budget"), std::string::npos) << r->recommendation;
+  EXPECT_NE(r->recommendation.find("no option fits the budget of $0 a month"), std::string::npos) << r->recommendation;
+  // A budget only the cheapest option fits: the recommendation is the best within it.
+  double lowest = 1e300;
+  std::string cheapest_name;
+  for (const auto& o : r->options) {
+    if (o.monthly.total() < lowest) lowest = o.monthly.total(), cheapest_name = o.name;
+  }
+  in.budget_per_month = lowest + 0.01;
+  r = MakePlan(in);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(Option(*r, cheapest_name).within_budget);
+  EXPECT_EQ(r->recommendation.rfind("no option within the budget keeps 90% utilisation; best: " + cheapest_name, 0), 0u)
+      << r->recommendation;
   // Free accelerators and prices: zero cost fits a zero budget.
+  in.budget_per_month = 0;
   in.accelerator_hour_price = 0;
   in.store.get_per_1000 = in.store.put_per_1000 = in.store.egress_per_gb = in.store.storage_per_gb_month = 0;
   r = MakePlan(in);
