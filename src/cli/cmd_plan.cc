@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/demo.h"
 #include "cli/plan_input.h"
 #include "cli/plan_model.h"
 
@@ -21,6 +22,7 @@ struct PlanArgs {
   std::vector<std::string> from_bench;
   std::string from_profile;
   std::map<std::string, std::string> values;  // dotted field -> flag text
+  std::string png;
   bool in_region = false, json = false, list_presets = false;
 };
 
@@ -69,6 +71,44 @@ void RunPlan(const PlanArgs& a) {
   const std::string where = a.config.empty() ? std::string("(flags)") : a.config;
   auto input = Check(plan::InputFromJson(doc), kCmd, where);
   auto report = Check(plan::MakePlan(input), kCmd, where);
+  if (!a.png.empty()) {
+    // Three charts comparing the options (bench/plot.py).
+    nlohmann::json groups = nlohmann::json::array(), util = groups, all_in = groups, effective = groups;
+    nlohmann::json compute = groups, storage = groups, requests = groups, egress = groups;
+    const nlohmann::json j = plan::ToJson(report);
+    for (const auto& o : j["options"]) {
+      groups.push_back(o["name"]);
+      util.push_back(o["utilisation"].get<double>() * 100);
+      all_in.push_back(o["all_in_useful_hour_price"]);
+      effective.push_back(o["effective_hour_price"]);
+      compute.push_back(o["monthly"]["compute"]);
+      storage.push_back(o["monthly"]["storage"]);
+      requests.push_back(o["monthly"]["requests"]);
+      egress.push_back(o["monthly"]["egress"]);
+    }
+    nlohmann::json charts = {
+        {"title", "strata plan: " + std::to_string(input.accelerators) + " x " + input.accelerator_type},
+        {"charts",
+         {{{"title", "Accelerator utilisation"},
+           {"ylabel", "%"},
+           {"groups", groups},
+           {"series", {{{"label", "utilisation"}, {"values", util}}}}},
+          {{"title", "Cost per useful accelerator-hour"},
+           {"ylabel", "USD"},
+           {"groups", groups},
+           {"series",
+            {{{"label", "all in"}, {"values", all_in}}, {{"label", "compute / util"}, {"values", effective}}}}},
+          {{"title", "Monthly cost"},
+           {"ylabel", "USD"},
+           {"groups", groups},
+           {"series",
+            {{{"label", "compute"}, {"values", compute}},
+             {{"label", "storage"}, {"values", storage}},
+             {{"label", "requests"}, {"values", requests}},
+             {{"label", "egress"}, {"values", egress}}}}}}}};
+    Status st = PlotCharts(charts, a.png);
+    if (!st.ok()) std::cerr << "strata: plan: no PNG: " << st.message() << "\n";
+  }
   if (a.json) {
     std::cout << plan::ToJson(report).dump(2) << "\n";
   } else {
@@ -124,6 +164,7 @@ CommandRegistrar registrar("plan", [](CLI::App& root) {
   }
   sub->add_flag("--in-region", a->in_region, "Compute runs in the store's region: no egress charge");
   sub->add_flag("--json", a->json, "Print the report as JSON");
+  sub->add_option("--png", a->png, "Also plot the options here (needs /usr/bin/python3 with matplotlib)");
   sub->add_flag("--list-presets", a->list_presets, "List the store presets with their prices and dates");
   sub->footer(
       "For each way of feeding the accelerators (stream the objects, a local NVMe cache, shards, a cache group)\n"

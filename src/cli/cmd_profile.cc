@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/demo.h"
 #include "cli/plan_model.h"
 #include "cli/profile_model.h"
 #include "cli/profile_record.h"
@@ -19,7 +20,7 @@ constexpr const char* kCmd = "profile";
 
 struct ProfileArgs {
   std::vector<std::string> paths, command;
-  std::string duration, json_path, shard_size = "256MiB", request_size = "16MiB";
+  std::string duration, json_path, png, shard_size = "256MiB", request_size = "16MiB";
   bool all_processes = false, quiet = false;
 };
 
@@ -55,6 +56,28 @@ void RunProfile(const ProfileArgs& a) {
         Fail(kCmd, a.json_path, ErrnoToStatus(errno, "rename " + tmp));
     }
   }
+  if (!a.png.empty()) {
+    nlohmann::json groups = nlohmann::json::array(), counts = groups;
+    for (const auto& b : report["size_histogram"]) {
+      groups.push_back("<= " + FormatBytes(b["le"].get<double>()));
+      counts.push_back(b["count"]);
+    }
+    const nlohmann::json& os = report["object_store"];
+    nlohmann::json charts = {
+        {"title", "strata profile"},
+        {"charts",
+         {{{"title", "File sizes (files read)"},
+           {"ylabel", "files"},
+           {"groups", groups},
+           {"series", {{{"label", "files"}, {"values", counts}}}}},
+          {{"title", "GETs against an object store"},
+           {"ylabel", "requests"},
+           {"groups", {"as files", "as shards"}},
+           {"series", {{{"label", "requests"}, {"values", {os["requests"], os["requests_if_sharded"]}}}}}}}}};
+    if (groups.empty()) charts["charts"].erase(0);
+    Status st = PlotCharts(charts, a.png);
+    if (!st.ok()) std::cerr << "strata: profile: no PNG: " << st.message() << "\n";
+  }
   if (data.exit_code != 0 && !data.interrupted) {
     std::cerr << "strata: profile: the command exited with code " << data.exit_code << "\n";
     throw QuietExit{kExitFailure};
@@ -69,6 +92,7 @@ CommandRegistrar registrar("profile", [](CLI::App& root) {
                   "Directory the job reads (recursively; repeatable; default: the current directory)");
   sub->add_option("--duration", a->duration, "Stop after this long (SIGINT to the command), e.g. 5m");
   sub->add_option("--json", a->json_path, "Write the report as JSON here (- for stdout instead of the table)");
+  sub->add_option("--png", a->png, "Also plot the size histogram and requests here (needs matplotlib)");
   sub->add_option("--shard-size", a->shard_size, "Shard size the verdict assumes")->capture_default_str();
   sub->add_option("--request-size", a->request_size, "Ranged GET size of large files and shards")
       ->capture_default_str();

@@ -1,6 +1,7 @@
-// `strata profile` end to end: a small Python reader over a local directory
-// with known access patterns, profiled through fanotify (needs root), and the
-// report's counts and verdicts checked; then `strata plan --from-profile`.
+// `strata profile` and `strata plan` end to end: a small Python reader over a
+// local directory with known access patterns, profiled through fanotify (needs
+// root), the report's counts and verdicts checked, then `strata plan
+// --from-profile`; plan's input files and their errors.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -134,6 +135,49 @@ TEST_F(ProfileTest, MissingPathAndCommandAreErrors) {
   fs::create_directories(dir_ / "data");
   run = RunStrata({"profile", "--path", (dir_ / "data").string(), "--", "/nonexistent/cmd"}, std::chrono::seconds(30));
   EXPECT_NE(run.code, 0);
+}
+
+class PlanCommandTest : public StrataBinaryTest {};
+
+TEST_F(PlanCommandTest, ConfigFileFlagsAndJson) {
+  std::ofstream(dir_ / "plan.json") << R"({"dataset": {"samples": 100000},
+      "accelerators": {"count": 8, "workload": "resnet50", "price_per_hour": 2},
+      "store": {"preset": "r2"}, "epochs": 3})";
+  // The flag wins over the file: 16 accelerators.
+  auto run = RunStrata({"plan", "-c", (dir_ / "plan.json").string(), "--accelerators", "16", "--json"},
+                       std::chrono::seconds(30));
+  ASSERT_EQ(run.code, 0) << run.err;
+  json p = json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(p.is_discarded()) << run.out;
+  EXPECT_EQ(p["input"]["accelerators"]["count"], 16);
+  EXPECT_EQ(p["input"]["store"]["preset"], "r2");
+  EXPECT_EQ(p["input"]["store"]["egress_per_gb"], 0);
+  ASSERT_EQ(p["options"].size(), 4u);
+  EXPECT_NEAR(p["needed_bytes_s"].get<double>(), 16 * 400 / 0.224 * 114660, 1e3);
+  run = RunStrata({"plan", "-c", (dir_ / "plan.json").string()}, std::chrono::seconds(30));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("recommendation:"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("list prices of"), std::string::npos) << run.out;
+}
+
+TEST_F(PlanCommandTest, BadInputsNameTheFieldAndExitWithUsage) {
+  std::ofstream(dir_ / "bad.json") << R"({"store": {"first_byte_latency": "fast"}})";
+  auto run = RunStrata({"plan", "-c", (dir_ / "bad.json").string()}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("bad.json: store.first_byte_latency: expected a duration"), std::string::npos) << run.err;
+  std::ofstream(dir_ / "broken.json") << R"({"store": )";
+  run = RunStrata({"plan", "-c", (dir_ / "broken.json").string()}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("not valid JSON"), std::string::npos) << run.err;
+  run = RunStrata({"plan", "-c", (dir_ / "missing.json").string()}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 3) << run.err;
+  run = RunStrata({"plan", "--samples", "100", "--workload", "resnet50", "--nvme", "lots"}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("node.nvme: expected a size"), std::string::npos) << run.err;
+  std::ofstream(dir_ / "notbench.json") << R"({"results": []})";
+  run = RunStrata({"plan", "--from-bench", (dir_ / "notbench.json").string()}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("workload: missing"), std::string::npos) << run.err;
 }
 
 }  // namespace
