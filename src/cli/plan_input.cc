@@ -429,10 +429,11 @@ Status ApplyBench(const json& bench, const std::string& what, json* doc) {
   if (saturated[1]) SetIfUnset(doc, "measured", "cache_bandwidth_per_node", rate[1]);
   const double cold = rate[0], warm = rate[1];
   char line[400];
-  std::snprintf(line, sizeof line, "%s: %s, loader %.0f MB/s cold%s, %.0f MB/s warm%s per node", what.c_str(),
-                w.value("name", std::string("bench")).c_str(), cold / 1e6,
-                saturated[0] ? " (its ceiling)" : " (kept up)", warm / 1e6,
-                saturated[1] ? " (its ceiling)" : " (kept up)");
+  std::snprintf(
+      line, sizeof line, "%s: %s, loader %.0f MB/s cold%s, %.0f MB/s warm%s per node", what.c_str(),
+      (w.contains("name") && w["name"].is_string() ? w["name"].get<std::string>() : std::string("bench")).c_str(),
+      cold / 1e6, saturated[0] ? " (its ceiling)" : " (kept up)", warm / 1e6,
+      saturated[1] ? " (its ceiling)" : " (kept up)");
   AddSource(doc, line);
   return Status::Ok();
 }

@@ -243,6 +243,7 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
   STRATA_RETURN_IF_ERROR(Positive(in.samples_per_s_per_accel, "accelerators.samples_per_s",
                                   "samples/s per accelerator (give a workload or a measured rate)"));
   STRATA_RETURN_IF_ERROR(Positive(in.epochs, "epochs", "the epoch count"));
+  if (in.epochs > 1e5) return InvalidArgumentError("epochs: at most 100000");  // one loop turn each
   STRATA_RETURN_IF_ERROR(Positive(in.store.connection_bytes_s, "store.connection_bandwidth", "the bandwidth"));
   if (in.store.first_byte_s < 0) return InvalidArgumentError("store.first_byte_latency: must not be negative");
   if (in.connections_per_node == 0) return InvalidArgumentError("store.connections_per_node: must be at least 1");

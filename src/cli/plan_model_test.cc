@@ -289,6 +289,8 @@ TEST(PlanInputTest, BadFilesNameTheField) {
       {R"({"dataset": {"bytes": "1TB", "samples": 10}})", "accelerators.samples_per_s"},
       {R"({"dataset": {"bytes": "1TB", "samples": 10}, "accelerators": {"samples_per_s": 5, "count": 0}})",
        "accelerators.count"},
+      {R"({"dataset": {"bytes": "1TB", "samples": 10}, "accelerators": {"samples_per_s": 5}, "epochs": 1e12})",
+       "epochs: at most"},
       {R"({"dataset": {"bytes": "1TB", "samples": 10}, "accelerators": {"samples_per_s": 5},
            "checkpoint": {"bytes": "1GB"}})",
        "checkpoint.bandwidth"},

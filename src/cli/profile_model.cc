@@ -121,6 +121,7 @@ json Analyze(const ProfileData& d, const AnalyzeOptions& opt) {
        {{"method", "fanotify: FAN_OPEN_PERM (exact opens), FAN_ACCESS (merged read notifications), FAN_CLOSE"},
         {"events", d.events},
         {"other_process_events", d.other_process_events},
+        {"queue_overflows", d.queue_overflows},
         {"cpu_s", d.profiler_cpu_s},
         {"bytes_note",
          "bytes are estimated: each open followed by a read counts the whole file (fanotify reports no "
@@ -207,6 +208,8 @@ std::string FormatProfile(const json& r) {
   for (const auto& v : r["verdicts"])
     s << "verdict: " << v.value("verdict", std::string()) << ": " << v.value("reason", std::string()) << "\n";
   s << "note: " << r["profiler"].value("bytes_note", std::string()) << "\n";
+  if (r["profiler"].value("queue_overflows", 0) > 0)
+    s << "warning: the kernel's event queue overflowed: some reads were not counted\n";
   return s.str();
 }
 

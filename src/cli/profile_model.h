@@ -43,7 +43,8 @@ struct ProfileData {
   double cpu_s = 0;                   // user + system time of the process tree
   uint64_t other_process_events = 0;  // events from processes outside the tree (ignored)
   uint64_t events = 0;
-  double profiler_cpu_s = 0;  // the profiler's own CPU time while recording
+  uint64_t queue_overflows = 0;  // the kernel's queue overflowed: events were lost
+  double profiler_cpu_s = 0;     // the profiler's own CPU time while recording
 };
 
 struct AnalyzeOptions {

@@ -174,7 +174,9 @@ Result<ProfileData> Record(const RecordOptions& options) {
     auto* m = reinterpret_cast<const fanotify_event_metadata*>(buf);
     ssize_t len = n;
     for (; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
-      if (m->vers != FANOTIFY_METADATA_VERSION || m->fd < 0) continue;
+      if (m->vers != FANOTIFY_METADATA_VERSION) continue;
+      if (m->mask & FAN_Q_OVERFLOW) ++data.queue_overflows;  // events were lost: counts are low
+      if (m->fd < 0) continue;
       if (m->mask & FAN_OPEN_PERM) {
         fanotify_response resp{m->fd, FAN_ALLOW};
         (void)!::write(fan.fd, &resp, sizeof resp);  // nothing to do if it fails: closing the fd allows
