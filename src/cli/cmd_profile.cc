@@ -91,7 +91,8 @@ CommandRegistrar registrar("profile", [](CLI::App& root) {
   sub->add_option("-p,--path", a->paths,
                   "Directory the job reads (recursively; repeatable; default: the current directory)");
   sub->add_option("--duration", a->duration, "Stop after this long (SIGINT to the command), e.g. 5m");
-  sub->add_option("--json", a->json_path, "Write the report as JSON here (- for stdout instead of the table)");
+  sub->add_option("--json", a->json_path,
+                  "Write the report as JSON here (- for stdout instead of the table, after the command's own output)");
   sub->add_option("--png", a->png, "Also plot the size histogram and requests here (needs matplotlib)");
   sub->add_option("--shard-size", a->shard_size, "Shard size the verdict assumes")->capture_default_str();
   sub->add_option("--request-size", a->request_size, "Ranged GET size of large files and shards")
@@ -101,7 +102,8 @@ CommandRegistrar registrar("profile", [](CLI::App& root) {
   sub->add_option("command", a->command, "The command, after --")->required();
   sub->footer(
       "Needs root (fanotify, CAP_SYS_ADMIN). Opens are exact (permission events: each open of a watched file\n"
-      "waits for the profiler, a few microseconds); read notifications are merged by the kernel and carry no\n"
+      "waits for the profiler: tens of microseconds on a busy machine); read notifications are merged by the kernel "
+      "and carry no\n"
       "offsets, so bytes are estimated as whole files per open, and mmap reads are not seen. Ctrl-C is\n"
       "forwarded to the command, and the report is still written. Then: strata plan --from-profile FILE.\n"
       "Example: strata profile --path /data/imagenet --json prof.json -- python train.py --epochs 2");
