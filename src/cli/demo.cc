@@ -222,4 +222,17 @@ Status RunPlot(const std::string& json_path, const std::string& png_path) {
   return Status::Ok();
 }
 
+Status PlotCharts(const nlohmann::json& charts, const std::string& png_path) {
+  const std::string json_path = png_path + ".charts.json";
+  {
+    std::ofstream out(json_path);
+    out << charts.dump(2) << "\n";
+    out.close();
+    if (!out) return IOError("cannot write " + json_path);
+  }
+  Status st = RunPlot(json_path, png_path);
+  std::remove(json_path.c_str());
+  return st;
+}
+
 }  // namespace strata::cli

@@ -67,5 +67,8 @@ std::vector<DemoSection> DemoSections();
 // Runs `/usr/bin/python3 bench/plot.py json_path png_path`. NotSupported
 // when Python, matplotlib or the script is missing (the caller prints a note).
 Status RunPlot(const std::string& json_path, const std::string& png_path);
+// Writes `charts` (bench/plot.py's schema) next to `png_path` as a temporary
+// JSON file, plots it, and removes the JSON. For commands with --png.
+Status PlotCharts(const nlohmann::json& charts, const std::string& png_path);
 
 }  // namespace strata::cli

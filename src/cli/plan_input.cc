@@ -1,0 +1,471 @@
+#include "cli/plan_input.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "cli/bench_train_engine.h"
+#include "cli/util.h"
+
+namespace strata::cli::plan {
+namespace {
+
+using nlohmann::json;
+
+Status Bad(const std::string& field, const std::string& expected, const json& got) {
+  std::string shown = got.dump();
+  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+  return InvalidArgumentError(field + ": expected " + expected + ", got " + shown);
+}
+
+// Splits "1.5 TB" into 1.5 and "tb" (lower case, spaces dropped). False if no number leads.
+bool SplitNumber(const std::string& text, double* number, std::string* unit) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0 || i > 24) return false;
+  const std::string digits = text.substr(0, i);
+  char* end = nullptr;
+  *number = std::strtod(digits.c_str(), &end);
+  if (end != digits.c_str() + digits.size() || !std::isfinite(*number)) return false;
+  unit->clear();
+  for (size_t k = i; k < text.size(); ++k) {
+    if (text[k] != ' ') unit->push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(text[k]))));
+  }
+  return true;
+}
+
+// Bytes per unit of a size unit; 0 if unknown.
+double SizeUnit(const std::string& u) {
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1},           {"b", 1},          {"kb", 1e3},       {"mb", 1e6},     {"gb", 1e9},     {"tb", 1e12},
+      {"pb", 1e15},      {"k", 0x1p10},     {"m", 0x1p20},     {"g", 0x1p30},   {"t", 0x1p40},   {"p", 0x1p50},
+      {"kib", 0x1p10},   {"mib", 0x1p20},   {"gib", 0x1p30},   {"tib", 0x1p40}, {"pib", 0x1p50}, {"kbit", 1e3 / 8},
+      {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"tbit", 1e12 / 8}};
+  for (const auto& [name, scale] : kUnits) {
+    if (u == name) return scale;
+  }
+  return 0;
+}
+
+Result<double> NonNegative(double v, const std::string& field, const std::string& expected, const json& got) {
+  if (!std::isfinite(v) || v < 0) return Bad(field, expected, got);
+  return v;
+}
+
+Result<double> Number(const json& v, const std::string& field) {
+  if (!v.is_number()) return Bad(field, "a number", v);
+  return NonNegative(v.get<double>(), field, "a non-negative number", v);
+}
+
+Result<uint64_t> Count(const json& v, const std::string& field) {
+  double d = 0;
+  if (v.is_number()) {
+    d = v.get<double>();
+  } else if (v.is_string()) {
+    std::string unit;
+    if (!SplitNumber(v.get<std::string>(), &d, &unit)) return Bad(field, "a count such as 1281167 or 1.2M", v);
+    if (unit == "k") {
+      d *= 1e3;
+    } else if (unit == "m") {
+      d *= 1e6;
+    } else if (unit == "g" || unit == "b") {
+      d *= 1e9;
+    } else if (!unit.empty()) {
+      return Bad(field, "a count such as 1281167 or 1.2M", v);
+    }
+  } else {
+    return Bad(field, "a count", v);
+  }
+  if (!std::isfinite(d) || d < 0 || d > 1e18) return Bad(field, "a non-negative count", v);
+  return uint64_t(std::llround(d));
+}
+
+Result<bool> Bool(const json& v, const std::string& field) {
+  if (!v.is_boolean()) return Bad(field, "true or false", v);
+  return v.get<bool>();
+}
+
+Result<std::string> String(const json& v, const std::string& field) {
+  if (!v.is_string()) return Bad(field, "a string", v);
+  return v.get<std::string>();
+}
+
+// Refuses keys outside `known` (a typo would otherwise be silently ignored).
+Status KnownKeys(const json& section, const std::string& name, const std::set<std::string>& known) {
+  if (!section.is_object()) return Bad(name, "an object", section);
+  for (const auto& [key, value] : section.items()) {
+    if (known.count(key)) continue;
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    return InvalidArgumentError((name.empty() ? "" : name + ".") + key + ": unknown field (known: " + list + ")");
+  }
+  return Status::Ok();
+}
+
+const json* Get(const json& doc, const char* section, const char* key) {
+  auto s = doc.find(section);
+  if (s == doc.end() || !s->is_object()) return nullptr;
+  auto k = s->find(key);
+  return k == s->end() || k->is_null() ? nullptr : &*k;
+}
+
+}  // namespace
+
+Result<double> ParseBytesField(const json& value, const std::string& field) {
+  const char* expected = "a size such as 1.5TB, 800GiB or a number of bytes";
+  if (value.is_number()) return NonNegative(value.get<double>(), field, expected, value);
+  if (!value.is_string()) return Bad(field, expected, value);
+  double n = 0;
+  std::string unit;
+  if (!SplitNumber(value.get<std::string>(), &n, &unit)) return Bad(field, expected, value);
+  const double scale = SizeUnit(unit);
+  if (scale == 0 || unit.find("bit") != std::string::npos) return Bad(field, expected, value);
+  return NonNegative(n * scale, field, expected, value);
+}
+
+Result<double> ParseRateField(const json& value, const std::string& field) {
+  const char* expected = "a rate such as 85MB/s, 2GiB/s, 100Gbit/s or bytes per second";
+  if (value.is_number()) return NonNegative(value.get<double>(), field, expected, value);
+  if (!value.is_string()) return Bad(field, expected, value);
+  double n = 0;
+  std::string unit;
+  if (!SplitNumber(value.get<std::string>(), &n, &unit)) return Bad(field, expected, value);
+  if (unit.size() >= 2 && unit.compare(unit.size() - 2, 2, "/s") == 0) {
+    unit.resize(unit.size() - 2);
+  } else if (unit.size() >= 3 && unit.compare(unit.size() - 3, 3, "bps") == 0) {
+    unit = unit.substr(0, unit.size() - 3) + "bit";  // "100gbps"
+  } else {
+    return Bad(field, expected, value);
+  }
+  const double scale = SizeUnit(unit);
+  if (scale == 0) return Bad(field, expected, value);
+  return NonNegative(n * scale, field, expected, value);
+}
+
+Result<double> ParseSecondsField(const json& value, const std::string& field) {
+  const char* expected = "a duration such as 250ms, 30s, 5min, 2h, 3d or a number of seconds";
+  if (value.is_number()) return NonNegative(value.get<double>(), field, expected, value);
+  if (!value.is_string()) return Bad(field, expected, value);
+  double n = 0;
+  std::string unit;
+  if (!SplitNumber(value.get<std::string>(), &n, &unit)) return Bad(field, expected, value);
+  double scale = 0;
+  if (unit == "ms") scale = 1e-3;
+  if (unit == "s" || unit.empty()) scale = 1;
+  if (unit == "m" || unit == "min") scale = 60;
+  if (unit == "h") scale = 3600;
+  if (unit == "d") scale = 86400;
+  if (scale == 0) return Bad(field, expected, value);
+  return NonNegative(n * scale, field, expected, value);
+}
+
+void SetPath(json* into, const std::string& dotted, json value) {
+  json* at = into;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at->is_object()) *at = json::object();
+    if (dot == std::string::npos) {
+      (*at)[key] = std::move(value);
+      return;
+    }
+    at = &(*at)[key];
+    start = dot + 1;
+  }
+}
+
+void Overlay(json* base, const json& over) {
+  if (!base->is_object() || !over.is_object()) {
+    *base = over;
+    return;
+  }
+  for (const auto& [key, value] : over.items()) {
+    if (value.is_object() && base->contains(key) && (*base)[key].is_object()) {
+      Overlay(&(*base)[key], value);
+    } else {
+      (*base)[key] = value;
+    }
+  }
+}
+
+Result<PlanInput> InputFromJson(const json& doc) {
+  PlanInput in;
+  STRATA_RETURN_IF_ERROR(KnownKeys(doc, "",
+                                   {"dataset", "accelerators", "epochs", "store", "node", "shards", "checkpoint",
+                                    "budget_per_month", "measured", "sources"}));
+  // Each section: a lambda per key, so the field name is written once.
+  const auto section = [&](const char* name, const std::set<std::string>& keys) -> Result<json> {
+    auto it = doc.find(name);
+    if (it == doc.end() || it->is_null()) return json::object();
+    STRATA_RETURN_IF_ERROR(KnownKeys(*it, name, keys));
+    return *it;
+  };
+  const auto field = [](const char* s, const char* k) { return std::string(s) + "." + k; };
+
+  STRATA_ASSIGN_OR_RETURN(json ds, section("dataset", {"bytes", "samples", "objects", "histogram"}));
+  if (ds.contains("bytes")) {
+    STRATA_ASSIGN_OR_RETURN(in.dataset_bytes, ParseBytesField(ds["bytes"], "dataset.bytes"));
+  }
+  if (ds.contains("samples")) {
+    STRATA_ASSIGN_OR_RETURN(in.samples, Count(ds["samples"], "dataset.samples"));
+  }
+  if (ds.contains("objects")) {
+    STRATA_ASSIGN_OR_RETURN(in.objects, Count(ds["objects"], "dataset.objects"));
+  }
+  if (ds.contains("histogram")) {
+    const json& h = ds["histogram"];
+    if (!h.is_array()) return Bad("dataset.histogram", "an array of {\"le\": size, \"count\": n}", h);
+    double last = 0;
+    for (size_t i = 0; i < h.size(); ++i) {
+      const std::string at = "dataset.histogram[" + std::to_string(i) + "]";
+      if (!h[i].is_object() || !h[i].contains("le") || !h[i].contains("count"))
+        return Bad(at, "{\"le\": size, \"count\": n}", h[i]);
+      SizeBucket b;
+      STRATA_ASSIGN_OR_RETURN(b.upper, ParseBytesField(h[i]["le"], at + ".le"));
+      STRATA_ASSIGN_OR_RETURN(b.count, Count(h[i]["count"], at + ".count"));
+      if (b.upper < last) return InvalidArgumentError(at + ".le: buckets must be in increasing order");
+      last = b.upper;
+      in.histogram.push_back(b);
+    }
+  }
+
+  STRATA_ASSIGN_OR_RETURN(
+      json ac, section("accelerators", {"count", "per_node", "type", "workload", "samples_per_s", "price_per_hour"}));
+  if (ac.contains("count")) {
+    STRATA_ASSIGN_OR_RETURN(in.accelerators, Count(ac["count"], "accelerators.count"));
+  }
+  if (ac.contains("per_node")) {
+    STRATA_ASSIGN_OR_RETURN(in.accelerators_per_node, Count(ac["per_node"], "accelerators.per_node"));
+  }
+  if (ac.contains("type")) {
+    STRATA_ASSIGN_OR_RETURN(in.accelerator_type, String(ac["type"], "accelerators.type"));
+  }
+  if (ac.contains("workload")) {
+    STRATA_ASSIGN_OR_RETURN(in.workload, String(ac["workload"], "accelerators.workload"));
+  }
+  if (ac.contains("samples_per_s")) {
+    STRATA_ASSIGN_OR_RETURN(in.samples_per_s_per_accel, Number(ac["samples_per_s"], "accelerators.samples_per_s"));
+  }
+  if (ac.contains("price_per_hour")) {
+    STRATA_ASSIGN_OR_RETURN(in.accelerator_hour_price, Number(ac["price_per_hour"], "accelerators.price_per_hour"));
+  }
+  if (!in.workload.empty()) {
+    // MLPerf Storage's published accelerator: batch / compute time samples/s,
+    // and its record size when the dataset's is not given.
+    auto w = train::FindWorkload(in.workload);
+    if (!w.ok()) return InvalidArgumentError("accelerators.workload: " + w.status().message());
+    auto compute = train::ComputeTime(*w, in.accelerator_type);
+    if (!compute.ok()) return InvalidArgumentError("accelerators.type: " + compute.status().message());
+    if (in.samples_per_s_per_accel == 0) in.samples_per_s_per_accel = double(w->batch) / *compute;
+    if (in.dataset_bytes == 0 && in.samples > 0) in.dataset_bytes = double(in.samples) * double(w->record_size);
+    if (in.samples == 0 && in.dataset_bytes > 0) in.samples = uint64_t(in.dataset_bytes / double(w->record_size));
+  }
+
+  if (doc.contains("epochs")) {
+    STRATA_ASSIGN_OR_RETURN(in.epochs, Number(doc["epochs"], "epochs"));
+  }
+
+  STRATA_ASSIGN_OR_RETURN(json st, section("store", {"preset", "first_byte_latency", "connection_bandwidth",
+                                                     "connections_per_node", "get_per_1000", "put_per_1000",
+                                                     "egress_per_gb", "storage_per_gb_month", "in_region"}));
+  {
+    std::string preset = "aws-s3-standard";
+    if (st.contains("preset")) {
+      STRATA_ASSIGN_OR_RETURN(preset, String(st["preset"], "store.preset"));
+    }
+    auto p = FindStorePreset(preset);
+    if (!p.ok()) return InvalidArgumentError("store.preset: " + p.status().message());
+    in.store = *p;
+    const auto price = [&](const char* key, double* out) -> Status {
+      if (st.contains(key)) {
+        STRATA_ASSIGN_OR_RETURN(*out, Number(st[key], field("store", key)));
+        in.store.price_date = "custom";
+      }
+      return Status::Ok();
+    };
+    STRATA_RETURN_IF_ERROR(price("get_per_1000", &in.store.get_per_1000));
+    STRATA_RETURN_IF_ERROR(price("put_per_1000", &in.store.put_per_1000));
+    STRATA_RETURN_IF_ERROR(price("egress_per_gb", &in.store.egress_per_gb));
+    STRATA_RETURN_IF_ERROR(price("storage_per_gb_month", &in.store.storage_per_gb_month));
+    if (st.contains("first_byte_latency")) {
+      STRATA_ASSIGN_OR_RETURN(in.store.first_byte_s,
+                              ParseSecondsField(st["first_byte_latency"], "store.first_byte_latency"));
+    }
+    if (st.contains("connection_bandwidth")) {
+      STRATA_ASSIGN_OR_RETURN(in.store.connection_bytes_s,
+                              ParseRateField(st["connection_bandwidth"], "store.connection_bandwidth"));
+    }
+    if (st.contains("connections_per_node")) {
+      STRATA_ASSIGN_OR_RETURN(in.connections_per_node, Count(st["connections_per_node"], "store.connections_per_node"));
+    }
+    if (st.contains("in_region")) {
+      STRATA_ASSIGN_OR_RETURN(in.in_region, Bool(st["in_region"], "store.in_region"));
+    }
+  }
+
+  STRATA_ASSIGN_OR_RETURN(json nd, section("node", {"nvme", "nvme_bandwidth", "network_bandwidth"}));
+  if (nd.contains("nvme")) {
+    STRATA_ASSIGN_OR_RETURN(in.nvme_bytes, ParseBytesField(nd["nvme"], "node.nvme"));
+  }
+  if (nd.contains("nvme_bandwidth")) {
+    STRATA_ASSIGN_OR_RETURN(in.nvme_bytes_s, ParseRateField(nd["nvme_bandwidth"], "node.nvme_bandwidth"));
+  }
+  if (nd.contains("network_bandwidth")) {
+    STRATA_ASSIGN_OR_RETURN(in.network_bytes_s, ParseRateField(nd["network_bandwidth"], "node.network_bandwidth"));
+  }
+  if (in.nvme_bytes > 0 && in.nvme_bytes_s == 0) in.nvme_bytes_s = 2e9;  // a conservative PCIe 4 drive
+
+  STRATA_ASSIGN_OR_RETURN(json sh, section("shards", {"size", "request_size"}));
+  if (sh.contains("size")) {
+    STRATA_ASSIGN_OR_RETURN(in.shard_bytes, ParseBytesField(sh["size"], "shards.size"));
+  }
+  if (sh.contains("request_size")) {
+    STRATA_ASSIGN_OR_RETURN(in.shard_request_bytes, ParseBytesField(sh["request_size"], "shards.request_size"));
+  }
+
+  STRATA_ASSIGN_OR_RETURN(
+      json ck, section("checkpoint", {"bytes", "interval", "bandwidth", "snapshot_bandwidth", "mtbf", "keep"}));
+  if (ck.contains("bytes")) {
+    STRATA_ASSIGN_OR_RETURN(in.checkpoint_bytes, ParseBytesField(ck["bytes"], "checkpoint.bytes"));
+  }
+  if (ck.contains("interval")) {
+    STRATA_ASSIGN_OR_RETURN(in.checkpoint_interval_s, ParseSecondsField(ck["interval"], "checkpoint.interval"));
+  }
+  if (ck.contains("bandwidth")) {
+    STRATA_ASSIGN_OR_RETURN(in.checkpoint_bytes_s, ParseRateField(ck["bandwidth"], "checkpoint.bandwidth"));
+  }
+  if (ck.contains("snapshot_bandwidth")) {
+    STRATA_ASSIGN_OR_RETURN(in.checkpoint_snapshot_bytes_s,
+                            ParseRateField(ck["snapshot_bandwidth"], "checkpoint.snapshot_bandwidth"));
+  }
+  if (ck.contains("mtbf")) {
+    STRATA_ASSIGN_OR_RETURN(in.mtbf_s, ParseSecondsField(ck["mtbf"], "checkpoint.mtbf"));
+  }
+  if (ck.contains("keep")) {
+    STRATA_ASSIGN_OR_RETURN(in.checkpoints_kept, Count(ck["keep"], "checkpoint.keep"));
+  }
+  if (in.checkpoint_snapshot_bytes_s == 0 && in.nvme_bytes_s > 0) {
+    // strata's async save stages on local disk, every node in parallel.
+    const double nodes = std::ceil(double(in.accelerators) / double(std::max<uint64_t>(in.accelerators_per_node, 1)));
+    in.checkpoint_snapshot_bytes_s = in.nvme_bytes_s * nodes;
+  }
+
+  STRATA_ASSIGN_OR_RETURN(json me, section("measured", {"store_bandwidth_per_node", "cache_bandwidth_per_node"}));
+  if (me.contains("store_bandwidth_per_node")) {
+    STRATA_ASSIGN_OR_RETURN(in.measured_store_bytes_s_per_node,
+                            ParseRateField(me["store_bandwidth_per_node"], "measured.store_bandwidth_per_node"));
+  }
+  if (me.contains("cache_bandwidth_per_node")) {
+    STRATA_ASSIGN_OR_RETURN(in.measured_cache_bytes_s_per_node,
+                            ParseRateField(me["cache_bandwidth_per_node"], "measured.cache_bandwidth_per_node"));
+  }
+
+  if (doc.contains("budget_per_month")) {
+    STRATA_ASSIGN_OR_RETURN(in.budget_per_month, Number(doc["budget_per_month"], "budget_per_month"));
+  }
+  if (doc.contains("sources")) {
+    if (!doc["sources"].is_array()) return Bad("sources", "an array of strings", doc["sources"]);
+    for (const auto& s : doc["sources"]) {
+      STRATA_ASSIGN_OR_RETURN(std::string text, String(s, "sources[]"));
+      in.sources.push_back(text);
+    }
+  }
+  return in;
+}
+
+namespace {
+
+void SetIfUnset(json* doc, const char* section, const char* key, json value) {
+  if (Get(*doc, section, key)) return;
+  SetPath(doc, std::string(section) + "." + key, std::move(value));
+}
+
+void AddSource(json* doc, const std::string& line) {
+  if (!doc->contains("sources") || !(*doc)["sources"].is_array()) (*doc)["sources"] = json::array();
+  (*doc)["sources"].push_back(line);
+}
+
+}  // namespace
+
+Status ApplyBench(const json& bench, const std::string& what, json* doc) {
+  const auto bad = [&](const std::string& field, const std::string& why) {
+    return InvalidArgumentError(what + ": " + field + ": " + why +
+                                " (expected the JSON of `strata bench train --json`)");
+  };
+  if (!bench.is_object()) return bad("(top level)", "not an object");
+  if (!bench.contains("workload") || !bench["workload"].is_object()) return bad("workload", "missing");
+  const json& w = bench["workload"];
+  for (const char* key : {"batch", "compute_time_s", "record_size"}) {
+    if (!w.contains(key) || !w[key].is_number() || !(w[key].get<double>() > 0))
+      return bad(std::string("workload.") + key, "missing or not a positive number");
+  }
+  if (!bench.contains("results") || !bench["results"].is_array()) return bad("results", "missing or not an array");
+  // The emulated accelerator's demand: batch / compute time, as in the bench.
+  SetIfUnset(doc, "accelerators", "samples_per_s", w["batch"].get<double>() / w["compute_time_s"].get<double>());
+  if (w.contains("name") && w["name"].is_string()) SetIfUnset(doc, "accelerators", "workload", w["name"]);
+  if (w.contains("accelerator") && w["accelerator"].is_string())
+    SetIfUnset(doc, "accelerators", "type", w["accelerator"]);
+  // The best delivered rate of one process (one node) per epoch kind. It is
+  // a ceiling only if some N fell below the AU threshold (the data path, not
+  // the demand, was the limit); otherwise the loader kept up everywhere and
+  // the rate caps nothing.
+  const double threshold =
+      bench.contains("threshold") && bench["threshold"].is_number() ? bench["threshold"].get<double>() : 0.9;
+  double rate[2] = {0, 0};
+  bool saturated[2] = {false, false};
+  for (size_t i = 0; i < bench["results"].size(); ++i) {
+    const json& r = bench["results"][i];
+    const std::string at = "results[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("epoch") || !r["epoch"].is_number() || !r.contains("mib_per_s") ||
+        !r["mib_per_s"].is_number() || !r.contains("au") || !r["au"].is_number())
+      return bad(at, "needs numeric epoch, au and mib_per_s");
+    const int warm = r["epoch"].get<double>() > 1 ? 1 : 0;
+    rate[warm] = std::max(rate[warm], r["mib_per_s"].get<double>() * double(1 << 20));
+    saturated[warm] = saturated[warm] || r["au"].get<double>() < threshold;
+  }
+  if (saturated[0]) SetIfUnset(doc, "measured", "store_bandwidth_per_node", rate[0]);
+  if (saturated[1]) SetIfUnset(doc, "measured", "cache_bandwidth_per_node", rate[1]);
+  const double cold = rate[0], warm = rate[1];
+  char line[400];
+  std::snprintf(
+      line, sizeof line, "%s: %s, loader %.0f MB/s cold%s, %.0f MB/s warm%s per node", what.c_str(),
+      (w.contains("name") && w["name"].is_string() ? w["name"].get<std::string>() : std::string("bench")).c_str(),
+      cold / 1e6, saturated[0] ? " (its ceiling)" : " (kept up)", warm / 1e6,
+      saturated[1] ? " (its ceiling)" : " (kept up)");
+  AddSource(doc, line);
+  return Status::Ok();
+}
+
+Status ApplyProfile(const json& profile, const std::string& what, json* doc) {
+  const auto bad = [&](const std::string& field, const std::string& why) {
+    return InvalidArgumentError(what + ": " + field + ": " + why + " (expected the JSON of `strata profile --json`)");
+  };
+  if (!profile.is_object()) return bad("(top level)", "not an object");
+  for (const char* key : {"files", "unique_bytes"}) {
+    if (!profile.contains(key) || !profile[key].is_number() || profile[key].get<double>() < 0)
+      return bad(key, "missing or not a non-negative number");
+  }
+  const double files = profile["files"].get<double>();
+  SetIfUnset(doc, "dataset", "bytes", profile["unique_bytes"]);
+  SetIfUnset(doc, "dataset", "samples", profile["files"]);
+  SetIfUnset(doc, "dataset", "objects", profile["files"]);
+  if (profile.contains("size_histogram") && profile["size_histogram"].is_array())
+    SetIfUnset(doc, "dataset", "histogram", profile["size_histogram"]);
+  // The profiled job's own pace (files opened per second) over its accelerators.
+  if (profile.contains("opens_per_s") && profile["opens_per_s"].is_number() && !Get(*doc, "accelerators", "workload") &&
+      !Get(*doc, "accelerators", "samples_per_s")) {
+    double count = 1;
+    if (const json* c = Get(*doc, "accelerators", "count"); c && c->is_number())
+      count = std::max(1.0, c->get<double>());
+    SetPath(doc, "accelerators.samples_per_s", profile["opens_per_s"].get<double>() / count);
+  }
+  char line[400];
+  std::snprintf(line, sizeof line, "%s: %.0f files, %s touched", what.c_str(), files,
+                FormatBytes(profile["unique_bytes"].get<double>()).c_str());
+  AddSource(doc, line);
+  return Status::Ok();
+}
+
+}  // namespace strata::cli::plan

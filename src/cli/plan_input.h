@@ -1,0 +1,57 @@
+// `strata plan`'s inputs: a JSON document (a file, with the command line's
+// flags laid over it) into a PlanInput, and measured figures from
+// `strata bench train --json` and `strata profile --json`. Every error names
+// the field ("store.first_byte_latency: ..."). No I/O here: callers read files.
+//
+// The document (every field optional except what the plan needs):
+//   {"dataset": {"bytes": "1.2TB", "samples": 1281167, "objects": 1281167,
+//                "histogram": [{"le": "128KiB", "count": 1000}, ...]},
+//    "accelerators": {"count": 8, "per_node": 8, "type": "h100", "workload": "resnet50",
+//                     "samples_per_s": 1785.7, "price_per_hour": 2.5},
+//    "epochs": 10,
+//    "store": {"preset": "aws-s3-standard", "first_byte_latency": "100ms",
+//              "connection_bandwidth": "85MB/s", "connections_per_node": 64,
+//              "get_per_1000": 0.0004, "put_per_1000": 0.005, "egress_per_gb": 0.09,
+//              "storage_per_gb_month": 0.023, "in_region": false},
+//    "node": {"nvme": "3.5TiB", "nvme_bandwidth": "6GB/s", "network_bandwidth": "100Gbit/s"},
+//    "shards": {"size": "256MiB", "request_size": "16MiB"},
+//    "checkpoint": {"bytes": "140GB", "interval": "1h", "bandwidth": "2GB/s",
+//                   "snapshot_bandwidth": "20GB/s", "mtbf": "24h", "keep": 3},
+//    "budget_per_month": 250000}
+// Sizes: a number of bytes or "1.5TB" (decimal kB MB GB TB PB) / "800GiB"
+// (binary KiB..PiB; bare k M G T are binary as in the rest of strata).
+// Rates: bytes/s or "<size>/s", "100Gbit/s". Durations: seconds or "250ms",
+// "30s", "5min"/"5m", "2h", "3d".
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/status.h"
+#include "cli/plan_model.h"
+
+namespace strata::cli::plan {
+
+// Parsers for one field's value; `field` names it in the error.
+Result<double> ParseBytesField(const nlohmann::json& value, const std::string& field);
+Result<double> ParseRateField(const nlohmann::json& value, const std::string& field);
+Result<double> ParseSecondsField(const nlohmann::json& value, const std::string& field);
+
+// The document above into a PlanInput (presets and workloads resolved).
+Result<PlanInput> InputFromJson(const nlohmann::json& doc);
+
+// Sets `*into`[path...] = value, creating objects on the way ("store.preset").
+void SetPath(nlohmann::json* into, const std::string& dotted, nlohmann::json value);
+// Recursively lays `over` on `base` (objects merged, other values replaced).
+void Overlay(nlohmann::json* base, const nlohmann::json& over);
+
+// Fills the document from `strata bench train --json` output: the workload,
+// accelerator type and per-accelerator rate (batch / compute time), the
+// record size, and the data path's measured cold (epoch 1) and warm rates
+// per node. Only fields not already set. `what` names the file in errors.
+Status ApplyBench(const nlohmann::json& bench, const std::string& what, nlohmann::json* doc);
+// Fills the dataset (bytes, files, size histogram) and, if not set, the
+// measured sample rate from `strata profile --json` output.
+Status ApplyProfile(const nlohmann::json& profile, const std::string& what, nlohmann::json* doc);
+
+}  // namespace strata::cli::plan
