@@ -15,6 +15,8 @@
 
 namespace strata::gateway {
 
+class BodyFile;
+
 // How a request authenticated (S3Handler::PreCheck decides it once, when the
 // headers arrive, so a long upload is never refused after its body came).
 struct RequestAuth {
@@ -26,7 +28,10 @@ struct GatewayRequest {
   std::string method;  // "GET", "PUT", ...
   std::string target;  // raw request-target as on the wire: "/bucket/my%20key?uploads"
   net::HttpHeaders headers;
-  Buffer body;         // the whole body (HTTP-level chunking already removed)
+  Buffer body;  // the whole body (HTTP-level chunking already removed)
+  // Set instead of `body` for a large single PUT the server spilled to a temp
+  // file (GatewayLimits::spill_bytes); only PutObject reads it.
+  std::shared_ptr<const BodyFile> body_file;
   std::string remote;  // "ip:port" of the client, for logs
   // Set by S3Handler::PreCheck when the headers authenticated; Handle then
   // uses it instead of authenticating again (the clock has moved on since).
