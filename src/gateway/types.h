@@ -28,14 +28,14 @@ struct GatewayRequest {
   std::string method;  // "GET", "PUT", ...
   std::string target;  // raw request-target as on the wire: "/bucket/my%20key?uploads"
   net::HttpHeaders headers;
-  Buffer body;  // the whole body (HTTP-level chunking already removed)
-  // Set instead of `body` for a large single PUT the server spilled to a temp
-  // file (GatewayLimits::spill_bytes); only PutObject reads it.
-  std::shared_ptr<const BodyFile> body_file;
+  Buffer body;         // the whole body (HTTP-level chunking already removed)
   std::string remote;  // "ip:port" of the client, for logs
   // Set by S3Handler::PreCheck when the headers authenticated; Handle then
   // uses it instead of authenticating again (the clock has moved on since).
   std::shared_ptr<const RequestAuth> auth = nullptr;
+  // Last, so positional initialisers stay valid. Set instead of `body` for a large single PUT the server spilled to a
+  // temp file (GatewayLimits::spill_bytes); only PutObject reads it.
+  std::shared_ptr<const BodyFile> body_file = nullptr;
 };
 
 // A response body produced piecewise (large GETs): Next() returns the next
