@@ -92,7 +92,9 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   auto* sub = root.add_subcommand("serve", "Serve backends over an S3-compatible caching gateway");
   sub->add_option("--backend", a->backends,
                   "Store to serve (repeatable): file:///dir (each top-level directory is a bucket; "
-                  "CreateBucket = mkdir), s3://bucket?endpoint=... (that bucket, under its name), mem://name");
+                  "CreateBucket = mkdir), s3://bucket?endpoint=... (that bucket, under its name), "
+                  "s3://?endpoint=... (every bucket of that endpoint; List/Create/Delete/HeadBucket "
+                  "passed through to it), mem://name");
   sub->add_option("--config", a->config_file, "JSON config file (flags override it); see src/gateway/config.h");
   sub->add_option("--listen", a->listen, "HOST:PORT to listen on (default 127.0.0.1:9000; port 0 = any)");
   sub->add_option("--access-key", a->access_key, "Access key clients sign with (or \"keys\" in --config)");

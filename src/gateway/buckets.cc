@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
 #include "object/file_store.h"
+#include "object/s3_config.h"
 #include "object/store_url.h"
 
 namespace strata::gateway {
@@ -54,8 +56,22 @@ Result<std::unique_ptr<BucketSet>> BucketSet::Open(const std::vector<std::string
                                                    std::shared_ptr<cache::BlockCache> cache, Options options) {
   std::unique_ptr<BucketSet> set(new BucketSet(std::move(cache), options));
   for (const auto& url : urls) {
+    if (url == "s3://" || url.starts_with("s3://?")) {  // a whole endpoint
+      if (set->upstream_ || !set->file_root_.empty()) {
+        return InvalidArgumentError("only one of a file:// backend and an s3://?endpoint=... backend may be given (" +
+                                    url + ")");
+      }
+      STRATA_ASSIGN_OR_RETURN(object::S3Config config, object::S3EndpointConfigFromUrl(url));
+      if (options.clock) config.clock = options.clock;
+      STRATA_ASSIGN_OR_RETURN(set->upstream_, object::S3Service::Open(config));
+      continue;
+    }
     STRATA_ASSIGN_OR_RETURN(object::StoreUrl parsed, object::ParseStoreUrl(url));
     if (parsed.scheme == "file") {
+      if (set->upstream_) {
+        return InvalidArgumentError("only one of a file:// backend and an s3://?endpoint=... backend may be given (" +
+                                    url + ")");
+      }
       if (!set->file_root_.empty()) {
         return InvalidArgumentError("only one file:// backend may be given (" + url + ")");
       }
@@ -100,9 +116,27 @@ Result<std::shared_ptr<cache::CachedStore>> BucketSet::OpenFileBucket(const std:
   return Wrap(std::move(store));
 }
 
-Result<std::shared_ptr<cache::CachedStore>> BucketSet::Get(const std::string& bucket) {
+Result<std::shared_ptr<cache::CachedStore>> BucketSet::GetUpstream(const std::string& bucket) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = upstream_open_.find(bucket); it != upstream_open_.end()) return it->second;
+  }
+  // First use: ask the upstream (outside the lock: a round trip).
+  STRATA_RETURN_IF_ERROR(upstream_->HeadBucket(bucket));
+  STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, upstream_->OpenBucket(bucket));
+  auto wrapped = Wrap(std::move(store));
   std::lock_guard lock(mu_);
+  return upstream_open_.emplace(bucket, std::move(wrapped)).first->second;  // a racing first use may have won
+}
+
+Result<std::shared_ptr<cache::CachedStore>> BucketSet::Get(const std::string& bucket) {
+  std::unique_lock lock(mu_);
   if (auto it = fixed_.find(bucket); it != fixed_.end()) return it->second;
+  if (upstream_) {
+    lock.unlock();
+    if (!IsValidBucketName(bucket)) return NoSuchBucket(bucket);
+    return GetUpstream(bucket);
+  }
   if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
   if (auto it = file_open_.find(bucket); it != file_open_.end()) {
     // The directory may have been removed behind our back (or by DeleteBucket).
@@ -117,10 +151,34 @@ Result<std::shared_ptr<cache::CachedStore>> BucketSet::Get(const std::string& bu
   return store;
 }
 
+Status BucketSet::Head(const std::string& bucket) {
+  bool fixed = false;
+  {
+    std::lock_guard lock(mu_);
+    fixed = fixed_.count(bucket) > 0;
+  }
+  if (!upstream_ || fixed) return Get(bucket).status();
+  if (!IsValidBucketName(bucket)) return NoSuchBucket(bucket);
+  Status st = upstream_->HeadBucket(bucket);
+  if (st.code() == Code::kNotFound) {
+    std::lock_guard lock(mu_);
+    upstream_open_.erase(bucket);  // deleted behind our back
+  }
+  return st;
+}
+
 Result<std::vector<BucketEntry>> BucketSet::List() {
   std::vector<BucketEntry> out;
+  if (upstream_) {
+    STRATA_ASSIGN_OR_RETURN(auto listed, upstream_->ListBuckets());
+    for (auto& b : listed) out.push_back({std::move(b.name), b.created});
+  }
   std::lock_guard lock(mu_);
-  for (const auto& [name, store] : fixed_) out.push_back({name, WallTime{}});
+  for (const auto& [name, store] : fixed_) {
+    if (std::none_of(out.begin(), out.end(), [&](const BucketEntry& e) { return e.name == name; })) {
+      out.push_back({name, WallTime{}});
+    }
+  }
   if (!file_root_.empty()) {
     std::error_code ec;
     for (auto it = std::filesystem::directory_iterator(file_root_, ec); !ec && it != std::filesystem::end(it);
@@ -139,9 +197,13 @@ Status BucketSet::Create(const std::string& bucket) {
   if (!IsValidBucketName(bucket)) {
     return InvalidArgumentError("\"" + bucket + "\" is not a valid bucket name").WithForeignCode("InvalidBucketName");
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (fixed_.count(bucket)) {
     return AlreadyExistsError("bucket " + bucket + " already exists").WithForeignCode("BucketAlreadyOwnedByYou");
+  }
+  if (upstream_) {
+    lock.unlock();
+    return upstream_->CreateBucket(bucket);
   }
   if (file_root_.empty()) {
     return NotSupportedError("creating buckets needs a file:// backend; this gateway serves fixed buckets")
@@ -158,10 +220,20 @@ Status BucketSet::Create(const std::string& bucket) {
 }
 
 Status BucketSet::Delete(const std::string& bucket) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (fixed_.count(bucket)) {
     return NotSupportedError("bucket " + bucket + " is a fixed backend and cannot be deleted here")
         .WithForeignCode("MethodNotAllowed");
+  }
+  if (upstream_) {
+    lock.unlock();
+    if (!IsValidBucketName(bucket)) return NoSuchBucket(bucket);
+    Status st = upstream_->DeleteBucket(bucket);
+    if (st.ok() || st.code() == Code::kNotFound) {
+      lock.lock();
+      upstream_open_.erase(bucket);
+    }
+    return st;
   }
   if (file_root_.empty() || !IsValidBucketName(bucket)) return NoSuchBucket(bucket);
   // The file store's staging (temp files, in-progress uploads) is not content.

@@ -8,6 +8,10 @@
 //                         names are not buckets.
 //   s3://bucket[/prefix]?endpoint=..   that one bucket, served under its own
 //                         name (repeat --backend for more).
+//   s3://?endpoint=..     every bucket of that endpoint (no bucket in the
+//                         URL): ListBuckets, CreateBucket, DeleteBucket and
+//                         HeadBucket are passed through to it; object
+//                         operations go to the bucket of the same name.
 //   mem://name            one in-memory bucket called `name` (tests, demos).
 //
 // Each bucket's store is the backend, optionally wrapped in EmulateCloud
@@ -28,6 +32,7 @@
 #include "cache/cached_store.h"
 #include "object/cloud_store.h"
 #include "object/object_store.h"
+#include "object/s3_service.h"
 
 namespace strata::gateway {
 
@@ -56,8 +61,10 @@ class BucketSet {
 
   // The cached store for `bucket`. NotFound (foreign code NoSuchBucket) when absent.
   Result<std::shared_ptr<cache::CachedStore>> Get(const std::string& bucket);
+  // Whether `bucket` exists: Get's answer, asked of the upstream endpoint each time.
+  Status Head(const std::string& bucket);
   Result<std::vector<BucketEntry>> List();
-  // NotSupported without a file:// root; AlreadyExists (BucketAlreadyOwnedByYou).
+  // NotSupported without a file:// root or an upstream endpoint; AlreadyExists (BucketAlreadyOwnedByYou).
   Status Create(const std::string& bucket);
   // PreconditionFailed (BucketNotEmpty), NotFound (NoSuchBucket).
   Status Delete(const std::string& bucket);
@@ -69,12 +76,16 @@ class BucketSet {
   std::shared_ptr<cache::CachedStore> Wrap(object::ObjectStorePtr backend);
   Result<std::shared_ptr<cache::CachedStore>> OpenFileBucket(const std::string& bucket);
 
+  Result<std::shared_ptr<cache::CachedStore>> GetUpstream(const std::string& bucket);
+
   std::shared_ptr<cache::BlockCache> cache_;
   Options options_;
-  std::string file_root_;  // empty: no file:// backend
+  std::string file_root_;                        // empty: no file:// backend
+  std::unique_ptr<object::S3Service> upstream_;  // null: no whole-endpoint backend
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<cache::CachedStore>> fixed_;      // s3/mem buckets
-  std::map<std::string, std::shared_ptr<cache::CachedStore>> file_open_;  // file buckets opened so far
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> fixed_;          // s3/mem buckets
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> file_open_;      // file buckets opened so far
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> upstream_open_;  // upstream buckets seen so far
 };
 
 // S3 bucket naming rules (3..63 of [a-z0-9.-], starting and ending with a

@@ -110,7 +110,7 @@ Status ListBuckets(Ctx& ctx) {
 }
 
 Status HeadBucket(Ctx& ctx) {
-  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  STRATA_RETURN_IF_ERROR(ctx.buckets().Head(ctx.target.bucket));
   ctx.resp.headers.emplace_back("x-amz-bucket-region", ctx.handler.options().region);
   return Status::Ok();
 }

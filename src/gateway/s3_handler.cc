@@ -152,6 +152,7 @@ Status DispatchObject(Ctx& ctx) {
       return UploadPart(ctx);
     }
     if (ctx.Header("x-amz-copy-source")) return (ctx.resp.op = "CopyObject", CopyObject(ctx));
+    if (ctx.body_file) return (ctx.resp.op = "PutObject", PutObjectStreamed(ctx));
     return (ctx.resp.op = "PutObject", PutObject(ctx));
   }
   if (m == "DELETE") {
@@ -302,6 +303,8 @@ bool IsHexSha256(std::string_view s) {
 
 // The payload as the client meant it: aws-chunked decoded and/or its hash checked.
 Status DecodePayload(Ctx& ctx, const net::VerifiedRequest& v, bool anonymous) {
+  ctx.body_file = ctx.req.body_file;
+  const uint64_t raw_size = ctx.body_file ? ctx.body_file->size() : ctx.req.body.size();
   std::string claimed = v.payload_sha256;
   if (anonymous) {
     const std::string* h = ctx.Header("x-amz-content-sha256");
@@ -323,7 +326,7 @@ Status DecodePayload(Ctx& ctx, const net::VerifiedRequest& v, bool anonymous) {
                      "x-amz-decoded-content-length must be a decimal byte count up to 5 GiB");
     }
     // The payload is never longer than the framed body it came in.
-    if (*n > ctx.req.body.size()) {
+    if (*n > raw_size) {
       return S3Error(Code::kInvalidArgument, "IncompleteBody",
                      "You did not provide the number of bytes specified by x-amz-decoded-content-length");
     }
@@ -331,6 +334,11 @@ Status DecodePayload(Ctx& ctx, const net::VerifiedRequest& v, bool anonymous) {
     net::VerifiedRequest vv = v;
     vv.payload_sha256 = claimed;
     net::AwsChunkedDecoder decoder = net::AwsChunkedDecoder::ForRequest(vv, o);
+    if (ctx.body_file) {
+      STRATA_ASSIGN_OR_RETURN(ctx.body_file, DecodeSpilledChunked(*ctx.body_file, decoder));
+      ctx.trailers = decoder.trailers();
+      return Status::Ok();
+    }
     std::string out;
     out.reserve(*n);
     STRATA_RETURN_IF_ERROR(decoder.Feed(ctx.req.body.view(), &out));
@@ -340,6 +348,11 @@ Status DecodePayload(Ctx& ctx, const net::VerifiedRequest& v, bool anonymous) {
     return Status::Ok();
   }
   if (IsHexSha256(claimed)) {
+    if (ctx.body_file) {
+      std::string hex;
+      STRATA_RETURN_IF_ERROR(CheckSpilledSha256(*ctx.body_file, &hex));
+      return net::CheckPayloadSha256(v, hex);
+    }
     if (claimed == net::kEmptyPayloadSha256 && ctx.req.body.empty()) return Status::Ok();
     return net::CheckPayloadSha256(v, ToHex(Sha256(ctx.req.body.data(), ctx.req.body.size())));
   }
@@ -409,8 +422,8 @@ GatewayResponse S3Handler::Internal(const GatewayRequest& req, std::string_view 
 }
 
 GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
-  Ctx ctx{*this, req, {}, {}, req.body, NextRequestId(), {}, {}, {}};
-  ctx.resp.bytes_in = req.body.size();
+  Ctx ctx{*this, req, {}, {}, req.body, {}, NextRequestId(), {}, {}, {}};
+  ctx.resp.bytes_in = req.body_file ? req.body_file->size() : req.body.size();
   ctx.resp.op = "Unknown";
   Status st = [&]() -> Status {
     STRATA_ASSIGN_OR_RETURN(ctx.target, ParseTarget(req.target));

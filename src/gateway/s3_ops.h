@@ -10,6 +10,7 @@
 
 #include "base/buffer.h"
 #include "base/checksum.h"
+#include "gateway/body_file.h"
 #include "gateway/s3_handler.h"
 #include "net/s3_xml.h"
 #include "net/sigv4.h"
@@ -22,6 +23,7 @@ struct Ctx {
   ParsedTarget target;
   std::vector<std::pair<std::string, std::string>> query;  // decoded
   Buffer body;                                             // decoded payload (aws-chunked removed)
+  std::shared_ptr<const BodyFile> body_file;  // the same, when the server spilled it (see PutObjectStreamed)
   std::string request_id;
   GatewayResponse resp;
   net::HttpHeaders error_headers;  // kept on an error response (Content-Range of a 416)
@@ -89,6 +91,15 @@ int EvaluateConditions(const Ctx& ctx, const object::ObjectInfo& info, std::stri
 // Object operations (s3_object_ops.cc).
 Status GetObject(Ctx& ctx, bool head);
 Status PutObject(Ctx& ctx);
+
+// s3_streamed_put.cc: bodies spilled to a temp file. Parts of this size are
+// read back one at a time and uploaded to the backend.
+inline constexpr size_t kStreamPartBytes = 8 << 20;
+Status PutObjectStreamed(Ctx& ctx);
+// Hex SHA-256 of a spilled body, read in pieces.
+Status CheckSpilledSha256(const BodyFile& body, std::string* hex);
+// aws-chunked decoding of a spilled body into a new temp file beside it.
+Result<std::shared_ptr<const BodyFile>> DecodeSpilledChunked(const BodyFile& raw, net::AwsChunkedDecoder& decoder);
 Status CopyObject(Ctx& ctx);
 Status DeleteObject(Ctx& ctx);
 Status DeleteObjects(Ctx& ctx);

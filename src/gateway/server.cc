@@ -11,6 +11,7 @@
 
 #include "base/executor.h"
 #include "base/log.h"
+#include "gateway/body_file.h"
 #include "net/s3_errors.h"
 
 namespace strata::gateway {
@@ -24,6 +25,19 @@ namespace {
 
 constexpr size_t kBodyPiece = 1 << 20;             // request bodies are read in pieces of this size
 constexpr uint64_t kLingerMaxBytes = 64ull << 20;  // discarded after a refused body before closing
+// What a spilled body holds of the in-flight budget: its read piece, and the
+// part the handler reads back and uploads (kStreamPartBytes) plus slack.
+constexpr uint64_t kSpillReserve = 10ull << 20;
+
+// A single PUT (PutObject) may be spilled to a temp file: not an upload part
+// or a copy, whose handlers want the body in memory.
+bool Spillable(const GatewayRequest& req) {
+  if (req.method != "PUT" || net::FindHeader(req.headers, "x-amz-copy-source")) return false;
+  size_t q = req.target.find('?');
+  if (q == std::string::npos) return true;
+  std::string_view query = std::string_view(req.target).substr(q);
+  return query.find("uploadId") == std::string_view::npos && query.find("partNumber") == std::string_view::npos;
+}
 constexpr auto kLingerTime = std::chrono::seconds(2);
 
 std::string Reason(int status) {
@@ -196,11 +210,22 @@ class Conn : public std::enable_shared_from_this<Conn> {
     }
     // Refuse a bad signature before reading (or inviting) the body.
     if (auto refusal = srv_.handler_.PreCheck(req_)) return RespondNow(std::move(*refusal), true);
-    // Memory for the body is reserved before it is allocated or read.
-    if (!ReserveBody(cl ? *cl : kBodyPiece)) return RespondSlowDown();
     content_length_.reset();
+    spill_.reset();
+    if (cl && *cl > limits().spill_bytes && Spillable(req_)) {
+      // Too large to hold: to a temp file, holding only its pieces of the budget.
+      if (!ReserveBody(kSpillReserve)) return RespondSlowDown();
+      auto file = BodyFile::Create(limits().spill_dir);
+      if (!file.ok()) {
+        STRATA_LOG_ERROR("gateway: {}", file.status().ToString());
+        return RespondNow(srv_.handler_.Error(500, "InternalError", "We encountered an internal error.", ""), true);
+      }
+      spill_ = std::move(file).value();
+    } else if (!ReserveBody(cl ? *cl : kBodyPiece)) {  // memory is reserved before it is allocated or read
+      return RespondSlowDown();
+    }
     if (cl) content_length_ = *cl;
-    if (cl) body_ = MutableBuffer(*cl);
+    if (cl && !spill_) body_ = MutableBuffer(*cl);
     body_len_ = 0;
     chunked_body_.clear();
     const auto expect = h[http::field::expect];
@@ -238,7 +263,11 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
   void ReadBody() {
     auto& b = parser_->get().body();
-    if (content_length_) {
+    if (spill_) {
+      if (scratch_.size() < kBodyPiece) scratch_.resize(kBodyPiece);
+      piece_ = std::min<uint64_t>(*content_length_ - body_len_, kBodyPiece);
+      b.data = scratch_.data();
+    } else if (content_length_) {
       piece_ = std::min<uint64_t>(*content_length_ - body_len_, kBodyPiece);
       b.data = body_.data() + body_len_;
     } else {
@@ -262,14 +291,23 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (ec) return CloseNow();
     auto& b = parser_->get().body();
     uint64_t got = piece_ - b.size;
-    if (content_length_) {
+    if (spill_) {
+      Status st = spill_->Append(scratch_.data(), got);
+      if (!st.ok()) {
+        STRATA_LOG_ERROR("gateway: {}", st.ToString());
+        return RespondNow(srv_.handler_.Error(500, "InternalError", "We encountered an internal error.", ""), true);
+      }
+      body_len_ += got;
+    } else if (content_length_) {
       body_len_ += got;
     } else {
       if (chunked_body_.size() + got > reserved_ && !ReserveBody(kBodyPiece)) return RespondSlowDown();
       chunked_body_.append(scratch_.data(), got);
     }
     if (!parser_->is_done()) return ReadBody();
-    if (content_length_) {
+    if (spill_) {
+      req_.body_file = std::move(spill_);
+    } else if (content_length_) {
       body_.Resize(body_len_);
       req_.body = std::move(body_).Freeze();
     } else {
@@ -301,6 +339,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void Work() {
     resp_ = srv_.handler_.Handle(req_);
     req_.body = Buffer();
+    req_.body_file.reset();  // closing it removes the temp file
     ReleaseBody();
     GatewayResponse& r = resp_;
     if (r.stream && r.send_body && r.content_length > 0) {
@@ -334,6 +373,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
   void RespondNow(GatewayResponse r, bool close) {
     ReleaseBody();  // a refusal: the body (if any) is not kept
+    spill_.reset();
     resp_ = std::move(r);
     if (close) resp_.close = true;
     Respond();
@@ -483,6 +523,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   GatewayRequest req_;
   std::optional<uint64_t> content_length_;
   MutableBuffer body_;
+  std::shared_ptr<BodyFile> spill_;  // the body being spilled to a temp file, if it is
   uint64_t body_len_ = 0;
   uint64_t piece_ = 0;
   std::string chunked_body_;

@@ -15,6 +15,8 @@
 
 namespace strata::gateway {
 
+class BodyFile;
+
 // How a request authenticated (S3Handler::PreCheck decides it once, when the
 // headers arrive, so a long upload is never refused after its body came).
 struct RequestAuth {
@@ -31,6 +33,9 @@ struct GatewayRequest {
   // Set by S3Handler::PreCheck when the headers authenticated; Handle then
   // uses it instead of authenticating again (the clock has moved on since).
   std::shared_ptr<const RequestAuth> auth = nullptr;
+  // Last, so positional initialisers stay valid. Set instead of `body` for a large single PUT the server spilled to a
+  // temp file (GatewayLimits::spill_bytes); only PutObject reads it.
+  std::shared_ptr<const BodyFile> body_file = nullptr;
 };
 
 // A response body produced piecewise (large GETs): Next() returns the next

@@ -243,7 +243,8 @@ ConfigEnv ConfigEnv::FromMaps(std::map<std::string, std::string> vars, std::map<
                    }};
 }
 
-Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
+namespace {
+Result<S3Config> ConfigFromUrl(std::string_view url, const ConfigEnv& env, bool whole_endpoint) {
   constexpr std::string_view kScheme = "s3://";
   if (url.substr(0, kScheme.size()) != kScheme) {
     return InvalidArgumentError("not an s3:// URL: " + std::string(url));
@@ -260,7 +261,12 @@ Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
   if (slash != std::string_view::npos && !net::UriDecode(rest.substr(slash + 1), &prefix)) {
     return InvalidArgumentError("malformed percent-escape in the prefix of " + std::string(url));
   }
-  if (!ValidBucket(bucket)) {
+  if (whole_endpoint) {
+    if (!bucket.empty() || slash != std::string_view::npos) {
+      return InvalidArgumentError("expected s3://?endpoint=... (no bucket, no prefix) for a whole endpoint, got " +
+                                  std::string(url));
+    }
+  } else if (!ValidBucket(bucket)) {
     return InvalidArgumentError("bad bucket name '" + bucket + "' in " + std::string(url) +
                                 " (letters, digits, '.', '-', '_')");
   }
@@ -342,6 +348,15 @@ Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
   STRATA_RETURN_IF_ERROR(ResolveS3Endpoint(config).status());
   return config;
 }
+}  // namespace
+
+Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env) {
+  return ConfigFromUrl(url, env, /*whole_endpoint=*/false);
+}
+
+Result<S3Config> S3EndpointConfigFromUrl(std::string_view url, const ConfigEnv& env) {
+  return ConfigFromUrl(url, env, /*whole_endpoint=*/true);
+}
 
 std::string S3ConfigUrl(const S3Config& config) {
   std::string prefix = config.prefix;
@@ -372,6 +387,13 @@ Result<S3Endpoint> ResolveS3Endpoint(const S3Config& config) {
     return InvalidArgumentError("S3 endpoint '" + endpoint + "' must not have a path");
   }
   bool path_style = true;
+  if (config.bucket.empty()) {  // the endpoint itself (ListBuckets): no bucket in host or path
+    S3Endpoint out;
+    out.scheme = parsed->scheme;
+    out.host_header = parsed->HostHeader();
+    out.base_url = out.scheme + "://" + out.host_header;
+    return out;
+  }
   switch (config.addressing) {
     case S3Addressing::kPath: path_style = true; break;
     case S3Addressing::kVirtual: path_style = false; break;

@@ -78,6 +78,9 @@ struct ConfigEnv {
 // Errors: InvalidArgument (malformed URL or parameter), Unauthenticated (no
 // credentials; the message lists what was tried).
 Result<S3Config> S3ConfigFromUrl(std::string_view url, const ConfigEnv& env = ConfigEnv::Process());
+// The same for a whole endpoint: s3://?endpoint=URL&... (no bucket, no
+// prefix); the config's bucket is empty (see S3Service).
+Result<S3Config> S3EndpointConfigFromUrl(std::string_view url, const ConfigEnv& env = ConfigEnv::Process());
 
 // The store's URL, without credentials.
 std::string S3ConfigUrl(const S3Config& config);

@@ -24,7 +24,6 @@ std::string UnquoteEtag(std::string_view etag) {
 }
 
 Result<std::unique_ptr<S3Requester>> S3Requester::Create(const S3Config& config) {
-  if (config.bucket.empty()) return InvalidArgumentError("S3 config has no bucket");
   if (config.part_size == 0) return InvalidArgumentError("S3 part_size must be positive");
   if (config.concurrency < 1) return InvalidArgumentError("S3 concurrency must be at least 1");
   if (config.max_retries < 0) return InvalidArgumentError("S3 max_retries must not be negative");

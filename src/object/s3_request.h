@@ -40,6 +40,7 @@ struct S3Call {
 
 class S3Requester {
  public:
+  // An empty config.bucket addresses the endpoint itself (ListBuckets).
   static Result<std::unique_ptr<S3Requester>> Create(const S3Config& config);
 
   // 2xx (and validated) response, or the error. After retries are exhausted

@@ -716,6 +716,7 @@ Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_
 }  // namespace
 
 Result<ObjectStorePtr> OpenS3Store(const S3Config& config) {
+  if (config.bucket.empty()) return InvalidArgumentError("S3 config has no bucket");
   STRATA_ASSIGN_OR_RETURN(auto requester, S3Requester::Create(config));
   return ObjectStorePtr(std::make_shared<S3Store>(std::move(requester)));
 }

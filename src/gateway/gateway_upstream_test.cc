@@ -1,0 +1,94 @@
+// `strata serve` in front of a whole S3 endpoint (Ceph RGW): every bucket of
+// the upstream is served, bucket operations pass through, one cache serves
+// them all. The assertions live in testdata/upstream_clients.py (boto3 against
+// both the gateway and RGW directly).
+#include <gtest/gtest.h>
+
+#include "gateway/serve_process_test_util.h"
+#include "testing/s3_server.h"
+
+namespace strata::gateway {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kKey = "GWUPSTREAMKEY";
+constexpr const char* kSecret = "gw-upstream-secret";
+
+class GatewayUpstreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("strata-gwup-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    auto server = testing::S3TestServer::Start(testing::S3TestServer::Kind::kRgw);
+    ASSERT_TRUE(server.ok()) << server.status();
+    rgw_ = std::move(server).value();
+  }
+  void TearDown() override {
+    if (gateway_) {
+      EXPECT_EQ(gateway_->Stop(), 0) << gateway_->Log();
+    }
+    if (rgw_) {
+      EXPECT_TRUE(rgw_->Stop().ok());
+    }
+    fs::remove_all(dir_);
+  }
+  void StartGateway(const std::string& backend) {
+    auto gw = ServeProcess::Start({"--backend", backend, "--listen", "127.0.0.1:0", "--access-key", kKey,
+                                   "--secret-key", kSecret, "--cache-ram", "128MiB"},
+                                  rgw_->ClientEnv(), dir_ / "gateway.out");
+    ASSERT_TRUE(gw.ok()) << gw.status();
+    gateway_ = std::move(gw).value();
+  }
+
+  fs::path dir_;
+  std::unique_ptr<testing::S3TestServer> rgw_;
+  std::unique_ptr<ServeProcess> gateway_;
+};
+
+TEST_F(GatewayUpstreamTest, Boto3ServesEveryBucketOfTheEndpoint) {
+  StartGateway("s3://?endpoint=" + rgw_->endpoint() + "&region=" + rgw_->region());
+  const char* src = std::getenv("STRATA_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
+  std::vector<std::string> argv{"/usr/bin/python3",
+                                std::string(src) + "/src/gateway/testdata/upstream_clients.py",
+                                gateway_->url(),
+                                kKey,
+                                kSecret,
+                                rgw_->endpoint(),
+                                rgw_->access_key(),
+                                rgw_->secret_key()};
+  auto r = testing::RunCommand(argv, rgw_->ClientEnv());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << gateway_->Log();
+  EXPECT_NE(r->stdout_text.find(" 0 failure(s)"), std::string::npos) << r->stdout_text;  // every check ran
+}
+
+// An s3:// URL with a bucket still serves that one bucket, fixed.
+TEST_F(GatewayUpstreamTest, BucketUrlStillServesOneFixedBucket) {
+  StartGateway(rgw_->StoreUrl());
+  std::string script = R"(
+import sys, boto3, botocore
+from botocore.config import Config
+gw = boto3.client("s3", endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3],
+                  region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+gw.put_object(Bucket=sys.argv[4], Key="k", Body=b"fixed")
+assert gw.get_object(Bucket=sys.argv[4], Key="k")["Body"].read() == b"fixed"
+assert [b["Name"] for b in gw.list_buckets()["Buckets"]] == [sys.argv[4]]
+try:
+    gw.create_bucket(Bucket="another-one")
+    raise SystemExit("CreateBucket succeeded in front of a fixed bucket")
+except botocore.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "NotImplemented", e.response
+print("ok")
+)";
+  auto r = testing::RunCommand({"/usr/bin/python3", "-c", script, gateway_->url(), kKey, kSecret, rgw_->bucket()},
+                               rgw_->ClientEnv());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << gateway_->Log();
+  EXPECT_EQ(r->stdout_text, "ok\n");
+}
+
+}  // namespace
+}  // namespace strata::gateway

@@ -1,0 +1,154 @@
+// PutObject with a body the server spilled to a temp file (BodyFile): the
+// payload is decoded and verified in bounded pieces, then written to the
+// backend as a multipart upload of kStreamPartBytes parts read back one at a
+// time, so a single PUT of up to 5 GiB never sits in memory. The object's
+// ETag is therefore a multipart one ("md5-N"), as S3 clients that upload
+// large files in parts already see.
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+#include "base/checksum.h"
+#include "base/hash.h"
+#include "gateway/s3_ops.h"
+
+namespace strata::gateway {
+namespace {
+
+constexpr size_t kPiece = 1 << 20;
+
+// A running x-amz-checksum-* of a payload fed in pieces (the same bytes as
+// ComputeChecksum over the whole).
+class RunningChecksum {
+ public:
+  explicit RunningChecksum(ChecksumAlgorithm a) : a_(a) {
+    if (a == ChecksumAlgorithm::kSha1 || a == ChecksumAlgorithm::kSha256) {
+      md_ = EVP_MD_CTX_new();
+      EVP_DigestInit_ex(md_, a == ChecksumAlgorithm::kSha1 ? EVP_sha1() : EVP_sha256(), nullptr);
+    }
+  }
+  ~RunningChecksum() { EVP_MD_CTX_free(md_); }
+  RunningChecksum(const RunningChecksum&) = delete;
+  RunningChecksum& operator=(const RunningChecksum&) = delete;
+
+  void Update(std::string_view p) {
+    switch (a_) {
+      case ChecksumAlgorithm::kCrc32: crc_ = Crc32(p.data(), p.size(), static_cast<uint32_t>(crc_)); break;
+      case ChecksumAlgorithm::kCrc32c: crc_ = Crc32c(p.data(), p.size(), static_cast<uint32_t>(crc_)); break;
+      case ChecksumAlgorithm::kCrc64Nvme: crc_ = Crc64Nvme(p.data(), p.size(), crc_); break;
+      default: EVP_DigestUpdate(md_, p.data(), p.size());
+    }
+  }
+  std::string Finish() {
+    if (md_) {
+      unsigned char out[EVP_MAX_MD_SIZE];
+      unsigned int n = 0;
+      EVP_DigestFinal_ex(md_, out, &n);
+      return std::string(reinterpret_cast<const char*>(out), n);
+    }
+    std::string out(ChecksumSize(a_), '\0');
+    for (size_t i = 0; i < out.size(); ++i) out[out.size() - 1 - i] = static_cast<char>((crc_ >> (8 * i)) & 0xff);
+    return out;
+  }
+
+ private:
+  ChecksumAlgorithm a_;
+  uint64_t crc_ = 0;
+  EVP_MD_CTX* md_ = nullptr;
+};
+
+Status BadChecksum(ChecksumAlgorithm a) {
+  return S3Error(Code::kCorruption, "BadDigest",
+                 "The " + std::string(ChecksumName(a)) + " you specified did not match the calculated checksum.");
+}
+
+// Content-MD5 and the x-amz-checksum-* in one pass over the payload.
+Result<RequestChecksum> VerifyStreamedDigests(const Ctx& ctx, const BodyFile& body) {
+  STRATA_ASSIGN_OR_RETURN(RequestChecksum c, ReadRequestChecksum(ctx, /*multipart=*/false));
+  const std::string* md5_header = ctx.Header("content-md5");
+  std::string md5_raw;
+  if (md5_header && (!Base64Decode(*md5_header, &md5_raw) || md5_raw.size() != 16)) {
+    return S3Error(Code::kInvalidArgument, "InvalidDigest", "The Content-MD5 you specified is not valid.");
+  }
+  if (!md5_header && !c.algorithm) return c;
+  Md5Hasher md5;
+  std::optional<RunningChecksum> sum;
+  if (c.algorithm) sum.emplace(*c.algorithm);
+  STRATA_RETURN_IF_ERROR(body.ForEachPiece(kPiece, [&](std::string_view p) {
+    if (md5_header) md5.Update(p.data(), p.size());
+    if (sum) sum->Update(p);
+    return Status::Ok();
+  }));
+  if (md5_header) {
+    Md5Digest d = md5.Finish();
+    if (std::string_view(reinterpret_cast<const char*>(d.data()), d.size()) != md5_raw) {
+      return S3Error(Code::kCorruption, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+    }
+  }
+  if (sum && sum->Finish() != *DecodeChecksum(*c.algorithm, c.value)) return BadChecksum(*c.algorithm);
+  return c;
+}
+
+}  // namespace
+
+Status CheckSpilledSha256(const BodyFile& body, std::string* hex) {
+  Sha256Hasher h;
+  STRATA_RETURN_IF_ERROR(body.ForEachPiece(kPiece, [&](std::string_view p) {
+    h.Update(p);
+    return Status::Ok();
+  }));
+  *hex = ToHex(h.Finish());
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<const BodyFile>> DecodeSpilledChunked(const BodyFile& raw, net::AwsChunkedDecoder& decoder) {
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<BodyFile> out, BodyFile::Create(raw.dir()));
+  std::string decoded;
+  STRATA_RETURN_IF_ERROR(raw.ForEachPiece(kPiece, [&](std::string_view p) {
+    decoded.clear();
+    STRATA_RETURN_IF_ERROR(decoder.Feed(p, &decoded));
+    return out->Append(decoded.data(), decoded.size());
+  }));
+  STRATA_RETURN_IF_ERROR(decoder.Finish());
+  return std::shared_ptr<const BodyFile>(std::move(out));
+}
+
+Status PutObjectStreamed(Ctx& ctx) {
+  const BodyFile& body = *ctx.body_file;
+  STRATA_ASSIGN_OR_RETURN(RequestChecksum checksum, VerifyStreamedDigests(ctx, body));
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
+  STRATA_ASSIGN_OR_RETURN(object::PutOptions o, WriteConditions(ctx));
+  STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
+  KeepChecksum(checksum, *store, &o.metadata);
+  // Conditions are checked before the upload and again just before it is
+  // completed (not atomically with it, as for CompleteMultipartUpload).
+  STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, o));
+  object::PutOptions create = o;
+  create.if_match.clear();
+  create.if_none_match = false;
+  STRATA_ASSIGN_OR_RETURN(std::string upload_id, store->CreateMultipartUpload(ctx.target.key, create));
+  std::vector<object::CompletedPart> parts;
+  Result<object::ObjectInfo> done = [&]() -> Result<object::ObjectInfo> {
+    for (uint64_t off = 0; off < body.size() || parts.empty(); off += kStreamPartBytes) {
+      STRATA_ASSIGN_OR_RETURN(Buffer part, body.Read(off, kStreamPartBytes));  // the only copy in memory
+      int number = static_cast<int>(parts.size()) + 1;
+      STRATA_ASSIGN_OR_RETURN(std::string etag,
+                              store->UploadPart(ctx.target.key, upload_id, number, std::move(part), {}));
+      parts.push_back({number, std::move(etag)});
+    }
+    STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, o));
+    return store->CompleteMultipartUpload(ctx.target.key, upload_id, parts);
+  }();
+  if (!done.ok()) {
+    store->AbortMultipartUpload(ctx.target.key, upload_id).IgnoreError();  // the error that matters is `done`
+    return done.status();
+  }
+  ctx.resp.headers.emplace_back("ETag", Quote(done->etag));
+  if (checksum.algorithm) {
+    ctx.resp.headers.emplace_back(ChecksumHeader(*checksum.algorithm), checksum.value);
+    ctx.resp.headers.emplace_back("x-amz-checksum-type", "FULL_OBJECT");
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata::gateway
