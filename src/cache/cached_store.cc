@@ -36,15 +36,15 @@ CachedStore::~CachedStore() {
 }
 
 void CachedStore::WaitForReadahead() {
-  std::unique_lock lock(ra_mu_);
-  ra_cv_.wait(lock, [&] { return ra_pending_ == 0; });
+  MutexLock lock(ra_mu_);
+  ra_cv_.Wait(lock, [&]() REQUIRES(ra_mu_) { return ra_pending_ == 0; });
 }
 
 // ---- metadata ----
 
 Result<object::ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool need_metadata) {
   if (!refresh) {
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     auto it = meta_.find(key);
     if (it != meta_.end() && clock_.Now() < it->second.expires && !(need_metadata && it->second.listed)) {
       cache_->metrics().Inc(CacheCounter::kMetaHits);
@@ -62,7 +62,7 @@ Result<object::ObjectInfo> CachedStore::Meta(const std::string& key, bool refres
 
 void CachedStore::RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed) {
   if (options_.metadata_ttl.count() <= 0) return;
-  std::lock_guard lock(meta_mu_);
+  MutexLock lock(meta_mu_);
   // A write since the lookup started may have made this answer stale.
   if (write_generation_.load() != generation) return;
   const TimePoint expires = clock_.Now() + options_.metadata_ttl;
@@ -86,7 +86,7 @@ void CachedStore::RememberMeta(const object::ObjectInfo& info, uint64_t generati
 }
 
 void CachedStore::InvalidateMetadata() {
-  std::lock_guard lock(meta_mu_);
+  MutexLock lock(meta_mu_);
   ++write_generation_;
   meta_.clear();
   lists_.clear();
@@ -94,7 +94,7 @@ void CachedStore::InvalidateMetadata() {
 
 void CachedStore::Invalidate(const std::string& key) {
   {
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     ++write_generation_;
     meta_.erase(key);
     for (auto it = lists_.begin(); it != lists_.end();) {
@@ -105,7 +105,7 @@ void CachedStore::Invalidate(const std::string& key) {
     }
   }
   {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     if (auto it = streams_.find(key); it != streams_.end()) {
       stream_lru_.erase(it->second);
       streams_.erase(it);
@@ -122,7 +122,7 @@ Result<object::ObjectInfo> CachedStore::Head(std::string_view key) {
 Result<object::ListResult> CachedStore::List(const object::ListOptions& options) {
   std::string enc = EncodeListOptions(options);
   {
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     auto it = lists_.find(enc);
     if (it != lists_.end() && clock_.Now() < it->second.expires) {
       cache_->metrics().Inc(CacheCounter::kMetaHits);
@@ -136,7 +136,7 @@ Result<object::ListResult> CachedStore::List(const object::ListOptions& options)
     for (const auto& o : result.objects) {
       if (!o.etag.empty()) RememberMeta(o, generation, /*listed=*/true);
     }
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     if (write_generation_.load() == generation) {
       if (lists_.size() >= 4096) lists_.clear();
       lists_[enc] = ListEntry{options, result, clock_.Now() + options_.metadata_ttl};
@@ -295,7 +295,7 @@ uint64_t CachedStore::IssueBlocks(const std::string& key, const object::ObjectIn
     cache_->metrics().Inc(CacheCounter::kReadaheadIssued);
     if (issued) ++*issued;
     {
-      std::lock_guard lock(ra_mu_);
+      MutexLock lock(ra_mu_);
       ++ra_pending_;
     }
     pool_->Submit([this, key, info, index, length] {
@@ -303,8 +303,8 @@ uint64_t CachedStore::IssueBlocks(const std::string& key, const object::ObjectIn
       if (!r.ok())
         STRATA_LOG_DEBUG("cache: read-ahead of block {} of {} failed: {}", index, key, r.status().ToString());
       budget_.Release(length);
-      std::lock_guard lock(ra_mu_);
-      if (--ra_pending_ == 0) ra_cv_.notify_all();
+      MutexLock lock(ra_mu_);
+      if (--ra_pending_ == 0) ra_cv_.NotifyAll();
     });
   }
   return end;
@@ -349,7 +349,7 @@ Result<object::GetResult> CachedStore::Get(std::string_view key_view, const obje
     if (!data.ok() && data.status().code() == Code::kPreconditionFailed && attempt == 0) continue;
     if (!data.ok()) return data.status();
     {
-      std::lock_guard lock(streams_mu_);
+      MutexLock lock(streams_mu_);
       ReadaheadState state = TrackedStreamLocked(key);
       Readahead(key, info, state, begin, end);
       TrackedStreamLocked(key) = state;

@@ -24,12 +24,12 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "base/clock.h"
 #include "base/executor.h"
+#include "base/mutex.h"
 #include "base/single_flight.h"
 #include "cache/block_cache.h"
 #include "cache/block_router.h"
@@ -174,7 +174,7 @@ class CachedStore : public object::StoreWrapper {
   // index of the first block not issued (end when all were).
   uint64_t IssueBlocks(const std::string& key, const object::ObjectInfo& info, uint64_t first, uint64_t end,
                        size_t* issued = nullptr);
-  ReadaheadState& TrackedStreamLocked(const std::string& key);
+  ReadaheadState& TrackedStreamLocked(const std::string& key) REQUIRES(streams_mu_);
 
   std::shared_ptr<BlockCache> cache_;
   std::shared_ptr<BlockRouter> router_;  // set before reads, then read-only
@@ -183,20 +183,21 @@ class CachedStore : public object::StoreWrapper {
   const std::string url_;  // the backend's, named in block ids
   const uint64_t block_size_;
 
-  std::mutex meta_mu_;
-  std::unordered_map<std::string, MetaEntry> meta_;
-  std::map<std::string, ListEntry> lists_;  // by encoded ListOptions
+  Mutex meta_mu_;
+  std::unordered_map<std::string, MetaEntry> meta_ GUARDED_BY(meta_mu_);
+  std::map<std::string, ListEntry> lists_ GUARDED_BY(meta_mu_);  // by encoded ListOptions
   std::atomic<uint64_t> write_generation_{0};
   SingleFlight<std::string, Result<object::ObjectInfo>> head_flights_;
 
-  std::mutex streams_mu_;
-  std::list<std::pair<std::string, ReadaheadState>> stream_lru_;
-  std::unordered_map<std::string, std::list<std::pair<std::string, ReadaheadState>>::iterator> streams_;
+  Mutex streams_mu_;
+  std::list<std::pair<std::string, ReadaheadState>> stream_lru_ GUARDED_BY(streams_mu_);
+  std::unordered_map<std::string, std::list<std::pair<std::string, ReadaheadState>>::iterator> streams_
+      GUARDED_BY(streams_mu_);
 
   ReadaheadBudget budget_;
-  std::mutex ra_mu_;
-  std::condition_variable ra_cv_;
-  size_t ra_pending_ = 0;
+  Mutex ra_mu_;
+  CondVar ra_cv_;
+  size_t ra_pending_ GUARDED_BY(ra_mu_) = 0;
   std::atomic<uint64_t> fetch_gets_{0}, fetch_in_flight_{0}, fetch_peak_{0};
   std::unique_ptr<ThreadPool> pool_;  // last: destroyed (drained) first
 };
