@@ -2,12 +2,44 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "base/log.h"
 #include "object/list_util.h"
 
 namespace strata::cache {
 namespace {
+// One backend call on the wait pool; its caller waits up to a deadline, then
+// leaves it to finish (and fill the cache) in the background.
+template <typename T>
+struct BoundedCall {
+  Mutex mu;
+  CondVar cv;
+  std::optional<Result<T>> result GUARDED_BY(mu);
+};
+
+template <typename T>
+Result<T> RunBounded(ThreadPool& pool, Duration timeout, std::function<Result<T>()> fn, const std::string& what) {
+  auto call = std::make_shared<BoundedCall<T>>();
+  pool.Submit([call, fn = std::move(fn), what] {
+    Result<T> r = InternalError("not run");
+    Status st = RunGuarded(what, [&] { r = fn(); });
+    if (!st.ok()) r = st;
+    MutexLock lock(call->mu);
+    call->result = std::move(r);
+    call->cv.NotifyAll();
+  });
+  MutexLock lock(call->mu);
+  // Real time: a hung backend does not advance a test's fake clock.
+  if (!call->cv.WaitFor(lock, timeout, [&]() REQUIRES(call->mu) { return call->result.has_value(); })) {
+    return Status(Code::kDeadlineExceeded,
+                  what + ": no answer from the store within " +
+                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms",
+                  "", /*retryable=*/true);
+  }
+  return *call->result;
+}
 std::string EncodeListOptions(const object::ListOptions& o) {
   std::string s;
   for (const std::string* f : {&o.prefix, &o.delimiter, &o.start_after, &o.continuation_token}) {
@@ -28,11 +60,15 @@ CachedStore::CachedStore(object::ObjectStorePtr backend, std::shared_ptr<BlockCa
   if (options_.readahead_threads > 0) {
     pool_ = std::make_unique<ThreadPool>(options_.readahead_threads, "strata-readahead");
   }
+  if (options_.backend_timeout.count() > 0 || options_.serve_stale) {
+    wait_pool_ = std::make_unique<ThreadPool>(16, "strata-cache-wait");
+  }
 }
 
 CachedStore::~CachedStore() {
   WaitForReadahead();
   pool_.reset();
+  wait_pool_.reset();  // waits for calls given up on (a backend still hung holds this)
 }
 
 void CachedStore::WaitForReadahead() {
@@ -43,21 +79,55 @@ void CachedStore::WaitForReadahead() {
 // ---- metadata ----
 
 Result<object::ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool need_metadata) {
+  std::optional<object::ObjectInfo> stale;  // the expired entry, served if revalidation fails
   if (!refresh) {
     MutexLock lock(meta_mu_);
     auto it = meta_.find(key);
-    if (it != meta_.end() && clock_.Now() < it->second.expires && !(need_metadata && it->second.listed)) {
-      cache_->metrics().Inc(CacheCounter::kMetaHits);
-      return it->second.info;
+    if (it != meta_.end() && !(need_metadata && it->second.listed)) {
+      if (clock_.Now() < it->second.expires) {
+        cache_->metrics().Inc(CacheCounter::kMetaHits);
+        return it->second.info;
+      }
+      if (options_.serve_stale) stale = it->second.info;
     }
   }
   cache_->metrics().Inc(CacheCounter::kMetaMisses);
-  uint64_t generation = write_generation_.load();
-  return head_flights_.Do(key, [&]() -> Result<object::ObjectInfo> {
-    auto info = base_->Head(key);
-    if (info.ok()) RememberMeta(*info, generation);
-    return info;
-  });
+  if (!stale) return BoundedHead(key, options_.backend_timeout);
+  Duration limit = options_.revalidate_timeout;
+  if (options_.backend_timeout.count() > 0) limit = std::min(limit, options_.backend_timeout);
+  auto info = BoundedHead(key, limit);
+  if (info.ok() || info.status().code() == Code::kNotFound) return info;
+  cache_->metrics().Inc(CacheCounter::kStaleServed);
+  STRATA_LOG_WARN("cache: could not revalidate {} ({}); serving the cached version", key, info.status().ToString());
+  return *stale;
+}
+
+Result<object::ObjectInfo> CachedStore::BoundedHead(const std::string& key, Duration timeout) {
+  const uint64_t generation = write_generation_.load();
+  auto head = [this, key, generation]() -> Result<object::ObjectInfo> {
+    return head_flights_.Do(key, [&]() -> Result<object::ObjectInfo> {
+      auto info = base_->Head(key);
+      if (info.ok()) RememberMeta(*info, generation);
+      return info;
+    });
+  };
+  if (timeout.count() <= 0 || !wait_pool_) return head();
+  auto r = RunBounded<object::ObjectInfo>(*wait_pool_, timeout, head, "looking up " + key);
+  if (r.status().code() == Code::kDeadlineExceeded) cache_->metrics().Inc(CacheCounter::kBackendTimeouts);
+  return r;
+}
+
+Result<Buffer> CachedStore::BoundedBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
+                                         bool prefetch) {
+  if (options_.backend_timeout.count() <= 0 || !wait_pool_ || cache_->Contains(MakeBlockId(key, info, index))) {
+    return GetBlock(key, info, index, prefetch);  // cached: no backend wait
+  }
+  auto r = RunBounded<Buffer>(
+      *wait_pool_, options_.backend_timeout,
+      [this, key, info, index, prefetch] { return GetBlock(key, info, index, prefetch); },
+      "reading block " + std::to_string(index) + " of " + key);
+  if (r.status().code() == Code::kDeadlineExceeded) cache_->metrics().Inc(CacheCounter::kBackendTimeouts);
+  return r;
 }
 
 void CachedStore::RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed) {
@@ -246,7 +316,7 @@ Result<Buffer> CachedStore::ReadRange(const std::string& key, const object::Obje
   if (begin >= end) return Buffer();
   const uint64_t first = begin / block_size_, last = (end - 1) / block_size_;
   if (first == last) {
-    STRATA_ASSIGN_OR_RETURN(Buffer block, GetBlock(key, info, first, false));
+    STRATA_ASSIGN_OR_RETURN(Buffer block, BoundedBlock(key, info, first, false));
     return block.Slice(begin - first * block_size_, end - begin);  // zero copy
   }
   const size_t n = last - first + 1;
@@ -260,7 +330,7 @@ Result<Buffer> CachedStore::ReadRange(const std::string& key, const object::Obje
     }
   }
   ParallelFor(missing.size(), options_.max_parallel_blocks,
-              [&](size_t j) { blocks[missing[j]] = GetBlock(key, info, first + missing[j], false); });
+              [&](size_t j) { blocks[missing[j]] = BoundedBlock(key, info, first + missing[j], false); });
   std::vector<Buffer> parts;
   parts.reserve(n);
   for (size_t i = 0; i < n; ++i) {

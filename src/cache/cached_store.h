@@ -54,6 +54,17 @@ struct CachedStoreOptions {
   // file opened and read from its start is fetched in parallel blocks, not
   // one block per round trip.
   uint64_t open_window = 0;
+  // Bounded waits when the backend stops answering (issue 15). backend_timeout
+  // bounds each metadata lookup and block fill as its caller sees it: past it
+  // the call fails with DeadlineExceeded (retryable; the gateway's 503) while
+  // the request finishes in the background. 0: wait as long as the backend takes.
+  Duration backend_timeout{0};
+  // serve_stale: an expired metadata entry whose revalidation fails (other
+  // than NotFound) or takes longer than revalidate_timeout is served as it
+  // was (counted in stale_served, logged); cached blocks of that version keep
+  // being served. Off: strict freshness, the lookup waits and fails.
+  bool serve_stale = false;
+  Duration revalidate_timeout = std::chrono::seconds(1);
   Clock* clock = nullptr;  // default RealClock(); TTLs use Now()
 };
 
@@ -160,6 +171,9 @@ class CachedStore : public object::StoreWrapper {
 
   // need_metadata: a List entry (no metadata) does not answer.
   Result<object::ObjectInfo> Meta(const std::string& key, bool refresh, bool need_metadata = true);
+  // fn() on the wait pool, given up after `timeout` (DeadlineExceeded naming `what`).
+  Result<object::ObjectInfo> BoundedHead(const std::string& key, Duration timeout);
+  Result<Buffer> BoundedBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch);
   void RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed = false);
   void Invalidate(const std::string& key);
   // The bytes [begin, end) of one version of an object.
@@ -199,7 +213,8 @@ class CachedStore : public object::StoreWrapper {
   CondVar ra_cv_;
   size_t ra_pending_ GUARDED_BY(ra_mu_) = 0;
   std::atomic<uint64_t> fetch_gets_{0}, fetch_in_flight_{0}, fetch_peak_{0};
-  std::unique_ptr<ThreadPool> pool_;  // last: destroyed (drained) first
+  std::unique_ptr<ThreadPool> wait_pool_;  // backend calls with bounded waits (backend_timeout, serve_stale)
+  std::unique_ptr<ThreadPool> pool_;       // last: destroyed (drained) first
 };
 
 }  // namespace strata::cache
