@@ -5,10 +5,12 @@
 #                                integration, fuse (+ stress with STRATA_STRESS=1), then the
 #                                libFuzzer targets (build-fuzz/, clang-14) on their seed corpora
 #   scripts/test.sh --sanitize   setup, build in build-sanitize/ (ASan+UBSan), unit tests there
+#   scripts/test.sh --tsan       setup, build in build-tsan/ (ThreadSanitizer), unit and integration
+#                                tests there; on demand only (too slow for CI: see README, Reliability)
 #
 # Environment: STRATA_STRESS=1 adds the stress label; STRATA_FUZZ_SECONDS (default 5) per
 # fuzz target; STRATA_JOBS (default: cores) build/unit-test parallelism; STRATA_BUILD_DIR,
-# STRATA_FUZZ_BUILD_DIR, STRATA_SANITIZE_BUILD_DIR override the three build dirs.
+# STRATA_FUZZ_BUILD_DIR, STRATA_SANITIZE_BUILD_DIR, STRATA_TSAN_BUILD_DIR override the build dirs.
 # Never reads stdin. Exits non-zero if any step failed; the last line is a one-line summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +21,9 @@ MODE=default
 case "${1:-}" in
   "") ;;
   --sanitize) MODE=sanitize ;;
-  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-  *) echo "usage: $0 [--sanitize]" >&2; exit 2 ;;
+  --tsan) MODE=tsan ;;
+  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  *) echo "usage: $0 [--sanitize|--tsan]" >&2; exit 2 ;;
 esac
 
 JOBS=${STRATA_JOBS:-$(nproc)}
@@ -28,6 +31,7 @@ FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-5}
 BUILD=${STRATA_BUILD_DIR:-build}
 BUILD_FUZZ=${STRATA_FUZZ_BUILD_DIR:-build-fuzz}
 BUILD_SANITIZE=${STRATA_SANITIZE_BUILD_DIR:-build-sanitize}
+BUILD_TSAN=${STRATA_TSAN_BUILD_DIR:-build-tsan}
 T_START=$(date +%s)
 SUMMARY=()   # "step: result" entries for the final line
 FAILED=()    # names of failed steps
@@ -182,6 +186,17 @@ if [ "$MODE" = sanitize ]; then
   step configure configure "$BUILD_SANITIZE" Sanitize || finish
   step build cmake --build "$BUILD_SANITIZE" -j "$JOBS" -- -k 0
   ctest_step unit "$BUILD_SANITIZE" '^unit$' -j "$JOBS"
+  finish
+fi
+
+if [ "$MODE" = tsan ]; then
+  # A report fails the test (exitcode 66); the second stack of a lock-order report helps.
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+  step configure configure "$BUILD_TSAN" Tsan || finish
+  step build cmake --build "$BUILD_TSAN" -j "$JOBS" -- -k 0
+  ctest_step unit "$BUILD_TSAN" '^unit$' -j "$JOBS"
+  ctest_step integration "$BUILD_TSAN" '^integration$'
+  step leaks check_leaks
   finish
 fi
 

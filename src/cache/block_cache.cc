@@ -46,7 +46,7 @@ bool BlockCache::Expired(int64_t created_ms) const {
 }
 
 bool BlockCache::IsPinned(const BlockId& id) const {
-  std::lock_guard lock(pin_mu_);
+  MutexLock lock(pin_mu_);
   return std::any_of(pins_.begin(), pins_.end(), [&](const std::string& p) { return id.key.starts_with(p); });
 }
 
@@ -177,7 +177,7 @@ size_t BlockCache::EvictPrefix(const std::string& prefix) {
 
 void BlockCache::Pin(const std::string& prefix) {
   {
-    std::lock_guard lock(pin_mu_);
+    MutexLock lock(pin_mu_);
     if (std::find(pins_.begin(), pins_.end(), prefix) == pins_.end()) pins_.push_back(prefix);
   }
   auto pred = [this](const BlockId& id) { return IsPinned(id); };
@@ -187,7 +187,7 @@ void BlockCache::Pin(const std::string& prefix) {
 
 void BlockCache::Unpin(const std::string& prefix) {
   {
-    std::lock_guard lock(pin_mu_);
+    MutexLock lock(pin_mu_);
     pins_.erase(std::remove(pins_.begin(), pins_.end(), prefix), pins_.end());
   }
   auto pred = [this](const BlockId& id) { return IsPinned(id); };

@@ -23,12 +23,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/buffer.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/single_flight.h"
 #include "base/status.h"
 #include "cache/cache_metrics.h"
@@ -109,8 +109,8 @@ class BlockCache {
   std::unique_ptr<RamTier> ram_;
   std::unique_ptr<DiskTier> disk_;
   SingleFlight<BlockHash, Result<Buffer>, BlockHashHasher> flights_;
-  mutable std::mutex pin_mu_;
-  std::vector<std::string> pins_;
+  mutable Mutex pin_mu_;
+  std::vector<std::string> pins_ GUARDED_BY(pin_mu_);
 };
 
 }  // namespace strata::cache

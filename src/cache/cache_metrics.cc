@@ -36,6 +36,8 @@ const Desc& DescOf(CacheCounter c) {
       {"invalidations", "strata_cache_invalidations_total", "Blocks dropped because the object was written", {}},
       {"meta_hits", "strata_cache_metadata_total", "Head/List lookups", {{"result", "hit"}}},
       {"meta_misses", "strata_cache_metadata_total", "Head/List lookups", {{"result", "miss"}}},
+      {"stale_served", "strata_cache_metadata_total", "Head/List lookups", {{"result", "stale"}}},
+      {"backend_timeouts", "strata_cache_backend_timeouts_total", "Backend calls given up unanswered", {}},
   };
   static_assert(sizeof(kDescs) / sizeof(kDescs[0]) == static_cast<size_t>(CacheCounter::kCount));
   return kDescs[static_cast<size_t>(c)];

@@ -37,6 +37,8 @@ enum class CacheCounter {
   kInvalidations,       // blocks dropped because their object was written
   kMetaHits,
   kMetaMisses,
+  kStaleServed,      // expired metadata served because the backend failed or was slow to revalidate
+  kBackendTimeouts,  // lookups and fills given up after backend_timeout (the backend did not answer)
   kCount,
 };
 

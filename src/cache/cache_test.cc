@@ -474,5 +474,101 @@ TEST(CachedStore, MetricsReachTheGlobalRegistry) {
   EXPECT_NE(text.find("strata_cache_occupancy_bytes"), std::string::npos);
 }
 
+// Issue 15, item 8: a backend that stops answering. A store under test with
+// the fault decorator, bounded waits on and no read-ahead (nothing in flight
+// but what a test asks for).
+struct BoundedFixture {
+  explicit BoundedFixture(bool serve_stale = true) {
+    auto mem = object::MakeMemStore();
+    fault = std::make_shared<object::FaultStore>(mem, object::FaultConfig{.clock = &clock});
+    CacheOptions copt;
+    copt.block_size = kBlock;
+    copt.ram_bytes = 64 * kBlock;
+    cache = BlockCache::Open(copt).value();
+    CachedStoreOptions o;
+    o.clock = &clock;
+    o.readahead_threads = 0;
+    o.backend_timeout = std::chrono::milliseconds(300);
+    o.revalidate_timeout = std::chrono::milliseconds(100);
+    o.serve_stale = serve_stale;
+    store = std::make_shared<CachedStore>(fault, cache, o);
+  }
+  ~BoundedFixture() { Unfreeze(); }
+  // Every stalled request sleeps a fake hour: let them all go.
+  void Unfreeze() {
+    fault->SetConfig({});
+    const uint64_t stalls = fault->counters().stalls;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (clock.TotalSlept() < stalls * std::chrono::hours(1) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    clock.Advance(std::chrono::hours(2));
+  }
+  FakeClock clock;
+  std::shared_ptr<object::FaultStore> fault;
+  std::shared_ptr<BlockCache> cache;
+  std::shared_ptr<CachedStore> store;
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+TEST(CachedStoreBoundedWait, HangingBackendServesCachedDataAndBoundsUncachedReads) {
+  BoundedFixture f;
+  const Buffer warm = RandomBytes(2 * kBlock + 100, 11), cold = RandomBytes(3000, 12);
+  ASSERT_TRUE(f.fault->inner().Put("warm", warm).ok());
+  ASSERT_TRUE(f.fault->inner().Put("cold", cold).ok());
+  ASSERT_EQ(f.store->Get("warm")->data, warm);
+
+  f.fault->SetConfig({.stall_rate = 1.0, .stall = std::chrono::hours(1), .clock = &f.clock});  // nothing answers
+  f.clock.Advance(std::chrono::minutes(1));  // the metadata expired: a revalidation is due
+  auto start = std::chrono::steady_clock::now();
+  auto got = f.store->Get("warm");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->data, warm) << "the cached version, byte-exact";
+  EXPECT_LT(SecondsSince(start), 20.0);  // (a loaded machine's margin; the bound is 100 ms)
+  EXPECT_GE(f.cache->metrics().Get(CacheCounter::kStaleServed), 1u);
+
+  start = std::chrono::steady_clock::now();
+  auto miss = f.store->Get("cold");
+  EXPECT_EQ(miss.status().code(), Code::kDeadlineExceeded) << miss.status();
+  EXPECT_NE(miss.status().message().find("no answer from the store"), std::string::npos) << miss.status();
+  EXPECT_TRUE(miss.status().retryable());
+  EXPECT_LT(SecondsSince(start), 20.0);  // the bound is 300 ms
+  EXPECT_GE(f.cache->metrics().Get(CacheCounter::kBackendTimeouts), 1u);
+  EXPECT_GE(f.fault->counters().stalls, 2u);
+
+  f.Unfreeze();  // the backend answers again: everything recovers by itself
+  auto back = f.store->Get("cold");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->data, cold);
+}
+
+TEST(CachedStoreBoundedWait, RefusingBackendServesStaleUnlessStrict) {
+  for (bool serve_stale : {true, false}) {
+    SCOPED_TRACE(serve_stale ? "serve stale" : "strict");
+    BoundedFixture f(serve_stale);
+    const Buffer warm = RandomBytes(kBlock + 5, 13);
+    ASSERT_TRUE(f.fault->inner().Put("warm", warm).ok());
+    ASSERT_EQ(f.store->Get("warm")->data, warm);
+    f.fault->FailKey("", UnavailableError("connection refused"));
+    f.clock.Advance(std::chrono::minutes(1));
+    auto got = f.store->Get("warm");
+    if (serve_stale) {
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->data, warm);
+    } else {
+      EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status();
+    }
+    EXPECT_EQ(f.store->Get("never-seen").status().code(), Code::kUnavailable);
+    // A definite answer is not overridden: the object deleted meanwhile is gone.
+    f.fault->ClearRules();
+    ASSERT_TRUE(f.fault->inner().Delete("warm").ok());
+    f.clock.Advance(std::chrono::minutes(1));
+    EXPECT_EQ(f.store->Get("warm").status().code(), Code::kNotFound);
+  }
+}
+
 }  // namespace
 }  // namespace strata::cache

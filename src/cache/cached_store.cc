@@ -2,12 +2,44 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "base/log.h"
 #include "object/list_util.h"
 
 namespace strata::cache {
 namespace {
+// One backend call on the wait pool; its caller waits up to a deadline, then
+// leaves it to finish (and fill the cache) in the background.
+template <typename T>
+struct BoundedCall {
+  Mutex mu;
+  CondVar cv;
+  std::optional<Result<T>> result GUARDED_BY(mu);
+};
+
+template <typename T>
+Result<T> RunBounded(ThreadPool& pool, Duration timeout, std::function<Result<T>()> fn, const std::string& what) {
+  auto call = std::make_shared<BoundedCall<T>>();
+  pool.Submit([call, fn = std::move(fn), what] {
+    Result<T> r = InternalError("not run");
+    Status st = RunGuarded(what, [&] { r = fn(); });
+    if (!st.ok()) r = st;
+    MutexLock lock(call->mu);
+    call->result = std::move(r);
+    call->cv.NotifyAll();
+  });
+  MutexLock lock(call->mu);
+  // Real time: a hung backend does not advance a test's fake clock.
+  if (!call->cv.WaitFor(lock, timeout, [&]() REQUIRES(call->mu) { return call->result.has_value(); })) {
+    return Status(Code::kDeadlineExceeded,
+                  what + ": no answer from the store within " +
+                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms",
+                  "", /*retryable=*/true);
+  }
+  return *call->result;
+}
 std::string EncodeListOptions(const object::ListOptions& o) {
   std::string s;
   for (const std::string* f : {&o.prefix, &o.delimiter, &o.start_after, &o.continuation_token}) {
@@ -28,41 +60,79 @@ CachedStore::CachedStore(object::ObjectStorePtr backend, std::shared_ptr<BlockCa
   if (options_.readahead_threads > 0) {
     pool_ = std::make_unique<ThreadPool>(options_.readahead_threads, "strata-readahead");
   }
+  if (options_.backend_timeout.count() > 0 || options_.serve_stale) {
+    wait_pool_ = std::make_unique<ThreadPool>(16, "strata-cache-wait");
+  }
 }
 
 CachedStore::~CachedStore() {
   WaitForReadahead();
   pool_.reset();
+  wait_pool_.reset();  // waits for calls given up on (a backend still hung holds this)
 }
 
 void CachedStore::WaitForReadahead() {
-  std::unique_lock lock(ra_mu_);
-  ra_cv_.wait(lock, [&] { return ra_pending_ == 0; });
+  MutexLock lock(ra_mu_);
+  ra_cv_.Wait(lock, [&]() REQUIRES(ra_mu_) { return ra_pending_ == 0; });
 }
 
 // ---- metadata ----
 
 Result<object::ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool need_metadata) {
+  std::optional<object::ObjectInfo> stale;  // the expired entry, served if revalidation fails
   if (!refresh) {
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     auto it = meta_.find(key);
-    if (it != meta_.end() && clock_.Now() < it->second.expires && !(need_metadata && it->second.listed)) {
-      cache_->metrics().Inc(CacheCounter::kMetaHits);
-      return it->second.info;
+    if (it != meta_.end() && !(need_metadata && it->second.listed)) {
+      if (clock_.Now() < it->second.expires) {
+        cache_->metrics().Inc(CacheCounter::kMetaHits);
+        return it->second.info;
+      }
+      if (options_.serve_stale) stale = it->second.info;
     }
   }
   cache_->metrics().Inc(CacheCounter::kMetaMisses);
-  uint64_t generation = write_generation_.load();
-  return head_flights_.Do(key, [&]() -> Result<object::ObjectInfo> {
-    auto info = base_->Head(key);
-    if (info.ok()) RememberMeta(*info, generation);
-    return info;
-  });
+  if (!stale) return BoundedHead(key, options_.backend_timeout);
+  Duration limit = options_.revalidate_timeout;
+  if (options_.backend_timeout.count() > 0) limit = std::min(limit, options_.backend_timeout);
+  auto info = BoundedHead(key, limit);
+  if (info.ok() || info.status().code() == Code::kNotFound) return info;
+  cache_->metrics().Inc(CacheCounter::kStaleServed);
+  STRATA_LOG_WARN("cache: could not revalidate {} ({}); serving the cached version", key, info.status().ToString());
+  return *stale;
+}
+
+Result<object::ObjectInfo> CachedStore::BoundedHead(const std::string& key, Duration timeout) {
+  const uint64_t generation = write_generation_.load();
+  auto head = [this, key, generation]() -> Result<object::ObjectInfo> {
+    return head_flights_.Do(key, [&]() -> Result<object::ObjectInfo> {
+      auto info = base_->Head(key);
+      if (info.ok()) RememberMeta(*info, generation);
+      return info;
+    });
+  };
+  if (timeout.count() <= 0 || !wait_pool_) return head();
+  auto r = RunBounded<object::ObjectInfo>(*wait_pool_, timeout, head, "looking up " + key);
+  if (r.status().code() == Code::kDeadlineExceeded) cache_->metrics().Inc(CacheCounter::kBackendTimeouts);
+  return r;
+}
+
+Result<Buffer> CachedStore::BoundedBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
+                                         bool prefetch) {
+  if (options_.backend_timeout.count() <= 0 || !wait_pool_ || cache_->Contains(MakeBlockId(key, info, index))) {
+    return GetBlock(key, info, index, prefetch);  // cached: no backend wait
+  }
+  auto r = RunBounded<Buffer>(
+      *wait_pool_, options_.backend_timeout,
+      [this, key, info, index, prefetch] { return GetBlock(key, info, index, prefetch); },
+      "reading block " + std::to_string(index) + " of " + key);
+  if (r.status().code() == Code::kDeadlineExceeded) cache_->metrics().Inc(CacheCounter::kBackendTimeouts);
+  return r;
 }
 
 void CachedStore::RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed) {
   if (options_.metadata_ttl.count() <= 0) return;
-  std::lock_guard lock(meta_mu_);
+  MutexLock lock(meta_mu_);
   // A write since the lookup started may have made this answer stale.
   if (write_generation_.load() != generation) return;
   const TimePoint expires = clock_.Now() + options_.metadata_ttl;
@@ -86,7 +156,7 @@ void CachedStore::RememberMeta(const object::ObjectInfo& info, uint64_t generati
 }
 
 void CachedStore::InvalidateMetadata() {
-  std::lock_guard lock(meta_mu_);
+  MutexLock lock(meta_mu_);
   ++write_generation_;
   meta_.clear();
   lists_.clear();
@@ -94,7 +164,7 @@ void CachedStore::InvalidateMetadata() {
 
 void CachedStore::Invalidate(const std::string& key) {
   {
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     ++write_generation_;
     meta_.erase(key);
     for (auto it = lists_.begin(); it != lists_.end();) {
@@ -105,7 +175,7 @@ void CachedStore::Invalidate(const std::string& key) {
     }
   }
   {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     if (auto it = streams_.find(key); it != streams_.end()) {
       stream_lru_.erase(it->second);
       streams_.erase(it);
@@ -122,7 +192,7 @@ Result<object::ObjectInfo> CachedStore::Head(std::string_view key) {
 Result<object::ListResult> CachedStore::List(const object::ListOptions& options) {
   std::string enc = EncodeListOptions(options);
   {
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     auto it = lists_.find(enc);
     if (it != lists_.end() && clock_.Now() < it->second.expires) {
       cache_->metrics().Inc(CacheCounter::kMetaHits);
@@ -136,7 +206,7 @@ Result<object::ListResult> CachedStore::List(const object::ListOptions& options)
     for (const auto& o : result.objects) {
       if (!o.etag.empty()) RememberMeta(o, generation, /*listed=*/true);
     }
-    std::lock_guard lock(meta_mu_);
+    MutexLock lock(meta_mu_);
     if (write_generation_.load() == generation) {
       if (lists_.size() >= 4096) lists_.clear();
       lists_[enc] = ListEntry{options, result, clock_.Now() + options_.metadata_ttl};
@@ -246,7 +316,7 @@ Result<Buffer> CachedStore::ReadRange(const std::string& key, const object::Obje
   if (begin >= end) return Buffer();
   const uint64_t first = begin / block_size_, last = (end - 1) / block_size_;
   if (first == last) {
-    STRATA_ASSIGN_OR_RETURN(Buffer block, GetBlock(key, info, first, false));
+    STRATA_ASSIGN_OR_RETURN(Buffer block, BoundedBlock(key, info, first, false));
     return block.Slice(begin - first * block_size_, end - begin);  // zero copy
   }
   const size_t n = last - first + 1;
@@ -260,7 +330,7 @@ Result<Buffer> CachedStore::ReadRange(const std::string& key, const object::Obje
     }
   }
   ParallelFor(missing.size(), options_.max_parallel_blocks,
-              [&](size_t j) { blocks[missing[j]] = GetBlock(key, info, first + missing[j], false); });
+              [&](size_t j) { blocks[missing[j]] = BoundedBlock(key, info, first + missing[j], false); });
   std::vector<Buffer> parts;
   parts.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -295,7 +365,7 @@ uint64_t CachedStore::IssueBlocks(const std::string& key, const object::ObjectIn
     cache_->metrics().Inc(CacheCounter::kReadaheadIssued);
     if (issued) ++*issued;
     {
-      std::lock_guard lock(ra_mu_);
+      MutexLock lock(ra_mu_);
       ++ra_pending_;
     }
     pool_->Submit([this, key, info, index, length] {
@@ -303,8 +373,8 @@ uint64_t CachedStore::IssueBlocks(const std::string& key, const object::ObjectIn
       if (!r.ok())
         STRATA_LOG_DEBUG("cache: read-ahead of block {} of {} failed: {}", index, key, r.status().ToString());
       budget_.Release(length);
-      std::lock_guard lock(ra_mu_);
-      if (--ra_pending_ == 0) ra_cv_.notify_all();
+      MutexLock lock(ra_mu_);
+      if (--ra_pending_ == 0) ra_cv_.NotifyAll();
     });
   }
   return end;
@@ -349,7 +419,7 @@ Result<object::GetResult> CachedStore::Get(std::string_view key_view, const obje
     if (!data.ok() && data.status().code() == Code::kPreconditionFailed && attempt == 0) continue;
     if (!data.ok()) return data.status();
     {
-      std::lock_guard lock(streams_mu_);
+      MutexLock lock(streams_mu_);
       ReadaheadState state = TrackedStreamLocked(key);
       Readahead(key, info, state, begin, end);
       TrackedStreamLocked(key) = state;

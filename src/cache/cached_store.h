@@ -24,12 +24,12 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "base/clock.h"
 #include "base/executor.h"
+#include "base/mutex.h"
 #include "base/single_flight.h"
 #include "cache/block_cache.h"
 #include "cache/block_router.h"
@@ -54,6 +54,17 @@ struct CachedStoreOptions {
   // file opened and read from its start is fetched in parallel blocks, not
   // one block per round trip.
   uint64_t open_window = 0;
+  // Bounded waits when the backend stops answering (issue 15). backend_timeout
+  // bounds each metadata lookup and block fill as its caller sees it: past it
+  // the call fails with DeadlineExceeded (retryable; the gateway's 503) while
+  // the request finishes in the background. 0: wait as long as the backend takes.
+  Duration backend_timeout{0};
+  // serve_stale: an expired metadata entry whose revalidation fails (other
+  // than NotFound) or takes longer than revalidate_timeout is served as it
+  // was (counted in stale_served, logged); cached blocks of that version keep
+  // being served. Off: strict freshness, the lookup waits and fails.
+  bool serve_stale = false;
+  Duration revalidate_timeout = std::chrono::seconds(1);
   Clock* clock = nullptr;  // default RealClock(); TTLs use Now()
 };
 
@@ -160,6 +171,9 @@ class CachedStore : public object::StoreWrapper {
 
   // need_metadata: a List entry (no metadata) does not answer.
   Result<object::ObjectInfo> Meta(const std::string& key, bool refresh, bool need_metadata = true);
+  // fn() on the wait pool, given up after `timeout` (DeadlineExceeded naming `what`).
+  Result<object::ObjectInfo> BoundedHead(const std::string& key, Duration timeout);
+  Result<Buffer> BoundedBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch);
   void RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed = false);
   void Invalidate(const std::string& key);
   // The bytes [begin, end) of one version of an object.
@@ -174,7 +188,7 @@ class CachedStore : public object::StoreWrapper {
   // index of the first block not issued (end when all were).
   uint64_t IssueBlocks(const std::string& key, const object::ObjectInfo& info, uint64_t first, uint64_t end,
                        size_t* issued = nullptr);
-  ReadaheadState& TrackedStreamLocked(const std::string& key);
+  ReadaheadState& TrackedStreamLocked(const std::string& key) REQUIRES(streams_mu_);
 
   std::shared_ptr<BlockCache> cache_;
   std::shared_ptr<BlockRouter> router_;  // set before reads, then read-only
@@ -183,22 +197,24 @@ class CachedStore : public object::StoreWrapper {
   const std::string url_;  // the backend's, named in block ids
   const uint64_t block_size_;
 
-  std::mutex meta_mu_;
-  std::unordered_map<std::string, MetaEntry> meta_;
-  std::map<std::string, ListEntry> lists_;  // by encoded ListOptions
+  Mutex meta_mu_;
+  std::unordered_map<std::string, MetaEntry> meta_ GUARDED_BY(meta_mu_);
+  std::map<std::string, ListEntry> lists_ GUARDED_BY(meta_mu_);  // by encoded ListOptions
   std::atomic<uint64_t> write_generation_{0};
   SingleFlight<std::string, Result<object::ObjectInfo>> head_flights_;
 
-  std::mutex streams_mu_;
-  std::list<std::pair<std::string, ReadaheadState>> stream_lru_;
-  std::unordered_map<std::string, std::list<std::pair<std::string, ReadaheadState>>::iterator> streams_;
+  Mutex streams_mu_;
+  std::list<std::pair<std::string, ReadaheadState>> stream_lru_ GUARDED_BY(streams_mu_);
+  std::unordered_map<std::string, std::list<std::pair<std::string, ReadaheadState>>::iterator> streams_
+      GUARDED_BY(streams_mu_);
 
   ReadaheadBudget budget_;
-  std::mutex ra_mu_;
-  std::condition_variable ra_cv_;
-  size_t ra_pending_ = 0;
+  Mutex ra_mu_;
+  CondVar ra_cv_;
+  size_t ra_pending_ GUARDED_BY(ra_mu_) = 0;
   std::atomic<uint64_t> fetch_gets_{0}, fetch_in_flight_{0}, fetch_peak_{0};
-  std::unique_ptr<ThreadPool> pool_;  // last: destroyed (drained) first
+  std::unique_ptr<ThreadPool> wait_pool_;  // backend calls with bounded waits (backend_timeout, serve_stale)
+  std::unique_ptr<ThreadPool> pool_;       // last: destroyed (drained) first
 };
 
 }  // namespace strata::cache

@@ -56,9 +56,9 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
   }
   DiskOpenReport local;
   STRATA_RETURN_IF_ERROR(tier->Scan(&local));
-  if (!options.read_only && tier->index_.bytes() > tier->capacity()) {
-    std::lock_guard lock(tier->mu_);
-    tier->MakeRoomLocked(0);  // the limit shrank since the last run
+  if (!options.read_only) {
+    MutexLock lock(tier->mu_);
+    if (tier->index_.bytes() > tier->capacity()) tier->MakeRoomLocked(0);  // the limit shrank since the last run
   }
   local.seconds = Seconds(tier->clock_.Now() - start);
   if (report) *report = local;
@@ -119,7 +119,7 @@ Status DiskTier::Scan(DiskOpenReport* report) {
   // Oldest first, so the most recently fetched end up most recently used.
   std::sort(found.begin(), found.end(),
             [](const Index::Node& a, const Index::Node& b) { return a.entry.created_ms < b.entry.created_ms; });
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& node : found) {
     ++report->valid_blocks;
     report->valid_bytes += node.entry.length;
@@ -174,7 +174,7 @@ Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total) {
 
 Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64_t length) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto* node = index_.Find(h);
     if (!node) return NotFoundError("block not on disk");
     if (!(node->entry.id == id) || node->entry.length != length) {
@@ -204,7 +204,7 @@ Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64
       block.created_ms = header->created_ms;
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!failure.ok()) {
     bool corrupt = failure.code() == Code::kCorruption;
     metrics_->Inc(corrupt ? CacheCounter::kChecksumFailures : CacheCounter::kDiskReadErrors);
@@ -221,7 +221,7 @@ Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64
 }
 
 bool DiskTier::Contains(const BlockHash& h) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return const_cast<Index&>(index_).Find(h) != nullptr;
 }
 
@@ -254,7 +254,7 @@ Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned
   if (options_.read_only) return NotSupportedError("cache directory opened read-only");
   const uint64_t need = FileBytes(block.data.size());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (index_.Find(h)) return Status::Ok();
     if (need > options_.capacity_bytes || !MakeRoomLocked(need)) {
       metrics_->Inc(CacheCounter::kDiskWriteSkipped);
@@ -270,7 +270,7 @@ Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned
     STRATA_LOG_WARN("cache: directory {} vanished; recreating", options_.dir);
     if (EnsureLayout().ok()) st = WriteFile(h, block, path);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   reserved_ -= need;
   if (!st.ok()) {
     metrics_->Inc(CacheCounter::kDiskWriteErrors);
@@ -307,19 +307,19 @@ Status DiskTier::WriteFile(const BlockHash& h, const CachedBlock& block, const s
 }
 
 void DiskTier::Remove(const BlockHash& h) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   DropLocked(h, false);
 }
 
 size_t DiskTier::RemoveObject(const std::string& object) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto hashes = index_.BlocksOf(object);
   for (const auto& h : hashes) DropLocked(h, false);
   return hashes.size();
 }
 
 size_t DiskTier::RemoveIf(const std::function<bool(const BlockId&)>& pred) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<BlockHash> victims;
   index_.ForEach([&](Index::Node& n) {
     if (pred(n.entry.id)) victims.push_back(n.hash);
@@ -329,12 +329,12 @@ size_t DiskTier::RemoveIf(const std::function<bool(const BlockId&)>& pred) {
 }
 
 void DiskTier::Repin(const std::function<bool(const BlockId&)>& pred) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   index_.ForEach([&](Index::Node& n) { n.pinned = pred(n.entry.id); });
 }
 
 std::vector<DiskBlockInfo> DiskTier::List() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<DiskBlockInfo> out;
   const_cast<Index&>(index_).ForEach([&](Index::Node& n) {
     out.push_back(DiskBlockInfo{n.entry.id, n.entry.length, n.entry.created_ms, n.pinned, PathOf(n.hash)});
@@ -376,12 +376,12 @@ VerifyReport DiskTier::Verify(bool drop_bad) {
 }
 
 uint64_t DiskTier::bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return index_.bytes();
 }
 
 size_t DiskTier::blocks() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return index_.size();
 }
 

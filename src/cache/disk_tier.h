@@ -31,11 +31,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/block_format.h"
 #include "cache/cache_metrics.h"
@@ -122,8 +122,8 @@ class DiskTier {
   Status Scan(DiskOpenReport* report);
   Status CheckFile(const std::string& path, const std::string& expected_hash, uint64_t file_size, Entry* out);
   // Evicts (under mu_) so that `need` more bytes fit; false if they cannot.
-  bool MakeRoomLocked(uint64_t need);
-  void DropLocked(const BlockHash& h, bool evicted);
+  bool MakeRoomLocked(uint64_t need) REQUIRES(mu_);
+  void DropLocked(const BlockHash& h, bool evicted) REQUIRES(mu_);
   Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);
   Result<Buffer> ReadFile(const std::string& path, uint64_t total);
   Status EnsureLayout();
@@ -133,9 +133,9 @@ class DiskTier {
   Clock& clock_;
   CacheMetrics* metrics_;
   std::unique_ptr<io::FileLock> lock_;
-  mutable std::mutex mu_;
-  Index index_;
-  uint64_t reserved_ = 0;  // bytes of writes in progress
+  mutable Mutex mu_;
+  Index index_ GUARDED_BY(mu_);
+  uint64_t reserved_ GUARDED_BY(mu_) = 0;  // bytes of writes in progress
   std::atomic<uint64_t> temp_seq_{0};
 };
 

@@ -3,7 +3,7 @@
 namespace strata::cache {
 
 std::optional<CachedBlock> RamTier::Get(const BlockHash& h) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto* node = index_.Find(h);
   if (!node) return std::nullopt;
   index_.Touch(h);
@@ -13,14 +13,14 @@ std::optional<CachedBlock> RamTier::Get(const BlockHash& h) {
 }
 
 bool RamTier::Contains(const BlockHash& h) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return const_cast<LruIndex<CachedBlock>&>(index_).Find(h) != nullptr;
 }
 
 bool RamTier::Put(const BlockHash& h, CachedBlock block, bool pinned, std::vector<CachedBlock>* evicted) {
   uint64_t need = block.data.size();
   if (need > capacity_) return false;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   index_.Erase(h);
   while (index_.bytes() + need > capacity_) {
     auto* victim = index_.Victim();
@@ -40,14 +40,14 @@ bool RamTier::Put(const BlockHash& h, CachedBlock block, bool pinned, std::vecto
 }
 
 std::optional<CachedBlock> RamTier::Remove(const BlockHash& h) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   typename LruIndex<CachedBlock>::Node out;
   if (!index_.Erase(h, &out)) return std::nullopt;
   return std::move(out.entry);
 }
 
 std::vector<CachedBlock> RamTier::RemoveObject(const std::string& object) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return RemoveLocked(index_.BlocksOf(object));
 }
 
@@ -61,12 +61,12 @@ std::vector<CachedBlock> RamTier::RemoveLocked(const std::vector<BlockHash>& has
 }
 
 uint64_t RamTier::bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return index_.bytes();
 }
 
 size_t RamTier::blocks() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return index_.size();
 }
 

@@ -6,11 +6,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/mutex.h"
 #include "cache/lru_index.h"
 
 namespace strata::cache {
@@ -40,12 +40,12 @@ class RamTier {
   std::vector<CachedBlock> RemoveObject(const std::string& object);
   template <typename Pred>  // Pred(const BlockId&) -> bool
   void Repin(Pred pred) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     index_.ForEach([&](auto& n) { n.pinned = pred(n.entry.id); });
   }
   template <typename Pred>  // removes blocks for which Pred(const BlockId&) is true
   std::vector<CachedBlock> RemoveIf(Pred pred) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::vector<BlockHash> victims;
     index_.ForEach([&](auto& n) {
       if (pred(n.entry.id)) victims.push_back(n.hash);
@@ -58,10 +58,10 @@ class RamTier {
   uint64_t capacity() const { return capacity_; }
 
  private:
-  std::vector<CachedBlock> RemoveLocked(const std::vector<BlockHash>& hashes);
-  mutable std::mutex mu_;
+  std::vector<CachedBlock> RemoveLocked(const std::vector<BlockHash>& hashes) REQUIRES(mu_);
+  mutable Mutex mu_;
   const uint64_t capacity_;
-  LruIndex<CachedBlock> index_;
+  LruIndex<CachedBlock> index_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata::cache

@@ -19,7 +19,8 @@ struct ServeArgs {
   std::vector<std::string> backends;
   std::string listen, access_key, secret_key, emulate, region, access_log;
   bool allow_anonymous = false;
-  std::string cache_ram, cache_dir, cache_disk, block_size, metadata_ttl;
+  std::string cache_ram, cache_dir, cache_disk, block_size, metadata_ttl, backend_timeout;
+  bool strict_revalidate = false;
   std::string max_header, max_body, max_inflight, header_timeout, idle_timeout;
   int io_threads = 0, workers = 0;
 };
@@ -60,6 +61,8 @@ gateway::GatewayConfig BuildConfig(const ServeArgs& a) {
   Apply(a.cache_disk, &c.cache.disk_bytes, gateway::ParseByteSize, "--cache-disk");
   Apply(a.block_size, &c.cache.block_size, gateway::ParseByteSize, "--block-size");
   Apply(a.metadata_ttl, &c.cache.metadata_ttl, gateway::ParseDurationText, "--metadata-ttl");
+  Apply(a.backend_timeout, &c.cache.backend_timeout, gateway::ParseDurationText, "--backend-timeout");
+  if (a.strict_revalidate) c.cache.strict_revalidate = true;
   Apply(a.max_header, &c.limits.max_header_bytes, gateway::ParseByteSize, "--max-header-bytes");
   Apply(a.max_body, &c.limits.max_body_bytes, gateway::ParseByteSize, "--max-body");
   Apply(a.max_inflight, &c.limits.max_inflight_bytes, gateway::ParseByteSize, "--max-inflight");
@@ -108,6 +111,10 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--cache-disk", a->cache_disk, "Disk tier size (default 10GiB)");
   sub->add_option("--block-size", a->block_size, "Cache block size (default 4MiB)");
   sub->add_option("--metadata-ttl", a->metadata_ttl, "How long HEAD/LIST answers are cached (default 10s)");
+  sub->add_option("--backend-timeout", a->backend_timeout,
+                  "An uncached read the backend does not answer fails with 503 after this (default 60s)");
+  sub->add_flag("--strict-revalidate", a->strict_revalidate,
+                "Fail reads whose expired metadata cannot be revalidated (default: serve the cached version)");
   sub->add_option("--io-threads", a->io_threads, "Socket threads (default 2)");
   sub->add_option("--workers", a->workers, "Threads running S3 operations (default 32)");
   sub->add_option("--max-header-bytes", a->max_header, "Request header limit (default 64KiB; past it: 431)");

@@ -96,6 +96,12 @@ Status ReadCache(const Json& doc, GatewayCacheConfig* c) {
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "disk", &c->disk_bytes, ParseByteSize, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "block_size", &c->block_size, ParseByteSize, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "metadata_ttl", &c->metadata_ttl, ParseDurationText, "cache."));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "backend_timeout", &c->backend_timeout, ParseDurationText, "cache."));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "revalidate_timeout", &c->revalidate_timeout, ParseDurationText, "cache."));
+  if (auto it = o.find("strict_revalidate"); it != o.end()) {
+    if (!it->is_boolean()) return Bad("cache.strict_revalidate", "expected true or false");
+    c->strict_revalidate = it->get<bool>();
+  }
   return ReadString(o, "dir", &c->dir);
 }
 

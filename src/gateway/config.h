@@ -8,7 +8,8 @@
 //   "allow_anonymous": false,
 //   "emulate": "ttfb=30ms,bw=25MB/s",
 //   "cache": {"ram": "1GiB", "dir": "/var/cache/strata", "disk": "10GiB",
-//             "block_size": "4MiB", "metadata_ttl": "10s"},
+//             "block_size": "4MiB", "metadata_ttl": "10s", "backend_timeout": "60s",
+//             "revalidate_timeout": "1s", "strict_revalidate": false},
 //   "access_log": "/var/log/strata-access.log"   ("-" = stderr, "" = off)
 //   "io_threads": 2, "workers": 32,
 //   "limits": {"max_header_bytes": 65536, "max_body_bytes": "5GiB", "max_inflight_bytes": "256MiB",
@@ -53,6 +54,12 @@ struct GatewayCacheConfig {
   uint64_t disk_bytes = 10ull << 30;
   uint64_t block_size = 4ull << 20;
   Duration metadata_ttl = std::chrono::seconds(10);
+  // A backend that stops answering: a lookup or block fill gives up after
+  // backend_timeout (503); an expired entry whose revalidation fails or
+  // takes over revalidate_timeout is served as cached, unless strict_revalidate.
+  Duration backend_timeout = std::chrono::seconds(60);
+  Duration revalidate_timeout = std::chrono::seconds(1);
+  bool strict_revalidate = false;
 };
 
 struct GatewayConfig {

@@ -23,6 +23,9 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const GatewayConfig& config) {
     bo.emulate = profile;
   }
   bo.cached.metadata_ttl = config.cache.metadata_ttl;
+  bo.cached.backend_timeout = config.cache.backend_timeout;
+  bo.cached.revalidate_timeout = config.cache.revalidate_timeout;
+  bo.cached.serve_stale = !config.cache.strict_revalidate;
   STRATA_ASSIGN_OR_RETURN(g->buckets_, BucketSet::Open(config.backends, g->cache_, bo));
   STRATA_ASSIGN_OR_RETURN(g->observer_, GatewayObserver::Open(config.access_log, g->cache_.get()));
   S3HandlerOptions ho;

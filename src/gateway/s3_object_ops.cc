@@ -2,6 +2,7 @@
 // delete, multi-delete.
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "base/log.h"
 #include "gateway/s3_ops.h"
@@ -17,11 +18,20 @@ namespace {
 // detection drives the cache's read-ahead while the socket drains.
 class StreamBody : public BodySource {
  public:
-  StreamBody(std::unique_ptr<cache::ReadStream> stream, uint64_t begin, uint64_t end, uint64_t chunk)
-      : stream_(std::move(stream)), pos_(begin), end_(end), chunk_(std::max<uint64_t>(chunk, 4096)) {}
+  // `first`: the bytes from `begin` already read (sent first).
+  StreamBody(std::unique_ptr<cache::ReadStream> stream, uint64_t begin, uint64_t end, uint64_t chunk, Buffer first)
+      : stream_(std::move(stream)),
+        pos_(begin),
+        end_(end),
+        chunk_(std::max<uint64_t>(chunk, 4096)),
+        first_(std::move(first)) {}
 
   Result<Buffer> Next() override {
     if (pos_ >= end_) return Buffer();
+    if (!first_.empty()) {
+      pos_ += first_.size();
+      return std::exchange(first_, Buffer());
+    }
     uint64_t len = std::min(chunk_ - pos_ % chunk_, end_ - pos_);
     STRATA_ASSIGN_OR_RETURN(Buffer b, stream_->Read(pos_, len));
     if (b.empty()) {
@@ -34,6 +44,7 @@ class StreamBody : public BodySource {
  private:
   std::unique_ptr<cache::ReadStream> stream_;
   uint64_t pos_, end_, chunk_;
+  Buffer first_;
 };
 
 bool EtagListMatches(std::string_view list, const std::string& etag) {
@@ -252,6 +263,21 @@ Status GetObject(Ctx& ctx, bool head) {
       ranged = info.size > 0;
     }
   }
+  // The first chunk is read before the status line goes out: a backend that
+  // does not answer makes a 503 (after the cache's backend_timeout), not a
+  // 200 whose body then stalls.
+  Buffer first;
+  if (!head && end > begin) {
+    const uint64_t chunk = std::max<uint64_t>(ctx.handler.options().stream_chunk, 4096);
+    auto r = stream->Read(begin, std::min(chunk - begin % chunk, end - begin));
+    if (r.ok()) {
+      first = std::move(r).value();
+    } else if (r.status().code() == Code::kPreconditionFailed) {  // replaced meanwhile: the client retries
+      return UnavailableError(key + " changed while being read; retry");
+    } else {
+      return ReadError(r.status());
+    }
+  }
   resp.status = ranged ? 206 : 200;
   ObjectHeaders(ctx, info);
   MetadataHeaders(ctx, info.metadata);
@@ -263,7 +289,8 @@ Status GetObject(Ctx& ctx, bool head) {
   resp.content_length = end - begin;
   resp.send_body = !head;
   if (!head && end > begin) {
-    resp.stream = std::make_unique<StreamBody>(std::move(stream), begin, end, ctx.handler.options().stream_chunk);
+    resp.stream = std::make_unique<StreamBody>(std::move(stream), begin, end, ctx.handler.options().stream_chunk,
+                                               std::move(first));
   }
   return Status::Ok();
 }
