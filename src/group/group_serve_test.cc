@@ -23,6 +23,7 @@
 #include "object/store_url.h"
 #include "testing/background_process.h"
 #include "testing/s3_server.h"
+#include "testing/subprocess.h"
 
 namespace strata::group {
 namespace {
@@ -75,7 +76,7 @@ class GroupServeTest : public ::testing::Test {
     ASSERT_EQ(setenv("AWS_SECRET_ACCESS_KEY", rgw_->secret_key().c_str(), 1), 0);
     auto bucket = object::OpenStore(rgw_->StoreUrl());
     ASSERT_TRUE(bucket.ok()) << bucket.status();
-    for (const char* set : {"all", "kill", "etcd"}) {
+    for (const char* set : {"all", "kill", "etcd", "warm"}) {
       for (int i = 0; i < kObjects; ++i) {
         std::string key = std::string(set) + "/obj-" + std::to_string(i);
         Buffer data = Pattern(std::hash<std::string>()(key), kObjectSize);
@@ -299,6 +300,51 @@ TEST_F(GroupServeTest, KilledMemberNeitherCorruptsNorStallsTheOthers) {
             << " MiB; slowest block read " << slowest[0].count() << " / " << slowest[1].count()
             << " ms; at the backend " << bytes / 1048576 << " MiB (the dead member's third is read directly)"
             << std::endl;
+}
+
+std::string Strata() { return std::string(std::getenv("STRATA_BINARY_DIR")) + "/src/cli/strata"; }
+
+// `strata warm --cache-group` on each of 3 members: each fetches only its share, so the
+// dataset leaves the bucket once; then `strata cache group` sees the running members.
+TEST_F(GroupServeTest, WarmSpreadsTheDatasetAndCacheGroupShowsTheMembers) {
+  ASSERT_NE(std::getenv("STRATA_BINARY_DIR"), nullptr) << "run under ctest";
+  const std::string backend = "s3://" + rgw_->bucket() + "/warm/?endpoint=" + proxy_->endpoint() +
+                              "&region=" + rgw_->region() + "&path_style=1";
+  std::vector<std::string> peers;
+  std::string group = "static://";
+  for (int i = 0; i < 3; ++i) {
+    peers.push_back("127.0.0.1:" + std::to_string(FreePort()));
+    group += (i ? "," : "") + peers[i];
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto r =
+        testing::RunCommand({Strata(), "warm", backend, "--cache-dir", (dir_ / ("cache" + std::to_string(i))).string(),
+                             "--cache-group", group, "--peer-listen", peers[i]},
+                            rgw_->ClientEnv());
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
+  }
+  uint64_t bytes = 0;
+  for (auto& [key, f] : BackendGets("warm")) bytes += f.bytes;
+  EXPECT_EQ(bytes, kObjects * kObjectSize);  // three warms, each block fetched by its owner only
+  std::cout << "[figures] warm: 3 members warmed " << kObjects * kObjectSize / 1048576 << " MiB; at the backend "
+            << bytes / 1048576 << " MiB" << std::endl;
+
+  ASSERT_NO_FATAL_FAILURE(StartMembers(3));
+  std::string members = "static://";
+  for (size_t i = 0; i < members_.size(); ++i) members += (i ? "," : "") + members_[i].peer;
+  auto shown = testing::RunCommand(
+      {Strata(), "cache", "group", members, "--group-secret-file", (dir_ / "secret").string(), "--json"});
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  ASSERT_EQ(shown->exit_code, 0) << shown->stderr_text;
+  size_t alive = 0;
+  for (size_t at = 0; (at = shown->stdout_text.find("\"alive\": true", at)) != std::string::npos; ++at) ++alive;
+  EXPECT_EQ(alive, 3u) << shown->stdout_text;
+  auto refused = testing::RunCommand({Strata(), "cache", "group", members, "--json"},
+                                     {{"STRATA_GROUP_SECRET", "not-the-group-secret-at-all"}});
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->stdout_text.find("\"alive\": true"), std::string::npos) << refused->stdout_text;
+  EXPECT_NE(refused->stdout_text.find("403"), std::string::npos) << refused->stdout_text;
 }
 
 TEST_F(GroupServeTest, EtcdGroupFetchesEachBlockOnce) {
