@@ -1,6 +1,8 @@
 // strata cache stats|ls|evict|verify --cache-dir D: inspect and maintain a
 // cache directory. stats, ls and verify open it read-only (safe beside a
 // running owner); evict and verify --repair take its lock.
+// strata cache group URL: a cache group's members and, with the group
+// secret, each one's blocks, bytes and hit counters (its peer /status).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -9,6 +11,7 @@
 #include "cache/block_cache.h"
 #include "cli/command.h"
 #include "cli/util.h"
+#include "group/member.h"
 
 namespace strata::cli {
 namespace {
@@ -20,6 +23,7 @@ struct CacheArgs {
   bool json = false;
   bool blocks = false;
   bool repair = false;
+  std::string group_url, group_secret_file;
 };
 
 std::shared_ptr<cache::BlockCache> OpenDir(const CacheArgs& args, const char* cmd, bool write) {
@@ -121,6 +125,52 @@ void RunVerify(const CacheArgs& args) {
   }
 }
 
+void RunGroup(const CacheArgs& args) {
+  const char* cmd = "cache group";
+  auto members = Check(group::ListGroupMembers(args.group_url), cmd, args.group_url);
+  auto secret = group::ReadGroupSecret(args.group_secret_file);
+  if (!secret.ok() && !args.group_secret_file.empty()) Fail(cmd, "--group-secret-file", secret.status());
+  const bool etcd = args.group_url.starts_with("etcd://");
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& m : members) {
+    nlohmann::json row{{"id", m.id}, {"address", m.address}};
+    if (secret.ok()) {
+      auto st = group::FetchMemberStatus(m, *secret, std::chrono::seconds(2));
+      nlohmann::json j = st.ok() ? nlohmann::json::parse(*st, nullptr, false) : nlohmann::json();
+      row["alive"] = st.ok() && j.is_object();
+      if (st.ok() && j.is_object()) {
+        row["status"] = j;
+      } else {
+        row["error"] = st.ok() ? "status is not JSON" : st.status().ToString();
+      }
+    } else if (etcd) {
+      row["alive"] = true;  // its lease is live (a dead member's key expires)
+    }
+    out.push_back(std::move(row));
+  }
+  if (args.json) {
+    std::cout << nlohmann::json{{"group", args.group_url}, {"members", out}}.dump(2) << "\n";
+    return;
+  }
+  std::cout << "cache group " << args.group_url << ": " << members.size() << " members\n";
+  for (const auto& r : out) {
+    std::string alive = r.contains("alive") ? (r["alive"].get<bool>() ? "alive" : "DOWN") : "?";
+    std::cout << "  " << r["id"].get<std::string>() << "  " << r["address"].get<std::string>() << "  " << alive;
+    if (r.contains("status")) {
+      const auto& s = r["status"];
+      auto n = [&](const char* k) { return s.value(k, uint64_t{0}); };
+      std::cout << "  disk " << n("disk_blocks") << " blocks " << FormatBytes(n("disk_bytes")) << ", ram "
+                << n("ram_blocks") << " blocks " << FormatBytes(n("ram_bytes")) << ", bucket fetches "
+                << n("bucket_fetches") << ", served " << n("served") << ", peer hits " << n("peer_hits")
+                << ", peer misses " << n("peer_misses");
+    } else if (r.contains("error")) {
+      std::cout << "  (" << r["error"].get<std::string>() << ")";
+    }
+    std::cout << "\n";
+  }
+  if (!secret.ok()) std::cout << "(no group secret: members only; give --group-secret-file or STRATA_GROUP_SECRET)\n";
+}
+
 CommandRegistrar registrar("cache", [](CLI::App& root) {
   auto args = std::make_shared<CacheArgs>();
   auto* sub = root.add_subcommand("cache", "Inspect or maintain a cache directory");
@@ -144,6 +194,12 @@ CommandRegistrar registrar("cache", [](CLI::App& root) {
   dir(verify);
   verify->add_flag("--repair", args->repair, "Drop bad blocks (takes the directory's lock)");
   verify->callback([args] { RunVerify(*args); });
+  auto* grp = sub->add_subcommand("group", "A cache group's members, their blocks, bytes and hit counters");
+  grp->add_option("url", args->group_url, "etcd://HOST:PORT/GROUP or static://HOST:PORT,...")->required();
+  grp->add_option("--group-secret-file", args->group_secret_file,
+                  "The group's secret (default: $STRATA_GROUP_SECRET); without it: members only");
+  grp->add_flag("--json", args->json, "Machine-readable output");
+  grp->callback([args] { RunGroup(*args); });
   sub->footer([] { return std::string("Example: strata cache stats --cache-dir /nvme/strata"); });
 });
 

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "gateway/gateway.h"
+#include "group/member.h"
 
 namespace strata::cli {
 namespace {
@@ -23,6 +24,7 @@ struct ServeArgs {
   bool strict_revalidate = false;
   std::string max_header, max_body, max_inflight, header_timeout, idle_timeout;
   int io_threads = 0, workers = 0;
+  std::string cache_group, peer_listen = "127.0.0.1:0", group_secret_file;  // a cache group (src/group)
 };
 
 template <typename T, typename Parse>
@@ -81,13 +83,28 @@ void RunServe(const ServeArgs& args) {
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  auto gateway = Check(gateway::Gateway::Start(config), "serve", config.listen);
+  // Joined before the gateway so every bucket's store is attached as it is made.
+  std::unique_ptr<group::GroupMember> member;
+  std::function<void(const std::shared_ptr<cache::CachedStore>&)> attach;
+  if (!args.cache_group.empty()) {
+    group::JoinOptions jo;
+    jo.url = args.cache_group;
+    jo.listen = args.peer_listen;
+    jo.secret = Check(group::ReadGroupSecret(args.group_secret_file), "serve", "--group-secret-file");
+    member = Check(group::GroupMember::Join(jo), "serve", args.cache_group);
+    attach = [m = member.get()](const std::shared_ptr<cache::CachedStore>& store) { m->Attach(store); };
+    std::cout << "cache group " << args.cache_group << ": peer endpoint " << member->address() << std::endl;
+  } else if (!args.group_secret_file.empty()) {
+    Fail("serve", "--group-secret-file", InvalidArgumentError("needs --cache-group"));
+  }
+  auto gateway = Check(gateway::Gateway::Start(config, attach), "serve", config.listen);
   std::cout << "listening on " << gateway->url() << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);
   std::cerr << "strata serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
             << ": finishing in-flight requests, then exiting" << std::endl;
   gateway->Shutdown();
+  member.reset();  // leave the group (the others stop asking), then stop the peer endpoint
 }
 
 CommandRegistrar registrar("serve", [](CLI::App& root) {
@@ -124,6 +141,11 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--header-timeout", a->header_timeout,
                   "Deadline from a request's first byte to its last header (default 10s)");
   sub->add_option("--idle-timeout", a->idle_timeout, "Keep-alive idle timeout (default 60s)");
+  sub->add_option("--cache-group", a->cache_group,
+                  "Share the cache with other nodes: etcd://HOST:PORT/GROUP or static://HOST:PORT,HOST:PORT");
+  sub->add_option("--peer-listen", a->peer_listen, "HOST:PORT of this member's peer endpoint (default 127.0.0.1:0)");
+  sub->add_option("--group-secret-file", a->group_secret_file,
+                  "File holding the cache group's secret (default: $STRATA_GROUP_SECRET)");
   sub->footer([] {
     return std::string(
         "Example: strata serve --backend file:///data --access-key AK --secret-key SK --emulate ttfb=30ms,bw=25MB/s\n"

@@ -1,8 +1,13 @@
 // strata warm URL/PREFIX --cache-dir D [--parallel N]: fills a cache
 // directory with every object under a prefix (like Fluid's DataLoad), in
 // parallel, with a progress bar on a terminal; prints bytes, objects, MB/s.
+// With --cache-group URL --peer-listen HOST:PORT it fills only the blocks
+// this member owns in the group (rendezvous over the group's members and
+// itself): run on every member, the group's caches fill in parallel and each
+// block leaves the bucket once. Nothing is served or registered meanwhile.
 #include <iostream>
 #include <mutex>
+#include <optional>
 
 #include "base/executor.h"
 #include "cache/block_cache.h"
@@ -10,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
+#include "group/member.h"
 #include "object/cloud_store.h"
 #include "object/transfer.h"
 
@@ -23,7 +29,50 @@ struct WarmArgs {
   std::string block_size = "4MiB";
   std::string emulate;  // cloud profile, for demos
   int parallel = 16;
+  std::string cache_group, peer_listen;  // warm only this member's share of the group's blocks
 };
+
+// This member's share: blocks whose owner among `members` is `self`.
+class Share {
+ public:
+  Share(std::vector<group::Member> members, std::string self) : self_(std::move(self)) {
+    members.push_back({self_, self_});
+    members_ = group::Canonical(std::move(members));
+  }
+  bool Owns(const cache::BlockId& id) const {
+    const group::Member* m = group::OwnerOf(members_, cache::HashBlockId(id));
+    return !m || m->id == self_;
+  }
+  size_t size() const { return members_.size(); }
+
+ private:
+  std::string self_;
+  std::vector<group::Member> members_;
+};
+
+// Warms the blocks of `key` that `share` owns; returns their bytes.
+Result<uint64_t> WarmShare(cache::CachedStore& store, const std::string& key, const Share& share, size_t parallel) {
+  STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, store.Head(key));
+  const uint64_t bs = store.cache().options().block_size;
+  std::vector<uint64_t> mine;
+  for (uint64_t i = 0; i * bs < info.size; ++i) {
+    if (share.Owns(cache::BlockId{store.Url(), key, info.etag, bs, i})) mine.push_back(i);
+  }
+  std::mutex mu;
+  Status first_error;
+  uint64_t bytes = 0;
+  ParallelFor(mine.size(), parallel, [&](size_t j) {
+    auto b = store.ServeBlock(key, info.etag, info.size, mine[j], nullptr);  // a hit when already cached
+    std::lock_guard lock(mu);
+    if (!b.ok()) {
+      if (first_error.ok()) first_error = b.status();
+      return;
+    }
+    bytes += b->size();
+  });
+  if (!first_error.ok()) return first_error;
+  return bytes;
+}
 
 void RunWarm(const WarmArgs& args) {
   const char* cmd = "warm";
@@ -44,6 +93,15 @@ void RunWarm(const WarmArgs& args) {
   store_options.readahead_threads = 0;
   cache::CachedStore store(backend, cache, store_options);
 
+  std::optional<Share> share;
+  if (!args.cache_group.empty()) {
+    if (args.peer_listen.empty()) {
+      Fail(cmd, "--peer-listen", InvalidArgumentError("--cache-group needs this member's --peer-listen HOST:PORT"));
+    }
+    share.emplace(Check(group::ListGroupMembers(args.cache_group), cmd, args.cache_group), args.peer_listen);
+    std::cerr << "strata: warm: warming this member's share (" << args.peer_listen << ", 1 of " << share->size()
+              << " members of " << args.cache_group << ")\n";
+  }
   auto objects = Check(object::ListAll(store, ep.key), cmd, args.url);
   uint64_t total = 0;
   for (const auto& o : objects) total += o.size;
@@ -57,7 +115,7 @@ void RunWarm(const WarmArgs& args) {
   {
     Progress progress("warming", objects.size(), total);
     ParallelFor(objects.size(), std::min<size_t>(args.parallel, std::max<size_t>(objects.size(), 1)), [&](size_t i) {
-      auto n = store.Warm(objects[i].key);
+      auto n = share ? WarmShare(store, objects[i].key, *share, 4) : store.Warm(objects[i].key);
       if (!n.ok()) {
         std::lock_guard lock(mu);
         if (first_error.ok()) first_error = n.status(), failed_key = objects[i].key;
@@ -83,6 +141,9 @@ CommandRegistrar registrar("warm", [](CLI::App& root) {
   sub->add_option("--cache-size", args->cache_size, "Disk tier limit (default 10GiB)");
   sub->add_option("--block-size", args->block_size, "Cache block size (default 4MiB; must match readers)");
   sub->add_option("--emulate", args->emulate, "Emulate a cloud bucket, e.g. ttfb=30ms,bw=25MB/s");
+  sub->add_option("--cache-group", args->cache_group,
+                  "Warm only this member's share of a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,...");
+  sub->add_option("--peer-listen", args->peer_listen, "This member's peer address (its id in the group)");
   sub->footer(
       [] { return std::string("Example: strata warm s3://bucket/train/ --cache-dir /nvme/strata --parallel 32"); });
   sub->callback([args] { RunWarm(*args); });

@@ -49,7 +49,9 @@ std::shared_ptr<cache::CachedStore> BucketSet::Wrap(object::ObjectStorePtr backe
     backend =
         object::EmulateCloud(std::move(backend), *options_.emulate, options_.clock ? *options_.clock : RealClock());
   }
-  return std::make_shared<cache::CachedStore>(std::move(backend), cache_, options_.cached);
+  auto store = std::make_shared<cache::CachedStore>(std::move(backend), cache_, options_.cached);
+  if (options_.on_store) options_.on_store(store);
+  return store;
 }
 
 Result<std::unique_ptr<BucketSet>> BucketSet::Open(const std::vector<std::string>& urls,

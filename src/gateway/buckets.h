@@ -19,6 +19,7 @@
 // buckets share one BlockCache. Thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,9 @@ struct BucketSetOptions {
   std::optional<object::CloudProfile> emulate;
   cache::CachedStoreOptions cached;
   Clock* clock = nullptr;  // emulation sleeps; default RealClock()
+  // Called with every CachedStore as it is made (at Open, or at a bucket's
+  // first use), before it serves a read: e.g. to attach it to a cache group.
+  std::function<void(const std::shared_ptr<cache::CachedStore>&)> on_store;
 };
 
 class BucketSet {

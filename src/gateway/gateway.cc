@@ -13,7 +13,8 @@ cache::CacheOptions CacheOptionsFor(const GatewayConfig& config) {
   return o;
 }
 
-Result<std::unique_ptr<Gateway>> Gateway::Start(const GatewayConfig& config) {
+Result<std::unique_ptr<Gateway>> Gateway::Start(
+    const GatewayConfig& config, std::function<void(const std::shared_ptr<cache::CachedStore>&)> on_store) {
   STRATA_RETURN_IF_ERROR(ValidateGatewayConfig(config));
   std::unique_ptr<Gateway> g(new Gateway());
   STRATA_ASSIGN_OR_RETURN(g->cache_, cache::BlockCache::Open(CacheOptionsFor(config)));
@@ -26,6 +27,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const GatewayConfig& config) {
   bo.cached.backend_timeout = config.cache.backend_timeout;
   bo.cached.revalidate_timeout = config.cache.revalidate_timeout;
   bo.cached.serve_stale = !config.cache.strict_revalidate;
+  bo.on_store = std::move(on_store);
   STRATA_ASSIGN_OR_RETURN(g->buckets_, BucketSet::Open(config.backends, g->cache_, bo));
   STRATA_ASSIGN_OR_RETURN(g->observer_, GatewayObserver::Open(config.access_log, g->cache_.get()));
   S3HandlerOptions ho;

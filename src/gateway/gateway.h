@@ -4,6 +4,7 @@
 // socket listens. Thread-safe; Shutdown() is graceful and idempotent.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,7 +20,9 @@ namespace strata::gateway {
 
 class Gateway {
  public:
-  static Result<std::unique_ptr<Gateway>> Start(const GatewayConfig& config);
+  // `on_store` is BucketSetOptions::on_store (`strata serve --cache-group` attaches each store).
+  static Result<std::unique_ptr<Gateway>> Start(
+      const GatewayConfig& config, std::function<void(const std::shared_ptr<cache::CachedStore>&)> on_store = {});
   ~Gateway();
 
   uint16_t port() const { return server_->port(); }

@@ -19,6 +19,11 @@ Counter& PeerMisses() {
   return c;
 }
 
+Gauge& MembersGauge() {
+  static Gauge& g = MetricsRegistry::Global().GetGauge("strata_group_members", "Members of the cache group seen now");
+  return g;
+}
+
 }  // namespace
 
 CacheGroup::CacheGroup(GroupOptions options)
@@ -36,6 +41,7 @@ CacheGroup::~CacheGroup() = default;
 
 void CacheGroup::SetMembers(std::vector<Member> members) {
   auto list = std::make_shared<const std::vector<Member>>(Canonical(std::move(members)));
+  MembersGauge().Set(static_cast<int64_t>(list->size()));
   std::lock_guard lock(mu_);
   members_ = std::move(list);
 }

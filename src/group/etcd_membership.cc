@@ -74,6 +74,14 @@ Result<std::unique_ptr<EtcdMembership>> EtcdMembership::Join(EtcdOptions options
   return m;
 }
 
+Result<std::vector<Member>> EtcdMembership::List(EtcdOptions options) {
+  if (!ValidGroupName(options.group)) {
+    return InvalidArgumentError("cache group name \"" + options.group + "\" must be 1-128 of [A-Za-z0-9._-]");
+  }
+  std::unique_ptr<EtcdMembership> m(new EtcdMembership(std::move(options), nullptr));
+  return m->Read();  // no lease, no thread: the destructor revokes nothing
+}
+
 EtcdMembership::~EtcdMembership() { Stop(true); }
 
 void EtcdMembership::StopWithoutLeaving() { Stop(false); }

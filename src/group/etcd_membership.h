@@ -47,6 +47,10 @@ class EtcdMembership {
   static Result<std::unique_ptr<EtcdMembership>> Join(EtcdOptions options, OnChange on_change);
   ~EtcdMembership();
 
+  // The group's members now, read once without joining (`strata warm`,
+  // `strata cache group`). Unavailable when etcd cannot be reached.
+  static Result<std::vector<Member>> List(EtcdOptions options);
+
   std::vector<Member> members() const;
   // Stops renewing without revoking, as a crashed member would (tests).
   void StopWithoutLeaving();

@@ -4,6 +4,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/hash.h"
+#include "net/http_client.h"
+
 namespace strata::group {
 namespace {
 
@@ -53,6 +56,47 @@ Result<GroupUrl> ParseGroupUrl(std::string_view url) {
   return InvalidArgumentError("cache group URL must be etcd://HOST:PORT/GROUP or static://HOST:PORT,...");
 }
 
+Result<std::vector<Member>> ListGroupMembers(const std::string& url_text) {
+  STRATA_ASSIGN_OR_RETURN(GroupUrl url, ParseGroupUrl(url_text));
+  if (url.scheme == "static") {
+    std::vector<Member> members;
+    for (auto& p : url.peers) members.push_back({p, p});
+    return Canonical(std::move(members));
+  }
+  EtcdOptions eo;
+  eo.endpoint = url.etcd_endpoint;
+  eo.group = url.group;
+  return EtcdMembership::List(eo);
+}
+
+Result<std::string> FetchMemberStatus(const Member& member, const std::string& secret,
+                                      std::chrono::milliseconds deadline) {
+  net::HttpClientOptions h;
+  h.connect_timeout = deadline;
+  h.total_timeout = deadline;
+  net::HttpClient http(h);
+  const std::string target(kPeerStatusPath);
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(RealClock().WallNow().time_since_epoch()).count();
+  net::HttpRequest req;
+  req.method = "GET";
+  req.url = "http://" + member.address + target;
+  req.headers.emplace_back(std::string(kPeerTimeHeader), std::to_string(now));
+  req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(secret, "GET", target, now));
+  req.timeout = deadline;
+  STRATA_ASSIGN_OR_RETURN(auto resp, http.Send(std::move(req)));
+  if (resp.status != 200) {
+    return UnavailableError("member " + member.id + " answered HTTP " + std::to_string(resp.status),
+                            resp.body.ToString().substr(0, 200));
+  }
+  uint64_t want = 0;
+  auto sum = resp.Header(kBlockChecksumHeader);
+  if (!sum || !ParseChecksum(*sum, &want) || XxHash3(resp.body.data(), resp.body.size()) != want) {
+    return CorruptionError("member " + member.id + " sent a status that fails its checksum");
+  }
+  return resp.body.ToString();
+}
+
 Result<std::string> ReadGroupSecret(const std::string& file) {
   if (file.empty()) {
     const char* env = std::getenv("STRATA_GROUP_SECRET");
@@ -87,6 +131,10 @@ Result<std::unique_ptr<GroupMember>> GroupMember::Join(const JoinOptions& option
   go.secret = options.secret;
   go.deadline = options.deadline;
   m->group_ = std::make_shared<CacheGroup>(go);
+  m->service_->SetReaderStats([group = m->group_] {
+    auto s = group->stats();
+    return std::make_pair(s.peer_hits, s.peer_misses);
+  });
   if (url.scheme == "static") {
     std::vector<Member> members;
     for (auto& p : url.peers) members.push_back({p, p});
@@ -111,6 +159,10 @@ GroupMember::~GroupMember() {
 }
 
 void GroupMember::Attach(const std::shared_ptr<cache::CachedStore>& store) {
+  {
+    std::lock_guard lock(attached_mu_);
+    attached_.push_back(store);
+  }
   service_->AddStore(store.get());
   store->SetBlockRouter(group_);
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ class GroupMember {
   static Result<std::unique_ptr<GroupMember>> Join(const JoinOptions& options);
   ~GroupMember();
   // Serves `store`'s blocks to the group and routes its misses through it.
+  // The member keeps the store alive (the peer endpoint may still be asked
+  // for its blocks after its owner, e.g. a gateway bucket, let it go).
   void Attach(const std::shared_ptr<cache::CachedStore>& store);
   CacheGroup& group() { return *group_; }
   PeerService& service() { return *service_; }
@@ -53,7 +56,18 @@ class GroupMember {
   std::unique_ptr<PeerServer> server_;
   std::shared_ptr<CacheGroup> group_;
   std::unique_ptr<EtcdMembership> etcd_;
+  std::mutex attached_mu_;
+  std::vector<std::shared_ptr<cache::CachedStore>> attached_;  // outlive server_
 };
+
+// The members of the group at `url` now, without joining: a static list as
+// given, or etcd's registrations read once.
+Result<std::vector<Member>> ListGroupMembers(const std::string& url);
+
+// A member's kPeerStatusPath JSON (signed with `secret`, its checksum
+// verified). Unavailable when it does not answer within `deadline`.
+Result<std::string> FetchMemberStatus(const Member& member, const std::string& secret,
+                                      std::chrono::milliseconds deadline);
 
 // The secret from `file` (trailing newline dropped) or, with no file, the
 // STRATA_GROUP_SECRET environment variable. InvalidArgument when neither.

@@ -25,6 +25,10 @@
 namespace strata::group {
 
 inline constexpr std::string_view kPeerBlockPath = "/strata/peer/v1/block";
+// GET, signed the same way: a small JSON summary of the member (its caches'
+// blocks and bytes, blocks served, its own peer hits/misses) for
+// `strata cache group`; the checksum header covers it too.
+inline constexpr std::string_view kPeerStatusPath = "/strata/peer/v1/status";
 inline constexpr std::string_view kPeerTimeHeader = "x-strata-peer-time";
 inline constexpr std::string_view kPeerAuthHeader = "x-strata-peer-auth";
 inline constexpr std::string_view kBlockChecksumHeader = "x-strata-block-xxh3";

@@ -3,7 +3,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -58,6 +60,40 @@ void PeerService::AddStore(cache::CachedStore* store) {
   stores_[store->Url()] = store;
 }
 
+void PeerService::SetReaderStats(std::function<std::pair<uint64_t, uint64_t>()> hits_and_misses) {
+  std::lock_guard lock(mu_);
+  reader_stats_ = std::move(hits_and_misses);
+}
+
+PeerResponse PeerService::StatusResponse() {
+  std::set<cache::BlockCache*> caches;  // buckets usually share one cache: count it once
+  std::function<std::pair<uint64_t, uint64_t>()> reader;
+  size_t stores = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [url, store] : stores_) caches.insert(&store->cache());
+    reader = reader_stats_;
+    stores = stores_.size();
+  }
+  uint64_t ram_blocks = 0, ram_bytes = 0, disk_blocks = 0, disk_bytes = 0, bucket_fetches = 0;
+  for (auto* c : caches) {
+    cache::CacheStats s = c->Stats();
+    ram_blocks += s.ram_blocks, ram_bytes += s.ram_bytes, disk_blocks += s.disk_blocks, disk_bytes += s.disk_bytes;
+    bucket_fetches += s[cache::CacheCounter::kMisses];
+  }
+  auto [hits, misses] = reader ? reader() : std::pair<uint64_t, uint64_t>{0, 0};
+  nlohmann::json j{{"stores", stores},           {"ram_blocks", ram_blocks},
+                   {"ram_bytes", ram_bytes},     {"disk_blocks", disk_blocks},
+                   {"disk_bytes", disk_bytes},   {"bucket_fetches", bucket_fetches},
+                   {"served", served_.load()},   {"bucket_fetches_avoided", avoided_.load()},
+                   {"refused", refused_.load()}, {"peer_hits", hits},
+                   {"peer_misses", misses}};
+  PeerResponse r;
+  r.body = Buffer::FromString(j.dump());
+  r.checksum = FormatChecksum(XxHash3(r.body.data(), r.body.size()));
+  return r;
+}
+
 PeerResponse PeerService::Handle(std::string_view method, std::string_view target, std::string_view time_header,
                                  std::string_view auth_header) {
   PeerResponse r;
@@ -70,6 +106,7 @@ PeerResponse PeerService::Handle(std::string_view method, std::string_view targe
     return PeerResponse{403, {}, {}, auth.message()};
   }
   if (method != "GET") return PeerResponse{405, {}, {}, "only GET"};
+  if (target == kPeerStatusPath) return StatusResponse();
   auto req = ParseBlockTarget(target);
   if (!req.ok()) return PeerResponse{400, {}, {}, req.status().message()};
   cache::CachedStore* store = nullptr;

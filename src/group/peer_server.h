@@ -52,6 +52,9 @@ class PeerService {
   explicit PeerService(PeerServerOptions options);
   // The store must outlive the service; blocks of other stores are 404.
   void AddStore(cache::CachedStore* store);
+  // The member's own stats for kPeerStatusPath (peer hits and misses as a
+  // reader); unset: they are reported as 0.
+  void SetReaderStats(std::function<std::pair<uint64_t, uint64_t>()> hits_and_misses);
   PeerResponse Handle(std::string_view method, std::string_view target, std::string_view time_header,
                       std::string_view auth_header);
 
@@ -68,6 +71,8 @@ class PeerService {
   Clock& clock_;
   std::mutex mu_;
   std::map<std::string, cache::CachedStore*, std::less<>> stores_;
+  std::function<std::pair<uint64_t, uint64_t>()> reader_stats_;
+  PeerResponse StatusResponse();
   std::atomic<uint64_t> served_{0}, avoided_{0}, refused_{0};
 };
 

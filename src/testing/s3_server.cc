@@ -214,9 +214,10 @@ Result<std::unique_ptr<CloudProxy>> CloudProxy::Start(const std::string& upstrea
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(std::string dir, MakeTempDir("proxy"));
     STRATA_ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
-    auto lines = RunStart(
-        proxy->script_, dir,
-        {std::to_string(port), upstream, "--ttfb-ms", std::to_string(options.ttfb_ms), "--rate", options.rate});
+    std::vector<std::string> args{
+        std::to_string(port), upstream, "--ttfb-ms", std::to_string(options.ttfb_ms), "--rate", options.rate};
+    if (options.access_log) args.push_back("--access-log");
+    auto lines = RunStart(proxy->script_, dir, args);
     if (!lines.ok()) {
       last = lines.status();
       continue;

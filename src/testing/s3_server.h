@@ -68,6 +68,7 @@ class CloudProxy {
   struct Options {
     int ttfb_ms = 30;          // delay before each request is forwarded; 0 = none
     std::string rate = "25m";  // nginx size per second per connection (25m = 25 MiB/s); "0" = no cap
+    bool access_log = false;   // one line per request in access_log_path() (counting backend requests)
   };
 
   // Starts nginx on a free 127.0.0.1 port forwarding to `upstream` (http://127.0.0.1:PORT).
@@ -81,6 +82,7 @@ class CloudProxy {
   Status Stop();  // idempotent
   const std::string& endpoint() const { return endpoint_; }
   const std::vector<pid_t>& pids() const { return pids_; }
+  std::string access_log_path() const { return dir_ + "/log/access.log"; }  // nginx's "combined" format
 
  private:
   CloudProxy() = default;
