@@ -6,13 +6,18 @@
 #       * strata serve (file:// backend, RAM cache warmed by one pass),
 #       * Ceph RGW directly (memstore OSD), and
 #       * s3rver directly;
-#   - each large-object figure as a fraction of iperf3 with the same number of streams.
+#   - each large-object figure as a fraction of iperf3 with the same number of streams;
+#   - PUT throughput (boto3, bench/gateway_put_bench.py): --put-clients concurrent uploads of a
+#     --put-mib object, as single PUTs and as multipart uploads (32 MiB parts), against strata serve
+#     (a fresh one with default limits, so its peak RSS (VmHWM, reset before each phase) is that of
+#     the uploads alone) and RGW directly.
 # The load client is C++ (build/bench/gateway_bench: raw HTTP/1.1 keep-alive sockets,
 # SigV4 from src/net, bodies discarded), so the client is the same for every server.
 # Writes bench/out/gateway.json and prints the command to reproduce it.
 #
 #   bash bench/gateway_bench.sh [--size-mib N] [--small-kib N] [--small-count N]
-#        [--small-clients N] [--seconds S] [--skip-rgw] [--skip-s3rver] [--build-dir DIR]
+#        [--small-clients N] [--seconds S] [--put-mib N] [--put-clients N] [--skip-put]
+#        [--skip-rgw] [--skip-s3rver] [--build-dir DIR]
 #
 # Every process it starts (strata serve, iperf3, RGW's daemons, s3rver) is stopped by PID on exit.
 set -euo pipefail
@@ -26,6 +31,9 @@ SMALL_CLIENTS=64
 SECONDS_SMALL=10
 SKIP_RGW=0
 SKIP_S3RVER=0
+PUT_MIB=256
+PUT_CLIENTS=4
+SKIP_PUT=0
 ARGS=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,9 +43,12 @@ while [ $# -gt 0 ]; do
     --small-count) SMALL_COUNT=$2; shift 2 ;;
     --small-clients) SMALL_CLIENTS=$2; shift 2 ;;
     --seconds) SECONDS_SMALL=$2; shift 2 ;;
+    --put-mib) PUT_MIB=$2; shift 2 ;;
+    --put-clients) PUT_CLIENTS=$2; shift 2 ;;
+    --skip-put) SKIP_PUT=1; shift ;;
     --skip-rgw) SKIP_RGW=1; shift ;;
     --skip-s3rver) SKIP_S3RVER=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "gateway_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -89,6 +100,21 @@ mkdir -p "$WORK/data/bench/small"
 head -c "$((SIZE_MIB << 20))" /dev/urandom >"$WORK/data/bench/large.bin"
 for i in $(seq 1 "$SMALL_COUNT"); do head -c "$((SMALL_KIB << 10))" /dev/urandom >"$WORK/data/bench/small/$i"; done
 SMALL_KEYS=$(seq -s, -f 'small/%g' 1 "$SMALL_COUNT")
+head -c "$((PUT_MIB << 20))" /dev/urandom >"$WORK/put.bin"
+
+# run_puts NAME ENDPOINT BUCKET AK SK [PID]: single and multipart PUT throughput
+# (and PID's peak RSS during each).
+run_puts() {
+  local name=$1 ep=$2 bucket=$3 ak=$4 sk=$5 pid=${6:-}
+  [ "$SKIP_PUT" = 1 ] && return 0
+  local common=(--endpoint "$ep" --bucket "$bucket" --access-key "$ak" --secret-key "$sk" --file "$WORK/put.bin"
+                --clients "$PUT_CLIENTS" ${pid:+--pid "$pid"})
+  for mode in single multipart; do
+    log "$name: ${PUT_CLIENTS} x ${PUT_MIB} MiB $mode PUTs"
+    env -u AWS_CA_BUNDLE AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null \
+      /usr/bin/python3 "$ROOT/bench/gateway_put_bench.py" "${common[@]}" --mode "$mode" >"$WORK/results/$name-put-$mode.json"
+  done
+}
 
 # run_target NAME ENDPOINT BUCKET AK SK: warm pass, then the three measurements.
 run_target() {
@@ -117,6 +143,18 @@ for _ in $(seq 1 300); do grep -q "listening on" "$WORK/gateway.out" && break; s
 grep -q "listening on" "$WORK/gateway.out" || { cat "$WORK/gateway.out" >&2; exit 1; }
 run_target gateway "http://127.0.0.1:$GW_PORT" bench "$AK" "$SK"
 kill "$GW_PID"; wait "$GW_PID" || true
+if [ "$SKIP_PUT" = 0 ]; then
+  # A fresh gateway with default limits and cache, spilling to $WORK: its VmHWM is the uploads'.
+  GW_PORT=$(free_port)
+  TMPDIR="$WORK" "$STRATA" serve --backend "file://$WORK/data" --listen "127.0.0.1:$GW_PORT" --access-key "$AK" \
+    --secret-key "$SK" >"$WORK/gateway-put.out" 2>&1 &
+  GW_PID=$!
+  PIDS+=("$GW_PID")
+  for _ in $(seq 1 300); do grep -q "listening on" "$WORK/gateway-put.out" && break; sleep 0.1; done
+  grep -q "listening on" "$WORK/gateway-put.out" || { cat "$WORK/gateway-put.out" >&2; exit 1; }
+  run_puts gateway "http://127.0.0.1:$GW_PORT" bench "$AK" "$SK" "$GW_PID"
+  kill "$GW_PID"; wait "$GW_PID" || true
+fi
 
 upload() {  # upload ENDPOINT BUCKET AK SK
   local env=(env -u AWS_CA_BUNDLE AWS_ACCESS_KEY_ID="$3" AWS_SECRET_ACCESS_KEY="$4" AWS_DEFAULT_REGION=us-east-1
@@ -135,6 +173,7 @@ server_target() {  # server_target NAME SCRIPT
   log "$name: uploading"
   upload "$endpoint" "$bucket" "$access_key" "$secret_key"
   run_target "$name" "$endpoint" "$bucket" "$access_key" "$secret_key"
+  [ "$name" = rgw ] && run_puts "$name" "$endpoint" "$bucket" "$access_key" "$secret_key"
   bash "$ROOT/scripts/$script" stop "$WORK/$name" >/dev/null 2>&1 || true
 }
 [ "$SKIP_RGW" = 1 ] || server_target rgw rgw.sh
@@ -156,6 +195,8 @@ for name in ("gateway", "rgw", "s3rver"):
         return json.load(open(p)) if os.path.exists(p) else None
     l1, l16, small = load("large1"), load("large16"), load("small")
     if not l1: continue
+    for mode in ("single", "multipart"):
+        if load("put-" + mode): doc.setdefault("puts", {}).setdefault(name, {})[mode] = load("put-" + mode)
     doc["targets"][name] = {
         "large_1_client": l1, "large_16_clients": l16, "small": small,
         "large_1_client_fraction_of_tcp": l1["bytes_per_second"] / tcp1,
@@ -169,6 +210,16 @@ for name, t in doc["targets"].items():
         name, t["large_1_client"]["bytes_per_second"] / 2**20, 100 * t["large_1_client_fraction_of_tcp"],
         t["large_16_clients"]["bytes_per_second"] / 2**20, 100 * t["large_16_clients_fraction_of_tcp"],
         t["small_requests_per_second"]))
+if doc.get("puts"):
+    print("%-8s %24s %24s %22s" % ("target", "single PUT", "multipart PUT", "peak RSS single/multi"))
+    for name, t in doc["puts"].items():
+        def fig(m):
+            r = t.get(m)
+            return "%4d x %4.0f MiB: %5.0f MiB/s" % (r["clients"], r["object_bytes"] / 2**20,
+                                                    r["bytes_per_second"] / 2**20) if r else "-"
+        rss = "/".join("%.0f MiB" % (t[m]["peak_rss_bytes"] / 2**20) if t.get(m, {}).get("peak_rss_bytes") else "-"
+                       for m in ("single", "multipart"))
+        print("%-8s %24s %24s %22s" % (name, fig("single"), fig("multipart"), rss))
 print("wrote " + out)
 PY
 echo "reproduce: $REPRO"

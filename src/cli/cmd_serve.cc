@@ -22,7 +22,7 @@ struct ServeArgs {
   bool allow_anonymous = false;
   std::string cache_ram, cache_dir, cache_disk, block_size, metadata_ttl, backend_timeout;
   bool strict_revalidate = false;
-  std::string max_header, max_body, max_inflight, header_timeout, idle_timeout;
+  std::string max_header, max_body, max_inflight, header_timeout, idle_timeout, spill_dir;
   int io_threads = 0, workers = 0;
   std::string cache_group, peer_listen = "127.0.0.1:0", group_secret_file;  // a cache group (src/group)
 };
@@ -70,6 +70,9 @@ gateway::GatewayConfig BuildConfig(const ServeArgs& a) {
   Apply(a.max_inflight, &c.limits.max_inflight_bytes, gateway::ParseByteSize, "--max-inflight");
   Apply(a.header_timeout, &c.limits.header_timeout, gateway::ParseDurationText, "--header-timeout");
   Apply(a.idle_timeout, &c.limits.idle_timeout, gateway::ParseDurationText, "--idle-timeout");
+  if (!a.spill_dir.empty()) c.limits.spill_dir = a.spill_dir;
+  // Large bodies spill to the cache's disk (chosen for space) when there is one.
+  if (c.limits.spill_dir.empty() && !c.cache.dir.empty()) c.limits.spill_dir = c.cache.dir;
   Check(gateway::ValidateGatewayConfig(c), "serve", "config");
   return c;
 }
@@ -138,6 +141,10 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--max-body", a->max_body, "Request body limit (default 5GiB)");
   sub->add_option("--max-inflight", a->max_inflight,
                   "Memory for request bodies in flight, all clients together (default 256MiB; past it: 503 SlowDown)");
+  sub->add_option(
+      "--spill-dir", a->spill_dir,
+      "Where PutObject/UploadPart bodies over 16MiB wait, as nameless temp files (default: the --cache-dir, "
+      "else $TMPDIR; out of space: 503 SlowDown)");
   sub->add_option("--header-timeout", a->header_timeout,
                   "Deadline from a request's first byte to its last header (default 10s)");
   sub->add_option("--idle-timeout", a->idle_timeout, "Keep-alive idle timeout (default 60s)");

@@ -44,15 +44,22 @@ Result<Buffer> BodyFile::Read(uint64_t offset, size_t n) const {
   if (offset > size_) offset = size_;
   n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
   MutableBuffer buf(n);
+  STRATA_RETURN_IF_ERROR(ReadInto(offset, buf.data(), n));
+  return std::move(buf).Freeze();
+}
+
+Status BodyFile::ReadInto(uint64_t offset, void* dst, size_t n) const {
+  if (offset > size_ || n > size_ - offset) return OutOfRangeError("read past the end of a request body temp file");
+  char* out = static_cast<char*>(dst);
   size_t done = 0;
   while (done < n) {
-    ssize_t r = ::pread(fd_, buf.data() + done, n - done, static_cast<off_t>(offset + done));
+    ssize_t r = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return ErrnoToStatus(errno, "reading a request body back from " + dir_);
     if (r == 0) return IOError("request body temp file in " + dir_ + " is shorter than written");
     done += static_cast<size_t>(r);
   }
-  return std::move(buf).Freeze();
+  return Status::Ok();
 }
 
 Status BodyFile::ForEachPiece(size_t piece, const std::function<Status(std::string_view)>& fn) const {

@@ -1,5 +1,5 @@
 // A request body kept in an unnamed temp file instead of memory (large
-// single PUTs): O_TMPFILE where the file system has it (the file is gone as
+// PutObject and UploadPart bodies): O_TMPFILE where the file system has it (the file is gone as
 // soon as it is closed, crash included), else mkstemp + unlink. Read back in
 // bounded pieces. Not thread-safe for appends; reads are (pread).
 #pragma once
@@ -28,6 +28,8 @@ class BodyFile {
   const std::string& dir() const { return dir_; }
   // Bytes [offset, offset + n) (clamped to size()) in a new buffer.
   Result<Buffer> Read(uint64_t offset, size_t n) const;
+  // Exactly bytes [offset, offset + n) into dst (OutOfRange past size()).
+  Status ReadInto(uint64_t offset, void* dst, size_t n) const;
   // Calls fn on the whole content, in pieces of at most `piece` bytes.
   Status ForEachPiece(size_t piece, const std::function<Status(std::string_view)>& fn) const;
 

@@ -117,6 +117,7 @@ Status ReadLimits(const Json& doc, GatewayLimits* l) {
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "header_timeout", &l->header_timeout, ParseDurationText, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "idle_timeout", &l->idle_timeout, ParseDurationText, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "io_timeout", &l->io_timeout, ParseDurationText, p));
+  STRATA_RETURN_IF_ERROR(ReadString(o, "spill_dir", &l->spill_dir));
   return ReadUnit(o, "drain_timeout", &l->drain_timeout, ParseDurationText, p);
 }
 

@@ -37,9 +37,10 @@ struct GatewayLimits {
   // Request bodies held in memory at once, all connections together; a new
   // body past it gets 503 SlowDown (one larger than the budget is let in alone).
   uint64_t max_inflight_bytes = 256ull << 20;
-  // A single PUT (PutObject) body larger than this goes to a temp file in
-  // spill_dir (empty: $TMPDIR, else /tmp) instead of memory, and on to the
-  // backend in parts; it holds only kSpillReserve of the budget meanwhile.
+  // A PutObject or UploadPart body larger than this (chunked ones once they
+  // grow past it) goes to a temp file in spill_dir (empty: $TMPDIR, else
+  // /tmp) instead of memory, and on to the backend in pieces; it holds only
+  // kSpillReserve of the budget meanwhile.
   uint64_t spill_bytes = 16ull << 20;
   std::string spill_dir;
   Duration header_timeout = std::chrono::seconds(10);  // first byte to end of headers (slowloris)

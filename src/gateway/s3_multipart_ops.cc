@@ -10,7 +10,6 @@
 #include "net/xml.h"
 
 namespace strata::gateway {
-namespace {
 
 // The file and mem stores name the S3 code at the end of their messages
 // ("... (InvalidPart)") without setting it as the foreign code; lift it so
@@ -32,6 +31,8 @@ Status LiftS3Code(Status s, std::string_view fallback_for_not_found) {
   }
   return WithS3Code(s, Code::kNotFound, fallback_for_not_found);
 }
+
+namespace {
 
 Result<int> PartNumber(const Ctx& ctx) {
   const std::string* p = ctx.Query("partNumber");
@@ -128,6 +129,8 @@ Status UploadPart(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(std::string upload_id, UploadId(ctx));
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   bool copy = ctx.Header("x-amz-copy-source") != nullptr;
+  // A spilled body goes past the cache (which keeps no parts) to its backend.
+  if (ctx.body_file && !copy) return UploadPartStreamed(ctx, store->base(), upload_id, part);
   Buffer data = ctx.body;
   object::PartOptions po;
   RequestChecksum checksum;

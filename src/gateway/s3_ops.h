@@ -96,6 +96,12 @@ Status PutObject(Ctx& ctx);
 // read back one at a time and uploaded to the backend.
 inline constexpr size_t kStreamPartBytes = 8 << 20;
 Status PutObjectStreamed(Ctx& ctx);
+// A store's error with the S3 code its message names lifted into the
+// foreign code (s3_multipart_ops.cc).
+Status LiftS3Code(Status s, std::string_view fallback_for_not_found);
+// UploadPart of a spilled body: verified in pieces, then streamed to the
+// backend store (object::PartStreamer) or read into memory for one without.
+Status UploadPartStreamed(Ctx& ctx, object::ObjectStore& backend, const std::string& upload_id, int part);
 // Hex SHA-256 of a spilled body, read in pieces.
 Status CheckSpilledSha256(const BodyFile& body, std::string* hex);
 // aws-chunked decoding of a spilled body into a new temp file beside it.

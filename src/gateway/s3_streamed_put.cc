@@ -1,9 +1,11 @@
-// PutObject with a body the server spilled to a temp file (BodyFile): the
-// payload is decoded and verified in bounded pieces, then written to the
-// backend as a multipart upload of kStreamPartBytes parts read back one at a
-// time, so a single PUT of up to 5 GiB never sits in memory. The object's
-// ETag is therefore a multipart one ("md5-N"), as S3 clients that upload
-// large files in parts already see.
+// PutObject and UploadPart with a body the server spilled to a temp file
+// (BodyFile): the payload is decoded and verified in bounded pieces. A
+// PutObject is then written to the backend as a multipart upload of
+// kStreamPartBytes parts read back one at a time, so a single PUT of up to
+// 5 GiB never sits in memory; the object's ETag is therefore a multipart one
+// ("md5-N"), as S3 clients that upload large files in parts already see. An
+// UploadPart streams to a backend that can take a part in pieces
+// (object::PartStreamer: file://, s3://).
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "base/checksum.h"
 #include "base/hash.h"
 #include "gateway/s3_ops.h"
+#include "object/part_reader.h"
 
 namespace strata::gateway {
 namespace {
@@ -62,8 +65,9 @@ Status BadChecksum(ChecksumAlgorithm a) {
                  "The " + std::string(ChecksumName(a)) + " you specified did not match the calculated checksum.");
 }
 
-// Content-MD5 and the x-amz-checksum-* in one pass over the payload.
-Result<RequestChecksum> VerifyStreamedDigests(const Ctx& ctx, const BodyFile& body) {
+// Content-MD5 and the x-amz-checksum-* in one pass over the payload; the
+// verified MD5 (hex) goes to *md5_hex when Content-MD5 was sent.
+Result<RequestChecksum> VerifyStreamedDigests(const Ctx& ctx, const BodyFile& body, std::string* md5_hex = nullptr) {
   STRATA_ASSIGN_OR_RETURN(RequestChecksum c, ReadRequestChecksum(ctx, /*multipart=*/false));
   const std::string* md5_header = ctx.Header("content-md5");
   std::string md5_raw;
@@ -84,6 +88,7 @@ Result<RequestChecksum> VerifyStreamedDigests(const Ctx& ctx, const BodyFile& bo
     if (std::string_view(reinterpret_cast<const char*>(d.data()), d.size()) != md5_raw) {
       return S3Error(Code::kCorruption, "BadDigest", "The Content-MD5 you specified did not match what we received.");
     }
+    if (md5_hex) *md5_hex = ToHex(d);
   }
   if (sum && sum->Finish() != *DecodeChecksum(*c.algorithm, c.value)) return BadChecksum(*c.algorithm);
   return c;
@@ -148,6 +153,23 @@ Status PutObjectStreamed(Ctx& ctx) {
     ctx.resp.headers.emplace_back(ChecksumHeader(*checksum.algorithm), checksum.value);
     ctx.resp.headers.emplace_back("x-amz-checksum-type", "FULL_OBJECT");
   }
+  return Status::Ok();
+}
+
+Status UploadPartStreamed(Ctx& ctx, object::ObjectStore& backend, const std::string& upload_id, int part) {
+  const BodyFile& body = *ctx.body_file;
+  object::PartReader source;
+  STRATA_ASSIGN_OR_RETURN(RequestChecksum checksum, VerifyStreamedDigests(ctx, body, &source.md5_hex));
+  object::PartOptions po;
+  if (checksum.algorithm && backend.Capabilities().checksums_kept) {
+    po.checksum = {std::string(ChecksumName(*checksum.algorithm)), checksum.value};
+  }
+  source.size = body.size();
+  source.read = [&body](uint64_t offset, void* dst, size_t n) { return body.ReadInto(offset, dst, n); };
+  auto etag = object::UploadPartFromSource(backend, ctx.target.key, upload_id, part, source, po);
+  if (!etag.ok()) return LiftS3Code(etag.status(), "NoSuchUpload");
+  ctx.resp.headers.emplace_back("ETag", Quote(*etag));
+  if (checksum.algorithm) ctx.resp.headers.emplace_back(ChecksumHeader(*checksum.algorithm), checksum.value);
   return Status::Ok();
 }
 

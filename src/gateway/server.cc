@@ -29,14 +29,35 @@ constexpr uint64_t kLingerMaxBytes = 64ull << 20;  // discarded after a refused 
 // part the handler reads back and uploads (kStreamPartBytes) plus slack.
 constexpr uint64_t kSpillReserve = 10ull << 20;
 
-// A single PUT (PutObject) may be spilled to a temp file: not an upload part
-// or a copy, whose handlers want the body in memory.
+// PutObject and UploadPart bodies may be spilled to a temp file; not a copy
+// (no body) nor a PUT of a sub-resource (?tagging, ?acl...), whose handlers
+// read the body from memory. Presigned parameters (X-Amz-*) do not count.
 bool Spillable(const GatewayRequest& req) {
   if (req.method != "PUT" || net::FindHeader(req.headers, "x-amz-copy-source")) return false;
   size_t q = req.target.find('?');
   if (q == std::string::npos) return true;
-  std::string_view query = std::string_view(req.target).substr(q);
-  return query.find("uploadId") == std::string_view::npos && query.find("partNumber") == std::string_view::npos;
+  std::string_view query = std::string_view(req.target).substr(q + 1);
+  while (!query.empty()) {
+    std::string_view param = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(query.size(), param.size() + 1));
+    std::string_view name = param.substr(0, param.find('='));
+    if (name.empty() || name == "uploadId" || name == "partNumber" || name == "x-id") continue;
+    if (name.size() > 6 && (name.substr(0, 6) == "X-Amz-" || name.substr(0, 6) == "x-amz-")) continue;
+    return false;
+  }
+  return true;
+}
+
+// What a client sees when its body could not be spilled: out of disk is
+// 503 SlowDown (retry later), anything else a 500 saying what failed.
+GatewayResponse SpillError(S3Handler& handler, const Status& st, const std::string& resource) {
+  STRATA_LOG_ERROR("gateway: spilling a request body: {}", st.ToString());
+  if (st.code() == Code::kNoSpace) {
+    return handler.Error(503, "SlowDown",
+                         "The gateway's spill directory is out of space for this request body; retry later.", resource);
+  }
+  return handler.Error(500, "InternalError", "The gateway could not keep this request body in its spill directory.",
+                       resource);
 }
 constexpr auto kLingerTime = std::chrono::seconds(2);
 
@@ -216,10 +237,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
       // Too large to hold: to a temp file, holding only its pieces of the budget.
       if (!ReserveBody(kSpillReserve)) return RespondSlowDown();
       auto file = BodyFile::Create(limits().spill_dir);
-      if (!file.ok()) {
-        STRATA_LOG_ERROR("gateway: {}", file.status().ToString());
-        return RespondNow(srv_.handler_.Error(500, "InternalError", "We encountered an internal error.", ""), true);
-      }
+      if (!file.ok()) return RespondNow(SpillError(srv_.handler_, file.status(), Resource()), true);
       spill_ = std::move(file).value();
     } else if (!ReserveBody(cl ? *cl : kBodyPiece)) {  // memory is reserved before it is allocated or read
       return RespondSlowDown();
@@ -265,7 +283,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     auto& b = parser_->get().body();
     if (spill_) {
       if (scratch_.size() < kBodyPiece) scratch_.resize(kBodyPiece);
-      piece_ = std::min<uint64_t>(*content_length_ - body_len_, kBodyPiece);
+      piece_ = content_length_ ? std::min<uint64_t>(*content_length_ - body_len_, kBodyPiece) : kBodyPiece;
       b.data = scratch_.data();
     } else if (content_length_) {
       piece_ = std::min<uint64_t>(*content_length_ - body_len_, kBodyPiece);
@@ -293,13 +311,23 @@ class Conn : public std::enable_shared_from_this<Conn> {
     uint64_t got = piece_ - b.size;
     if (spill_) {
       Status st = spill_->Append(scratch_.data(), got);
-      if (!st.ok()) {
-        STRATA_LOG_ERROR("gateway: {}", st.ToString());
-        return RespondNow(srv_.handler_.Error(500, "InternalError", "We encountered an internal error.", ""), true);
-      }
+      if (!st.ok()) return RespondNow(SpillError(srv_.handler_, st, Resource()), true);
       body_len_ += got;
     } else if (content_length_) {
       body_len_ += got;
+    } else if (chunked_body_.size() + got > limits().spill_bytes && Spillable(req_)) {
+      // A chunked body grown past the threshold: on to a temp file from here,
+      // holding only the spill reservation of the budget.
+      auto file = BodyFile::Create(limits().spill_dir);
+      Status st = file.ok() ? (*file)->Append(chunked_body_.data(), chunked_body_.size()) : file.status();
+      if (st.ok()) st = (*file)->Append(scratch_.data(), got);
+      if (!st.ok()) return RespondNow(SpillError(srv_.handler_, st, Resource()), true);
+      spill_ = std::move(file).value();
+      chunked_body_ = std::string();
+      if (uint64_t held = reserved_.load(); held > kSpillReserve) {  // it held at least spill_bytes
+        srv_.Unreserve(held - kSpillReserve);
+        reserved_.store(kSpillReserve);
+      }
     } else {
       if (chunked_body_.size() + got > reserved_ && !ReserveBody(kBodyPiece)) return RespondSlowDown();
       chunked_body_.append(scratch_.data(), got);
@@ -362,6 +390,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
     return true;
   }
   void ReleaseBody() { srv_.Unreserve(reserved_.exchange(0)); }
+
+  std::string Resource() const { return req_.target.substr(0, req_.target.find('?')); }
 
   void RespondSlowDown() {
     body_ = MutableBuffer();

@@ -34,7 +34,7 @@ struct GatewayRequest {
   // uses it instead of authenticating again (the clock has moved on since).
   std::shared_ptr<const RequestAuth> auth = nullptr;
   // Last, so positional initialisers stay valid. Set instead of `body` for a large single PUT the server spilled to a
-  // temp file (GatewayLimits::spill_bytes); only PutObject reads it.
+  // temp file (GatewayLimits::spill_bytes); PutObject and UploadPart read it.
   std::shared_ptr<const BodyFile> body_file = nullptr;
 };
 

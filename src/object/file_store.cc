@@ -20,6 +20,7 @@
 #include "net/uri.h"
 #include "object/file_util.h"
 #include "object/list_util.h"
+#include "object/part_reader.h"
 
 namespace strata::object {
 namespace {
@@ -77,7 +78,7 @@ Result<std::string> Md5HexOf(io::RandomAccessFile& file, uint64_t size, std::str
   return ToHex(hasher.Finish());
 }
 
-class FileStore : public ObjectStore {
+class FileStore : public ObjectStore, public PartStreamer {
  public:
   FileStore(std::string root, UniqueFd root_fd, FileStoreOptions options)
       : root_(std::move(root)),
@@ -164,6 +165,12 @@ class FileStore : public ObjectStore {
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override;
   Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
                                  const PartOptions& options) override;
+  Result<std::string> UploadPartFrom(std::string_view key, std::string_view upload_id, int part_number,
+                                     const PartReader& source, const PartOptions& options) override;
+  // Stages a part written by `write` (which also yields its MD5 hex ETag).
+  Result<std::string> StagePart(std::string_view key, std::string_view upload_id, int part_number,
+                                const PartOptions& options,
+                                const std::function<Status(io::WritableFile&, std::string*)>& write);
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
@@ -566,9 +573,36 @@ Result<std::string> FileStore::CreateMultipartUpload(std::string_view key, const
 
 Result<std::string> FileStore::UploadPart(std::string_view key, std::string_view upload_id, int part_number,
                                           Buffer data, const PartOptions& options) {
+  return StagePart(key, upload_id, part_number, options, [&](io::WritableFile& f, std::string* etag) {
+    *etag = ToHex(Md5(data.data(), data.size()));
+    return f.Append(data);
+  });
+}
+
+// The part goes to its staging file in kChunk pieces, hashed on the way.
+Result<std::string> FileStore::UploadPartFrom(std::string_view key, std::string_view upload_id, int part_number,
+                                              const PartReader& source, const PartOptions& options) {
+  return StagePart(key, upload_id, part_number, options, [&](io::WritableFile& f, std::string* etag) -> Status {
+    Md5Hasher md5;
+    std::string buf(static_cast<size_t>(std::min<uint64_t>(source.size, kChunk)), '\0');
+    for (uint64_t off = 0; off < source.size;) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(source.size - off, buf.size()));
+      STRATA_RETURN_IF_ERROR(source.read(off, buf.data(), n));
+      md5.Update(buf.data(), n);
+      STRATA_RETURN_IF_ERROR(f.Append(buf.data(), n));
+      off += n;
+    }
+    *etag = ToHex(md5.Finish());
+    return Status::Ok();
+  });
+}
+
+Result<std::string> FileStore::StagePart(std::string_view key, std::string_view upload_id, int part_number,
+                                         const PartOptions& options,
+                                         const std::function<Status(io::WritableFile&, std::string*)>& write) {
   STRATA_RETURN_IF_ERROR(CheckPartNumber(key, part_number));
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
-  std::string etag = ToHex(Md5(data.data(), data.size()));
+  std::string etag;
   char number[8];
   std::snprintf(number, sizeof(number), "%05d-", part_number);
   std::string tmp = upload.dir + "/tmp-" + std::to_string(++temp_seq_);
@@ -579,7 +613,7 @@ Result<std::string> FileStore::UploadPart(std::string_view key, std::string_view
     }
     return file.status().WithContext("staging part " + std::to_string(part_number) + " of " + Quote(key));
   }
-  Status st = (*file)->Append(data);
+  Status st = write(**file, &etag);
   // The part's checksum rides on the part file (set before its rename), or is not kept without xattrs.
   const PartChecksumInfo& ck = options.checksum;
   if (st.ok() && !ck.algorithm.empty() && xattrs_.load()) {

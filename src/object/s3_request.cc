@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "base/hash.h"
 #include "base/log.h"
@@ -80,6 +81,18 @@ net::HttpRequest S3Requester::Sign(const S3Call& call, const std::string& payloa
   req.url = endpoint_.base_url + path + (query.empty() ? "" : "?" + query);
   req.headers = std::move(parts.headers);
   req.body = call.body;
+  if (call.read_body) {
+    // The client reads on its I/O thread, from the start again when it rewinds.
+    auto offset = std::make_shared<uint64_t>(0);
+    req.upload = [offset, read = call.read_body, size = call.body_size](uint8_t* dst, size_t n) -> size_t {
+      n = static_cast<size_t>(std::min<uint64_t>(n, size - *offset));
+      if (n == 0 || !read(*offset, dst, n).ok()) return 0;  // short: the request fails and is retried
+      *offset += n;
+      return n;
+    };
+    req.upload_size = call.body_size;
+    req.rewind = [offset] { *offset = 0; };
+  }
   req.sink = call.sink;
   req.on_headers = call.on_headers;
   return req;
@@ -121,7 +134,9 @@ void S3Requester::Count(const std::string& op, const std::string& status) {
 Result<net::HttpResponse> S3Requester::Execute(const S3Call& call) {
   auto& registry = MetricsRegistry::Global();
   const std::string payload_sha256 =
-      call.body.empty() ? std::string(net::kEmptyPayloadSha256) : ToHex(Sha256(call.body.data(), call.body.size()));
+      call.read_body      ? (call.body_sha256.empty() ? std::string("UNSIGNED-PAYLOAD") : call.body_sha256)
+      : call.body.empty() ? std::string(net::kEmptyPayloadSha256)
+                          : ToHex(Sha256(call.body.data(), call.body.size()));
   const std::string what = call.op + " " + (call.key ? Resource(*call.key) : "s3://" + config_.bucket);
   const std::string resource = call.key ? Resource(*call.key) : "s3://" + config_.bucket;
   Status last;
@@ -138,8 +153,8 @@ Result<net::HttpResponse> S3Requester::Execute(const S3Call& call) {
     Result<net::HttpResponse> resp = http_.Send(Sign(call, payload_sha256));
     registry.GetHistogram("strata_s3_request_seconds", "S3 request latency", {{"op", call.op}})
         .Observe(Seconds(clock_->Now() - start));
-    if (!call.body.empty()) {
-      registry.GetCounter("strata_s3_bytes_total", "S3 payload bytes", {{"direction", "out"}}).Inc(call.body.size());
+    if (uint64_t out = call.read_body ? call.body_size : call.body.size(); out > 0) {
+      registry.GetCounter("strata_s3_bytes_total", "S3 payload bytes", {{"direction", "out"}}).Inc(out);
     }
     if (!resp.ok()) {
       Count(call.op, "error");

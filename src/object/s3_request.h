@@ -29,6 +29,12 @@ struct S3Call {
   std::vector<std::pair<std::string, std::string>> query;  // decoded; encoded here
   net::HttpHeaders headers;
   Buffer body;
+  // A streamed body instead of `body`: read_body(offset, dst, n) supplies
+  // bytes [offset, offset + n) of body_size (again from 0 on a retry), and
+  // body_sha256 is its hex SHA-256 (empty: sent as UNSIGNED-PAYLOAD).
+  std::function<Status(uint64_t offset, void* dst, size_t n)> read_body;
+  uint64_t body_size = 0;
+  std::string body_sha256;
   std::optional<net::BodySink> sink;
   // Called on every 2xx response; a non-OK result is treated like an error
   // response (retried when retryable). Lets callers reject wrong ranges or

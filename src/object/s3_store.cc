@@ -13,6 +13,7 @@
 #include "net/s3_errors.h"
 #include "net/s3_xml.h"
 #include "net/uri.h"
+#include "object/part_reader.h"
 #include "object/s3_request.h"
 #include "object/transfer.h"
 
@@ -157,7 +158,7 @@ S3Call MakeCall(std::string op, std::string method, std::optional<std::string> k
   return call;
 }
 
-class S3Store : public ObjectStore {
+class S3Store : public ObjectStore, public PartStreamer {
  public:
   explicit S3Store(std::unique_ptr<S3Requester> r) : r_(std::move(r)) {}
 
@@ -169,6 +170,8 @@ class S3Store : public ObjectStore {
   Result<std::string> CreateMultipartUpload(std::string_view key, const PutOptions& options) override;
   Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
                                  const PartOptions& options) override;
+  Result<std::string> UploadPartFrom(std::string_view key, std::string_view upload_id, int part_number,
+                                     const PartReader& source, const PartOptions& options) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
@@ -589,6 +592,39 @@ Result<std::string> S3Store::UploadPart(std::string_view key, std::string_view u
                                         const PartOptions& /*options*/) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   return DoUploadPart(r_->FullKey(key), upload_id, part_number, data);
+}
+
+// The part streams from `source` to the upstream (signed with the SHA-256
+// the caller computed, or UNSIGNED-PAYLOAD), checked against its MD5 if given.
+Result<std::string> S3Store::UploadPartFrom(std::string_view key, std::string_view upload_id, int part_number,
+                                            const PartReader& source, const PartOptions& /*options*/) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  std::string full = r_->FullKey(key);
+  if (part_number < 1 || part_number > kMaxParts) {
+    return InvalidArgumentError("part number " + std::to_string(part_number) + " for " + r_->Resource(full) +
+                                " is outside 1..10000");
+  }
+  S3Call call = MakeCall("UploadPart", "PUT", full,
+                         {{"partNumber", std::to_string(part_number)}, {"uploadId", std::string(upload_id)}});
+  call.read_body = source.read;
+  call.body_size = source.size;
+  call.body_sha256 = source.sha256_hex;
+  std::string raw_md5;
+  if (HexDecode(source.md5_hex, &raw_md5) && raw_md5.size() == 16) {
+    call.headers.emplace_back("Content-MD5", Base64Encode(raw_md5.data(), raw_md5.size()));
+  }
+  call.validate = [&](const net::HttpResponse& r) -> Status {
+    std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
+    if (etag.empty()) return Status(Code::kCorruption, "UploadPart answer without an ETag", "", true);
+    if (!source.md5_hex.empty() && LooksLikeMd5(etag) && etag != source.md5_hex) {
+      return Status(Code::kCorruption, "part ETag " + etag + " differs from the MD5 " + source.md5_hex + " sent", {},
+                    true)
+          .WithForeignCode("BadDigest");
+    }
+    return Status::Ok();
+  };
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
+  return UnquoteEtag(resp.Header("ETag").value_or(""));
 }
 
 Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,

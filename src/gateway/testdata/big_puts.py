@@ -3,8 +3,15 @@
 request per object), then every object read back and compared by SHA-256.
 The bodies are generated piecewise from a seed, never held whole.
 
-usage: big_puts.py GATEWAY_URL KEY SECRET BUCKET N SIZE
-Prints "N object(s) ok" on success; exits non-zero otherwise.
+usage: big_puts.py GATEWAY_URL KEY SECRET BUCKET N SIZE [put|parts|nospace]
+  put:     as above; prints "N object(s) ok".
+  parts:   one multipart upload whose N parts of SIZE bytes are sent
+           concurrently (upload_part), completed, read back whole; prints
+           "N part(s) ok".
+  nospace: one put_object of SIZE must fail with 503 SlowDown (the spill
+           directory is too small), then a small one must succeed; prints
+           "nospace ok: <message>".
+Exits non-zero otherwise.
 """
 import concurrent.futures
 import hashlib
@@ -17,6 +24,7 @@ from botocore.config import Config
 
 url, key, secret, bucket = sys.argv[1:5]
 n, size = int(sys.argv[5]), int(sys.argv[6])
+mode = sys.argv[7] if len(sys.argv) > 7 else "put"
 CHUNK = 1 << 20
 
 
@@ -91,6 +99,60 @@ def check(i):
     return total == size and h.hexdigest() == expected_sha(i + 1), total
 
 
+def run_parts():
+    key_ = "big/parts"
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key_)["UploadId"]
+
+    def part(i):
+        r = s3.upload_part(Bucket=bucket, Key=key_, UploadId=up, PartNumber=i + 1, Body=Generated(i + 1, size))
+        return {"PartNumber": i + 1, "ETag": r["ETag"]}
+
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        parts = list(pool.map(part, range(n)))  # raises on any failed part
+    s3.complete_multipart_upload(Bucket=bucket, Key=key_, UploadId=up, MultipartUpload={"Parts": parts})
+    want = hashlib.sha256()
+    for i in range(n):
+        s = Generated(i + 1, size)
+        while True:
+            b = s.read(CHUNK)
+            if not b:
+                break
+            want.update(b)
+    got, total = hashlib.sha256(), 0
+    for piece in s3.get_object(Bucket=bucket, Key=key_)["Body"].iter_chunks(CHUNK):
+        got.update(piece)
+        total += len(piece)
+    if total != n * size or got.hexdigest() != want.hexdigest():
+        print("FAIL: %s read back %d bytes, hash mismatch or short" % (key_, total))
+        sys.exit(1)
+    print("%d part(s) ok" % n)
+
+
+def run_nospace():
+    from botocore.exceptions import ClientError
+    try:
+        s3.put_object(Bucket=bucket, Key="big/nospace", Body=Generated(1, size))
+    except ClientError as e:
+        err = e.response["Error"]
+        status = e.response["ResponseMetadata"]["HTTPStatusCode"]
+        if status != 503 or err.get("Code") != "SlowDown" or "spill" not in err.get("Message", ""):
+            print("FAIL: wanted 503 SlowDown naming the spill directory, got %d %s" % (status, err))
+            sys.exit(1)
+        s3.put_object(Bucket=bucket, Key="big/small", Body=b"still serving")
+        if s3.get_object(Bucket=bucket, Key="big/small")["Body"].read() != b"still serving":
+            sys.exit(1)
+        print("nospace ok: %s" % err["Message"])
+        return
+    print("FAIL: a PUT larger than the spill directory succeeded")
+    sys.exit(1)
+
+
+if mode == "parts":
+    run_parts()
+    sys.exit(0)
+if mode == "nospace":
+    run_nospace()
+    sys.exit(0)
 with concurrent.futures.ThreadPoolExecutor(n) as pool:
     list(pool.map(put, range(n)))  # raises on any failed PUT
 bad = 0
