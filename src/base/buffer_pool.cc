@@ -86,7 +86,7 @@ class Pool {
     std::vector<std::pair<void*, size_t>> unmap;
     {
       std::lock_guard lock(mu_);
-      if (cls > limit_) {
+      if (cls > LimitLocked()) {
         unmap.emplace_back(block, cls);
       } else {
         idle_[cls].push_back({block, ++seq_});
@@ -99,7 +99,7 @@ class Pool {
 
   BufferPoolStats Stats() {
     std::lock_guard lock(mu_);
-    return {hits_, misses_, idle_bytes_, limit_};
+    return {hits_, misses_, idle_bytes_, LimitLocked()};
   }
 
   void SetLimit(uint64_t bytes) {
@@ -107,6 +107,16 @@ class Pool {
     {
       std::lock_guard lock(mu_);
       limit_ = bytes;
+      TrimLocked(&unmap);
+    }
+    for (auto [p, n] : unmap) ::munmap(p, n);
+  }
+
+  void Reserve(uint64_t bytes, bool add) {
+    std::vector<std::pair<void*, size_t>> unmap;
+    {
+      std::lock_guard lock(mu_);
+      reserved_ = add ? reserved_ + bytes : reserved_ - std::min(reserved_, bytes);
       TrimLocked(&unmap);
     }
     for (auto [p, n] : unmap) ::munmap(p, n);
@@ -126,9 +136,12 @@ class Pool {
     mu_.unlock();
   }
 
+  // The bound with the live reservations; reuse off (0) stays off.
+  uint64_t LimitLocked() const { return limit_ == 0 ? 0 : limit_ + reserved_; }
+
   // Drops the oldest idle blocks until the idle bytes fit the limit.
   void TrimLocked(std::vector<std::pair<void*, size_t>>* unmap) {
-    while (idle_bytes_ > limit_) {
+    while (idle_bytes_ > LimitLocked()) {
       auto oldest = idle_.end();
       for (auto it = idle_.begin(); it != idle_.end(); ++it) {
         if (!it->second.empty() && (oldest == idle_.end() || it->second.front().seq < oldest->second.front().seq)) {
@@ -145,6 +158,7 @@ class Pool {
   std::unordered_map<size_t, std::vector<Idle>> idle_;  // by size class; back = most recent
   uint64_t idle_bytes_ = 0;
   uint64_t limit_;
+  uint64_t reserved_ = 0;  // BufferPoolReservations alive
   uint64_t seq_ = 0;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
@@ -170,5 +184,8 @@ std::shared_ptr<uint8_t> BufferPoolAllocate(size_t size, BufferFit fit) {
 }
 BufferPoolStats GetBufferPoolStats() { return Pool::Get().Stats(); }
 void SetBufferPoolIdleLimit(uint64_t bytes) { Pool::Get().SetLimit(bytes); }
+
+BufferPoolReservation::BufferPoolReservation(uint64_t bytes) : bytes_(bytes) { Pool::Get().Reserve(bytes_, true); }
+BufferPoolReservation::~BufferPoolReservation() { Pool::Get().Reserve(bytes_, false); }
 
 }  // namespace strata

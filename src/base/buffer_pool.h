@@ -53,4 +53,19 @@ BufferPoolStats GetBufferPoolStats();
 // AddressSanitizer, so it still sees every use after free.
 void SetBufferPoolIdleLimit(uint64_t bytes);
 
+// Raises the idle bound by `bytes` while it lives. A user that cycles blocks
+// larger than the default bound (the loader's batches of 7 x 140 MiB
+// samples) keeps them for reuse without raising the bound for good. No
+// effect while reuse is off (a bound of 0). Thread-safe.
+class BufferPoolReservation {
+ public:
+  explicit BufferPoolReservation(uint64_t bytes);
+  ~BufferPoolReservation();
+  BufferPoolReservation(const BufferPoolReservation&) = delete;
+  BufferPoolReservation& operator=(const BufferPoolReservation&) = delete;
+
+ private:
+  uint64_t bytes_;
+};
+
 }  // namespace strata

@@ -94,6 +94,30 @@ TEST_F(BufferPoolTest, IdleBytesStayWithinTheBoundAndTheNewestAreKept) {
   EXPECT_EQ(reused.data(), last);
 }
 
+// A block larger than the bound is kept while a reservation covers it, and
+// trimmed back to the bound when the reservation ends; reuse off stays off.
+TEST_F(BufferPoolTest, ReservationKeepsBlocksBeyondTheBoundWhileItLives) {
+  SetBufferPoolIdleLimit(4 * kMiB);
+  {
+    BufferPoolReservation reserve(8 * kMiB);
+    EXPECT_EQ(GetBufferPoolStats().idle_limit, 12 * kMiB);
+    const uint8_t* first;
+    {
+      MutableBuffer big(10 * kMiB);
+      first = big.data();
+    }
+    EXPECT_GE(GetBufferPoolStats().idle_bytes, 10 * kMiB);
+    MutableBuffer again(10 * kMiB);
+    EXPECT_EQ(again.data(), first);
+  }
+  EXPECT_EQ(GetBufferPoolStats().idle_limit, 4 * kMiB);
+  EXPECT_LE(GetBufferPoolStats().idle_bytes, 4 * kMiB);
+  SetBufferPoolIdleLimit(0);
+  BufferPoolReservation reserve(8 * kMiB);
+  { MutableBuffer m(kMiB); }
+  EXPECT_EQ(GetBufferPoolStats().idle_bytes, 0u);
+}
+
 TEST_F(BufferPoolTest, ZeroLimitKeepsNothing) {
   SetBufferPoolIdleLimit(0);
   { MutableBuffer m(kMiB); }

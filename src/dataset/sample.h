@@ -43,6 +43,11 @@ struct ReadLimits {
   uint64_t max_field_bytes = 2ull << 30;  // one tar member / record / field
   uint64_t max_name_bytes = 64 << 10;     // member names, pax records, keys
   uint64_t max_fields = 1 << 16;          // fields per sample
+  // Per-record payload checksums (indexed records, TFRecord payloads). False
+  // only for bytes the caller already verified whole (the loader's disk cache
+  // checks its XXH3 on every load): one verification per byte, not two.
+  // Headers and lengths are still checked: they steer the parser.
+  bool verify_checksums = true;
 };
 
 }  // namespace strata::dataset

@@ -273,7 +273,7 @@ Result<std::optional<Buffer>> TfRecordReader::Next() {
     return Error(offset, "record of " + std::to_string(len) + " bytes exceeds the limit");
   STRATA_ASSIGN_OR_RETURN(Buffer payload, src_.Read(len));
   STRATA_ASSIGN_OR_RETURN(Buffer tail, src_.Read(4));
-  if (MaskCrc32c(Crc32c(payload.data(), payload.size())) != DecodeFixed32(tail.data())) {
+  if (limits_.verify_checksums && MaskCrc32c(Crc32c(payload.data(), payload.size())) != DecodeFixed32(tail.data())) {
     return Error(offset, "payload CRC mismatch");
   }
   return std::optional<Buffer>(std::move(payload));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/buffer_pool.h"
 #include "dataset/dataset.h"
 #include "dataset/tfrecord.h"
 #include "loader/plan.h"
@@ -24,9 +25,10 @@ struct ParsedShard {
 };
 
 // Corruption naming `key` if the bytes do not parse or hold another number
-// of samples than `expected`.
+// of samples than `expected`. `verified`: the cache checked the bytes whole
+// as it loaded them (ShardParser), so per-record checksums are skipped.
 Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat format, Buffer bytes, const std::string& key,
-                                                      uint64_t expected, uint64_t first_index);
+                                                      uint64_t expected, uint64_t first_index, bool verified = false);
 
 // Decodes one sample's fields per the options. `example` is its TFRecord Example, if any.
 Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t index, const dataset::Sample& sample,
@@ -69,6 +71,8 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   OrderSpec spec_;
   std::string fingerprint_;
   std::shared_ptr<ShardCache> cache_;
+  // Lets the buffer pool keep what one step cycles (see Make).
+  std::unique_ptr<BufferPoolReservation> pool_reserve_;
   mutable std::mutex order_mu_;
   mutable std::vector<std::pair<uint64_t, std::shared_ptr<const std::vector<uint64_t>>>> orders_;
 };

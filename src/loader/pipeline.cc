@@ -185,11 +185,11 @@ class IteratorImpl : public Iterator {
     int attempts = 0;
     // Parsed once per cache: iterators sharing it (other ranks) reuse the result.
     // An exception while parsing (a hostile shard, bad_alloc) fails this shard, not the process.
-    const ShardParser parse = [&](const Buffer& bytes) -> Result<ParsedValue> {
+    const ShardParser parse = [&](const Buffer& bytes, bool verified) -> Result<ParsedValue> {
       Result<ParsedValue> out = InternalError("shard " + key + " was not parsed");
       Status threw = RunGuarded("loader: parsing shard " + key, [&]() -> Status {
-        STRATA_ASSIGN_OR_RETURN(auto p,
-                                ParseShard(ds_->index().format, bytes, key, entry.samples, ds_->ShardFirst(shard)));
+        STRATA_ASSIGN_OR_RETURN(
+            auto p, ParseShard(ds_->index().format, bytes, key, entry.samples, ds_->ShardFirst(shard), verified));
         uint64_t extra = p->extra_bytes;
         out = ParsedValue{std::move(p), extra};
         return Status::Ok();

@@ -242,14 +242,14 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
       std::lock_guard lock(mu_);
       if (auto it = ram_.find(shard); it != ram_.end()) {
         ++counters_.ram_hits;
-        return ShardFetch{it->second.bytes, false};
+        return ShardFetch{it->second.bytes, false, it->second.verified};
       }
       if (auto it = writing_.find(shard); it != writing_.end()) {  // its file is being written
         ++counters_.ram_hits;
         return ShardFetch{it->second, false};
       }
     }
-    bool shared = false, from_store = false;
+    bool shared = false, from_store = false, verified = false;
     uint64_t generation = 0;
     // Other processes (or caches) on this directory wait while we fetch and
     // write; the lock file goes with the lock, so lock files do not pile up.
@@ -260,6 +260,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
         // Another caller's flight may have landed between our RAM miss and taking this one.
         if (auto it = ram_.find(shard); it != ram_.end()) {
           ++counters_.ram_hits;
+          verified = it->second.verified;
           return it->second.bytes;
         }
         if (auto it = writing_.find(shard); it != writing_.end()) {
@@ -291,7 +292,8 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
       from_store = !from_disk && got.ok();
       std::lock_guard lock(mu_);
       if (from_disk) ++counters_.disk_hits;
-      if (got.ok() && generation_[shard] == generation) PutInRam(shard, *got);
+      verified = from_disk;  // LoadFromDisk checked the file's XXH3
+      if (got.ok() && generation_[shard] == generation) PutInRam(shard, *got, verified);
       return got;
     };
     // The flight stays open while the disk copy is written: a Get arriving
@@ -302,7 +304,8 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
     });
     if (shared && !got.ok()) continue;  // that fetch failed: look again, and fetch ourselves if nobody else is
     if (!got.ok()) return got.status();
-    return ShardFetch{std::move(*got), from_store};
+    // A joiner of another caller's flight does not know how it was loaded: unverified.
+    return ShardFetch{std::move(*got), from_store, verified && !shared};
   }
 }
 
@@ -340,7 +343,7 @@ Result<ParsedFetch> ShardCache::GetParsed(size_t shard, const ShardParser& parse
         generation = generation_[shard];
       }
       Result<ShardFetch> got = Get(shard);
-      Result<ParsedValue> parsed = got.ok() ? parse(got->data) : Result<ParsedValue>(got.status());
+      Result<ParsedValue> parsed = got.ok() ? parse(got->data, got->verified) : Result<ParsedValue>(got.status());
       if (got.ok() && !parsed.ok()) Invalidate(shard);  // the next call refetches rather than reparsing bad bytes
       if (!parsed.ok()) return parsed.status();
       std::lock_guard lock(mu_);
@@ -412,9 +415,9 @@ bool ShardCache::MakeRoomLocked(size_t keep, uint64_t need) {
   return true;
 }
 
-void ShardCache::PutInRam(size_t shard, const Buffer& data) {
+void ShardCache::PutInRam(size_t shard, const Buffer& data, bool verified) {
   if (ram_.count(shard) || !MakeRoomLocked(shard, data.size())) return;
-  ram_.emplace(shard, RamEntry{data, nullptr, data.size()});
+  ram_.emplace(shard, RamEntry{data, nullptr, data.size(), verified});
   ram_used_ += data.size();
 }
 

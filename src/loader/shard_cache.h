@@ -5,7 +5,11 @@
 // Every byte served is verified: a fetch must return the index's size and
 // one ETag across all its ranged parts; disk files carry a header (magic,
 // key, size, XXH3 of the data) checked on every load, and a mismatch is a
-// miss (the file is removed, the shard refetched). Files are written
+// miss (the file is removed, the shard refetched). Bytes so checked are
+// passed to the parser as verified, which then skips the format's per-record
+// CRCs (one verification per byte, not two); bytes from the store are
+// verified by those CRCs, and bytes that fail them are invalidated, disk
+// copy included. Files are written
 // temp + fsync + rename + fsync(dir). Eviction takes shards released by the
 // loader (consumed) first, in release order, then the least recently used;
 // files other processes wrote into the same directory count towards the
@@ -85,6 +89,10 @@ struct ShardCacheOptions {
 struct ShardFetch {
   Buffer data;
   bool from_store = false;  // false: served from RAM or disk
+  // The cache checked these bytes whole as it loaded them (a disk copy's
+  // XXH3); false for bytes from the store, which only the format's own
+  // checksums can verify (the parser must check them).
+  bool verified = false;
 };
 
 struct ParsedFetch {
@@ -94,12 +102,14 @@ struct ParsedFetch {
 };
 
 // Parses a shard's bytes; also returns the bytes the result holds beyond the
-// shard's own (charged to the RAM bound with them).
+// shard's own (charged to the RAM bound with them). `verified` is
+// ShardFetch::verified: when true the parser skips per-record checksums, so
+// every byte is verified once (by the disk tier's hash or by the format).
 struct ParsedValue {
   std::shared_ptr<const ParsedShard> parsed;
   uint64_t extra_bytes = 0;
 };
-using ShardParser = std::function<Result<ParsedValue>(const Buffer& bytes)>;
+using ShardParser = std::function<Result<ParsedValue>(const Buffer& bytes, bool verified)>;
 
 class ShardCache {
  public:
@@ -156,7 +166,8 @@ class ShardCache {
   struct RamEntry {
     Buffer bytes;
     std::shared_ptr<const ParsedShard> parsed;
-    uint64_t charge = 0;  // bytes + the parsed form's extra bytes
+    uint64_t charge = 0;    // bytes + the parsed form's extra bytes
+    bool verified = false;  // loaded from disk with its hash checked (ShardFetch::verified)
   };
 
   // Removes temp files of dead writers from `dir` (at Open, under the budget lock).
@@ -168,7 +179,7 @@ class ShardCache {
   // StoreToDisk now, or queued for the writer thread (async_disk_writes); `lock` is held until written.
   void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<io::FileLock> lock);
   void WriteLoop();
-  void PutInRam(size_t shard, const Buffer& data);
+  void PutInRam(size_t shard, const Buffer& data, bool verified);
   // Keeps `parsed` with the shard's bytes if the RAM bound allows (callers hold mu_).
   void PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed);
   // Evicts others (by Priority) until `need` more bytes fit; false if they cannot (callers hold mu_).

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <thread>
 
+#include "io/durable.h"
 #include "loader/internal.h"
 #include "loader/loader_test_util.h"
 #include "loader/shard_cache.h"
@@ -155,7 +156,7 @@ TEST(SharedCacheTest, OneCachePerIdentityWithTheLargestBounds) {
 }
 
 ShardParser CountingParser(std::atomic<int>& calls, uint64_t extra = 0) {
-  return [&calls, extra](const Buffer& bytes) -> Result<ParsedValue> {
+  return [&calls, extra](const Buffer& bytes, bool) -> Result<ParsedValue> {
     ++calls;
     auto p = std::make_shared<ParsedShard>();
     p->bytes = bytes;
@@ -204,7 +205,7 @@ TEST(SharedCacheTest, ParseFailureInvalidates) {
   auto counting = std::make_shared<CountingStore>(f.store);
   auto cache = *ShardCache::Open(counting, f.keys, f.sizes, ShardCacheOptions{});
   int calls = 0;
-  ShardParser flaky = [&](const Buffer& bytes) -> Result<ParsedValue> {
+  ShardParser flaky = [&](const Buffer& bytes, bool) -> Result<ParsedValue> {
     if (++calls == 1) return CorruptionError("bad bytes");
     auto p = std::make_shared<ParsedShard>();
     p->bytes = bytes;
@@ -243,6 +244,37 @@ TEST(SharedCacheTest, ReleasedByAllUsersIsEvictedFirst) {
   EXPECT_EQ(counting->gets(), 3u);
   EXPECT_TRUE(cache->GetParsed(1, parse)->from_store);
   EXPECT_EQ(calls, 4);
+}
+
+// The parser is told the bytes were verified only when the disk tier checked
+// its hash on load: bytes from the store (and RAM copies of them) must be
+// checked by the format, so every byte is verified exactly once.
+TEST(SharedCacheTest, ParserSkipsChecksumsOnlyForHashCheckedDiskCopies) {
+  SharedFixture f({5, 5});
+  const std::string dir = *io::MakeTempDir("strata-shared-cache-");
+  ShardCacheOptions co;
+  co.dir = dir;
+  std::vector<int> seen;  // -1: unverified, 1: verified
+  ShardParser parse = [&](const Buffer& bytes, bool verified) -> Result<ParsedValue> {
+    seen.push_back(verified ? 1 : -1);
+    auto p = std::make_shared<ParsedShard>();
+    p->bytes = bytes;
+    return ParsedValue{std::move(p), 0};
+  };
+  {
+    auto cache = *ShardCache::Open(f.store, f.keys, f.sizes, co);
+    ASSERT_TRUE(cache->GetParsed(0, parse).ok());  // from the store, written to disk
+    EXPECT_TRUE(cache->Get(1).ok());               // raw bytes from the store kept in RAM
+    ASSERT_TRUE(cache->GetParsed(1, parse).ok());  // parsed from that unverified RAM copy
+  }
+  co.ram_bytes = 0;  // nothing in RAM: the second cache loads the files
+  auto cache = *ShardCache::Open(f.store, f.keys, f.sizes, co);
+  auto got = cache->GetParsed(0, parse);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_FALSE(got->from_store);
+  EXPECT_EQ(cache->counters().disk_hits, 1u);
+  EXPECT_EQ(seen, (std::vector<int>{-1, -1, 1}));
+  EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir).ok());
 }
 
 }  // namespace

@@ -87,13 +87,15 @@ uint64_t ParsedExtraBytes(const ParsedShard& p) {
 }  // namespace
 
 Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat format, Buffer bytes, const std::string& key,
-                                                      uint64_t expected, uint64_t first_index) {
+                                                      uint64_t expected, uint64_t first_index, bool verified) {
   auto out = std::make_shared<ParsedShard>();
   out->bytes = bytes;
   dataset::BufferSource src(bytes, key);
   out->samples.reserve(expected);
+  dataset::ReadLimits limits;
+  limits.verify_checksums = !verified;
   if (format == dataset::ShardFormat::kTfRecord) {
-    dataset::TfRecordReader reader(src);
+    dataset::TfRecordReader reader(src, limits);
     while (true) {
       STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> payload, reader.Next());
       if (!payload) break;
@@ -108,7 +110,7 @@ Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat forma
       if (out->samples.size() > expected) break;
     }
   } else {
-    auto stream = dataset::MakeSampleStream(format, src);
+    auto stream = dataset::MakeSampleStream(format, src, limits);
     while (true) {
       STRATA_ASSIGN_OR_RETURN(std::optional<dataset::Sample> s, stream->Next());
       if (!s) break;
@@ -219,6 +221,17 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
     sizes.push_back(shards[k].size);
   }
   d->spec_ = {options.shuffle, options.seed, options.shuffle_window};
+  // Each step frees a batch's shard buffers and its collated batch and
+  // allocates the next ones, of the same sizes: unet3d's 7 x 140 MiB twice,
+  // above the pool's default bound, so every step would map (and fault in)
+  // fresh memory. While the dataset is open the pool keeps that much for reuse.
+  uint64_t per_sample = 0, largest = 0;
+  for (const auto& s : shards) {
+    if (s.samples) per_sample = std::max(per_sample, s.size / s.samples);
+    largest = std::max(largest, s.size);
+  }
+  const uint64_t batch_bytes = std::max<uint64_t>(options.batch_size, 1) * per_sample;
+  d->pool_reserve_ = std::make_unique<BufferPoolReservation>(batch_bytes + std::max(batch_bytes, largest));
   // Scanned shard sets have no manifest.json: their ETags identify the content.
   dataset::Manifest hashed = d->ds_->index();
   if (!d->ds_->scanned()) {
