@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "base/coding.h"
 #include "base/executor.h"
@@ -230,7 +231,7 @@ uint64_t ShardCache::Priority(size_t shard) const {
   return released_at_[shard] ? released_at_[shard] : (1ull << 62) + last_use_[shard];
 }
 
-Result<ShardFetch> ShardCache::Get(size_t shard) {
+Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
   if (shard >= keys_.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
   {
     std::lock_guard lock(mu_);
@@ -300,7 +301,15 @@ Result<ShardFetch> ShardCache::Get(size_t shard) {
     // then shares these bytes rather than missing the file being written and
     // fetching the shard again.
     Result<Buffer> got = flights_.Do(shard, fill, &shared, [&](const Result<Buffer>& landed) {
-      if (from_store) WriteToDisk(shard, *landed, generation, std::move(download));
+      if (!from_store) return;
+      if (check) {
+        if (Status checked = check(*landed); !checked.ok()) {
+          STRATA_LOG_WARN("loader cache: {} from the store failed verification, not cached on disk: {}", keys_[shard],
+                          checked.ToString());
+          return;
+        }
+      }
+      WriteToDisk(shard, *landed, generation, std::move(download));
     });
     if (shared && !got.ok()) continue;  // that fetch failed: look again, and fetch ourselves if nobody else is
     if (!got.ok()) return got.status();
@@ -342,8 +351,16 @@ Result<ParsedFetch> ShardCache::GetParsed(size_t shard, const ShardParser& parse
         }
         generation = generation_[shard];
       }
-      Result<ShardFetch> got = Get(shard);
-      Result<ParsedValue> parsed = got.ok() ? parse(got->data, got->verified) : Result<ParsedValue>(got.status());
+      // Bytes this call fetches from the store are parsed (their CRCs checked)
+      // before their disk copy is written: others trust that copy's hash alone.
+      std::optional<Result<ParsedValue>> parsed_before_write;
+      Result<ShardFetch> got = Get(shard, [&](const Buffer& bytes) {
+        parsed_before_write.emplace(parse(bytes, false));
+        return parsed_before_write->status();
+      });
+      Result<ParsedValue> parsed = !got.ok()                                  ? Result<ParsedValue>(got.status())
+                                   : (got->from_store && parsed_before_write) ? std::move(*parsed_before_write)
+                                                                              : parse(got->data, got->verified);
       if (got.ok() && !parsed.ok()) Invalidate(shard);  // the next call refetches rather than reparsing bad bytes
       if (!parsed.ok()) return parsed.status();
       std::lock_guard lock(mu_);

@@ -8,8 +8,8 @@
 // miss (the file is removed, the shard refetched). Bytes so checked are
 // passed to the parser as verified, which then skips the format's per-record
 // CRCs (one verification per byte, not two); bytes from the store are
-// verified by those CRCs, and bytes that fail them are invalidated, disk
-// copy included. Files are written
+// verified by those CRCs before their disk copy is written (GetParsed parses
+// them first), and bytes that fail them are invalidated. Files are written
 // temp + fsync + rename + fsync(dir). Eviction takes shards released by the
 // loader (consumed) first, in release order, then the least recently used;
 // files other processes wrote into the same directory count towards the
@@ -110,6 +110,9 @@ struct ParsedValue {
   uint64_t extra_bytes = 0;
 };
 using ShardParser = std::function<Result<ParsedValue>(const Buffer& bytes, bool verified)>;
+// Verifies bytes fetched from the store before they are written to disk; a
+// failure keeps them off disk, so no other process ever loads them as verified.
+using ShardCheck = std::function<Status(const Buffer& bytes)>;
 
 class ShardCache {
  public:
@@ -124,8 +127,10 @@ class ShardCache {
                                                         ShardCacheOptions options);
   ~ShardCache();  // finishes pending disk writes (async_disk_writes)
 
-  // The shard's bytes, from RAM, disk or the store (in that order).
-  Result<ShardFetch> Get(size_t shard);
+  // The shard's bytes, from RAM, disk or the store (in that order). Bytes this
+  // call fetches from the store are written to disk only if `check` (when
+  // given) passes them; it runs at most once, only when from_store is true.
+  Result<ShardFetch> Get(size_t shard, const ShardCheck& check = {});
   // The shard parsed by `parse`, memoised with the RAM tier: concurrent
   // callers share one fetch and one parse. Bytes that fail to parse are
   // invalidated (the next call refetches) and the error returned.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <numeric>
 #include <thread>
 
@@ -274,6 +275,43 @@ TEST(SharedCacheTest, ParserSkipsChecksumsOnlyForHashCheckedDiskCopies) {
   EXPECT_FALSE(got->from_store);
   EXPECT_EQ(cache->counters().disk_hits, 1u);
   EXPECT_EQ(seen, (std::vector<int>{-1, -1, 1}));
+  EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir).ok());
+}
+
+// Bytes from the store that fail the format's checks never reach the disk
+// tier: another process would load that copy as hash-verified and skip them.
+TEST(SharedCacheTest, BytesFailingTheParserAreNeverWrittenToDisk) {
+  SharedFixture f({5, 5});
+  const std::string dir = *io::MakeTempDir("strata-shared-cache-");
+  ShardCacheOptions co;
+  co.dir = dir;
+  bool corrupt = true;  // the first fetch fails its checks, as a record with a bad CRC would
+  int parses = 0, disk_copies_while_checking = 0;
+  ShardParser parse = [&](const Buffer& bytes, bool verified) -> Result<ParsedValue> {
+    ++parses;
+    if (corrupt && !verified) {
+      for (const auto& e : std::filesystem::directory_iterator(dir))
+        disk_copies_while_checking += e.path().extension() == ".shard";
+      return CorruptionError("record CRC mismatch");
+    }
+    auto p = std::make_shared<ParsedShard>();
+    p->bytes = bytes;
+    return ParsedValue{std::move(p), 0};
+  };
+  {
+    auto cache = *ShardCache::Open(f.store, f.keys, f.sizes, co);
+    auto bad = cache->GetParsed(0, parse);
+    EXPECT_EQ(bad.status().code(), Code::kCorruption);
+    EXPECT_EQ(parses, 1) << "the store's bytes are parsed once";
+    EXPECT_EQ(disk_copies_while_checking, 0) << "a copy was on disk, loadable as verified, before its checks ran";
+  }
+  co.ram_bytes = 0;
+  auto cache = *ShardCache::Open(f.store, f.keys, f.sizes, co);
+  corrupt = false;
+  auto got = cache->GetParsed(0, parse);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(got->from_store) << "a disk copy of bytes that failed their checks was kept";
+  EXPECT_EQ(cache->counters().disk_hits, 0u);
   EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir).ok());
 }
 
