@@ -176,7 +176,8 @@ Result<std::vector<BucketEntry>> BucketSet::List() {
     for (auto& b : listed) out.push_back({std::move(b.name), b.created});
   }
   std::lock_guard lock(mu_);
-  for (const auto& [name, store] : fixed_) {
+  for (const auto& entry : fixed_) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture one
     if (std::none_of(out.begin(), out.end(), [&](const BucketEntry& e) { return e.name == name; })) {
       out.push_back({name, WallTime{}});
     }
