@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 
-#include "gateway/serve_process_test_util.h"
+#include <filesystem>
+
+#include "testing/background_process.h"
 
 namespace strata::gateway {
 namespace {
@@ -43,11 +45,11 @@ class GatewayBigPutTest : public ::testing::Test {
 
   // Starts the gateway (spilling to spill()) and runs big_puts.py with `args`.
   void Run(const std::vector<std::string>& args, const std::string& want_stdout_prefix) {
-    gw_ = ServeProcess::Start(
+    gw_ = testing::StartStrataServe(
         {"--backend", "file://" + (dir_ / "data").string(), "--listen", "127.0.0.1:0", "--access-key", kKey,
          "--secret-key", kSecret, "--cache-ram", std::to_string(kCacheRam / kMiB) + "MiB", "--max-inflight",
          std::to_string(Budget() / kMiB) + "MiB", "--spill-dir", spill().string()},
-        {}, dir_ / "gateway.out");
+        (dir_ / "gateway.out").string());
     ASSERT_TRUE(gw_.ok()) << gw_.status();
     const char* src = std::getenv("STRATA_SOURCE_DIR");
     ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
@@ -58,33 +60,33 @@ class GatewayBigPutTest : public ::testing::Test {
     ro.timeout = std::chrono::minutes(Stress() ? 60 : 15);
     std::vector<std::string> argv = {"/usr/bin/python3",
                                      std::string(src) + "/src/gateway/testdata/big_puts.py",
-                                     (*gw_)->url(),
+                                     gw_->endpoint,
                                      kKey,
                                      kSecret,
                                      "big"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = testing::RunCommand(argv, env, std::nullopt, ro);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << (*gw_)->Log();
+    EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << gw_->process->Log();
     EXPECT_EQ(r->stdout_text.rfind(want_stdout_prefix, 0), 0u) << r->stdout_text;
     std::printf("%s", r->stdout_text.c_str());
   }
 
   // Peak RSS under the budget plus fixed overhead; the temp files are gone.
   void ExpectBoundedMemory(const char* what, int n, uint64_t size) {
-    uint64_t hwm = (*gw_)->StatusBytes("VmHWM");
+    uint64_t hwm = gw_->process->StatusBytes("VmHWM");
     ASSERT_GT(hwm, 0u);
     std::printf("peak RSS (VmHWM) of strata serve: %.1f MiB for %d x %.0f MiB %s (budget %.0f MiB)\n",
                 static_cast<double>(hwm) / kMiB, n, static_cast<double>(size) / kMiB, what,
                 static_cast<double>(Budget()) / kMiB);
     EXPECT_LT(hwm, Budget() + kCacheRam + kOverhead) << "the bodies were held in memory";
     EXPECT_TRUE(fs::is_empty(spill()));
-    EXPECT_EQ((*gw_)->Stop(), 0) << (*gw_)->Log();
+    EXPECT_EQ(gw_->process->Stop(), 0) << gw_->process->Log();
   }
 
   fs::path dir_;
   bool mounted_ = false;
-  Result<std::unique_ptr<ServeProcess>> gw_ = Status(Code::kInternal, "not started");
+  Result<testing::ServeProcess> gw_ = Status(Code::kInternal, "not started");
 };
 
 TEST_F(GatewayBigPutTest, ConcurrentLargeSinglePutsStayUnderTheBudget) {
@@ -108,7 +110,7 @@ TEST_F(GatewayBigPutTest, AFullSpillDirectoryIsSlowDownNotACrash) {
   Run({"1", std::to_string(32 * kMiB), "nospace"}, "nospace ok: ");
   ASSERT_TRUE(gw_.ok());
   EXPECT_TRUE(fs::is_empty(spill()));
-  EXPECT_EQ((*gw_)->Stop(), 0) << (*gw_)->Log();
+  EXPECT_EQ(gw_->process->Stop(), 0) << gw_->process->Log();
 }
 
 }  // namespace

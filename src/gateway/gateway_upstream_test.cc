@@ -4,7 +4,9 @@
 // both the gateway and RGW directly).
 #include <gtest/gtest.h>
 
-#include "gateway/serve_process_test_util.h"
+#include <filesystem>
+
+#include "testing/background_process.h"
 #include "testing/s3_server.h"
 
 namespace strata::gateway {
@@ -35,16 +37,18 @@ class GatewayUpstreamTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   void StartGateway(const std::string& backend) {
-    auto gw = ServeProcess::Start({"--backend", backend, "--listen", "127.0.0.1:0", "--access-key", kKey,
-                                   "--secret-key", kSecret, "--cache-ram", "128MiB"},
-                                  rgw_->ClientEnv(), dir_ / "gateway.out");
+    auto gw = testing::StartStrataServe({"--backend", backend, "--listen", "127.0.0.1:0", "--access-key", kKey,
+                                         "--secret-key", kSecret, "--cache-ram", "128MiB"},
+                                        (dir_ / "gateway.out").string(), rgw_->ClientEnv());
     ASSERT_TRUE(gw.ok()) << gw.status();
-    gateway_ = std::move(gw).value();
+    url_ = gw->endpoint;
+    gateway_ = std::move(gw->process);
   }
 
   fs::path dir_;
   std::unique_ptr<testing::S3TestServer> rgw_;
-  std::unique_ptr<ServeProcess> gateway_;
+  std::unique_ptr<testing::BackgroundProcess> gateway_;
+  std::string url_;
 };
 
 TEST_F(GatewayUpstreamTest, Boto3ServesEveryBucketOfTheEndpoint) {
@@ -53,7 +57,7 @@ TEST_F(GatewayUpstreamTest, Boto3ServesEveryBucketOfTheEndpoint) {
   ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
   std::vector<std::string> argv{"/usr/bin/python3",
                                 std::string(src) + "/src/gateway/testdata/upstream_clients.py",
-                                gateway_->url(),
+                                url_,
                                 kKey,
                                 kSecret,
                                 rgw_->endpoint(),
@@ -83,8 +87,8 @@ except botocore.exceptions.ClientError as e:
     assert e.response["Error"]["Code"] == "NotImplemented", e.response
 print("ok")
 )";
-  auto r = testing::RunCommand({"/usr/bin/python3", "-c", script, gateway_->url(), kKey, kSecret, rgw_->bucket()},
-                               rgw_->ClientEnv());
+  auto r =
+      testing::RunCommand({"/usr/bin/python3", "-c", script, url_, kKey, kSecret, rgw_->bucket()}, rgw_->ClientEnv());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << gateway_->Log();
   EXPECT_EQ(r->stdout_text, "ok\n");

@@ -1,33 +1,12 @@
 // Cache group membership through a real etcd (Debian's etcd-server), started
 // on 127.0.0.1 ports with its data dir in the test's temp dir and stopped by PID.
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "group/etcd_membership.h"
 #include "group/group_test_util.h"
-
-extern char** environ;
+#include "testing/background_process.h"
 
 namespace strata::group {
 namespace {
-
-// A port free now (etcd cannot report an ephemeral one back to us).
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 template <typename Pred>
 bool WaitFor(Pred pred, std::chrono::milliseconds deadline) {
@@ -43,59 +22,15 @@ class GroupEtcdTest : public GroupTest {
  protected:
   void SetUp() override {
     GroupTest::SetUp();
-    if (::access("/usr/bin/etcd", X_OK) != 0)
-      GTEST_SKIP() << "etcd not installed (scripts/setup.sh installs etcd-server)";
-    const std::string client = "http://127.0.0.1:" + std::to_string(FreePort());
-    const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
-    endpoint_ = client;
-    std::vector<std::string> args = {"etcd",
-                                     "--name",
-                                     "t",
-                                     "--data-dir",
-                                     (dir_ / "etcd").string(),
-                                     "--listen-client-urls",
-                                     client,
-                                     "--advertise-client-urls",
-                                     client,
-                                     "--listen-peer-urls",
-                                     peer,
-                                     "--initial-advertise-peer-urls",
-                                     peer,
-                                     "--initial-cluster",
-                                     "t=" + peer};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string log = (dir_ / "etcd.log").string();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    int rc = ::posix_spawn(&etcd_pid_, "/usr/bin/etcd", &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ASSERT_EQ(rc, 0);
-    net::HttpClient http;
-    bool up = WaitFor(
-        [&] {
-          net::HttpRequest req;
-          if (::waitpid(etcd_pid_, nullptr, WNOHANG) == etcd_pid_) {
-            etcd_pid_ = 0;
-            return true;  // exited: reported below
-          }
-          req.url = endpoint_ + "/health";
-          auto r = http.Send(std::move(req));
-          return r.ok() && r->status == 200;
-        },
-        std::chrono::seconds(30));
-    ASSERT_TRUE(up && etcd_pid_ > 0) << "etcd did not start; see " << log;
+    auto etcd = testing::StartEtcd(dir_.string());
+    if (etcd.status().code() == Code::kNotFound) GTEST_SKIP() << etcd.status();
+    ASSERT_TRUE(etcd.ok()) << etcd.status();
+    endpoint_ = etcd->client_url;
+    etcd_ = std::move(etcd->process);
   }
   void TearDown() override {
     memberships_.clear();
-    if (etcd_pid_ > 0) {
-      ::kill(etcd_pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(etcd_pid_, &status, 0);
-    }
+    if (etcd_) etcd_->Stop();
     GroupTest::TearDown();
   }
 
@@ -114,7 +49,7 @@ class GroupEtcdTest : public GroupTest {
   }
 
   std::string endpoint_;
-  pid_t etcd_pid_ = 0;
+  std::unique_ptr<testing::BackgroundProcess> etcd_;
   std::vector<std::unique_ptr<EtcdMembership>> memberships_;
 };
 

@@ -37,18 +37,6 @@ constexpr uint64_t kObjectSize = 32ull << 20;  // 4 x 32 MiB = 128 MiB, 32 block
 constexpr uint64_t kBlocksPerObject = kObjectSize / kBlock;
 constexpr auto kPeerDeadline = std::chrono::seconds(2);  // GroupMember's default
 
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 Buffer Pattern(uint64_t seed, uint64_t size) {
   std::string s(size, '\0');
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -116,7 +104,7 @@ class GroupServeTest : public ::testing::Test {
   // Starts n members over the proxied bucket in group `url` (nullopt: a static list of their peer ports).
   void StartMembers(int n, std::optional<std::string> url = std::nullopt) {
     std::vector<std::string> peers;
-    for (int i = 0; i < n; ++i) peers.push_back("127.0.0.1:" + std::to_string(FreePort()));
+    for (int i = 0; i < n; ++i) peers.push_back("127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()));
     std::string group = url.value_or("static://");
     if (!url) {
       for (int i = 0; i < n; ++i) group += (i ? "," : "") + peers[i];
@@ -313,7 +301,7 @@ TEST_F(GroupServeTest, WarmSpreadsTheDatasetAndCacheGroupShowsTheMembers) {
   std::vector<std::string> peers;
   std::string group = "static://";
   for (int i = 0; i < 3; ++i) {
-    peers.push_back("127.0.0.1:" + std::to_string(FreePort()));
+    peers.push_back("127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()));
     group += (i ? "," : "") + peers[i];
   }
   for (int i = 0; i < 3; ++i) {
@@ -348,16 +336,10 @@ TEST_F(GroupServeTest, WarmSpreadsTheDatasetAndCacheGroupShowsTheMembers) {
 }
 
 TEST_F(GroupServeTest, EtcdGroupFetchesEachBlockOnce) {
-  if (::access("/usr/bin/etcd", X_OK) != 0) GTEST_SKIP() << "etcd not installed (scripts/setup.sh)";
-  const std::string client = "http://127.0.0.1:" + std::to_string(FreePort());
-  const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
-  auto etcd = testing::BackgroundProcess::Start(
-      {"etcd", "--name", "t", "--data-dir", (dir_ / "etcd").string(), "--listen-client-urls", client,
-       "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-       "--initial-cluster", "t=" + peer},
-      (dir_ / "etcd.log").string());
+  auto etcd = testing::StartEtcd(dir_.string());
+  if (etcd.status().code() == Code::kNotFound) GTEST_SKIP() << etcd.status();
   ASSERT_TRUE(etcd.ok()) << etcd.status();
-  ASSERT_TRUE((*etcd)->WaitForLine("ready to serve client requests", std::chrono::seconds(30)).ok()) << (*etcd)->Log();
+  const std::string client = etcd->client_url;
   const std::string url = "etcd://" + client.substr(7) + "/serve-test";
   ASSERT_NO_FATAL_FAILURE(StartMembers(3, url));
   // Every member must see all three before reading (else each owns more than its share).
@@ -372,7 +354,7 @@ TEST_F(GroupServeTest, EtcdGroupFetchesEachBlockOnce) {
   ExpectEachBlockFetchedOnce("etcd");
   for (auto& m : members_) EXPECT_EQ(m.process->Stop(), 0);
   members_.clear();
-  (*etcd)->Stop();
+  etcd->process->Stop();
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "testing/background_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +73,15 @@ std::string BackgroundProcess::Log() const {
   return ss.str();
 }
 
+uint64_t BackgroundProcess::StatusBytes(const std::string& name) const {
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + ":", 0) == 0) return std::strtoull(line.c_str() + name.size() + 1, nullptr, 10) << 10;
+  }
+  return 0;
+}
+
 bool BackgroundProcess::Exited(int* code) {
   if (pid_ > 0) {
     int st = 0;
@@ -130,6 +142,39 @@ Result<ServeProcess> StartStrataServe(const std::vector<std::string>& args, cons
   if (colon == std::string::npos) return InternalError("strata serve printed no port: " + serve.endpoint);
   serve.port = static_cast<uint16_t>(std::atoi(serve.endpoint.c_str() + colon + 1));
   return serve;
+}
+
+uint16_t FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+Result<EtcdProcess> StartEtcd(const std::string& dir) {
+  if (::access("/usr/bin/etcd", X_OK) != 0)
+    return NotFoundError("etcd not installed (scripts/setup.sh installs etcd-server)");
+  const std::string client = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  const std::string peer = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  EtcdProcess etcd;
+  etcd.client_url = client;
+  STRATA_ASSIGN_OR_RETURN(
+      etcd.process,
+      BackgroundProcess::Start({"/usr/bin/etcd", "--name", "t", "--data-dir", dir + "/etcd", "--listen-client-urls",
+                                client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
+                                "--initial-advertise-peer-urls", peer, "--initial-cluster", "t=" + peer},
+                               dir + "/etcd.log"));
+  STRATA_RETURN_IF_ERROR(
+      etcd.process->WaitForLine("ready to serve client requests", std::chrono::seconds(30)).status());
+  return etcd;
 }
 
 }  // namespace strata::testing

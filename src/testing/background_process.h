@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +30,8 @@ class BackgroundProcess {
 
   pid_t pid() const { return pid_; }
   std::string Log() const;
+  // A "Name:  N kB" line of /proc/PID/status (VmHWM, VmRSS) in bytes; 0 when unreadable.
+  uint64_t StatusBytes(const std::string& name) const;
 
   // Whether it has exited (reaping it); *code gets the exit code, 128 + signal if killed.
   bool Exited(int* code = nullptr);
@@ -57,5 +60,18 @@ struct ServeProcess {
 // `$STRATA_BINARY_DIR/src/cli/strata serve <args>`, output to log_path, once it listens.
 Result<ServeProcess> StartStrataServe(const std::vector<std::string>& args, const std::string& log_path,
                                       const EnvOverrides& env = {});
+
+// A TCP port on 127.0.0.1 free at the time of the call, for servers that cannot report
+// the ephemeral port they bound (etcd); another process may take it in between.
+uint16_t FreeLoopbackPort();
+
+struct EtcdProcess {
+  std::unique_ptr<BackgroundProcess> process;
+  std::string client_url;  // "http://127.0.0.1:PORT"
+};
+
+// A one-node etcd (/usr/bin/etcd, Debian's etcd-server) on 127.0.0.1 with its data in
+// `dir`/etcd and its log in `dir`/etcd.log, once it serves clients. NotFound without etcd.
+Result<EtcdProcess> StartEtcd(const std::string& dir);
 
 }  // namespace strata::testing
