@@ -71,13 +71,6 @@ uint64_t FromBigEndian(std::string_view s) {
   return v;
 }
 
-std::string EvpDigest(const EVP_MD* md, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), out, &len, md, nullptr) != 1) return {};
-  return std::string(reinterpret_cast<char*>(out), len);
-}
-
 }  // namespace
 
 uint64_t Crc64Nvme(const void* data, size_t size, uint64_t init) {
@@ -142,14 +135,38 @@ bool IsCrc(ChecksumAlgorithm a) {
 }
 
 std::string ComputeChecksum(ChecksumAlgorithm a, std::string_view data) {
-  switch (a) {
-    case ChecksumAlgorithm::kCrc32: return BigEndian(Crc32(data.data(), data.size()), 4);
-    case ChecksumAlgorithm::kCrc32c: return BigEndian(Crc32c(data.data(), data.size()), 4);
-    case ChecksumAlgorithm::kCrc64Nvme: return BigEndian(Crc64Nvme(data.data(), data.size()), 8);
-    case ChecksumAlgorithm::kSha1: return EvpDigest(EVP_sha1(), data);
-    case ChecksumAlgorithm::kSha256: return EvpDigest(EVP_sha256(), data);
+  ChecksumHasher h(a);
+  h.Update(data);
+  return h.Finish();
+}
+
+ChecksumHasher::ChecksumHasher(ChecksumAlgorithm a) : a_(a) {
+  if (!IsCrc(a)) {
+    md_ = EVP_MD_CTX_new();
+    if (md_) EVP_DigestInit_ex(md_, a == ChecksumAlgorithm::kSha1 ? EVP_sha1() : EVP_sha256(), nullptr);
   }
-  return {};
+}
+
+ChecksumHasher::~ChecksumHasher() { EVP_MD_CTX_free(md_); }
+
+void ChecksumHasher::Update(std::string_view p) {
+  switch (a_) {
+    case ChecksumAlgorithm::kCrc32: crc_ = Crc32(p.data(), p.size(), static_cast<uint32_t>(crc_)); break;
+    case ChecksumAlgorithm::kCrc32c: crc_ = Crc32c(p.data(), p.size(), static_cast<uint32_t>(crc_)); break;
+    case ChecksumAlgorithm::kCrc64Nvme: crc_ = Crc64Nvme(p.data(), p.size(), crc_); break;
+    default:
+      if (md_) EVP_DigestUpdate(md_, p.data(), p.size());
+  }
+}
+
+std::string ChecksumHasher::Finish() {
+  if (!IsCrc(a_)) {
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (!md_ || EVP_DigestFinal_ex(md_, out, &n) != 1) return {};
+    return std::string(reinterpret_cast<const char*>(out), n);
+  }
+  return BigEndian(crc_, ChecksumSize(a_));
 }
 
 std::string ChecksumBase64(ChecksumAlgorithm a, std::string_view data) {

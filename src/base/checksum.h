@@ -14,6 +14,8 @@
 
 #include "base/status.h"
 
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
+
 namespace strata {
 
 // CRC-64/NVME (polynomial 0xad93d23594c93659, reflected; init and xorout all ones).
@@ -38,6 +40,22 @@ bool IsCrc(ChecksumAlgorithm a);
 
 // The raw digest of `data` (big-endian for the CRCs, as S3 encodes them).
 std::string ComputeChecksum(ChecksumAlgorithm a, std::string_view data);
+
+// ComputeChecksum of a payload fed in pieces (a body streamed from a file).
+class ChecksumHasher {
+ public:
+  explicit ChecksumHasher(ChecksumAlgorithm a);
+  ~ChecksumHasher();
+  ChecksumHasher(const ChecksumHasher&) = delete;
+  ChecksumHasher& operator=(const ChecksumHasher&) = delete;
+  void Update(std::string_view piece);
+  std::string Finish();  // the raw digest, as ComputeChecksum returns it
+
+ private:
+  ChecksumAlgorithm a_;
+  uint64_t crc_ = 0;
+  ::evp_md_ctx_st* md_ = nullptr;  // OpenSSL's EVP_MD_CTX, for SHA1/SHA256
+};
 // base64 of ComputeChecksum: the value of an x-amz-checksum-* header.
 std::string ChecksumBase64(ChecksumAlgorithm a, std::string_view data);
 // The raw digest of a header value; nullopt unless it is base64 of exactly ChecksumSize bytes.

@@ -36,6 +36,20 @@ TEST(ChecksumTest, RunningCrcsContinueAcrossPieces) {
   EXPECT_EQ(Crc32(kCheck.data() + 5, kCheck.size() - 5, d), 0xcbf43926u);
 }
 
+TEST(ChecksumTest, HasherFedInPiecesEqualsTheWholeDigest) {
+  const std::string payload = std::string(kCheck) + std::string(3000, 'x');
+  for (ChecksumAlgorithm a : kAllChecksumAlgorithms) {
+    ChecksumHasher h(a);
+    for (size_t off = 0; off < payload.size(); off += 7) h.Update(std::string_view(payload).substr(off, 7));
+    EXPECT_EQ(h.Finish(), ComputeChecksum(a, payload)) << ChecksumName(a);
+  }
+  ChecksumHasher sha(ChecksumAlgorithm::kSha256);  // and the known vector, so both cannot be wrong alike
+  sha.Update("ab");
+  sha.Update("c");
+  const std::string digest = sha.Finish();
+  EXPECT_EQ(ToHex(digest.data(), digest.size()), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
 TEST(ChecksumTest, NamesHeadersAndDecoding) {
   for (ChecksumAlgorithm a : kAllChecksumAlgorithms) {
     EXPECT_EQ(ParseChecksumAlgorithm(ChecksumName(a)), a);

@@ -6,8 +6,6 @@
 // ("md5-N"), as S3 clients that upload large files in parts already see. An
 // UploadPart streams to a backend that can take a part in pieces
 // (object::PartStreamer: file://, s3://).
-#include <openssl/evp.h>
-
 #include <algorithm>
 
 #include "base/checksum.h"
@@ -19,46 +17,6 @@ namespace strata::gateway {
 namespace {
 
 constexpr size_t kPiece = 1 << 20;
-
-// A running x-amz-checksum-* of a payload fed in pieces (the same bytes as
-// ComputeChecksum over the whole).
-class RunningChecksum {
- public:
-  explicit RunningChecksum(ChecksumAlgorithm a) : a_(a) {
-    if (a == ChecksumAlgorithm::kSha1 || a == ChecksumAlgorithm::kSha256) {
-      md_ = EVP_MD_CTX_new();
-      EVP_DigestInit_ex(md_, a == ChecksumAlgorithm::kSha1 ? EVP_sha1() : EVP_sha256(), nullptr);
-    }
-  }
-  ~RunningChecksum() { EVP_MD_CTX_free(md_); }
-  RunningChecksum(const RunningChecksum&) = delete;
-  RunningChecksum& operator=(const RunningChecksum&) = delete;
-
-  void Update(std::string_view p) {
-    switch (a_) {
-      case ChecksumAlgorithm::kCrc32: crc_ = Crc32(p.data(), p.size(), static_cast<uint32_t>(crc_)); break;
-      case ChecksumAlgorithm::kCrc32c: crc_ = Crc32c(p.data(), p.size(), static_cast<uint32_t>(crc_)); break;
-      case ChecksumAlgorithm::kCrc64Nvme: crc_ = Crc64Nvme(p.data(), p.size(), crc_); break;
-      default: EVP_DigestUpdate(md_, p.data(), p.size());
-    }
-  }
-  std::string Finish() {
-    if (md_) {
-      unsigned char out[EVP_MAX_MD_SIZE];
-      unsigned int n = 0;
-      EVP_DigestFinal_ex(md_, out, &n);
-      return std::string(reinterpret_cast<const char*>(out), n);
-    }
-    std::string out(ChecksumSize(a_), '\0');
-    for (size_t i = 0; i < out.size(); ++i) out[out.size() - 1 - i] = static_cast<char>((crc_ >> (8 * i)) & 0xff);
-    return out;
-  }
-
- private:
-  ChecksumAlgorithm a_;
-  uint64_t crc_ = 0;
-  EVP_MD_CTX* md_ = nullptr;
-};
 
 Status BadChecksum(ChecksumAlgorithm a) {
   return S3Error(Code::kCorruption, "BadDigest",
@@ -76,7 +34,7 @@ Result<RequestChecksum> VerifyStreamedDigests(const Ctx& ctx, const BodyFile& bo
   }
   if (!md5_header && !c.algorithm) return c;
   Md5Hasher md5;
-  std::optional<RunningChecksum> sum;
+  std::optional<ChecksumHasher> sum;
   if (c.algorithm) sum.emplace(*c.algorithm);
   STRATA_RETURN_IF_ERROR(body.ForEachPiece(kPiece, [&](std::string_view p) {
     if (md5_header) md5.Update(p.data(), p.size());
