@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/constant_time.h"
 #include "base/hash.h"
 
 namespace strata::dataset {
@@ -237,10 +238,8 @@ Status CheckManifestSignature(std::string_view text, std::string_view key, const
   std::string claimed = (*sig)["value"].get<std::string>();
   j.erase("signature");
   std::string want = Sign(j, key);
-  // Constant-time comparison: the signature is a MAC.
-  unsigned diff = claimed.size() ^ want.size();
-  for (size_t i = 0; i < want.size() && i < claimed.size(); ++i) diff |= claimed[i] ^ want[i];
-  if (diff != 0) return CorruptionError(name + ": signature does not match (wrong key, or the manifest was altered)");
+  if (!ConstantTimeEquals(claimed, want))
+    return CorruptionError(name + ": signature does not match (wrong key, or the manifest was altered)");
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "base/constant_time.h"
 #include "base/hash.h"
 #include "cache/block_format.h"
 #include "net/http.h"
@@ -86,10 +87,8 @@ Status VerifyPeerRequest(std::string_view secret, std::string_view method, std::
                                  " s off this clock (stale, replayed, or clocks not synchronised)");
   }
   const std::string want = SignPeerRequest(secret, method, target, t);
-  if (auth_header.size() != want.size()) return PermissionDeniedError("peer request signature does not match");
-  unsigned char diff = 0;
-  for (size_t i = 0; i < want.size(); ++i) diff |= static_cast<unsigned char>(want[i] ^ auth_header[i]);
-  if (diff != 0) return PermissionDeniedError("peer request signature does not match (another group secret?)");
+  if (!ConstantTimeEquals(want, auth_header))
+    return PermissionDeniedError("peer request signature does not match (another group secret?)");
   return Status::Ok();
 }
 

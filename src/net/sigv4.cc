@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "base/constant_time.h"
 #include "base/hash.h"
 #include "net/uri.h"
 
@@ -42,14 +43,6 @@ bool IsLowerHex(std::string_view s, size_t n) {
   for (char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
-}
-
-// Constant-time comparison, so response timing does not leak how much of a signature matched.
-bool SafeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 Status AuthError(std::string_view s3_code, std::string message) {
@@ -193,7 +186,7 @@ Result<VerifiedRequest> CheckSignature(const HttpRequestParts& req, const Signin
   std::string scope = CredentialScope(in.date8, in.region, in.service);
   std::string key = DeriveSigningKey(*secret, in.date8, in.region, in.service);
   std::string expected = SignatureHex(key, StringToSign(in.amz_date, scope, creq));
-  if (!SafeEquals(expected, in.signature)) {
+  if (!ConstantTimeEquals(expected, in.signature)) {
     return AuthError("SignatureDoesNotMatch",
                      "the request signature we calculated does not match the signature you provided; check your "
                      "key and signing method");

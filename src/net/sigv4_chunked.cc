@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "base/constant_time.h"
 #include "base/hash.h"
 #include "net/sigv4.h"
 
@@ -12,13 +13,6 @@ namespace {
 
 constexpr size_t kMaxLine = 4096;  // a chunk header or trailer line
 constexpr size_t kMaxTrailers = 32;
-
-bool SafeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 Status Framing(std::string message) {
   return InvalidArgumentError(std::move(message)).WithForeignCode("IncompleteBody");
@@ -124,7 +118,7 @@ Status AwsChunkedDecoder::EndChunk() {
   if (Signed()) {
     std::string expected =
         SignatureHex(signing_key_, ChunkStringToSign(amz_date_, scope_, previous_signature_, chunk_));
-    if (!SafeEquals(expected, chunk_signature_)) {
+    if (!ConstantTimeEquals(expected, chunk_signature_)) {
       return UnauthenticatedError("aws-chunked chunk signature mismatch at decoded offset " + std::to_string(decoded_))
           .WithForeignCode("SignatureDoesNotMatch");
     }
@@ -184,7 +178,7 @@ Status AwsChunkedDecoder::Feed(std::string_view wire, std::string* out) {
           if (options_.signed_trailer) {
             std::string sts = "AWS4-HMAC-SHA256-TRAILER\n" + amz_date_ + "\n" + scope_ + "\n" + previous_signature_ +
                               "\n" + ToHex(Sha256(trailer_text_));
-            if (!SafeEquals(SignatureHex(signing_key_, sts), trailer_signature_)) {
+            if (!ConstantTimeEquals(SignatureHex(signing_key_, sts), trailer_signature_)) {
               return Fail(UnauthenticatedError("aws-chunked trailer signature mismatch")
                               .WithForeignCode("SignatureDoesNotMatch"));
             }
