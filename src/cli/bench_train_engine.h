@@ -29,33 +29,12 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "cli/workloads.h"
 #include "dataset/sample.h"
 #include "loader/streaming_dataset.h"
 #include "object/object_store.h"
 
 namespace strata::cli::train {
-
-// One MLPerf Storage training workload with its published parameters
-// (mlcommons/storage workload configs, DLIO). Sizes are per sample.
-struct Workload {
-  std::string name;
-  dataset::ShardFormat format;
-  std::string field;          // the file extension / field name of a sample
-  uint64_t record_size;       // bytes per sample
-  uint64_t samples_per_file;  // samples per shard
-  size_t batch;               // per accelerator
-  double compute_h100_s;      // emulated compute per batch
-  double compute_a100_s;
-  double threshold;          // AU a run must keep (fraction)
-  uint64_t published_files;  // num_files_train in the published config
-  uint64_t samples;          // default dataset size here (small: 2 cores, loopback)
-};
-
-const std::vector<Workload>& Workloads();
-// InvalidArgument listing the known names.
-Result<Workload> FindWorkload(std::string_view name);
-// "h100" or "a100"; InvalidArgument otherwise.
-Result<double> ComputeTime(const Workload& w, std::string_view accelerator);
 
 // Writes `samples` files "<prefix>files/%08d.<field>" of `record_size`
 // pseudo-random bytes (the sample's index in the first 8 bytes), then packs

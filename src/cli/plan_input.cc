@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "cli/bench_train_engine.h"
 #include "cli/util.h"
+#include "cli/workloads.h"
 
 namespace strata::cli::plan {
 namespace {
