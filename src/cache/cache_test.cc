@@ -2,7 +2,10 @@
 // read-ahead, invalidation, TTLs, backend faults. Mem stores and FakeClock.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "cache/block_cache.h"
 #include "cache/block_format.h"
@@ -11,6 +14,7 @@
 #include "cache/readahead.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
+#include "object/store_wrapper.h"
 
 namespace strata::cache {
 namespace {
@@ -570,6 +574,69 @@ TEST(CachedStoreBoundedWait, RefusingBackendServesStaleUnlessStrict) {
     f.clock.Advance(std::chrono::minutes(1));
     EXPECT_EQ(f.store->Get("warm").status().code(), Code::kNotFound);
   }
+}
+
+// A backend whose reads each wait (up to 10 s) until `target` of them are in
+// flight at once: reads through the cache finish quickly only if the cache
+// lets that many backend calls run together.
+class RendezvousStore : public object::StoreWrapper {
+ public:
+  RendezvousStore(object::ObjectStorePtr base, int target) : StoreWrapper(std::move(base)), target_(target) {}
+  using StoreWrapper::Get;
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
+    {
+      std::unique_lock lock(mu_);
+      peak_ = std::max(peak_, ++in_flight_);
+      cv_.notify_all();
+      cv_.wait_for(lock, std::chrono::seconds(10), [&] { return peak_ >= target_; });
+      --in_flight_;
+    }
+    return StoreWrapper::Get(key, options);
+  }
+  int peak() {
+    std::lock_guard lock(mu_);
+    return peak_;
+  }
+
+ private:
+  const int target_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0, peak_ = 0;
+};
+
+// Bounded waits must not cap how many uncached blocks are fetched at once: 64
+// readers of 64 cold objects all reach the backend together and none waits
+// out its deadline in a queue (a fixed 16-thread wait pool failed this).
+TEST(CachedStoreBoundedWait, ManyColdReadsReachTheBackendTogether) {
+  constexpr int kReaders = 64;
+  auto mem = object::MakeMemStore();
+  auto rendezvous = std::make_shared<RendezvousStore>(mem, kReaders);
+  CacheOptions copt;
+  copt.block_size = kBlock;
+  copt.ram_bytes = 2 * kReaders * kBlock;
+  auto cache = BlockCache::Open(copt).value();
+  CachedStoreOptions o;
+  o.readahead_threads = 0;
+  o.backend_timeout = std::chrono::seconds(5);
+  auto store = std::make_shared<CachedStore>(rendezvous, cache, o);
+  std::vector<Buffer> bodies;
+  for (int i = 0; i < kReaders; ++i) {
+    bodies.push_back(RandomBytes(kBlock / 2, 100 + i));
+    ASSERT_TRUE(mem->Put("o" + std::to_string(i), bodies.back()).ok());
+  }
+  std::vector<Result<object::GetResult>> got(kReaders, InternalError("not run"));
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kReaders; ++i) {
+    readers.emplace_back([&, i] { got[i] = store->Get("o" + std::to_string(i)); });
+  }
+  for (auto& t : readers) t.join();
+  for (int i = 0; i < kReaders; ++i) {
+    ASSERT_TRUE(got[i].ok()) << "reader " << i << ": " << got[i].status();
+    EXPECT_EQ(got[i]->data, bodies[i]);
+  }
+  EXPECT_EQ(rendezvous->peak(), kReaders);
+  EXPECT_EQ(cache->metrics().Get(CacheCounter::kBackendTimeouts), 0u);
 }
 
 }  // namespace

@@ -5,11 +5,17 @@
 #include <functional>
 #include <optional>
 
+#include "base/elastic_pool.h"
 #include "base/log.h"
 #include "object/list_util.h"
 
 namespace strata::cache {
 namespace {
+
+// Bounds the threads of a bucket's wait pool: far above what a gateway's
+// workers x parallel block fetches ask for at once, far below a thread storm.
+constexpr size_t kMaxWaitThreads = 512;
+
 // One backend call on the wait pool; its caller waits up to a deadline, then
 // leaves it to finish (and fill the cache) in the background.
 template <typename T>
@@ -20,7 +26,7 @@ struct BoundedCall {
 };
 
 template <typename T>
-Result<T> RunBounded(ThreadPool& pool, Duration timeout, std::function<Result<T>()> fn, const std::string& what) {
+Result<T> RunBounded(Executor& pool, Duration timeout, std::function<Result<T>()> fn, const std::string& what) {
   auto call = std::make_shared<BoundedCall<T>>();
   pool.Submit([call, fn = std::move(fn), what] {
     Result<T> r = InternalError("not run");
@@ -61,7 +67,8 @@ CachedStore::CachedStore(object::ObjectStorePtr backend, std::shared_ptr<BlockCa
     pool_ = std::make_unique<ThreadPool>(options_.readahead_threads, "strata-readahead");
   }
   if (options_.backend_timeout.count() > 0 || options_.serve_stale) {
-    wait_pool_ = std::make_unique<ThreadPool>(16, "strata-cache-wait");
+    // Up to one thread per concurrent backend call; idle ones leave after 10 s.
+    wait_pool_ = std::make_unique<ElasticThreadPool>(kMaxWaitThreads, std::chrono::seconds(10), "strata-cache-wait");
   }
 }
 

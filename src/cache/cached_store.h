@@ -213,8 +213,10 @@ class CachedStore : public object::StoreWrapper {
   CondVar ra_cv_;
   size_t ra_pending_ GUARDED_BY(ra_mu_) = 0;
   std::atomic<uint64_t> fetch_gets_{0}, fetch_in_flight_{0}, fetch_peak_{0};
-  std::unique_ptr<ThreadPool> wait_pool_;  // backend calls with bounded waits (backend_timeout, serve_stale)
-  std::unique_ptr<ThreadPool> pool_;       // last: destroyed (drained) first
+  // Backend calls with bounded waits (backend_timeout, serve_stale): grows with demand, so it
+  // never caps concurrent fetches or spends a call's deadline in a queue.
+  std::unique_ptr<Executor> wait_pool_;
+  std::unique_ptr<ThreadPool> pool_;  // last: destroyed (drained) first
 };
 
 }  // namespace strata::cache
