@@ -68,7 +68,7 @@ log() { echo "group_bench: $*" >&2; }
 now() { date +%s.%N; }
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 metric() {  # metric ENDPOINT NAME -> its value (0 when absent)
-  curl -s --max-time 5 "$1/metrics" | awk -v n="$2" '$1 == n { printf "%d\n", $2; found = 1 } END { if (!found) print 0 }'
+  curl -s --max-time 5 "$1/metrics" | awk -v n="$2" '$1 == n { printf "%.0f\n", $2; found = 1 } END { if (!found) print 0 }'
 }
 
 # ---- the bucket: RGW, the dataset, the proxy ----
@@ -145,7 +145,7 @@ run() {  # run N MODE(alone|group)
   done
   t0=$(now)
   for i in $(seq 0 $((n - 1))); do
-    curl -sS --parallel --parallel-max "$PARALLEL" --config "$run_dir/urls$i" \
+    curl -sS --no-progress-meter --parallel --parallel-max "$PARALLEL" --config "$run_dir/urls$i" \
       -w '%{http_code} %{size_download}\n' > "$run_dir/client$i.out" 2> "$run_dir/client$i.err" &
     clients+=($!)
   done
@@ -154,7 +154,7 @@ run() {  # run N MODE(alone|group)
   t1=$(now)
   local hits=0 misses=0
   for i in $(seq 0 $((n - 1))); do
-    local got; got=$(awk '$1 == 200 { s += $2; c++ } END { printf "%d %d\n", c, s }' "$run_dir/client$i.out")
+    local got; got=$(awk '$1 == 200 { s += $2; c++ } END { printf "%d %.0f\n", c, s }' "$run_dir/client$i.out")
     if [ "$failed" = 1 ] || [ "$got" != "$NOBJ $DATASET_BYTES" ]; then
       log "member $i read '$got' (want '$NOBJ $DATASET_BYTES'):"; cat "$run_dir/client$i.err" >&2; exit 1
     fi
@@ -165,7 +165,7 @@ run() {  # run N MODE(alone|group)
   # GETs of the dataset after log_from and their response bytes ("combined": "GET /B/K HTTP/1.1" STATUS BYTES).
   local backend; backend=$(tail -c +$((log_from + 1)) "$ACCESS_LOG" |
     awk -v p="\"GET /$BUCKET/$PREFIX/" 'index($0, p) { split(substr($0, index($0, p)), f, "\""); split(f[3], s, " ");
-      n++; b += s[2] } END { printf "%d %d\n", n, b }')
+      n++; b += s[2] } END { printf "%d %.0f\n", n, b }')  # %.0f: mawk's %d stops at 2^31
   local wall; wall=$($PY -c "print(f'{$t1 - $t0:.3f}')")
   log "N=$n $mode: ${wall}s, bucket GETs/bytes: $backend, peer hits $hits, misses $misses"
   echo "{\"members\": $n, \"mode\": \"$mode\", \"wall_s\": $wall, \"bucket_gets\": ${backend% *}," \

@@ -6,6 +6,7 @@
 
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/random.h"
 
 namespace strata::group {
 namespace {
@@ -369,8 +370,14 @@ void EtcdMembership::Loop() {
   using Clock = std::chrono::steady_clock;
   const auto renew_every = std::chrono::milliseconds(options_.ttl_seconds * 1000 / 3);
   const std::chrono::milliseconds backoff_min(250);
+  // The safety poll is spread over 0.75-1.25 x `poll`, so members started
+  // together do not read the whole prefix in lock-step.
+  Random rng;
+  auto poll_interval = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(options_.poll * (0.75 + 0.5 * rng.UniformDouble()));
+  };
   auto next_renew = Clock::now() + renew_every;
-  auto next_poll = Clock::now() + options_.poll;
+  auto next_poll = Clock::now() + poll_interval();
   auto next_watch = Clock::now();  // Join's read is fresh: watch from its revision at once
   auto backoff = backoff_min;
   bool watching = false, reread = false;
@@ -413,7 +420,7 @@ void EtcdMembership::Loop() {
       const bool poll_due = Clock::now() >= next_poll;
       const bool watch_due = !watching && Clock::now() >= next_watch;
       if (poll_due || (watch_due && reread)) {
-        next_poll = Clock::now() + options_.poll;
+        next_poll = Clock::now() + poll_interval();
         auto snap = Read();
         if (snap.ok()) {
           Adopt(std::move(*snap));

@@ -42,7 +42,7 @@ struct EtcdOptions {
   std::string group;                               // [A-Za-z0-9._-]+
   Member self;
   int ttl_seconds = 5;
-  std::chrono::milliseconds poll{15000};  // full re-read, the safety net under the watch
+  std::chrono::milliseconds poll{30000};  // full re-read (jittered), the safety net under the watch
   std::chrono::milliseconds request_timeout{2000};
   std::chrono::milliseconds watch_rearm{300000};  // a watch stream is re-opened this often
   std::chrono::milliseconds watch_backoff_max{10000};
