@@ -177,7 +177,7 @@ for n in $NS; do
   run "$n" group
 done
 
-REPRO="SIZE_MB=$SIZE_MB OBJ_MB=$OBJ_MB NS=\"$NS\" PARALLEL=$PARALLEL TTFB_MS=$TTFB_MS RATE=$RATE MEMBERSHIP=$MEMBERSHIP bash bench/group_bench.sh"
+REPRO="SIZE_MB=$SIZE_MB OBJ_MB=$OBJ_MB NS=\"$NS\" PARALLEL=$PARALLEL TTFB_MS=$TTFB_MS RATE=$RATE MEMBERSHIP=$MEMBERSHIP PEER_DEADLINE=$PEER_DEADLINE bash bench/group_bench.sh"
 $PY - "$WORK/results.jsonl" "$OUT/group.json" "$DATASET_BYTES" "$REPRO" "$TTFB_MS" "$RATE" "$NOBJ" "$OBJ_MB" \
   "$PARALLEL" "$MEMBERSHIP" <<'PY'
 import json, sys
