@@ -48,6 +48,7 @@ struct MountArgs {
   std::optional<uint32_t> uid, gid;
   std::string file_mode = "0644", dir_mode = "0755";
   std::string cache_group, peer_listen = "127.0.0.1:0", group_secret_file;  // a cache group (src/group)
+  std::string peer_deadline = "2s";
 };
 
 // An octal permission mode ("0644", "755").
@@ -170,6 +171,12 @@ void RunMount(const MountArgs& a) {
     jo.url = a.cache_group;
     jo.listen = a.peer_listen;
     jo.secret = Check(group::ReadGroupSecret(a.group_secret_file), cmd, "--group-secret-file");
+    {
+      const Duration d = Check(ParseDuration(a.peer_deadline), cmd, "--peer-deadline");
+      if (d <= Duration::zero() || d > std::chrono::minutes(1))
+        Fail(cmd, "--peer-deadline", InvalidArgumentError("must be more than 0 and at most 1m"));
+      jo.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(d);
+    }
     member = Check(group::GroupMember::Join(jo), cmd, a.cache_group);
     member->Attach(store);
     STRATA_LOG_INFO("mount: joined cache group {} as {}", a.cache_group, member->address());
@@ -233,6 +240,9 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_option("--peer-listen", a->peer_listen, "HOST:PORT of this member's peer endpoint (default 127.0.0.1:0)");
   sub->add_option("--group-secret-file", a->group_secret_file,
                   "File holding the cache group's secret (default: $STRATA_GROUP_SECRET)");
+  sub->add_option("--peer-deadline", a->peer_deadline,
+                  "How long a block is awaited from its owner before this member reads the bucket itself and marks "
+                  "the owner suspect for 30s (default 2s)");
   sub->add_flag("--read-only", a->read_only, "Mount read-only (writes fail with EROFS)");
   sub->add_flag("-f,--foreground", a->foreground, "Stay in the foreground (default: daemonise once mounted)");
   sub->add_flag("--allow-other", a->allow_other, "Let other users access the mount");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/util.h"
 #include "gateway/gateway.h"
 #include "group/member.h"
 
@@ -25,6 +26,7 @@ struct ServeArgs {
   std::string max_header, max_body, max_inflight, header_timeout, idle_timeout, spill_dir;
   int io_threads = 0, workers = 0;
   std::string cache_group, peer_listen = "127.0.0.1:0", group_secret_file;  // a cache group (src/group)
+  std::string peer_deadline = "2s";
 };
 
 template <typename T, typename Parse>
@@ -94,6 +96,12 @@ void RunServe(const ServeArgs& args) {
     jo.url = args.cache_group;
     jo.listen = args.peer_listen;
     jo.secret = Check(group::ReadGroupSecret(args.group_secret_file), "serve", "--group-secret-file");
+    {
+      const Duration d = Check(ParseDuration(args.peer_deadline), "serve", "--peer-deadline");
+      if (d <= Duration::zero() || d > std::chrono::minutes(1))
+        Fail("serve", "--peer-deadline", InvalidArgumentError("must be more than 0 and at most 1m"));
+      jo.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(d);
+    }
     member = Check(group::GroupMember::Join(jo), "serve", args.cache_group);
     attach = [m = member.get()](const std::shared_ptr<cache::CachedStore>& store) { m->Attach(store); };
     std::cout << "cache group " << args.cache_group << ": peer endpoint " << member->address() << std::endl;
@@ -153,6 +161,9 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--peer-listen", a->peer_listen, "HOST:PORT of this member's peer endpoint (default 127.0.0.1:0)");
   sub->add_option("--group-secret-file", a->group_secret_file,
                   "File holding the cache group's secret (default: $STRATA_GROUP_SECRET)");
+  sub->add_option("--peer-deadline", a->peer_deadline,
+                  "How long a block is awaited from its owner before this member reads the bucket itself and marks "
+                  "the owner suspect for 30s (default 2s)");
   sub->footer([] {
     return std::string(
         "Example: strata serve --backend file:///data --access-key AK --secret-key SK --emulate ttfb=30ms,bw=25MB/s\n"

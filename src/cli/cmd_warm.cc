@@ -30,6 +30,7 @@ struct WarmArgs {
   std::string emulate;  // cloud profile, for demos
   int parallel = 16;
   std::string cache_group, peer_listen;  // warm only this member's share of the group's blocks
+  std::string peer_deadline = "2s";      // reaching the group's member list
 };
 
 // This member's share: blocks whose owner among `members` is `self`.
@@ -98,7 +99,13 @@ void RunWarm(const WarmArgs& args) {
     if (args.peer_listen.empty()) {
       Fail(cmd, "--peer-listen", InvalidArgumentError("--cache-group needs this member's --peer-listen HOST:PORT"));
     }
-    share.emplace(Check(group::ListGroupMembers(args.cache_group), cmd, args.cache_group), args.peer_listen);
+    const Duration d = Check(ParseDuration(args.peer_deadline), cmd, "--peer-deadline");
+    if (d <= Duration::zero() || d > std::chrono::minutes(1))
+      Fail(cmd, "--peer-deadline", InvalidArgumentError("must be more than 0 and at most 1m"));
+    share.emplace(
+        Check(group::ListGroupMembers(args.cache_group, std::chrono::duration_cast<std::chrono::milliseconds>(d)), cmd,
+              args.cache_group),
+        args.peer_listen);
     std::cerr << "strata: warm: warming this member's share (" << args.peer_listen << ", 1 of " << share->size()
               << " members of " << args.cache_group << ")\n";
   }
@@ -144,6 +151,8 @@ CommandRegistrar registrar("warm", [](CLI::App& root) {
   sub->add_option("--cache-group", args->cache_group,
                   "Warm only this member's share of a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,...");
   sub->add_option("--peer-listen", args->peer_listen, "This member's peer address (its id in the group)");
+  sub->add_option("--peer-deadline", args->peer_deadline,
+                  "How long to wait for the group's member list (etcd) before failing (default 2s)");
   sub->footer(
       [] { return std::string("Example: strata warm s3://bucket/train/ --cache-dir /nvme/strata --parallel 32"); });
   sub->callback([args] { RunWarm(*args); });

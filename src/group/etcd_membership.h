@@ -4,20 +4,27 @@
 //
 // Join grants a lease (ttl_seconds), puts /strata/groups/<group>/members/<id>
 // = <peer address> under it, and a background thread keeps the lease alive
-// (every ttl/3) and reads the prefix (every poll interval), handing each
-// changed list to on_change. A member that dies stops renewing: etcd drops
-// its key when the lease expires and the others move its blocks. A lost
-// lease (etcd restarted, a long pause) is granted and put again. etcd being
-// unreachable never fails a read: the last list is kept and the group's
-// per-peer deadlines cover dead members meanwhile.
-// Polling, not the watch stream: one range per member per second is nothing
-// for etcd at 1,000 members, and a poll cannot silently stall like a stream.
-// Thread-safe; the destructor revokes the lease (a clean leave is seen at once).
+// (every ttl/3) and follows the prefix with etcd's watch (POST /v3/watch, a
+// long-lived stream of JSON messages read as it arrives): a join or leave
+// reaches every member within milliseconds, and each change costs etcd one
+// small event per watcher rather than a full range read per member. The watch
+// resumes from the last revision seen, so reconnecting (with backoff, after
+// an error, an etcd restart or a compaction) loses no event; a slow range
+// poll (`poll`) is the safety net for a stream that stalls silently. Each
+// changed list goes to on_change, always from the background thread. A member
+// that dies stops renewing: etcd drops its key when the lease expires and the
+// others move its blocks. A lost lease (etcd restarted, a long pause) is
+// granted and put again. etcd being unreachable never fails a read: the last
+// list is kept and the group's per-peer deadlines cover dead members meanwhile.
+// Thread-safe; the destructor cancels the stream at once (it never waits for
+// etcd to send something) and revokes the lease (a clean leave is seen at once).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,8 +42,10 @@ struct EtcdOptions {
   std::string group;                               // [A-Za-z0-9._-]+
   Member self;
   int ttl_seconds = 5;
-  std::chrono::milliseconds poll{1000};
+  std::chrono::milliseconds poll{30000};  // full re-read (jittered), the safety net under the watch
   std::chrono::milliseconds request_timeout{2000};
+  std::chrono::milliseconds watch_rearm{300000};  // a watch stream is re-opened this often
+  std::chrono::milliseconds watch_backoff_max{10000};
 };
 
 class EtcdMembership {
@@ -52,6 +61,12 @@ class EtcdMembership {
   static Result<std::vector<Member>> List(EtcdOptions options);
 
   std::vector<Member> members() const;
+  struct Stats {
+    uint64_t reads = 0;    // full range reads (join, safety poll, after a broken watch)
+    uint64_t watches = 0;  // watch streams opened (1 + reconnects + re-arms)
+    uint64_t events = 0;   // member events received on the watch
+  };
+  Stats stats() const;
   // Stops renewing without revoking, as a crashed member would (tests).
   void StopWithoutLeaving();
 
@@ -63,7 +78,24 @@ class EtcdMembership {
   Status Grant();
   Status KeepAlive();
   Status Register();
-  Result<std::vector<Member>> Read();
+  struct Snapshot {
+    std::map<std::string, std::string> table;  // member id -> peer address
+    int64_t revision = 0;                      // etcd's revision the table is at
+  };
+  struct Event {
+    bool put = false;  // else a delete
+    std::string id, address;
+    int64_t revision = 0;
+  };
+  Result<Snapshot> Read();
+  // Takes `snap` as the state (a fresh read is never older than what the
+  // loop applied, since only the loop applies), or applies watched events.
+  void Adopt(Snapshot snap);
+  void Apply(const std::vector<Event>& events);
+  void Publish();  // hands the member list to on_change if it changed
+  void StartWatch();
+  // One message of the watch stream (called on the watch client's I/O thread).
+  Status OnWatchMessage(std::string_view text);
   void Loop();
   void Stop(bool revoke);
 
@@ -75,6 +107,16 @@ class EtcdMembership {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::vector<Member> members_;
+  Snapshot state_;  // touched by Join and then the loop thread only
+  // Filled by the watch stream's callbacks, drained by the loop thread.
+  std::vector<Event> pending_;
+  bool watch_created_ = false;
+  bool watch_ended_ = false;
+  Status watch_status_;
+  Stats stats_;
+  // The watch's own client, so cancelling its stream touches nothing else;
+  // created and destroyed by the loop thread only.
+  std::unique_ptr<net::HttpClient> watch_http_;
   std::thread thread_;
 };
 

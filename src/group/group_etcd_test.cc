@@ -1,5 +1,9 @@
 // Cache group membership through a real etcd (Debian's etcd-server), started
 // on 127.0.0.1 ports with its data dir in the test's temp dir and stopped by PID.
+// The members' safety-net poll is an hour here, so every change the tests wait
+// for can only have come through the watch stream.
+
+#include <iostream>
 
 #include "group/etcd_membership.h"
 #include "group/group_test_util.h"
@@ -41,7 +45,8 @@ class GroupEtcdTest : public GroupTest {
     o.group = g;
     o.self = {nodes_[i]->server->address(), nodes_[i]->server->address()};
     o.ttl_seconds = 2;
-    o.poll = std::chrono::milliseconds(200);
+    o.poll = std::chrono::hours(1);  // the watch alone must carry every change
+    o.watch_backoff_max = std::chrono::milliseconds(500);
     auto group = nodes_[i]->group;
     auto m = EtcdMembership::Join(o, [group](std::vector<Member> members) { group->SetMembers(std::move(members)); });
     ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -107,6 +112,74 @@ TEST_F(GroupEtcdTest, CleanLeaveIsSeenAtOnceAndGroupsAreSeparate) {
   EXPECT_EQ(nodes_[2]->group->members().size(), 1u);
   memberships_[1].reset();  // revokes its lease
   EXPECT_TRUE(WaitFor([&] { return nodes_[0]->group->members().size() == 1; }, std::chrono::milliseconds(1500)));
+}
+
+// A join and a clean leave reach the others through the watch, long before
+// the (hour-long) poll; stopping a member with an idle stream is immediate.
+TEST_F(GroupEtcdTest, WatchCarriesJoinsAndLeavesAndStopsPromptly) {
+  using Clock = std::chrono::steady_clock;
+  StartNodes(3, "group-secret", std::chrono::seconds(10), /*static_members=*/false);
+  Join(0);
+  Join(1);
+  ASSERT_TRUE(WaitFor([&] { return nodes_[0]->group->members().size() == 2; }, std::chrono::seconds(5)));
+  auto t0 = Clock::now();
+  Join(2);
+  ASSERT_TRUE(
+      WaitFor([&] { return nodes_[0]->group->members().size() == 3 && nodes_[1]->group->members().size() == 3; },
+              std::chrono::seconds(5)));
+  auto join_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  t0 = Clock::now();
+  memberships_[2].reset();  // revokes its lease: a DELETE event
+  auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  ASSERT_TRUE(
+      WaitFor([&] { return nodes_[0]->group->members().size() == 2 && nodes_[1]->group->members().size() == 2; },
+              std::chrono::seconds(5)));
+  auto leave_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  std::cout << "join seen after " << join_ms << " ms, leave after " << leave_ms << " ms, stop took " << stop_ms
+            << " ms\n";
+  // Through the one watch each opened, not through reads: Join's read is the only one.
+  for (int i = 0; i < 2; ++i) {
+    auto s = memberships_[i]->stats();
+    EXPECT_EQ(s.reads, 1u) << i;
+    EXPECT_EQ(s.watches, 1u) << i;
+    EXPECT_GE(s.events, 2u) << i;  // node 2's put and delete (node 0 also sees node 1's put)
+  }
+  // The stream is idle while it stops: waiting on it would take the 5 min re-arm.
+  EXPECT_LT(stop_ms, 3000);
+  t0 = Clock::now();
+  memberships_[0]->StopWithoutLeaving();
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), 3000);
+}
+
+// etcd restarts with its data lost: the members' watches break, reconnect
+// with backoff, the members register again under new leases, and a member
+// joining afterwards is seen through the new watch (the poll is an hour).
+TEST_F(GroupEtcdTest, WatchReconnectsAfterEtcdRestarts) {
+  StartNodes(3, "group-secret", std::chrono::seconds(10), /*static_members=*/false);
+  Join(0);
+  Join(1);
+  ASSERT_TRUE(WaitFor([&] { return nodes_[1]->group->members().size() == 2; }, std::chrono::seconds(5)));
+  etcd_->Stop();
+  etcd_.reset();
+  // The same client port (the members' URL), a fresh data dir.
+  const std::string peer = "http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  auto etcd = testing::BackgroundProcess::Start(
+      {"/usr/bin/etcd", "--name", "t", "--data-dir", (dir_ / "etcd2").string(), "--listen-client-urls", endpoint_,
+       "--advertise-client-urls", endpoint_, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+       "--initial-cluster", "t=" + peer},
+      (dir_ / "etcd2.log").string());
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  etcd_ = std::move(*etcd);
+  ASSERT_TRUE(etcd_->WaitForLine("ready to serve client requests", std::chrono::seconds(30)).ok()) << etcd_->Log();
+  Join(2);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (auto& n : nodes_)
+          if (n->group->members().size() != 3) return false;
+        return true;
+      },
+      std::chrono::seconds(15)))
+      << nodes_[0]->group->members().size() << " " << nodes_[1]->group->members().size();
 }
 
 }  // namespace

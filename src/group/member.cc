@@ -56,7 +56,7 @@ Result<GroupUrl> ParseGroupUrl(std::string_view url) {
   return InvalidArgumentError("cache group URL must be etcd://HOST:PORT/GROUP or static://HOST:PORT,...");
 }
 
-Result<std::vector<Member>> ListGroupMembers(const std::string& url_text) {
+Result<std::vector<Member>> ListGroupMembers(const std::string& url_text, std::chrono::milliseconds deadline) {
   STRATA_ASSIGN_OR_RETURN(GroupUrl url, ParseGroupUrl(url_text));
   if (url.scheme == "static") {
     std::vector<Member> members;
@@ -66,6 +66,7 @@ Result<std::vector<Member>> ListGroupMembers(const std::string& url_text) {
   EtcdOptions eo;
   eo.endpoint = url.etcd_endpoint;
   eo.group = url.group;
+  eo.request_timeout = deadline;
   return EtcdMembership::List(eo);
 }
 

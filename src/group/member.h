@@ -62,7 +62,8 @@ class GroupMember {
 
 // The members of the group at `url` now, without joining: a static list as
 // given, or etcd's registrations read once.
-Result<std::vector<Member>> ListGroupMembers(const std::string& url);
+Result<std::vector<Member>> ListGroupMembers(const std::string& url,
+                                             std::chrono::milliseconds deadline = std::chrono::milliseconds(2000));
 
 // A member's kPeerStatusPath JSON (signed with `secret`, its checksum
 // verified). Unavailable when it does not answer within `deadline`.

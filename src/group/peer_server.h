@@ -33,7 +33,11 @@ struct PeerServerOptions {
   uint16_t port = 0;   // 0: any free port
   std::string secret;  // the group secret; required (an empty one is refused at Start)
   std::chrono::seconds max_skew = kDefaultMaxSkew;
-  int workers = 8;
+  // Each worker blocks on a bucket fetch, not the CPU, and N-1 members with
+  // read-ahead ask at once: with 8, asks queued behind them on a busy owner
+  // outlived the 2 s peer deadline (group_bench, N=4), marking a live owner
+  // suspect and sending its blocks to the bucket.
+  int workers = 32;
   Clock* clock = nullptr;  // default RealClock() (WallNow checks request times)
   // Tests: rewrites a block after its checksum was computed (a lying peer).
   std::function<Buffer(Buffer)> tamper_for_test;
