@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "loader/loader_group_test_util.h"
 #include "loader/loader_test_util.h"
 #include "loader/streaming_dataset.h"
 #include "object/mem_store.h"
@@ -23,15 +24,9 @@ namespace fs = std::filesystem;
 using testing::WriteDataset;
 
 constexpr char kSecret[] = "loader-group-test-secret-0123456789";
-constexpr uint64_t kSampleBytes = 600 << 10;  // shards of ~6 MiB: two 4 MiB blocks each
 constexpr size_t kShards = 6;
 constexpr uint64_t kPerShard = 10;
-
-std::string SampleBytes(uint64_t i) {
-  std::string s(kSampleBytes, '\0');
-  for (size_t j = 0; j < s.size(); ++j) s[j] = static_cast<char>((i * 131 + j * 7 + j / 509) % 251);
-  return s;
-}
+std::string SampleBytes(uint64_t i) { return testing::GroupSampleBytes(i); }
 
 // GETs by (key, range offset) and the bytes they returned, as the bucket saw them.
 class CountingBucket : public object::StoreWrapper {
