@@ -15,6 +15,8 @@
 #include "ckpt/location.h"
 #include "ckpt/reader.h"
 #include "ckpt/writer.h"
+#include "group/group_store.h"
+#include "object/store_url.h"
 
 namespace strata::python {
 namespace {
@@ -124,9 +126,22 @@ py::dict InfoDict(const ckpt::CheckpointInfo& info) {
   return d;
 }
 
-PyLocation OpenLoc(const std::string& dir_or_url) {
+// With `cache_group`, a store URL is read through this process's member of
+// the group (group/group_store.h): each block leaves the bucket once for all members.
+PyLocation OpenLoc(const std::string& dir_or_url, const std::string& cache_group, const std::string& peer_listen,
+                   const std::string& group_secret_file, const std::string& cache_dir) {
   py::gil_scoped_release release;
-  return PyLocation{Unwrap(ckpt::OpenLocation(dir_or_url))};
+  if (cache_group.empty()) return PyLocation{Unwrap(ckpt::OpenLocation(dir_or_url))};
+  if (dir_or_url.find("://") == std::string::npos) {
+    ThrowStatus(InvalidArgumentError("a cache group reads a store URL, not the local directory " + dir_or_url));
+  }
+  group::GroupStoreOptions go;
+  go.url = cache_group;
+  go.listen = peer_listen.empty() ? "127.0.0.1:0" : peer_listen;
+  go.secret_file = group_secret_file;
+  go.cache_dir = cache_dir;
+  auto store = Unwrap(group::JoinGroupStore(Unwrap(object::OpenStore(dir_or_url)), go));
+  return PyLocation{ckpt::StoreLocation(std::move(store))};
 }
 
 ckpt::VerifyLevel Level(bool full) { return full ? ckpt::VerifyLevel::kFull : ckpt::VerifyLevel::kQuick; }
@@ -269,7 +284,8 @@ void BindCkpt(py::module_& m) {
             Check(ckpt::Pull(*l.loc, step, *to.loc, parallelism));
           },
           py::arg("step"), py::arg("to"), py::arg("parallelism") = 4);
-  m.def("_open_location", &OpenLoc, py::arg("dir_or_url"));
+  m.def("_open_location", &OpenLoc, py::arg("dir_or_url"), py::arg("cache_group") = "", py::arg("peer_listen") = "",
+        py::arg("group_secret_file") = "", py::arg("cache_dir") = "");
 }
 
 }  // namespace strata::python

@@ -64,6 +64,9 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("fetch_concurrency", o.fetch_concurrency);
   get("retries", o.retries);
   get("skip_corrupt", o.skip_corrupt);
+  get("cache_group", o.cache_group);
+  get("peer_listen", o.peer_listen);
+  get("group_secret_file", o.group_secret_file);
   if (kw.contains("decode") && !kw["decode"].is_none()) {
     for (auto [k, v] : kw["decode"].cast<py::dict>())
       o.decode[k.cast<std::string>()] = ParseDecode(v.cast<std::string>());

@@ -327,6 +327,10 @@ class Checkpointer:
     while the previous one is still persisting "wait"s, or is "queue"d (at most ``max_queued``).
     Thread-safe. Use as a context manager or call ``close()`` to wait for staged saves.
 
+    ``cache_group`` (with ``peer_listen``, ``group_secret_file``, ``group_cache_dir``): loads from
+    ``remote`` go through a cache group (see StreamingDataset): N nodes restoring one checkpoint
+    fetch each block from the bucket once; keep every node's Checkpointer open until all loaded.
+
     ``staging_bytes``: the size in bytes of the tensors you will save (e.g.
     ``state_nbytes(state_dict)``). Saves copy the state into reused, already-mapped RAM; the
     first save would otherwise map that memory itself and pay its page faults inside the
@@ -339,7 +343,8 @@ class Checkpointer:
 
     def __init__(self, dir, remote=None, rank=None, world_size=None, keep_local=0, keep_remote=0,  # noqa: A002
                  policy="wait", *, max_queued=2, io_threads=4, stage_threads=2, shard_bytes=256 << 20,
-                 shared_dir=True, fsync=True, staging_bytes=None, attempt=None):
+                 shared_dir=True, fsync=True, staging_bytes=None, attempt=None, cache_group=None, peer_listen=None,
+                 group_secret_file=None, group_cache_dir=None):
         if policy not in ("wait", "queue"):
             raise ValueError(f"policy must be 'wait' or 'queue', not {policy!r}")
         if staging_bytes is not None:
@@ -362,7 +367,12 @@ class Checkpointer:
         self._writer = None
         self._lock = threading.Lock()
         self._local = _strata._open_location(self.dir)
-        self._remote = _strata._open_location(self.remote) if self.remote else None
+        # Loads from the remote through a cache group: N nodes restoring one checkpoint fetch each
+        # block from the bucket once (the rest come from its owner).
+        self._remote = _strata._open_location(
+            self.remote, cache_group=cache_group or "", peer_listen=peer_listen or "",
+            group_secret_file=os.fspath(group_secret_file or ""),
+            cache_dir=os.fspath(group_cache_dir or "")) if self.remote else None
         if staging_bytes:
             self._get_writer()  # now, so the staging memory is faulted in before the first save
 

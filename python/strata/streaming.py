@@ -95,6 +95,13 @@ class StreamingDataset(IterableDataset):
     free space there (divided by LOCAL_WORLD_SIZE ranks per node), and removed with the dataset;
     False keeps shards in RAM only (per process).
 
+    ``cache_group``: share shard fetches with the other nodes of a cache group
+    (``"etcd://127.0.0.1:2379/train"`` or ``"static://host:port,..."``): each block is asked of its
+    owner, so N nodes streaming one dataset read each byte from the bucket once. ``peer_listen``
+    is this node's peer endpoint (``"host:port"``; a static list needs a fixed port),
+    ``group_secret_file`` the group's secret (default: ``$STRATA_GROUP_SECRET``). DataLoader
+    workers forked from the process read as clients of its member.
+
     ``batch_size`` must equal the DataLoader's for exact resume (StreamingDataLoader sets it).
     ``even_batches`` (default True): every rank gets the same number of batches (DDP needs it):
     the last partial global batch is padded with samples from the epoch start, at most
@@ -107,7 +114,8 @@ class StreamingDataset(IterableDataset):
     def __init__(self, url, *, cache_dir=None, cache_limit=None, ram_cache=256 << 20, shuffle=True, seed=0,
                  shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=0,
                  prefetch_batches=8, prefetch_bytes=0, max_connections=64, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
-                 fetch_concurrency=16, world_size=None, rank=None):
+                 fetch_concurrency=16, world_size=None, rank=None, cache_group=None, peer_listen=None,
+                 group_secret_file=None):
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
         if batch_size is not None and batch_size < 1:
@@ -145,7 +153,8 @@ class StreamingDataset(IterableDataset):
             prefetch=int(prefetch), prefetch_batches=int(prefetch_batches), prefetch_bytes=int(prefetch_bytes),
             max_connections=int(max_connections), decode=decode,
             skip_corrupt=bool(skip_corrupt), retries=int(retries), decode_threads=int(decode_threads),
-            fetch_concurrency=int(fetch_concurrency))
+            fetch_concurrency=int(fetch_concurrency), cache_group=cache_group or "",
+            peer_listen=peer_listen or "127.0.0.1:0", group_secret_file=os.fspath(group_secret_file or ""))
         self.epoch = 0
         self._resume = None  # (epoch, samples_consumed): where the next iteration of that epoch starts
         self._yielded = None  # samples this process's own iteration yielded this epoch (None: none)

@@ -14,6 +14,7 @@
 #include "ckpt/writer.h"
 #include "cli/cli_test_util.h"
 #include "io/durable.h"
+#include "testing/background_process.h"
 
 namespace strata::ckpt {
 namespace {
@@ -157,6 +158,36 @@ TEST_F(CkptCliTest, PullCopiesVerifiedAndRefusesADamagedSource) {
   ASSERT_EQ(latest.code, 0) << latest.err;
   EXPECT_NE(latest.err.find("skipping " + StepDirName(2)), std::string::npos) << latest.err;
   EXPECT_NE(latest.out.find("pulled " + StepDirName(1)), std::string::npos) << latest.out;
+}
+
+// `ckpt pull --cache-group`: the source read through this process's member of a
+// (one-member) static group, verified as without one; the flags are checked.
+TEST_F(CkptCliTest, PullThroughACacheGroup) {
+  SaveSteps("ckpt", {1});
+  const std::string bucket = "file://" + Dir("bucket");
+  fs::create_directories(Dir("bucket"));
+  ASSERT_EQ(Strata({"ckpt", "pull", Dir("ckpt"), bucket, "1"}).code, 0);
+  const std::string peer = "127.0.0.1:" + std::to_string(strata::testing::FreeLoopbackPort());
+  const strata::testing::EnvOverrides env = {{"STRATA_GROUP_SECRET", "cli-ckpt-group-secret-0123456789"}};
+  CliRun down = RunStrata({"ckpt", "pull", bucket, Dir("restored"), "latest", "--cache-group", "static://" + peer,
+                           "--peer-listen", peer, "--cache-dir", Dir("group-cache")},
+                          std::chrono::minutes(2), env);
+  ASSERT_EQ(down.code, 0) << down.out << down.err;
+  EXPECT_NE(down.out.find("pulled " + StepDirName(1)), std::string::npos) << down.out;
+  auto loaded = Load(**OpenLocation(Dir("restored")), 1);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(testing::Compare(*loaded, testing::MakeState(1)), "");
+  // A local directory is not read through a group; a group needs its secret.
+  EXPECT_NE(RunStrata({"ckpt", "pull", Dir("ckpt"), Dir("other"), "1", "--cache-group", "static://" + peer,
+                       "--peer-listen", peer},
+                      std::chrono::minutes(1), env)
+                .code,
+            0);
+  CliRun no_secret =
+      RunStrata({"ckpt", "pull", bucket, Dir("other"), "1", "--cache-group", "static://" + peer, "--peer-listen", peer},
+                std::chrono::minutes(1), {{"STRATA_GROUP_SECRET", ""}});
+  EXPECT_NE(no_secret.code, 0);
+  EXPECT_NE(no_secret.err.find("STRATA_GROUP_SECRET"), std::string::npos) << no_secret.err;
 }
 
 TEST_F(CkptCliTest, GcDryRunThenDeleteKeepingTheNewestVerified) {

@@ -5,6 +5,7 @@
 
 #include "dataset/byte_source.h"
 #include "dataset/shard.h"
+#include "group/group_store.h"
 #include "loader/decode.h"
 #include "loader/internal.h"
 #include "loader/scan_cache.h"
@@ -268,13 +269,31 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   co.max_part_size = std::max(co.max_part_size, co.min_part_size);
   co.fs = options.fs;
   co.clock = options.clock;
+  object::ObjectStorePtr shard_store = store;
+  if (!options.cache_group.empty()) {
+    group::GroupStoreOptions go;
+    go.url = options.cache_group;
+    go.listen = options.peer_listen;
+    go.secret = options.group_secret;
+    go.secret_file = options.group_secret_file;
+    go.deadline = options.group_deadline;
+    go.cache_dir = options.cache_dir.empty() ? "" : options.cache_dir + "/group";
+    go.disk_bytes = options.cache_limit_bytes;
+    go.ram_bytes = options.ram_cache_bytes;
+    auto joined = group::JoinGroupStore(store, go);
+    if (!joined.ok()) return joined.status().WithContext("joining cache group " + options.cache_group);
+    shard_store = std::move(*joined);
+  }
   if (options.share_cache) {
     // The data (the store's URL names its bytes, the index fingerprint its
-    // shards) and the directory; not the order or partition, which every rank differs in.
-    std::string identity = store->Url() + "\n" + prefix + "\n" + co.content_id + "\n" + options.cache_dir;
-    STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::OpenShared(identity, store, std::move(keys), std::move(sizes), co));
+    // shards) and the directory; not the order or partition, which every rank
+    // differs in. A group's readers share only with readers of that group.
+    std::string identity =
+        store->Url() + "\n" + prefix + "\n" + co.content_id + "\n" + options.cache_dir + "\n" + options.cache_group;
+    STRATA_ASSIGN_OR_RETURN(d->cache_,
+                            ShardCache::OpenShared(identity, shard_store, std::move(keys), std::move(sizes), co));
   } else {
-    STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::Open(store, std::move(keys), std::move(sizes), co));
+    STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::Open(shard_store, std::move(keys), std::move(sizes), co));
   }
   return d;
 }

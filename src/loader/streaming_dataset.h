@@ -113,6 +113,21 @@ struct StreamingOptions {
   std::chrono::milliseconds retry_backoff{50};
   Clock* clock = nullptr;        // nullptr: RealClock()
   io::FileSystem* fs = nullptr;  // holds cache_dir; nullptr: DefaultFileSystem()
+
+  // Cache group (group/group_store.h): with `cache_group` set, shard bytes
+  // come through this process's member of the group: a block owned by
+  // another member is asked of it (it serves it from its cache or fetches it
+  // from the store once), a block this member owns is fetched here once and
+  // served to the others. N nodes streaming one dataset then read each byte
+  // from the store once. The blocks this member owns are kept in
+  // cache_dir/group (bounded by cache_limit_bytes too; RAM only without
+  // cache_dir). The shard cache and its checks (sizes, ETags, record CRCs,
+  // disk copies' XXH3) are the same either way; index files are read directly.
+  std::string cache_group;                  // etcd://HOST:PORT/GROUP or static://HOST:PORT,...; empty: none
+  std::string peer_listen = "127.0.0.1:0";  // this member's peer endpoint (static lists need a fixed port)
+  std::string group_secret;                 // empty: group_secret_file, else $STRATA_GROUP_SECRET
+  std::string group_secret_file;
+  std::chrono::milliseconds group_deadline{2000};  // a peer fetch takes at most this long
 };
 
 // A decoded field. Exactly one of the members is meaningful, by `kind`.

@@ -1,0 +1,127 @@
+// Integration: three processes (loader_group_child), each a StreamingDataset
+// in one static:// cache group with its own cache directory and peer
+// endpoint on 127.0.0.1, stream one packed dataset from a Ceph RGW bucket
+// behind an nginx proxy that logs every request. Every node checks every
+// sample's bytes; the bucket, counted at nginx, sends each shard byte once.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "loader/loader_group_test_util.h"
+#include "loader/loader_test_util.h"
+#include "object/store_url.h"
+#include "testing/background_process.h"
+#include "testing/s3_server.h"
+
+namespace strata::loader {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kSecret[] = "loader-group-process-secret-0123456789";
+constexpr int kNodes = 3;
+constexpr size_t kShards = 6;
+constexpr uint64_t kPerShard = 10;
+
+struct Fetched {
+  int gets = 0;
+  uint64_t bytes = 0;
+};
+
+// GETs of each key under `prefix` and the bytes nginx sent back, from its
+// access log ("combined": ... "GET /BUCKET/KEY HTTP/1.1" STATUS BYTES ...).
+std::map<std::string, Fetched> BackendGets(const std::string& log, const std::string& bucket,
+                                           const std::string& prefix) {
+  std::map<std::string, Fetched> gets;
+  std::ifstream in(log);
+  const std::string needle = "\"GET /" + bucket + "/" + prefix;
+  for (std::string line; std::getline(in, line);) {
+    auto at = line.find(needle);
+    if (at == std::string::npos) continue;
+    auto start = at + 6 + bucket.size() + 1;  // past `"GET /BUCKET/`
+    auto end = line.find_first_of(" ?", start);
+    auto& f = gets[line.substr(start, end - start)];
+    ++f.gets;
+    auto quote = line.find('"', end);
+    if (quote == std::string::npos) continue;
+    std::istringstream rest(line.substr(quote + 1));
+    int status = 0;
+    uint64_t bytes = 0;
+    if (rest >> status >> bytes) f.bytes += bytes;
+  }
+  return gets;
+}
+
+TEST(LoaderGroupProcessTest, ThreeProcessesStreamFromRgwAndNginxSeesEachShardByteOnce) {
+  const char* bin = std::getenv("STRATA_BINARY_DIR");
+  ASSERT_NE(bin, nullptr) << "run under ctest";
+  const std::string child = std::string(bin) + "/src/loader/loader_group_child";
+  const fs::path dir = fs::temp_directory_path() / ("strata-loader-group-proc-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sync");
+  std::ofstream(dir / "secret") << kSecret << "\n";
+
+  auto rgw = strata::testing::S3TestServer::Start(strata::testing::S3TestServer::Kind::kRgw);
+  ASSERT_TRUE(rgw.ok()) << rgw.status();
+  strata::testing::CloudProxy::Options po;
+  po.ttfb_ms = 0;
+  po.rate = "0";
+  po.access_log = true;
+  auto proxy = strata::testing::CloudProxy::Start((*rgw)->endpoint(), po);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  ASSERT_EQ(setenv("AWS_ACCESS_KEY_ID", (*rgw)->access_key().c_str(), 1), 0);
+  ASSERT_EQ(setenv("AWS_SECRET_ACCESS_KEY", (*rgw)->secret_key().c_str(), 1), 0);
+  auto bucket = object::OpenStore((*rgw)->StoreUrl());  // written directly, not through the proxy
+  ASSERT_TRUE(bucket.ok()) << bucket.status();
+  const dataset::Manifest manifest = testing::WriteDataset(
+      **bucket, "train/", dataset::ShardFormat::kTar, std::vector<uint64_t>(kShards, kPerShard), [](uint64_t i) {
+        return std::vector<dataset::Field>{{"bin", Buffer::FromString(testing::GroupSampleBytes(i))}};
+      });
+
+  std::vector<std::string> peers;
+  std::string group = "static://";
+  for (int i = 0; i < kNodes; ++i) {
+    peers.push_back("127.0.0.1:" + std::to_string(strata::testing::FreeLoopbackPort()));
+    group += (i ? "," : "") + peers[i];
+  }
+  const std::string url = "s3://" + (*rgw)->bucket() + "/train/?endpoint=" + (*proxy)->endpoint() +
+                          "&region=" + (*rgw)->region() + "&path_style=1";
+  std::vector<std::unique_ptr<strata::testing::BackgroundProcess>> nodes;
+  for (int i = 0; i < kNodes; ++i) {
+    auto p = strata::testing::BackgroundProcess::Start(
+        {child, url, group, peers[i], (dir / "secret").string(), (dir / ("cache" + std::to_string(i))).string(),
+         (dir / "sync").string(), std::to_string(i), std::to_string(kNodes)},
+        (dir / ("node" + std::to_string(i) + ".log")).string(), (*rgw)->ClientEnv());
+    ASSERT_TRUE(p.ok()) << p.status();
+    nodes.push_back(std::move(*p));
+  }
+  for (int i = 0; i < kNodes; ++i) {
+    int code = -1;
+    ASSERT_TRUE(nodes[i]->WaitExit(std::chrono::seconds(240), &code)) << "node " << i << " hangs: " << nodes[i]->Log();
+    EXPECT_EQ(code, 0) << "node " << i << ": " << nodes[i]->Log();
+    EXPECT_NE(nodes[i]->Log().find("streamed " + std::to_string(kShards * kPerShard) + " samples"), std::string::npos)
+        << nodes[i]->Log();
+  }
+  auto gets = BackendGets((*proxy)->access_log_path(), (*rgw)->bucket(), "train/");
+  uint64_t total = 0, bytes = 0;
+  int shard_gets = 0;
+  for (const auto& shard : manifest.shards) {
+    const Fetched& f = gets["train/" + shard.name];
+    EXPECT_EQ(f.bytes, shard.size) << shard.name << ": bytes the bucket sent";
+    total += shard.size;
+    bytes += f.bytes;
+    shard_gets += f.gets;
+  }
+  EXPECT_EQ(bytes, total);
+  std::cout << "[figures] " << kNodes << " loader processes streamed " << total / 1048576.0 << " MiB each ("
+            << manifest.shards.size() << " shards); nginx saw " << shard_gets << " GETs of shard bytes, "
+            << bytes / 1048576.0 << " MiB (without the group: " << kNodes * total / 1048576.0 << " MiB)" << std::endl;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace strata::loader
