@@ -1,5 +1,7 @@
 #include "group/cache_group.h"
 
+#include <algorithm>
+
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -69,10 +71,23 @@ bool CacheGroup::IsSuspect(const std::string& member_id) const {
 }
 
 void CacheGroup::MarkSuspect(const std::string& member_id, const Status& why) {
-  STRATA_LOG_WARN("group: peer {} is suspect for {} s (reading the bucket directly): {}", member_id,
-                  std::chrono::duration_cast<std::chrono::seconds>(options_.suspect_for).count(), why.ToString());
+  Duration period = options_.suspect_for;
+  {
+    std::lock_guard lock(mu_);
+    if (why.code() == Code::kDeadlineExceeded) {
+      // Busy or hung cannot be told apart from one timeout: back off exponentially.
+      const int strikes = std::min(++timeouts_in_a_row_[member_id], 16);
+      period = std::min(options_.suspect_for, options_.slow_suspect_for * (1 << (strikes - 1)));
+    }
+    suspect_until_[member_id] = clock_.Now() + period;
+  }
+  STRATA_LOG_WARN("group: peer {} is suspect for {} ms (reading the bucket directly): {}", member_id,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(period).count(), why.ToString());
+}
+
+void CacheGroup::Forgive(const std::string& member_id) {
   std::lock_guard lock(mu_);
-  suspect_until_[member_id] = clock_.Now() + options_.suspect_for;
+  timeouts_in_a_row_.erase(member_id);
 }
 
 bool CacheGroup::Remote(const cache::BlockId& id) {
@@ -135,6 +150,7 @@ Result<Buffer> CacheGroup::Ask(const Member& owner, const cache::BlockId& id, ui
     MarkSuspect(owner.id, st);
     return st;
   }
+  Forgive(owner.id);
   return std::move(resp->body);
 }
 

@@ -2,9 +2,12 @@
 // that CachedStore asks on a miss. The owner of a block is chosen by
 // rendezvous hashing over the current members (rendezvous.h); a block owned
 // by another member is asked of it over the peer protocol with a deadline,
-// its checksum verified, and kept in RAM only. A peer that times out, fails
-// or sends a bad block is marked suspect for a while: its blocks are read
-// from the bucket directly meanwhile, so nothing waits on a dead node. The
+// its checksum verified, and kept in RAM only. A peer that fails (refuses,
+// errs, sends a bad block) is marked suspect for `suspect_for`: its blocks are
+// read from the bucket directly meanwhile, so nothing waits on a dead node. A
+// peer that only misses the deadline may be alive but busy: it is suspect for
+// `slow_suspect_for`, doubled on each further timeout up to `suspect_for`, and
+// forgiven by its next answer. The
 // member list comes from outside (a static list, or etcd via Membership) and
 // may change at any time. Thread-safe.
 #pragma once
@@ -29,7 +32,8 @@ struct GroupOptions {
   std::string secret;                        // the group secret
   std::chrono::milliseconds deadline{2000};  // a peer fetch takes at most this long
   Duration suspect_for = std::chrono::seconds(30);
-  Clock* clock = nullptr;  // default RealClock()
+  Duration slow_suspect_for = std::chrono::seconds(2);  // after a first timeout
+  Clock* clock = nullptr;                               // default RealClock()
 };
 
 class CacheGroup : public cache::BlockRouter {
@@ -57,7 +61,9 @@ class CacheGroup : public cache::BlockRouter {
   const GroupOptions& options() const { return options_; }
 
  private:
+  // A timeout (`why` DeadlineExceeded) counts as slow, anything else as failed.
   void MarkSuspect(const std::string& member_id, const Status& why);
+  void Forgive(const std::string& member_id);
   Result<Buffer> Ask(const Member& owner, const cache::BlockId& id, uint64_t length, uint64_t object_size);
 
   GroupOptions options_;
@@ -65,6 +71,7 @@ class CacheGroup : public cache::BlockRouter {
   mutable std::mutex mu_;
   std::shared_ptr<const std::vector<Member>> members_;  // replaced whole, read without copying
   std::map<std::string, TimePoint> suspect_until_;
+  std::map<std::string, int> timeouts_in_a_row_;
   std::atomic<uint64_t> hits_{0}, misses_{0}, bad_checksums_{0}, suspect_skips_{0};
   std::unique_ptr<net::HttpClient> http_;
 };

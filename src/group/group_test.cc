@@ -130,5 +130,60 @@ TEST_F(GroupTest, HungMemberCostsOneDeadline) {
   EXPECT_TRUE(nodes_[0]->group->IsSuspect(hung));
 }
 
+// Listens and never answers (accepting nothing): a hung member's address.
+int ListenWithoutAnswering(std::string* address) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0) return -1;
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  return fd;
+}
+
+// One timeout cannot tell a busy owner from a hung one: it is suspect for
+// 2 s, then 4 s after a second timeout in a row (a hung one is asked less and
+// less often), while a member that refuses connections is suspect for 30 s.
+TEST(GroupSuspicion, TimeoutsBackOffWhileRefusalsCountAtOnce) {
+  FakeClock clock;
+  GroupOptions o;
+  o.self = "me";
+  o.secret = "group-secret";
+  o.deadline = std::chrono::milliseconds(200);
+  o.clock = &clock;
+  CacheGroup group(o);
+  std::string hung;
+  const int hung_fd = ListenWithoutAnswering(&hung);
+  ASSERT_GE(hung_fd, 0);
+  group.SetMembers({{hung, hung}});
+  const cache::BlockId id{"mem://bucket", "key", "etag", 4096, 0};
+
+  EXPECT_EQ(group.FetchRemote(id, 4096, 4096).status().code(), Code::kDeadlineExceeded);
+  EXPECT_TRUE(group.IsSuspect(hung));
+  clock.Advance(std::chrono::milliseconds(2100));
+  EXPECT_FALSE(group.IsSuspect(hung)) << "a first timeout costs 2 s, not 30";
+  EXPECT_EQ(group.FetchRemote(id, 4096, 4096).status().code(), Code::kDeadlineExceeded);
+  clock.Advance(std::chrono::milliseconds(2100));
+  EXPECT_TRUE(group.IsSuspect(hung)) << "a second timeout in a row doubles it";
+  clock.Advance(std::chrono::milliseconds(2000));
+  EXPECT_FALSE(group.IsSuspect(hung));
+  ::close(hung_fd);
+
+  std::string gone;
+  const int gone_fd = ListenWithoutAnswering(&gone);
+  ASSERT_GE(gone_fd, 0);
+  ::close(gone_fd);  // the port now refuses connections
+  group.SetMembers({{gone, gone}});
+  auto refused = group.FetchRemote(id, 4096, 4096);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().code(), Code::kDeadlineExceeded) << refused.status();
+  clock.Advance(std::chrono::seconds(29));
+  EXPECT_TRUE(group.IsSuspect(gone));
+  clock.Advance(std::chrono::seconds(2));
+  EXPECT_FALSE(group.IsSuspect(gone));
+}
+
 }  // namespace
 }  // namespace strata::group
