@@ -19,11 +19,13 @@
 #   (d) ls -lR over NLIST objects: first listing, then again (cached)
 #   (e) the seed exercise: SEED_N files of SEED_MB, each read with `cat` one after another:
 #       cold; warm in the same mount once the metadata TTLs (SEED_TTL) expired; warm after a
-#       remount with the page cache dropped; `aws s3 cp --recursive` as the cold yardstick
+#       remount with the page cache dropped; `aws s3 cp --recursive` as the cold yardstick, and
+#       the same `cat` loop over its local copies in the page cache as the floor of any warm pass
 # Sizes are configurable so it can run small; WORKLOADS picks "main", "seed" or both:
 #   SIZE_MB=64 NFILES=500 NLIST=5000 bench/mount_bench.sh
 #   WORKLOADS=seed SEED_N=32 bench/mount_bench.sh
-# Output: figures, strata's ratio to the best other tool, bench/out/mount.json.
+# Output: figures, strata's ratio to the best other tool, bucket requests per seed pass (the proxy's
+# access log), bench/out/mount.json + mount.png and mount_seed.json + mount_seed.png (bench/plot.py).
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,6 +67,9 @@ now() { date +%s.%N; }
 elapsed() { $PY -c "print(f'{$(now) - $1:.3f}')"; }
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+plot() {  # JSON PNG: bench/plot.py (matplotlib from Debian); the JSON stays when it cannot draw
+  if $PY "$SRC/bench/plot.py" "$1" "$2"; then echo "wrote $2"; else echo "note: no PNG ($2): see plot.py's message"; fi
+}
 
 # ---- data (reused across runs when the sizes match) ----
 DATA=$WORK/data/bench
@@ -101,7 +106,7 @@ for _ in $(seq 300); do grep -q "listening on" "$WORK/serve.log" && break; sleep
 GW=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$WORK/serve.log" | head -1)
 [ -n "$GW" ] || { cat "$WORK/serve.log"; exit 1; }
 PPORT=$(free_port)
-"$SRC/scripts/cloud-proxy.sh" start "$WORK/proxy" "$PPORT" "$GW" --ttfb-ms "$TTFB_MS" --rate "$RATE" >/dev/null
+"$SRC/scripts/cloud-proxy.sh" start "$WORK/proxy" "$PPORT" "$GW" --ttfb-ms "$TTFB_MS" --rate "$RATE" --access-log >/dev/null
 EP=http://127.0.0.1:$PPORT
 echo "bucket: $GW behind the cloud proxy $EP (ttfb ${TTFB_MS}ms, ${RATE}/s per connection)"
 
@@ -190,10 +195,23 @@ for tool in $TOOLS; do
 done
 
 # ---- (e) the seed exercise ----
-seed_pass() {  # prints seconds for `cat` of every seed file, one at a time, in listing order
-  local t; t=$(now)
+ACCESS_LOG=$WORK/proxy/log/access.log
+# Requests the bucket saw since line $1 of the proxy's log, as "lists heads gets".
+requests_since() {
+  sync_log
+  tail -n +"$(($1 + 1))" "$ACCESS_LOG" | awk '
+    $6 == "\"HEAD" { h++; next }
+    $6 == "\"GET" && ($7 ~ /[?&](list-type|prefix|delimiter)=/) { l++; next }
+    $6 == "\"GET" { g++ }
+    END { printf "%d %d %d\n", l, h, g }'
+}
+sync_log() { sleep 0.2; }  # nginx writes each line at the end of its request; the last ones just ended
+log_lines() { sync_log; wc -l < "$ACCESS_LOG"; }
+seed_pass() {  # TOOL PHASE: `cat` of every seed file, one at a time, in listing order; sets S[TOOL,PHASE_s] and the requests
+  local t l0; l0=$(log_lines); t=$(now)
   for f in "$MNT"/seed/*; do cat "$f" > /dev/null; done
-  elapsed "$t"
+  S[$1,$2_s]=$(elapsed "$t")
+  read -r S[$1,$2_lists] S[$1,$2_heads] S[$1,$2_gets] < <(requests_since "$l0")
 }
 declare -A S
 if [[ " $WORKLOADS " == *" seed "* ]]; then
@@ -203,23 +221,34 @@ if [[ " $WORKLOADS " == *" seed "* ]]; then
   AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_DEFAULT_REGION=us-east-1 \
     /usr/bin/aws --endpoint-url "$EP" s3 cp --quiet --recursive s3://bench/seed "$WORK/aws-seed"
   S[aws,cold_s]=$(elapsed "$t")
-  rm -rf "$WORK/aws-seed"
   echo "  aws s3 cp --recursive: ${S[aws,cold_s]}s"
+  # The floor of any warm pass: the same `cat` loop over local copies in the page cache
+  # (process start-up and copies only).
+  for f in "$WORK/aws-seed"/*; do cat "$f" > /dev/null; done
+  t=$(now)
+  for f in "$WORK/aws-seed"/*; do cat "$f" > /dev/null; done
+  S[floor,warm_s]=$(elapsed "$t")
+  rm -rf "$WORK/aws-seed"
+  echo "  the same cat loop over local files in the page cache: ${S[floor,warm_s]}s"
   for tool in $TOOLS; do
     mount_tool "$tool" "$SEED_TTL" || { echo "skipping $tool"; continue; }
     drop_caches
     ls "$MNT/seed" > /dev/null
-    S[$tool,cold_s]=$(seed_pass)
+    seed_pass "$tool" cold
     sleep $((SEED_TTL + 1))  # every TTL expired: the warm pass revalidates
-    S[$tool,warm_s]=$(seed_pass)
+    seed_pass "$tool" warm
     unmount_tool
     drop_caches
     mount_tool "$tool" "$SEED_TTL" keep || { echo "skipping $tool"; continue; }
     ls "$MNT/seed" > /dev/null
-    S[$tool,remount_s]=$(seed_pass)
+    seed_pass "$tool" remount
     unmount_tool
     printf '  %s: cold %ss  warm, same mount %ss  warm after remount %ss\n' "$tool" \
       "${S[$tool,cold_s]}" "${S[$tool,warm_s]}" "${S[$tool,remount_s]}"
+    for ph in cold warm remount; do
+      printf '    %-8s bucket requests: %s LIST, %s HEAD, %s GET\n' "$ph" \
+        "${S[$tool,${ph}_lists]}" "${S[$tool,${ph}_heads]}" "${S[$tool,${ph}_gets]}"
+    done
   done
   SARGS=""
   for k in "${!S[@]}"; do SARGS+="$k=${S[$k]} "; done
@@ -232,24 +261,49 @@ for a in sys.argv[7:]:
     tool, metric = k.split(",")
     raw.setdefault(tool, {})[metric] = float(v)
 aws = raw.get("aws", {}).get("cold_s")
-print(f"\n{'seed exercise':14s}{'cold s':>9s}{'warm s':>9s}{'remount s':>11s}{'cold/aws':>10s}{'cold/warm':>11s}")
+floor = raw.get("floor", {}).get("warm_s")
+print(f"\n{'seed exercise':14s}{'cold s':>9s}{'warm s':>9s}{'remount s':>11s}{'cold/aws':>10s}{'cold/warm':>11s}"
+      f"{'cold/remount':>14s}")
 ratios = {}
 for tool, m in raw.items():
-    if tool == "aws" or not {"cold_s", "warm_s", "remount_s"} <= m.keys():
+    if tool in ("aws", "floor") or not {"cold_s", "warm_s", "remount_s"} <= m.keys():
         continue
     r = {"cold_vs_aws": m["cold_s"] / aws if aws else None, "cold_over_warm": m["cold_s"] / m["warm_s"],
          "cold_over_remount": m["cold_s"] / m["remount_s"]}
     ratios[tool] = r
     print(f"{tool:14s}{m['cold_s']:9.2f}{m['warm_s']:9.2f}{m['remount_s']:11.2f}"
-          f"{r['cold_vs_aws'] or 0:9.2f}x{r['cold_over_warm']:10.1f}x")
+          f"{r['cold_vs_aws'] or 0:9.2f}x{r['cold_over_warm']:10.1f}x{r['cold_over_remount']:13.1f}x")
 if aws:
     print(f"{'aws s3 cp':14s}{aws:9.2f}")
-doc = {"config": {"files": int(n), "file_mb": int(mb), "metadata_ttl_s": int(ttl), "ttfb_ms": int(ttfb),
+if floor:
+    print(f"{'local cat':14s}{'':9s}{floor:9.2f}   (page cache: the floor of a warm pass)")
+best_warm = {p: min((m[p] for t, m in raw.items() if t not in ("aws", "floor", "strata") and p in m), default=None)
+             for p in ("warm_s", "remount_s")}
+if "strata" in raw:
+    for p, best in best_warm.items():
+        if best and p in raw["strata"]:
+            ratios.setdefault("strata", {})[f"{p[:-2]}_vs_best_other"] = best / raw["strata"][p]
+            print(f"strata {p[:-2]}: {best / raw['strata'][p]:.2f}x the best other tool's")
+phases = [("cold_s", "cold"), ("warm_s", "warm, same mount\n(TTLs expired)"), ("remount_s", "warm after remount")]
+tools = [t for t in raw if t not in ("aws", "floor")]
+charts = [{"title": f"seed exercise: {n} x {mb} MiB, cat one file at a time (lower is better)",
+           "ylabel": "seconds", "groups": [label for _, label in phases],
+           "series": [{"label": t, "values": [raw[t].get(p) for p, _ in phases]} for t in tools] +
+                     ([{"label": "aws s3 cp --recursive", "values": [aws, None, None]}] if aws else []) +
+                     ([{"label": "cat of local files (page cache)", "values": [None, floor, None]}] if floor else [])}]
+if any(f"{p[:-2]}_lists" in m for m in raw.values() for p, _ in phases):
+    charts.append({"title": "bucket requests per pass (LIST + HEAD + GET, from the proxy's log)", "ylabel": "requests",
+                   "groups": [label for _, label in phases],
+                   "series": [{"label": t, "values": [sum(raw[t].get(f"{p[:-2]}_{k}", 0) for k in ("lists", "heads", "gets"))
+                                                      if p in raw[t] else None for p, _ in phases]} for t in tools]})
+doc = {"title": f"strata mount vs s3fs vs rclone: seed exercise (ttfb {ttfb} ms, {rate}/s per connection)",
+       "config": {"files": int(n), "file_mb": int(mb), "metadata_ttl_s": int(ttl), "ttfb_ms": int(ttfb),
                   "rate_per_connection": rate},
-       "seconds": raw, "ratios": ratios}
+       "seconds": raw, "ratios": ratios, "charts": charts}
 json.dump(doc, open(out, "w"), indent=2)
 print(f"wrote {out}")
 EOF
+  plot "$OUT/mount_seed.json" "$OUT/mount_seed.png"
 fi
 
 # ---- report ----
@@ -290,10 +344,24 @@ for k in next(iter(figures.values())).keys():
         ratios[k] = r
         row += f"   {r:6.2f}x {'(faster)' if r >= 1 else '(slower)'}"
     print(row)
-doc = {"config": {"size_mb": size_mb, "nfiles": nfiles, "file_kb": kb, "nlist": nlist, "threads": int(threads),
+names = list(figures)
+def chart(title, ylabel, keys):
+    return {"title": title, "ylabel": ylabel, "groups": [k for k, _ in keys],
+            "series": [{"label": t, "values": [figures[t][k] for _, k in keys]} for t in names]}
+charts = [
+    chart(f"{size_mb} MiB file, dd bs=4M (higher is better)", "MB/s",
+          [("cold", "a_cold_seq_MBps"), ("warm", "b_warm_reread_MBps"), ("warm, no page cache", "b2_warm_no_page_cache_MBps")]),
+    chart(f"{nfiles} x {kb} KiB, {threads} threads, random order (higher is better)", "files/s",
+          [("small files", "c_small_files_per_s")]),
+    chart(f"{nlist} objects (lower is better)", "seconds",
+          [("ls -lR first", "d_ls_lR_first_s"), ("ls -lR cached", "d_ls_lR_cached_s"), ("find cached", "d_find_cached_s")]),
+]
+doc = {"title": f"strata mount vs s3fs vs rclone (ttfb {ttfb} ms, {rate}/s per connection)",
+       "config": {"size_mb": size_mb, "nfiles": nfiles, "file_kb": kb, "nlist": nlist, "threads": int(threads),
                   "ttfb_ms": int(ttfb), "rate_per_connection": rate, "tools": tools.split()},
-       "figures": figures, "raw_seconds": raw, "strata_ratio_to_best_other": ratios}
+       "figures": figures, "raw_seconds": raw, "strata_ratio_to_best_other": ratios, "charts": charts}
 json.dump(doc, open(out, "w"), indent=2)
 print(f"\nwrote {out}")
 EOF
+plot "$OUT/mount.json" "$OUT/mount.png"
 echo "reproduce: SIZE_MB=$SIZE_MB NFILES=$NFILES FILE_KB=$FILE_KB NLIST=$NLIST THREADS=$THREADS TTFB_MS=$TTFB_MS RATE=$RATE TOOLS=\"$TOOLS\" STRATA=$STRATA $SRC/bench/mount_bench.sh"

@@ -99,7 +99,7 @@ Result<Buffer> BlockCache::Fill(const BlockHash& h, const BlockId& id, uint64_t 
       CountHit(CacheCounter::kDiskHits, CacheCounter::kBytesFromDisk, *block, options);
       Buffer data = block->data;
       std::vector<CachedBlock> evicted;
-      block->prefetched = false;
+      block->prefetched = options.prefetch;  // read ahead from disk: its reader's hit counts as read-ahead's
       if (ram_->Put(h, std::move(*block), IsPinned(id), &evicted)) Demote(std::move(evicted));
       return data;
     }

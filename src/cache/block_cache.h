@@ -74,6 +74,8 @@ class BlockCache {
   Result<Buffer> Get(const BlockId& id, uint64_t length, const Fetcher& fetch, const GetBlockOptions& options = {});
   // Whether a tier holds the block or a fill is in flight (read-ahead skips it).
   bool Contains(const BlockId& id) const;
+  // Whether the RAM tier holds it (a disk block is not read yet: read-ahead promotes it).
+  bool InRam(const BlockId& id) const { return ram_->Contains(HashBlockId(id)); }
   bool InFlight(const BlockId& id) const;
   size_t FlightWaiters(const BlockId& id) const { return flights_.Waiters(HashBlockId(id)); }
 

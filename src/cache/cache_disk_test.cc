@@ -38,7 +38,8 @@ class DiskCacheTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   std::shared_ptr<CachedStore> Open(CacheOptions o = {}, DiskOpenReport* report = nullptr,
-                                    size_t max_parallel_blocks = CachedStoreOptions{}.max_parallel_blocks) {
+                                    size_t max_parallel_blocks = CachedStoreOptions{}.max_parallel_blocks,
+                                    size_t readahead_threads = 0) {
     o.block_size = kBlock;
     o.dir = dir_.string();
     if (o.disk_bytes == (10ull << 30)) o.disk_bytes = 100 * kFileBytes;
@@ -47,7 +48,7 @@ class DiskCacheTest : public ::testing::Test {
     EXPECT_TRUE(cache.ok()) << cache.status();
     if (!cache.ok()) return nullptr;
     CachedStoreOptions so;
-    so.readahead_threads = 0;
+    so.readahead_threads = readahead_threads;
     so.fetch_part_size = 0;
     so.max_parallel_blocks = max_parallel_blocks;
     return std::make_shared<CachedStore>(counting_, *cache, so);
@@ -229,6 +230,45 @@ TEST_F(DiskCacheTest, DemotionFromRamAndPromotionFromDisk) {
   auto s = store->cache().Stats();
   EXPECT_EQ(s[CacheCounter::kDiskHits], 1u);  // promoted
   EXPECT_EQ(counting_->gets.load(), 4);
+}
+
+// After a restart every block is on disk and none in RAM: read-ahead (here
+// Prefetch, as the mount's listing-order opens use it) reads disk blocks into
+// RAM ahead of their reader, so the reader waits on no disk read or checksum.
+TEST_F(DiskCacheTest, ReadaheadReadsDiskBlocksIntoRamAfterARestart) {
+  CacheOptions o;
+  o.ram_bytes = 16 * kBlock;
+  Buffer a = Add("a", 4 * kBlock - 100, 1);
+  {
+    auto first = Open(o, nullptr, 8, 2);
+    ASSERT_EQ(first->Get("a")->data, a);
+    ASSERT_EQ(first->cache().disk()->blocks(), 4u);  // written through
+  }
+  auto store = Open(o, nullptr, 8, 2);  // a restart: the disk tier only
+  ASSERT_EQ(store->cache().ram().blocks(), 0u);
+  auto info = mem_->Head("a");
+  ASSERT_TRUE(info.ok());
+  const int gets = counting_->gets.load();
+  EXPECT_EQ(store->Prefetch("a", *info, 1ull << 30), 4u) << "blocks only on disk are read ahead into RAM";
+  store->WaitForReadahead();
+  EXPECT_EQ(store->cache().ram().blocks(), 4u);
+  EXPECT_EQ(store->Prefetch("a", *info, 1ull << 30), 0u) << "all in RAM now";
+  auto stream = store->OpenStream("a", *info);
+  ASSERT_TRUE(stream.ok());
+  EXPECT_EQ(*(*stream)->Read(0, a.size()), a);
+  auto s = store->cache().Stats();
+  EXPECT_EQ(s[CacheCounter::kDiskHits], 0u) << "the reader waited on no disk read";
+  EXPECT_EQ(s[CacheCounter::kReadaheadHits], 4u);
+  EXPECT_EQ(counting_->gets.load(), gets) << "nothing from the backend";
+}
+
+TEST_F(DiskCacheTest, ReadaheadWithoutARamTierSkipsBlocksOnDisk) {
+  Buffer a = Add("a", 2 * kBlock, 2);
+  auto store = Open({}, nullptr, 8, 2);  // disk only
+  ASSERT_EQ(store->Get("a")->data, a);
+  auto info = mem_->Head("a");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(store->Prefetch("a", *info, 1ull << 30), 0u) << "no RAM to read them into";
 }
 
 // A child process fills the cache in a loop and is killed with SIGKILL at a

@@ -361,9 +361,13 @@ void CachedStore::Readahead(const std::string& key, const object::ObjectInfo& in
 uint64_t CachedStore::IssueBlocks(const std::string& key, const object::ObjectInfo& info, uint64_t first, uint64_t end,
                                   size_t* issued) {
   if (!pool_) return end;
+  // A block only on disk is read into RAM ahead too (when there is a RAM
+  // tier): after a restart every block is there, and a reader would
+  // otherwise wait on each disk read and checksum in turn.
+  const bool promote = cache_->ram().capacity() > 0;
   for (uint64_t index = first; index < end; ++index) {
     BlockId id = MakeBlockId(key, info, index);
-    if (cache_->Contains(id) || cache_->InFlight(id)) continue;
+    if ((promote ? cache_->InRam(id) : cache_->Contains(id)) || cache_->InFlight(id)) continue;
     uint64_t length = BlockLength(info, index);
     if (!budget_.TryAcquire(length)) {
       cache_->metrics().Inc(CacheCounter::kReadaheadThrottled, end - index);

@@ -106,8 +106,8 @@ class CachedStore : public object::StoreWrapper {
   Result<uint64_t> Warm(std::string_view key);
   // Fetches [0, min(size, max_bytes)) of one known version into the cache in
   // the background (read-ahead's pool and global budget: what does not fit
-  // now is skipped, never queued). Returns the blocks issued (0: all cached,
-  // in flight, or no budget).
+  // now is skipped, never queued); blocks only on disk are read into RAM.
+  // Returns the blocks issued (0: all in RAM, in flight, or no budget).
   size_t Prefetch(std::string_view key, const object::ObjectInfo& known, uint64_t max_bytes);
   // Blocks until no read-ahead is queued or running (tests, benchmarks).
   void WaitForReadahead();

@@ -287,9 +287,11 @@ class CountingStore : public object::StoreWrapper {
 };
 
 // mem -> CountingStore -> FaultStore -> CachedStore (64 KiB blocks) -> ObjectFs, on a FakeClock;
-// with markers = false, mem -> NoMarkersStore -> FaultStore -> ...
+// with markers = false, mem -> NoMarkersStore -> FaultStore -> ...; with a
+// cache_dir, the cache has a disk tier there (Remount() starts over on it).
 struct FsFixture {
-  explicit FsFixture(FsOptions fs_options = Defaults(), size_t readahead_threads = 2, bool markers = true) {
+  explicit FsFixture(FsOptions fs_options = Defaults(), size_t readahead_threads = 2, bool markers = true,
+                     std::string cache_dir = "") {
     object::MemStoreOptions mo;
     mo.min_part_size = 64 << 10;
     mo.clock = &clock;
@@ -299,21 +301,31 @@ struct FsFixture {
     fc.clock = &clock;
     fault = std::make_shared<object::FaultStore>(
         markers ? object::ObjectStorePtr(counting) : std::make_shared<NoMarkersStore>(counting), fc);
-    cache::CacheOptions co;
     co.block_size = kBlock;
     co.ram_bytes = 64 << 20;
+    co.dir = std::move(cache_dir);
     co.clock = &clock;
-    cache = cache::BlockCache::Open(co).value();
-    cache::CachedStoreOptions so;
     so.metadata_ttl = fs_options.attr_ttl;
     so.clock = &clock;
     so.readahead_threads = readahead_threads;
     so.fetch_part_size = 0;
-    store = std::make_shared<cache::CachedStore>(fault, cache, so);
     fs_options.clock = &clock;
     fs_options.local = &local;
     fs_options.write_dir = "/buffers";
-    fs = std::make_unique<ObjectFs>(store, fs_options);
+    fo = fs_options;
+    Remount();
+  }
+  // A new cache, store and ObjectFs over the same backend (and disk tier):
+  // what a remount starts with.
+  void Remount() {
+    fs.reset();
+    store.reset();
+    cache.reset();  // releases the disk tier's lock
+    auto opened = cache::BlockCache::Open(co);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    cache = *opened;
+    store = std::make_shared<cache::CachedStore>(fault, cache, so);
+    fs = std::make_unique<ObjectFs>(store, fo);
   }
   static FsOptions Defaults() {
     FsOptions o;
@@ -333,6 +345,9 @@ struct FsFixture {
   uint64_t CacheCount(cache::CacheCounter c) { return cache->Stats()[c]; }
 
   static constexpr uint64_t kBlock = 64 << 10;
+  cache::CacheOptions co;
+  cache::CachedStoreOptions so;
+  FsOptions fo;
   FakeClock clock;
   MemFileSystem local;
   std::shared_ptr<object::ObjectStore> mem;
