@@ -108,9 +108,11 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
   return got->data;
 }
 
-// The checksum algorithm the upload was created with, where the store keeps it.
+// The checksum algorithm the upload was created with, where the store keeps
+// it (one that keeps no part checksums, s3://, does not report it either).
 std::optional<ChecksumAlgorithm> UploadChecksumAlgorithm(object::ObjectStore& store, const std::string& key,
                                                          const std::string& upload_id) {
+  if (!store.Capabilities().checksums_kept) return std::nullopt;
   auto uploads = store.ListMultipartUploads(key);
   if (!uploads.ok()) return std::nullopt;  // UploadPart itself reports a missing upload
   for (const object::UploadInfo& u : *uploads) {
