@@ -60,8 +60,9 @@ class CountingStore : public object::StoreWrapper {
     return ++puts, base_->UploadPart(key, id, n, std::move(data), o);
   }
   Result<object::ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
-                                                     const std::vector<object::CompletedPart>& parts) override {
-    return ++other, base_->CompleteMultipartUpload(key, id, parts);
+                                                     const std::vector<object::CompletedPart>& parts,
+                                                     const object::CompleteOptions& o) override {
+    return ++other, base_->CompleteMultipartUpload(key, id, parts, o);
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view id) override {
     return ++other, base_->AbortMultipartUpload(key, id);

@@ -513,8 +513,9 @@ Status CachedStore::Delete(std::string_view key) {
 }
 
 Result<object::ObjectInfo> CachedStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                                                const std::vector<object::CompletedPart>& parts) {
-  auto r = base_->CompleteMultipartUpload(key, upload_id, parts);
+                                                                const std::vector<object::CompletedPart>& parts,
+                                                                const object::CompleteOptions& options) {
+  auto r = base_->CompleteMultipartUpload(key, upload_id, parts, options);
   Invalidate(std::string(key));
   return r;
 }

@@ -135,6 +135,7 @@ class CachedStore : public object::StoreWrapper {
   BlockCache& cache() { return *cache_; }
   const object::ObjectStorePtr& backend() const { return base_; }
 
+  using object::StoreWrapper::CompleteMultipartUpload;
   using object::StoreWrapper::Copy;
   using object::StoreWrapper::Get;
   using object::StoreWrapper::Put;
@@ -146,7 +147,8 @@ class CachedStore : public object::StoreWrapper {
   Result<object::ObjectInfo> Put(std::string_view key, Buffer data, const object::PutOptions& options) override;
   Status Delete(std::string_view key) override;
   Result<object::ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                                     const std::vector<object::CompletedPart>& parts) override;
+                                                     const std::vector<object::CompletedPart>& parts,
+                                                     const object::CompleteOptions& options) override;
   Result<object::ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key,
                                   const object::CopyOptions& options) override;
   // Ranges are read through the cache (Get), never streamed past it.

@@ -46,8 +46,9 @@ class RecordingStore : public object::StoreWrapper {
     return object::StoreWrapper::CreateMultipartUpload(key, o);
   }
   Result<object::ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
-                                                     const std::vector<object::CompletedPart>& parts) override {
-    return Done(key, object::StoreWrapper::CompleteMultipartUpload(key, id, parts));
+                                                     const std::vector<object::CompletedPart>& parts,
+                                                     const object::CompleteOptions& o) override {
+    return Done(key, object::StoreWrapper::CompleteMultipartUpload(key, id, parts, o));
   }
   Status Delete(std::string_view key) override {
     Status st = object::StoreWrapper::Delete(key);

@@ -63,5 +63,37 @@ TEST_F(GatewayChecksumClientsTest, Boto3ChecksumsHeadersTrailersMultipartAndCont
   EXPECT_NE(r->stdout_text.find("0 failure(s)"), std::string::npos) << r->stdout_text;
 }
 
+// Two conditional writers racing on spilled bodies (exactly one wins, the
+// other gets 412 or 409, the winner's bytes are stored), conditional
+// Complete, UploadPartCopy part checksums and GetObjectAttributes, over the
+// file:// backend and then a mem:// one (each commits conditions its own way).
+TEST_F(GatewayChecksumClientsTest, Boto3ConditionalRacesPartCopyChecksumsAndObjectAttributes) {
+  const char* src = std::getenv("STRATA_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
+  auto run = [&](int port, testing::BackgroundProcess& gateway) {
+    std::vector<std::string> argv{"/usr/bin/python3",
+                                  std::string(src) + "/src/gateway/testdata/write_conditions.py",
+                                  "http://127.0.0.1:" + std::to_string(port),
+                                  kKey,
+                                  kSecret,
+                                  kBucket};
+    testing::EnvOverrides env = testing::WithoutCaBundles();
+    env.push_back({"AWS_CONFIG_FILE", "/dev/null"});
+    env.push_back({"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"});
+    auto r = testing::RunCommand(argv, env);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << gateway.Log();
+    EXPECT_NE(r->stdout_text.find("\n0 failure(s)"), std::string::npos) << r->stdout_text;
+  };
+  run(port_, *gateway_);
+  auto mem = testing::StartStrataServe(
+      std::vector<std::string>{"--backend", std::string("mem://") + kBucket, "--listen", "127.0.0.1:0", "--access-key",
+                               kKey, "--secret-key", kSecret, "--cache-ram", "128MiB"},
+      (dir_ / "gateway-mem.out").string());
+  ASSERT_TRUE(mem.ok()) << mem.status();
+  run(mem->port, *mem->process);
+  mem->process->Stop();
+}
+
 }  // namespace
 }  // namespace strata::gateway

@@ -69,6 +69,27 @@ TEST_F(GatewayUpstreamTest, Boto3ServesEveryBucketOfTheEndpoint) {
   EXPECT_NE(r->stdout_text.find(" 0 failure(s)"), std::string::npos) << r->stdout_text;  // every check ran
 }
 
+// Checksums through an upstream that ignores them (RGW 16.2): verified by
+// the gateway (BadDigest, nothing stored) and kept in the object's metadata.
+TEST_F(GatewayUpstreamTest, Boto3ChecksumsSurviveAnUpstreamThatIgnoresThem) {
+  StartGateway("s3://?endpoint=" + rgw_->endpoint() + "&region=" + rgw_->region());
+  const char* src = std::getenv("STRATA_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
+  std::vector<std::string> argv{"/usr/bin/python3",
+                                std::string(src) + "/src/gateway/testdata/upstream_checksums.py",
+                                url_,
+                                kKey,
+                                kSecret,
+                                "gw-checksums",
+                                rgw_->endpoint(),
+                                rgw_->access_key(),
+                                rgw_->secret_key()};
+  auto r = testing::RunCommand(argv, rgw_->ClientEnv());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << gateway_->Log();
+  EXPECT_NE(r->stdout_text.find("\n0 failure(s)"), std::string::npos) << r->stdout_text;  // every check ran
+}
+
 // An s3:// URL with a bucket still serves that one bucket, fixed.
 TEST_F(GatewayUpstreamTest, BucketUrlStillServesOneFixedBucket) {
   StartGateway(rgw_->StoreUrl());

@@ -86,7 +86,8 @@ Result<RequestChecksum> VerifyRequestChecksum(const Ctx& ctx) {
 }
 
 void KeepChecksum(const RequestChecksum& c, object::ObjectStore& store, object::ObjectMetadata* m) {
-  if (!c.algorithm || !store.Capabilities().checksums_kept) return;  // verified, but nowhere to keep it
+  // Verified; kept with the object's metadata (s3://: see object/s3_metadata.h).
+  if (!c.algorithm || !store.Capabilities().metadata_kept) return;
   m->checksum_algorithm = std::string(ChecksumName(*c.algorithm));
   m->checksum_type = std::string(ChecksumTypeName(ChecksumType::kFullObject));
   m->checksum = c.value;
@@ -126,7 +127,9 @@ Status UploadChecksumOptions(const Ctx& ctx, object::ObjectStore& store, object:
     return InvalidRequest("The " + std::string(ChecksumTypeName(t)) + " checksum type cannot be used with the " +
                           Lower(ChecksumName(*a)) + " checksum algorithm.");
   }
-  if (!store.Capabilities().checksums_kept) return Status::Ok();
+  // s3:// keeps no part checksums but passes the algorithm on to its upstream.
+  const object::StoreCapabilities caps = store.Capabilities();
+  if (!caps.checksums_kept && !caps.metadata_kept) return Status::Ok();
   m->checksum_algorithm = std::string(ChecksumName(*a));
   m->checksum_type = std::string(ChecksumTypeName(t));
   return Status::Ok();

@@ -139,8 +139,10 @@ Status MethodNotAllowed(const Ctx& ctx) {
 Status DispatchObject(Ctx& ctx) {
   const std::string& m = ctx.req.method;
   if (m == "GET" || m == "HEAD") {
-    if (auto* sub = UnknownSubresource(ctx, {"acl"})) return NotImplemented(ctx, *sub);
+    if (auto* sub = UnknownSubresource(ctx, {"acl", "attributes"})) return NotImplemented(ctx, *sub);
     if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetObjectAcl", GetAcl(ctx));
+    if (m == "GET" && ctx.HasQuery("attributes"))
+      return (ctx.resp.op = "GetObjectAttributes", GetObjectAttributes(ctx));
     if (m == "GET" && ctx.HasQuery("uploadId")) return (ctx.resp.op = "ListParts", ListParts(ctx));
     ctx.resp.op = m == "GET" ? "GetObject" : "HeadObject";
     return GetObject(ctx, m == "HEAD");

@@ -2,6 +2,7 @@
 // list parts.
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "gateway/s3_ops.h"
 #include "net/s3_errors.h"
@@ -107,7 +108,26 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
   return got->data;
 }
 
+// The checksum algorithm the upload was created with, where the store keeps
+// it (one that keeps no part checksums, s3://, does not report it either).
+std::optional<ChecksumAlgorithm> UploadChecksumAlgorithm(object::ObjectStore& store, const std::string& key,
+                                                         const std::string& upload_id) {
+  if (!store.Capabilities().checksums_kept) return std::nullopt;
+  auto uploads = store.ListMultipartUploads(key);
+  if (!uploads.ok()) return std::nullopt;  // UploadPart itself reports a missing upload
+  for (const object::UploadInfo& u : *uploads) {
+    if (u.key == key && u.upload_id == upload_id) return ParseChecksumAlgorithm(u.checksum_algorithm);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+Status ConditionalConflict(Status s) {
+  if (s.code() != Code::kPreconditionFailed || s.foreign_code() == "ConditionalRequestConflict") return s;
+  return S3Error(Code::kPreconditionFailed, "ConditionalRequestConflict",
+                 "The conditional request cannot succeed due to a conflicting operation against this resource.");
+}
 
 Status CreateMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
@@ -136,13 +156,16 @@ Status UploadPart(Ctx& ctx) {
   RequestChecksum checksum;
   if (copy) {
     STRATA_ASSIGN_OR_RETURN(data, CopySourceBytes(ctx));
+    // No client sends a checksum with a part copy: S3 computes the part's in
+    // the upload's algorithm, so Complete can combine it with the others'.
+    checksum.algorithm = UploadChecksumAlgorithm(*store, ctx.target.key, upload_id);
+    if (checksum.algorithm) checksum.value = ChecksumBase64(*checksum.algorithm, data.view());
   } else {
     STRATA_RETURN_IF_ERROR(CheckContentMd5(ctx));
     STRATA_ASSIGN_OR_RETURN(checksum, VerifyRequestChecksum(ctx));
-    if (checksum.algorithm && store->Capabilities().checksums_kept) {
-      po.checksum = {std::string(ChecksumName(*checksum.algorithm)), checksum.value};
-    }
   }
+  // Verified: the store keeps it (file://, mem://) or passes it on (s3://).
+  if (checksum.algorithm) po.checksum = {std::string(ChecksumName(*checksum.algorithm)), checksum.value};
   auto etag = store->UploadPart(ctx.target.key, upload_id, part, data, po);
   if (!etag.ok()) return LiftS3Code(etag.status(), "NoSuchUpload");
   if (copy) {
@@ -150,6 +173,7 @@ Status UploadPart(Ctx& ctx) {
     w.Open("CopyPartResult", {{"xmlns", std::string(net::kS3XmlNamespace)}})
         .Element("LastModified", net::FormatIso8601(ctx.Now()))
         .Element("ETag", Quote(*etag));
+    if (checksum.algorithm) w.Element("Checksum" + std::string(ChecksumName(*checksum.algorithm)), checksum.value);
     ctx.Xml(w.Finish());
   } else {
     ctx.resp.headers.emplace_back("ETag", Quote(*etag));
@@ -170,14 +194,22 @@ Status CompleteMultipartUpload(Ctx& ctx) {
     }
     parts.push_back({p.part_number, Unquote(p.etag)});
   }
-  // Checked just before completing, not atomically with it: the stores take
-  // conditions at CreateMultipartUpload only, so a write racing this one is
-  // not detected (AWS would answer 409 ConditionalRequestConflict).
+  // Checked first (412, or 404 for If-Match on a missing key), then again
+  // by the store atomically with its commit: failing only there means a
+  // write raced this one, which AWS answers 409 ConditionalRequestConflict.
   STRATA_ASSIGN_OR_RETURN(object::PutOptions conditions, WriteConditions(ctx));
   STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, conditions));
   STRATA_RETURN_IF_ERROR(CheckCompleteChecksums(ctx, *store, upload_id, wire_parts));
-  auto info = store->CompleteMultipartUpload(ctx.target.key, upload_id, parts);
-  if (!info.ok()) return LiftS3Code(info.status(), "NoSuchUpload");
+  object::CompleteOptions co;
+  co.if_match = conditions.if_match;
+  co.if_none_match = conditions.if_none_match;
+  for (const auto& p : wire_parts) co.part_checksums.push_back({p.checksum.algorithm, p.checksum.value});
+  if (auto whole = ReadRequestChecksum(ctx, /*multipart=*/true); whole.ok() && whole->algorithm) {
+    co.checksum = {std::string(ChecksumName(*whole->algorithm)), whole->value};
+    if (const std::string* type = ctx.Header("x-amz-checksum-type")) co.checksum_type = *type;
+  }
+  auto info = store->CompleteMultipartUpload(ctx.target.key, upload_id, parts, co);
+  if (!info.ok()) return ConditionalConflict(LiftS3Code(info.status(), "NoSuchUpload"));
   const std::string* host = ctx.Header("host");
   std::string location = "http://" + (host ? *host : std::string("localhost")) + ctx.target.raw_path;
   net::CompleteMultipartUploadResult result{location, ctx.target.bucket, ctx.target.key, Quote(info->etag), {}, {}};

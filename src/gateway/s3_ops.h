@@ -79,6 +79,10 @@ Result<object::PutOptions> WriteConditions(const Ctx& ctx);
 // Checks them against the current object, as AWS answers: PreconditionFailed,
 // or NoSuchKey for If-Match on a missing key.
 Status CheckWriteConditions(const Ctx& ctx, object::ObjectStore& store, const object::PutOptions& o);
+// A store's PreconditionFailed from a commit whose conditions held when the
+// request began (CheckWriteConditions): a concurrent write won, which AWS
+// answers 409 ConditionalRequestConflict. Other statuses pass unchanged.
+Status ConditionalConflict(Status s);
 // Object metadata (s3_object_ops.cc): what a PUT, CreateMultipartUpload or
 // REPLACE copy sends (standard headers and x-amz-meta-*; MetadataTooLarge
 // past S3's 2 KiB), and the response headers for a GET/HEAD.
@@ -107,6 +111,7 @@ Status CheckSpilledSha256(const BodyFile& body, std::string* hex);
 // aws-chunked decoding of a spilled body into a new temp file beside it.
 Result<std::shared_ptr<const BodyFile>> DecodeSpilledChunked(const BodyFile& raw, net::AwsChunkedDecoder& decoder);
 Status CopyObject(Ctx& ctx);
+Status GetObjectAttributes(Ctx& ctx);
 Status DeleteObject(Ctx& ctx);
 Status DeleteObjects(Ctx& ctx);
 

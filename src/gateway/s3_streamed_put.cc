@@ -83,9 +83,13 @@ Status PutObjectStreamed(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(object::PutOptions o, WriteConditions(ctx));
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
   KeepChecksum(checksum, *store, &o.metadata);
-  // Conditions are checked before the upload and again just before it is
-  // completed (not atomically with it, as for CompleteMultipartUpload).
+  // Conditions are checked before the upload (412 / 404 without sending a
+  // byte) and by the store atomically with the Complete that commits it: a
+  // write that won the race in between makes this one 409 (as on AWS).
   STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, o));
+  object::CompleteOptions conditions;
+  conditions.if_match = o.if_match;
+  conditions.if_none_match = o.if_none_match;
   object::PutOptions create = o;
   create.if_match.clear();
   create.if_none_match = false;
@@ -99,12 +103,11 @@ Status PutObjectStreamed(Ctx& ctx) {
                               store->UploadPart(ctx.target.key, upload_id, number, std::move(part), {}));
       parts.push_back({number, std::move(etag)});
     }
-    STRATA_RETURN_IF_ERROR(CheckWriteConditions(ctx, *store, o));
-    return store->CompleteMultipartUpload(ctx.target.key, upload_id, parts);
+    return store->CompleteMultipartUpload(ctx.target.key, upload_id, parts, conditions);
   }();
   if (!done.ok()) {
     store->AbortMultipartUpload(ctx.target.key, upload_id).IgnoreError();  // the error that matters is `done`
-    return done.status();
+    return ConditionalConflict(done.status());
   }
   ctx.resp.headers.emplace_back("ETag", Quote(done->etag));
   if (checksum.algorithm) {
@@ -119,7 +122,7 @@ Status UploadPartStreamed(Ctx& ctx, object::ObjectStore& backend, const std::str
   object::PartReader source;
   STRATA_ASSIGN_OR_RETURN(RequestChecksum checksum, VerifyStreamedDigests(ctx, body, &source.md5_hex));
   object::PartOptions po;
-  if (checksum.algorithm && backend.Capabilities().checksums_kept) {
+  if (checksum.algorithm) {  // the store keeps it or passes it on (see UploadPart)
     po.checksum = {std::string(ChecksumName(*checksum.algorithm)), checksum.value};
   }
   source.size = body.size();

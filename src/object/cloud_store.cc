@@ -46,9 +46,10 @@ class CloudStore : public StoreWrapper {
     return base_->UploadPart(key, upload_id, part_number, std::move(data), options);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override {
+                                             const std::vector<CompletedPart>& parts,
+                                             const CompleteOptions& options) override {
     Pay(0);
-    return base_->CompleteMultipartUpload(key, upload_id, parts);
+    return base_->CompleteMultipartUpload(key, upload_id, parts, options);
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {
     Pay(0);

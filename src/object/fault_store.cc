@@ -128,8 +128,9 @@ Result<std::string> FaultStore::UploadPart(std::string_view key, std::string_vie
   STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->UploadPart(key, upload_id, part_number, std::move(data), options));
 }
 Result<ObjectInfo> FaultStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                                       const std::vector<CompletedPart>& parts) {
-  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->CompleteMultipartUpload(key, upload_id, parts));
+                                                       const std::vector<CompletedPart>& parts,
+                                                       const CompleteOptions& options) {
+  STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->CompleteMultipartUpload(key, upload_id, parts, options));
 }
 Status FaultStore::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
   STRATA_FAULT_CALL(FaultOp::kMultipart, key, base_->AbortMultipartUpload(key, upload_id));

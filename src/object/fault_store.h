@@ -61,6 +61,7 @@ class FaultStore : public StoreWrapper {
   StoreFaultCounters counters() const;
   ObjectStore& inner() { return base(); }
 
+  using StoreWrapper::CompleteMultipartUpload;
   using StoreWrapper::Copy;
   using StoreWrapper::CreateMultipartUpload;
   using StoreWrapper::Get;
@@ -75,7 +76,8 @@ class FaultStore : public StoreWrapper {
   Result<std::string> UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
                                  const PartOptions& options) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override;
+                                             const std::vector<CompletedPart>& parts,
+                                             const CompleteOptions& options) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;

@@ -172,7 +172,8 @@ class FileStore : public ObjectStore, public PartStreamer {
                                 const PartOptions& options,
                                 const std::function<Status(io::WritableFile&, std::string*)>& write);
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override;
+                                             const std::vector<CompletedPart>& parts,
+                                             const CompleteOptions& options) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
@@ -416,7 +417,7 @@ class FileStore : public ObjectStore, public PartStreamer {
 
   // Moves the finished temp file `tmp` to `key` under the Put conditions.
   Result<ObjectInfo> Commit(const std::string& tmp, std::string_view key, const std::string& etag,
-                            const PutOptions& options) {
+                            const PutOptions& options, const CompleteOptions* complete = nullptr) {
     const std::string rel(key);  // the etag cache and messages go by key
     auto fail = [&](Status st) -> Result<ObjectInfo> {
       fs_.Remove(Abs(tmp)).IgnoreError();
@@ -434,10 +435,13 @@ class FileStore : public ObjectStore, public PartStreamer {
     std::vector<std::string> created;
     {
       std::lock_guard lock(namespace_mu_);
-      if (options.if_none_match || !options.if_match.empty()) {
+      const bool more = complete && (complete->if_none_match || !complete->if_match.empty());
+      if (options.if_none_match || !options.if_match.empty() || more) {
         auto current = MaybeInfo(rel);
         if (!current.ok()) return fail(current.status());
-        Status cond = CheckPutConditions(options, key, *current ? &**current : nullptr);
+        const ObjectInfo* now = *current ? &**current : nullptr;
+        Status cond = CheckPutConditions(options, key, now);
+        if (cond.ok() && more) cond = CheckCompleteConditions(*complete, key, now);
         if (!cond.ok()) return fail(cond);
       }
       Status parents = MakeParents(key, *names, &created);
@@ -545,7 +549,9 @@ Result<std::vector<UploadInfo>> FileStore::ListMultipartUploads(std::string_view
       if (upload.status().code() == Code::kNotFound) continue;  // not an upload, or finished meanwhile
       return upload.status();
     }
-    if (upload->key.starts_with(prefix)) uploads.push_back({upload->key, e.name, upload->initiated});
+    if (!upload->key.starts_with(prefix)) continue;
+    const ObjectMetadata& m = upload->options.metadata;
+    uploads.push_back({upload->key, e.name, upload->initiated, m.checksum_algorithm, m.checksum_type});
   }
   std::stable_sort(uploads.begin(), uploads.end(), [](const UploadInfo& a, const UploadInfo& b) {
     return std::tie(a.key, a.initiated) < std::tie(b.key, b.initiated);
@@ -658,7 +664,8 @@ Result<std::vector<PartInfo>> FileStore::ListParts(std::string_view key, std::st
 }
 
 Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                                      const std::vector<CompletedPart>& parts) {
+                                                      const std::vector<CompletedPart>& parts,
+                                                      const CompleteOptions& options) {
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
   STRATA_ASSIGN_OR_RETURN(std::vector<PartInfo> uploaded, ListParts(key, upload_id));
   STRATA_RETURN_IF_ERROR(CheckCompleteParts(key, parts, uploaded, options_.min_part_size));
@@ -687,7 +694,8 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
                             }
                             return WriteMetadata(out, key, upload.options.metadata);
                           }));
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Commit(tmp, key, MultipartEtag(md5s), upload.options));
+  // The conditions are checked under the namespace lock, with the rename.
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Commit(tmp, key, MultipartEtag(md5s), upload.options, &options));
   RemoveFlatDir(upload.dir).IgnoreError();  // the object is committed either way
   return info;
 }
@@ -727,60 +735,6 @@ void RemoveStaleTemps(io::FileSystem& fs, const std::string& root, Clock& clock)
 }
 
 }  // namespace
-
-Status ValidateFileKey(std::string_view key) {
-  STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  auto bad = [&](const std::string& why) {
-    return InvalidArgumentError("key " + Quote(key) + " cannot be stored in a file store: " + why);
-  };
-  if (key.front() == '/') return bad("it starts with '/'");
-  size_t start = 0;
-  for (;;) {
-    size_t slash = key.find('/', start);
-    std::string_view seg = key.substr(start, slash == std::string_view::npos ? key.npos : slash - start);
-    if (seg.empty()) return bad("it has an empty path segment (\"//\" or a trailing '/')");
-    if (seg == "." || seg == "..") return bad("it has a '.' or '..' segment");
-    if (seg.size() > NAME_MAX) return bad("a path segment is longer than 255 bytes");
-    if (start == 0 && seg == kFileStoreStagingDir) return bad("'.strata-tmp' is reserved for staging");
-    if (slash == std::string_view::npos) break;
-    start = slash + 1;
-  }
-  return Status::Ok();
-}
-
-Status RemoveEmptyFileStore(const std::string& root_dir) {
-  io::FileSystem& fs = io::DefaultFileSystem();
-  UniqueFd root_fd;
-  auto has_keys = [&]() -> Result<bool> {
-    if (!root_fd.valid()) {
-      root_fd = UniqueFd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (!root_fd.valid()) return ErrnoToStatus(errno, "opening '" + root_dir + "'");
-    }
-    return HasAnyKey(root_fd.get());
-  };
-  auto not_empty = [&] { return PreconditionFailedError("file store '" + root_dir + "' is not empty"); };
-  auto missing = [&] { return NotFoundError("no file store at '" + root_dir + "'"); };
-  auto keys = has_keys();
-  if (!keys.ok()) {
-    if (keys.status().code() == Code::kNotFound) return missing();
-    return keys.status().WithContext("listing file store '" + root_dir + "'");
-  }
-  if (*keys) return not_empty();
-  STRATA_RETURN_IF_ERROR(io::RemoveAll(fs, root_dir + "/" + std::string(kFileStoreStagingDir))
-                             .WithContext("removing the staging directory of '" + root_dir + "'"));
-  // No keys: what is left is empty directories and internal leftovers.
-  PruneNonKeys(root_fd.get());
-  Status removed = fs.RemoveDir(root_dir);
-  if (removed.ok()) return Status::Ok();
-  if (removed.code() == Code::kNotFound) return missing();
-  auto again = has_keys();
-  if (again.ok() && *again) return not_empty();  // a key arrived meanwhile
-  if (removed.cause() == std::strerror(ENOTEMPTY)) {
-    return PreconditionFailedError("file store '" + root_dir +
-                                   "' holds files that are not objects (not regular files)");
-  }
-  return removed.WithContext("removing file store '" + root_dir + "'");
-}
 
 Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir) { return OpenFileStore(root_dir, {}); }
 

@@ -54,6 +54,28 @@ class FileStoreTest : public ::testing::Test {
   ObjectStorePtr store_;
 };
 
+// CompleteMultipartUpload's own conditions are checked with the rename; a
+// failed one leaves the upload in place, as S3 does.
+TEST_F(FileStoreTest, CompleteConditionsAreCheckedWithTheCommit) {
+  auto id = store_->CreateMultipartUpload("c");
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto e = store_->UploadPart("c", *id, 1, Buffer::Copy("part"));
+  ASSERT_TRUE(e.ok()) << e.status();
+  CompleteOptions o;
+  o.if_match = ToHex(Md5("old"));  // no object yet
+  EXPECT_EQ(store_->CompleteMultipartUpload("c", *id, {{1, *e}}, o).status().code(), Code::kPreconditionFailed);
+  ASSERT_TRUE(store_->Put("c", Buffer::Copy("old")).ok());
+  o = {};
+  o.if_none_match = true;
+  EXPECT_EQ(store_->CompleteMultipartUpload("c", *id, {{1, *e}}, o).status().code(), Code::kPreconditionFailed);
+  EXPECT_EQ(store_->Get("c")->data.ToString(), "old");
+  o = {};
+  o.if_match = ToHex(Md5("old"));  // the upload stayed: it can still complete
+  auto done = store_->CompleteMultipartUpload("c", *id, {{1, *e}}, o);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(store_->Get("c")->data.ToString(), "part");
+}
+
 TEST_F(FileStoreTest, KeysAreRelativePaths) {
   ASSERT_TRUE(store_->Put("a/b/c.txt", Buffer::Copy("hello")).ok());
   EXPECT_EQ(ReadFile(root_ / "a/b/c.txt"), "hello");

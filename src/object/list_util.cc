@@ -144,6 +144,13 @@ Status CheckPutConditions(const PutOptions& options, std::string_view key, const
   return Status::Ok();
 }
 
+Status CheckCompleteConditions(const CompleteOptions& options, std::string_view key, const ObjectInfo* current) {
+  PutOptions put;
+  put.if_match = options.if_match;
+  put.if_none_match = options.if_none_match;
+  return CheckPutConditions(put, key, current);
+}
+
 Status CheckPartNumber(std::string_view key, int part_number) {
   if (part_number < 1 || part_number > 10000) {
     return InvalidArgumentError("part number " + std::to_string(part_number) + " for '" + std::string(key) +

@@ -43,6 +43,8 @@ Status CheckGetConditions(const GetOptions& options, const ObjectInfo& info);
 
 // Put conditions: `current` is the existing object, if any.
 Status CheckPutConditions(const PutOptions& options, std::string_view key, const ObjectInfo* current);
+// CompleteMultipartUpload's own conditions, the same way.
+Status CheckCompleteConditions(const CompleteOptions& options, std::string_view key, const ObjectInfo* current);
 
 // Shared multipart validation at Complete: non-empty, ascending part numbers
 // in 1..10000, each listed part uploaded with the listed ETag, and every part

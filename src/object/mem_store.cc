@@ -168,10 +168,16 @@ class MemStore : public ObjectStore {
   }
 
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override {
+                                             const std::vector<CompletedPart>& parts,
+                                             const CompleteOptions& complete) override {
     std::lock_guard lock(bucket_->mu);
     STRATA_ASSIGN_OR_RETURN(MemUpload * upload, FindUpload(key, upload_id));
     STRATA_RETURN_IF_ERROR(CheckCompleteParts(key, parts, PartList(*upload), options_.min_part_size));
+    {  // under the bucket's lock, as the commit below: atomic with it
+      auto it = bucket_->objects.find(key);
+      STRATA_RETURN_IF_ERROR(
+          CheckCompleteConditions(complete, key, it == bucket_->objects.end() ? nullptr : &it->second.info));
+    }
     std::vector<Buffer> buffers;
     std::vector<std::string> md5s;
     for (const CompletedPart& part : parts) {
@@ -219,7 +225,9 @@ class MemStore : public ObjectStore {
     std::lock_guard lock(bucket_->mu);
     std::vector<std::pair<uint64_t, UploadInfo>> found;
     for (const auto& [id, upload] : bucket_->uploads) {
-      if (upload.key.starts_with(prefix)) found.push_back({upload.seq, {upload.key, id, upload.initiated}});
+      if (!upload.key.starts_with(prefix)) continue;
+      const ObjectMetadata& m = upload.options.metadata;
+      found.push_back({upload.seq, {upload.key, id, upload.initiated, m.checksum_algorithm, m.checksum_type}});
     }
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
       return std::tie(a.second.key, a.first) < std::tie(b.second.key, b.first);

@@ -9,6 +9,29 @@
 namespace strata::object {
 namespace {
 
+// CompleteMultipartUpload's own conditions are checked under the bucket's
+// lock with the commit; a failed one leaves the upload in place.
+TEST(MemStore, CompleteConditionsAreCheckedWithTheCommit) {
+  auto store = MakeMemStore("", MemStoreOptions{.min_part_size = 1});
+  auto id = store->CreateMultipartUpload("c");
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto e = store->UploadPart("c", *id, 1, Buffer::Copy("part"));
+  ASSERT_TRUE(e.ok()) << e.status();
+  CompleteOptions o;
+  o.if_match = ToHex(Md5("old"));  // no object yet
+  EXPECT_EQ(store->CompleteMultipartUpload("c", *id, {{1, *e}}, o).status().code(), Code::kPreconditionFailed);
+  ASSERT_TRUE(store->Put("c", Buffer::Copy("old")).ok());
+  o = {};
+  o.if_none_match = true;
+  EXPECT_EQ(store->CompleteMultipartUpload("c", *id, {{1, *e}}, o).status().code(), Code::kPreconditionFailed);
+  EXPECT_EQ(store->Get("c")->data.ToString(), "old");
+  o = {};
+  o.if_match = ToHex(Md5("old"));  // the upload stayed: it can still complete
+  auto done = store->CompleteMultipartUpload("c", *id, {{1, *e}}, o);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(store->Get("c")->data.ToString(), "part");
+}
+
 TEST(MemStore, NamedStoresShareDataAcrossHandles) {
   DropMemStore("mem-test-shared");
   auto a = MakeMemStore("mem-test-shared");

@@ -74,6 +74,9 @@ void CompleteChecksum(ObjectMetadata* m, const std::vector<PartInfo>& parts) {
   };
   auto algorithm = ParseChecksumAlgorithm(m->checksum_algorithm);
   if (!algorithm) return clear();
+  // The whole object's value known at Create (a single PUT the gateway
+  // streams to the store in parts, verified by it): kept as it is.
+  if (!m->checksum.empty() && ParseChecksumType(m->checksum_type)) return;
   auto type = m->checksum_type.empty() ? DefaultChecksumType(*algorithm) : ParseChecksumType(m->checksum_type);
   if (!type) return clear();
   std::vector<PartChecksum> raws;

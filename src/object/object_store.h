@@ -104,6 +104,22 @@ struct PartOptions {
   PartChecksumInfo checksum;  // verified by the caller; the store keeps it
 };
 
+// CompleteMultipartUpload's own conditions ("If-Match" / "If-None-Match: *"
+// sent with Complete), checked atomically with the commit as Put checks
+// PutOptions' (together with any given at CreateMultipartUpload):
+// PreconditionFailed when they fail. `checksum` is the whole object's
+// checksum as a client sent it with Complete and `part_checksums` the parts'
+// (part_checksums[i] belongs to parts[i]; may be empty), already checked by
+// the caller where the store keeps part checksums; stores that keep none
+// (s3://) pass them to their upstream, which decides.
+struct CompleteOptions {
+  std::string if_match;
+  bool if_none_match = false;
+  PartChecksumInfo checksum;
+  std::string checksum_type;  // "FULL_OBJECT" / "COMPOSITE" / empty
+  std::vector<PartChecksumInfo> part_checksums;
+};
+
 struct PartInfo {
   int part_number = 0;
   std::string etag;
@@ -126,8 +142,8 @@ struct StoreCapabilities {
   bool conditional_put = true;           // Put honours PutOptions::if_match / if_none_match
   bool server_side_copy = false;         // Copy moves no bytes through this process
   bool range_streaming = false;          // ReadRangeTo streams into the consumer with no buffer of its own
-  bool metadata_kept = false;            // PutOptions::metadata is stored and returned by Head/Get
-  bool checksums_kept = false;           // ... its checksum too, and PartOptions::checksum (Complete combines them)
+  bool metadata_kept = false;            // PutOptions::metadata (its checksum too) is stored and returned by Head/Get
+  bool checksums_kept = false;           // PartOptions::checksum is kept (ListParts) and Complete combines them
   uint64_t min_part_size = 5ull << 20;   // every multipart part but the last is at least this
   uint64_t max_part_size = 5ull << 30;   // S3's limit per part
   uint64_t read_part_size = 8ull << 20;  // a good size for one ranged GET of a parallel read
@@ -141,6 +157,10 @@ struct UploadInfo {  // an in-progress multipart upload
   std::string key;
   std::string upload_id;
   WallTime initiated{};
+  // The upload's checksum algorithm and type (CreateMultipartUpload's
+  // metadata) where the store keeps them; empty: none.
+  std::string checksum_algorithm;
+  std::string checksum_type;
 };
 
 class ObjectStore {
@@ -174,7 +194,12 @@ class ObjectStore {
     return UploadPart(key, upload_id, part_number, std::move(data), PartOptions{});
   }
   virtual Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                                     const std::vector<CompletedPart>& parts) = 0;
+                                                     const std::vector<CompletedPart>& parts,
+                                                     const CompleteOptions& options) = 0;
+  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
+                                             const std::vector<CompletedPart>& parts) {
+    return CompleteMultipartUpload(key, upload_id, parts, CompleteOptions{});
+  }
   virtual Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) = 0;
   virtual Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) = 0;
   uint64_t MinPartSize() const { return Capabilities().min_part_size; }
@@ -222,7 +247,8 @@ std::string MultipartEtag(const std::vector<std::string>& part_md5_hex);
 // names an algorithm (and type) and every completed part kept a checksum of
 // that algorithm, sets m->checksum to their combination (S3's COMPOSITE or
 // FULL_OBJECT value); otherwise the object has none and the fields are
-// cleared. `parts` are the completed parts in order.
+// cleared. A value already set (with its type) is kept: the whole
+// object's, known at Create. `parts` are the completed parts in order.
 void CompleteChecksum(ObjectMetadata* m, const std::vector<PartInfo>& parts);
 
 }  // namespace strata::object

@@ -47,8 +47,9 @@ class PrefixStore : public StoreWrapper {
     return base_->UploadPart(Full(key), upload_id, part_number, std::move(data), options);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override {
-    return Strip(base_->CompleteMultipartUpload(Full(key), upload_id, parts));
+                                             const std::vector<CompletedPart>& parts,
+                                             const CompleteOptions& options) override {
+    return Strip(base_->CompleteMultipartUpload(Full(key), upload_id, parts, options));
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {
     return base_->AbortMultipartUpload(Full(key), upload_id);

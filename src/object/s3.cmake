@@ -1,6 +1,7 @@
 # The S3 client (owned by the s3 work; included by object/CMakeLists.txt).
 target_sources(strata_object PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/s3_config.cc
+  ${CMAKE_CURRENT_LIST_DIR}/s3_metadata.cc
   ${CMAKE_CURRENT_LIST_DIR}/s3_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/s3_service.cc
   ${CMAKE_CURRENT_LIST_DIR}/s3_store.cc)

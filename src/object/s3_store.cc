@@ -14,6 +14,7 @@
 #include "net/s3_xml.h"
 #include "net/uri.h"
 #include "object/part_reader.h"
+#include "object/s3_metadata.h"
 #include "object/s3_request.h"
 #include "object/transfer.h"
 
@@ -32,44 +33,9 @@ bool LooksLikeMd5(std::string_view etag) {
   return etag.size() == 32 && std::all_of(etag.begin(), etag.end(), [](char c) { return std::isxdigit(c); });
 }
 
-// Request headers for `m` (PUT, CreateMultipartUpload, CopyObject REPLACE).
-void AddMetadataHeaders(net::HttpHeaders& h, const ObjectMetadata& m) {
-  const std::pair<const char*, const std::string*> standard[] = {
-      {"Content-Type", &m.content_type},         {"Content-Encoding", &m.content_encoding},
-      {"Content-Language", &m.content_language}, {"Content-Disposition", &m.content_disposition},
-      {"Cache-Control", &m.cache_control},       {"Expires", &m.expires}};
-  for (const auto& [name, value] : standard) {
-    if (!value->empty()) h.emplace_back(name, *value);
-  }
-  for (const auto& [name, value] : m.user) h.emplace_back("x-amz-meta-" + name, value);
-}
-
-// The metadata a HEAD/GET answer carries. The server always names a
-// Content-Type (its default when none was stored); it is kept as sent.
-ObjectMetadata MetadataFromHeaders(const net::HttpHeaders& headers) {
-  ObjectMetadata m;
-  std::pair<std::string_view, std::string*> standard[] = {
-      {"content-type", &m.content_type},         {"content-encoding", &m.content_encoding},
-      {"content-language", &m.content_language}, {"content-disposition", &m.content_disposition},
-      {"cache-control", &m.cache_control},       {"expires", &m.expires}};
-  constexpr std::string_view kPrefix = "x-amz-meta-";
-  for (const auto& [raw_name, value] : headers) {
-    std::string name = raw_name;
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (name.size() > kPrefix.size() && name.starts_with(kPrefix)) {
-      m.user[name.substr(kPrefix.size())] = value;
-      continue;
-    }
-    for (auto& [header, field] : standard) {
-      if (name == header) *field = value;
-    }
-  }
-  return m;
-}
-
 ObjectInfo InfoFromHeaders(const net::HttpResponse& resp, std::string key, uint64_t size) {
   ObjectInfo info;
-  info.metadata = MetadataFromHeaders(resp.headers);
+  info.metadata = S3MetadataFromHeaders(resp.headers);
   info.key = std::move(key);
   info.size = size;
   info.etag = UnquoteEtag(resp.Header("ETag").value_or(""));
@@ -173,7 +139,8 @@ class S3Store : public ObjectStore, public PartStreamer {
   Result<std::string> UploadPartFrom(std::string_view key, std::string_view upload_id, int part_number,
                                      const PartReader& source, const PartOptions& options) override;
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override;
+                                             const std::vector<CompletedPart>& parts,
+                                             const CompleteOptions& options) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
@@ -204,7 +171,7 @@ class S3Store : public ObjectStore, public PartStreamer {
   Result<ObjectInfo> PutMultipart(std::string_view key, Buffer data, const PutOptions& options);
   // key is store-relative; `what` names the operation for messages.
   Result<std::string> DoUploadPart(const std::string& full, std::string_view upload_id, int part_number,
-                                   const Buffer& data);
+                                   const Buffer& data, const PartChecksumInfo& checksum);
 
   const S3Config& cfg() const { return r_->config(); }
   // Continuation tokens are the server's, wrapped with a checksum bound to
@@ -421,6 +388,7 @@ Result<ObjectInfo> S3Store::Head(std::string_view key) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   std::string full = r_->FullKey(key);
   S3Call call = MakeCall("HeadObject", "HEAD", full);
+  call.headers.emplace_back("x-amz-checksum-mode", "ENABLED");  // an upstream that keeps checksums names them
   STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
   STRATA_ASSIGN_OR_RETURN(uint64_t size, ContentLength(resp, "HEAD " + r_->Resource(full)));
   return InfoFromHeaders(resp, std::string(key), size);
@@ -476,7 +444,9 @@ Result<ObjectInfo> S3Store::PutSingle(std::string_view key, Buffer data, const P
   std::string md5 = ToHex(Md5(data.data(), data.size()));
   S3Call call = MakeCall("PutObject", "PUT", full, {}, data);
   call.headers.emplace_back("Content-MD5", Base64Encode(Md5(data.data(), data.size())));
-  AddMetadataHeaders(call.headers, options.metadata);
+  AddS3MetadataHeaders(call.headers, options.metadata);
+  const ObjectMetadata& m = options.metadata;
+  AddS3ChecksumHeaders(call.headers, m.checksum_algorithm, "", m.checksum);  // the upstream verifies it too
   if (!options.if_match.empty()) call.headers.emplace_back("If-Match", QuoteEtag(options.if_match));
   if (options.if_none_match) call.headers.emplace_back("If-None-Match", "*");
   call.validate = [&](const net::HttpResponse& r) -> Status {
@@ -520,7 +490,7 @@ Result<ObjectInfo> S3Store::PutMultipart(std::string_view key, Buffer data, cons
   std::atomic<bool> failed{false};
   ParallelFor(n, static_cast<size_t>(cfg().concurrency), [&](size_t i) {
     if (failed.load()) return;
-    auto etag = DoUploadPart(full, upload_id, static_cast<int>(i + 1), data.Slice(i * part, part));
+    auto etag = DoUploadPart(full, upload_id, static_cast<int>(i + 1), data.Slice(i * part, part), {});
     std::lock_guard lock(mu);
     if (etag.ok()) {
       parts[i] = CompletedPart{static_cast<int>(i + 1), *etag};
@@ -529,7 +499,7 @@ Result<ObjectInfo> S3Store::PutMultipart(std::string_view key, Buffer data, cons
       failed = true;
     }
   });
-  Result<ObjectInfo> done = first_error.ok() ? CompleteMultipartUpload(key, upload_id, parts) : first_error;
+  Result<ObjectInfo> done = first_error.ok() ? CompleteMultipartUpload(key, upload_id, parts, {}) : first_error;
   if (!done.ok()) {
     AbortMultipartUpload(key, upload_id).IgnoreError();  // best effort; the error that matters is `done`
     return done;
@@ -551,7 +521,12 @@ Result<std::string> S3Store::CreateMultipartUpload(std::string_view key, const P
   std::string full = r_->FullKey(key);
   STRATA_RETURN_IF_ERROR(ValidateMetadata(options.metadata));
   S3Call call = MakeCall("CreateMultipartUpload", "POST", full, {{"uploads", ""}});
-  AddMetadataHeaders(call.headers, options.metadata);
+  AddS3MetadataHeaders(call.headers, options.metadata);
+  const ObjectMetadata& m = options.metadata;
+  if (!m.checksum_algorithm.empty() && m.checksum.empty()) {  // the parts will carry checksums of it
+    call.headers.emplace_back("x-amz-checksum-algorithm", m.checksum_algorithm);
+    if (!m.checksum_type.empty()) call.headers.emplace_back("x-amz-checksum-type", m.checksum_type);
+  }
   STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
   auto decoded = net::DecodeInitiateMultipartUpload(resp.body.view());
   if (!decoded.ok()) return decoded.status().WithContext("CreateMultipartUpload " + r_->Resource(full));
@@ -566,7 +541,7 @@ Result<std::string> S3Store::CreateMultipartUpload(std::string_view key, const P
 }
 
 Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_view upload_id, int part_number,
-                                          const Buffer& data) {
+                                          const Buffer& data, const PartChecksumInfo& checksum) {
   if (part_number < 1 || part_number > kMaxParts) {
     return InvalidArgumentError("part number " + std::to_string(part_number) + " for " + r_->Resource(full) +
                                 " is outside 1..10000");
@@ -575,6 +550,7 @@ Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_v
   S3Call call = MakeCall("UploadPart", "PUT", full,
                          {{"partNumber", std::to_string(part_number)}, {"uploadId", std::string(upload_id)}}, data);
   call.headers.emplace_back("Content-MD5", Base64Encode(Md5(data.data(), data.size())));
+  AddS3ChecksumHeaders(call.headers, checksum.algorithm, "", checksum.value);
   call.validate = [&](const net::HttpResponse& r) -> Status {
     std::string etag = UnquoteEtag(r.Header("ETag").value_or(""));
     if (etag.empty()) return Status(Code::kCorruption, "UploadPart answer without an ETag", "", true);
@@ -589,15 +565,15 @@ Result<std::string> S3Store::DoUploadPart(const std::string& full, std::string_v
 }
 
 Result<std::string> S3Store::UploadPart(std::string_view key, std::string_view upload_id, int part_number, Buffer data,
-                                        const PartOptions& /*options*/) {
+                                        const PartOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  return DoUploadPart(r_->FullKey(key), upload_id, part_number, data);
+  return DoUploadPart(r_->FullKey(key), upload_id, part_number, data, options.checksum);
 }
 
 // The part streams from `source` to the upstream (signed with the SHA-256
 // the caller computed, or UNSIGNED-PAYLOAD), checked against its MD5 if given.
 Result<std::string> S3Store::UploadPartFrom(std::string_view key, std::string_view upload_id, int part_number,
-                                            const PartReader& source, const PartOptions& /*options*/) {
+                                            const PartReader& source, const PartOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   std::string full = r_->FullKey(key);
   if (part_number < 1 || part_number > kMaxParts) {
@@ -609,6 +585,7 @@ Result<std::string> S3Store::UploadPartFrom(std::string_view key, std::string_vi
   call.read_body = source.read;
   call.body_size = source.size;
   call.body_sha256 = source.sha256_hex;
+  AddS3ChecksumHeaders(call.headers, options.checksum.algorithm, "", options.checksum.value);
   std::string raw_md5;
   if (HexDecode(source.md5_hex, &raw_md5) && raw_md5.size() == 16) {
     call.headers.emplace_back("Content-MD5", Base64Encode(raw_md5.data(), raw_md5.size()));
@@ -627,26 +604,41 @@ Result<std::string> S3Store::UploadPartFrom(std::string_view key, std::string_vi
   return UnquoteEtag(resp.Header("ETag").value_or(""));
 }
 
+// The conditions and checksums go to the upstream, which checks them
+// atomically with its commit (as far as it implements them).
 Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                                    const std::vector<CompletedPart>& parts) {
+                                                    const std::vector<CompletedPart>& parts,
+                                                    const CompleteOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   std::string full = r_->FullKey(key);
   if (parts.empty()) {
     return InvalidArgumentError("CompleteMultipartUpload " + r_->Resource(full) + ": no parts");
   }
   std::vector<net::S3CompletedPart> wire;
-  for (const auto& p : parts) wire.push_back(net::S3CompletedPart{p.part_number, QuoteEtag(p.etag), {}});
+  for (size_t i = 0; i < parts.size(); ++i) {
+    net::S3CompletedPart w{parts[i].part_number, QuoteEtag(parts[i].etag), {}};
+    if (i < options.part_checksums.size()) {
+      w.checksum.algorithm = options.part_checksums[i].algorithm;
+      w.checksum.value = options.part_checksums[i].value;
+    }
+    wire.push_back(std::move(w));
+  }
   S3Call call = MakeCall("CompleteMultipartUpload", "POST", full, {{"uploadId", std::string(upload_id)}},
                          Buffer::FromString(net::EncodeCompleteMultipartUpload(wire)));
   call.headers.emplace_back("Content-Type", "application/xml");
   {
     std::lock_guard lock(mu_);
     auto it = upload_conditions_.find(upload_id);
+    std::string if_match = options.if_match;
+    bool if_none_match = options.if_none_match;
     if (it != upload_conditions_.end()) {
-      if (!it->second.if_match.empty()) call.headers.emplace_back("If-Match", QuoteEtag(it->second.if_match));
-      if (it->second.if_none_match) call.headers.emplace_back("If-None-Match", "*");
+      if (if_match.empty()) if_match = it->second.if_match;
+      if_none_match = if_none_match || it->second.if_none_match;
     }
+    if (!if_match.empty()) call.headers.emplace_back("If-Match", QuoteEtag(if_match));
+    if (if_none_match) call.headers.emplace_back("If-None-Match", "*");
   }
+  AddS3ChecksumHeaders(call.headers, options.checksum.algorithm, options.checksum_type, options.checksum.value);
   std::string resource = r_->Resource(full);
   call.validate = [&](const net::HttpResponse& r) { return ErrorInOkBody(r, resource); };
   auto result = r_->Execute(call);
@@ -716,7 +708,7 @@ Result<std::vector<UploadInfo>> S3Store::ListMultipartUploads(std::string_view p
     if (!decoded.ok()) return decoded.status().WithContext("ListMultipartUploads " + r_->Resource(base));
     for (auto& u : decoded->uploads) {
       if (u.key.compare(0, base.size(), base) != 0 || u.key.size() == base.size()) continue;
-      out.push_back(UploadInfo{u.key.substr(base.size()), std::move(u.upload_id), u.initiated});
+      out.push_back(UploadInfo{u.key.substr(base.size()), std::move(u.upload_id), u.initiated, {}, {}});
     }
     if (!decoded->is_truncated) return out;
     if (decoded->next_key_marker.empty() ||
@@ -738,7 +730,7 @@ Result<ObjectInfo> S3Store::Copy(std::string_view src_key, std::string_view dst_
   call.headers.emplace_back("x-amz-copy-source", net::UriEncode(cfg().bucket) + "/" + net::UriEncode(src, false));
   if (options.directive == MetadataDirective::kReplace) {
     call.headers.emplace_back("x-amz-metadata-directive", "REPLACE");
-    AddMetadataHeaders(call.headers, options.metadata);
+    AddS3MetadataHeaders(call.headers, options.metadata);
   }
   std::string resource = r_->Resource(dst);
   call.validate = [&](const net::HttpResponse& r) { return ErrorInOkBody(r, resource); };

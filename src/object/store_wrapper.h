@@ -23,6 +23,7 @@ class StoreWrapper : public ObjectStore {
   ObjectStore& base() const { return *base_; }
   const ObjectStorePtr& base_ptr() const { return base_; }
 
+  using ObjectStore::CompleteMultipartUpload;
   using ObjectStore::Copy;
   using ObjectStore::CreateMultipartUpload;
   using ObjectStore::Get;
@@ -44,8 +45,9 @@ class StoreWrapper : public ObjectStore {
     return base_->UploadPart(key, upload_id, part_number, std::move(data), options);
   }
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
-                                             const std::vector<CompletedPart>& parts) override {
-    return base_->CompleteMultipartUpload(key, upload_id, parts);
+                                             const std::vector<CompletedPart>& parts,
+                                             const CompleteOptions& options) override {
+    return base_->CompleteMultipartUpload(key, upload_id, parts, options);
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {
     return base_->AbortMultipartUpload(key, upload_id);

@@ -56,8 +56,8 @@ class RecordingBase : public ObjectStore {
     Record("UploadPart", key);
     return std::string("pe");
   }
-  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view,
-                                             const std::vector<CompletedPart>&) override {
+  Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view, const std::vector<CompletedPart>&,
+                                             const CompleteOptions&) override {
     return Info("CompleteMultipartUpload", key);
   }
   Status AbortMultipartUpload(std::string_view key, std::string_view) override {
