@@ -216,8 +216,9 @@ class StreamingDataset(IterableDataset):
         """The epoch's global order of sample indices (numpy array).
 
         ``streams``: the order dealt to that many workers, each a run of the shards (what
-        ``StreamingDataLoader(num_workers=streams)`` yields); default: as this process last
-        iterated or resumed the epoch, else 1 (``ds.batches()``, ``for s in ds``, plain DataLoader).
+        ``StreamingDataLoader(num_workers=streams)`` yields, in whole batches of the dataset's
+        ``batch_size``, which the loader sets); default: as this process last iterated or resumed
+        the epoch, else 1 (``ds.batches()``, ``for s in ds``, a plain DataLoader).
         """
         epoch = self.epoch if epoch is None else int(epoch)
         streams = self._streams.get(epoch, 1) if streams is None else int(streams)

@@ -16,12 +16,11 @@ namespace strata::loader {
 // ---- State / Stats ----------------------------------------------------------
 
 std::string State::ToJson() const {
-  return nlohmann::json{
-      {"version", 1},
-      {"epoch", epoch},
-      {"samples_consumed", samples_consumed},
-      {"fingerprint", fingerprint},
-      {"streams", streams}}
+  return nlohmann::json{{"version", 1},
+                        {"epoch", epoch},
+                        {"samples_consumed", samples_consumed},
+                        {"fingerprint", fingerprint},
+                        {"streams", streams}}
       .dump();
 }
 

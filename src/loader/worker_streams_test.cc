@@ -173,8 +173,8 @@ TEST(WorkerStreamsTest, StatesWithoutStreamsAreOneStreamAndBadStreamsAreRefused)
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(old->streams, 1u);
   for (const char* bad : {"0", "-1", "\"4\"", "4097"}) {
-    auto s = State::FromJson(std::string(R"({"version":1,"epoch":2,"samples_consumed":5,"fingerprint":"ab","streams":)") +
-                             bad + "}");
+    auto s = State::FromJson(
+        std::string(R"({"version":1,"epoch":2,"samples_consumed":5,"fingerprint":"ab","streams":)") + bad + "}");
     EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << bad;
   }
   Fixture f({4, 4});
