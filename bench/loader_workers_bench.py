@@ -9,7 +9,7 @@ samples/s, MB/s and CPU time per sample (all processes) of each and the ratio wo
 batches(). On a shared 2-core machine the rates follow the load; CPU per sample does less.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/loader_workers_bench.py [--samples 10000]
-      [--size 102400] [--shards 16] [--batch 32] [--workers 4] [--emulate ttfb=30ms,bw=25MB/s]
+      [--size 102400] [--shards 16] [--batch 32] [--workers 1,2,4] [--emulate ttfb=30ms,bw=25MB/s]
 """
 
 import argparse
@@ -73,7 +73,7 @@ def main():
     p.add_argument("--size", type=int, default=100 << 10, help="bytes per sample")
     p.add_argument("--shards", type=int, default=16)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--workers", default="4", help="worker counts, comma-separated (each a run)")
     p.add_argument("--emulate", default="ttfb=30ms,bw=25MB/s", help="cloud profile ('' for none)")
     p.add_argument("--per-sample", action="store_true", help="also time the loader with an explicit collate_fn")
     args = p.parse_args()
@@ -84,11 +84,12 @@ def main():
         print(f"dataset: {args.samples} x {args.size} B in {args.shards} tar shards, {url}")
         base = run(url, args, 0)
         print(f"ds.batches() (1 process):          {base[0]:8.0f} samples/s {base[1]:7.1f} MB/s {base[2]:6.0f} CPU us/sample")
-        got = run(url, args, args.workers)
-        print(f"StreamingDataLoader(num_workers={args.workers}): {got[0]:8.0f} samples/s {got[1]:7.1f} MB/s {got[2]:6.0f} CPU us/sample")
-        print(f"ratio: {got[0] / base[0]:.1%} of ds.batches()")
+        for workers in [int(w) for w in str(args.workers).split(",")]:
+            got = run(url, args, workers)
+            print(f"StreamingDataLoader(num_workers={workers}): {got[0]:8.0f} samples/s {got[1]:7.1f} MB/s "
+                  f"{got[2]:6.0f} CPU us/sample  ({got[0] / base[0]:.1%} of ds.batches())")
         if args.per_sample:
-            old = run(url, args, args.workers, per_sample=True)
+            old = run(url, args, workers, per_sample=True)
             print(f"  collate_fn given:                  {old[0]:8.0f} samples/s {old[1]:7.1f} MB/s {old[2]:6.0f} CPU us/sample "
                   f"({old[0] / base[0]:.1%})")
 

@@ -218,26 +218,34 @@ void BindLoader(py::module_& m) {
       .def_property_readonly("classes", [](const PyDataset& d) { return d.ds->index().classes; })
       .def_property_readonly("num_shards", [](const PyDataset& d) { return d.ds->index().shards.size(); })
       .def("rank_size", [](const PyDataset& d, size_t rank) { return d.ds->RankSize(rank); })
-      .def("epoch_order",
-           [](const PyDataset& d, uint64_t epoch) {
-             std::vector<uint64_t> order;
-             {
-               py::gil_scoped_release release;
-               order = d.ds->EpochOrder(epoch);
-             }
-             return py::array_t<uint64_t>(order.size(), order.data());
-           })
+      .def(
+          "epoch_order",
+          [](const PyDataset& d, uint64_t epoch, uint64_t streams) {
+            if (streams < 1 || streams > ld::kMaxStreams) {
+              throw py::value_error("streams must be in [1, " + std::to_string(ld::kMaxStreams) + "]");
+            }
+            std::vector<uint64_t> order;
+            {
+              py::gil_scoped_release release;
+              order = d.ds->EpochOrder(epoch, streams);
+            }
+            return py::array_t<uint64_t>(order.size(), order.data());
+          },
+          py::arg("epoch"), py::arg("streams") = 1)
       .def(
           "iterate",
-          [](PyDataset& d, size_t worker, uint64_t epoch, uint64_t consumed, const std::string& fingerprint) {
+          [](PyDataset& d, size_t worker, uint64_t epoch, uint64_t consumed, const std::string& fingerprint,
+             uint64_t streams) {
             ld::State st;
             st.epoch = epoch;
             st.samples_consumed = consumed;
             st.fingerprint = fingerprint.empty() ? d.ds->fingerprint() : fingerprint;
+            st.streams = streams;
             py::gil_scoped_release release;
             return PyIterator{Unwrap(d.ds->Iterate(worker, st))};
           },
-          py::arg("worker"), py::arg("epoch"), py::arg("samples_consumed"), py::arg("fingerprint") = "")
+          py::arg("worker"), py::arg("epoch"), py::arg("samples_consumed"), py::arg("fingerprint") = "",
+          py::arg("streams") = 1)
       .def("get", [](PyDataset& d, uint64_t index) {
         ld::DecodedSample s;
         {

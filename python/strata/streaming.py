@@ -156,7 +156,12 @@ class StreamingDataset(IterableDataset):
             fetch_concurrency=int(fetch_concurrency), cache_group=cache_group or "",
             peer_listen=peer_listen or "127.0.0.1:0", group_secret_file=os.fspath(group_secret_file or ""))
         self.epoch = 0
-        self._resume = None  # (epoch, samples_consumed): where the next iteration of that epoch starts
+        self._resume = None  # (epoch, samples_consumed, streams): where the next iteration of that epoch starts
+        # The order's stream count (plan.h EpochOrder) per epoch, as this process last iterated or
+        # resumed it: StreamingDataLoader deals each worker a run of shards, so its epoch order
+        # depends on the worker count the epoch started with; a resume state records it.
+        self._streams = {}
+        self._deal_shards = False  # set while StreamingDataLoader starts its workers
         self._yielded = None  # samples this process's own iteration yielded this epoch (None: none)
         self._yield_base = 0  # samples consumed when that iteration started
         self._handles = {}
@@ -207,9 +212,17 @@ class StreamingDataset(IterableDataset):
         """Random access to global sample ``index`` (storage order), decoded."""
         return self._handle(1).get(int(index))
 
-    def epoch_order(self, epoch=None):
-        """The epoch's global order of sample indices (numpy array)."""
-        return self._handle(1).epoch_order(self.epoch if epoch is None else int(epoch))
+    def epoch_order(self, epoch=None, streams=None):
+        """The epoch's global order of sample indices (numpy array).
+
+        ``streams``: the order dealt to that many workers, each a run of the shards (what
+        ``StreamingDataLoader(num_workers=streams)`` yields, in whole batches of the dataset's
+        ``batch_size``, which the loader sets); default: as this process last iterated or resumed
+        the epoch, else 1 (``ds.batches()``, ``for s in ds``, a plain DataLoader).
+        """
+        epoch = self.epoch if epoch is None else int(epoch)
+        streams = self._streams.get(epoch, 1) if streams is None else int(streams)
+        return self._handle(1).epoch_order(epoch, streams)
 
     def set_epoch(self, epoch):
         if int(epoch) != self.epoch:
@@ -221,6 +234,12 @@ class StreamingDataset(IterableDataset):
         if self._resume is not None and self._resume[0] == self.epoch:
             return self._resume[1]
         return 0
+
+    def _order_streams(self, num_workers):
+        """The stream count of the order an iteration with ``num_workers`` workers follows now."""
+        if self._resume is not None and self._resume[0] == self.epoch:
+            return self._resume[2]  # the rest of a resumed epoch keeps its order, whatever the workers
+        return num_workers if self._deal_shards else 1
 
     def state_dict(self, num_samples=None, from_beginning=True):
         """Resume state after ``num_samples`` samples of this epoch consumed by ALL ranks.
@@ -244,8 +263,9 @@ class StreamingDataset(IterableDataset):
                                  f"{self.batch_size}; call it between batches, or pass num_samples")
             num_samples, from_beginning = self._yield_base + self._yielded * self.world_size, True
         consumed = int(num_samples) + (0 if from_beginning else self._start())
+        streams = self._streams.get(self.epoch, self._order_streams(1))
         return {"format": _STATE_FORMAT, "epoch": self.epoch, "samples_consumed": min(consumed, self.size),
-                "fingerprint": self.fingerprint}
+                "fingerprint": self.fingerprint, "streams": streams}
 
     def load_state_dict(self, state):
         """Resumes at ``state`` on the next iteration; ValueError for another dataset's state."""
@@ -259,14 +279,19 @@ class StreamingDataset(IterableDataset):
         consumed = int(state["samples_consumed"])
         if consumed < 0 or consumed > self.size:
             raise ValueError(f"samples_consumed {consumed} is outside [0, {self.size}]")
+        streams = state.get("streams", 1)  # states saved before streams: one
+        if not isinstance(streams, int) or not 1 <= streams <= 4096:
+            raise ValueError(f"streams {streams!r} is not an integer in [1, 4096]")
         self.epoch = int(state["epoch"])
-        self._resume = (self.epoch, consumed)
+        self._resume = (self.epoch, consumed, streams)
+        self._streams[self.epoch] = streams
         self._yielded = None
 
     # -- iteration ----------------------------------------------------------------------------
     def _iterator(self, worker, num_workers, in_main_process):
-        start = self._start()
-        it = self._handle(num_workers).iterate(worker, self.epoch, start, self.fingerprint)
+        start, streams = self._start(), self._order_streams(num_workers)
+        self._streams[self.epoch] = streams
+        it = self._handle(num_workers).iterate(worker, self.epoch, start, self.fingerprint, streams)
         self._last_iter = it
         if in_main_process:
             self._yielded, self._yield_base = 0, start
@@ -372,16 +397,31 @@ class StreamingDataLoader(DataLoader):
     def __iter__(self):
         ds = self.dataset
         self.num_samples_yielded = 0
-        self._base = ds._start() if isinstance(ds, StreamingDataset) else 0
-        for batch in super().__iter__():
+        self._base = 0
+        if not isinstance(ds, StreamingDataset):
+            yield from self._counted(super().__iter__())
+            return
+        self._base = ds._start()
+        # Workers take runs of shards (the order's streams = the worker count the epoch starts
+        # with), so each reads about 1/num_workers of the shards instead of nearly all of them.
+        # They see the flag as they start (forked or pickled in the iterator's constructor).
+        ds._deal_shards = self.num_workers > 0
+        ds._streams[ds.epoch] = ds._order_streams(max(1, self.num_workers))
+        try:
+            it = super().__iter__()
+        finally:
+            ds._deal_shards = False
+        yield from self._counted(it)
+        ds._resume = None  # the epoch is complete: the next iteration starts it afresh
+
+    def _counted(self, it):
+        for batch in it:
             if type(batch) is _CountedBatch:
                 batch, count = batch
             else:  # no auto-collation: collate_fn sees one sample at a time
                 count = 1
             self.num_samples_yielded += count
             yield batch
-        if isinstance(ds, StreamingDataset):
-            ds._resume = None  # the epoch is complete: the next iteration starts it afresh
 
     def state_dict(self):
         ds = self.dataset

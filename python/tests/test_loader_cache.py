@@ -123,3 +123,29 @@ def test_two_ranks_resume_with_other_worker_counts(dataset_url, workers_after):
             after.extend(int(i) for i in b["__index__"])
     assert not set(before) & set(after), "a sample was repeated"
     assert sorted(before + after) == list(range(NUM_SAMPLES)), "a sample was skipped"
+
+
+@pytest.mark.parametrize("num_workers", [2, 3])
+def test_loader_workers_each_fetch_only_their_run_of_shards(dataset_url, num_workers):
+    """StreamingDataLoader deals each worker a run of shards: with RAM-only caches (each worker
+    fetches what it reads itself), a worker's fetches are about 1/num_workers of the shards, not
+    nearly all of them (a plain DataLoader's one-stream order, checked above), and the epoch is
+    still every sample once, in epoch_order(streams=num_workers)."""
+    num_shards = strata.StreamingDataset(dataset_url, cache_dir=False)._handle(1).num_shards
+    ds = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, cache_dir=False)
+
+    def note(sample):
+        return {"i": sample["__index__"], "w": get_worker_info().id, "fetched": ds.stats()["shards_fetched"]}
+
+    ds.transform = note
+    seen, last = [], {}
+    for batch in strata.StreamingDataLoader(ds, batch_size=5, num_workers=num_workers):
+        seen.extend(int(i) for i in batch["i"])
+        for w, f in zip(batch["w"].tolist(), batch["fetched"].tolist()):
+            last[w] = f
+    assert seen == [int(i) for i in ds.epoch_order(0, streams=num_workers)]
+    assert sorted(seen) == list(range(NUM_SAMPLES))
+    assert len(last) == num_workers
+    for w, fetched in last.items():
+        assert fetched <= num_shards // num_workers + 2, (w, fetched, num_shards)
+    assert sum(last.values()) <= num_shards + 2 * (num_workers - 1)

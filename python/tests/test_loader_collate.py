@@ -52,8 +52,10 @@ def test_any_collate_resumes_exactly(dataset_url, name, num_workers):
     collate, extract = COLLATES[name]
     ds = strata.StreamingDataset(dataset_url, seed=4, shuffle_window=2)
     ds.set_epoch(1)
-    order = [int(i) for i in ds.epoch_order(1)]
     loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=num_workers, collate_fn=collate)
+    # With workers the order deals each a run of shards (streams = num_workers, in whole batches of
+    # the loader's batch_size), and a resume keeps it.
+    order = [int(i) for i in ds.epoch_order(1, streams=max(1, num_workers))]
     before = run(loader, extract, stop=5)
     state = loader.state_dict()
     assert state["epoch"] == 1 and state["samples_consumed"] == 5 * BATCH

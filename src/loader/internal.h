@@ -47,13 +47,15 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   const StreamingOptions& options() const override { return options_; }
   uint64_t size() const override { return ds_->size(); }
   uint64_t RankSize(size_t rank) const override;
-  std::vector<uint64_t> EpochOrder(uint64_t epoch) const override { return *Order(epoch); }
+  std::vector<uint64_t> EpochOrder(uint64_t epoch, uint64_t streams = 1) const override {
+    return *Order(epoch, streams);
+  }
   std::string fingerprint() const override { return fingerprint_; }
   Result<std::unique_ptr<Iterator>> Iterate(size_t worker, const State& state) override;
   Result<DecodedSample> Get(uint64_t index) override;
 
-  // Shared, memoised epoch order (the last few epochs are kept).
-  std::shared_ptr<const std::vector<uint64_t>> Order(uint64_t epoch) const;
+  // Shared, memoised epoch order of `streams` (the last few are kept).
+  std::shared_ptr<const std::vector<uint64_t>> Order(uint64_t epoch, uint64_t streams = 1) const;
   PartitionSpec Partition() const;
   std::pair<size_t, uint64_t> Locate(uint64_t index) const { return ds_->Locate(index); }
   uint64_t ShardFirst(size_t shard) const { return first_[shard]; }
@@ -74,7 +76,8 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   // Lets the buffer pool keep what one step cycles (see Make).
   std::unique_ptr<BufferPoolReservation> pool_reserve_;
   mutable std::mutex order_mu_;
-  mutable std::vector<std::pair<uint64_t, std::shared_ptr<const std::vector<uint64_t>>>> orders_;
+  mutable std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::shared_ptr<const std::vector<uint64_t>>>>
+      orders_;  // ((epoch, streams), order)
 };
 
 }  // namespace strata::loader

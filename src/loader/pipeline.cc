@@ -58,7 +58,7 @@ class IteratorImpl : public Iterator {
         epoch_(state.epoch),
         start_(Clock::now()),
         sizer_(Limits(opt_), opt_.clock ? *opt_.clock : RealClock()) {
-    order_ = ds_->Order(epoch_);
+    order_ = ds_->Order(epoch_, state.streams);
     Plan(WorkerBatches(ds_->Partition(), state.samples_consumed, worker));
     // One thread per shard in flight: at most one per connection (a one-part shard is one request).
     size_t fetchers = std::clamp<size_t>(shard_seq_.size(), 1, std::max<size_t>(opt_.max_connections, 1));

@@ -70,26 +70,69 @@ std::vector<uint64_t> ShardOrder(size_t shards, const OrderSpec& spec, const std
 }
 
 std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, const OrderSpec& spec,
-                                 const std::string& fingerprint, uint64_t epoch) {
+                                 const std::string& fingerprint, uint64_t epoch, size_t streams, uint64_t chunk) {
   std::vector<uint64_t> first(shard_samples.size() + 1, 0);
   for (size_t k = 0; k < shard_samples.size(); ++k) first[k + 1] = first[k] + shard_samples[k];
+  const uint64_t total = first.back();
   std::vector<uint64_t> shards = ShardOrder(shard_samples.size(), spec, fingerprint, epoch);
-  std::vector<uint64_t> order;
-  order.reserve(first.back());
-  size_t window = spec.shuffle == Shuffle::kWindow ? std::max<size_t>(spec.shuffle_window, 1) : 1;
-  uint64_t fp = XxHash3(fingerprint);
-  for (size_t w = 0; w < shards.size(); w += window) {
-    size_t begin = order.size();
-    for (size_t k = w; k < std::min(shards.size(), w + window); ++k) {
-      for (uint64_t i = first[shards[k]]; i < first[shards[k] + 1]; ++i) order.push_back(i);
-    }
-    if (spec.shuffle == Shuffle::kWindow) {
-      std::vector<uint64_t> part(order.begin() + begin, order.end());
-      SeededShuffle(part, MixSeed({fp, epoch, 2, w}));
-      std::copy(part.begin(), part.end(), order.begin() + begin);
+  chunk = std::max<uint64_t>(chunk, 1);
+  streams = spec.shuffle == Shuffle::kNone ? 1 : std::max<size_t>(streams, 1);  // kNone stays storage order
+  // Streams take turns by chunk, so stream s gets every streams-th of the
+  // total/chunk whole chunks, the first (whole % streams) one more, and the
+  // stream whose turn follows the last whole chunk the partial one: then each
+  // chunk's global batch g comes from stream g % streams, to the end.
+  const uint64_t whole = total / chunk, rounds = whole / streams, extra = whole % streams;
+  std::vector<uint64_t> ends(streams);  // stream s: [ends[s-1], ends[s]) of the shard order's samples
+  for (size_t s = 0; s < streams; ++s) {
+    ends[s] = (s ? ends[s - 1] : 0) + chunk * (rounds + (s < extra ? 1 : 0)) + (s == extra ? total % chunk : 0);
+  }
+  // A segment is a run of one shard's samples inside one stream (a shard at a
+  // stream boundary is split in two); windows are counted in segments.
+  struct Segment {
+    uint64_t begin, end;  // global sample indices
+    size_t seq;           // position in the list of all segments (seeds its window)
+  };
+  std::vector<std::vector<Segment>> pieces(streams);
+  uint64_t pos = 0;
+  size_t seq = 0;
+  for (uint64_t k : shards) {
+    uint64_t i = first[k];
+    while (i < first[k + 1]) {
+      const size_t s = std::upper_bound(ends.begin(), ends.end(), pos) - ends.begin();
+      const uint64_t n = std::min(first[k + 1] - i, ends[s] - pos);
+      pieces[s].push_back({i, i + n, seq++});
+      i += n, pos += n;
     }
   }
-  return order;
+  const size_t window = spec.shuffle == Shuffle::kWindow ? std::max<size_t>(spec.shuffle_window, 1) : 1;
+  const uint64_t fp = XxHash3(fingerprint);
+  std::vector<std::vector<uint64_t>> orders(streams);
+  for (size_t s = 0; s < streams; ++s) {
+    std::vector<uint64_t>& order = orders[s];
+    const std::vector<Segment>& segs = pieces[s];
+    for (size_t w = 0; w < segs.size(); w += window) {
+      size_t begin = order.size();
+      for (size_t k = w; k < std::min(segs.size(), w + window); ++k) {
+        for (uint64_t i = segs[k].begin; i < segs[k].end; ++i) order.push_back(i);
+      }
+      if (spec.shuffle == Shuffle::kWindow) {
+        // Seeded by the window's first segment's position: with one stream, its first shard's.
+        std::vector<uint64_t> part(order.begin() + begin, order.end());
+        SeededShuffle(part, MixSeed({fp, epoch, 2, segs[w].seq}));
+        std::copy(part.begin(), part.end(), order.begin() + begin);
+      }
+    }
+  }
+  if (streams == 1) return std::move(orders[0]);
+  // Chunks of the streams in turn (only the last round is short).
+  std::vector<uint64_t> out;
+  out.reserve(total);
+  for (uint64_t c = 0; out.size() < total; c += chunk) {
+    for (const auto& o : orders) {
+      if (c < o.size()) out.insert(out.end(), o.begin() + c, o.begin() + std::min<uint64_t>(c + chunk, o.size()));
+    }
+  }
+  return out;
 }
 
 Status ValidatePartition(const PartitionSpec& spec) {

@@ -51,8 +51,20 @@ std::vector<uint64_t> ShardOrder(size_t shards, const OrderSpec& spec, const std
 // sample count. kWindow: samples of each group of `shuffle_window`
 // consecutive shards (in shuffled shard order) are shuffled together, so a
 // sample's epoch position stays within its window's span.
+//
+// `streams` > 1 (the DataLoader's worker count; kNone ignores it): the
+// shard order's samples are cut into `streams` contiguous runs of whole
+// `chunk`s (the global batch; lengths differ by at most one chunk, and the
+// run whose turn it is takes the partial last chunk), each is ordered as
+// above on its own (windows of `shuffle_window` of its shards), and the
+// order takes `chunk` samples of each run in turn. Global batch g then
+// comes from run g % streams, so with
+// as many workers as streams each worker reads only its run's shards (about
+// 1/streams of them, plus at most two split at run boundaries), not every
+// shard of every window. `streams` = 1 is the order above.
 std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, const OrderSpec& spec,
-                                 const std::string& fingerprint, uint64_t epoch);
+                                 const std::string& fingerprint, uint64_t epoch, size_t streams = 1,
+                                 uint64_t chunk = 1);
 
 // The deal. After `consumed` samples of an epoch of `total` samples, the
 // remainder is cut into global batches of batch*world samples; rank r gets

@@ -16,8 +16,11 @@ namespace strata::loader {
 // ---- State / Stats ----------------------------------------------------------
 
 std::string State::ToJson() const {
-  return nlohmann::json{
-      {"version", 1}, {"epoch", epoch}, {"samples_consumed", samples_consumed}, {"fingerprint", fingerprint}}
+  return nlohmann::json{{"version", 1},
+                        {"epoch", epoch},
+                        {"samples_consumed", samples_consumed},
+                        {"fingerprint", fingerprint},
+                        {"streams", streams}}
       .dump();
 }
 
@@ -42,6 +45,13 @@ Result<State> State::FromJson(std::string_view json) {
   s.epoch = j["epoch"].get<uint64_t>();
   s.samples_consumed = j["samples_consumed"].get<uint64_t>();
   s.fingerprint = j["fingerprint"].get<std::string>();
+  if (j.contains("streams")) {  // absent in states saved before streams: their order had one
+    if (!j["streams"].is_number_unsigned() || j["streams"].get<uint64_t>() < 1 ||
+        j["streams"].get<uint64_t>() > kMaxStreams) {
+      return bad("\"streams\" must be an integer in [1, " + std::to_string(kMaxStreams) + "]");
+    }
+    s.streams = j["streams"].get<uint64_t>();
+  }
   return s;
 }
 
@@ -315,14 +325,17 @@ uint64_t DatasetImpl::RankSize(size_t rank) const {
   return RankSampleCount(p, 0);
 }
 
-std::shared_ptr<const std::vector<uint64_t>> DatasetImpl::Order(uint64_t epoch) const {
+std::shared_ptr<const std::vector<uint64_t>> DatasetImpl::Order(uint64_t epoch, uint64_t streams) const {
   std::lock_guard lock(order_mu_);
-  for (const auto& [e, o] : orders_) {
-    if (e == epoch) return o;
+  const std::pair<uint64_t, uint64_t> key{epoch, streams};
+  for (const auto& [k, o] : orders_) {
+    if (k == key) return o;
   }
-  auto o =
-      std::make_shared<const std::vector<uint64_t>>(loader::EpochOrder(shard_samples_, spec_, fingerprint_, epoch));
-  orders_.emplace_back(epoch, o);
+  // Streams take whole global batches in turn (batch x world), so rank batches never straddle two.
+  const uint64_t chunk = std::max<uint64_t>(options_.batch_size, 1) * std::max<uint64_t>(options_.world_size, 1);
+  auto o = std::make_shared<const std::vector<uint64_t>>(
+      loader::EpochOrder(shard_samples_, spec_, fingerprint_, epoch, streams, chunk));
+  orders_.emplace_back(key, o);
   if (orders_.size() > 2) orders_.erase(orders_.begin());
   return o;
 }
@@ -336,6 +349,10 @@ Result<std::unique_ptr<Iterator>> DatasetImpl::Iterate(size_t worker, const Stat
     return InvalidArgumentError("resume state is for another dataset or order (state fingerprint " + state.fingerprint +
                                 ", this dataset " + fingerprint_ +
                                 ": same shards, seed, shuffle and shuffle_window are required)");
+  }
+  if (state.streams < 1 || state.streams > kMaxStreams) {
+    return InvalidArgumentError("resume state's streams " + std::to_string(state.streams) + " is not in [1, " +
+                                std::to_string(kMaxStreams) + "]");
   }
   if (state.samples_consumed > size()) {
     return InvalidArgumentError("resume state says " + std::to_string(state.samples_consumed) +

@@ -180,10 +180,15 @@ struct Batch {
 // Resume state. `samples_consumed` counts samples of the epoch's global order
 // consumed by all ranks (a prefix of it). `fingerprint` identifies the
 // dataset and order options; a state with another fingerprint is refused.
+// `streams` is the order's stream count (EpochOrder in plan.h: the worker
+// count the epoch started with, so each worker reads its own shards); a
+// resume keeps it for the rest of that epoch, whatever the workers now.
+inline constexpr uint64_t kMaxStreams = 4096;  // a bound on State::streams (workers per rank)
 struct State {
   uint64_t epoch = 0;
   uint64_t samples_consumed = 0;
   std::string fingerprint;
+  uint64_t streams = 1;
 
   std::string ToJson() const;
   static Result<State> FromJson(std::string_view json);  // InvalidArgument on malformed input
@@ -243,10 +248,14 @@ class StreamingDataset {
   // even_batches, padding included, so every rank's count is the same).
   virtual uint64_t RankSize(size_t rank) const = 0;
   // The epoch's global order (global sample indices), the pure function above.
-  virtual std::vector<uint64_t> EpochOrder(uint64_t epoch) const = 0;
+  // `streams`: the order dealt in that many runs of shards (State::streams).
+  virtual std::vector<uint64_t> EpochOrder(uint64_t epoch, uint64_t streams = 1) const = 0;
   virtual std::string fingerprint() const = 0;
-  // The resume state after `samples_consumed` samples of `epoch` (all ranks).
-  State MakeState(uint64_t epoch, uint64_t samples_consumed) const { return {epoch, samples_consumed, fingerprint()}; }
+  // The resume state after `samples_consumed` samples of `epoch` (all ranks)
+  // of the order of `streams` (State::streams).
+  State MakeState(uint64_t epoch, uint64_t samples_consumed, uint64_t streams = 1) const {
+    return {epoch, samples_consumed, fingerprint(), streams};
+  }
 
   // Iterates `worker`'s part of this rank's remainder of `state.epoch` after
   // `state.samples_consumed`. InvalidArgument (naming both) if the
