@@ -153,13 +153,18 @@ struct HungStore {
     static FakeClock* c = new FakeClock();
     return *c;
   }
-  void Hang() { store->SetConfig({.stall_rate = 1.0, .stall = std::chrono::hours(1), .clock = &clock()}); }
-  // The store answers again: new requests at once, stalled ones as they wake.
+  void Hang() {
+    slept_before = clock().TotalSlept();  // the clock is shared by every test (and --gtest_repeat)
+    store->SetConfig({.stall_rate = 1.0, .stall = std::chrono::hours(1), .clock = &clock()});
+  }
+  // The store answers again: new requests at once, stalled ones as they wake
+  // (once each has gone to sleep: one that had not would miss the Advance).
   void Answer() {
     store->SetConfig({.clock = &clock()});
     const uint64_t stalls = store->counters().stalls;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (clock().TotalSlept() < stalls * std::chrono::hours(1) && std::chrono::steady_clock::now() < deadline) {
+    while (clock().TotalSlept() - slept_before < stalls * std::chrono::hours(1) &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::yield();
     }
     clock().Advance(std::chrono::hours(2));
@@ -179,6 +184,7 @@ struct HungStore {
   const std::vector<uint64_t> counts = {6, 9, 7, 8};
   std::shared_ptr<object::ObjectStore> mem;
   std::shared_ptr<object::FaultStore> store;
+  Duration slept_before{0};
 };
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
