@@ -64,6 +64,9 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("fetch_concurrency", o.fetch_concurrency);
   get("retries", o.retries);
   get("skip_corrupt", o.skip_corrupt);
+  if (kw.contains("fetch_timeout") && !kw["fetch_timeout"].is_none()) {  // seconds
+    o.fetch_timeout = std::chrono::milliseconds(static_cast<int64_t>(kw["fetch_timeout"].cast<double>() * 1000));
+  }
   get("cache_group", o.cache_group);
   get("peer_listen", o.peer_listen);
   get("group_secret_file", o.group_secret_file);

@@ -108,6 +108,9 @@ class StreamingDataset(IterableDataset):
     world_size - 1 (as DistributedSampler), or dropped for all ranks with ``drop_last``.
     False: every sample exactly once, but ranks may differ by one batch.
     Rank and world size come from the arguments, torch.distributed or RANK / WORLD_SIZE.
+    ``fetch_timeout`` (seconds, default 60; 0: no bound): a shard fetch the store does not answer
+    within it fails (retryable, naming the shard) and ``retries`` / ``skip_corrupt`` apply,
+    instead of waiting as long as the store client's own timeouts.
     ``persistent_workers=True`` is not supported: workers would not see set_epoch/resume.
     """
 
@@ -115,9 +118,11 @@ class StreamingDataset(IterableDataset):
                  shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=0,
                  prefetch_batches=8, prefetch_bytes=0, max_connections=64, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None, cache_group=None, peer_listen=None,
-                 group_secret_file=None):
+                 group_secret_file=None, fetch_timeout=60.0):
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
+        if fetch_timeout is None or fetch_timeout < 0:
+            raise ValueError(f"fetch_timeout must be >= 0 seconds (0: no bound), not {fetch_timeout!r}")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, not {batch_size}")
         if decode is not None and not isinstance(decode, dict):
@@ -154,7 +159,8 @@ class StreamingDataset(IterableDataset):
             max_connections=int(max_connections), decode=decode,
             skip_corrupt=bool(skip_corrupt), retries=int(retries), decode_threads=int(decode_threads),
             fetch_concurrency=int(fetch_concurrency), cache_group=cache_group or "",
-            peer_listen=peer_listen or "127.0.0.1:0", group_secret_file=os.fspath(group_secret_file or ""))
+            peer_listen=peer_listen or "127.0.0.1:0", group_secret_file=os.fspath(group_secret_file or ""),
+            fetch_timeout=float(fetch_timeout))
         self.epoch = 0
         self._resume = None  # (epoch, samples_consumed, streams): where the next iteration of that epoch starts
         # The order's stream count (plan.h EpochOrder) per epoch, as this process last iterated or

@@ -158,6 +158,15 @@ def test_bad_url_is_not_found(tmp_path):
         strata.StreamingDataset(str(tmp_path / "missing"))
 
 
+def test_fetch_timeout_is_an_option(dataset_url):
+    # The bound itself is tested against a hung store in C++ (LoaderHungStore.*).
+    ds = strata.StreamingDataset(dataset_url, shuffle=False, fetch_timeout=5.5)
+    assert [s["__index__"] for s in ds] == list(range(NUM_SAMPLES))
+    assert len(list(strata.StreamingDataset(dataset_url, fetch_timeout=0))) == NUM_SAMPLES  # 0: unbounded
+    with pytest.raises(ValueError, match="fetch_timeout"):
+        strata.StreamingDataset(dataset_url, fetch_timeout=-1)
+
+
 def test_arrays_outlive_the_dataset(dataset_url):
     import gc
 

@@ -5,6 +5,8 @@
 // every sample once, byte-exact; without, an epoch either does so or fails
 // with a clear error naming the shard (Unavailable / Throttled), after only
 // exact samples. Faults and outcomes are counted and printed.
+// LoaderHungStore: a store that stops answering bounds each shard fetch by
+// fetch_timeout, and the loader recovers when it answers again.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -14,7 +16,9 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "io/durable.h"
 #include "loader/loader_test_util.h"
@@ -126,6 +130,138 @@ TEST(LoaderStoreFaults, EveryEpochIsExactOrAClearErrorUnderRandomFaults) {
   EXPECT_GE(exact_epochs, 10u);  // every epoch with retries
   object::DropMemStore(name);
   EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir).ok());
+}
+
+// Issue 15, item 8: a store that stops answering (every request stalls a fake
+// hour). A shard fetch gives up after fetch_timeout with a retryable
+// DeadlineExceeded naming the shard, the retry policy applies, the iterator
+// fails within a bounded time, and once the store answers again the same
+// dataset reads an epoch byte-exact. Multi-part fetches (parallel ranged reads)
+// share the one deadline.
+struct HungStore {
+  HungStore() {
+    mem = object::MakeMemStore(name);
+    testing::WriteDataset(*mem, "ds/", dataset::ShardFormat::kTar, counts, Fields);
+    store = std::make_shared<object::FaultStore>(mem, object::FaultConfig{.clock = &clock()});
+  }
+  ~HungStore() {
+    Answer();
+    object::DropMemStore(name);
+  }
+  // Stalled calls sleep on this clock on background threads that may outlive the test: never destroyed.
+  static FakeClock& clock() {
+    static FakeClock* c = new FakeClock();
+    return *c;
+  }
+  void Hang() {
+    slept_before = clock().TotalSlept();  // the clock is shared by every test (and --gtest_repeat)
+    store->SetConfig({.stall_rate = 1.0, .stall = std::chrono::hours(1), .clock = &clock()});
+  }
+  // The store answers again: new requests at once, stalled ones as they wake
+  // (once each has gone to sleep: one that had not would miss the Advance).
+  void Answer() {
+    store->SetConfig({.clock = &clock()});
+    const uint64_t stalls = store->counters().stalls;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (clock().TotalSlept() - slept_before < stalls * std::chrono::hours(1) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    clock().Advance(std::chrono::hours(2));
+  }
+  StreamingOptions Options() const {
+    StreamingOptions o;
+    o.shuffle = Shuffle::kNone;
+    o.retries = 1;
+    o.retry_backoff = std::chrono::milliseconds(1);
+    o.fetch_timeout = std::chrono::milliseconds(300);
+    o.min_part_bytes = 8 << 10;  // shards of 20-30 KiB: several ranged reads each
+    o.fetch_concurrency = 4;
+    o.share_cache = false;
+    return o;
+  }
+  const std::string name = testing::UniqueName("loader-hung");
+  const std::vector<uint64_t> counts = {6, 9, 7, 8};
+  std::shared_ptr<object::ObjectStore> mem;
+  std::shared_ptr<object::FaultStore> store;
+  Duration slept_before{0};
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+TEST(LoaderHungStore, ShardFetchFailsWithinTheBoundAndRecovers) {
+  SetLogLevel("error");
+  HungStore h;
+  const uint64_t total = std::accumulate(h.counts.begin(), h.counts.end(), uint64_t{0});
+  auto ds = StreamingDataset::Open(h.store, "ds", h.Options());
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ((*ds)->options().fetch_timeout, std::chrono::milliseconds(300));
+
+  h.Hang();
+  auto start = std::chrono::steady_clock::now();
+  double first_error = 0;
+  {
+    auto it = (*ds)->Iterate(0, (*ds)->MakeState(0, 0));
+    ASSERT_TRUE(it.ok()) << it.status();
+    Status end = testing::NextUntilError(**it);
+    first_error = SecondsSince(start);
+    EXPECT_EQ(end.code(), Code::kDeadlineExceeded) << end;
+    EXPECT_NE(end.message().find("ds/shard-00000"), std::string::npos) << end;
+    EXPECT_NE(end.message().find("no answer from the store within 300 ms"), std::string::npos) << end;
+    EXPECT_NE(end.message().find("2 attempt(s)"), std::string::npos) << end << " (retries apply)";
+    EXPECT_GE((*it)->stats().shard_fetch_retries, 1u);
+    // 2 attempts of 300 ms; without the bound this waits a (fake) hour per request.
+    EXPECT_LT(first_error, 20.0);  // a loaded machine's margin
+  }                                // the iterator goes while the store still hangs
+  const double closed = SecondsSince(start) - first_error;
+  EXPECT_LT(closed, 20.0);
+  EXPECT_GE(h.store->counters().stalls, 2u);
+
+  h.Answer();
+  start = std::chrono::steady_clock::now();
+  auto it = (*ds)->Iterate(0, (*ds)->MakeState(1, 0));
+  ASSERT_TRUE(it.ok()) << it.status();
+  std::set<uint64_t> seen;
+  for (;;) {
+    auto s = (*it)->NextSample();
+    ASSERT_TRUE(s.ok()) << s.status();
+    if (!*s) break;
+    EXPECT_EQ((*s)->fields.at("txt").bytes.ToString(), Payload((*s)->index)) << "sample " << (*s)->index;
+    EXPECT_TRUE(seen.insert((*s)->index).second);
+  }
+  EXPECT_EQ(seen.size(), total);
+  std::cout << "loader hung store: first error after " << first_error << " s (fetch_timeout 300 ms, 2 attempts), "
+            << "iterator closed in " << closed << " s, recovered epoch in " << SecondsSince(start) << " s, "
+            << h.store->counters().stalls << " stalled requests\n";
+  SetLogLevel("warn");
+}
+
+TEST(LoaderHungStore, SkipCorruptSkipsHungShardsAndClosingDoesNotWaitForThem) {
+  SetLogLevel("error");
+  HungStore h;
+  StreamingOptions o = h.Options();
+  o.skip_corrupt = true;
+  o.retries = 0;
+  auto ds = StreamingDataset::Open(h.store, "ds", o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  h.Hang();
+  const auto start = std::chrono::steady_clock::now();
+  {
+    auto it = (*ds)->Iterate(0, (*ds)->MakeState(0, 0));
+    ASSERT_TRUE(it.ok()) << it.status();
+    uint64_t good = 0;
+    Status end = testing::NextUntilError(**it, &good);
+    EXPECT_TRUE(end.ok()) << end;
+    EXPECT_EQ(good, 0u);
+    EXPECT_EQ((*it)->stats().shards_skipped, h.counts.size());
+  }
+  // The dataset (and its shard cache) goes with store calls still hung: not waited for.
+  ds->reset();
+  EXPECT_LT(SecondsSince(start), 20.0);
+  EXPECT_GE(h.store->counters().stalls, h.counts.size());
+  SetLogLevel("warn");
 }
 
 }  // namespace

@@ -91,7 +91,15 @@ ShardCache::ShardCache(object::ObjectStorePtr store, std::vector<std::string> ke
       users_(keys_.size(), 0),
       last_use_(keys_.size(), 0),
       released_at_(keys_.size(), 0),
-      generation_(keys_.size(), 0) {}
+      generation_(keys_.size(), 0) {
+  if (options_.fetch_timeout.count() > 0) {
+    // One thread per store call in flight: a fixed pool would cap fetches,
+    // and calls queued behind hung ones would spend their deadline waiting.
+    // Idle threads leave at once (a thread costs microseconds, a ranged GET
+    // milliseconds), so an idle dataset holds none.
+    wait_pool_ = std::make_unique<ElasticThreadPool>(1024, std::chrono::milliseconds(0), "strata-shard-wait");
+  }
+}
 
 ShardCache::~ShardCache() {
   {
@@ -100,6 +108,14 @@ ShardCache::~ShardCache() {
   }
   write_cv_.notify_all();
   if (writer_.joinable()) writer_.join();  // (it drains the queue first)
+  if (wait_pool_ && waits_running_->load() > 0) {
+    // Store calls given up on are still hung: joining them would block this
+    // (and the process's shutdown) until the store answers. Their threads
+    // hold what they use (the store, their result), so the pool is left to them.
+    STRATA_LOG_INFO("loader cache: {} store call(s) still waiting on {}; leaving them in the background",
+                    waits_running_->load(), store_->Url());
+    (void)wait_pool_.release();
+  }
 }
 
 void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generation,
@@ -468,10 +484,12 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   const uint64_t part = PartSize(size, options_);
   const size_t n = Parts(shard);
   std::vector<Result<object::GetResult>> results(n, InternalError("not run"));
+  // One deadline for the whole fetch: parts queued behind others spend it too.
+  const auto deadline = std::chrono::steady_clock::now() + options_.fetch_timeout;
   auto get_part = [&](size_t i) {
     object::GetOptions get;
     if (size > 0) get.range = object::ByteRange::Of(i * part, std::min(part, size - i * part));
-    results[i] = store_->Get(key, get);
+    results[i] = BoundedGet(key, get, deadline);
   };
   if (n == 1) {
     get_part(0);  // on the caller's thread: no hand-off for a one-part shard
@@ -505,6 +523,44 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   ++counters_.fetches;
   counters_.fetched_bytes += size;
   return data;
+}
+
+Result<object::GetResult> ShardCache::BoundedGet(const std::string& key, const object::GetOptions& get,
+                                                 std::chrono::steady_clock::time_point deadline) {
+  if (!wait_pool_) return store_->Get(key, get);
+  struct Call {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Result<object::GetResult>> result;
+  };
+  auto call = std::make_shared<Call>();
+  ++*waits_running_;
+  // The task holds everything it touches: it may outlive this cache.
+  wait_pool_->Submit([call, store = store_, key, get, running = waits_running_] {
+    Result<object::GetResult> r = InternalError("not run");
+    Status threw = RunGuarded("loader: fetching " + key, [&] { r = store->Get(key, get); });
+    if (!threw.ok()) r = threw;
+    // Not running before the caller can see the result: a cache destroyed
+    // right after then finds the call over and joins this thread, no leak.
+    --*running;
+    {
+      std::lock_guard lock(call->mu);
+      call->result = std::move(r);
+    }
+    call->cv.notify_all();
+  });
+  std::unique_lock lock(call->mu);
+  // Real time: a hung store does not advance a test's fake clock.
+  if (!call->cv.wait_until(lock, deadline, [&] { return call->result.has_value(); })) {
+    std::string range = get.range && get.range->length ? " (bytes " + std::to_string(get.range->offset) + "+" +
+                                                             std::to_string(*get.range->length) + ")"
+                                                       : "";
+    return Status(Code::kDeadlineExceeded,
+                  "no answer from the store within " + std::to_string(options_.fetch_timeout.count()) +
+                      " ms (fetch_timeout)" + range,
+                  "", /*retryable=*/true);
+  }
+  return std::move(*call->result);
 }
 
 Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {

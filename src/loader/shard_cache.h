@@ -38,6 +38,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -51,6 +52,7 @@
 
 #include "base/buffer.h"
 #include "base/clock.h"
+#include "base/elastic_pool.h"
 #include "base/executor.h"
 #include "base/single_flight.h"
 #include "base/status.h"
@@ -84,6 +86,12 @@ struct ShardCacheOptions {
   // file); at most max(ram_bytes, 512 MiB) of writes wait, beyond which the
   // fetch writes its own copy as without this. The destructor finishes them.
   bool async_disk_writes = false;
+  // A fetch from the store (all its ranged parts) waits at most this long in
+  // total, then fails with a retryable DeadlineExceeded naming the shard; the
+  // store calls still running are left to finish on background threads (a
+  // hung store holds neither the caller nor the cache's destruction).
+  // 0: wait as long as the store's own timeouts.
+  std::chrono::milliseconds fetch_timeout{60000};
 };
 
 struct ShardFetch {
@@ -178,6 +186,9 @@ class ShardCache {
   // Removes temp files of dead writers from `dir` (at Open, under the budget lock).
   void SweepDeadTemps();
   Result<Buffer> FetchFromStore(size_t shard);
+  // store_->Get, given up on at `deadline` (fetch_timeout; without one, the plain call).
+  Result<object::GetResult> BoundedGet(const std::string& key, const object::GetOptions& get,
+                                       std::chrono::steady_clock::time_point deadline);
   Result<Buffer> LoadFromDisk(size_t shard);
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
   void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
@@ -221,6 +232,10 @@ class ShardCache {
   // (a dataset that is only opened, or has small shards, starts none).
   std::once_flag parts_once_;
   std::unique_ptr<ThreadPool> parts_;
+  // fetch_timeout: the store calls, each on a thread of its own (a thread
+  // given up on stays with its hung call), and how many of them are running.
+  std::unique_ptr<ElasticThreadPool> wait_pool_;
+  std::shared_ptr<std::atomic<size_t>> waits_running_ = std::make_shared<std::atomic<size_t>>(0);
   // async_disk_writes: shards whose file is being written (guarded by mu_),
   // and the writer's queue (guarded by write_mu_, taken without mu_ held).
   std::map<size_t, Buffer> writing_;

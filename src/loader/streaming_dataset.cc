@@ -207,6 +207,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   }
   if (options.retries < 0) return InvalidArgumentError("retries must be >= 0");
   if (options.retry_backoff.count() < 0) return InvalidArgumentError("retry_backoff must be >= 0");
+  if (options.fetch_timeout.count() < 0) return InvalidArgumentError("fetch_timeout must be >= 0");
   if (!prefix.empty() && prefix.back() != '/') prefix += '/';
   std::shared_ptr<DatasetImpl> d(new DatasetImpl());
   d->store_ = store;
@@ -275,6 +276,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
   co.connections = std::max<size_t>(options.max_connections, 1);
   co.async_disk_writes = options.async_cache_writes;
+  co.fetch_timeout = options.fetch_timeout;
   co.min_part_size = std::max<uint64_t>(options.min_part_bytes, 1);
   co.max_part_size = std::max(co.max_part_size, co.min_part_size);
   co.fs = options.fs;

@@ -110,6 +110,12 @@ struct StreamingOptions {
   // clock, cut short when the iterator is destroyed.
   int retries = 2;
   bool skip_corrupt = false;
+  // A shard fetch from the store (all its ranged reads) that gets no answer
+  // within this fails with a retryable DeadlineExceeded naming the shard
+  // (then `retries` / `skip_corrupt` apply), rather than waiting as long as
+  // the store's own timeouts; the hung reads finish in the background.
+  // 0: no bound. As `strata serve --backend-timeout`.
+  std::chrono::milliseconds fetch_timeout{60000};
   std::chrono::milliseconds retry_backoff{50};
   Clock* clock = nullptr;        // nullptr: RealClock()
   io::FileSystem* fs = nullptr;  // holds cache_dir; nullptr: DefaultFileSystem()
