@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 constexpr char kSecret[] = "group-serve-test-secret-0123456789";
 constexpr uint64_t kBlock = 4ull << 20;
 constexpr int kObjects = 4;
-constexpr uint64_t kObjectSize = 32ull << 20;  // 4 x 32 MiB = 128 MiB, 32 blocks
+constexpr uint64_t kObjectSize = 64ull << 20;  // 4 x 64 MiB = 256 MiB, 64 blocks
 constexpr uint64_t kBlocksPerObject = kObjectSize / kBlock;
 constexpr auto kPeerDeadline = std::chrono::seconds(2);  // GroupMember's default
 
