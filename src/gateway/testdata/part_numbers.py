@@ -62,7 +62,9 @@ for rnd in ("first", "cached"):
         what = "%s HEAD part %d" % (rnd, n)
         check(h["ResponseMetadata"]["HTTPStatusCode"] == 206, what + " is 206")
         check(h["ContentLength"] == len(data), what + " ContentLength %s" % h["ContentLength"])
-        check(h.get("ContentRange") == want_range, what + " ContentRange %s" % h.get("ContentRange"))
+        # Debian's botocore models no ContentRange on HeadObject: read the header.
+        got_range = h["ResponseMetadata"]["HTTPHeaders"].get("content-range")
+        check(got_range == want_range, what + " Content-Range %s" % got_range)
         check(h.get("PartsCount") == 3, what + " PartsCount %s" % h.get("PartsCount"))
         begin = end + 1
 
