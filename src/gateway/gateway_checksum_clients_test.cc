@@ -95,5 +95,25 @@ TEST_F(GatewayChecksumClientsTest, Boto3ConditionalRacesPartCopyChecksumsAndObje
   mem->process->Stop();
 }
 
+// GetObject/HeadObject ?partNumber= of a 3-part upload over file:// (the
+// part sizes kept with the object) and of a single PUT, as AWS answers them.
+TEST_F(GatewayChecksumClientsTest, Boto3PartNumberOfMultipartObjects) {
+  const char* src = std::getenv("STRATA_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
+  std::vector<std::string> argv{"/usr/bin/python3",
+                                std::string(src) + "/src/gateway/testdata/part_numbers.py",
+                                "http://127.0.0.1:" + std::to_string(port_),
+                                kKey,
+                                kSecret,
+                                kBucket};
+  testing::EnvOverrides env = testing::WithoutCaBundles();
+  env.push_back({"AWS_CONFIG_FILE", "/dev/null"});
+  env.push_back({"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"});
+  auto r = testing::RunCommand(argv, env);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text << "\ngateway log:\n" << gateway_->Log();
+  EXPECT_NE(r->stdout_text.find("\n0 failure(s)"), std::string::npos) << r->stdout_text;
+}
+
 }  // namespace
 }  // namespace strata::gateway

@@ -477,14 +477,64 @@ TEST_F(GatewayTest, ListMultipartUploadsAndPartNumbers) {
   ASSERT_EQ(parts->parts.size(), 1u);
   EXPECT_EQ(parts->parts[0].etag, H(again, "ETag"));
 
-  // ?partNumber: part 1 is the whole object, as RGW answers for stores without part boundaries.
+  // ?partNumber of a single PUT: part 1 is the whole object, without a parts count (as AWS).
   Put("whole", "whole object");
   auto part1 = Do(Signed("GET", "/bucket/whole?partNumber=1"));
   EXPECT_EQ(part1.status, 200);
   EXPECT_EQ(Body(part1), "whole object");
+  EXPECT_EQ(H(part1, "x-amz-mp-parts-count"), "");
+  EXPECT_EQ(H(part1, "Content-Range"), "");
   EXPECT_EQ(Do(Signed("HEAD", "/bucket/whole?partNumber=2")).status, 416);
   EXPECT_EQ(Do(Signed("GET", "/bucket/whole?partNumber=2")).error_code, "InvalidPartNumber");
   EXPECT_EQ(Do(Signed("GET", "/bucket/whole?partNumber=0")).error_code, "InvalidArgument");
+}
+
+TEST_F(GatewayTest, PartNumberOfMultipartObject) {
+  auto init = net::DecodeInitiateMultipartUpload(Do(Signed("POST", "/bucket/mp3?uploads")).body);
+  ASSERT_TRUE(init.ok());
+  std::string id = net::UriEncode(init->upload_id);
+  const std::vector<std::string> data{std::string(20, 'a'), std::string(24, 'b'), "tail"};
+  std::vector<net::S3CompletedPart> parts;
+  for (int i = 0; i < 3; ++i) {
+    auto u = Do(Signed("PUT", "/bucket/mp3?partNumber=" + std::to_string(i + 1) + "&uploadId=" + id, data[i]));
+    ASSERT_EQ(u.status, 200) << u.body;
+    parts.push_back({i + 1, H(u, "ETag"), {}});
+  }
+  auto done = Do(Signed("POST", "/bucket/mp3?uploadId=" + id, net::EncodeCompleteMultipartUpload(parts)));
+  ASSERT_EQ(done.status, 200) << done.body;
+  const std::string etag = net::DecodeCompleteMultipartUploadResult(done.body)->etag;
+  const std::vector<std::string> ranges{"bytes 0-19/48", "bytes 20-43/48", "bytes 44-47/48"};
+  for (int round = 0; round < 2; ++round) {  // the second from the cache
+    for (int i = 0; i < 3; ++i) {
+      const std::string q = "/bucket/mp3?partNumber=" + std::to_string(i + 1);
+      auto get = Do(Signed("GET", q));
+      ASSERT_EQ(get.status, 206) << get.body;
+      EXPECT_EQ(Body(get), data[i]);
+      EXPECT_EQ(get.content_length, data[i].size());
+      EXPECT_EQ(H(get, "Content-Range"), ranges[i]);
+      EXPECT_EQ(H(get, "x-amz-mp-parts-count"), "3");
+      EXPECT_EQ(H(get, "ETag"), etag);
+      auto head = Do(Signed("HEAD", q));
+      EXPECT_EQ(head.status, 206);
+      EXPECT_EQ(head.content_length, data[i].size());
+      EXPECT_EQ(H(head, "Content-Range"), ranges[i]);
+      EXPECT_EQ(H(head, "x-amz-mp-parts-count"), "3");
+    }
+  }
+  auto past = Do(Signed("GET", "/bucket/mp3?partNumber=4"));
+  EXPECT_EQ(past.status, 416);
+  EXPECT_EQ(past.error_code, "InvalidPartNumber");
+  EXPECT_EQ(Do(Signed("HEAD", "/bucket/mp3?partNumber=4")).status, 416);
+  // A plain GET is unchanged; a copy is a single object (no parts carried over).
+  auto whole = Do(Signed("GET", "/bucket/mp3"));
+  EXPECT_EQ(whole.status, 200);
+  EXPECT_EQ(H(whole, "x-amz-mp-parts-count"), "");
+  ASSERT_EQ(Do(Signed("PUT", "/bucket/cp3", "", {{"x-amz-copy-source", "/bucket/mp3"}})).status, 200);
+  auto copy1 = Do(Signed("GET", "/bucket/cp3?partNumber=1"));
+  EXPECT_EQ(copy1.status, 200);
+  EXPECT_EQ(Body(copy1).size(), 48u);
+  EXPECT_EQ(H(copy1, "x-amz-mp-parts-count"), "");
+  EXPECT_EQ(Do(Signed("GET", "/bucket/cp3?partNumber=2")).status, 416);
 }
 
 TEST_F(GatewayTest, CopyObject) {

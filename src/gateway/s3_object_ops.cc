@@ -211,9 +211,11 @@ Status CheckVersionId(const Ctx& ctx) {
 
 Status GetObject(Ctx& ctx, bool head) {
   STRATA_RETURN_IF_ERROR(CheckVersionId(ctx));
-  // The stores do not keep part boundaries, so ?partNumber= is answered as
-  // RGW does for such objects: part 1 is the whole object (without
-  // x-amz-mp-parts-count), any other part is not satisfiable.
+  // ?partNumber=N of a multipart object whose part sizes the store keeps
+  // (ObjectInfo::part_sizes) is that part's byte range, with
+  // x-amz-mp-parts-count. Otherwise (a single PUT, or sizes unknown as on
+  // s3://) it is answered as AWS does for a single PUT: part 1 is the whole
+  // object (without x-amz-mp-parts-count), any other part is not satisfiable.
   int part_number = 0;
   if (const std::string* p = ctx.Query("partNumber")) {
     auto [end, ec] = std::from_chars(p->data(), p->data() + p->size(), part_number);
@@ -249,11 +251,19 @@ Status GetObject(Ctx& ctx, bool head) {
     ObjectHeaders(ctx, info);
     return Status::Ok();
   }
-  if (part_number > 1) {
-    return S3Error(Code::kOutOfRange, "InvalidPartNumber", "The requested partnumber is not satisfiable");
-  }
   uint64_t begin = 0, end = info.size;
   bool ranged = false;
+  const std::vector<uint64_t>& parts = info.part_sizes;
+  if (part_number > 1 && static_cast<size_t>(part_number) > std::max<size_t>(parts.size(), 1)) {
+    return S3Error(Code::kOutOfRange, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+  }
+  if (part_number > 0 && !parts.empty()) {
+    begin = 0;
+    for (int i = 0; i + 1 < part_number; ++i) begin += parts[i];
+    end = begin + parts[part_number - 1];
+    if (end > info.size) return UnavailableError(key + " changed while being read; retry");  // stale sizes
+    ranged = end > begin;
+  }
   if (const std::string* rh = ctx.Header("range")) {
     auto parsed = net::ParseRangeHeader(*rh);  // unparseable ranges are ignored (RFC 7233), as S3 does
     if (parsed.ok()) {
@@ -287,6 +297,9 @@ Status GetObject(Ctx& ctx, bool head) {
   // The stored checksum describes the whole object: not sent with a range (as S3).
   if (!ranged && ChecksumModeEnabled(ctx)) ChecksumResponseHeaders(ctx, info.metadata);
   resp.headers.emplace_back("Accept-Ranges", "bytes");
+  if (part_number > 0 && !parts.empty()) {
+    resp.headers.emplace_back("x-amz-mp-parts-count", std::to_string(parts.size()));
+  }
   if (ranged) resp.headers.emplace_back("Content-Range", net::FormatContentRange(begin, end - 1, info.size));
   ResponseOverrides(ctx);
   resp.content_length = end - begin;

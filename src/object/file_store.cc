@@ -27,6 +27,7 @@ namespace {
 
 constexpr char kEtagXattr[] = "user.strata.etag";
 constexpr char kMetaXattr[] = "user.strata.meta";              // EncodeMetadata(); absent: no metadata
+constexpr char kPartsXattr[] = "user.strata.parts";            // EncodePartSizes(); absent: not multipart/unknown
 constexpr char kPartChecksumXattr[] = "user.strata.checksum";  // a part's "<algorithm>:<base64>"; absent: none
 const std::string kStaging(kFileStoreStagingDir);
 const std::string kUploads = kStaging + "/uploads";
@@ -183,6 +184,7 @@ class FileStore : public ObjectStore, public PartStreamer {
     caps.server_side_copy = true;
     caps.metadata_kept = xattrs_.load();  // without xattrs, non-empty metadata is NotSupported
     caps.checksums_kept = caps.metadata_kept;
+    caps.part_sizes_kept = caps.metadata_kept;  // an xattr too
     caps.min_part_size = options_.min_part_size;
     return caps;
   }
@@ -256,6 +258,8 @@ class FileStore : public ObjectStore, public PartStreamer {
     STRATA_ASSIGN_OR_RETURN(info.etag, EtagOf(file, st, rel));
     if (with_metadata) {
       STRATA_ASSIGN_OR_RETURN(info.metadata, ReadMetadata(file, rel));
+      // Only a multipart ETag ("<md5>-<parts>") can have part sizes: no extra read for the others.
+      if (info.etag.find('-') != std::string::npos) info.part_sizes = ReadPartSizes(file, info.size);
     }
     return info;
   }
@@ -279,6 +283,27 @@ class FileStore : public ObjectStore, public PartStreamer {
       return NotSupportedError("cannot keep metadata of " + Quote(key) + ": " + root_ + " has no xattrs");
     }
     return set.WithContext("storing the metadata of " + Quote(key));
+  }
+
+  // The part sizes are an index, not data: failing to keep or read them only
+  // makes ?partNumber= answer the whole object (as for a single PUT), so
+  // neither fails the request. Set on the temp file with the metadata.
+  void WritePartSizes(io::WritableFile& out, const std::vector<uint64_t>& sizes) {
+    const std::string record = EncodePartSizes(sizes);  // "" when too many distinct sizes
+    if (record.empty() || !xattrs_.load()) return;
+    out.SetXattr(kPartsXattr, record).IgnoreError();
+  }
+
+  std::vector<uint64_t> ReadPartSizes(io::RandomAccessFile& file, uint64_t size) {
+    if (!xattrs_.load()) return {};
+    auto record = file.GetXattr(kPartsXattr);
+    if (!record.ok()) return {};
+    auto sizes = DecodePartSizes(*record);
+    if (!sizes.ok()) return {};
+    uint64_t total = 0;
+    for (uint64_t s : *sizes) total += s;  // Decode bounds the sum
+    if (total != size) return {};          // not this object's record
+    return std::move(sizes).value();
   }
 
   Result<ObjectMetadata> ReadMetadata(io::RandomAccessFile& file, const std::string& rel) {
@@ -677,6 +702,7 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
   }
   CompleteChecksum(&upload.options.metadata, done);
   std::vector<std::string> md5s;
+  std::vector<uint64_t> sizes;
   STRATA_ASSIGN_OR_RETURN(std::string tmp, WriteTemp(key, [&](io::WritableFile& out) -> Status {
                             for (const CompletedPart& part : parts) {
                               char name[48];
@@ -691,11 +717,14 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
                               }
                               STRATA_RETURN_IF_ERROR(CopyInto(**in, *size, out, Quote(key)));
                               md5s.push_back(etag);
+                              sizes.push_back(*size);
                             }
+                            WritePartSizes(out, sizes);
                             return WriteMetadata(out, key, upload.options.metadata);
                           }));
   // The conditions are checked under the namespace lock, with the rename.
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Commit(tmp, key, MultipartEtag(md5s), upload.options, &options));
+  info.part_sizes = std::move(sizes);
   RemoveFlatDir(upload.dir).IgnoreError();  // the object is committed either way
   return info;
 }

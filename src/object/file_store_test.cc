@@ -152,6 +152,39 @@ TEST_F(FileStoreTest, MetadataTravelsWithTheBytesAcrossReopen) {
   EXPECT_EQ((*again)->Head("mp")->metadata, o.metadata);
 }
 
+// A multipart object's part sizes are an xattr on the committed file, kept
+// across reopening; a damaged or foreign record only makes them unknown.
+TEST_F(FileStoreTest, PartSizesAreAnXattrOnTheCommittedFile) {
+  auto id = store_->CreateMultipartUpload("mp");
+  ASSERT_TRUE(id.ok());
+  auto e1 = store_->UploadPart("mp", *id, 1, Buffer::Copy("aaaaa"));
+  auto e2 = store_->UploadPart("mp", *id, 2, Buffer::Copy("bbbbb"));
+  auto e3 = store_->UploadPart("mp", *id, 3, Buffer::Copy("cc"));
+  ASSERT_TRUE(e1.ok() && e2.ok() && e3.ok());
+  auto done = store_->CompleteMultipartUpload("mp", *id, {{1, *e1}, {2, *e2}, {3, *e3}});
+  ASSERT_TRUE(done.ok()) << done.status();
+  const std::vector<uint64_t> sizes{5, 5, 2};
+  EXPECT_EQ(done->part_sizes, sizes);
+  char buf[4096];
+  ssize_t n = ::getxattr((root_ / "mp").c_str(), "user.strata.parts", buf, sizeof(buf));
+  ASSERT_GT(n, 0) << "xattrs unsupported on " << root_;
+  EXPECT_EQ(std::string(buf, n), EncodePartSizes(sizes));
+  store_.reset();
+  auto again = OpenFileStore(root_.string(), FileStoreOptions{.min_part_size = 4});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->Head("mp")->part_sizes, sizes);
+  EXPECT_EQ((*again)->Get("mp")->info.part_sizes, sizes);
+  // Sizes that do not add up to the object's are not this object's.
+  const std::string wrong = EncodePartSizes({5, 5});
+  ASSERT_EQ(::setxattr((root_ / "mp").c_str(), "user.strata.parts", wrong.data(), wrong.size(), 0), 0);
+  EXPECT_TRUE((*again)->Head("mp")->part_sizes.empty());
+  ASSERT_EQ(::setxattr((root_ / "mp").c_str(), "user.strata.parts", "\x01\xff", 2, 0), 0);
+  auto head = (*again)->Head("mp");
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_TRUE(head->part_sizes.empty());
+  EXPECT_EQ((*again)->Get("mp")->data.ToString(), "aaaaabbbbbcc");
+}
+
 TEST_F(FileStoreTest, WithoutXattrsMetadataIsNotSupported) {
   auto plain = OpenFileStore((root_ / "plain").string(), FileStoreOptions{.use_xattrs = false});
   ASSERT_TRUE(plain.ok());

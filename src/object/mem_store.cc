@@ -192,7 +192,9 @@ class MemStore : public ObjectStore {
       done.push_back({part.part_number, p.etag, p.data.size(), p.checksum});
     }
     CompleteChecksum(&options.metadata, done);
-    auto info = Store(key, Concat(buffers), MultipartEtag(md5s), options);
+    std::vector<uint64_t> sizes;
+    for (const PartInfo& p : done) sizes.push_back(p.size);
+    auto info = Store(key, Concat(buffers), MultipartEtag(md5s), options, std::move(sizes));
     // A failed precondition leaves the upload in place, as S3 does.
     if (info.ok()) bucket_->uploads.erase(std::string(upload_id));
     return info;
@@ -217,6 +219,7 @@ class MemStore : public ObjectStore {
     caps.server_side_copy = true;
     caps.metadata_kept = true;
     caps.checksums_kept = true;
+    caps.part_sizes_kept = true;
     caps.min_part_size = options_.min_part_size;
     return caps;
   }
@@ -258,7 +261,8 @@ class MemStore : public ObjectStore {
   static Status Missing(std::string_view key) { return NotFoundError("no such key '" + std::string(key) + "'"); }
 
   // Requires bucket_->mu.
-  Result<ObjectInfo> Store(std::string_view key, Buffer data, std::string etag, const PutOptions& options) {
+  Result<ObjectInfo> Store(std::string_view key, Buffer data, std::string etag, const PutOptions& options,
+                           std::vector<uint64_t> part_sizes = {}) {
     auto it = bucket_->objects.find(key);
     const ObjectInfo* current = it == bucket_->objects.end() ? nullptr : &it->second.info;
     STRATA_RETURN_IF_ERROR(CheckPutConditions(options, key, current));
@@ -268,6 +272,7 @@ class MemStore : public ObjectStore {
     obj.info.etag = std::move(etag);
     obj.info.mtime = clock().WallNow();
     obj.info.metadata = options.metadata;
+    obj.info.part_sizes = std::move(part_sizes);
     obj.data = std::move(data);
     ObjectInfo info = obj.info;
     bucket_->objects.insert_or_assign(std::string(key), std::move(obj));

@@ -1,6 +1,7 @@
 #include "object/metadata.h"
 
 #include <array>
+#include <utility>
 
 #include "base/checksum.h"
 #include "base/coding.h"
@@ -129,6 +130,51 @@ Result<ObjectMetadata> DecodeMetadata(std::string_view in) {
   }
   if (!in.empty()) return bad("trailing bytes");
   return m;
+}
+
+std::string EncodePartSizes(const std::vector<uint64_t>& sizes) {
+  if (sizes.empty() || sizes.size() > kMaxRecordedParts) return "";
+  std::vector<std::pair<uint64_t, uint32_t>> runs;
+  for (uint64_t s : sizes) {
+    if (!runs.empty() && runs.back().first == s) {
+      ++runs.back().second;
+    } else {
+      if (runs.size() == kMaxPartRuns) return "";
+      runs.push_back({s, 1});
+    }
+  }
+  std::string out(1, static_cast<char>(kVersion));
+  PutFixed32(&out, static_cast<uint32_t>(runs.size()));
+  for (const auto& [size, count] : runs) {
+    PutFixed64(&out, size);
+    PutFixed32(&out, count);
+  }
+  return out;
+}
+
+Result<std::vector<uint64_t>> DecodePartSizes(std::string_view in) {
+  auto bad = [](const char* why) { return CorruptionError(std::string("bad part sizes record: ") + why); };
+  if (in.empty() || static_cast<uint8_t>(in[0]) != kVersion) return bad("unknown version");
+  in.remove_prefix(1);
+  uint32_t runs = 0;
+  if (!GetFixed32(&in, &runs) || runs == 0 || runs > kMaxPartRuns) return bad("bad run count");
+  std::vector<uint64_t> sizes;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < runs; ++i) {
+    uint64_t size = 0;
+    uint32_t count = 0;
+    if (!GetFixed64(&in, &size) || !GetFixed32(&in, &count)) return bad("truncated run");
+    if (count == 0 || count > kMaxRecordedParts - sizes.size()) return bad("bad part count");
+    // Adjacent runs of one size are not what Encode writes (the round trip must hold).
+    if (i > 0 && sizes.back() == size) return bad("split run");
+    for (uint32_t j = 0; j < count; ++j) {
+      if (total + size < total) return bad("sizes overflow");
+      total += size;
+      sizes.push_back(size);
+    }
+  }
+  if (!in.empty()) return bad("trailing bytes");
+  return sizes;
 }
 
 }  // namespace strata::object

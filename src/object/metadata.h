@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -58,5 +59,18 @@ Result<ObjectMetadata> DecodeMetadata(std::string_view encoded);
 
 // The largest encoding Decode accepts (every field bounded).
 inline constexpr size_t kMaxEncodedMetadataBytes = 64 * 1024;
+
+// A multipart object's part sizes (ObjectInfo::part_sizes), as file:// keeps
+// them in an xattr beside the metadata record: version byte, run count, then
+// runs of equal sizes (fixed64 size, fixed32 count). Runs keep it small (an
+// upload's parts are equal but the last), so it fits ext4's xattr space.
+// Encode answers "" for an empty list or more than kMaxPartRuns runs (the
+// sizes are then not kept; ?partNumber= falls back to the whole object).
+// Decode is bounds-checked: at most kMaxPartRuns runs and kMaxRecordedParts parts,
+// every run non-empty; anything else is Corruption.
+inline constexpr size_t kMaxRecordedParts = 10000;
+inline constexpr size_t kMaxPartRuns = 256;
+std::string EncodePartSizes(const std::vector<uint64_t>& sizes);
+Result<std::vector<uint64_t>> DecodePartSizes(std::string_view encoded);
 
 }  // namespace strata::object

@@ -139,5 +139,55 @@ TEST(ObjectMetadata, ValidationFollowsS3) {
   EXPECT_EQ(ValidateMetadata(ct).code(), Code::kInvalidArgument);
 }
 
+TEST(PartSizes, RoundTripInRuns) {
+  const std::vector<uint64_t> sizes{5 << 20, 5 << 20, 5 << 20, 7, 5 << 20, 1};
+  std::string enc = EncodePartSizes(sizes);
+  EXPECT_EQ(enc.size(), 1u + 4 + 4 * 12);  // four runs
+  auto back = DecodePartSizes(enc);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, sizes);
+  // 10000 equal parts are one run.
+  std::vector<uint64_t> many(kMaxRecordedParts, 8 << 20);
+  many.back() = 3;
+  enc = EncodePartSizes(many);
+  EXPECT_EQ(enc.size(), 1u + 4 + 2 * 12);
+  EXPECT_EQ(*DecodePartSizes(enc), many);
+  // Not representable: nothing is kept.
+  EXPECT_EQ(EncodePartSizes({}), "");
+  EXPECT_EQ(EncodePartSizes(std::vector<uint64_t>(kMaxRecordedParts + 1, 1)), "");
+  std::vector<uint64_t> distinct;
+  for (uint64_t i = 0; i <= kMaxPartRuns; ++i) distinct.push_back(i + 1);
+  EXPECT_EQ(EncodePartSizes(distinct), "");
+  distinct.pop_back();
+  EXPECT_EQ(*DecodePartSizes(EncodePartSizes(distinct)), distinct);
+}
+
+TEST(PartSizes, MalformedIsCorruption) {
+  const std::string good = EncodePartSizes({10, 10, 4});
+  for (size_t n = 0; n < good.size(); ++n) {
+    EXPECT_EQ(DecodePartSizes(good.substr(0, n)).status().code(), Code::kCorruption) << n;
+  }
+  EXPECT_EQ(DecodePartSizes(good + "x").status().code(), Code::kCorruption);
+  auto record = [](std::vector<std::pair<uint64_t, uint32_t>> runs) {
+    std::string out(1, '\x01');
+    PutFixed32(&out, static_cast<uint32_t>(runs.size()));
+    for (auto [size, count] : runs) {
+      PutFixed64(&out, size);
+      PutFixed32(&out, count);
+    }
+    return out;
+  };
+  EXPECT_TRUE(DecodePartSizes(record({{10, 2}, {4, 1}})).ok());
+  EXPECT_EQ(DecodePartSizes(record({})).status().code(), Code::kCorruption);                    // no runs
+  EXPECT_EQ(DecodePartSizes(record({{10, 0}})).status().code(), Code::kCorruption);             // empty run
+  EXPECT_EQ(DecodePartSizes(record({{10, 1}, {10, 1}})).status().code(), Code::kCorruption);    // split run
+  EXPECT_EQ(DecodePartSizes(record({{1, 10000}, {2, 1}})).status().code(), Code::kCorruption);  // too many
+  EXPECT_EQ(DecodePartSizes(record({{1, 0xffffffff}})).status().code(), Code::kCorruption);     // huge count
+  EXPECT_EQ(DecodePartSizes(record({{~0ull, 1}, {1, 1}})).status().code(), Code::kCorruption);  // overflow
+  std::string wrong_version = good;
+  wrong_version[0] = 2;
+  EXPECT_EQ(DecodePartSizes(wrong_version).status().code(), Code::kCorruption);
+}
+
 }  // namespace
 }  // namespace strata::object

@@ -27,6 +27,11 @@ struct ObjectInfo {
   WallTime mtime{};
   // Head and Get fill it; List leaves it empty (S3 lists no metadata).
   ObjectMetadata metadata;
+  // A multipart object's part sizes, in part order (summing to size), as
+  // CompleteMultipartUpload made it; Head and Get fill them where the store
+  // keeps them (mem://, file://). Empty: a single PUT or copy, or unknown
+  // (s3://, List). Not metadata: a copy never carries them over.
+  std::vector<uint64_t> part_sizes;
 };
 
 // Half-open byte range [offset, offset + length). length unset: to the end.
@@ -144,6 +149,7 @@ struct StoreCapabilities {
   bool range_streaming = false;          // ReadRangeTo streams into the consumer with no buffer of its own
   bool metadata_kept = false;            // PutOptions::metadata (its checksum too) is stored and returned by Head/Get
   bool checksums_kept = false;           // PartOptions::checksum is kept (ListParts) and Complete combines them
+  bool part_sizes_kept = false;          // Head/Get of a multipart object fill ObjectInfo::part_sizes
   uint64_t min_part_size = 5ull << 20;   // every multipart part but the last is at least this
   uint64_t max_part_size = 5ull << 30;   // S3's limit per part
   uint64_t read_part_size = 8ull << 20;  // a good size for one ranged GET of a parallel read

@@ -416,7 +416,7 @@ Result<ListResult> S3Store::List(const ListOptions& options) {
   ListResult out;
   for (auto& e : decoded->contents) {
     if (e.key.compare(0, base.size(), base) != 0 || e.key.size() == base.size()) continue;
-    out.objects.push_back(ObjectInfo{e.key.substr(base.size()), e.size, UnquoteEtag(e.etag), e.last_modified, {}});
+    out.objects.push_back(ObjectInfo{e.key.substr(base.size()), e.size, UnquoteEtag(e.etag), e.last_modified, {}, {}});
   }
   for (auto& p : decoded->common_prefixes) {
     if (p.compare(0, base.size(), base) != 0) continue;

@@ -167,4 +167,28 @@ TEST_P(ObjectStoreConformance, MultipartKeepsMetadata) {
   EXPECT_EQ(store_->Get("meta/mp")->info.metadata, o.metadata);
 }
 
+// A multipart object's part sizes come back from Head and Get where the
+// store declares it keeps them; a single PUT and a copy have none.
+TEST_P(ObjectStoreConformance, MultipartPartSizes) {
+  const object::StoreCapabilities caps = store_->Capabilities();
+  const uint64_t min = store_->MinPartSize();
+  const std::vector<uint64_t> sizes{min, min + 1, 3};
+  auto id = store_->CreateMultipartUpload("parts/mp", {});
+  ASSERT_OK(id);
+  std::vector<object::CompletedPart> parts;
+  for (int i = 0; i < 3; ++i) {
+    auto e = store_->UploadPart("parts/mp", *id, i + 1, Buffer::FromString(std::string(sizes[i], 'a' + i)));
+    ASSERT_OK(e);
+    parts.push_back({i + 1, *e});
+  }
+  ASSERT_OK(store_->CompleteMultipartUpload("parts/mp", *id, parts));
+  const std::vector<uint64_t> expected = caps.part_sizes_kept ? sizes : std::vector<uint64_t>{};
+  EXPECT_EQ(store_->Head("parts/mp")->part_sizes, expected);
+  EXPECT_EQ(store_->Get("parts/mp")->info.part_sizes, expected);
+  ASSERT_OK(store_->Put("parts/single", Buffer::Copy("one")));
+  EXPECT_TRUE(store_->Head("parts/single")->part_sizes.empty());
+  ASSERT_OK(store_->Copy("parts/mp", "parts/copy"));
+  EXPECT_TRUE(store_->Head("parts/copy")->part_sizes.empty());
+}
+
 }  // namespace strata::testing
