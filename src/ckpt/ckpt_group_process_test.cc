@@ -26,30 +26,6 @@ namespace fs = std::filesystem;
 constexpr char kSecret[] = "ckpt-group-process-secret-0123456789";
 constexpr int kNodes = 3;
 
-// Bytes nginx sent back for GETs of each key under `prefix`, from its access
-// log ("combined": ... "GET /BUCKET/KEY HTTP/1.1" STATUS BYTES ...).
-std::map<std::string, std::pair<int, uint64_t>> BackendGets(const std::string& log, const std::string& bucket,
-                                                            const std::string& prefix) {
-  std::map<std::string, std::pair<int, uint64_t>> gets;
-  std::ifstream in(log);
-  const std::string needle = "\"GET /" + bucket + "/" + prefix;
-  for (std::string line; std::getline(in, line);) {
-    auto at = line.find(needle);
-    if (at == std::string::npos) continue;
-    auto start = at + 6 + bucket.size() + 1;  // past `"GET /BUCKET/`
-    auto end = line.find_first_of(" ?", start);
-    auto& f = gets[line.substr(start, end - start)];
-    ++f.first;
-    auto quote = line.find('"', end);
-    if (quote == std::string::npos) continue;
-    std::istringstream rest(line.substr(quote + 1));
-    int status = 0;
-    uint64_t bytes = 0;
-    if (rest >> status >> bytes) f.second += bytes;
-  }
-  return gets;
-}
-
 TEST(CkptGroupProcessTest, ThreeNodesPullFromRgwAndNginxSeesEachShardByteOnce) {
   const char* bin = std::getenv("STRATA_BINARY_DIR");
   ASSERT_NE(bin, nullptr) << "run under ctest";
@@ -115,15 +91,15 @@ TEST(CkptGroupProcessTest, ThreeNodesPullFromRgwAndNginxSeesEachShardByteOnce) {
     ASSERT_TRUE(loaded.ok()) << "node " << i << ": " << loaded.status();
     EXPECT_EQ(testing::Compare(*loaded, state), "") << "node " << i;
   }
-  auto gets = BackendGets((*proxy)->access_log_path(), (*rgw)->bucket(), "ckpt/" + StepDirName(1) + "/");
+  auto gets = (*proxy)->GetsFromAccessLog((*rgw)->bucket(), "ckpt/" + StepDirName(1) + "/");
   uint64_t total = 0, bytes = 0;
   int shard_gets = 0;
   for (const auto& shard : info->ranks[0].shards) {
     const auto& f = gets["ckpt/" + StepDirName(1) + "/" + shard.file];
-    EXPECT_EQ(f.second, shard.size) << shard.file << ": bytes the bucket sent";
+    EXPECT_EQ(f.bytes, shard.size) << shard.file << ": bytes the bucket sent";
     total += shard.size;
-    bytes += f.second;
-    shard_gets += f.first;
+    bytes += f.bytes;
+    shard_gets += f.gets;
   }
   EXPECT_EQ(bytes, total);
   std::cout << "[figures] " << kNodes << " nodes pulled a " << total / 1048576.0 << " MiB checkpoint ("

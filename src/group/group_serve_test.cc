@@ -124,31 +124,10 @@ class GroupServeTest : public ::testing::Test {
     }
   }
 
-  struct Fetched {
-    int gets = 0;
-    uint64_t bytes = 0;  // response bytes nginx sent back
-  };
-  // GETs of each key under `set`/ at the backend and their bytes, from nginx's access log
-  // ("combined": ... "GET /BUCKET/KEY HTTP/1.1" STATUS BYTES ...).
+  using Fetched = testing::CloudProxy::Fetched;
+  // GETs and bytes of each key under `set`/ at the backend, counted by nginx.
   static std::map<std::string, Fetched> BackendGets(const std::string& set) {
-    std::map<std::string, Fetched> gets;
-    std::ifstream in(proxy_->access_log_path());
-    const std::string needle = "\"GET /" + rgw_->bucket() + "/" + set + "/";
-    for (std::string line; std::getline(in, line);) {
-      auto at = line.find(needle);
-      if (at == std::string::npos) continue;
-      auto start = at + 7 + rgw_->bucket().size();  // past "GET /BUCKET/
-      auto end = line.find_first_of(" ?", start);
-      auto& f = gets[line.substr(start, end - start)];
-      ++f.gets;
-      auto quote = line.find('"', end);
-      if (quote == std::string::npos) continue;
-      std::istringstream rest(line.substr(quote + 1));
-      int status = 0;
-      uint64_t bytes = 0;
-      if (rest >> status >> bytes) f.bytes += bytes;
-    }
-    return gets;
+    return proxy_->GetsFromAccessLog(rgw_->bucket(), set + "/");
   }
 
   // GET of [begin, begin+len) of `key` through a member; checks every byte.

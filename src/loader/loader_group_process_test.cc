@@ -27,34 +27,7 @@ constexpr int kNodes = 3;
 constexpr size_t kShards = 6;
 constexpr uint64_t kPerShard = 10;
 
-struct Fetched {
-  int gets = 0;
-  uint64_t bytes = 0;
-};
-
-// GETs of each key under `prefix` and the bytes nginx sent back, from its
-// access log ("combined": ... "GET /BUCKET/KEY HTTP/1.1" STATUS BYTES ...).
-std::map<std::string, Fetched> BackendGets(const std::string& log, const std::string& bucket,
-                                           const std::string& prefix) {
-  std::map<std::string, Fetched> gets;
-  std::ifstream in(log);
-  const std::string needle = "\"GET /" + bucket + "/" + prefix;
-  for (std::string line; std::getline(in, line);) {
-    auto at = line.find(needle);
-    if (at == std::string::npos) continue;
-    auto start = at + 6 + bucket.size() + 1;  // past `"GET /BUCKET/`
-    auto end = line.find_first_of(" ?", start);
-    auto& f = gets[line.substr(start, end - start)];
-    ++f.gets;
-    auto quote = line.find('"', end);
-    if (quote == std::string::npos) continue;
-    std::istringstream rest(line.substr(quote + 1));
-    int status = 0;
-    uint64_t bytes = 0;
-    if (rest >> status >> bytes) f.bytes += bytes;
-  }
-  return gets;
-}
+using Fetched = strata::testing::CloudProxy::Fetched;
 
 TEST(LoaderGroupProcessTest, ThreeProcessesStreamFromRgwAndNginxSeesEachShardByteOnce) {
   const char* bin = std::getenv("STRATA_BINARY_DIR");
@@ -106,7 +79,7 @@ TEST(LoaderGroupProcessTest, ThreeProcessesStreamFromRgwAndNginxSeesEachShardByt
     EXPECT_NE(nodes[i]->Log().find("streamed " + std::to_string(kShards * kPerShard) + " samples"), std::string::npos)
         << nodes[i]->Log();
   }
-  auto gets = BackendGets((*proxy)->access_log_path(), (*rgw)->bucket(), "train/");
+  auto gets = (*proxy)->GetsFromAccessLog((*rgw)->bucket(), "train/");
   uint64_t total = 0, bytes = 0;
   int shard_gets = 0;
   for (const auto& shard : manifest.shards) {

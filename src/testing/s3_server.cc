@@ -237,6 +237,29 @@ Result<std::unique_ptr<CloudProxy>> CloudProxy::Start(const std::string& upstrea
 
 CloudProxy::~CloudProxy() { Stop().IgnoreError(); }
 
+std::map<std::string, CloudProxy::Fetched> CloudProxy::GetsFromAccessLog(const std::string& bucket,
+                                                                         const std::string& prefix) const {
+  std::map<std::string, Fetched> gets;
+  std::ifstream in(access_log_path());
+  // "combined": ... "GET /BUCKET/KEY HTTP/1.1" STATUS BYTES ...
+  const std::string needle = "\"GET /" + bucket + "/" + prefix;
+  for (std::string line; std::getline(in, line);) {
+    auto at = line.find(needle);
+    if (at == std::string::npos) continue;
+    auto start = at + 6 + bucket.size() + 1;  // past `"GET /BUCKET/`
+    auto end = line.find_first_of(" ?", start);
+    auto& f = gets[line.substr(start, end - start)];
+    ++f.gets;
+    auto quote = line.find('"', end);
+    if (quote == std::string::npos) continue;
+    std::istringstream rest(line.substr(quote + 1));
+    int status = 0;
+    uint64_t bytes = 0;
+    if (rest >> status >> bytes) f.bytes += bytes;
+  }
+  return gets;
+}
+
 Status CloudProxy::Stop() { return StopDaemons(script_, dir_, pids_); }
 
 }  // namespace strata::testing

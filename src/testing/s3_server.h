@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +85,15 @@ class CloudProxy {
   const std::string& endpoint() const { return endpoint_; }
   const std::vector<pid_t>& pids() const { return pids_; }
   std::string access_log_path() const { return dir_ + "/log/access.log"; }  // nginx's "combined" format
+
+  // The GETs of each key under `prefix` in `bucket` that went through the proxy, and the
+  // response bytes nginx sent for them, from the access log (Options::access_log): what a
+  // test counts to show which bytes left the bucket.
+  struct Fetched {
+    int gets = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, Fetched> GetsFromAccessLog(const std::string& bucket, const std::string& prefix) const;
 
  private:
   CloudProxy() = default;
