@@ -15,6 +15,7 @@
 #include "ckpt/reader.h"
 #include "group/group_store.h"
 #include "object/store_url.h"
+#include "testing/background_process.h"
 
 namespace {
 
@@ -22,14 +23,7 @@ namespace fs = std::filesystem;
 
 // Waits (polling the files, with a deadline) until `prefix`0..nodes-1 exist in `dir`.
 bool WaitForAll(const fs::path& dir, const std::string& prefix, int nodes) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  for (;;) {
-    int n = 0;
-    for (int i = 0; i < nodes; ++i) n += fs::exists(dir / (prefix + std::to_string(i)));
-    if (n == nodes) return true;
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return strata::testing::WaitForFiles(dir.string(), prefix, nodes, std::chrono::seconds(120));
 }
 
 int Fail(const std::string& what) {

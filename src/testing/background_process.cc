@@ -144,6 +144,17 @@ Result<ServeProcess> StartStrataServe(const std::vector<std::string>& args, cons
   return serve;
 }
 
+bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int present = 0;
+    for (int i = 0; i < count; ++i) present += access((dir + "/" + prefix + std::to_string(i)).c_str(), F_OK) == 0;
+    if (present == count) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 uint16_t FreeLoopbackPort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;

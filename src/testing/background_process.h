@@ -61,6 +61,10 @@ struct ServeProcess {
 Result<ServeProcess> StartStrataServe(const std::vector<std::string>& args, const std::string& log_path,
                                       const EnvOverrides& env = {});
 
+// A barrier between test processes: waits (polling, up to `timeout`) until the
+// files `prefix`0 .. `prefix`(count-1) exist in `dir`. False on timeout.
+bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, std::chrono::milliseconds timeout);
+
 // A TCP port on 127.0.0.1 free at the time of the call, for servers that cannot report
 // the ephemeral port they bound (etcd); another process may take it in between.
 uint16_t FreeLoopbackPort();
