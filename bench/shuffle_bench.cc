@@ -1,20 +1,24 @@
 // Loader benchmark: shuffle quality vs cost, and streaming throughput with
 // and without prefetch from an emulated cloud bucket.
 //
-// Quality (pure, from loader/plan.h over a synthetic index): for kNone,
-// kShards and kWindow with windows 1..16, the Spearman rank correlation
+// Quality (pure, from loader/plan.h over a synthetic index), of the order
+// StreamingDataLoader(num_workers=8) yields (8 streams, one run of shards per
+// worker): for kNone, kShards and kWindow with windows 1..16, the Spearman rank correlation
 // between a sample's storage position and its epoch position, the share of
 // consecutive epoch samples that come from the same shard, and the distinct
 // shards per batch. Cost, measured: real iterators over a mem store of the
 // same shape, their Stats.shards_fetched summed: per worker when each worker
-// (a DataLoader process) has a RAM cache of its own, and per node when the
+// (a DataLoader process) has a RAM cache of its own (in the 8-stream order,
+// and in the one-stream order a plain torch DataLoader over the dataset
+// deals), and per node when the
 // workers share a cache directory (the Python default), the workers running
 // at once with caches of their own on one directory. Cost, simulated: fetches
 // per worker if it kept only an LRU cache of C shards (a reader that drops
 // shards it still needs; the loader keeps each shard from its first to its
 // last use instead). Throughput: StreamingDataset over a mem
-// store behind EmulateCloud (30 ms first byte, 25 MB/s per connection),
-// prefetch off (prefetch_shards 0, one connection) vs on (defaults).
+// store behind EmulateCloud (30 ms first byte, 25 MB/s per connection):
+// one request at a time (no prefetch), a fixed 4 shards ahead with 16
+// ranged reads each (the old default), and the default demand-sized prefetch.
 // Writes bench/out/shuffle.json (plot.py schema) and prints the tables.
 // Reproduce: build-*/bench/shuffle_bench [--quick] [--out bench/out/shuffle.json]
 #include <algorithm>
@@ -47,7 +51,8 @@ struct Quality {
   OrderSpec spec;
   double spearman = 0, same_shard = 0, shards_per_batch = 0;
   std::vector<double> fetches;    // simulated, per cache size
-  double fetched_per_worker = 0;  // measured: own cache per worker (mean)
+  double fetched_per_worker = 0;  // measured: own cache per worker (mean), one stream per worker
+  double fetched_one_stream = 0;  // measured: the same with the one-stream order
   uint64_t fetched_per_node = 0;  // measured: the workers sharing a cache directory (total)
 };
 
@@ -86,10 +91,11 @@ double WorkerFetches(const std::vector<uint64_t>& order, const PartitionSpec& sp
 
 Quality Measure(const std::string& name, OrderSpec spec, size_t shards, uint64_t per_shard, size_t workers,
                 size_t batch, const std::vector<size_t>& caches) {
+  // The order of `workers` streams: global batch g comes from run g % workers.
   dataset::Manifest m;
   for (size_t k = 0; k < shards; ++k) m.shards.push_back({"s" + std::to_string(k), 1, per_shard, "", ""});
   std::string fp = Fingerprint(m, spec);
-  auto order = EpochOrder(std::vector<uint64_t>(shards, per_shard), spec, fp, 0);
+  auto order = EpochOrder(std::vector<uint64_t>(shards, per_shard), spec, fp, 0, workers, batch);
   Quality q;
   q.name = name;
   q.spec = spec;
@@ -114,13 +120,13 @@ Quality Measure(const std::string& name, OrderSpec spec, size_t shards, uint64_t
 }
 
 // Drains worker `w`'s part of epoch 0 of a dataset opened with `o`; its Stats.
-Stats DrainWorker(object::ObjectStorePtr store, StreamingOptions o, size_t w) {
+Stats DrainWorker(object::ObjectStorePtr store, StreamingOptions o, size_t w, uint64_t streams) {
   auto ds = StreamingDataset::Open(store, "ds", o);
   if (!ds.ok()) {
     fprintf(stderr, "shuffle_bench: %s\n", ds.status().ToString().c_str());
     return {};
   }
-  auto it = *(*ds)->Iterate(w, (*ds)->MakeState(0, 0));
+  auto it = *(*ds)->Iterate(w, (*ds)->MakeState(0, 0, streams));
   while (true) {
     auto b = it->NextBatch();
     if (!b.ok()) fprintf(stderr, "shuffle_bench: %s\n", b.status().ToString().c_str());
@@ -138,12 +144,15 @@ void MeasureFetches(object::ObjectStorePtr store, Quality& q, size_t workers, si
   o.num_workers = workers, o.batch_size = batch, o.share_cache = false, o.decode_threads = 1;
   o.ram_cache_bytes = 0;  // the iterator itself holds a shard from first to last use
   uint64_t own = 0;
-  for (size_t w = 0; w < workers; ++w) own += DrainWorker(store, o, w).shards_fetched;
+  for (size_t w = 0; w < workers; ++w) own += DrainWorker(store, o, w, workers).shards_fetched;
   q.fetched_per_worker = static_cast<double>(own) / workers;
+  own = 0;
+  for (size_t w = 0; w < workers; ++w) own += DrainWorker(store, o, w, 1).shards_fetched;
+  q.fetched_one_stream = static_cast<double>(own) / workers;
   o.cache_dir = dir;
   std::vector<Stats> stats(workers);
   std::vector<std::thread> threads;
-  for (size_t w = 0; w < workers; ++w) threads.emplace_back([&, w] { stats[w] = DrainWorker(store, o, w); });
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back([&, w] { stats[w] = DrainWorker(store, o, w, workers); });
   for (auto& t : threads) t.join();
   for (const Stats& s : stats) q.fetched_per_node += s.shards_fetched;
   (void)io::RemoveAll(io::DefaultFileSystem(), dir);
@@ -204,20 +213,23 @@ int Main(int argc, char** argv) {
 
   printf("shuffle quality and cost: %zu shards x %llu samples, %zu workers, batch %zu\n", shards,
          static_cast<unsigned long long>(per_shard), workers, batch);
-  printf("%-10s %9s %11s %12s | %14s %12s |", "shuffle", "spearman", "same-shard%", "shards/batch", "fetched/worker",
-         "fetched/node");
+  printf("%-10s %9s %11s %12s | %14s %14s %12s |", "shuffle", "spearman", "same-shard%", "shards/batch",
+         "fetched/worker", "(one stream)", "fetched/node");
   for (size_t c : caches) printf(" sim LRU C=%-3zu", c);
   printf("\n");
   for (const auto& q : rows) {
-    printf("%-10s %9.4f %11.1f %12.1f | %14.1f %12llu |", q.name.c_str(), q.spearman, q.same_shard, q.shards_per_batch,
-           q.fetched_per_worker, static_cast<unsigned long long>(q.fetched_per_node));
+    printf("%-10s %9.4f %11.1f %12.1f | %14.1f %14.1f %12llu |", q.name.c_str(), q.spearman, q.same_shard,
+           q.shards_per_batch, q.fetched_per_worker, q.fetched_one_stream,
+           static_cast<unsigned long long>(q.fetched_per_node));
     for (double f : q.fetches) printf(" %13.0f", f);
     printf("\n");
   }
   printf(
-      "(measured: real iterators' Stats.shards_fetched, %.1f s; per worker: each with its own cache; per node:\n"
-      " %zu workers at once sharing a cache directory; sim LRU: a reader keeping only C shards)\n",
-      measure_s, workers);
+      "(order of %zu streams, one per worker, as StreamingDataLoader deals it; measured: real iterators'\n"
+      " Stats.shards_fetched, %.1f s; per worker: each with its own cache, and the same in the one-stream order of\n"
+      " a plain DataLoader; per node: the workers at once sharing a cache directory; sim LRU: a reader keeping\n"
+      " only C shards)\n",
+      workers, measure_s);
 
   // Throughput from an emulated cloud bucket.
   const uint64_t tp_shards = quick ? 8 : 24, tp_per_shard = 32, tp_bytes = 64 << 10;
@@ -227,29 +239,34 @@ int Main(int argc, char** argv) {
         return std::vector<dataset::Field>{{"bin", Buffer::FromString(std::string(tp_bytes, static_cast<char>(i)))}};
       });
   auto cloud = object::EmulateCloud(mem, object::CloudProfile{});
-  StreamingOptions off;
-  off.batch_size = 16, off.prefetch_shards = 0, off.fetch_concurrency = 1, off.ram_cache_bytes = 0;
-  off.shuffle_window = 4;
-  StreamingOptions on = off;
-  on.prefetch_shards = 4, on.fetch_concurrency = 16;
-  uint64_t n_off = 0, n_on = 0;
+  StreamingOptions demand;  // the defaults: prefetch sized by demand
+  demand.batch_size = 16, demand.ram_cache_bytes = 0, demand.shuffle_window = 4;
+  StreamingOptions off = demand;  // one request at a time, nothing ahead
+  off.max_connections = 1, off.fetch_concurrency = 1, off.prefetch_shards = 1;
+  StreamingOptions fixed = demand;  // the old default: a fixed count of shards ahead
+  fixed.prefetch_shards = 4, fixed.fetch_concurrency = 16;
+  uint64_t n_off = 0, n_fixed = 0, n_demand = 0;
   double s_off = Throughput(cloud, off, &n_off);
-  double s_on = Throughput(cloud, on, &n_on);
+  double s_fixed = Throughput(cloud, fixed, &n_fixed);
+  double s_demand = Throughput(cloud, demand, &n_demand);
   double mb = static_cast<double>(tp_bytes) / 1e6;
   printf("\nthroughput from EmulateCloud (30 ms first byte, 25 MB/s per connection), %llu x %llu KiB samples:\n",
-         static_cast<unsigned long long>(n_on), static_cast<unsigned long long>(tp_bytes >> 10));
-  printf("  prefetch off (0 shards ahead, 1 connection): %8.0f samples/s %7.1f MB/s\n", s_off, s_off * mb);
-  printf("  prefetch on  (4 shards ahead, 16 in flight):  %8.0f samples/s %7.1f MB/s  (x%.1f)\n", s_on, s_on * mb,
-         s_off > 0 ? s_on / s_off : 0);
+         static_cast<unsigned long long>(n_demand), static_cast<unsigned long long>(tp_bytes >> 10));
+  printf("  one request at a time:                         %8.0f samples/s %7.1f MB/s\n", s_off, s_off * mb);
+  printf("  fixed: 4 shards ahead, 16 ranged reads each:   %8.0f samples/s %7.1f MB/s  (x%.1f)\n", s_fixed,
+         s_fixed * mb, s_off > 0 ? s_fixed / s_off : 0);
+  printf("  demand-sized prefetch (the default):           %8.0f samples/s %7.1f MB/s  (x%.1f)\n", s_demand,
+         s_demand * mb, s_off > 0 ? s_demand / s_off : 0);
   object::DropMemStore("shuffle-bench");
 
   nlohmann::json j;
   j["title"] = "loader: shuffle quality vs cost, streaming throughput";
   std::vector<std::string> names;
-  std::vector<double> same, spb, per_worker, per_node;
+  std::vector<double> same, spb, per_worker, one_stream, per_node;
   for (const auto& q : rows) {
     names.push_back(q.name), same.push_back(q.same_shard), spb.push_back(q.shards_per_batch);
-    per_worker.push_back(q.fetched_per_worker), per_node.push_back(static_cast<double>(q.fetched_per_node));
+    per_worker.push_back(q.fetched_per_worker), one_stream.push_back(q.fetched_one_stream);
+    per_node.push_back(static_cast<double>(q.fetched_per_node));
   }
   nlohmann::json fetch_series = nlohmann::json::array();
   for (size_t c = 0; c < caches.size(); ++c) {
@@ -276,11 +293,12 @@ int Main(int argc, char** argv) {
                   {"groups", names},
                   {"series",
                    {{{"label", "per worker (own cache)"}, {"values", per_worker}},
+                    {{"label", "per worker, one-stream order"}, {"values", one_stream}},
                     {{"label", "per node (shared cache dir)"}, {"values", per_node}}}}},
                  {{"title", "throughput from a 30 ms / 25 MB/s bucket"},
                   {"ylabel", "samples/s"},
-                  {"groups", {"prefetch off", "prefetch on"}},
-                  {"series", {{{"label", "samples/s"}, {"values", {s_off, s_on}}}}}}};
+                  {"groups", {"one request at a time", "4 shards ahead", "demand-sized"}},
+                  {"series", {{{"label", "samples/s"}, {"values", {s_off, s_fixed, s_demand}}}}}}};
   j["rows"] = nlohmann::json::array();
   for (const auto& q : rows) {
     j["rows"].push_back({{"shuffle", q.name},
@@ -289,14 +307,17 @@ int Main(int argc, char** argv) {
                          {"shards_per_batch", q.shards_per_batch},
                          {"simulated_lru_fetches_per_worker", q.fetches},
                          {"fetched_per_worker", q.fetched_per_worker},
+                         {"fetched_per_worker_one_stream", q.fetched_one_stream},
                          {"fetched_per_node", q.fetched_per_node}});
   }
   j["cache_sizes"] = caches;
-  j["throughput"] = {
-      {"prefetch_off_samples_per_s", s_off}, {"prefetch_on_samples_per_s", s_on}, {"sample_bytes", tp_bytes}};
+  j["throughput"] = {{"one_request_samples_per_s", s_off},
+                     {"fixed_prefetch_samples_per_s", s_fixed},
+                     {"demand_prefetch_samples_per_s", s_demand},
+                     {"sample_bytes", tp_bytes}};
   std::ofstream(out) << j.dump(2) << "\n";
   printf("\nwrote %s; plot: /usr/bin/python3 bench/plot.py %s bench/out/shuffle.png\n", out.c_str(), out.c_str());
-  printf("reproduce: build-loader/bench/shuffle_bench%s\n", quick ? " --quick" : "");
+  printf("reproduce: build/bench/shuffle_bench%s\n", quick ? " --quick" : "");
   return 0;
 }
 
