@@ -14,7 +14,7 @@ PACKAGES=(
   # libraries
   libcurl4-openssl-dev libssl-dev libboost1.81-dev libfuse3-dev fuse3 libzstd-dev liburing-dev
   libxxhash-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-  libbenchmark-dev pybind11-dev python3-dev libexpat1-dev
+  libbenchmark-dev pybind11-dev python3-dev libexpat1-dev libyaml-dev
   # python side (Debian's /usr/bin/python3)
   python3-torch python3-numpy python3-pytest python3-boto3 python3-matplotlib
   # real S3 servers and clients for integration tests and benchmarks

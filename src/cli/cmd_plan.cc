@@ -2,15 +2,18 @@
 // a JSON file and measurements (`strata bench train --json`,
 // `strata profile --json`). The arithmetic is in plan_model.h.
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "cli/command.h"
 #include "cli/demo.h"
 #include "cli/plan_input.h"
 #include "cli/plan_model.h"
+#include "cli/plan_yaml.h"
 
 namespace strata::cli {
 namespace {
@@ -37,12 +40,24 @@ nlohmann::json Scalar(const std::string& text) {
   return text;
 }
 
-nlohmann::json ReadJsonFile(const std::string& path) {
+std::string ReadFileText(const std::string& path) {
   std::ifstream f(path);
   if (!f) Fail(kCmd, path, NotFoundError("cannot open " + path));
   std::stringstream buf;
   buf << f.rdbuf();
-  auto doc = nlohmann::json::parse(buf.str(), nullptr, /*allow_exceptions=*/false);
+  return buf.str();
+}
+
+bool IsYamlPath(const std::string& path) {
+  const auto ends = [&](const char* e) {
+    const size_t n = std::strlen(e);
+    return path.size() > n && path.compare(path.size() - n, n, e) == 0;
+  };
+  return ends(".yaml") || ends(".yml");
+}
+
+nlohmann::json ReadJsonFile(const std::string& path) {
+  auto doc = nlohmann::json::parse(ReadFileText(path), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) Fail(kCmd, path, InvalidArgumentError("not valid JSON"));
   return doc;
 }
@@ -57,9 +72,15 @@ void RunPlan(const PlanArgs& a) {
     return;
   }
   nlohmann::json doc = nlohmann::json::object();
+  std::optional<plan::YamlDocument> yaml;  // a YAML config: its field lines, for errors
   if (!a.config.empty()) {
-    doc = ReadJsonFile(a.config);
-    if (!doc.is_object()) Fail(kCmd, a.config, InvalidArgumentError("(top level): expected a JSON object"));
+    if (IsYamlPath(a.config)) {
+      yaml = Check(plan::ParseYaml(ReadFileText(a.config)), kCmd, a.config);
+      doc = yaml->doc;
+    } else {
+      doc = ReadJsonFile(a.config);
+    }
+    if (!doc.is_object()) Fail(kCmd, a.config, InvalidArgumentError("(top level): expected a mapping of fields"));
   }
   nlohmann::json flags = nlohmann::json::object();
   for (const auto& [field, text] : a.values) plan::SetPath(&flags, field, Scalar(text));
@@ -69,7 +90,12 @@ void RunPlan(const PlanArgs& a) {
   if (!a.from_profile.empty())
     Check(plan::ApplyProfile(ReadJsonFile(a.from_profile), a.from_profile, &doc), kCmd, a.from_profile);
   const std::string where = a.config.empty() ? std::string("(flags)") : a.config;
-  auto input = Check(plan::InputFromJson(doc), kCmd, where);
+  auto parsed = plan::InputFromJson(doc);
+  if (!parsed.ok() && yaml) {
+    // Name the line of the offending field in the YAML file.
+    Fail(kCmd, where, Status(parsed.status().code(), plan::WithLine(*yaml, parsed.status().message())));
+  }
+  auto input = Check(std::move(parsed), kCmd, where);
   auto report = Check(plan::MakePlan(input), kCmd, where);
   if (!a.png.empty()) {
     // Three charts comparing the options (bench/plot.py).
@@ -120,7 +146,8 @@ CommandRegistrar registrar("plan", [](CLI::App& root) {
   auto a = std::make_shared<PlanArgs>();
   auto* sub = root.add_subcommand(
       "plan", "Size and price the storage of a training job: bandwidth, utilisation, connections, cache, cost");
-  sub->add_option("-c,--config", a->config, "JSON file with the inputs (flags override it; see below)");
+  sub->add_option("-c,--config", a->config,
+                  "JSON or YAML (.yaml/.yml) file with the inputs (flags override it; see below)");
   sub->add_option("--from-bench", a->from_bench, "JSON of `strata bench train --json`: measured rates (repeatable)");
   sub->add_option("--from-profile", a->from_profile, "JSON of `strata profile --json`: the dataset as the job read it");
   // Each flag sets one field of the JSON document, named in errors.
@@ -174,7 +201,7 @@ CommandRegistrar registrar("plan", [](CLI::App& root) {
       "  strata plan --workload resnet50 --accelerator h100 --accelerators 64 --samples 1281167 --epochs 90 \\\n"
       "      --nvme 3.5TiB --nvme-bandwidth 6GB/s --price-per-hour 2.5 --ckpt-bytes 1GB --ckpt-bandwidth 1GB/s \\\n"
       "      --mtbf 24h\n"
-      "The --config JSON has the same fields (dataset.bytes, store.preset, checkpoint.mtbf, ...): see README.");
+      "The --config JSON or YAML has the same fields (dataset.bytes, store.preset, checkpoint.mtbf, ...): see README.");
   sub->callback([a] { RunPlan(*a); });
 });
 

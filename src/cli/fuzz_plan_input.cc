@@ -1,4 +1,4 @@
-// Fuzzes `strata plan`'s inputs end to end: any bytes as the plan document, a
+// Fuzzes `strata plan`'s inputs end to end: any bytes as the plan document (JSON or YAML), a
 // bench result or a profile give a report or an error naming the field, never
 // a crash, an uncaught exception or undefined behaviour in the arithmetic.
 #include <cstddef>
@@ -8,6 +8,7 @@
 
 #include "cli/plan_input.h"
 #include "cli/plan_model.h"
+#include "cli/plan_yaml.h"
 
 namespace {
 
@@ -24,10 +25,18 @@ void PlanAndFormat(const nlohmann::json& doc) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  // The first byte picks the role the rest plays, so one corpus reaches all three.
+  // The first byte picks the role the rest plays, so one corpus reaches all four.
   if (text.empty()) return 0;
-  const uint8_t role = static_cast<uint8_t>(text[0]) % 3;
+  const uint8_t role = static_cast<uint8_t>(text[0]) % 4;
   text.remove_prefix(1);
+  if (role == 3) {  // the plan document as YAML
+    auto yaml = strata::cli::plan::ParseYaml(text);
+    if (!yaml.ok()) return 0;
+    auto input = strata::cli::plan::InputFromJson(yaml->doc);
+    if (!input.ok()) (void)strata::cli::plan::WithLine(*yaml, input.status().message());
+    PlanAndFormat(yaml->doc);
+    return 0;
+  }
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return 0;
   if (role == 0) {

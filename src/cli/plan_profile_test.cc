@@ -160,6 +160,54 @@ TEST_F(PlanCommandTest, ConfigFileFlagsAndJson) {
   EXPECT_NE(run.out.find("list prices of"), std::string::npos) << run.out;
 }
 
+// The same plan as YAML and as JSON: the same report.
+TEST_F(PlanCommandTest, YamlConfigEqualsJsonConfig) {
+  std::ofstream(dir_ / "plan.json") << R"({"dataset": {"bytes": "50GB", "samples": 100000,
+      "histogram": [{"le": "512KiB", "count": 100000}]},
+      "accelerators": {"count": 8, "workload": "resnet50", "price_per_hour": 2},
+      "store": {"preset": "r2", "first_byte_latency": "80ms", "in_region": true},
+      "checkpoint": {"bytes": "10GB", "interval": "1h", "bandwidth": "2GB/s", "mtbf": "24h"}, "epochs": 3})";
+  std::ofstream(dir_ / "plan.yaml") << "# the same plan\n"
+                                       "dataset:\n"
+                                       "  bytes: 50GB\n"
+                                       "  samples: 100000\n"
+                                       "  histogram:\n"
+                                       "    - {le: 512KiB, count: 100000}\n"
+                                       "accelerators: {count: 8, workload: resnet50, price_per_hour: 2}\n"
+                                       "store:\n"
+                                       "  preset: 'r2'   # quoted or not\n"
+                                       "  first_byte_latency: 80ms\n"
+                                       "  in_region: true\n"
+                                       "checkpoint: {bytes: 10GB, interval: 1h, bandwidth: 2GB/s, mtbf: 24h}\n"
+                                       "epochs: 3\n";
+  auto from_json = RunStrata({"plan", "-c", (dir_ / "plan.json").string(), "--json"}, std::chrono::seconds(30));
+  auto from_yaml = RunStrata({"plan", "-c", (dir_ / "plan.yaml").string(), "--json"}, std::chrono::seconds(30));
+  ASSERT_EQ(from_json.code, 0) << from_json.err;
+  ASSERT_EQ(from_yaml.code, 0) << from_yaml.err;
+  json j = json::parse(from_json.out, nullptr, false), y = json::parse(from_yaml.out, nullptr, false);
+  ASSERT_FALSE(y.is_discarded()) << from_yaml.out;
+  EXPECT_EQ(y["input"]["store"]["preset"], "r2");
+  EXPECT_EQ(y["input"]["accelerators"]["count"], 8);
+  EXPECT_EQ(j, y);
+}
+
+TEST_F(PlanCommandTest, BadYamlNamesTheLineAndField) {
+  std::ofstream(dir_ / "bad.yaml") << "dataset:\n  samples: 1000\nstore:\n  preset: r2\n  first_byte_latency: fast\n";
+  auto run = RunStrata({"plan", "-c", (dir_ / "bad.yaml").string()}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("bad.yaml: line 5: store.first_byte_latency: expected a duration"), std::string::npos)
+      << run.err;
+  std::ofstream(dir_ / "broken.yaml") << "store:\n  preset: r2\n   bad: [1, 2\n";
+  run = RunStrata({"plan", "-c", (dir_ / "broken.yaml").string()}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("not valid YAML"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("line 3"), std::string::npos) << run.err;
+  std::ofstream(dir_ / "twice.yaml") << "epochs: 2\nepochs: 3\n";
+  run = RunStrata({"plan", "-c", (dir_ / "twice.yaml").string()}, std::chrono::seconds(30));
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("line 2: epochs: given twice"), std::string::npos) << run.err;
+}
+
 TEST_F(PlanCommandTest, BadInputsNameTheFieldAndExitWithUsage) {
   std::ofstream(dir_ / "bad.json") << R"({"store": {"first_byte_latency": "fast"}})";
   auto run = RunStrata({"plan", "-c", (dir_ / "bad.json").string()}, std::chrono::seconds(30));

@@ -68,6 +68,15 @@ json Analyze(const ProfileData& d, const AnalyzeOptions& opt) {
     ++hist[BucketUpper(f->size)];
     sizes.push_back(f->size);
   }
+  ReadTotals exact;
+  json reads_json;
+  if (d.exact_reads) {
+    // The mount's log: what was read, not whole files per open.
+    reads_json = AnalyzeReads(d, opt, &exact);
+    bytes = exact.bytes;
+    reread_bytes = exact.reread_bytes;
+    requests = exact.requests;
+  }
   std::sort(sizes.begin(), sizes.end());
   const double median = sizes.empty() ? 0 : double(sizes[sizes.size() / 2]);
   // Rates over the reading window (first to last open), not the start-up.
@@ -128,6 +137,22 @@ json Analyze(const ProfileData& d, const AnalyzeOptions& opt) {
          "offsets or lengths; mmap reads raise no event)"}}},
       {"verdicts", json::array()},
       {"top_files", json::array()}};
+  if (d.exact_reads) {
+    j["exact_reads"] = true;
+    j["bytes_read"] = bytes;
+    j["reads"] = reads_json;
+    j["io_wait_s"] = reads_json["io_wait_s"];
+    j["mounts"] = d.mounts;
+    j["profiler"]["method"] =
+        "strata mount access log (user.strata.profile): every read with offset and length, files opened with "
+        "direct I/O while profiled";
+    j["profiler"]["bad_log_lines"] = d.bad_log_lines;
+    j["profiler"]["bytes_note"] =
+        "bytes are exact: every read reached the mount (no page cache while profiled); reads over 1 MiB arrive "
+        "as 1 MiB pieces";
+  } else {
+    j["exact_reads"] = false;
+  }
   for (const auto& [upper, count] : hist) j["size_histogram"].push_back({{"le", upper}, {"count", count}});
 
   auto verdict = [&](const std::string& what, const std::string& why) {
@@ -151,10 +176,19 @@ json Analyze(const ProfileData& d, const AnalyzeOptions& opt) {
                                    " (every file touched) serves them: the loader's shard cache, or `strata mount` "
                                    "with a disk cache");
     }
-    if (median >= 64.0 * (1 << 20)) {
+    const bool random = d.exact_reads && exact.random_share >= 0.5 && exact.median_read <= 256.0 * 1024;
+    if (random) {
+      verdict("block cache with small blocks, no read-ahead",
+              Printf("%.0f%%", 100 * exact.random_share) + " of the reads are random, median read " +
+                  FormatBytes(exact.median_read) + " inside files of median " + FormatBytes(median) +
+                  ": read-ahead would fetch bytes nobody reads; `strata mount --block-size 1MiB` and a cache "
+                  "holding the hot part of the " +
+                  FormatBytes(unique) + " touched");
+    }
+    if (median >= 64.0 * (1 << 20) && !random) {
       std::string why = "median file " + FormatBytes(median) + ": stream with parallel ranged GETs of " +
                         FormatBytes(opt.request_bytes) + " (" + Printf("%.0f", requests) + " requests)";
-      if (read_opens > 0 && read_events / read_opens >= 64)
+      if (!d.exact_reads && read_opens > 0 && read_events / read_opens >= 64)
         why +=
             "; many reads per open: if they are at random offsets, a block cache with 1 MiB blocks and no "
             "read-ahead (`strata mount`)";
@@ -183,8 +217,8 @@ std::string FormatProfile(const json& r) {
     << (r.value("interrupted", false) ? ", interrupted" : "") << "), process CPU "
     << Printf("%.2f s", r["process"].value("cpu_s", 0.0)) << "\n";
   s << "files read: " << Count(num("files")) << ", " << FormatBytes(num("unique_bytes")) << " touched, "
-    << FormatBytes(num("bytes_read_estimate")) << " read (estimated), median file " << FormatBytes(num("median_size"))
-    << "\n";
+    << FormatBytes(num("bytes_read_estimate")) << (r.value("exact_reads", false) ? " read" : " read (estimated)")
+    << ", median file " << FormatBytes(num("median_size")) << "\n";
   s << "opens: " << Count(num("read_opens")) << " with reads (" << Printf("%.1f", num("opens_per_s")) << "/s over the "
     << Printf("%.2f s", num("reading_window_s")) << " from the first to the last), reads per file "
     << Printf("%.2f", r["reads_per_file"].value("mean", 0.0)) << " mean, " << r["reads_per_file"].value("max", 0)
@@ -192,6 +226,19 @@ std::string FormatProfile(const json& r) {
     << FormatBytes(r["rereads"].value("bytes", 0.0)) << " ("
     << Printf("%.0f%%", 100 * r["rereads"].value("fraction", 0.0)) << " of the bytes)\n";
   const json& os = r["object_store"];
+  if (r.value("exact_reads", false) && r.contains("reads")) {
+    const json& rd = r["reads"];
+    s << "reads (exact, through the strata mount): " << Count(rd.value("count", 0.0)) << ", "
+      << FormatBytes(rd.value("bytes", 0.0)) << ", median " << FormatBytes(rd.value("median_size", 0.0)) << "; "
+      << Printf("%.0f%%", 100 * rd["sequential"].value("share", 0.0)) << " sequential, "
+      << Printf("%.0f%%", 100 * rd["random"].value("share", 0.0)) << " random; re-read "
+      << FormatBytes(rd.value("reread_bytes", 0.0)) << "; waited " << Printf("%.2f s", rd.value("io_wait_s", 0.0))
+      << " on the mount\n";
+    s << "read sizes:";
+    for (const auto& b : rd["size_histogram"])
+      s << " <=" << FormatBytes(b.value("le", 0.0)) << ":" << Count(b.value("count", 0.0));
+    s << "\n";
+  }
   s << "against an object store: " << Count(os.value("requests", 0.0)) << " GETs ("
     << Printf("%.1f/s", os.value("requests_per_s", 0.0)) << ", "
     << Printf("%.0f", std::ceil(os.value("in_flight_at_100ms_first_byte", 0.0)))

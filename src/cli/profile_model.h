@@ -12,6 +12,10 @@
 //   wait in the queue and which carry no offset or length. Bytes are
 //   therefore estimated: every open followed by a read counts the file's
 //   whole size. mmap'd reads raise no event at all.
+// Through a strata mount the recording reads the mount's access log instead
+// (fuse/access_log.h): every read with its offset and length, so bytes,
+// sequential vs random share, read sizes, re-reads and the read timeline are
+// exact (profile_reads.cc).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,16 @@ struct FileRecord {
   double first_s = 0, last_s = 0;  // first and last open, seconds since the start
 };
 
+// One read as the strata mount served it (exact_reads only).
+struct ReadEvent {
+  uint32_t file = 0;    // index into ProfileData::files
+  uint64_t open = 0;    // which open of the file (unique within the profile)
+  uint64_t offset = 0;  // bytes
+  uint64_t length = 0;  // bytes returned
+  double t_s = 0;       // start, seconds since the profile's start
+  double wait_s = 0;    // how long the mount took to answer
+};
+
 struct ProfileData {
   std::vector<std::string> command;
   std::vector<std::string> paths;
@@ -45,6 +59,12 @@ struct ProfileData {
   uint64_t events = 0;
   uint64_t queue_overflows = 0;  // the kernel's queue overflowed: events were lost
   double profiler_cpu_s = 0;     // the profiler's own CPU time while recording
+  // Through a strata mount's access log: every read, exact (files[i].opens
+  // and read_opens are exact too).
+  bool exact_reads = false;
+  std::vector<std::string> mounts;  // the strata mount points read through
+  std::vector<ReadEvent> reads;
+  uint64_t bad_log_lines = 0;  // access log lines that did not parse (none expected)
 };
 
 struct AnalyzeOptions {
@@ -57,6 +77,14 @@ struct AnalyzeOptions {
 nlohmann::json Analyze(const ProfileData& data, const AnalyzeOptions& options = {});
 // The terminal report from Analyze's JSON.
 std::string FormatProfile(const nlohmann::json& report);
+
+// The exact-read part of the report (data.exact_reads): sequential vs random
+// share, read sizes, re-reads, timeline, I/O wait; and the totals Analyze's
+// request and verdict arithmetic uses.
+struct ReadTotals {
+  double bytes = 0, reread_bytes = 0, requests = 0, random_share = 0, median_read = 0;
+};
+nlohmann::json AnalyzeReads(const ProfileData& data, const AnalyzeOptions& options, ReadTotals* totals);
 
 // Power-of-two size buckets: the smallest 2^k >= size (0 for empty files).
 uint64_t BucketUpper(uint64_t size);

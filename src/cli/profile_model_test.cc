@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/profile_mountlog.h"
+
 namespace strata::cli::profile {
 namespace {
 
@@ -89,6 +91,32 @@ TEST(ProfileAnalyzeTest, NothingReadAndOpenedOnly) {
 TEST(ProfileAnalyzeTest, FewMediumFilesAreFine) {
   auto r = Analyze(SmallFiles(8, 8 << 20, 1, 10));
   EXPECT_TRUE(HasVerdict(r, "fine as is")) << r["verdicts"];
+}
+
+// The mount's log, parsed: an open then reads at 0, 100 (sequential), 50
+// (random, 50 bytes re-read); a read of an unknown handle and a bad line.
+TEST(ProfileMountLogTest, ParsesLogAndCountsExactReads) {
+  MountLog log("/mnt", {"/mnt/data"}, 1000000000);
+  const auto all = [](pid_t) { return true; };
+  log.Feed("O 1000000000 7 3 1000 data/a\\nb\nR 1100000000 7 3 0 100 5000\nR 12", all);
+  log.Feed("00000000 7 3 100 100 5000\nR 1300000000 7 3 50 100 5000\nR 1 7 99 0 1 1\ngarbage\n", all);
+  log.Feed("O 1000000000 7 4 10 other/x\nR 1400000000 7 4 0 10 1\n", all);  // not under --path
+  ProfileData d;
+  d.exact_reads = true;
+  d.duration_s = 1;
+  log.MoveInto(&d);
+  EXPECT_EQ(d.bad_log_lines, 1u);
+  ASSERT_EQ(d.files.size(), 1u);
+  EXPECT_EQ(d.files[0].path, "/mnt/data/a\nb");  // the log escapes the newline
+  EXPECT_EQ(d.files[0].read_opens, 1u);
+  ASSERT_EQ(d.reads.size(), 3u);
+  auto r = Analyze(d);
+  EXPECT_EQ(r["bytes_read"].get<double>(), 300);
+  EXPECT_EQ(r["reads"]["sequential"]["reads"].get<double>(), 2);
+  EXPECT_EQ(r["reads"]["random"]["reads"].get<double>(), 1);
+  EXPECT_EQ(r["reads"]["reread_bytes"].get<double>(), 100);  // [50,150) over [0,200)
+  EXPECT_NEAR(r["reads"]["io_wait_s"].get<double>(), 15e-6, 1e-12);
+  EXPECT_EQ(r["object_store"]["requests"].get<double>(), 2);  // one random + one sequential run
 }
 
 }  // namespace

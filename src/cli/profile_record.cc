@@ -17,8 +17,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <unordered_map>
+
+#include "cli/profile_mountlog.h"
 
 extern char** environ;
 
@@ -68,6 +71,21 @@ pid_t ParentOf(pid_t pid) {
   return rest ? pid_t(ppid) : -1;
 }
 
+// The process (thread group) of a thread id; the id itself if it is gone.
+pid_t TgidOf(pid_t tid) {
+  std::ifstream f("/proc/" + std::to_string(tid) + "/status");
+  std::string key;
+  while (f >> key) {
+    if (key == "Tgid:") {
+      long tgid = 0;
+      if (f >> tgid) return pid_t(tgid);
+      break;
+    }
+    f.ignore(1 << 16, '\n');
+  }
+  return tid;
+}
+
 // Whether `pid` descends from `root`, remembering answers (pids are not
 // reused within a profile in practice). A process that has already exited
 // cannot be placed: it counts as outside.
@@ -111,27 +129,54 @@ Result<ProfileData> Record(const RecordOptions& options) {
     return InvalidArgumentError("no command to profile (strata profile [options] -- CMD ...)");
   ProfileData data;
   data.command = options.command;
-  // Every directory under the paths gets a mark: a directory mark covers its
-  // direct entries only, and a mount mark would hold up every process on the
-  // mount (permission events) instead of those reading the dataset.
-  std::vector<std::string> dirs;
   for (const auto& p : options.paths) {
     std::error_code ec;
     const fs::path root = fs::canonical(p, ec);
     if (ec || !fs::is_directory(root, ec)) return NotFoundError("--path " + p + ": not a directory");
     data.paths.push_back(root.string());
-    dirs.push_back(root.string());
+  }
+  // Through strata mounts, the mounts' own access logs (exact reads); any
+  // path elsewhere: fanotify for all.
+  std::map<std::string, std::vector<std::string>> mounts;
+  if (!options.fanotify) {
+    for (const auto& p : data.paths) {
+      const std::string m = StrataMountOf(p);
+      if (m.empty()) {
+        mounts.clear();
+        break;
+      }
+      mounts[m].push_back(p);
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+  std::vector<std::unique_ptr<MountLog>> logs;
+  for (const auto& [m, paths] : mounts) {
+    logs.push_back(std::make_unique<MountLog>(m, paths, start_ns));
+    data.mounts.push_back(m);
+    STRATA_RETURN_IF_ERROR(logs.back()->Start());
+  }
+  data.exact_reads = !logs.empty();
+  // Every directory under the paths gets a mark: a directory mark covers its
+  // direct entries only, and a mount mark would hold up every process on the
+  // mount (permission events) instead of those reading the dataset.
+  std::vector<std::string> dirs;
+  for (const auto& root : logs.empty() ? data.paths : std::vector<std::string>{}) {
+    std::error_code ec;
+    dirs.push_back(root);
     for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
-      if (dirs.size() > 200000) return InvalidArgumentError("--path " + p + ": more than 200000 directories");
+      if (dirs.size() > 200000) return InvalidArgumentError("--path " + root + ": more than 200000 directories");
     }
   }
   Fd fan;
-  fan.fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
-  if (fan.fd < 0) {
-    return PermissionDeniedError(std::string("fanotify_init: ") + std::strerror(errno) +
-                                 " (strata profile needs CAP_SYS_ADMIN: run it as root)");
+  if (logs.empty()) {
+    fan.fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+    if (fan.fd < 0) {
+      return PermissionDeniedError(std::string("fanotify_init: ") + std::strerror(errno) +
+                                   " (strata profile needs CAP_SYS_ADMIN: run it as root)");
+    }
   }
   const uint64_t mask = FAN_OPEN_PERM | FAN_ACCESS | FAN_CLOSE_WRITE | FAN_CLOSE_NOWRITE | FAN_EVENT_ON_CHILD;
   for (const auto& d : dirs) {
@@ -158,7 +203,6 @@ Result<ProfileData> Record(const RecordOptions& options) {
   for (const auto& a : options.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t child = -1;
-  const auto start = std::chrono::steady_clock::now();
   const int spawn_err = posix_spawnp(&child, argv[0], nullptr, &attr, argv.data(), environ);
   posix_spawnattr_destroy(&attr);
   if (spawn_err != 0) return ErrnoToStatus(spawn_err, "cannot run " + options.command[0]);
@@ -167,8 +211,13 @@ Result<ProfileData> Record(const RecordOptions& options) {
   Tree tree(child);
   std::map<std::pair<dev_t, ino_t>, FileRecord> files;
   alignas(fanotify_event_metadata) static thread_local char buf[64 * 1024];
+  const auto inside = [&](pid_t tid) { return options.all_processes || tree.Contains(TgidOf(tid)); };
   // Reads every queued event; false when the queue is empty.
   const auto drain = [&]() -> bool {
+    if (fan.fd < 0) {
+      for (auto& log : logs) log->Poll(inside);
+      return false;
+    }
     const ssize_t n = ::read(fan.fd, buf, sizeof buf);
     if (n <= 0) return false;
     auto* m = reinterpret_cast<const fanotify_event_metadata*>(buf);
@@ -210,7 +259,7 @@ Result<ProfileData> Record(const RecordOptions& options) {
   double kill_at = -1;
   while (!exited) {
     pollfd p{fan.fd, POLLIN, 0};
-    ::poll(&p, 1, 50);
+    ::poll(&p, 1, fan.fd >= 0 ? 50 : 10);  // a log is polled: often, to place short-lived pids
     while (drain()) {
     }
     siginfo_t info{};
@@ -242,6 +291,12 @@ Result<ProfileData> Record(const RecordOptions& options) {
   rusage self_after{};
   getrusage(RUSAGE_SELF, &self_after);
   data.profiler_cpu_s = CpuSeconds(self_after) - CpuSeconds(self_before);
+  for (auto& log : logs) {
+    log->Poll(inside);  // the reads of the last moments
+    log->Stop();
+    log->MoveInto(&data);
+  }
+  if (data.exact_reads) return data;
   for (auto& [key, f] : files) {
     // Read notifications are merged in the queue and lose their order
     // against the opens: a file with any read counts every open as a read.

@@ -1,6 +1,8 @@
-// Recording for `strata profile` (Linux fanotify; needs CAP_SYS_ADMIN): runs
-// a command and counts, per file under the watched directories, the opens,
-// read notifications and write-closes of the command's process tree
+// Recording for `strata profile`: runs a command and counts, per file under
+// the watched directories, the accesses of the command's process tree. When
+// every path is on a strata mount, the mounts' access logs give every read
+// exactly (profile_mountlog.h); otherwise Linux fanotify (needs
+// CAP_SYS_ADMIN) counts opens, read notifications and write-closes
 // (profile_model.h says what fanotify can and cannot tell).
 #pragma once
 
@@ -17,6 +19,7 @@ struct RecordOptions {
   std::vector<std::string> paths;    // directories watched, recursively (marks on every directory at the start)
   double duration_s = 0;             // 0: until the command ends; then SIGINT to its process group
   bool all_processes = false;        // count accesses of every process, not only the command's tree
+  bool fanotify = false;             // fanotify even when every path is on a strata mount
 };
 
 // Runs the command to its end (or --duration / Ctrl-C, forwarded to the

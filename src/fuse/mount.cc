@@ -20,6 +20,7 @@
 
 #include "base/executor.h"
 #include "base/log.h"
+#include "fuse/access_log.h"
 #include "fuse/errno_map.h"
 
 namespace strata::fuse {
@@ -33,6 +34,7 @@ struct Context {
   ObjectFs* fs;
   const MountOptions* options;
   std::once_flag tune_once;
+  AccessLog access_log;  // on only while `strata profile` watches the mount
 };
 
 Context& Ctx(fuse_req_t req) { return *static_cast<Context*>(fuse_req_userdata(req)); }
@@ -214,11 +216,25 @@ void FillOpen(fuse_file_info* fi, const fs::OpenResult& r) {
   fi->noflush = !r.writable;  // nothing to upload: spare the kernel a FLUSH round trip per close
 }
 
+// While profiled: every read of the program must reach the mount (no page
+// cache), and the open names the file for the read records that follow.
+void LogOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  AccessLog& log = Ctx(req).access_log;
+  if (!log.on()) return;
+  fi->direct_io = 1;
+  fi->keep_cache = 0;
+  auto path = Fs(req).PathOf(ino);
+  auto attr = Fs(req).GetAttr(ino);
+  log.Open(static_cast<uint32_t>(fuse_req_ctx(req)->pid), fi->fh, attr.ok() ? attr->size : 0,
+           path.ok() ? *path : std::string("?"));
+}
+
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   MaybeTune(req);
   auto r = Fs(req).Open(ino, fi->flags);
   if (!r.ok()) return Fail(req, r.status());
   FillOpen(fi, *r);
+  LogOpen(req, ino, fi);
   if (fuse_reply_open(req, fi) != 0) Fs(req).Release(r->fh).IgnoreError();
 }
 
@@ -226,6 +242,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
   auto r = Fs(req).Create(parent, name, mode, fi->flags);
   if (!r.ok()) return Fail(req, r.status());
   FillOpen(fi, r->second);
+  LogOpen(req, r->first.attr.ino, fi);
   fuse_entry_param p = ToEntry(r->first);
   if (fuse_reply_create(req, &p, fi) != 0) {
     Fs(req).Release(r->second.fh).IgnoreError();
@@ -234,8 +251,14 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  AccessLog& log = Ctx(req).access_log;
+  const int64_t start = log.on() ? AccessLog::NowNs() : 0;
   auto data = Fs(req).Read(fi->fh, static_cast<uint64_t>(off), size);
   if (!data.ok()) return Fail(req, data.status());
+  if (start != 0 && !data->empty()) {
+    log.Read(static_cast<uint32_t>(fuse_req_ctx(req)->pid), fi->fh, static_cast<uint64_t>(off), data->size(), start,
+             AccessLog::NowNs());
+  }
   fuse_reply_buf(req, reinterpret_cast<const char*>(data->data()), data->size());
 }
 
@@ -290,6 +313,46 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
 
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
   Fail(req, Fs(req).Mknod(parent, name, mode));
+}
+
+// The profiling switch (access_log.h): only kProfileXattr on the root, only
+// by root or the mount's owner (the daemon appends to the named file).
+void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int) {
+  if (ino != FUSE_ROOT_ID || std::strcmp(name, kProfileXattr) != 0) {
+    fuse_reply_err(req, EOPNOTSUPP);
+    return;
+  }
+  const uid_t uid = fuse_req_ctx(req)->uid;
+  if (uid != 0 && uid != ::getuid()) {
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  AccessLog& log = Ctx(req).access_log;
+  const std::string path(value, size);
+  if (path.empty()) {
+    log.Stop();
+    {
+      fuse_reply_err(req, 0);
+      return;
+    }
+  }
+  Status st = log.Start(path);
+  if (st.ok()) STRATA_LOG_INFO("mount: access log on: {}", path);
+  fuse_reply_err(req, st.ok() ? 0 : st.code() == Code::kUnavailable ? EBUSY : ErrnoFor(st, FsOp::kOther));
+}
+
+void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  if (ino != FUSE_ROOT_ID || std::strcmp(name, kProfileXattr) != 0) {
+    fuse_reply_err(req, EOPNOTSUPP);
+    return;
+  }
+  const uid_t uid = fuse_req_ctx(req)->uid;
+  if (uid != 0 && uid != ::getuid()) {
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  Ctx(req).access_log.Stop();
+  fuse_reply_err(req, 0);
 }
 
 void OpStatfs(fuse_req_t req, fuse_ino_t) {
@@ -347,7 +410,10 @@ fuse_lowlevel_ops MakeOps() {
   ops.readlink = Guarded<OpReadlink>::Call;
   ops.mknod = Guarded<OpMknod>::Call;
   ops.statfs = Guarded<OpStatfs>::Call;
-  // No xattr handlers: libfuse answers ENOSYS and the kernel stops asking.
+  // Only the profiling switch; no getxattr/listxattr: libfuse answers ENOSYS
+  // and the kernel stops asking.
+  ops.setxattr = Guarded<OpSetxattr>::Call;
+  ops.removexattr = Guarded<OpRemovexattr>::Call;
   return ops;
 }
 
@@ -410,7 +476,7 @@ Status ServeMount(ObjectFs& fs, const MountOptions& options) {
   for (auto& s : argv_s) argv.push_back(s.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
 
-  Context ctx{&fs, &options, {}};
+  Context ctx{&fs, &options, {}, {}};
   fuse_lowlevel_ops ops = MakeOps();
   fuse_session* se = fuse_session_new(&args, &ops, sizeof(ops), &ctx);
   if (se == nullptr) return IOError("could not create a FUSE session (bad mount options: " + opts + ")");
