@@ -445,10 +445,10 @@ class _Ring:
         return slot, gen, t, send
 
 
-def _torch_dtype(array):
-    """The torch dtype default_collate would make of ``array``'s rows; None if it cannot."""
+def _torch_dtype(dtype):
+    """The torch dtype default_collate would make of numpy ``dtype``; None if it cannot."""
     try:
-        return torch.from_numpy(np.empty(0, dtype=array.dtype)).dtype
+        return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
     except (TypeError, ValueError):
         return None
 
@@ -488,7 +488,7 @@ class _PackedBatch:
             if isinstance(col, tuple) and len(col) == 3 and col[0] == "raw":
                 big.append((len(cols), col[1]))
                 cols.append((name, "raw", (col[1], col[2].tolist())))
-            elif isinstance(col, np.ndarray) and _torch_dtype(col) is not None:
+            elif isinstance(col, np.ndarray) and _torch_dtype(col.dtype) is not None:
                 col = np.ascontiguousarray(col)
                 big.append((len(cols), col))
                 cols.append((name, "array", (col, col.dtype.str, col.shape)))
@@ -526,33 +526,51 @@ class _PackedBatch:
                 buffer = known[1]
         self.buffer = buffer
 
-    def unpack(self):
+    def unpack(self, pin=None):
+        """The batch dict. Raw values and arrays view the shared buffer (no copy); the worker may
+        reuse it once all of them are gone. ``pin``: pin_memory's device (pins tensors only)."""
         if len(self.columns) == 1 and self.columns[0][0] is None:
-            return self.columns[0][2]
-        shared = None if self.buffer is None else self.buffer.numpy()
+            value = self.columns[0][2]
+            return value if pin is None else _pin_memory(value, *pin)
+        view = None
+        if self.buffer is not None:
+            shared = self.buffer.numpy()
+            owner = shared.view()  # every view below keeps it alive; when it goes, the buffer is free
+            weakref.finalize(owner, _release_slot, shared)
+            view = memoryview(owner)
+            self.buffer = None
         out = {}
         for name, kind, value in self.columns:
             if kind == "index":
                 value = torch.from_numpy(value.astype(np.int64))
             elif kind == "raw":
                 data, offsets = value
-                if shared is not None:
-                    data = shared[data[0]:data[0] + data[1]]
-                view = memoryview(data)
-                value = [bytes(view[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]
+                if view is not None:
+                    data = view[data[0]:data[0] + data[1]].toreadonly()
+                else:
+                    data = memoryview(data)  # in-process: a view of strata's (read-only) batch buffer
+                value = [data[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
+                out[name] = value
+                continue
             elif kind == "array":
                 data, dtype, shape = value
-                if shared is not None:
-                    data = shared[data[0]:data[0] + data[1]].view(dtype).reshape(shape)
-                value = torch.from_numpy(np.array(data))  # a copy: owned, writable
+                if view is not None and data[1]:
+                    value = torch.frombuffer(view[data[0]:data[0] + data[1]], dtype=_torch_dtype(dtype)).view(shape)
+                elif view is not None:
+                    value = torch.empty(shape, dtype=_torch_dtype(dtype))
+                else:
+                    value = torch.from_numpy(np.array(data))  # a copy: owned, writable
+            if pin is not None:
+                value = _pin_memory(value, *pin)
             out[name] = value
-        if shared is not None:
-            shared[0] = 0  # copied out: the worker may reuse the buffer
-            self.buffer = None
         return out
 
-    def pin_memory(self, device=None):  # the pin_memory thread (pin_memory=True)
-        return _CountedBatch(_pin_memory(self.unpack(), device), self.count)
+    def pin_memory(self, device=None):  # the pin_memory thread (pin_memory=True): tensors only
+        return _CountedBatch(self.unpack(pin=(device,)), self.count)
+
+
+def _release_slot(shared):
+    shared[0] = 0  # the main process no longer views the batch: the worker may reuse its buffer
 
 
 def _packed_passthrough(item):
