@@ -406,7 +406,7 @@ class StreamingDataset(IterableDataset):
 _CountedBatch = collections.namedtuple("_CountedBatch", ["batch", "count"])
 
 
-_RING_SLOTS = 4  # shared buffers per worker: the batches it may have in flight before one is copied out
+_RING_SLOTS = 6  # shared buffers a worker keeps: its batches in flight or still viewed in the main process
 _SLOT_HEADER = 64  # byte 0: 1 while the main process has not copied the batch out yet
 _RINGS = {}  # main process: (worker pid, slot) -> (generation, uint8 tensor), as a worker sent them
 
