@@ -132,13 +132,36 @@ py::object ColumnToPy(ld::Column& c, size_t rows) {
   return out;
 }
 
-py::dict BatchToPy(ld::Batch& b) {
+// A raw column as one buffer and its row bounds: ("raw", uint8 [nbytes] view, uint64 [rows + 1]
+// offsets). StreamingDataLoader's workers move it to the main process as one shared-memory
+// tensor, not as one pickled bytes object per sample.
+py::object PackedRawToPy(ld::Column& c, size_t rows) {
+  std::vector<uint64_t> offsets(c.offsets);
+  if (offsets.empty()) {  // fixed-size items
+    const uint64_t item = rows ? c.data.size() / rows : 0;
+    offsets.resize(rows + 1);
+    for (size_t i = 0; i <= rows; ++i) offsets[i] = i * item;
+  }
+  if (offsets.size() != rows + 1 || offsets.back() > c.data.size()) {
+    ThrowStatus(CorruptionError("raw column of " + std::to_string(rows) + " rows has " +
+                                std::to_string(offsets.size()) + " offsets over " + std::to_string(c.data.size()) +
+                                " bytes"));
+  }
+  const auto size = static_cast<int64_t>(c.data.size());
+  return py::make_tuple("raw", NumpyView(std::move(c.data), "|u1", {size}),
+                        py::array_t<uint64_t>(offsets.size(), offsets.data()));
+}
+
+py::dict BatchToPy(ld::Batch& b, bool packed = false) {
   py::dict d;
   d["__key__"] = b.keys;
   d["__index__"] = py::array_t<uint64_t>(b.indices.size(), b.indices.data());
   d["__epoch__"] = b.epoch;
   d["__position__"] = b.first_position;
-  for (auto& [name, col] : b.columns) d[py::str(name)] = ColumnToPy(col, b.indices.size());
+  for (auto& [name, col] : b.columns) {
+    const bool raw = col.kind == ld::Decode::kRaw || col.kind == ld::Decode::kAuto;
+    d[py::str(name)] = packed && raw ? PackedRawToPy(col, b.indices.size()) : ColumnToPy(col, b.indices.size());
+  }
   return d;
 }
 
@@ -198,16 +221,18 @@ void BindLoader(py::module_& m) {
              if (!s) return py::none();
              return SampleToPy(*s);
            })
-      .def("next_batch",
-           [](PyIterator& p) -> py::object {
-             std::optional<ld::Batch> b;
-             {
-               py::gil_scoped_release release;
-               b = Unwrap(p.it->NextBatch());
-             }
-             if (!b) return py::none();
-             return BatchToPy(*b);
-           })
+      .def(
+          "next_batch",
+          [](PyIterator& p, bool packed) -> py::object {
+            std::optional<ld::Batch> b;
+            {
+              py::gil_scoped_release release;
+              b = Unwrap(p.it->NextBatch());
+            }
+            if (!b) return py::none();
+            return BatchToPy(*b, packed);
+          },
+          py::arg("packed") = false)
       .def("stats", [](PyIterator& p) { return StatsToPy(p.it->stats()); })
       .def("close", [](PyIterator& p) {
         py::gil_scoped_release release;  // stops the pipeline threads

@@ -14,8 +14,11 @@ import stat
 import tempfile
 import weakref
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data._utils.collate import default_collate
+from torch.utils.data._utils.pin_memory import pin_memory as _pin_memory
 
 from . import _strata
 from ._distributed import rank_world
@@ -168,6 +171,8 @@ class StreamingDataset(IterableDataset):
         # depends on the worker count the epoch started with; a resume state records it.
         self._streams = {}
         self._deal_shards = False  # set while StreamingDataLoader starts its workers
+        self._packed_batches = False  # likewise: iterate whole C++ batches (_PackedBatch), not samples
+        self._ring = None  # a worker's shared buffers for _PackedBatch
         self._yielded = None  # samples this process's own iteration yielded this epoch (None: none)
         self._yield_base = 0  # samples consumed when that iteration started
         self._handles = {}
@@ -194,6 +199,7 @@ class StreamingDataset(IterableDataset):
         state = dict(self.__dict__)
         state["_handles"] = {}
         state["_last_iter"] = None
+        state["_ring"] = None
         return state
 
     @property
@@ -313,6 +319,11 @@ class StreamingDataset(IterableDataset):
     def __iter__(self):
         info = get_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        if self._packed_batches:  # read now: StreamingDataLoader sets it only while its iterator starts
+            return self._packed(worker, num_workers, info)
+        return self._samples(worker, num_workers, info)
+
+    def _samples(self, worker, num_workers, info):
         it = self._iterator(worker, num_workers, info is None)
         completed = False
         try:
@@ -324,6 +335,39 @@ class StreamingDataset(IterableDataset):
                 if info is None:
                     self._yielded += 1
                 yield self.transform(sample) if self.transform is not None else sample
+        finally:
+            self._finish(it, completed, info is None)
+
+    def _packed(self, worker, num_workers, info):
+        """Whole batches for StreamingDataLoader's default collate, each a _PackedBatch.
+
+        Collated in C++ (no dict per sample); in a worker, every raw field and fixed-shape array
+        goes to the main process as one shared-memory tensor. With a transform: its samples,
+        default-collated here.
+        """
+        it = self._iterator(worker, num_workers, info is None)
+        completed = False
+        try:
+            while True:
+                if self.transform is None:
+                    batch = it.next_batch(packed=True)
+                    if batch is not None and info is not None and self._ring is None:
+                        self._ring = _Ring()
+                    packed = None if batch is None else _PackedBatch.of(batch, self._ring if info else None)
+                else:
+                    samples = []
+                    while len(samples) < self.batch_size:
+                        sample = it.next_sample()
+                        if sample is None:
+                            break
+                        samples.append(self.transform(sample))
+                    packed = _PackedBatch.ready(default_collate(samples), len(samples)) if samples else None
+                if packed is None:
+                    completed = True
+                    break
+                if info is None:
+                    self._yielded += packed.count
+                yield packed
         finally:
             self._finish(it, completed, info is None)
 
@@ -362,6 +406,178 @@ class StreamingDataset(IterableDataset):
 _CountedBatch = collections.namedtuple("_CountedBatch", ["batch", "count"])
 
 
+_RING_SLOTS = 6  # shared buffers a worker keeps: its batches in flight or still viewed in the main process
+_SLOT_HEADER = 64  # byte 0: 1 while the main process has not copied the batch out yet
+_RINGS = {}  # main process: (worker pid, slot) -> (generation, uint8 tensor), as a worker sent them
+
+
+class _Ring:
+    """A worker's shared-memory buffers for its batches, reused.
+
+    Fresh shared memory per batch (what torch's own workers do for tensors) costs a page fault
+    per 4 KiB page in the worker and again in the main process, more than the copy itself;
+    a reused buffer is mapped once. The main process clears a buffer's busy byte once it has
+    copied the batch out; a worker never waits for one: with every buffer busy it sends a
+    one-off buffer instead.
+    """
+
+    def __init__(self, slots=_RING_SLOTS):
+        self.slots = [None] * slots  # (generation, tensor)
+        self.generation = 0
+
+    def acquire(self, nbytes):
+        """(slot, generation, tensor, send): a buffer of at least nbytes, marked busy."""
+        need = _SLOT_HEADER + nbytes
+        free = [i for i, s in enumerate(self.slots) if s is None or s[1][0].item() == 0]
+        fits = [i for i in free if self.slots[i] is not None and self.slots[i][1].numel() >= need]
+        self.generation += 1
+        if fits:
+            slot = fits[0]
+            gen, t = self.slots[slot]
+            send = False
+        else:
+            size = max(need + need // 4, 1 << 20)  # headroom: batches of varying size reuse it
+            t = torch.tensor((), dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(size))
+            slot, gen, send = (free[0] if free else -1), self.generation, True
+            if slot >= 0:
+                self.slots[slot] = (gen, t)
+        t[0] = 1
+        return slot, gen, t, send
+
+
+def _torch_dtype(dtype):
+    """The torch dtype default_collate would make of numpy ``dtype``; None if it cannot."""
+    try:
+        return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
+    except (TypeError, ValueError):
+        return None
+
+
+class _PackedBatch:
+    """A batch collated in C++, as StreamingDataLoader's default collate gives it.
+
+    In a worker, raw fields and fixed-shape arrays are copied into one reused shared-memory
+    buffer (_Ring) and only their offsets are pickled: the result queue carries neither a dict
+    nor a bytes object per sample. ``unpack()`` in the main process makes what
+    ``default_collate`` of the sample dicts would: ``__key__`` a list of str, ``__index__`` an
+    int64 tensor, raw fields a list of bytes, arrays stacked tensors, JSON/Example values
+    collated.
+    """
+
+    __slots__ = ("columns", "count", "slot", "buffer", "send")
+
+    def __init__(self, columns, count, slot=None, buffer=None, send=False):
+        self.columns = columns  # [(name, kind, value)], kind: "value" | "index" | "raw" | "array"
+        self.count = count
+        self.slot = slot  # (worker pid, slot, generation) when the columns are in a shared buffer
+        self.buffer = buffer  # uint8 tensor (shared) or None: raw/array values are local arrays
+        self.send = send  # pickle the buffer itself (first use of a slot, or a one-off)
+
+    @classmethod
+    def ready(cls, batch, count):
+        return cls([(None, "value", batch)], count)
+
+    @classmethod
+    def of(cls, batch, ring):
+        count = len(batch["__key__"])
+        cols = [("__key__", "value", batch["__key__"]), ("__index__", "index", batch["__index__"])]
+        big = []  # (position in cols, array)
+        for name, col in batch.items():
+            if name in ("__key__", "__index__", "__epoch__", "__position__"):
+                continue
+            if isinstance(col, tuple) and len(col) == 3 and col[0] == "raw":
+                big.append((len(cols), col[1]))
+                cols.append((name, "raw", (col[1], col[2].tolist())))
+            elif isinstance(col, np.ndarray) and _torch_dtype(col.dtype) is not None:
+                col = np.ascontiguousarray(col)
+                big.append((len(cols), col))
+                cols.append((name, "array", (col, col.dtype.str, col.shape)))
+            else:  # JSON / Example values, ragged arrays: as default_collate does
+                cols.append((name, "value", default_collate(list(col))))
+        if ring is None or not big:
+            return cls(cols, count)
+        spans, end = [], _SLOT_HEADER
+        for _, array in big:
+            spans.append(end)
+            end += (array.nbytes + 63) // 64 * 64
+        slot, gen, buffer, send = ring.acquire(end - _SLOT_HEADER)
+        view = buffer.numpy()
+        for (pos, array), start in zip(big, spans):
+            name, kind, value = cols[pos]
+            view[start:start + array.nbytes] = array.reshape(-1).view(np.uint8)
+            cols[pos] = (name, kind, ((start, array.nbytes),) + value[1:])
+        return cls(cols, count, (os.getpid(), slot, gen), buffer, send)
+
+    def __getstate__(self):
+        return self.columns, self.count, self.slot, self.buffer if self.send else None
+
+    def __setstate__(self, state):
+        self.columns, self.count, self.slot, buffer = state
+        self.send = False
+        if self.slot is not None:
+            pid, slot, gen = self.slot
+            if buffer is not None and slot >= 0:
+                _RINGS[(pid, slot)] = (gen, buffer)
+            elif buffer is None:  # bound now: batches of one worker arrive in order
+                known = _RINGS.get((pid, slot))
+                if known is None or known[0] != gen:
+                    raise RuntimeError(f"strata: worker {pid}'s batch names shared buffer {slot} generation {gen}, "
+                                       f"which this process did not receive")
+                buffer = known[1]
+        self.buffer = buffer
+
+    def unpack(self, pin=None):
+        """The batch dict. Raw values and arrays view the shared buffer (no copy); the worker may
+        reuse it once all of them are gone. ``pin``: pin_memory's device (pins tensors only)."""
+        if len(self.columns) == 1 and self.columns[0][0] is None:
+            value = self.columns[0][2]
+            return value if pin is None else _pin_memory(value, *pin)
+        view = None
+        if self.buffer is not None:
+            shared = self.buffer.numpy()
+            owner = shared.view()  # every view below keeps it alive; when it goes, the buffer is free
+            weakref.finalize(owner, _release_slot, shared)
+            view = memoryview(owner)
+            self.buffer = None
+        out = {}
+        for name, kind, value in self.columns:
+            if kind == "index":
+                value = torch.from_numpy(value.astype(np.int64))
+            elif kind == "raw":
+                data, offsets = value
+                if view is not None:
+                    data = view[data[0]:data[0] + data[1]].toreadonly()
+                else:
+                    data = memoryview(data)  # in-process: a view of strata's (read-only) batch buffer
+                value = [data[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
+                out[name] = value
+                continue
+            elif kind == "array":
+                data, dtype, shape = value
+                if view is not None and data[1]:
+                    value = torch.frombuffer(view[data[0]:data[0] + data[1]], dtype=_torch_dtype(dtype)).view(shape)
+                elif view is not None:
+                    value = torch.empty(shape, dtype=_torch_dtype(dtype))
+                else:
+                    value = torch.from_numpy(np.array(data))  # a copy: owned, writable
+            if pin is not None:
+                value = _pin_memory(value, *pin)
+            out[name] = value
+        return out
+
+    def pin_memory(self, device=None):  # the pin_memory thread (pin_memory=True): tensors only
+        return _CountedBatch(self.unpack(pin=(device,)), self.count)
+
+
+def _release_slot(shared):
+    shared[0] = 0  # the main process no longer views the batch: the worker may reuse its buffer
+
+
+def _packed_passthrough(item):
+    """StreamingDataLoader's collate_fn over _PackedBatch items (not auto-collated)."""
+    return item
+
+
 class _CountingCollate:
     """Wraps a collate_fn: returns the batch with len(samples) beside it (picklable for spawn)."""
 
@@ -383,6 +599,15 @@ class StreamingDataLoader(DataLoader):
 
     def __init__(self, dataset, *args, **kwargs):
         batch_size = kwargs.get("batch_size", args[0] if args else 1)
+        # The default collate over whole batches collated in C++ (_PackedBatch): no dict per sample,
+        # and from workers no bytes pickled per sample. The DataLoader itself then sees one item
+        # per batch (batch_size None); its batch_size and drop_last read as given.
+        packed = (isinstance(dataset, StreamingDataset) and batch_size is not None and len(args) <= 1
+                  and kwargs.get("collate_fn") is None and kwargs.get("batch_sampler") is None)
+        drop_last = bool(kwargs.get("drop_last", False))
+        if packed:
+            kwargs.update(batch_size=None, drop_last=False, collate_fn=_packed_passthrough)
+            args = ()
         if kwargs.get("persistent_workers"):
             raise ValueError("StreamingDataLoader does not support persistent_workers "
                              "(workers would miss set_epoch and resume)")
@@ -392,10 +617,14 @@ class StreamingDataLoader(DataLoader):
             elif dataset.batch_size != batch_size:
                 raise ValueError(f"dataset batch_size {dataset.batch_size} differs from the loader's "
                                  f"{batch_size}: exact resume needs them equal")
-            if kwargs.get("drop_last"):
+            if drop_last:
                 dataset.drop_last = True  # only the last batch can be short: drop it in C++
         super().__init__(dataset, *args, **kwargs)
-        if self._auto_collation:  # collate_fn gets a list of samples: count them there
+        self._packed = packed
+        if packed:
+            object.__setattr__(self, "batch_size", batch_size)  # DataLoader refuses setting it after init
+            object.__setattr__(self, "drop_last", drop_last)
+        elif self._auto_collation:  # collate_fn gets a list of samples: count them there
             self.collate_fn = _CountingCollate(self.collate_fn)
         self.num_samples_yielded = 0
         self._base = 0
@@ -412,17 +641,25 @@ class StreamingDataLoader(DataLoader):
         # with), so each reads about 1/num_workers of the shards instead of nearly all of them.
         # They see the flag as they start (forked or pickled in the iterator's constructor).
         ds._deal_shards = self.num_workers > 0
+        ds._packed_batches = self._packed
         ds._streams[ds.epoch] = ds._order_streams(max(1, self.num_workers))
         try:
             it = super().__iter__()
         finally:
-            ds._deal_shards = False
-        yield from self._counted(it)
+            ds._deal_shards = ds._packed_batches = False
+        pids = {w.pid for w in getattr(it, "_workers", ())}
+        try:
+            yield from self._counted(it)
+        finally:
+            for key in [k for k in _RINGS if k[0] in pids]:  # this iteration's workers' shared buffers
+                del _RINGS[key]
         ds._resume = None  # the epoch is complete: the next iteration starts it afresh
 
     def _counted(self, it):
         for batch in it:
-            if type(batch) is _CountedBatch:
+            if type(batch) is _PackedBatch:
+                batch, count = batch.unpack(), batch.count
+            elif type(batch) is _CountedBatch:
                 batch, count = batch
             else:  # no auto-collation: collate_fn sees one sample at a time
                 count = 1

@@ -1,0 +1,96 @@
+"""StreamingDataLoader's default collate: whole batches collated in C++, moved from the workers in
+reused shared-memory buffers (strata.streaming._PackedBatch), the same content as PyTorch's
+default_collate of the sample dicts."""
+
+import pytest
+import torch
+from torch.utils.data._utils.collate import default_collate
+
+import strata
+from strata import streaming
+from conftest import NUM_SAMPLES
+
+BATCH = 7
+
+
+def reference(url, num_workers):
+    """The batches of the per-sample path (sample dicts, collated by default_collate)."""
+    ds = strata.StreamingDataset(url, seed=3)
+    return list(strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=num_workers, collate_fn=default_collate))
+
+
+def assert_same(got, want):
+    assert got.keys() == want.keys()
+    assert got["__key__"] == want["__key__"]
+    assert torch.equal(got["__index__"], want["__index__"]) and got["__index__"].dtype == torch.int64
+    assert torch.equal(got["npy"], want["npy"]) and got["npy"].dtype == torch.float32
+    assert torch.equal(got["json"]["i"], want["json"]["i"]) and got["json"]["name"] == want["json"]["name"]
+    # Raw fields: a read-only memoryview per sample (over the shared buffer), the same bytes.
+    assert all(isinstance(v, memoryview) and v.readonly for v in got["bin"])
+    assert [bytes(v) for v in got["bin"]] == want["bin"]
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 3])
+def test_default_collate_matches_default_collate_of_samples_while_batches_are_held(dataset_url, num_workers):
+    want = reference(dataset_url, num_workers)
+    ds = strata.StreamingDataset(dataset_url, seed=3)
+    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=num_workers)
+    got = list(loader)  # every batch held: a buffer still viewed must never be reused under it
+    assert len(got) == len(want) and loader.num_samples_yielded == NUM_SAMPLES
+    for g, w in zip(got, want):
+        assert_same(g, w)
+    assert not streaming._RINGS  # the iteration's shared buffers are released with it
+
+
+def test_workers_reuse_their_buffers_once_the_main_process_lets_go(dataset_url, monkeypatch):
+    slots = []
+    unpack = streaming._PackedBatch.unpack
+
+    def recording(self, *args, **kwargs):
+        slots.append(self.slot)
+        return unpack(self, *args, **kwargs)
+
+    monkeypatch.setattr(streaming._PackedBatch, "unpack", recording)
+    want = reference(dataset_url, 2)
+    ds = strata.StreamingDataset(dataset_url, seed=3)
+    n = 0
+    for batch, w in zip(strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=2), want):
+        assert_same(batch, w)
+        n += 1
+        del batch  # the views go: the worker may overwrite the buffer with a later batch
+    assert n == len(want) == len(slots) > 2 * streaming._RING_SLOTS
+    assert all(s is not None and s[1] >= 0 for s in slots)  # every batch in a worker's ring, no one-off
+    allocated = {(pid, slot, gen) for pid, slot, gen in slots}
+    assert len(allocated) <= 2 * streaming._RING_SLOTS  # reused, not one buffer per batch
+
+
+def test_transform_with_default_collate(dataset_url):
+    def transform(s):
+        return {"x": torch.from_numpy(s["npy"].copy()), "y": s["json"]["i"], "raw": bytes(s["bin"])}
+
+    ds = strata.StreamingDataset(dataset_url, transform=transform, seed=5)
+    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=2)
+    total = 0
+    for batch in loader:
+        assert (batch["x"][:, 0, 0].long() == batch["y"]).all()
+        assert [len(r) for r in batch["raw"]] == [int(i) % 7 + 1 for i in batch["y"]]
+        total += len(batch["y"])
+    assert total == loader.num_samples_yielded == NUM_SAMPLES
+    assert loader.batch_size == BATCH and not loader.drop_last and len(loader) == -(-NUM_SAMPLES // BATCH)
+
+
+def test_resume_through_packed_batches(dataset_url):
+    ds = strata.StreamingDataset(dataset_url, seed=6)
+    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=2)
+    order = [int(i) for i in ds.epoch_order(0, streams=2)]
+    seen = []
+    for n, batch in enumerate(loader):
+        seen.extend(int(i) for i in batch["__index__"])
+        if n == 3:
+            break
+    state = loader.state_dict()
+    assert state["samples_consumed"] == 4 * BATCH and seen == order[:4 * BATCH]
+    resumed = strata.StreamingDataLoader(strata.StreamingDataset(dataset_url, seed=6), batch_size=BATCH, num_workers=3)
+    resumed.load_state_dict(state)
+    rest = [int(i) for b in resumed for i in b["__index__"]]
+    assert rest == order[4 * BATCH:] and resumed.num_samples_yielded == NUM_SAMPLES - 4 * BATCH
