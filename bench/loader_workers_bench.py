@@ -56,7 +56,7 @@ def run(url, args, workers, per_sample=False):
             nbytes += sum(len(v) for v in batch["bin"]) if isinstance(batch["bin"], list) else batch["bin"].nbytes
     else:
         # An explicit collate_fn, for comparison with the default.
-        extra = {"collate_fn": default_collate} if per_sample else {}
+        extra = {"collate_fn": default_collate} if per_sample else {"zero_copy": args.zero_copy}
         loader = strata.StreamingDataLoader(ds, batch_size=args.batch, num_workers=workers, **extra)
         for batch in loader:
             samples += len(batch["__key__"])
@@ -76,6 +76,7 @@ def main():
     p.add_argument("--workers", default="4", help="worker counts, comma-separated (each a run)")
     p.add_argument("--emulate", default="ttfb=30ms,bw=25MB/s", help="cloud profile ('' for none)")
     p.add_argument("--per-sample", action="store_true", help="also time the loader with an explicit collate_fn")
+    p.add_argument("--zero-copy", action="store_true", help="raw fields as memoryviews (zero_copy=True), not bytes")
     args = p.parse_args()
     print("command:", "PYTHONPATH=build/python /usr/bin/python3", " ".join(map(shlex.quote, sys.argv)))
     with tempfile.TemporaryDirectory(prefix="strata-workers-bench-") as root:

@@ -573,6 +573,15 @@ def _release_slot(shared):
     shared[0] = 0  # the main process no longer views the batch: the worker may reuse its buffer
 
 
+def _raw_as_bytes(batch):
+    """The packed batch's raw fields (lists of memoryviews of a shared buffer) as bytes, as
+    ``default_collate`` of the sample dicts gives them; dropping the views frees the buffer."""
+    for name, value in batch.items():
+        if type(value) is list and value and type(value[0]) is memoryview:
+            batch[name] = [bytes(v) for v in value]
+    return batch
+
+
 def _packed_passthrough(item):
     """StreamingDataLoader's collate_fn over _PackedBatch items (not auto-collated)."""
     return item
@@ -595,9 +604,12 @@ class StreamingDataLoader(DataLoader):
     number of workers may differ on resume). The dataset's batch_size is set to the loader's.
     The count comes from the collate step (how many samples it was given), never from the
     batch's contents, so any ``collate_fn`` works.
+
+    ``zero_copy=True`` (default collate only): raw fields come as read-only ``memoryview``s of the
+    worker's shared buffer instead of ``bytes`` copies (saves a copy per sample in this process).
     """
 
-    def __init__(self, dataset, *args, **kwargs):
+    def __init__(self, dataset, *args, zero_copy=False, **kwargs):
         batch_size = kwargs.get("batch_size", args[0] if args else 1)
         # The default collate over whole batches collated in C++ (_PackedBatch): no dict per sample,
         # and from workers no bytes pickled per sample. The DataLoader itself then sees one item
@@ -621,6 +633,7 @@ class StreamingDataLoader(DataLoader):
                 dataset.drop_last = True  # only the last batch can be short: drop it in C++
         super().__init__(dataset, *args, **kwargs)
         self._packed = packed
+        self._zero_copy = bool(zero_copy)
         if packed:
             object.__setattr__(self, "batch_size", batch_size)  # DataLoader refuses setting it after init
             object.__setattr__(self, "drop_last", drop_last)
@@ -664,6 +677,8 @@ class StreamingDataLoader(DataLoader):
             else:  # no auto-collation: collate_fn sees one sample at a time
                 count = 1
             self.num_samples_yielded += count
+            if self._packed and not self._zero_copy and isinstance(batch, dict):
+                batch = _raw_as_bytes(batch)
             yield batch
 
     def state_dict(self):

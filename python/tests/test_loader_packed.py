@@ -19,30 +19,37 @@ def reference(url, num_workers):
     return list(strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=num_workers, collate_fn=default_collate))
 
 
-def assert_same(got, want):
+def assert_same(got, want, zero_copy=False):
     assert got.keys() == want.keys()
     assert got["__key__"] == want["__key__"]
     assert torch.equal(got["__index__"], want["__index__"]) and got["__index__"].dtype == torch.int64
     assert torch.equal(got["npy"], want["npy"]) and got["npy"].dtype == torch.float32
     assert torch.equal(got["json"]["i"], want["json"]["i"]) and got["json"]["name"] == want["json"]["name"]
-    # Raw fields: a read-only memoryview per sample (over the shared buffer), the same bytes.
-    assert all(isinstance(v, memoryview) and v.readonly for v in got["bin"])
+    # Raw fields: bytes per sample, as default_collate gives them; with zero_copy a read-only
+    # memoryview of the shared buffer, the same bytes.
+    if zero_copy:
+        assert all(isinstance(v, memoryview) and v.readonly for v in got["bin"])
+    else:
+        assert all(type(v) is bytes for v in got["bin"])
     assert [bytes(v) for v in got["bin"]] == want["bin"]
 
 
+@pytest.mark.parametrize("zero_copy", [False, True])
 @pytest.mark.parametrize("num_workers", [0, 1, 3])
-def test_default_collate_matches_default_collate_of_samples_while_batches_are_held(dataset_url, num_workers):
+def test_default_collate_matches_default_collate_of_samples_while_batches_are_held(dataset_url, num_workers,
+                                                                                   zero_copy):
     want = reference(dataset_url, num_workers)
     ds = strata.StreamingDataset(dataset_url, seed=3)
-    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=num_workers)
+    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=num_workers, zero_copy=zero_copy)
     got = list(loader)  # every batch held: a buffer still viewed must never be reused under it
     assert len(got) == len(want) and loader.num_samples_yielded == NUM_SAMPLES
     for g, w in zip(got, want):
-        assert_same(g, w)
+        assert_same(g, w, zero_copy)
     assert not streaming._RINGS  # the iteration's shared buffers are released with it
 
 
-def test_workers_reuse_their_buffers_once_the_main_process_lets_go(dataset_url, monkeypatch):
+@pytest.mark.parametrize("zero_copy", [False, True])
+def test_workers_reuse_their_buffers_once_the_main_process_lets_go(dataset_url, monkeypatch, zero_copy):
     slots = []
     unpack = streaming._PackedBatch.unpack
 
@@ -54,8 +61,8 @@ def test_workers_reuse_their_buffers_once_the_main_process_lets_go(dataset_url, 
     want = reference(dataset_url, 2)
     ds = strata.StreamingDataset(dataset_url, seed=3)
     n = 0
-    for batch, w in zip(strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=2), want):
-        assert_same(batch, w)
+    for batch, w in zip(strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=2, zero_copy=zero_copy), want):
+        assert_same(batch, w, zero_copy)
         n += 1
         del batch  # the views go: the worker may overwrite the buffer with a later batch
     assert n == len(want) == len(slots) > 2 * streaming._RING_SLOTS
