@@ -11,7 +11,8 @@
 // zero-copy cache is not credited with work it skipped.
 // Warm runs: RAM tier; disk tier only (RAM 0) through the page cache; disk
 // tier only with O_DIRECT; each with 1 and 4 concurrent readers.
-// Output: a table on stdout, JSON in bench/out/cache.json.
+// Output: a table on stdout, JSON in bench/out/cache.json (`strata plan
+// --from-bench` reads its warm and device rates).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
               a.size / 1048576.0, total / 1048576.0, object::FormatCloudProfile(profile).c_str(), a.dir.c_str());
 
   nlohmann::json j;
+  j["bench"] = "cache_bench";  // how `strata plan --from-bench` tells it apart
   j["objects"] = a.objects;
   j["object_bytes"] = a.size;
   j["block_bytes"] = cache::kDefaultBlockSize;

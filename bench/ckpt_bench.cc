@@ -222,6 +222,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) reproduce += std::string(" ") + argv[i];
   nlohmann::json result = {
       {"state_bytes", total}, {"tensors", sizes.size()}, {"dir", a.dir}, {"reps", a.reps}, {"reproduce", reproduce}};
+  result["bench"] = "ckpt_bench";  // how `strata plan --from-bench` tells it apart
   std::printf("reproduce: %s\n", reproduce.c_str());
   std::printf("state: %zu tensors, %.2f GiB, in %s\n", sizes.size(), double(total) / (1ull << 30), a.dir.c_str());
 

@@ -1,6 +1,6 @@
 // strata plan: sizes and prices the storage a training job needs, from flags,
-// a JSON file and measurements (`strata bench train --json`,
-// `strata profile --json`). The arithmetic is in plan_model.h.
+// a JSON file and measurements (`strata bench train --json`, the cache and
+// checkpoint benches, `strata profile --json`). The arithmetic is in plan_model.h.
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -148,7 +148,9 @@ CommandRegistrar registrar("plan", [](CLI::App& root) {
       "plan", "Size and price the storage of a training job: bandwidth, utilisation, connections, cache, cost");
   sub->add_option("-c,--config", a->config,
                   "JSON or YAML (.yaml/.yml) file with the inputs (flags override it; see below)");
-  sub->add_option("--from-bench", a->from_bench, "JSON of `strata bench train --json`: measured rates (repeatable)");
+  sub->add_option(
+      "--from-bench", a->from_bench,
+      "JSON of `strata bench train --json`, bench/cache_bench or bench/ckpt_bench: measured rates (repeatable)");
   sub->add_option("--from-profile", a->from_profile, "JSON of `strata profile --json`: the dataset as the job read it");
   // Each flag sets one field of the JSON document, named in errors.
   const std::vector<std::tuple<const char*, const char*, const char*>> fields = {

@@ -1,6 +1,7 @@
 // `strata plan`'s inputs: a JSON document (a file, with the command line's
 // flags laid over it) into a PlanInput, and measured figures from
-// `strata bench train --json` and `strata profile --json`. Every error names
+// `strata bench train --json`, the cache and checkpoint benches and
+// `strata profile --json`. Every error names
 // the field ("store.first_byte_latency: ..."). No I/O here: callers read files.
 //
 // The document (every field optional except what the plan needs):
@@ -16,7 +17,10 @@
 //    "node": {"nvme": "3.5TiB", "nvme_bandwidth": "6GB/s", "network_bandwidth": "100Gbit/s"},
 //    "shards": {"size": "256MiB", "request_size": "16MiB"},
 //    "checkpoint": {"bytes": "140GB", "interval": "1h", "bandwidth": "2GB/s",
-//                   "snapshot_bandwidth": "20GB/s", "mtbf": "24h", "keep": 3},
+//                   "snapshot_bandwidth": "20GB/s", "persist_bandwidth": "4GB/s", "mtbf": "24h", "keep": 3},
+//    "measured": {"store_bandwidth_per_node": "1GB/s", "cache_bandwidth_per_node": "3GB/s",
+//                 "checkpoint_sync_bandwidth_per_node": "500MB/s", "checkpoint_async_bandwidth_per_node": "20GB/s",
+//                 "checkpoint_persist_bandwidth_per_node": "1.5GB/s"},
 //    "budget_per_month": 250000}
 // Sizes: a number of bytes or "1.5TB" (decimal kB MB GB TB PB) / "800GiB"
 // (binary KiB..PiB; bare k M G T are binary as in the rest of strata).
@@ -45,10 +49,16 @@ void SetPath(nlohmann::json* into, const std::string& dotted, nlohmann::json val
 // Recursively lays `over` on `base` (objects merged, other values replaced).
 void Overlay(nlohmann::json* base, const nlohmann::json& over);
 
-// Fills the document from `strata bench train --json` output: the workload,
-// accelerator type and per-accelerator rate (batch / compute time), the
-// record size, and the data path's measured cold (epoch 1) and warm rates
-// per node. Only fields not already set. `what` names the file in errors.
+// Fills the document from a bench's JSON, told apart by its "bench" field or
+// its fields; only fields not already set. `what` names the file in errors.
+// - `strata bench train --json`: the workload, accelerator type and
+//   per-accelerator rate (batch / compute time), and the data path's measured
+//   cold (epoch 1) and warm rates per node where they were the ceiling.
+// - bench/cache_bench: the block cache's warm disk-tier (O_DIRECT) rate as
+//   measured.cache_bandwidth_per_node and the device's as node.nvme_bandwidth
+//   (its cold reads were from an emulated store: not used).
+// - bench/ckpt_bench: one node's sync save (torch.save + fsync), async save
+//   stall and persist as measured.checkpoint_{sync,async,persist}_bandwidth_per_node.
 Status ApplyBench(const nlohmann::json& bench, const std::string& what, nlohmann::json* doc);
 // Fills the dataset (bytes, files, size histogram) and, if not set, the
 // measured sample rate from `strata profile --json` output.

@@ -183,7 +183,7 @@ CheckpointResult PlanCheckpoints(const PlanInput& in) {
   if (in.checkpoint_bytes <= 0) return c;
   c.enabled = true;
   c.sync_stall_s = in.checkpoint_bytes / in.checkpoint_bytes_s;
-  c.upload_s = c.sync_stall_s;
+  c.upload_s = in.checkpoint_persist_bytes_s > 0 ? in.checkpoint_bytes / in.checkpoint_persist_bytes_s : c.sync_stall_s;
   if (in.checkpoint_snapshot_bytes_s > 0) {
     c.async_stall_s = in.checkpoint_bytes / in.checkpoint_snapshot_bytes_s;
   } else {
@@ -283,6 +283,9 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
 
   Source local = stream;
   local.local_bytes_s = cache > 0 ? in.nvme_bytes_s * r.nodes : 0;
+  // strata's block cache measured on this cluster (the cache bench) caps it as well.
+  if (in.measured_cache_bytes_s_per_node > 0 && local.local_bytes_s > 0)
+    local.local_bytes_s = std::min(local.local_bytes_s, in.measured_cache_bytes_s_per_node * r.nodes);
   local.hit = [cache, D, nodes](double e) { return LocalCacheHitRatio(cache, D, nodes, e); };
   r.options.push_back(
       Evaluate(r, "local-cache", "the same objects through a block cache on each node's NVMe", local, D, ckpt_waste));

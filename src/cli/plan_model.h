@@ -23,7 +23,8 @@
 //   runs back to back; requests and egress scale with the job's rate.
 // - Checkpoints: a synchronous save stalls for bytes / storage bandwidth, an
 //   asynchronous save (strata's CheckpointWriter) for bytes / snapshot
-//   bandwidth, the upload overlapping training. Optimal interval: Young
+//   bandwidth, the upload (bytes / persist bandwidth, else the storage
+//   bandwidth) overlapping training. Optimal interval: Young
 //   (1974) sqrt(2 delta M) and Daly (2006)'s higher-order estimate.
 #pragma once
 
@@ -89,10 +90,12 @@ struct PlanInput {
   double checkpoint_interval_s = 3600;
   double checkpoint_bytes_s = 0;           // to durable storage, whole job
   double checkpoint_snapshot_bytes_s = 0;  // to host memory / local NVMe (async save), whole job
+  double checkpoint_persist_bytes_s = 0;   // the async save's background write, whole job (0: bytes_s)
   double mtbf_s = 0;                       // of the whole job (0: no failures)
   uint64_t checkpoints_kept = 3;
-  // A data path's measured rates per node (`strata bench train`; 0: none):
-  // they cap what the shard options get from the store (epoch 1) and cache.
+  // A data path's measured rates per node (`strata bench train`, the cache
+  // bench; 0: none): they cap what the shard options get from the store
+  // (epoch 1) and what the caches deliver.
   double measured_store_bytes_s_per_node = 0;
   double measured_cache_bytes_s_per_node = 0;
   // Budget in USD per month (negative: none).

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cli/plan_input.h"
@@ -374,6 +375,169 @@ TEST(PlanReportTest, JsonAndTableCarryEveryOption) {
   const std::string table = FormatReport(*r);
   for (const char* name : {"stream", "local-cache", "shards", "cache-group", "recommendation:"})
     EXPECT_NE(table.find(name), std::string::npos) << name;
+}
+
+// bench/cache_bench's JSON, as written by `build/bench/cache_bench --objects 8
+// --size-mib 1 --out cache.json` on this VM (unchanged but for line breaks).
+constexpr const char* kCacheBench =
+    R"j({"bench": "cache_bench", "block_bytes": 4194304, "cold_stats": {"bytes_from_backend": 8388608,)j"
+    R"j( "misses": 8, "ram_hits": 16}, "object_bytes": 1048576, "objects": 8,)j"
+    R"j( "profile": "ttfb=30ms,bw=25000000B/s", "runs": [{"mb_per_s": 8809.841774611263,)j"
+    R"j( "name": "memcpy (baseline)", "readers": 1, "seconds": 0.000952186}, {"mb_per_s": 1846.286444622134,)j"
+    R"j( "name": "memcpy (baseline)", "readers": 4, "seconds": 0.004543503}, {"mb_per_s": 32.84460105100587,)j"
+    R"j( "name": "cold (emulated cloud)", "readers": 4, "seconds": 0.25540295},)j"
+    R"j( {"mb_per_s": 9947.099684343584, "name": "warm, RAM tier", "readers": 1, "seconds": 0.000843322},)j"
+    R"j( {"mb_per_s": 6148.387631114684, "name": "warm, RAM tier", "readers": 4, "seconds": 0.001364359},)j"
+    R"j( {"mb_per_s": 3237.2686502826227, "name": "warm, disk tier only (page cache)", "readers": 1,)j"
+    R"j( "seconds": 0.002591261}, {"mb_per_s": 1462.3264680908035, "name": "warm,)j"
+    R"j( disk tier only (page cache)", "readers": 4, "seconds": 0.005736481}, {"mb_per_s": 23.15470948223396,)j"
+    R"j( "name": "warm, disk tier only (O_DIRECT)", "readers": 1, "seconds": 0.362285176},)j"
+    R"j( {"mb_per_s": 255.34553679646643, "name": "warm, disk tier only (O_DIRECT)", "readers": 4,)j"
+    R"j( "seconds": 0.032851986}, {"mb_per_s": 140.02919580638184, "name": "O_DIRECT pread 4 MiB",)j"
+    R"j( "readers": 1, "seconds": 0.060140144}, {"mb_per_s": 216.81207436664533,)j"
+    R"j( "name": "O_DIRECT pread 4 MiB", "readers": 4, "seconds": 0.038841822}],)j"
+    R"j( "summary": {"cold_seconds": 0.25540295, "disk_direct_fraction_of_fio_1": 0.16600222141024065,)j"
+    R"j( "disk_direct_fraction_of_fio_4": 1.182327972500658, "every_warm_faster_than_cold": false,)j"
+    R"j( "speedup": 302.8534177929664, "warm_fraction_of_memcpy_1": 1.1290894818349337,)j"
+    R"j( "warm_fraction_of_memcpy_4": 3.3301374491611075, "warm_seconds": 0.000843322}})j";
+
+TEST(PlanInputTest, FromCacheBenchUsesTheWarmDiskTierAndTheDevice) {
+  const json bench = json::parse(kCacheBench);
+  const double warm = bench["runs"][8]["mb_per_s"].get<double>() * 1e6;     // disk tier, O_DIRECT, best
+  const double device = bench["runs"][10]["mb_per_s"].get<double>() * 1e6;  // fio-style O_DIRECT, best
+  json doc = json::parse(R"({"dataset": {"bytes": "100GB", "samples": 1000000},
+      "accelerators": {"count": 16, "per_node": 8, "workload": "resnet50"}, "node": {"nvme": "3.5TiB"}})");
+  auto before = InputFromJson(doc);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(ApplyBench(bench, "cache.json", &doc).ok());
+  auto in = InputFromJson(doc);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_NEAR(in->measured_cache_bytes_s_per_node, warm, 1e-3);
+  EXPECT_NEAR(in->nvme_bytes_s, device, 1e-3);  // not the 2 GB/s assumed without it
+  EXPECT_EQ(before->nvme_bytes_s, 2e9);
+  // Its cold reads came from an emulated store: they say nothing of this cluster's.
+  EXPECT_EQ(in->measured_store_bytes_s_per_node, 0);
+  ASSERT_EQ(in->sources.size(), 1u);
+  EXPECT_NE(in->sources[0].find("cache.json: cache bench"), std::string::npos) << in->sources[0];
+  EXPECT_NE(in->sources[0].find("not used"), std::string::npos) << in->sources[0];
+  // Both cached options now get at most the measured rate from the cache, on each of 2 nodes.
+  auto r = MakePlan(*in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(Option(*r, "local-cache").local_bytes_s, 2 * std::min(warm, device), 1e-3);
+  EXPECT_NEAR(Option(*r, "shards").local_bytes_s, 2 * std::min(warm, device), 1e-3);
+  auto r0 = MakePlan(*before);
+  ASSERT_TRUE(r0.ok());
+  EXPECT_NEAR(Option(*r0, "local-cache").local_bytes_s, 2 * 2e9, 1e-3);
+  // A figure given explicitly wins over the bench's.
+  json given = json::parse(R"({"node": {"nvme_bandwidth": "6GB/s"}})");
+  ASSERT_TRUE(ApplyBench(bench, "cache.json", &given).ok());
+  EXPECT_EQ(given["node"]["nvme_bandwidth"], "6GB/s");
+}
+
+// bench/ckpt_bench's JSON, as written by `build/bench/ckpt_bench --gib 0.25
+// --reps 1 --out ckpt.json` on this VM (the torch.save baseline included).
+constexpr const char* kCkptBench =
+    R"j({"bench": "ckpt_bench", "dir": "/tmp/plan2/ck", "first_stall_meets_aim": false,)j"
+    R"j( "load_average_1m": 6.173828125, "load_byte_exact": true, "load_verified_GBps": 0.5828109147558767,)j"
+    R"j( "load_verified_fraction_of_plain_read": 0.8250772918207723, "load_verified_s": 0.46058755799458595,)j"
+    R"j( "load_verified_sha256_GBps": 0.4793614457440124,)j"
+    R"j( "load_verified_sha256_fraction_of_plain_read": 0.6786253198834276,)j"
+    R"j( "load_verified_sha256_s": 0.5599854940010118, "memcpy_1thread_s": 0.035702093,)j"
+    R"j( "memcpy_2thread_ms_per_GB": 93.52708607912064, "memcpy_2thread_s": 0.025105986,)j"
+    R"j( "persist_fraction_of_plain_write": 0.7505654115442484, "plain_read_GBps": 0.7063712945846993,)j"
+    R"j( "plain_read_s": 0.3800203349965159, "plain_write_GBps": 0.5623533724763774,)j"
+    R"j( "plain_write_fsync_s": 0.47734301799937384,)j"
+    R"j( "reproduce": "build/bench/ckpt_bench --gib 0.25 --reps 1 --no-cold --dir /tmp/plan2/ck --out /tmp/plan2/ckpt.json",)j"
+    R"j( "reps": 1, "sha256_GBps_1thread": 1.5237720526108267, "staging_prefault_s": 0.03869025799940573,)j"
+    R"j( "stall_aim_ms_per_GB": 50.0, "stall_meets_aim": false,)j"
+    R"j( "stall_ratio_torch_over_strata": 6.613268353979453, "state_bytes": 268435456,)j"
+    R"j( "strata_first_stall_ms_per_GB": 86.27288788557051, "strata_first_stall_s": 0.023158702,)j"
+    R"j( "strata_persist_GBps": 0.4220829904460282, "strata_persist_s": 0.635977905,)j"
+    R"j( "strata_stall_ms_per_GB": 114.50778692960739,)j"
+    R"j( "strata_stall_over_memcpy_1thread": 0.8609565271145309,)j"
+    R"j( "strata_stall_over_memcpy_2thread": 1.224327536867104, "strata_stall_s": 0.03073795, "tensors": 17,)j"
+    R"j( "torch": {"bytes": 268435456, "fsync_s": 0.3747322549970704, "save_s": 0.20327831200120272,)j"
+    R"j( "torch": "1.13.0a0"}, "xxh3_GBps_1thread": 9.363965689091543})j";
+
+TEST(PlanInputTest, FromCkptBenchFeedsTheCheckpointStalls) {
+  const json bench = json::parse(kCkptBench);
+  const double state = bench["state_bytes"].get<double>();
+  const double sync_s = bench["torch"]["save_s"].get<double>() + bench["torch"]["fsync_s"].get<double>();
+  const double async_s = bench["strata_stall_s"].get<double>();
+  const double persist_s = bench["strata_persist_s"].get<double>();
+  // 16 accelerators, 8 per node: 2 nodes, each saving half of a 10 GB state.
+  json doc = json::parse(R"({"dataset": {"bytes": "100GB", "samples": 1000000},
+      "accelerators": {"count": 16, "per_node": 8, "workload": "resnet50"},
+      "checkpoint": {"bytes": "10GB", "interval": "1h", "mtbf": "24h"}})");
+  // Without a storage bandwidth there is no checkpoint plan.
+  auto none = InputFromJson(doc);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(MakePlan(*none).ok());
+  ASSERT_TRUE(ApplyBench(bench, "ckpt.json", &doc).ok());
+  auto in = InputFromJson(doc);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_NEAR(in->checkpoint_bytes_s, 2 * state / sync_s, 1e-3);
+  EXPECT_NEAR(in->checkpoint_snapshot_bytes_s, 2 * state / async_s, 1e-3);
+  EXPECT_NEAR(in->checkpoint_persist_bytes_s, 2 * state / persist_s, 1e-3);
+  ASSERT_EQ(in->sources.size(), 1u);
+  EXPECT_NE(in->sources[0].find("ckpt.json: checkpoint bench"), std::string::npos) << in->sources[0];
+  auto r = MakePlan(*in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The stalls scale from the bench's state to this job's half per node.
+  const double per_node = 10e9 / 2;
+  EXPECT_NEAR(r->checkpoint.sync_stall_s, per_node / state * sync_s, 1e-9);
+  EXPECT_NEAR(r->checkpoint.async_stall_s, per_node / state * async_s, 1e-9);
+  EXPECT_NEAR(r->checkpoint.upload_s, per_node / state * persist_s, 1e-9);
+  EXPECT_LT(r->checkpoint.async_stall_s, r->checkpoint.sync_stall_s);  // as measured
+  EXPECT_GT(r->checkpoint.young_sync_s, r->checkpoint.young_async_s);
+
+  // An explicit storage bandwidth wins, and the bench's local persist does not
+  // stand in for that storage's upload.
+  json given = json::parse(R"({"dataset": {"bytes": "100GB", "samples": 1000000},
+      "accelerators": {"count": 8, "workload": "resnet50"},
+      "checkpoint": {"bytes": "10GB", "bandwidth": "1GB/s"}})");
+  ASSERT_TRUE(ApplyBench(bench, "ckpt.json", &given).ok());
+  in = InputFromJson(given);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->checkpoint_bytes_s, 1e9);
+  EXPECT_EQ(in->checkpoint_persist_bytes_s, 0);
+  EXPECT_NEAR(in->checkpoint_snapshot_bytes_s, state / async_s, 1e-3);
+
+  // Without torch, the plain write + fsync is the synchronous save.
+  json no_torch = bench;
+  no_torch.erase("torch");
+  json doc2 = json::object();
+  ASSERT_TRUE(ApplyBench(no_torch, "ckpt.json", &doc2).ok());
+  EXPECT_NEAR(doc2["measured"]["checkpoint_sync_bandwidth_per_node"].get<double>(),
+              state / bench["plain_write_fsync_s"].get<double>(), 1e-3);
+}
+
+TEST(PlanInputTest, UnknownOrBrokenBenchFilesNameTheFileAndField) {
+  json doc = json::object();
+  auto st = ApplyBench(json::parse(R"({"hello": 1})"), "odd.json", &doc);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("odd.json: (top level): not a bench result"), std::string::npos) << st.message();
+  st = ApplyBench(json::parse(R"({"bench": "gateway_bench"})"), "gw.json", &doc);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("gw.json: bench: unknown bench \"gateway_bench\""), std::string::npos) << st.message();
+  json cache = json::parse(kCacheBench);
+  cache["runs"][1]["mb_per_s"] = "fast";
+  st = ApplyBench(cache, "cache.json", &doc);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cache.json: runs[1]: needs a name and a positive mb_per_s"), std::string::npos)
+      << st.message();
+  json ckpt = json::parse(kCkptBench);
+  ckpt.erase("strata_stall_s");
+  st = ApplyBench(ckpt, "ckpt.json", &doc);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("ckpt.json: strata_stall_s: missing"), std::string::npos) << st.message();
+  EXPECT_EQ(doc, json::object());  // nothing applied from a refused file
+  // A bad measured figure in the plan document names its field.
+  auto in = InputFromJson(json::parse(R"({"measured": {"checkpoint_async_bandwidth_per_node": "quick"}})"));
+  ASSERT_FALSE(in.ok());
+  EXPECT_NE(in.status().message().find("measured.checkpoint_async_bandwidth_per_node: expected a rate"),
+            std::string::npos)
+      << in.status().message();
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ nlohmann::json ToJson(const PlanReport& r) {
           {"interval_s", in.checkpoint_interval_s},
           {"bandwidth", in.checkpoint_bytes_s},
           {"snapshot_bandwidth", in.checkpoint_snapshot_bytes_s},
+          {"persist_bandwidth", in.checkpoint_persist_bytes_s},
           {"mtbf_s", in.mtbf_s},
           {"keep", in.checkpoints_kept}}},
         {"budget_per_month", in.budget_per_month < 0 ? nlohmann::json(nullptr) : nlohmann::json(in.budget_per_month)},
