@@ -5,6 +5,7 @@
 #include <openssl/hmac.h>
 #include <xxhash.h>
 
+#include <cstring>
 #include <stdexcept>
 
 namespace strata {
@@ -30,9 +31,8 @@ const Crc32cTables& Tables() {
   static const Crc32cTables tables;
   return tables;
 }
-}  // namespace
 
-uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
+uint32_t Crc32cSoftware(const void* data, size_t size, uint32_t init) {
   const auto& T = Tables().t;
   const uint8_t* p = static_cast<const uint8_t*>(data);
   uint32_t crc = ~init;
@@ -45,6 +45,36 @@ uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
   }
   while (size--) crc = (crc >> 8) ^ T[0][(crc ^ *p++) & 0xff];
   return ~crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// SSE4.2's crc32 instruction computes CRC-32C (the same reflected polynomial):
+// 8 bytes per instruction, several times slicing-by-8 (the loader checks every
+// record of every shard it fetches with it).
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const void* data, size_t size, uint32_t init) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint64_t crc = ~init;
+  for (; size > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0; --size)
+    crc = __builtin_ia32_crc32qi(uint32_t(crc), *p++);
+  for (; size >= 8; size -= 8, p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    crc = __builtin_ia32_crc32di(crc, v);
+  }
+  for (; size > 0; --size) crc = __builtin_ia32_crc32qi(uint32_t(crc), *p++);
+  return ~uint32_t(crc);
+}
+using Crc32cFn = uint32_t (*)(const void*, size_t, uint32_t);
+Crc32cFn PickCrc32c() { return __builtin_cpu_supports("sse4.2") ? Crc32cSse42 : Crc32cSoftware; }
+#else
+uint32_t (*PickCrc32c())(const void*, size_t, uint32_t) { return Crc32cSoftware; }
+#endif
+
+}  // namespace
+
+uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
+  static const auto fn = PickCrc32c();
+  return fn(data, size, init);
 }
 
 uint32_t MaskCrc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
