@@ -91,11 +91,11 @@ class IteratorImpl : public Iterator {
       std::vector<DecodedSample> rest(std::make_move_iterator(pending_.begin()),
                                       std::make_move_iterator(pending_.end()));
       pending_.clear();
-      return std::optional<Batch>(Collate(rest, epoch_, pending_first_));
+      return std::optional<Batch>(Collate(rest, epoch_, pending_first_, opt_.batch_views));
     }
     STRATA_ASSIGN_OR_RETURN(std::optional<Unit> u, NextUnit());
     if (!u) return std::optional<Batch>();
-    if (!u->batch) u->batch = Collate(u->samples, epoch_, u->first_position);
+    if (!u->batch) u->batch = Collate(u->samples, epoch_, u->first_position, opt_.batch_views);
     return std::move(u->batch);
   }
 
@@ -348,7 +348,7 @@ class IteratorImpl : public Iterator {
       u.bytes += SampleBytes(*d);
       u.samples.push_back(std::move(*d));
     }
-    if (collate_ && !u.samples.empty()) u.batch = Collate(u.samples, epoch_, u.first_position);
+    if (collate_ && !u.samples.empty()) u.batch = Collate(u.samples, epoch_, u.first_position, opt_.batch_views);
     return u;
   }
 
