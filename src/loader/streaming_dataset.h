@@ -86,12 +86,13 @@ struct StreamingOptions {
   // measures the bytes/s its consumer takes and what one store request
   // delivers, and keeps demand x request time bytes in flight (Little's
   // law), within `prefetch_bytes` ahead of the consumer but never less than
-  // `prefetch_batches` whole batches. Large shards are fetched as parallel
+  // `prefetch_batches` whole batches (batches larger than that budget: as
+  // many as fit, at least two). Large shards are fetched as parallel
   // ranged reads; small ones by many shards in flight. The counts below are
   // upper bounds only.
   uint64_t prefetch_bytes = 0;  // memory budget ahead of the consumer; 0: 4 x ram_cache_bytes (>= 64 MiB)
   size_t prefetch_shards = 0;   // at most this many shards beyond the batch being decoded; 0: no bound
-  size_t prefetch_batches = 8;  // bound of the queue to the consumer, and the prefetch floor
+  size_t prefetch_batches = 8;  // bound of the queue to the consumer, and the prefetch floor (see above)
   size_t decode_threads = 2;    // per iterator
   // Batches view the samples' bytes (Column::views) rather than copying
   // them into one buffer: no per-batch copy of what the shards already hold
