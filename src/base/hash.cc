@@ -5,6 +5,7 @@
 #include <openssl/hmac.h>
 #include <xxhash.h>
 
+#include <cstring>
 #include <stdexcept>
 
 namespace strata {
@@ -30,9 +31,8 @@ const Crc32cTables& Tables() {
   static const Crc32cTables tables;
   return tables;
 }
-}  // namespace
 
-uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
+uint32_t Crc32cSoftware(const void* data, size_t size, uint32_t init) {
   const auto& T = Tables().t;
   const uint8_t* p = static_cast<const uint8_t*>(data);
   uint32_t crc = ~init;
@@ -45,6 +45,75 @@ uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
   }
   while (size--) crc = (crc >> 8) ^ T[0][(crc ^ *p++) & 0xff];
   return ~crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// SSE4.2's crc32 instruction computes CRC-32C (the same reflected polynomial):
+// 8 bytes per instruction, several times slicing-by-8 (the loader checks every
+// record of every shard it fetches with it).
+// The instruction's latency is three times its throughput: long inputs run
+// three independent streams of kStream bytes, joined by advancing a CRC
+// register over kStream zero bytes (linear in the register: four table
+// lookups, the tables built once with the same instruction).
+constexpr size_t kStream = 8192;
+struct ShiftTables {
+  uint32_t t[4][256];
+};
+__attribute__((target("sse4.2"))) ShiftTables MakeShiftTables() {
+  ShiftTables s;
+  for (int k = 0; k < 4; ++k) {
+    for (uint32_t b = 0; b < 256; ++b) {
+      uint64_t r = b << (8 * k);
+      for (size_t i = 0; i < kStream / 8; ++i) r = __builtin_ia32_crc32di(r, 0);
+      s.t[k][b] = uint32_t(r);
+    }
+  }
+  return s;
+}
+inline uint32_t ShiftOverStream(const ShiftTables& s, uint32_t r) {
+  return s.t[0][r & 0xff] ^ s.t[1][(r >> 8) & 0xff] ^ s.t[2][(r >> 16) & 0xff] ^ s.t[3][r >> 24];
+}
+
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const void* data, size_t size, uint32_t init) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint64_t crc = ~init;
+  for (; size > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0; --size)
+    crc = __builtin_ia32_crc32qi(uint32_t(crc), *p++);
+  if (size >= 3 * kStream) {
+    static const ShiftTables shift = MakeShiftTables();
+    for (; size >= 3 * kStream; size -= 3 * kStream, p += 3 * kStream) {
+      uint64_t c1 = 0, c2 = 0;
+      for (size_t i = 0; i < kStream; i += 8) {
+        uint64_t a, b, c;
+        std::memcpy(&a, p + i, 8);
+        std::memcpy(&b, p + kStream + i, 8);
+        std::memcpy(&c, p + 2 * kStream + i, 8);
+        crc = __builtin_ia32_crc32di(crc, a);
+        c1 = __builtin_ia32_crc32di(c1, b);
+        c2 = __builtin_ia32_crc32di(c2, c);
+      }
+      crc = ShiftOverStream(shift, ShiftOverStream(shift, uint32_t(crc)) ^ uint32_t(c1)) ^ uint32_t(c2);
+    }
+  }
+  for (; size >= 8; size -= 8, p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    crc = __builtin_ia32_crc32di(crc, v);
+  }
+  for (; size > 0; --size) crc = __builtin_ia32_crc32qi(uint32_t(crc), *p++);
+  return ~uint32_t(crc);
+}
+using Crc32cFn = uint32_t (*)(const void*, size_t, uint32_t);
+Crc32cFn PickCrc32c() { return __builtin_cpu_supports("sse4.2") ? Crc32cSse42 : Crc32cSoftware; }
+#else
+uint32_t (*PickCrc32c())(const void*, size_t, uint32_t) { return Crc32cSoftware; }
+#endif
+
+}  // namespace
+
+uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
+  static const auto fn = PickCrc32c();
+  return fn(data, size, init);
 }
 
 uint32_t MaskCrc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }

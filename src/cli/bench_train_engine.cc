@@ -358,7 +358,7 @@ class LoaderSource : public RankSource {
     STRATA_ASSIGN_OR_RETURN(std::optional<loader::Batch> batch, it_->NextBatch());
     if (!batch) return std::optional<BatchInfo>();
     BatchInfo info{batch->indices.size(), 0};
-    for (const auto& [name, column] : batch->columns) info.bytes += column.data.size();
+    for (const auto& [name, column] : batch->columns) info.bytes += column.size();
     return std::optional<BatchInfo>(info);
   }
 

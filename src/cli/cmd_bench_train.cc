@@ -30,7 +30,7 @@ struct TrainArgs {
   std::string accelerator = "h100";
   std::string url, generate_to;
   bool generate_only = false;
-  std::string emulate = "ttfb=30ms,bw=25MB/s";
+  std::string emulate;  // empty: ttfb=30ms,bw=25MB/s for a generated dataset, none for --url
   uint64_t samples = 0, samples_per_file = 0, batch = 0;
   std::string record_size;
   double compute_time = -1, threshold = -1;
@@ -45,6 +45,7 @@ struct TrainArgs {
   std::string shuffle = "window";
   size_t shuffle_window = 8;
   uint64_t seed = 0;
+  std::string collate = "view";
   std::string json_path, label = "strata loader";
   bool quiet = false;
 };
@@ -114,8 +115,9 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
   if (!a.generate_to.empty()) s << " --generate-to " << Quote(a.generate_to);
   if (a.url.empty()) {
     s << " --samples " << p.w.samples << " --record-size " << p.w.record_size << " --samples-per-file "
-      << p.w.samples_per_file << " --emulate " << Quote(a.emulate);
+      << p.w.samples_per_file;
   }
+  if (a.emulate != "none") s << " --emulate " << Quote(a.emulate);
   s << " --batch " << p.w.batch << " --compute-time " << p.compute_s << " --epochs " << a.epochs;
   if (!a.accelerators.empty())
     s << " --accelerators " << a.accelerators;
@@ -129,7 +131,7 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
   if (!a.prefetch_bytes.empty()) s << " --prefetch-bytes " << a.prefetch_bytes;
   if (a.prefetch_shards) s << " --prefetch-shards " << a.prefetch_shards;
   if (a.min_accelerators > 1) s << " --min-accelerators " << a.min_accelerators;
-  s << " --shuffle " << a.shuffle << " --seed " << a.seed;
+  s << " --shuffle " << a.shuffle << " --seed " << a.seed << " --collate " << a.collate;
   if (!a.json_path.empty()) s << " --json " << Quote(a.json_path);
   return s.str();
 }
@@ -152,7 +154,7 @@ void Say(const TrainArgs& a, const std::string& line) {
   if (!a.quiet) std::cout << line << std::endl;
 }
 
-void RunTrain(const TrainArgs& a) {
+void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags are resolved here
   Plan plan = MakePlan(a);
   const auto counts = Check(AcceleratorCounts(a.accelerators, a.max_accelerators), kCmd, "--accelerators");
   if (!a.url.empty() && !a.generate_to.empty()) {
@@ -161,7 +163,12 @@ void RunTrain(const TrainArgs& a) {
   if (a.generate_only && a.generate_to.empty()) {
     Fail(kCmd, "--generate-only", InvalidArgumentError("--generate-only needs --generate-to"));
   }
+  if (a.emulate.empty()) a.emulate = a.url.empty() ? "ttfb=30ms,bw=25MB/s" : "none";
+  if (a.collate != "view" && a.collate != "copy") {
+    Fail(kCmd, "--collate", InvalidArgumentError("--collate is view or copy, not '" + a.collate + "'"));
+  }
   loader::StreamingOptions base;
+  base.batch_views = a.collate == "view";
   base.shuffle = ParseShuffle(a.shuffle);
   base.shuffle_window = a.shuffle_window;
   base.seed = a.seed;
@@ -213,6 +220,10 @@ void RunTrain(const TrainArgs& a) {
     store = src.store;
     prefix = src.key;
     where = a.url;
+    if (a.emulate != "none") {  // an existing dataset read as from a cloud bucket (cold runs without regenerating)
+      store = object::EmulateCloud(store, Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate"));
+      where += " (emulated cloud: " + a.emulate + ")";
+    }
     dataset_json = {{"url", a.url}};
   }
 
@@ -243,7 +254,7 @@ void RunTrain(const TrainArgs& a) {
   so.min_n = a.min_accelerators;
   so.samples = total;
   so.batch = plan.w.batch;
-  if (a.url.empty() && a.emulate != "none") {
+  if (a.emulate != "none") {
     // What the emulated bucket can give one rank: its connections, each
     // paying the first byte per request of the size the loader asks for.
     const object::CloudProfile cp = Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate");
@@ -290,6 +301,7 @@ void RunTrain(const TrainArgs& a) {
                           {"prefetch_shards", a.prefetch_shards},
                           {"prefetch_batches", a.prefetch_batches},
                           {"decode_threads", a.decode_threads},
+                          {"collate", a.collate},
                           {"fetch_concurrency", a.fetch},
                           {"max_connections", a.connections},
                           {"prefetch_bytes", a.prefetch_bytes.empty() ? "default" : a.prefetch_bytes},
@@ -328,7 +340,9 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--generate-to", a->generate_to,
                   "Generate the dataset here: files/ (one file per sample) and shards/ (default: a temporary dir)");
   sub->add_flag("--generate-only", a->generate_only, "Generate into --generate-to and exit");
-  sub->add_option("--emulate", a->emulate, "Cloud emulation when reading a generated dataset, or none")
+  sub->add_option("--emulate", a->emulate,
+                  "Cloud emulation of the store, e.g. ttfb=30ms,bw=25MB/s, or none (default: that for a generated "
+                  "dataset, none for --url)")
       ->capture_default_str();
   sub->add_option("--samples", a->samples, "Samples in the generated dataset (default: per workload, small)");
   sub->add_option("--record-size", a->record_size, "Bytes per sample (default: the workload's)");
@@ -363,6 +377,9 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--shuffle", a->shuffle, "none | shards | window")->capture_default_str();
   sub->add_option("--shuffle-window", a->shuffle_window, "Shards per shuffle window")->capture_default_str();
   sub->add_option("--seed", a->seed, "Shuffle seed")->capture_default_str();
+  sub->add_option("--collate", a->collate,
+                  "view: batches view the shard buffers (no copy per batch); copy: each column one contiguous buffer")
+      ->capture_default_str();
   sub->add_option("--json", a->json_path, "Write the results as JSON here");
   sub->add_option("--label", a->label, "Name of this data path in the JSON")->capture_default_str();
   sub->add_flag("-q,--quiet", a->quiet, "Print nothing on success");

@@ -262,7 +262,13 @@ Result<Value> DecodeField(const std::string& sample_key, const std::string& fiel
   return v;
 }
 
-Batch Collate(std::vector<DecodedSample>& samples, uint64_t epoch, uint64_t first_position) {
+uint64_t Column::size() const {
+  uint64_t n = data.size();
+  for (const Buffer& v : views) n += v.size();
+  return n;
+}
+
+Batch Collate(std::vector<DecodedSample>& samples, uint64_t epoch, uint64_t first_position, bool views) {
   Batch b;
   b.epoch = epoch;
   b.first_position = first_position;
@@ -304,9 +310,11 @@ Batch Collate(std::vector<DecodedSample>& samples, uint64_t epoch, uint64_t firs
     uint64_t total = 0;
     for (auto p : parts) fixed = fixed && p.size() == parts[0].size(), total += p.size();
     if (col.kind == Decode::kNpy && col.dtype.empty()) fixed = false;  // ragged arrays need offsets
-    if (parts.size() == 1 && samples[0].fields.count(name) && col.kind != Decode::kJson &&
-        col.kind != Decode::kExample) {
+    const bool text = col.kind == Decode::kJson || col.kind == Decode::kExample;
+    if (parts.size() == 1 && samples[0].fields.count(name) && !text) {
       col.data = samples[0].fields.at(name).bytes;  // one sample: share its buffer
+    } else if (views && same_kind && !text) {
+      for (const auto& s : samples) col.views.push_back(s.fields.at(name).bytes);  // same_kind: every sample has it
     } else {
       MutableBuffer buf(total);
       uint64_t off = 0;

@@ -48,7 +48,8 @@ std::string FeatureToJson(const dataset::Feature& feature);
 Result<Value> DecodeField(const std::string& sample_key, const std::string& field, const Buffer& data, Decode kind,
                           const dataset::Feature* feature);
 
-// Collates samples into one Batch (see Column in streaming_dataset.h).
-Batch Collate(std::vector<DecodedSample>& samples, uint64_t epoch, uint64_t first_position);
+// Collates samples into one Batch (see Column in streaming_dataset.h);
+// `views`: columns view the samples' buffers rather than copying them.
+Batch Collate(std::vector<DecodedSample>& samples, uint64_t epoch, uint64_t first_position, bool views = false);
 
 }  // namespace strata::loader

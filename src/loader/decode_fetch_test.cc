@@ -94,6 +94,38 @@ TEST(RaggedTest, UniformArraysStayOneBlockWithoutRows) {
   EXPECT_EQ(rc.rows[2].shape, std::vector<int64_t>{2});
 }
 
+// batch_views: each row is the sample's own buffer (same bytes, same memory:
+// no copy), offsets as if concatenated; JSON columns are still one buffer.
+TEST(CollateViewsTest, RowsViewTheSamplesBuffersWithoutCopying) {
+  std::vector<DecodedSample> samples(3);
+  for (uint64_t i = 0; i < 3; ++i) {
+    samples[i].index = i;
+    Value raw;
+    raw.bytes = Buffer::FromString(std::string(10 + i, char('a' + i)));
+    samples[i].fields.emplace("bin", raw);
+    Value js;
+    js.kind = Decode::kJson, js.json = "{\"i\":" + std::to_string(i) + "}";
+    samples[i].fields.emplace("meta.json", js);
+  }
+  Batch copy = Collate(samples, 0, 0);
+  Batch view = Collate(samples, 0, 0, /*views=*/true);
+  const Column& c = copy.columns.at("bin");
+  const Column& v = view.columns.at("bin");
+  EXPECT_TRUE(c.views.empty());
+  EXPECT_EQ(v.data.size(), 0u);
+  ASSERT_EQ(v.views.size(), 3u);
+  EXPECT_EQ(v.offsets, c.offsets);
+  EXPECT_EQ(v.size(), c.size());
+  EXPECT_EQ(v.size(), 33u);
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(v.views[r].data(), samples[r].fields.at("bin").bytes.data()) << r;  // the same memory
+    EXPECT_EQ(v.views[r].view(), c.data.view().substr(c.offsets[r], c.offsets[r + 1] - c.offsets[r])) << r;
+  }
+  const Column& j = view.columns.at("meta.json");
+  EXPECT_TRUE(j.views.empty());
+  EXPECT_EQ(j.data.view(), copy.columns.at("meta.json").data.view());
+}
+
 // ---- TFRecord random access agrees with iteration ------------------------------
 
 TEST(TfRecordGetTest, RandomAccessDecodesLikeIteration) {

@@ -454,6 +454,21 @@ TEST(DecodeTest, NpyIsZeroCopyJsonValidatedExampleRendered) {
   const Column& meta = batch.columns.at("meta.json");
   EXPECT_EQ(meta.offsets.size(), 4u);
   EXPECT_EQ(meta.data.ToString(), "{\"i\": 0}{\"i\": 10}{\"i\": 20}");
+  // batch_views: the same rows, each viewing the shard's bytes (no copy per batch).
+  o.batch_views = true;
+  auto viewing = *StreamingDataset::Open(store, "", o);
+  auto vb = **viewing->Iterate(0, {}).value()->NextBatch();
+  const Column& vx = vb.columns.at("x.npy");
+  EXPECT_EQ(vx.data.size(), 0u);
+  ASSERT_EQ(vx.views.size(), 3u);
+  EXPECT_EQ(vx.size(), 48u);
+  EXPECT_EQ(vx.shape, (std::vector<int64_t>{4}));
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(vx.views[r].view(), col.data.view().substr(16 * r, 16)) << r;
+    EXPECT_GE(vx.views[r].data(), shard.data.data()) << r;
+    EXPECT_LE(vx.views[r].data() + 16, shard.data.data() + shard.data.size()) << r;
+  }
+  EXPECT_EQ(vb.columns.at("meta.json").data.ToString(), meta.data.ToString());
 
   // Bad JSON names the sample and field.
   auto bad = DecodeField("s1", "meta.json", Buffer::FromString("{nope"), Decode::kJson, nullptr);

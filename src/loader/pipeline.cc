@@ -5,9 +5,10 @@
 // PrefetchSizer (prefetch.h) says cover the consumer's demand: shards in
 // order of need while the store requests in flight stay within its
 // connection count and the bytes ahead of the consumer within its window
-// (at least `prefetch_batches` whole batches); `prefetch_shards`, when set,
+// (at least `prefetch_batches` whole batches, fewer when they do not fit in
+// the memory budget, but never fewer than two); `prefetch_shards`, when set,
 // bounds the shards beyond those the batch being decoded needs. Decoders
-// claim batches in order, at most `prefetch_batches` ahead of the consumer
+// claim batches in order, at most that many batches ahead of the consumer
 // (the queue bound), and wait until the batch's shards are parsed.
 // When every batch that uses a shard is decoded, the iterator drops it and
 // tells the cache it may be evicted first. One mutex guards all of this;
@@ -91,11 +92,11 @@ class IteratorImpl : public Iterator {
       std::vector<DecodedSample> rest(std::make_move_iterator(pending_.begin()),
                                       std::make_move_iterator(pending_.end()));
       pending_.clear();
-      return std::optional<Batch>(Collate(rest, epoch_, pending_first_));
+      return std::optional<Batch>(Collate(rest, epoch_, pending_first_, opt_.batch_views));
     }
     STRATA_ASSIGN_OR_RETURN(std::optional<Unit> u, NextUnit());
     if (!u) return std::optional<Batch>();
-    if (!u->batch) u->batch = Collate(u->samples, epoch_, u->first_position);
+    if (!u->batch) u->batch = Collate(u->samples, epoch_, u->first_position, opt_.batch_views);
     return std::move(u->batch);
   }
 
@@ -148,6 +149,22 @@ class IteratorImpl : public Iterator {
     for (size_t shard : shard_seq_) seq_bytes_.push_back(seq_bytes_.back() + ds_->cache().ShardSize(shard));
   }
 
+  // Whole batches kept ahead of the consumer (fetched, decoded or queued):
+  // prefetch_batches, or as many as fit in the prefetch budget when batches
+  // are that large (unet3d's 7 x 140 MiB: eight of them asked for the whole
+  // 3.9 GB dataset at once, far beyond the budget), but at least two (the
+  // next one and the one after), so the consumer never waits on a batch
+  // that could have been fetched while it computed.
+  size_t AheadBatchesLocked() const {
+    const size_t most = std::max<size_t>(opt_.prefetch_batches, 1), n = items_.size();
+    size_t k = std::min<size_t>(most, 2);
+    if (out_next_ >= n) return most;
+    const size_t base = out_next_ == 0 ? 0 : need_upto_[out_next_ - 1];
+    const uint64_t budget = sizer_.limits().budget_bytes;
+    while (k < most && out_next_ + k < n && seq_bytes_[need_upto_[out_next_ + k]] - seq_bytes_[base] <= budget) ++k;
+    return k;
+  }
+
   // Starts fetches: always those the batch being claimed needs; beyond them,
   // while the sizer's connections and window allow (and prefetch_shards, if set).
   void MaybeFetchLocked() {
@@ -156,7 +173,7 @@ class IteratorImpl : public Iterator {
     const size_t need = need_upto_[std::min(claim_next_, n - 1)];
     // Shards first needed by batches already handed out are behind the consumer, not ahead.
     const size_t base = out_next_ == 0 ? 0 : need_upto_[std::min(out_next_, n) - 1];
-    const size_t floor_end = need_upto_[std::min(out_next_ + std::max<size_t>(opt_.prefetch_batches, 1), n) - 1];
+    const size_t floor_end = need_upto_[std::min(out_next_ + AheadBatchesLocked(), n) - 1];
     const uint64_t floor = seq_bytes_[std::max(floor_end, base)] - seq_bytes_[base];
     while (fetch_next_ < shard_seq_.size() && fetch_inflight_ < fetch_pool_->size()) {
       const size_t shard = shard_seq_[fetch_next_];
@@ -277,11 +294,10 @@ class IteratorImpl : public Iterator {
 
   void DecodeLoop() {
     std::unique_lock lock(mu_);
-    const size_t bound = std::max<size_t>(opt_.prefetch_batches, 1);
     while (true) {
       cv_.wait(lock, [&] {
         return stop_ || claim_next_ >= items_.size() ||
-               (claim_next_ < out_next_ + bound && BatchReadyLocked(claim_next_));
+               (claim_next_ < out_next_ + AheadBatchesLocked() && BatchReadyLocked(claim_next_));
       });
       if (stop_ || claim_next_ >= items_.size()) return;
       size_t b = claim_next_++;
@@ -348,7 +364,7 @@ class IteratorImpl : public Iterator {
       u.bytes += SampleBytes(*d);
       u.samples.push_back(std::move(*d));
     }
-    if (collate_ && !u.samples.empty()) u.batch = Collate(u.samples, epoch_, u.first_position);
+    if (collate_ && !u.samples.empty()) u.batch = Collate(u.samples, epoch_, u.first_position, opt_.batch_views);
     return u;
   }
 

@@ -10,7 +10,9 @@
 //   InflightBytes = D x W(b) x headroom, within [one request, budget]
 //   WindowBytes   = bytes allowed ahead of the consumer (in flight, landed or
 //                   decoded): at least `floor` (prefetch_batches whole
-//                   batches), else InflightBytes + floor, at most the budget.
+//                   batches, or as many as the budget holds when they are
+//                   that large, at least two: pipeline.cc), else
+//                   InflightBytes + floor, at most the budget.
 // Before a measurement exists the demand is taken as unbounded (start-up
 // fills the budget: the consumer is waiting).
 //

@@ -138,6 +138,10 @@ class GateStore : public CountingStore {
     std::lock_guard lock(mu_);
     return blocked_;
   }
+  size_t shard_gets() const {
+    std::lock_guard lock(mu_);
+    return shard_gets_;
+  }
 
  private:
   mutable std::mutex mu_;
@@ -155,30 +159,72 @@ bool WaitFor(const std::function<bool()>& cond) {
   return true;
 }
 
-// unet3d's shape: 140 MiB samples, one per shard, batches of 7. Every shard
-// is the same object bytes (the mem store shares them), so the test holds
-// one sample's memory, not 14.
-TEST(PrefetchPipelineTest, BatchesOfSevenLargeSamplesArePrefetchedWhole) {
-  constexpr uint64_t kSample = 140ull << 20;
-  constexpr size_t kShards = 14;
-  const std::string name = UniqueName("prefetch-test");
+// unet3d's shape: `sample`-byte samples (140 MiB), one per shard, batches of
+// 7, in `shards` shards under ds/ of mem store `name`. Every shard is the same object bytes
+// (the mem store shares them), so the test holds one sample's memory.
+constexpr uint64_t kSample = 140ull << 20;
+void WriteUnet3dShape(const std::string& name, size_t shards, uint64_t sample = kSample) {
   auto mem = object::MakeMemStore(name);
-  std::string big(kSample, 'u');
+  std::string big(sample, 'u');
   dataset::Manifest one = WriteDataset(*mem, "tmp/", dataset::ShardFormat::kIndexed, {1}, [&](uint64_t) {
     return std::vector<dataset::Field>{{"npz", Buffer::FromString(std::move(big))}};
   });
   Buffer shard = mem->Get("tmp/" + one.shards[0].name)->data;
   dataset::Manifest m = one;
   m.shards.clear();
-  for (size_t k = 0; k < kShards; ++k) {
+  for (size_t k = 0; k < shards; ++k) {
     dataset::ShardEntry e = one.shards[0];
     e.name = "shard-" + std::to_string(10000 + k) + std::string(dataset::ShardExtension(m.format));
     ASSERT_TRUE(mem->Put("ds/" + e.name, shard).ok());
     m.shards.push_back(e);
   }
   ASSERT_TRUE(mem->Put("ds/" + std::string(dataset::kIndexName), Buffer::FromString(dataset::EncodeIndex(m))).ok());
+}
 
-  auto gate = std::make_shared<GateStore>(mem);
+// prefetch_batches = 8 batches far beyond the budget (unet3d's 980 MiB
+// batches against 1 GiB; here scaled by 1/10): two whole batches are fetched
+// ahead (and the third once the decoders claim the first two), not the whole
+// dataset at the start of the epoch; the rest follows as the consumer takes
+// batches.
+TEST(PrefetchPipelineTest, LargeBatchesBeyondTheBudgetKeepTwoAhead) {
+  constexpr size_t kShards = 35;  // 5 batches
+  const std::string name = UniqueName("prefetch-test");
+  constexpr uint64_t kSmall = kSample / 10;
+  WriteUnet3dShape(name, kShards, kSmall);
+  auto gate = std::make_shared<GateStore>(object::MakeMemStore(name));
+  StreamingOptions o;
+  o.shuffle = Shuffle::kNone, o.batch_size = 7, o.prefetch_batches = 8;
+  o.prefetch_bytes = (1ull << 30) / 10;  // one batch fits, two do not
+  o.ram_cache_bytes = 0;
+  o.min_part_bytes = kSmall * 2;
+  o.decode[std::string("npz")] = Decode::kRaw;
+  auto ds = StreamingDataset::Open(gate, "ds", o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  auto it = *(*ds)->Iterate(0, {});
+  ASSERT_TRUE(WaitFor([&] { return gate->blocked() >= 14; })) << gate->blocked();
+  gate->Open();
+  // Two batches decoded and queued, the third's shards fetched: then nothing more until the consumer moves.
+  ASSERT_TRUE(WaitFor([&] { return it->stats().queue_depth == 2 && it->stats().shards_fetched == 21; }))
+      << it->stats().queue_depth << " " << it->stats().shards_fetched;
+  EXPECT_EQ(gate->shard_gets(), 21u);
+  uint64_t n = 0;
+  while (true) {
+    auto b = it->NextBatch();
+    ASSERT_TRUE(b.ok()) << b.status();
+    if (!*b) break;
+    n += (*b)->indices.size();
+  }
+  EXPECT_EQ(n, kShards);
+  EXPECT_EQ(gate->shard_gets(), kShards);
+  it.reset();
+  object::DropMemStore(name);
+}
+
+TEST(PrefetchPipelineTest, BatchesOfSevenLargeSamplesArePrefetchedWhole) {
+  constexpr size_t kShards = 14;
+  const std::string name = UniqueName("prefetch-test");
+  WriteUnet3dShape(name, kShards);
+  auto gate = std::make_shared<GateStore>(object::MakeMemStore(name));
   StreamingOptions o;
   o.shuffle = Shuffle::kNone, o.batch_size = 7, o.prefetch_batches = 2;
   o.ram_cache_bytes = 0;           // nothing kept by the cache: what is prefetched is the iterator's

@@ -86,13 +86,18 @@ struct StreamingOptions {
   // measures the bytes/s its consumer takes and what one store request
   // delivers, and keeps demand x request time bytes in flight (Little's
   // law), within `prefetch_bytes` ahead of the consumer but never less than
-  // `prefetch_batches` whole batches. Large shards are fetched as parallel
+  // `prefetch_batches` whole batches (batches larger than that budget: as
+  // many as fit, at least two). Large shards are fetched as parallel
   // ranged reads; small ones by many shards in flight. The counts below are
   // upper bounds only.
-  uint64_t prefetch_bytes = 0;           // memory budget ahead of the consumer; 0: 4 x ram_cache_bytes (>= 64 MiB)
-  size_t prefetch_shards = 0;            // at most this many shards beyond the batch being decoded; 0: no bound
-  size_t prefetch_batches = 8;           // bound of the queue to the consumer, and the prefetch floor
-  size_t decode_threads = 2;             // per iterator
+  uint64_t prefetch_bytes = 0;  // memory budget ahead of the consumer; 0: 4 x ram_cache_bytes (>= 64 MiB)
+  size_t prefetch_shards = 0;   // at most this many shards beyond the batch being decoded; 0: no bound
+  size_t prefetch_batches = 8;  // bound of the queue to the consumer, and the prefetch floor (see above)
+  size_t decode_threads = 2;    // per iterator
+  // Batches view the samples' bytes (Column::views) rather than copying
+  // them into one buffer: no per-batch copy of what the shards already hold
+  // (unet3d's 7 x 140 MiB per step). JSON columns are copied either way.
+  bool batch_views = false;
   size_t fetch_concurrency = 16;         // ranged reads per shard fetch
   size_t max_connections = 64;           // store requests in flight per iterator
   uint64_t min_part_bytes = 4ull << 20;  // a ranged read is at least this (unless the shard is smaller)
@@ -173,6 +178,11 @@ struct Column {
   // kNpy when the samples' arrays differ (ragged: shape, dtype or order):
   // each row's layout, its data at offsets[i]..offsets[i+1]; else empty.
   std::vector<ArrayMeta> rows;
+  // StreamingOptions::batch_views: row i's bytes (a slice of its shard's
+  // buffer, no copy), `data` empty; `offsets` as if `data` held the rows
+  // back to back. Empty otherwise (and for JSON columns).
+  std::vector<Buffer> views;
+  uint64_t size() const;  // bytes of the column: data, or the views together
 };
 
 struct Batch {
