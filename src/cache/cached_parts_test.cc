@@ -73,10 +73,11 @@ struct PartsFixture {
     EXPECT_TRUE(info.ok()) << info.status();
     return *info;
   }
-  void ExpectParts(const std::string& key, const std::string& etag) {
+  // `pin` is the ETag passed (empty: unpinned); every answer names `etag`.
+  void ExpectParts(const std::string& key, const std::string& etag, const std::string& pin) {
     const uint64_t offsets[] = {0, 4 * kKiB, 8 * kKiB + 7}, lengths[] = {4 * kKiB, 4 * kKiB + 7, 100};
     for (int n = 1; n <= 3; ++n) {
-      auto r = store->GetPartRange(key, etag, n);
+      auto r = store->GetPartRange(key, pin, n);
       ASSERT_TRUE(r.ok()) << n << ": " << r.status();
       EXPECT_EQ(r->offset, offsets[n - 1]) << n;
       EXPECT_EQ(r->length, lengths[n - 1]) << n;
@@ -94,8 +95,8 @@ TEST(CachedStoreParts, SizesLearnedFromACompleteThroughTheCacheNeedNoRequest) {
   PartsFixture f;
   object::ObjectInfo info = f.Upload(*f.store, "mp");
   ASSERT_EQ(info.part_sizes.size(), 3u);
-  f.ExpectParts("mp", info.etag);
-  f.ExpectParts("mp", "");  // unpinned: the current version's
+  f.ExpectParts("mp", info.etag, info.etag);
+  f.ExpectParts("mp", info.etag, "");  // unpinned: the current version's
   EXPECT_EQ(f.store->GetPartRange("mp", info.etag, 4).status().code(), Code::kOutOfRange);
   EXPECT_EQ(f.upstream->part_calls.load(), 0);
 }
@@ -103,9 +104,9 @@ TEST(CachedStoreParts, SizesLearnedFromACompleteThroughTheCacheNeedNoRequest) {
 TEST(CachedStoreParts, TheBackendIsAskedOncePerVersionAndPart) {
   PartsFixture f;
   object::ObjectInfo info = f.Upload(*f.mem, "mp");  // written by another client
-  f.ExpectParts("mp", info.etag);
+  f.ExpectParts("mp", info.etag, info.etag);
   EXPECT_EQ(f.upstream->part_calls.load(), 3);
-  f.ExpectParts("mp", info.etag);
+  f.ExpectParts("mp", info.etag, info.etag);
   EXPECT_EQ(f.upstream->part_calls.load(), 3);  // kept
   EXPECT_EQ(f.store->GetPartRange("mp", info.etag, 4).status().code(), Code::kOutOfRange);
   EXPECT_EQ(f.store->GetPartRange("mp", "not-this-version", 1).status().code(), Code::kPreconditionFailed);
