@@ -517,6 +517,7 @@ Result<object::ObjectInfo> CachedStore::CompleteMultipartUpload(std::string_view
                                                                 const object::CompleteOptions& options) {
   auto r = base_->CompleteMultipartUpload(key, upload_id, parts, options);
   Invalidate(std::string(key));
+  if (r.ok() && !r->part_sizes.empty()) RememberParts(std::string(key), r->etag, r->part_sizes, std::nullopt, 0);
   return r;
 }
 
@@ -524,6 +525,63 @@ Result<object::ObjectInfo> CachedStore::Copy(std::string_view src_key, std::stri
                                              const object::CopyOptions& options) {
   auto r = base_->Copy(src_key, dst_key, options);
   Invalidate(std::string(dst_key));
+  return r;
+}
+
+// ---- ?partNumber= ----
+
+void CachedStore::RememberParts(const std::string& key, const std::string& etag, std::vector<uint64_t> sizes,
+                                std::optional<object::PartRange> answer, int part_number) {
+  if (etag.empty()) return;
+  constexpr size_t kMaxPartsEntries = 1 << 16;  // versions; each holds at most 10000 parts
+  MutexLock lock(meta_mu_);
+  if (parts_.size() >= kMaxPartsEntries) parts_.clear();
+  PartsEntry& e = parts_[key + '\0' + etag];
+  if (!sizes.empty()) e.sizes = std::move(sizes);
+  if (answer) e.answers[part_number] = *answer;
+}
+
+Result<object::PartRange> CachedStore::GetPartRange(std::string_view key, std::string_view etag, int part_number) {
+  STRATA_RETURN_IF_ERROR(object::ValidateKey(key));
+  if (part_number < 1 || part_number > 10000) {
+    return InvalidArgumentError("part number " + std::to_string(part_number) + " is not in 1..10000");
+  }
+  const std::string k(key);
+  STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, Meta(k, false));
+  if (!etag.empty() && info.etag != etag) {  // the cached entry may predate the caller's version
+    STRATA_ASSIGN_OR_RETURN(info, Meta(k, true));
+    if (info.etag != etag) return PreconditionFailedError(k + " is no longer version " + std::string(etag));
+  }
+  {
+    MutexLock lock(meta_mu_);
+    if (auto it = parts_.find(k + '\0' + info.etag); it != parts_.end()) {
+      if (info.part_sizes.empty()) info.part_sizes = it->second.sizes;
+      if (auto a = it->second.answers.find(part_number); a != it->second.answers.end()) return a->second;
+    }
+  }
+  // Sizes known, or a store that would say so in Head, or not a multipart
+  // ETag ("md5-N" on S3 and its clones): answered here.
+  if (!info.part_sizes.empty() || base_->Capabilities().part_sizes_kept || info.etag.find('-') == std::string::npos) {
+    return object::PartRangeOf(info, part_number);
+  }
+  auto ask = [this, k, etag = info.etag, part_number]() -> Result<object::PartRange> {
+    return base_->GetPartRange(k, etag, part_number);
+  };
+  Result<object::PartRange> r = InternalError("not asked");
+  if (options_.backend_timeout.count() > 0 && wait_pool_) {
+    r = RunBounded<object::PartRange>(*wait_pool_, options_.backend_timeout, ask,
+                                      "part " + std::to_string(part_number) + " of " + k);
+    if (r.status().code() == Code::kDeadlineExceeded) cache_->metrics().Inc(CacheCounter::kBackendTimeouts);
+  } else {
+    r = ask();
+  }
+  // Kept only when it describes the version the caller reads.
+  if (r.ok() && (r->etag.empty() || r->etag == info.etag) && r->object_size == info.size) {
+    r->etag = info.etag;
+    RememberParts(k, info.etag, {}, *r, part_number);
+  } else if (r.ok()) {
+    return UnavailableError(k + " changed while its part " + std::to_string(part_number) + " was looked up; retry");
+  }
   return r;
 }
 

@@ -24,8 +24,10 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/executor.h"
@@ -151,6 +153,11 @@ class CachedStore : public object::StoreWrapper {
                                                      const object::CompleteOptions& options) override;
   Result<object::ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key,
                                   const object::CopyOptions& options) override;
+  // ?partNumber=: from the part sizes known for this version (Head on stores
+  // that keep them, or learned from a Complete through this store), else the
+  // backend's answer (s3:// asks its upstream), kept per (key, ETag, part) so
+  // a version's part is asked for once. Not multipart ETags need no request.
+  Result<object::PartRange> GetPartRange(std::string_view key, std::string_view etag, int part_number) override;
   // Ranges are read through the cache (Get), never streamed past it.
   Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                      const object::RangeConsumer& consume) override {
@@ -165,6 +172,10 @@ class CachedStore : public object::StoreWrapper {
     TimePoint expires;
     bool listed = false;  // from a List: info.metadata unknown, so Head/Get/OpenStream ask the backend
   };
+  struct PartsEntry {                          // one version of a multipart object
+    std::vector<uint64_t> sizes;               // all of its parts, when known
+    std::map<int, object::PartRange> answers;  // the backend's, by part number
+  };
   struct ListEntry {
     object::ListOptions options;
     object::ListResult result;
@@ -178,6 +189,8 @@ class CachedStore : public object::StoreWrapper {
   Result<Buffer> BoundedBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch);
   void RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed = false);
   void Invalidate(const std::string& key);
+  void RememberParts(const std::string& key, const std::string& etag, std::vector<uint64_t> sizes,
+                     std::optional<object::PartRange> answer, int part_number);
   // The bytes [begin, end) of one version of an object.
   Result<Buffer> ReadRange(const std::string& key, const object::ObjectInfo& info, uint64_t begin, uint64_t end);
   Result<Buffer> FetchBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, uint64_t length);
@@ -202,6 +215,8 @@ class CachedStore : public object::StoreWrapper {
   Mutex meta_mu_;
   std::unordered_map<std::string, MetaEntry> meta_ GUARDED_BY(meta_mu_);
   std::map<std::string, ListEntry> lists_ GUARDED_BY(meta_mu_);  // by encoded ListOptions
+  // By key + '\0' + ETag: an ETag names one content, so entries never go stale.
+  std::unordered_map<std::string, PartsEntry> parts_ GUARDED_BY(meta_mu_);
   std::atomic<uint64_t> write_generation_{0};
   SingleFlight<std::string, Result<object::ObjectInfo>> head_flights_;
 

@@ -211,11 +211,12 @@ Status CheckVersionId(const Ctx& ctx) {
 
 Status GetObject(Ctx& ctx, bool head) {
   STRATA_RETURN_IF_ERROR(CheckVersionId(ctx));
-  // ?partNumber=N of a multipart object whose part sizes the store keeps
-  // (ObjectInfo::part_sizes) is that part's byte range, with
-  // x-amz-mp-parts-count. Otherwise (a single PUT, or sizes unknown as on
-  // s3://) it is answered as AWS does for a single PUT: part 1 is the whole
-  // object (without x-amz-mp-parts-count), any other part is not satisfiable.
+  // ?partNumber=N of a multipart object is that part's byte range (the
+  // store's GetPartRange: part sizes kept by file:// and mem://, learned by
+  // the cache, or asked of an s3:// upstream), with x-amz-mp-parts-count.
+  // Otherwise (a single PUT, or sizes unknown) it is answered as AWS does for
+  // a single PUT: part 1 is the whole object (without x-amz-mp-parts-count),
+  // any other part is not satisfiable. The bytes come through the cache.
   int part_number = 0;
   if (const std::string* p = ctx.Query("partNumber")) {
     auto [end, ec] = std::from_chars(p->data(), p->data() + p->size(), part_number);
@@ -253,16 +254,25 @@ Status GetObject(Ctx& ctx, bool head) {
   }
   uint64_t begin = 0, end = info.size;
   bool ranged = false;
-  const std::vector<uint64_t>& parts = info.part_sizes;
-  if (part_number > 1 && static_cast<size_t>(part_number) > std::max<size_t>(parts.size(), 1)) {
-    return S3Error(Code::kOutOfRange, "InvalidPartNumber", "The requested partnumber is not satisfiable");
-  }
-  if (part_number > 0 && !parts.empty()) {
-    begin = 0;
-    for (int i = 0; i + 1 < part_number; ++i) begin += parts[i];
-    end = begin + parts[part_number - 1];
-    if (end > info.size) return UnavailableError(key + " changed while being read; retry");  // stale sizes
-    ranged = end > begin;
+  int parts_count = 0;
+  if (part_number > 0) {
+    auto part = store->GetPartRange(key, info.etag, part_number);
+    if (!part.ok()) {
+      if (part.status().code() == Code::kOutOfRange) {
+        return S3Error(Code::kOutOfRange, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+      }
+      if (part.status().code() == Code::kPreconditionFailed) {
+        return UnavailableError(key + " changed while being read; retry");
+      }
+      return ReadError(part.status());
+    }
+    if (part->offset > info.size || part->length > info.size - part->offset) {
+      return UnavailableError(key + " changed while being read; retry");  // stale sizes
+    }
+    begin = part->offset;
+    end = begin + part->length;
+    parts_count = part->parts_count;
+    ranged = parts_count > 0 && end > begin;
   }
   if (const std::string* rh = ctx.Header("range")) {
     auto parsed = net::ParseRangeHeader(*rh);  // unparseable ranges are ignored (RFC 7233), as S3 does
@@ -297,9 +307,7 @@ Status GetObject(Ctx& ctx, bool head) {
   // The stored checksum describes the whole object: not sent with a range (as S3).
   if (!ranged && ChecksumModeEnabled(ctx)) ChecksumResponseHeaders(ctx, info.metadata);
   resp.headers.emplace_back("Accept-Ranges", "bytes");
-  if (part_number > 0 && !parts.empty()) {
-    resp.headers.emplace_back("x-amz-mp-parts-count", std::to_string(parts.size()));
-  }
+  if (parts_count > 0) resp.headers.emplace_back("x-amz-mp-parts-count", std::to_string(parts_count));
   if (ranged) resp.headers.emplace_back("Content-Range", net::FormatContentRange(begin, end - 1, info.size));
   ResponseOverrides(ctx);
   resp.content_length = end - begin;

@@ -24,6 +24,10 @@ class CloudStore : public StoreWrapper {
     Pay(0);
     return base_->Head(key);
   }
+  Result<PartRange> GetPartRange(std::string_view key, std::string_view etag, int part_number) override {
+    Pay(0);  // a HEAD
+    return base_->GetPartRange(key, etag, part_number);
+  }
   Result<ListResult> List(const ListOptions& options) override {
     Pay(0);
     return base_->List(options);

@@ -1,5 +1,7 @@
 #include "object/object_store.h"
 
+#include <algorithm>
+
 #include "base/checksum.h"
 #include "base/hash.h"
 
@@ -28,6 +30,40 @@ Status ObjectStore::ReadRangeTo(std::string_view key, std::string_view etag, uin
 
 Result<std::vector<UploadInfo>> ObjectStore::ListMultipartUploads(std::string_view /*prefix*/) {
   return NotSupportedError("listing multipart uploads is not supported by " + Url());
+}
+
+Result<PartRange> ObjectStore::GetPartRange(std::string_view key, std::string_view etag, int part_number) {
+  if (part_number < 1 || part_number > 10000) {
+    return InvalidArgumentError("part number " + std::to_string(part_number) + " is not in 1..10000");
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(key));
+  if (!etag.empty() && info.etag != etag) {
+    return PreconditionFailedError("'" + std::string(key) + "' is no longer version " + std::string(etag));
+  }
+  return PartRangeOf(info, part_number);
+}
+
+Result<PartRange> PartRangeOf(const ObjectInfo& info, int part_number) {
+  const std::vector<uint64_t>& parts = info.part_sizes;
+  if (part_number < 1 || static_cast<size_t>(part_number) > std::max<size_t>(parts.size(), 1)) {
+    return OutOfRangeError("'" + info.key + "' has no part " + std::to_string(part_number))
+        .WithForeignCode("InvalidPartNumber");
+  }
+  PartRange r{0, info.size, static_cast<int>(parts.size()), info.etag, info.size};
+  if (parts.empty()) return r;
+  auto stale = [&] {
+    return UnavailableError("the part sizes of '" + info.key + "' do not fit its " + std::to_string(info.size) +
+                            " bytes (changed while being read; retry)");
+  };
+  // Compared without adding, so sizes that overrun cannot wrap around.
+  r.offset = 0;
+  for (int i = 0; i + 1 < part_number; ++i) {
+    if (parts[i] > info.size - r.offset) return stale();
+    r.offset += parts[i];
+  }
+  r.length = parts[part_number - 1];
+  if (r.length > info.size - r.offset) return stale();
+  return r;
 }
 
 Status ValidateKey(std::string_view key) {

@@ -29,8 +29,9 @@ struct ObjectInfo {
   ObjectMetadata metadata;
   // A multipart object's part sizes, in part order (summing to size), as
   // CompleteMultipartUpload made it; Head and Get fill them where the store
-  // keeps them (mem://, file://). Empty: a single PUT or copy, or unknown
-  // (s3://, List). Not metadata: a copy never carries them over.
+  // keeps them (mem://, file://), Complete's answer on s3:// too. Empty: a
+  // single PUT or copy, or unknown (s3:// Head/Get, List). Not metadata: a
+  // copy never carries them over.
   std::vector<uint64_t> part_sizes;
 };
 
@@ -57,6 +58,19 @@ struct GetResult {
   ObjectInfo info;      // of the whole object (size is the full size)
   uint64_t offset = 0;  // where `data` starts within the object
   Buffer data;          // the requested range, exactly
+};
+
+// One part of a multipart object, as GetObject ?partNumber=N answers it:
+// bytes [offset, offset + length) of version `etag` of an object of
+// `object_size` bytes. parts_count 0: the object is not known to be
+// multipart, so its one part is the whole object (as S3 answers for a
+// single PUT: no x-amz-mp-parts-count).
+struct PartRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  int parts_count = 0;
+  std::string etag;
+  uint64_t object_size = 0;
 };
 
 struct ListOptions {
@@ -230,6 +244,13 @@ class ObjectStore {
   virtual Status ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
                              const RangeConsumer& consume);
 
+  // Part `part_number` (1..10000) of `key` (GetObject ?partNumber=), pinned
+  // to `etag` when non-empty. Codes: NotFound, OutOfRange (no such part:
+  // S3's InvalidPartNumber), PreconditionFailed (the object is no longer
+  // `etag`), InvalidArgument. The default derives it from Head's part_sizes
+  // (PartRangeOf); s3:// asks its upstream.
+  virtual Result<PartRange> GetPartRange(std::string_view key, std::string_view etag, int part_number);
+
   virtual StoreCapabilities Capabilities() const { return {}; }
 
   // A URL that names this store (credentials never included).
@@ -245,6 +266,11 @@ Status ValidateKey(std::string_view key);
 // Resolves `range` against an object of `size` bytes into [*begin, *end).
 // OutOfRange when the range starts at or past the end of a non-empty object.
 Status ResolveRange(const std::optional<ByteRange>& range, uint64_t size, uint64_t* begin, uint64_t* end);
+
+// Part `part_number` of the object `info` describes, from info.part_sizes
+// (empty: one part, the whole object). OutOfRange past the last part,
+// Unavailable when the sizes overrun info.size (a stale mix of versions).
+Result<PartRange> PartRangeOf(const ObjectInfo& info, int part_number);
 
 // S3-style multipart ETag: hex(md5(concat(md5(part_i)))) + "-" + N.
 std::string MultipartEtag(const std::vector<std::string>& part_md5_hex);

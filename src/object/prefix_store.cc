@@ -72,6 +72,10 @@ class PrefixStore : public StoreWrapper {
     STRATA_RETURN_IF_ERROR(ValidateKey(key));
     return base_->ReadRangeTo(Full(key), etag, offset, length, consume);
   }
+  Result<PartRange> GetPartRange(std::string_view key, std::string_view etag, int part_number) override {
+    STRATA_RETURN_IF_ERROR(ValidateKey(key));
+    return base_->GetPartRange(Full(key), etag, part_number);
+  }
   std::string Url() const override {
     std::string url = base_->Url();
     url += url.find('?') == std::string::npos ? '?' : '&';

@@ -2,6 +2,7 @@
 target_sources(strata_object PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/s3_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/s3_metadata.cc
+  ${CMAKE_CURRENT_LIST_DIR}/s3_part_range.cc
   ${CMAKE_CURRENT_LIST_DIR}/s3_request.cc
   ${CMAKE_CURRENT_LIST_DIR}/s3_service.cc
   ${CMAKE_CURRENT_LIST_DIR}/s3_store.cc)

@@ -15,6 +15,7 @@
 #include "net/uri.h"
 #include "object/part_reader.h"
 #include "object/s3_metadata.h"
+#include "object/s3_part_range.h"
 #include "object/s3_request.h"
 #include "object/transfer.h"
 
@@ -145,6 +146,7 @@ class S3Store : public ObjectStore, public PartStreamer {
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
   Result<ObjectInfo> Copy(std::string_view src_key, std::string_view dst_key, const CopyOptions& options) override;
+  Result<PartRange> GetPartRange(std::string_view key, std::string_view etag, int part_number) override;
   std::string Url() const override { return S3ConfigUrl(r_->config()); }
   StoreCapabilities Capabilities() const override {
     StoreCapabilities caps;
@@ -394,6 +396,26 @@ Result<ObjectInfo> S3Store::Head(std::string_view key) {
   return InfoFromHeaders(resp, std::string(key), size);
 }
 
+// HEAD ?partNumber=N, pinned with If-Match; the upstream knows the parts.
+Result<PartRange> S3Store::GetPartRange(std::string_view key, std::string_view etag, int part_number) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  if (part_number < 1 || part_number > kMaxParts) {
+    return InvalidArgumentError("part number " + std::to_string(part_number) + " is not in 1..10000");
+  }
+  std::string full = r_->FullKey(key);
+  S3Call call = MakeCall("HeadObject", "HEAD", full, {{"partNumber", std::to_string(part_number)}});
+  if (!etag.empty()) call.headers.emplace_back("If-Match", QuoteEtag(etag));
+  STRATA_ASSIGN_OR_RETURN(net::HttpResponse resp, r_->Execute(call));
+  auto r = PartRangeFromHeaders(resp.status, resp.headers, part_number);
+  if (!r.ok() && r.status().code() == Code::kCorruption) {
+    return Status(Code::kCorruption, r.status().message() + " (" + r_->Resource(full) + ")", "InvalidPartAnswer");
+  }
+  if (r.ok() && !etag.empty() && !r->etag.empty() && r->etag != UnquoteEtag(etag)) {
+    return PreconditionFailedError(r_->Resource(full) + " changed (ETag " + r->etag + ")");
+  }
+  return r;
+}
+
 Result<ListResult> S3Store::List(const ListOptions& options) {
   if (options.max_keys < 1) {
     return InvalidArgumentError("max_keys must be at least 1, got " + std::to_string(options.max_keys));
@@ -623,6 +645,10 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
     }
     wire.push_back(std::move(w));
   }
+  // The part sizes go back with the answer (ObjectInfo::part_sizes) so the
+  // cache can answer ?partNumber= where the upstream does not (RGW 16.2
+  // ignores it). Best effort: without them, nothing else changes.
+  auto listed = ListParts(key, upload_id);
   S3Call call = MakeCall("CompleteMultipartUpload", "POST", full, {{"uploadId", std::string(upload_id)}},
                          Buffer::FromString(net::EncodeCompleteMultipartUpload(wire)));
   call.headers.emplace_back("Content-Type", "application/xml");
@@ -660,6 +686,7 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
   // RGW answers an empty <ETag>; the size is never in the answer: HEAD.
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(key));
   if (!etag.empty()) info.etag = etag;
+  if (listed.ok()) info.part_sizes = CompletedPartSizes(*listed, parts, info.size);
   return info;
 }
 

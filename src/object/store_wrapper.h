@@ -66,6 +66,9 @@ class StoreWrapper : public ObjectStore {
     if (base_->Capabilities().range_streaming) return base_->ReadRangeTo(key, etag, offset, length, consume);
     return ObjectStore::ReadRangeTo(key, etag, offset, length, consume);  // through this store's Get
   }
+  Result<PartRange> GetPartRange(std::string_view key, std::string_view etag, int part_number) override {
+    return base_->GetPartRange(key, etag, part_number);
+  }
   StoreCapabilities Capabilities() const override { return base_->Capabilities(); }
   std::string Url() const override { return base_->Url(); }
 

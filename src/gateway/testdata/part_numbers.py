@@ -1,9 +1,13 @@
 """GetObject/HeadObject with PartNumber through `strata serve`, driven by
-boto3. Usage: part_numbers.py ENDPOINT KEY SECRET BUCKET. A 3-part upload
-answers each part's byte range (206, Content-Range, ContentLength, PartsCount,
-the object's ETag, bytes exact) and 416 InvalidPartNumber past the last part;
-a single PUT answers part 1 as the whole object without PartsCount. Exits
-non-zero on any failure; prints "N failure(s)" last."""
+boto3. Usage: part_numbers.py ENDPOINT KEY SECRET BUCKET [UPSTREAM UKEY USECRET].
+A 3-part upload answers each part's byte range (206, Content-Range,
+ContentLength, PartsCount, the object's ETag, bytes exact) and 416
+InvalidPartNumber past the last part; a single PUT answers part 1 as the whole
+object without PartsCount. With the gateway's s3:// upstream named, a 3-part
+object uploaded to the upstream directly answers through the gateway as the
+upstream itself answers (its parts where it knows ?partNumber=, else one
+part, the whole object). Exits non-zero on any failure; prints "N failure(s)"
+last."""
 import sys
 
 import boto3
@@ -82,6 +86,29 @@ check(g["ResponseMetadata"]["HTTPStatusCode"] == 200 and g["Body"].read() == b"o
 check("PartsCount" not in g and "ContentRange" not in g, "single PUT part 1 has no PartsCount/ContentRange")
 status, code = error_of(s3.get_object, Bucket=BUCKET, Key="single", PartNumber=2)
 check(status == 416 and code == "InvalidPartNumber", "single PUT part 2: %s %s" % (status, code))
+
+if len(sys.argv) >= 8:
+    up_s3 = boto3.client("s3", endpoint_url=sys.argv[5], aws_access_key_id=sys.argv[6],
+                         aws_secret_access_key=sys.argv[7], region_name="us-east-1",
+                         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    direct = "direct/object"
+    up = up_s3.create_multipart_upload(Bucket=BUCKET, Key=direct)
+    done = []
+    for n, data in enumerate(parts, 1):
+        r = up_s3.upload_part(Bucket=BUCKET, Key=direct, UploadId=up["UploadId"], PartNumber=n, Body=data)
+        done.append({"PartNumber": n, "ETag": r["ETag"]})
+    up_s3.complete_multipart_upload(Bucket=BUCKET, Key=direct, UploadId=up["UploadId"],
+                                    MultipartUpload={"Parts": done})
+    knows_parts = "PartsCount" in up_s3.head_object(Bucket=BUCKET, Key=direct, PartNumber=1)
+    print("upstream answers ?partNumber=: %s" % knows_parts)
+    g = s3.get_object(Bucket=BUCKET, Key=direct, PartNumber=1)
+    body = g["Body"].read()
+    if knows_parts:
+        check(body == parts[0] and g.get("PartsCount") == 3, "uploaded upstream: part 1 as the upstream's")
+    else:
+        check(body == b"".join(parts) and "PartsCount" not in g, "uploaded upstream: part 1 is the whole object")
+        status, code = error_of(s3.get_object, Bucket=BUCKET, Key=direct, PartNumber=2)
+        check(status == 416 and code == "InvalidPartNumber", "uploaded upstream: part 2: %s %s" % (status, code))
 
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)
