@@ -263,7 +263,8 @@ void RunStaleCampaign(uint64_t seed, int objects, int reads_per_thread, int thre
   so.clock = &clock;
   auto cached = std::make_shared<CachedStore>(store, *cache, so);
 
-  // ETag -> (version, bytes) of every version of every object; the new ones differ in bytes and often in size.
+  // ETag -> (version, bytes) of every version of every object; the new ones differ in bytes and often in
+  // size (never under 1000 bytes: the ranged reads start below that).
   std::map<std::string, std::pair<int, std::string>> versions;
   std::vector<std::string> latest;
   std::mt19937_64 rng(seed);
@@ -271,7 +272,7 @@ void RunStaleCampaign(uint64_t seed, int objects, int reads_per_thread, int thre
     if (version == 2) store->SetConfig(faults);  // from now on the replaced versions are kept and served stale
     for (int i = 0; i < objects; ++i) {
       const std::string key = "obj-" + std::to_string(i);
-      std::string data = Bytes(1 + rng() % (3 * kBlock), seed * 1000 + i * 10 + version);
+      std::string data = Bytes(1000 + rng() % (3 * kBlock), seed * 1000 + i * 10 + version);
       Result<object::ObjectInfo> put = InternalError("not put");
       while (!(put = store->Put(key, Buffer::FromString(data))).ok()) {
       }  // (injected faults: put again)
