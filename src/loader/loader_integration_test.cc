@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "base/hash.h"
 #include "dataset/pack.h"
 #include "io/durable.h"
 #include "io/file_system.h"
@@ -419,10 +420,17 @@ TEST_F(LoaderIntegrationTest, AWaiterDownloadsWhenTheLockHolderDies) {
 // regenerated with the same layout (other content hashes).
 TEST(LoaderCacheDirTest, ACacheDirectoryNeverServesAReplacedDatasetsShards) {
   auto store = object::MakeMemStore("loader-it-regenerated");
-  auto index = testing::WriteDataset(*store, "ds/", dataset::ShardFormat::kTar, {4, 4}, testing::TextFields);
-  auto write_manifest = [&](const std::string& hash) {
-    dataset::Manifest m = index;
-    for (auto& s : m.shards) s.sha256 = std::string(64, hash[0]);
+  // The dataset written with `text`, and its manifest with the shards' real
+  // sha256 (the loader checks fetched bytes against them).
+  auto write = [&](const std::string& text) {
+    dataset::Manifest m = testing::WriteDataset(*store, "ds/", dataset::ShardFormat::kTar, {4, 4}, [&](uint64_t i) {
+      return std::vector<dataset::Field>{{"txt", Buffer::FromString(text + std::to_string(i))}};
+    });
+    for (auto& s : m.shards) {
+      auto bytes = store->Get("ds/" + s.name);
+      ASSERT_TRUE(bytes.ok()) << bytes.status();
+      s.sha256 = ToHex(Sha256(bytes->data.data(), bytes->data.size()));
+    }
     ASSERT_TRUE(store->Put("ds/manifest.json", Buffer::FromString(dataset::EncodeManifest(m))).ok());
   };
   const std::string dir = *io::MakeTempDir("strata-partition-test-");
@@ -434,10 +442,10 @@ TEST(LoaderCacheDirTest, ACacheDirectoryNeverServesAReplacedDatasetsShards) {
     }
     return it->stats();
   };
-  write_manifest("a");
+  write("sample-");
   EXPECT_EQ(drain().shards_fetched, 2u);
   EXPECT_EQ(drain().shards_from_cache, 2u);  // the same dataset again: from the directory
-  write_manifest("b");
+  write("SAMPLE-");                          // the same layout (names, sizes, counts), other bytes
   Stats replaced = drain();
   EXPECT_EQ(replaced.shards_from_cache, 0u);
   EXPECT_EQ(replaced.shards_fetched, 2u);

@@ -519,6 +519,16 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
     return CorruptionError("shard " + key + ": fetched " + std::to_string(data.size()) + " bytes, expected " +
                            std::to_string(size));
   }
+  if (shard < options_.sha256.size() && !options_.sha256[shard].empty()) {
+    const std::string got = ToHex(Sha256(data.data(), data.size()));
+    if (got != options_.sha256[shard]) {
+      // Retryable: a lagging replica answers the current version later.
+      return Status(Code::kCorruption,
+                    "shard " + key + " from the store has sha256 " + got + ", the dataset's manifest records " +
+                        options_.sha256[shard] + " (a stale replica, or the shard was replaced): not used",
+                    "", /*retryable=*/true);
+    }
+  }
   std::lock_guard lock(mu_);
   ++counters_.fetches;
   counters_.fetched_bytes += size;

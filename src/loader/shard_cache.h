@@ -71,6 +71,11 @@ struct ShardCacheOptions {
   // name in `dir`, so a dataset regenerated with the same layout never reads
   // the files of the one it replaced.
   std::string content_id;
+  // Per shard, the hex SHA-256 the dataset's manifest records ("" or absent:
+  // unknown). Bytes fetched from the store must match it, or the fetch fails
+  // (Corruption, retryable): the index's size and the format's CRCs cannot
+  // tell a lagging replica's old shard of the same size from the current one.
+  std::vector<std::string> sha256;
   uint64_t disk_bytes = 16ull << 30;
   uint64_t ram_bytes = 256ull << 20;
   size_t fetch_concurrency = 16;        // ranged GETs per shard fetch; also `connections` when that is 0

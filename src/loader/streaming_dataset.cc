@@ -271,6 +271,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   ShardCacheOptions co;
   co.dir = options.cache_dir;
   co.content_id = Fingerprint(hashed, OrderSpec{});
+  for (const auto& s : hashed.shards) co.sha256.push_back(s.sha256);
   co.disk_bytes = options.cache_limit_bytes;
   co.ram_bytes = options.ram_cache_bytes;
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);

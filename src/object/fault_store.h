@@ -2,11 +2,15 @@
 // testing retries and recovery: seeded random faults (transient errors,
 // throttling, connection resets, truncated bodies, stalls, lost replies)
 // plus deterministic scripting (fail the next N requests, fail requests for
-// some keys). Thread-safe; time passes through the given Clock.
+// some keys), and stale answers (an older version of an object, as an
+// eventually consistent store's lagging replica gives). Thread-safe; time
+// passes through the given Clock.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +30,14 @@ struct FaultConfig {
   double lost_reply_rate = 0;  // mutations only: applied, then Unavailable (reply lost)
   double stall_rate = 0;       // the request first sleeps `stall`, then proceeds
   Duration stall = std::chrono::seconds(1);
+  // Get, Head and streamed ranges of a key with an older version kept are
+  // answered from that version, whole and consistent (its ETag, size, mtime,
+  // metadata and bytes; If-Match and the other conditions judged against
+  // it), as a lagging replica does. Versions are kept by KeepVersion and,
+  // while stale_rate > 0, by every Put, Copy, CompleteMultipartUpload and
+  // Delete through this store (the version it replaces). Drawn from a random
+  // stream of its own: a seed's other faults are the same with or without it.
+  double stale_rate = 0;
   Clock* clock = nullptr;  // stalls sleep on it (must outlive the store); nullptr: RealClock()
 };
 
@@ -38,7 +50,8 @@ struct StoreFaultCounters {
   uint64_t lost_replies = 0;
   uint64_t stalls = 0;
   uint64_t scripted = 0;  // from FailNext / FailKey
-  uint64_t injected() const { return errors + throttles + resets + truncations + lost_replies + scripted; }
+  uint64_t stale = 0;     // answers from an older version (stale_rate)
+  uint64_t injected() const { return errors + throttles + resets + truncations + lost_replies + scripted + stale; }
 };
 
 // The operation a request performs, for per-key rules.
@@ -57,6 +70,10 @@ class FaultStore : public StoreWrapper {
   void ClearRules();
   // Replaces the random rates (e.g. to heal the store mid-test).
   void SetConfig(FaultConfig config);
+  // Keeps the inner store's current version of `key` as the one stale
+  // answers give (replacing any kept before); NotFound if there is none.
+  Status KeepVersion(std::string_view key);
+  void ForgetVersions();
 
   StoreFaultCounters counters() const;
   ObjectStore& inner() { return base(); }
@@ -96,6 +113,14 @@ class FaultStore : public StoreWrapper {
   // proceed; *truncate / *lose_reply ask for a failure after the inner call.
   Status Before(FaultOp op, std::string_view key, bool* truncate, bool* lose_reply);
   Status Truncated(std::string_view key);
+  struct OldVersion {
+    ObjectInfo info;
+    Buffer data;
+  };
+  // The kept older version of `key`, if stale_rate says to answer from it now (counted).
+  std::optional<OldVersion> DrawStale(std::string_view key);
+  // Before a mutation of `key` (stale_rate > 0): keeps the version it replaces.
+  void KeepReplaced(std::string_view key);
   Status LostReply(std::string_view key);
 
   Clock& clock_;
@@ -106,6 +131,8 @@ class FaultStore : public StoreWrapper {
   Status fail_next_status_;
   std::vector<Rule> rules_;
   StoreFaultCounters counters_;
+  Random stale_random_;
+  std::map<std::string, OldVersion, std::less<>> old_;
 };
 
 }  // namespace strata::object

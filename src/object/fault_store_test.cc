@@ -117,5 +117,64 @@ TEST(FaultStore, StallsSleepOnTheClock) {
   EXPECT_EQ(store->counters().injected(), 0u);
 }
 
+TEST(FaultStore, StaleAnswersComeWholeFromTheKeptOlderVersion) {
+  FakeClock clock(true);
+  FaultConfig config;
+  config.stale_rate = 1.0;
+  auto store = Make(config, clock);  // "k" = "value"
+  auto old = store->Head("k");
+  ASSERT_TRUE(old.ok()) << old.status();
+  ASSERT_TRUE(store->Put("k", Buffer::Copy("a newer value")).ok());  // through the store: "value" kept
+  auto now = store->inner().Head("k");
+  ASSERT_TRUE(now.ok());
+  ASSERT_NE(now->etag, old->etag);
+
+  auto head = store->Head("k");
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ(head->etag, old->etag);
+  EXPECT_EQ(head->size, 5u);
+  auto got = store->Get("k");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->data.ToString(), "value");
+  EXPECT_EQ(got->info.etag, old->etag);
+  GetOptions ranged;
+  ranged.range = ByteRange::Of(1, 3);
+  got = store->Get("k", ranged);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->data.ToString(), "alu");
+  EXPECT_EQ(got->offset, 1u);
+  // Conditions are the replica's: If-Match on the newer ETag fails, as S3 answers it.
+  GetOptions match;
+  match.if_match = now->etag;
+  EXPECT_EQ(store->Get("k", match).status().code(), Code::kPreconditionFailed);
+  ranged.range = ByteRange::Of(7, 3);  // past the old version's end
+  EXPECT_EQ(store->Get("k", ranged).status().code(), Code::kOutOfRange);
+  EXPECT_EQ(
+      store->ReadRangeTo("k", now->etag, 0, 3, [](uint64_t, const uint8_t*, size_t) { return Status::Ok(); }).code(),
+      Code::kPreconditionFailed);
+  EXPECT_EQ(store->counters().stale, 6u);
+  EXPECT_EQ(store->counters().injected(), 6u);
+
+  // Keys without an older version, and stale_rate 0, answer the current version.
+  ASSERT_TRUE(store->inner().Put("fresh", Buffer::Copy("x")).ok());
+  EXPECT_EQ(store->Get("fresh")->data.ToString(), "x");
+  store->SetConfig(FaultConfig{});
+  EXPECT_EQ(store->Get("k")->data.ToString(), "a newer value");
+  EXPECT_EQ(store->counters().stale, 6u);
+}
+
+TEST(FaultStore, KeepVersionAndForgetVersions) {
+  FakeClock clock(true);
+  FaultConfig config;
+  config.stale_rate = 1.0;
+  auto store = Make(config, clock);
+  EXPECT_EQ(store->KeepVersion("missing").code(), Code::kNotFound);
+  ASSERT_TRUE(store->KeepVersion("k").ok());
+  ASSERT_TRUE(store->inner().Put("k", Buffer::Copy("replaced underneath")).ok());
+  EXPECT_EQ(store->Get("k")->data.ToString(), "value");
+  store->ForgetVersions();
+  EXPECT_EQ(store->Get("k")->data.ToString(), "replaced underneath");
+}
+
 }  // namespace
 }  // namespace strata::object
