@@ -39,7 +39,8 @@ struct TrainArgs {
   size_t max_accelerators = 64, min_accelerators = 1;
   bool no_stop = false;
   std::string cache_dir, cache_limit = "16GiB", ram_cache = "256MiB";
-  size_t prefetch_shards = 0, prefetch_batches = 8, decode_threads = 2, fetch = 16, connections = 64;
+  size_t prefetch_shards = 0, prefetch_batches = 8, decode_threads = 2, fetch = 16,
+         connections = loader::StreamingOptions{}.max_connections;
   std::string prefetch_bytes;  // empty: the loader's default (from the RAM cache)
   bool no_cache = false;
   std::string shuffle = "window";

@@ -519,8 +519,19 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
     return CorruptionError("shard " + key + ": fetched " + std::to_string(data.size()) + " bytes, expected " +
                            std::to_string(size));
   }
-  if (shard < options_.sha256.size() && !options_.sha256[shard].empty()) {
+  const std::string& etag = results[0]->info.etag;
+  bool verified = false;
+  if (!etag.empty()) {
+    std::lock_guard lock(mu_);
+    auto it = verified_etag_.find(shard);
+    verified = it != verified_etag_.end() && it->second == etag;
+  }
+  if (!verified && shard < options_.sha256.size() && !options_.sha256[shard].empty()) {
     const std::string got = ToHex(Sha256(data.data(), data.size()));
+    {
+      std::lock_guard lock(mu_);
+      counters_.sha256_bytes += size;
+    }
     if (got != options_.sha256[shard]) {
       // Retryable: a lagging replica answers the current version later.
       return Status(Code::kCorruption,
@@ -530,6 +541,8 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
     }
   }
   std::lock_guard lock(mu_);
+  if (!verified && !etag.empty() && shard < options_.sha256.size() && !options_.sha256[shard].empty())
+    verified_etag_[shard] = etag;
   ++counters_.fetches;
   counters_.fetched_bytes += size;
   return data;

@@ -162,6 +162,7 @@ class ShardCache {
     uint64_t parses = 0, parse_hits = 0;  // GetParsed: parsed here / shared a memoised or in-flight parse
     uint64_t lock_waits = 0;              // fetches that waited for another process's (or cache's) download lock
     uint64_t temps_swept = 0;             // dead writers' temp files Open removed
+    uint64_t sha256_bytes = 0;            // bytes from the store checked against the manifest's sha256
   };
   Counters counters() const;
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
@@ -232,6 +233,10 @@ class ShardCache {
   SingleFlight<size_t, Result<Buffer>> flights_;
   SingleFlight<size_t, Result<std::shared_ptr<const ParsedShard>>> parse_flights_;  // one parse likewise
   Counters counters_;
+  // Per shard: the store ETag whose bytes last matched the manifest's sha256
+  // (guarded by mu_). An ETag names one content, so a refetch answered with it
+  // needs no second hash; another ETag (a stale replica, a replacement) is hashed.
+  std::map<size_t, std::string> verified_etag_;
   std::mutex disk_mu_;  // one writer/evictor of the directory at a time
   // Threads for the ranged GETs of multi-part fetches, started on first use
   // (a dataset that is only opened, or has small shards, starts none).

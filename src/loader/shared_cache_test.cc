@@ -8,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include "base/hash.h"
 #include "io/durable.h"
 #include "loader/internal.h"
 #include "loader/loader_test_util.h"
@@ -313,6 +314,36 @@ TEST(SharedCacheTest, BytesFailingTheParserAreNeverWrittenToDisk) {
   EXPECT_TRUE(got->from_store) << "a disk copy of bytes that failed their checks was kept";
   EXPECT_EQ(cache->counters().disk_hits, 0u);
   EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir).ok());
+}
+
+// Bytes from the store are checked against the manifest's sha256 once per
+// ETag: a refetch answered with the ETag already verified is not hashed again
+// (an ETag names one content), one answered with another ETag (a stale
+// replica, a replacement) is, and bytes that do not match are refused.
+TEST(SharedCacheTest, EachStoreVersionIsHashCheckedOnce) {
+  SharedFixture f({4, 4});
+  ShardCacheOptions co;
+  co.ram_bytes = 0;  // every Get goes to the store
+  for (const auto& key : f.keys) {
+    auto got = f.store->Get(key);
+    ASSERT_TRUE(got.ok()) << got.status();
+    co.sha256.push_back(ToHex(Sha256(got->data.data(), got->data.size())));
+  }
+  auto cache = *ShardCache::Open(f.store, f.keys, f.sizes, co);
+  ASSERT_TRUE(cache->Get(0).ok());
+  ASSERT_TRUE(cache->Get(0).ok());
+  ASSERT_TRUE(cache->Get(1).ok());
+  EXPECT_EQ(cache->counters().fetches, 3u);
+  EXPECT_EQ(cache->counters().sha256_bytes, f.sizes[0] + f.sizes[1]);
+  // Shard 0 replaced in place by other bytes of the same size: a new ETag, hashed, refused.
+  auto old = *f.store->Get(f.keys[0]);
+  std::string other = old.data.ToString();
+  other[other.size() / 3] ^= 0x5a;
+  ASSERT_TRUE(f.store->Put(f.keys[0], Buffer::FromString(other)).ok());
+  auto replaced = cache->Get(0);
+  ASSERT_FALSE(replaced.ok());
+  EXPECT_EQ(replaced.status().code(), Code::kCorruption) << replaced.status();
+  EXPECT_EQ(cache->counters().sha256_bytes, 2 * f.sizes[0] + f.sizes[1]);
 }
 
 }  // namespace

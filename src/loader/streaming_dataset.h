@@ -98,8 +98,9 @@ struct StreamingOptions {
   // them into one buffer: no per-batch copy of what the shards already hold
   // (unet3d's 7 x 140 MiB per step). JSON columns are copied either way.
   bool batch_views = false;
-  size_t fetch_concurrency = 16;         // ranged reads per shard fetch
-  size_t max_connections = 64;           // store requests in flight per iterator
+  size_t fetch_concurrency = 16;  // ranged reads per shard fetch
+  size_t max_connections =
+      128;  // store requests in flight per iterator (a 3 GB/s consumer at 25 MB/s per connection needs ~120)
   uint64_t min_part_bytes = 4ull << 20;  // a ranged read is at least this (unless the shard is smaller)
   // Write cache_dir copies on a background thread (ShardCacheOptions::async_disk_writes): a cold
   // fetch is delivered without waiting for its file's fsync, but a file may appear after the
