@@ -45,8 +45,9 @@ void CheckpointWriter::Impl::UploadLoop() {
     {
       MutexLock lock(mu);
       cv.Wait(lock, [&] {
-      mu.AssertHeld();  // the predicate runs under the lock
-      return stopping || !uploads.empty(); });
+        mu.AssertHeld();  // the predicate runs under the lock
+        return stopping || !uploads.empty();
+      });
       if (stopping) return;  // pending uploads resume at the next Open
       item = uploads.front();
       uploads.pop_front();

@@ -64,8 +64,9 @@ Status SaveHandle::Wait() const {
   if (!state_) return InvalidArgumentError("empty SaveHandle");
   MutexLock lock(state_->mu);
   state_->cv.Wait(lock, [&] {
-      state_->mu.AssertHeld();  // the predicate runs under the lock
-      return state_->done; });
+    state_->mu.AssertHeld();  // the predicate runs under the lock
+    return state_->done;
+  });
   return state_->status;
 }
 
@@ -80,8 +81,9 @@ Status SaveHandle::WaitUploaded() const {
   MutexLock lock(state_->mu);
   if (!state_->want_upload) return Status::Ok();
   state_->cv.Wait(lock, [&] {
-      state_->mu.AssertHeld();  // the predicate runs under the lock
-      return state_->uploaded; });
+    state_->mu.AssertHeld();  // the predicate runs under the lock
+    return state_->uploaded;
+  });
   return state_->upload_status;
 }
 
@@ -145,7 +147,8 @@ CheckpointWriter::~CheckpointWriter() {
     MutexLock lock(impl_->mu);
     impl_->cv.Wait(lock, [&] {
       impl_->mu.AssertHeld();  // the predicate runs under the lock
-      return impl_->jobs.empty() && impl_->reserved == 0; });
+      return impl_->jobs.empty() && impl_->reserved == 0;
+    });
     impl_->stopping = true;
   }
   impl_->cv.NotifyAll();
@@ -199,7 +202,8 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
     impl.last_step = step;  // reserved now, so concurrent saves keep their order
     impl.cv.Wait(lock, [&] {
       impl.mu.AssertHeld();  // the predicate runs under the lock
-      return impl.jobs.size() + impl.reserved < limit; });
+      return impl.jobs.size() + impl.reserved < limit;
+    });
     ++impl.reserved;
   }
   Duration waited = impl.clock->Now() - wait_start;
@@ -295,8 +299,9 @@ Status CheckpointWriter::WaitStagingReady() { return impl_->pool.WaitReady(); }
 Status CheckpointWriter::Flush() {
   MutexLock lock(impl_->mu);
   impl_->cv.Wait(lock, [&] {
-      impl_->mu.AssertHeld();  // the predicate runs under the lock
-      return impl_->jobs.empty() && impl_->reserved == 0; });
+    impl_->mu.AssertHeld();  // the predicate runs under the lock
+    return impl_->jobs.empty() && impl_->reserved == 0;
+  });
   Status st = impl_->first_error;
   impl_->first_error = Status::Ok();
   return st;
@@ -306,8 +311,9 @@ Status CheckpointWriter::WaitForUploads() {
   STRATA_RETURN_IF_ERROR(Flush());
   MutexLock lock(impl_->mu);
   impl_->cv.Wait(lock, [&] {
-      impl_->mu.AssertHeld();  // the predicate runs under the lock
-      return impl_->uploads.empty() && !impl_->uploading; });
+    impl_->mu.AssertHeld();  // the predicate runs under the lock
+    return impl_->uploads.empty() && !impl_->uploading;
+  });
   Status st = impl_->first_upload_error;
   impl_->first_upload_error = Status::Ok();
   return st;
@@ -319,8 +325,9 @@ void CheckpointWriter::Impl::PersistLoop() {
     {
       MutexLock lock(mu);
       cv.Wait(lock, [&] {
-      mu.AssertHeld();  // the predicate runs under the lock
-      return stopping || !jobs.empty(); });
+        mu.AssertHeld();  // the predicate runs under the lock
+        return stopping || !jobs.empty();
+      });
       if (jobs.empty()) return;
       job = &jobs.front();  // stays in the deque (counted as in flight) until persisted
     }

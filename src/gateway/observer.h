@@ -13,8 +13,8 @@
 #include <string>
 
 #include "base/clock.h"
-#include "base/mutex.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/block_cache.h"
 
