@@ -3,7 +3,9 @@
 #
 #   scripts/test.sh              setup, build (build/, RelWithDebInfo, -Werror), ctest labels unit,
 #                                integration, fuse (+ stress with STRATA_STRESS=1), then the
-#                                libFuzzer targets (build-fuzz/, clang-14) on their seed corpora
+#                                libFuzzer targets (build-fuzz/, clang-14) on their seed corpora;
+#                                before the build, clang's -Wthread-safety over the annotated
+#                                modules (scripts/thread_safety.sh, syntax only)
 #   scripts/test.sh --sanitize   setup, build in build-sanitize/ (ASan+UBSan), unit tests there
 #   scripts/test.sh --tsan       setup, build in build-tsan/ (ThreadSanitizer), unit and integration
 #                                tests there; on demand only (too slow for CI: see README, Reliability)
@@ -22,7 +24,7 @@ case "${1:-}" in
   "") ;;
   --sanitize) MODE=sanitize ;;
   --tsan) MODE=tsan ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--sanitize|--tsan]" >&2; exit 2 ;;
 esac
 
@@ -201,6 +203,12 @@ if [ "$MODE" = tsan ]; then
 fi
 
 step configure configure "$BUILD" RelWithDebInfo -DSTRATA_WERROR=ON || finish
+# The locking annotations (GUARDED_BY, REQUIRES) proved by clang: gcc ignores them.
+if command -v clang++-14 >/dev/null 2>&1; then
+  step thread-safety bash scripts/thread_safety.sh "$BUILD"
+else
+  SUMMARY+=("thread-safety skipped (no clang++-14)")
+fi
 step build cmake --build "$BUILD" -j "$JOBS" -- -k 0
 step tests-registered check_registered "$BUILD" '*_test.cc'
 step labels check_labels

@@ -43,8 +43,11 @@ void CheckpointWriter::Impl::UploadLoop() {
   for (;;) {
     std::pair<int64_t, std::shared_ptr<SaveHandle::State>> item;
     {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return stopping || !uploads.empty(); });
+      MutexLock lock(mu);
+      cv.Wait(lock, [&] {
+        mu.AssertHeld();  // the predicate runs under the lock
+        return stopping || !uploads.empty();
+      });
       if (stopping) return;  // pending uploads resume at the next Open
       item = uploads.front();
       uploads.pop_front();
@@ -55,19 +58,19 @@ void CheckpointWriter::Impl::UploadLoop() {
     Status st = RunGuarded("ckpt: uploading " + StepDirName(item.first), [&] { return Upload(item.first); });
     if (!st.ok()) STRATA_LOG_WARN("ckpt: uploading {} failed: {}", StepDirName(item.first), st.ToString());
     if (item.second) {
-      std::lock_guard lock(item.second->mu);
+      MutexLock lock(item.second->mu);
       item.second->uploaded = true;
       item.second->upload_status = st;
       item.second->stats.upload = clock->Now() - start;
-      item.second->cv.notify_all();
+      item.second->cv.NotifyAll();
     }
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       uploading.reset();
       if (!st.ok() && first_upload_error.ok()) first_upload_error = st;
       if (st.ok() && opts.rank == 0) verified_remote.insert(item.first);  // every shard checked while streaming
     }
-    cv.notify_all();
+    cv.NotifyAll();
     if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyRetention(); }).IgnoreError();  // logged
   }
 }
@@ -77,7 +80,7 @@ Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, u
   const ShardEntry& shard = m.shards[s];
   std::string recorded;
   {
-    std::lock_guard lock(journal_mu);
+    MutexLock lock(journal_mu);
     if (auto it = journal->find(shard.file); it != journal->end()) recorded = it->second;
   }
   if (!recorded.empty()) {
@@ -88,7 +91,7 @@ Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, u
   // appears: local damage is never spread, and a huge shard needs no huge buffer.
   // Close() stops a large shard between parts, not after its last one.
   STRATA_ASSIGN_OR_RETURN(std::string etag, CopyShard(*local, step, m, s, *remote, [this] { return Stopping(); }));
-  std::lock_guard lock(journal_mu);
+  MutexLock lock(journal_mu);
   (*journal)[shard.file] = etag;
   const nlohmann::json j = {{"manifest", digest}, {"etags", *journal}};
   return io::WriteFileAtomic(*fs, io::JoinPath(StepDir(step), UploadJournalName(opts.rank)), j.dump());
@@ -144,7 +147,7 @@ Status CheckpointWriter::Impl::Upload(int64_t step) {
 }
 
 bool CheckpointWriter::Impl::Stopping() {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   return stopping;
 }
 
@@ -171,12 +174,13 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
                              (opts.rank != 0 || OpenCheckpoint(*remote, step).ok());
     if (remote_done) continue;
     STRATA_LOG_INFO("ckpt: resuming the upload of {} to {}", StepDirName(step), remote->Describe());
+    MutexLock lock(mu);  // (before the upload thread starts; taken for the analysis)
     uploads.emplace_back(step, nullptr);
   }
 }
 
 std::set<int64_t> CheckpointWriter::Impl::ProtectedSteps() {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   std::set<int64_t> keep;
   for (const auto& j : jobs) keep.insert(j.step);
   for (const auto& u : uploads) keep.insert(u.first);
@@ -185,23 +189,23 @@ std::set<int64_t> CheckpointWriter::Impl::ProtectedSteps() {
   return keep;
 }
 
-bool CheckpointWriter::Impl::KnownGood(Location& loc, std::set<int64_t>& memo, int64_t step, bool can_verify) {
+bool CheckpointWriter::Impl::KnownGood(bool remote_tier, int64_t step, bool can_verify) {
   {
-    std::lock_guard lock(mu);
-    if (memo.count(step)) return true;
+    MutexLock lock(mu);
+    if (VerifiedLocked(remote_tier).count(step)) return true;
   }
-  if (!can_verify || !Verify(loc, step, VerifyLevel::kBytes).ok()) return false;
-  std::lock_guard lock(mu);
-  memo.insert(step);
+  if (!can_verify || !Verify(remote_tier ? *remote : *local, step, VerifyLevel::kBytes).ok()) return false;
+  MutexLock lock(mu);
+  VerifiedLocked(remote_tier).insert(step);
   return true;
 }
 
 void CheckpointWriter::Impl::ApplyRetention() {
-  std::lock_guard lock(retention_mu);
-  auto forget = [this](std::set<int64_t>& memo, const Result<std::vector<int64_t>>& deleted) {
-    std::lock_guard l(mu);
+  MutexLock lock(retention_mu);
+  auto forget = [this](bool remote_tier, const Result<std::vector<int64_t>>& deleted) {
+    MutexLock l(mu);
     if (deleted.ok()) {
-      for (int64_t s : *deleted) memo.erase(s);
+      for (int64_t s : *deleted) VerifiedLocked(remote_tier).erase(s);
     }
   };
   if (opts.keep_local > 0 && (opts.rank == 0 || !opts.shared_dir)) {
@@ -210,20 +214,20 @@ void CheckpointWriter::Impl::ApplyRetention() {
     const bool global = CommitsLocally() || opts.shared_dir;
     auto deleted = RetainNewest(
         *local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); },
-        [this, global](int64_t s) { return KnownGood(*local, verified_local, s, global); });
-    forget(verified_local, deleted);
+        [this, global](int64_t s) { return KnownGood(false, s, global); });
+    forget(false, deleted);
   }
   if (remote && opts.keep_remote > 0 && opts.rank == 0) {
     std::set<int64_t> protect;
     {
-      std::lock_guard l(mu);
+      MutexLock l(mu);
       if (uploading) protect.insert(*uploading);
       for (const auto& u : uploads) protect.insert(u.first);
     }
     auto deleted = RetainNewest(
         *remote, opts.keep_remote, protect, [this](int64_t s) { return OpenCheckpoint(*remote, s).status(); },
-        [this](int64_t s) { return KnownGood(*remote, verified_remote, s, true); });
-    forget(verified_remote, deleted);
+        [this](int64_t s) { return KnownGood(true, s, true); });
+    forget(true, deleted);
   }
 }
 

@@ -62,28 +62,34 @@ int64_t SaveHandle::step() const { return state_ ? state_->step : -1; }
 
 Status SaveHandle::Wait() const {
   if (!state_) return InvalidArgumentError("empty SaveHandle");
-  std::unique_lock lock(state_->mu);
-  state_->cv.wait(lock, [&] { return state_->done; });
+  MutexLock lock(state_->mu);
+  state_->cv.Wait(lock, [&] {
+    state_->mu.AssertHeld();  // the predicate runs under the lock
+    return state_->done;
+  });
   return state_->status;
 }
 
 bool SaveHandle::Done() const {
   if (!state_) return true;
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->done;
 }
 
 Status SaveHandle::WaitUploaded() const {
   STRATA_RETURN_IF_ERROR(Wait());
-  std::unique_lock lock(state_->mu);
+  MutexLock lock(state_->mu);
   if (!state_->want_upload) return Status::Ok();
-  state_->cv.wait(lock, [&] { return state_->uploaded; });
+  state_->cv.Wait(lock, [&] {
+    state_->mu.AssertHeld();  // the predicate runs under the lock
+    return state_->uploaded;
+  });
   return state_->upload_status;
 }
 
 SaveStats SaveHandle::stats() const {
   if (!state_) return {};
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->stats;
 }
 
@@ -138,22 +144,25 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
 
 CheckpointWriter::~CheckpointWriter() {
   {
-    std::unique_lock lock(impl_->mu);
-    impl_->cv.wait(lock, [&] { return impl_->jobs.empty() && impl_->reserved == 0; });
+    MutexLock lock(impl_->mu);
+    impl_->cv.Wait(lock, [&] {
+      impl_->mu.AssertHeld();  // the predicate runs under the lock
+      return impl_->jobs.empty() && impl_->reserved == 0;
+    });
     impl_->stopping = true;
   }
-  impl_->cv.notify_all();
+  impl_->cv.NotifyAll();
   impl_->persist_thread.join();
   if (impl_->upload_thread.joinable()) impl_->upload_thread.join();
   // Uploads still queued resume at the next Open; their handles learn it now
   // instead of waiting forever.
   for (auto& [step, state] : impl_->uploads) {
     if (!state) continue;
-    std::lock_guard lock(state->mu);
+    MutexLock lock(state->mu);
     state->uploaded = true;
     state->upload_status = CancelledError("writer closed before uploading " + StepDirName(step) +
                                           "; the next writer opened on " + opts_.dir + " resumes it");
-    state->cv.notify_all();
+    state->cv.NotifyAll();
   }
 }
 
@@ -170,7 +179,7 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
     total += t.size;
   }
   {
-    std::lock_guard lock(impl.mu);
+    MutexLock lock(impl.mu);
     if (impl.last_step && step <= *impl.last_step) {
       return InvalidArgumentError("step " + std::to_string(step) + " is not newer than the last saved step " +
                                   std::to_string(*impl.last_step));
@@ -184,25 +193,28 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
   const TimePoint wait_start = impl.clock->Now();
   std::optional<int64_t> previous_step;
   {
-    std::unique_lock lock(impl.mu);
+    MutexLock lock(impl.mu);
     if (impl.last_step && step <= *impl.last_step) {
       return InvalidArgumentError("step " + std::to_string(step) + " is not newer than the last saved step " +
                                   std::to_string(*impl.last_step));
     }
     previous_step = impl.last_step;
     impl.last_step = step;  // reserved now, so concurrent saves keep their order
-    impl.cv.wait(lock, [&] { return impl.jobs.size() + impl.reserved < limit; });
+    impl.cv.Wait(lock, [&] {
+      impl.mu.AssertHeld();  // the predicate runs under the lock
+      return impl.jobs.size() + impl.reserved < limit;
+    });
     ++impl.reserved;
   }
   Duration waited = impl.clock->Now() - wait_start;
   // Staging failed: nothing of this step exists, so it may be saved again.
   auto release = [&impl, step, previous_step] {
     {
-      std::lock_guard lock(impl.mu);
+      MutexLock lock(impl.mu);
       --impl.reserved;
       if (impl.last_step == step) impl.last_step = previous_step;
     }
-    impl.cv.notify_all();
+    impl.cv.NotifyAll();
   };
 
   SaveJob job;
@@ -262,28 +274,34 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
 
   auto state = std::make_shared<SaveHandle::State>();
   state->step = step;
-  state->want_upload = impl.remote != nullptr;
   const TimePoint end = impl.clock->Now();
-  state->stats.stall = end - start;
-  state->stats.wait = waited;
-  state->stats.copy = end - copy_start;
-  state->stats.cold_staging = cold;
-  job.state = state;
-  StallHistogram().Observe(Seconds(state->stats.stall));
   {
-    std::lock_guard lock(impl.mu);
+    MutexLock lock(state->mu);  // not shared yet; taken for the analysis
+    state->want_upload = impl.remote != nullptr;
+    state->stats.stall = end - start;
+    state->stats.wait = waited;
+    state->stats.copy = end - copy_start;
+    state->stats.cold_staging = cold;
+  }
+  job.state = state;
+  StallHistogram().Observe(Seconds(end - start));
+  {
+    MutexLock lock(impl.mu);
     --impl.reserved;
     impl.jobs.push_back(std::move(job));
   }
-  impl.cv.notify_all();
+  impl.cv.NotifyAll();
   return SaveHandle(state);
 }
 
 Status CheckpointWriter::WaitStagingReady() { return impl_->pool.WaitReady(); }
 
 Status CheckpointWriter::Flush() {
-  std::unique_lock lock(impl_->mu);
-  impl_->cv.wait(lock, [&] { return impl_->jobs.empty() && impl_->reserved == 0; });
+  MutexLock lock(impl_->mu);
+  impl_->cv.Wait(lock, [&] {
+    impl_->mu.AssertHeld();  // the predicate runs under the lock
+    return impl_->jobs.empty() && impl_->reserved == 0;
+  });
   Status st = impl_->first_error;
   impl_->first_error = Status::Ok();
   return st;
@@ -291,8 +309,11 @@ Status CheckpointWriter::Flush() {
 
 Status CheckpointWriter::WaitForUploads() {
   STRATA_RETURN_IF_ERROR(Flush());
-  std::unique_lock lock(impl_->mu);
-  impl_->cv.wait(lock, [&] { return impl_->uploads.empty() && !impl_->uploading; });
+  MutexLock lock(impl_->mu);
+  impl_->cv.Wait(lock, [&] {
+    impl_->mu.AssertHeld();  // the predicate runs under the lock
+    return impl_->uploads.empty() && !impl_->uploading;
+  });
   Status st = impl_->first_upload_error;
   impl_->first_upload_error = Status::Ok();
   return st;
@@ -302,8 +323,11 @@ void CheckpointWriter::Impl::PersistLoop() {
   for (;;) {
     SaveJob* job = nullptr;
     {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return stopping || !jobs.empty(); });
+      MutexLock lock(mu);
+      cv.Wait(lock, [&] {
+        mu.AssertHeld();  // the predicate runs under the lock
+        return stopping || !jobs.empty();
+      });
       if (jobs.empty()) return;
       job = &jobs.front();  // stays in the deque (counted as in flight) until persisted
     }
@@ -316,7 +340,7 @@ void CheckpointWriter::Impl::PersistLoop() {
     pool.Give(std::move(job->region));
     auto state = job->state;
     {
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       state->done = true;
       state->status = st;
       state->stats.persist = clock->Now() - start;
@@ -328,15 +352,15 @@ void CheckpointWriter::Impl::PersistLoop() {
         state->upload_status = st;
       }
     }
-    state->cv.notify_all();
+    state->cv.NotifyAll();
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (!st.ok() && first_error.ok()) first_error = st;
       if (st.ok() && remote) uploads.emplace_back(state->step, state);
       if (st.ok()) verified_local.insert(state->step);  // hashed while writing
       jobs.pop_front();
     }
-    cv.notify_all();
+    cv.NotifyAll();
     if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyRetention(); }).IgnoreError();  // logged
   }
 }

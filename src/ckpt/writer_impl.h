@@ -2,17 +2,16 @@
 // tiering.cc (upload, recovery, retention). Not a public header.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include "base/buffer.h"
 #include "base/executor.h"
+#include "base/mutex.h"
 #include "ckpt/location.h"
 #include "ckpt/staging.h"
 #include "ckpt/writer.h"
@@ -25,15 +24,15 @@ inline std::string UploadJournalName(int rank) { return ".upload-" + RankManifes
 
 struct SaveHandle::State {
   int64_t step = 0;
-  mutable std::mutex mu;
-  mutable std::condition_variable cv;
-  bool done = false;
-  Status status;
-  bool want_upload = false;
-  bool uploaded = false;
-  Status upload_status;
-  SaveStats stats;
-  TimePoint committed_at{};
+  mutable Mutex mu;
+  mutable CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  Status status GUARDED_BY(mu);
+  bool want_upload GUARDED_BY(mu) = false;
+  bool uploaded GUARDED_BY(mu) = false;
+  Status upload_status GUARDED_BY(mu);
+  SaveStats stats GUARDED_BY(mu);
+  TimePoint committed_at GUARDED_BY(mu){};
 };
 
 struct StagedShard {
@@ -63,23 +62,23 @@ struct CheckpointWriter::Impl {
   StagingPool pool;
   ThreadPool io_pool;
 
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<SaveJob> jobs;  // staged, front is being persisted
-  size_t reserved = 0;       // slots taken by Save (staging or queued)
-  std::optional<int64_t> last_step;
-  Status first_error;  // since the last Flush
-  bool stopping = false;
+  Mutex mu;
+  CondVar cv;
+  std::deque<SaveJob> jobs GUARDED_BY(mu);  // staged, front is being persisted
+  size_t reserved GUARDED_BY(mu) = 0;       // slots taken by Save (staging or queued)
+  std::optional<int64_t> last_step GUARDED_BY(mu);
+  Status first_error GUARDED_BY(mu);  // since the last Flush
+  bool stopping GUARDED_BY(mu) = false;
 
-  std::deque<std::pair<int64_t, std::shared_ptr<SaveHandle::State>>> uploads;
-  std::optional<int64_t> uploading;
-  Status first_upload_error;
+  std::deque<std::pair<int64_t, std::shared_ptr<SaveHandle::State>>> uploads GUARDED_BY(mu);
+  std::optional<int64_t> uploading GUARDED_BY(mu);
+  Status first_upload_error GUARDED_BY(mu);
   // Steps known good without reading them again, for retention: this writer
   // hashed them while writing (local) or checked them while uploading
-  // (remote), or retention verified them once. Under `mu`.
-  std::set<int64_t> verified_local, verified_remote;
-  std::mutex retention_mu;
-  std::mutex journal_mu;  // the upload journal, shared by parallel file uploads
+  // (remote), or retention verified them once.
+  std::set<int64_t> verified_local GUARDED_BY(mu), verified_remote GUARDED_BY(mu);
+  Mutex retention_mu;  // one retention pass at a time
+  Mutex journal_mu;    // the upload journal, shared by parallel file uploads
 
   std::thread persist_thread;
   std::thread upload_thread;
@@ -107,8 +106,12 @@ struct CheckpointWriter::Impl {
   std::set<int64_t> ProtectedSteps();
   // Whether `step` counts as committed in `loc` for retention purposes.
   Status LocallyValid(int64_t step);  // OK, or why not (ProvenTorn: torn)
-  // Whether every byte of `step` in `loc` is good: in `memo`, or verified now (when `can_verify`).
-  bool KnownGood(Location& loc, std::set<int64_t>& memo, int64_t step, bool can_verify);
+  // Whether every byte of `step` in the local or remote tier is good: in its
+  // verified_* memo, or verified now (when `can_verify`).
+  bool KnownGood(bool remote_tier, int64_t step, bool can_verify);
+  std::set<int64_t>& VerifiedLocked(bool remote_tier) REQUIRES(mu) {
+    return remote_tier ? verified_remote : verified_local;
+  }
 };
 
 }  // namespace strata::ckpt

@@ -99,7 +99,7 @@ Status ObjectFs::CheckName(std::string_view name) const {
 
 Status ObjectFs::Refuse(Code code, std::string_view op, const std::string& path, std::string_view why) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++counters_.refused;
   }
   STRATA_LOG_WARN("mount: {} /{} refused: {}", op, path, why);
@@ -171,25 +171,25 @@ bool ObjectFs::AttrFreshLocked(const Inode& inode) const {
 }
 
 Result<std::string> ObjectFs::PathOf(Ino ino) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
   return inode->path;
 }
 
 FsCounters ObjectFs::counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return counters_;
 }
 
 void ObjectFs::AddLookup(Ino ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Inode* inode = FindLocked(ino)) ++inode->nlookup;
 }
 
 void ObjectFs::Forget(Ino ino, uint64_t n) {
   if (ino == kRootIno) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return;
   inode->nlookup -= std::min(n, inode->nlookup);
@@ -202,7 +202,7 @@ void ObjectFs::Forget(Ino ino, uint64_t n) {
 Status ObjectFs::ListPages(const object::ListOptions& o, const std::string& what,
                            const std::function<bool(object::ListResult& page)>& on_page) {
   auto count = [this] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++counters_.lists;
   };
   Status st = object::ForEachListPage(*store_, o, [&](object::ListResult& page) {
@@ -220,7 +220,7 @@ Status ObjectFs::ListNow(Ino dir_ino) {
     std::string prefix;
     uint64_t generation = 0;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       Inode* dir = FindLocked(dir_ino);
       if (dir == nullptr || !dir->is_dir)
         return NotFoundError("directory inode " + std::to_string(dir_ino) + " is gone");
@@ -247,7 +247,7 @@ Status ObjectFs::ListNow(Ino dir_ino) {
       return true;
     }));
 
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     Inode* dir = FindLocked(dir_ino);
     if (dir == nullptr) return NotFoundError("directory /" + prefix + " is gone");
     if (dir->generation != generation && attempt < 2) continue;  // changed here meanwhile: list again
@@ -308,20 +308,20 @@ Status ObjectFs::ListNow(Ino dir_ino) {
 Status ObjectFs::EnsureListed(Ino dir_ino, bool user_initiated, std::optional<Duration> max_age) {
   std::vector<Ino> subdirs;
   {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      Inode* dir = FindLocked(dir_ino);
-      if (dir == nullptr) return NotFoundError("no directory inode " + std::to_string(dir_ino));
-      if (!dir->listing) break;
-      listed_cv_.wait(lock);
-    }
+    MutexLock lock(mu_);
+    // The predicate runs with mu_ held (the analysis cannot see that through the lambda).
+    listed_cv_.Wait(lock, [&]() NO_THREAD_SAFETY_ANALYSIS {
+      const Inode* dir = FindLocked(dir_ino);
+      return dir == nullptr || !dir->listing;
+    });
     Inode* dir = FindLocked(dir_ino);
+    if (dir == nullptr) return NotFoundError("no directory inode " + std::to_string(dir_ino));
     if (ListingFreshLocked(*dir) && (!max_age || clock_.Now() - dir->listed_at < *max_age)) return Status::Ok();
     dir->listing = true;
   }
   Status st = ListNow(dir_ino);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (Inode* dir = FindLocked(dir_ino)) {
       dir->listing = false;
       if (st.ok() && user_initiated) {
@@ -332,7 +332,7 @@ Status ObjectFs::EnsureListed(Ino dir_ino, bool user_initiated, std::optional<Du
         }
       }
     }
-    listed_cv_.notify_all();
+    listed_cv_.NotifyAll();
   }
   if (!subdirs.empty()) PrefetchSubdirs(subdirs);
   return st;
@@ -346,7 +346,7 @@ void ObjectFs::PrefetchSubdirs(const std::vector<Ino>& dirs) {
   for (Ino ino : dirs) {
     prefetch_pool_->Submit([this, ino] {
       Status st = EnsureListed(ino, false);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.prefetched_dirs;
       if (!st.ok()) STRATA_LOG_DEBUG("mount: listing ahead inode {} failed: {}", ino, st.ToString());
     });
@@ -358,7 +358,7 @@ void ObjectFs::PrefetchSubdirs(const std::vector<Ino>& dirs) {
 Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
   std::string parent_path;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* p = FindLocked(parent);
     if (p == nullptr || !p->is_dir) return NotFoundError("no directory inode " + std::to_string(parent));
     parent_path = p->path;
@@ -383,7 +383,7 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
                   (!page.common_prefixes.empty() && page.common_prefixes.back() >= path + "/");
     return !passed && !is_dir;  // past where path's entries sort: the answer is known
   }));
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory /" + parent_path + " is gone");
   if (!is_dir && !file) {
@@ -407,9 +407,9 @@ Result<Entry> ObjectFs::ProbeChild(Ino parent, const std::string& name) {
   }
   if (!NeedsMetaLocked(child)) return EntryOf(child);
   const Ino ino = child.ino;
-  lock.unlock();
+  lock.Unlock();
   LoadMeta({ino});
-  lock.lock();
+  lock.Lock();
   const Inode* loaded = FindLocked(ino);
   if (loaded == nullptr) return NotFoundError("/" + path + " is gone");
   return EntryOf(*loaded);
@@ -420,7 +420,7 @@ Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
   std::string name(name_view);
   Ino known = 0, known_meta = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* p = FindLocked(parent);
     if (p == nullptr) return NotFoundError("no directory inode " + std::to_string(parent));
     if (!p->is_dir) return InvalidArgumentError("/" + p->path + " is not a directory");
@@ -441,7 +441,7 @@ Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
   // Known, but its attributes could not be read yet (a HEAD failed): try again.
   if (known_meta != 0) {
     EnsureMeta(known_meta);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (Inode* child = FindLocked(known_meta); child && child->attached) {
       ++child->nlookup;
       return EntryOf(*child);
@@ -452,7 +452,7 @@ Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
   // fresh listing lacks it, it is gone; otherwise probe the name afresh.
   if (known != 0) {
     Status st = Revalidate(known);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* child = FindLocked(known);
     if (st.ok() && child && child->attached && child->parent == parent && child->name == name) {
       ++child->nlookup;
@@ -472,7 +472,7 @@ Result<Entry> ObjectFs::Lookup(Ino parent, std::string_view name_view) {
   // directory in the background so the next lookups in it need no request.
   bool list_parent = false;
   if (prefetch_pool_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* p = FindLocked(parent);
     list_parent = p && !p->listing && !ListingFreshLocked(*p);
   }
@@ -495,7 +495,7 @@ Status ObjectFs::Revalidate(Ino ino) {
   std::string path;
   Ino parent = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     if (inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) return Status::Ok();
@@ -520,7 +520,7 @@ Status ObjectFs::Revalidate(Ino ino) {
   // After the listing: a file missing from it is gone.
   auto outcome = [this, ino, path](Status st) {
     if (!st.ok()) return st;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Inode* inode = FindLocked(ino);
     // A newer version took the path: this inode still answers for the version its handles read.
     if (inode == nullptr || (!inode->attached && !inode->superseded))
@@ -532,7 +532,7 @@ Status ObjectFs::Revalidate(Ino ino) {
     backend_pool_->Submit([this, parent, call, revalidate] {
       Status st = RunGuarded("mount: revalidating attributes", revalidate);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (Inode* dir = FindLocked(parent); dir && dir->revalidation == call) dir->revalidation.reset();
       }
       call->Finish(st);
@@ -559,7 +559,7 @@ Status ObjectFs::Revalidate(Ino ino) {
   // Confirmed, or gone (the listing detached it): nothing cached to serve.
   if (st.ok() || st.code() == Code::kNotFound) return outcome(st);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++counters_.stale_served;
   }
   if (log) STRATA_LOG_WARN("mount: could not revalidate /{} ({}); serving the cached version", path, st.ToString());
@@ -568,7 +568,7 @@ Status ObjectFs::Revalidate(Ino ino) {
 
 Result<Attr> ObjectFs::GetAttr(Ino ino) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     if ((inode->is_dir || !inode->attached || AttrFreshLocked(*inode)) && !NeedsMetaLocked(*inode))
@@ -576,7 +576,7 @@ Result<Attr> ObjectFs::GetAttr(Ino ino) {
   }
   STRATA_RETURN_IF_ERROR(Revalidate(ino));
   EnsureMeta(ino);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
   return AttrOf(*inode);
@@ -586,14 +586,14 @@ Result<Attr> ObjectFs::GetAttr(Ino ino) {
 
 Result<uint64_t> ObjectFs::OpenDir(Ino ino) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* dir = FindLocked(ino);
     if (dir == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     if (!dir->is_dir) return InvalidArgumentError("/" + dir->path + " is not a directory");
   }
   STRATA_RETURN_IF_ERROR(EnsureListed(ino, true));
   auto snap = std::make_shared<DirSnapshot>();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* dir = FindLocked(ino);
   if (dir == nullptr) return NotFoundError("directory inode " + std::to_string(ino) + " is gone");
   snap->items.reserve(dir->children.size() + 2);
@@ -609,14 +609,14 @@ Result<uint64_t> ObjectFs::OpenDir(Ino ino) {
 }
 
 Result<std::shared_ptr<const DirSnapshot>> ObjectFs::ReadDir(uint64_t dh) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = dirs_.find(dh);
   if (it == dirs_.end()) return InvalidArgumentError("no open directory handle " + std::to_string(dh));
   return it->second;
 }
 
 void ObjectFs::ReleaseDir(uint64_t dh) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   dirs_.erase(dh);
 }
 
@@ -624,7 +624,7 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
   STRATA_RETURN_IF_ERROR(CheckName(name_view));
   std::string name(name_view), path;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* p = FindLocked(parent);
     if (p == nullptr || !p->is_dir) return NotFoundError("no directory inode " + std::to_string(parent));
     path = ChildPath(p->path, name);
@@ -650,7 +650,7 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
     po.metadata = meta;
     if (auto put = store_->Put(path + "/", Buffer(), po); !put.ok()) return Backend(put.status(), "mkdir /" + path);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory inode " + std::to_string(parent) + " is gone");
   ++p->generation;
@@ -674,7 +674,7 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name_view, uint32_t m
 // Non-empty: a child here not yet uploaded, or anything under the prefix but its marker.
 Result<bool> ObjectFs::DirHasChildren(Ino ino, const std::string& path) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* dir = FindLocked(ino);
     if (dir == nullptr) return NotFoundError("/" + path + " is gone");
     for (const auto& [name, child_ino] : dir->children) {
@@ -702,7 +702,7 @@ Status ObjectFs::Rmdir(Ino parent, std::string_view name_view) {
   std::string path;
   bool local_dir;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* dir = FindLocked(ino);
     if (dir == nullptr) return NotFoundError("inode " + std::to_string(ino) + " is gone");
     if (!dir->is_dir) return InvalidArgumentError("/" + dir->path + " is not a directory");
@@ -716,7 +716,7 @@ Status ObjectFs::Rmdir(Ino parent, std::string_view name_view) {
     Status del = store_->Delete(path + "/");
     if (!del.ok()) return Backend(del, "rmdir /" + path);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Inode* p = FindLocked(parent)) DetachLocked(*p, name);
   return Status::Ok();
 }

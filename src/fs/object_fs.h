@@ -48,12 +48,10 @@
 // called from many threads at once.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +61,7 @@
 #include "base/buffer.h"
 #include "base/clock.h"
 #include "base/executor.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/cached_store.h"
 #include "io/file_system.h"
@@ -240,12 +239,12 @@ class ObjectFs {
   Status Refuse(Code code, std::string_view op, const std::string& path, std::string_view why);
 
   // Inode table (callers hold mu_).
-  Inode* FindLocked(Ino ino);
-  const Inode* FindLocked(Ino ino) const;
-  Inode& UpsertLocked(Inode& parent, const std::string& name, bool is_dir);
-  void DetachLocked(Inode& parent, const std::string& name);
-  bool ListingFreshLocked(const Inode& dir) const;
-  bool AttrFreshLocked(const Inode& inode) const;
+  Inode* FindLocked(Ino ino) REQUIRES(mu_);
+  const Inode* FindLocked(Ino ino) const REQUIRES(mu_);
+  Inode& UpsertLocked(Inode& parent, const std::string& name, bool is_dir) REQUIRES(mu_);
+  void DetachLocked(Inode& parent, const std::string& name) REQUIRES(mu_);
+  bool ListingFreshLocked(const Inode& dir) const REQUIRES(mu_);
+  bool AttrFreshLocked(const Inode& inode) const REQUIRES(mu_);
 
   // Backend probes (no lock held).
   // Lists `dir` unless its listing is fresh (dir_ttl) and younger than max_age.
@@ -259,12 +258,12 @@ class ObjectFs {
   // Files (object_fs_prefetch.cc). Records an open for reading of `inode`;
   // when its directory is being read in listing order, returns the files to
   // fetch ahead.
-  std::vector<std::pair<std::string, object::ObjectInfo>> NoteOpenLocked(const Inode& inode);
+  std::vector<std::pair<std::string, object::ObjectInfo>> NoteOpenLocked(const Inode& inode) REQUIRES(mu_);
   void PrefetchFiles(const std::vector<std::pair<std::string, object::ObjectInfo>>& files);
   // A listing found `child`, open here, replaced by another version: the
   // path moves to a new inode so the kernel keeps the old version's pages
   // for its open handles (they read the version they opened).
-  Inode& NewVersionLocked(Inode& parent, Inode& child);
+  Inode& NewVersionLocked(Inode& parent, Inode& child) REQUIRES(mu_);
   // Expired attributes of a file refreshed by listing its directory (every
   // sibling refreshed too; one listing shared by concurrent callers), bounded
   // by revalidate_timeout (see FsOptions): OK when confirmed or when the
@@ -280,17 +279,17 @@ class ObjectFs {
 
   // POSIX attributes (object_fs_attr.cc).
   bool MetaKept() const;
-  bool NeedsMetaLocked(const Inode& inode) const;
-  void ApplyMetaLocked(Inode& inode, const object::ObjectMetadata& meta, const std::string& version);
+  bool NeedsMetaLocked(const Inode& inode) const REQUIRES(mu_);
+  void ApplyMetaLocked(Inode& inode, const object::ObjectMetadata& meta, const std::string& version) REQUIRES(mu_);
   // HEADs the objects (a directory: its marker) of `inos` whose attributes
   // are not known for their version, in parallel. Failures leave defaults.
   void LoadMeta(const std::vector<Ino>& inos);
   void EnsureMeta(Ino ino);
   // The metadata an upload or marker carries: the inode's other keys and its POSIX attributes.
-  object::ObjectMetadata MetaToStoreLocked(const Inode& inode) const;
+  object::ObjectMetadata MetaToStoreLocked(const Inode& inode) const REQUIRES(mu_);
   // Stores the inode's attributes on its existing object (or marker).
   Status StoreMeta(Ino ino);
-  void MoveLocked(Inode& inode, Inode& new_parent, const std::string& new_name);
+  void MoveLocked(Inode& inode, Inode& new_parent, const std::string& new_name) REQUIRES(mu_);
 
   // Writes.
   Result<std::shared_ptr<Writer>> NewWriter(const std::string& path);
@@ -316,23 +315,26 @@ class ObjectFs {
   io::FileSystem& local_;
   const WallTime mount_time_;
 
-  mutable std::mutex mu_;
-  std::condition_variable listed_cv_;
-  std::unordered_map<Ino, std::unique_ptr<Inode>> inodes_;
-  std::unordered_map<std::string, Ino> by_path_;  // files: key; dirs: prefix + "/"
-  Ino next_ino_ = kRootIno + 1;
-  std::unordered_map<uint64_t, std::unique_ptr<Handle>> handles_;
-  std::unordered_map<uint64_t, std::shared_ptr<const DirSnapshot>> dirs_;
-  uint64_t next_fh_ = 1;
-  uint64_t next_temp_ = 1;
-  FsCounters counters_;
+  // Guards the inode table and everything reached through it (the Inode
+  // records, Writer::refs/unlinked), the handles and the counters.
+  mutable Mutex mu_;
+  CondVar listed_cv_;
+  std::unordered_map<Ino, std::unique_ptr<Inode>> inodes_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, Ino> by_path_ GUARDED_BY(mu_);  // files: key; dirs: prefix + "/"
+  Ino next_ino_ GUARDED_BY(mu_) = kRootIno + 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Handle>> handles_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, std::shared_ptr<const DirSnapshot>> dirs_ GUARDED_BY(mu_);
+  uint64_t next_fh_ GUARDED_BY(mu_) = 1;
+  uint64_t next_temp_ GUARDED_BY(mu_) = 1;
+  FsCounters counters_ GUARDED_BY(mu_);
 
   // Blocks (key@etag, index) whose read failed, until when they fail at once (clock_).
-  std::map<std::pair<std::string, uint64_t>, std::pair<TimePoint, Status>> failed_blocks_;  // guarded by mu_
+  std::map<std::pair<std::string, uint64_t>, std::pair<TimePoint, Status>> failed_blocks_ GUARDED_BY(mu_);
 
-  std::mutex buffer_dir_mu_;
-  std::string buffer_dir_;                     // guarded by buffer_dir_mu_; empty until the first write
-  std::unique_ptr<io::FileLock> buffer_lock_;  // held while the mount lives: the directory is ours
+  Mutex buffer_dir_mu_;
+  std::string buffer_dir_ GUARDED_BY(buffer_dir_mu_);  // empty until the first write
+  // Held while the mount lives: the directory is ours.
+  std::unique_ptr<io::FileLock> buffer_lock_ GUARDED_BY(buffer_dir_mu_);
 
   std::unique_ptr<ThreadPool> prefetch_pool_;  // last: drained first
   // Revalidations and uncached reads whose callers wait with a deadline. A

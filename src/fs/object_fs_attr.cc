@@ -55,7 +55,7 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
   };
   std::vector<Job> jobs;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (Ino ino : inos) {
       const Inode* inode = FindLocked(ino);
       if (inode == nullptr || !NeedsMetaLocked(*inode)) continue;
@@ -65,7 +65,7 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
   }
   ParallelFor(jobs.size(), std::min(kMetaParallelism, std::max<size_t>(jobs.size(), 1)),
               [&](size_t i) { jobs[i].head = store_->Head(jobs[i].key); });
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& job : jobs) {
     Inode* inode = FindLocked(job.ino);
     if (inode == nullptr || inode->writer) continue;
@@ -87,7 +87,7 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
 
 void ObjectFs::EnsureMeta(Ino ino) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Inode* inode = FindLocked(ino);
     if (inode == nullptr || !NeedsMetaLocked(*inode)) return;
   }
@@ -109,7 +109,7 @@ Status ObjectFs::StoreMeta(Ino ino) {
   co.directive = object::MetadataDirective::kReplace;
   bool is_dir;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     is_dir = inode->is_dir;
@@ -124,7 +124,7 @@ Status ObjectFs::StoreMeta(Ino ino) {
     info = store_->Put(key, Buffer(), po);
   }
   if (!info.ok()) return Backend(info.status(), "storing the attributes of /" + key);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++counters_.meta_copies;
   if (Inode* inode = FindLocked(ino)) {
     inode->meta = co.metadata;
@@ -149,7 +149,7 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
   uint64_t size;
   bool is_dir, attr_change, keep_here = false, refuse = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     path = inode->path;
@@ -186,7 +186,7 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
     }
     if (!at_upload) {
       if (Status st = StoreMeta(ino); !st.ok()) {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (Inode* inode = FindLocked(ino)) inode->meta_known = false;  // not stored: read the truth again
         return st;
       }
@@ -202,12 +202,12 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
     } else if (*req.size == 0 && size != 0) {
       object::PutOptions po;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (const Inode* inode = FindLocked(ino); inode && MetaKept()) po.metadata = MetaToStoreLocked(*inode);
       }
       auto put = store_->Put(path, Buffer(), po);
       if (!put.ok()) return Backend(put.status(), "truncating /" + path);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (Inode* inode = FindLocked(ino)) {
         inode->size = 0;
         inode->etag = put->etag;
@@ -219,7 +219,7 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
       return Refuse(Code::kNotSupported, "truncate", path, "changing the size of an existing object is not supported");
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("/" + path + " is gone");
   return AttrOf(*inode);
@@ -231,7 +231,7 @@ Result<Entry> ObjectFs::Symlink(Ino parent, std::string_view name_view, std::str
   STRATA_RETURN_IF_ERROR(CheckName(name_view));
   std::string name(name_view), path;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* p = FindLocked(parent);
     if (p == nullptr || !p->is_dir) return NotFoundError("no directory inode " + std::to_string(parent));
     path = ChildPath(p->path, name);
@@ -249,7 +249,7 @@ Result<Entry> ObjectFs::Symlink(Ino parent, std::string_view name_view, std::str
   EncodePosixMeta({S_IFLNK | 0777, options_.uid, options_.gid, now}, &po.metadata.user);
   auto put = store_->Put(path, Buffer::Copy(target), po);
   if (!put.ok()) return Backend(put.status(), "symlink /" + path);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory of /" + path + " is gone");
   ++p->generation;
@@ -270,7 +270,7 @@ Result<std::string> ObjectFs::Readlink(Ino ino) {
   EnsureMeta(ino);
   std::string path, version;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     if (!inode->symlink) return InvalidArgumentError("/" + inode->path + " is not a symbolic link");
@@ -285,7 +285,7 @@ Result<std::string> ObjectFs::Readlink(Ino ino) {
     return IOError("/" + path + ": symbolic link target of " + std::to_string(got->data.size()) + " bytes");
   std::string target = got->data.ToString();
   if (target.find('\0') != std::string::npos) return IOError("/" + path + ": symbolic link target holds NUL");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Inode* inode = FindLocked(ino)) {
     inode->link_target = target;
     inode->link_version = version;

@@ -116,7 +116,7 @@ void ObjectFs::SweepStaleWriteBuffers() {
 }
 
 Result<std::string> ObjectFs::BufferDir() {
-  std::lock_guard lock(buffer_dir_mu_);
+  MutexLock lock(buffer_dir_mu_);
   if (!buffer_dir_.empty()) return buffer_dir_;
   std::random_device rd;
   const uint64_t r = (uint64_t{rd()} << 32) | rd();
@@ -140,7 +140,7 @@ Result<std::shared_ptr<ObjectFs::Writer>> ObjectFs::NewWriter(const std::string&
   for (int attempt = 0; attempt < 8; ++attempt) {
     uint64_t n;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       n = next_temp_++;
     }
     w->temp_path = dir + "/w-" + std::to_string(n);
@@ -223,7 +223,7 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
   std::string path;
   object::PutOptions po;  // the file's attributes go with its bytes
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr || w.unlinked || !inode->attached) return Status::Ok();  // removed: nothing to save
     path = inode->path;
@@ -253,7 +253,7 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
   }
   w.dirty = false;
   w.uploaded = true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++counters_.uploads;
   if (multipart) ++counters_.multipart_uploads;
   if (Inode* inode = FindLocked(ino)) {
@@ -285,7 +285,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
   std::string path;
   std::shared_ptr<Writer> writer;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("no inode " + std::to_string(ino));
     if (inode->is_dir) return InvalidArgumentError("/" + inode->path + " is a directory");
@@ -304,7 +304,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     } else {
       uint64_t size;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         size = FindLocked(ino)->size;
       }
       if (!(flags & O_TRUNC) && size > 0) {
@@ -326,7 +326,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     auto stream = OpenReader(ino, path);
     if (!stream.ok()) {
       if (stream.status().code() == Code::kNotFound) {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         Inode* inode = FindLocked(ino);
         if (inode && inode->attached && !inode->writer)
           if (Inode* p = FindLocked(inode->parent)) DetachLocked(*p, inode->name);
@@ -337,7 +337,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     handle->etag = handle->stream->info().etag;
   }
   std::vector<std::pair<std::string, object::ObjectInfo>> ahead;  // files fetched ahead of their opens
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   Inode* inode = FindLocked(ino);
   if (inode == nullptr) return NotFoundError("/" + path + " is gone");
   if (write && !inode->writer) inode->writer = writer;  // (another opener may have raced: share theirs)
@@ -358,7 +358,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
   ++inode->open_handles;
   result.fh = next_fh_++;
   handles_[result.fh] = std::move(handle);
-  lock.unlock();
+  lock.Unlock();
   if (!ahead.empty()) PrefetchFiles(ahead);
   return result;
 }
@@ -368,7 +368,7 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
   STRATA_RETURN_IF_ERROR(CheckName(name_view));
   std::string name(name_view), path;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* p = FindLocked(parent);
     if (p == nullptr || !p->is_dir) return NotFoundError("no directory inode " + std::to_string(parent));
     path = ChildPath(p->path, name);
@@ -379,7 +379,7 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
   if (existing.ok()) {
     if (flags & O_EXCL) return AlreadyExistsError("/" + path + " already exists");
     STRATA_ASSIGN_OR_RETURN(OpenResult opened, Open(*existing, flags));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(*existing);
     if (inode == nullptr) return NotFoundError("/" + path + " is gone");
     ++inode->nlookup;
@@ -389,7 +389,7 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
   STRATA_ASSIGN_OR_RETURN(auto writer, NewWriter(path));
   writer->dirty = true;  // even empty: close() creates the object
   writer->refs = 1;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory of /" + path + " is gone");
   ++p->generation;
@@ -428,7 +428,7 @@ Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
   Handle* h;
   std::shared_ptr<Writer> local;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = handles_.find(fh);
     if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
     h = it->second.get();
@@ -445,7 +445,7 @@ Result<Buffer> ObjectFs::Read(uint64_t fh, uint64_t offset, size_t size) {
   }
   if (!data.ok()) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.read_errors;
     }
     STRATA_LOG_WARN("mount: read of /{} at offset {} ({} bytes) failed: {}", h->key, offset, size,
@@ -463,7 +463,7 @@ Result<std::unique_ptr<cache::ReadStream>> ObjectFs::OpenReader(Ino ino, const s
   STRATA_RETURN_IF_ERROR(Revalidate(ino));  // bounded: the cached version when the backend fails
   object::ObjectInfo known;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("/" + path + " is gone");
     known.key = path;
@@ -482,7 +482,7 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
   const uint64_t first = offset / block, last = (offset + std::max<size_t>(size, 1) - 1) / block;
   const std::string version = h.key + "@" + h.etag;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const TimePoint now = clock_.Now();
     for (uint64_t b = first; b <= last; ++b) {
       auto it = failed_blocks_.find({version, b});
@@ -516,12 +516,12 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
       std::lock_guard lock(call->mu);
       data = call->status.ok() ? Result<Buffer>(call->data) : Result<Buffer>(call->status);
     } else {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.read_timeouts;
       data = DeadlineExceededError("no answer from the store within " + Ms(options_.read_timeout));
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (data.ok()) {
     for (uint64_t b = first; b <= last; ++b) failed_blocks_.erase({version, b});
   } else if (options_.failed_read_backoff.count() > 0 && data.status().code() != Code::kPreconditionFailed) {
@@ -536,7 +536,7 @@ Result<size_t> ObjectFs::Write(uint64_t fh, uint64_t offset, const void* data, s
   std::shared_ptr<Writer> w;
   Ino ino;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = handles_.find(fh);
     if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
     if (!it->second->writable) return InvalidArgumentError("file handle " + std::to_string(fh) + " is read-only");
@@ -549,7 +549,7 @@ Result<size_t> ObjectFs::Write(uint64_t fh, uint64_t offset, const void* data, s
     w->size = std::max(w->size, offset + size);
     w->dirty = true;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Inode* inode = FindLocked(ino)) inode->meta_mtime = inode->mtime = clock_.WallNow();
   return size;
 }
@@ -558,7 +558,7 @@ Status ObjectFs::Flush(uint64_t fh) {
   std::shared_ptr<Writer> w;
   Ino ino;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = handles_.find(fh);
     if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
     if (!it->second->writable) return Status::Ok();
@@ -573,7 +573,7 @@ Status ObjectFs::Fsync(uint64_t fh) { return Flush(fh); }
 Status ObjectFs::Release(uint64_t fh) {
   std::unique_ptr<Handle> h;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = handles_.find(fh);
     if (it == handles_.end()) return InvalidArgumentError("no open file handle " + std::to_string(fh));
     h = std::move(it->second);
@@ -586,7 +586,7 @@ Status ObjectFs::Release(uint64_t fh) {
     std::lock_guard wl(h->writer->mu);
     clean = !h->writer->dirty;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* inode = FindLocked(h->ino);
   if (h->writer && --h->writer->refs == 0) {
     bool ours = inode && inode->writer == h->writer;
@@ -602,7 +602,7 @@ Status ObjectFs::Release(uint64_t fh) {
 Status ObjectFs::Shutdown() {
   std::vector<std::pair<Ino, std::shared_ptr<Writer>>> writers;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [ino, inode] : inodes_)
       if (inode->writer) writers.emplace_back(ino, inode->writer);
   }
@@ -612,7 +612,7 @@ Status ObjectFs::Shutdown() {
     std::string key;
     bool lost = false;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const Inode* inode = FindLocked(ino);
       key = inode ? inode->path : w->temp_path;
       lost = !st.ok() && !w->unlinked;
@@ -625,7 +625,7 @@ Status ObjectFs::Shutdown() {
       local_.Remove(w->temp_path).IgnoreError();
     }
   }
-  std::lock_guard lock(buffer_dir_mu_);
+  MutexLock lock(buffer_dir_mu_);
   if (buffer_lock_) {
     local_.Remove(buffer_dir_ + "/" + std::string(kLockName)).IgnoreError();
     buffer_lock_.reset();
@@ -644,7 +644,7 @@ Status ObjectFs::Unlink(Ino parent, std::string_view name_view) {
   std::string path;
   std::shared_ptr<Writer> w;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(ino);
     if (inode == nullptr) return NotFoundError("inode " + std::to_string(ino) + " is gone");
     if (inode->is_dir) return InvalidArgumentError("/" + inode->path + " is a directory");
@@ -655,7 +655,7 @@ Status ObjectFs::Unlink(Ino parent, std::string_view name_view) {
   std::unique_lock<std::mutex> wl;
   if (w) wl = std::unique_lock(w->mu);  // not while an upload of it runs
   if (!w || w->uploaded) STRATA_RETURN_IF_ERROR(Backend(store_->Delete(path), "unlink /" + path));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Inode* p = FindLocked(parent)) DetachLocked(*p, name);
   if (w) w->unlinked = true;
   return Status::Ok();
@@ -693,7 +693,7 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
   bool is_dir, target_dir = false, local_dir = false;
   std::shared_ptr<Writer> w;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Inode* inode = FindLocked(ino);
     Inode* np = FindLocked(new_parent);
     if (inode == nullptr || np == nullptr) return NotFoundError("rename source or target directory is gone");
@@ -725,7 +725,7 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
     } else if (!local_dir) {
       object::PutOptions po;  // the marker keeps the directory's attributes
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (const Inode* inode = FindLocked(ino); inode && MetaKept()) po.metadata = MetaToStoreLocked(*inode);
       }
       Status put = store_->Put(to + "/", Buffer(), po).status();
@@ -749,7 +749,7 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
       }
     }  // else: never uploaded, the next upload goes to the new name
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode* inode = FindLocked(ino);
   Inode* np = FindLocked(new_parent);
   if (inode == nullptr || np == nullptr) return NotFoundError("rename: /" + from + " is gone");

@@ -24,6 +24,7 @@ std::vector<std::pair<std::string, object::ObjectInfo>> ObjectFs::NoteOpenLocked
   const std::string& name = inode.name;
   if (name == dir->last_open) return ahead;  // opened again: says nothing about the order
   auto is_file = [&](Ino ino) {
+    mu_.AssertHeld();  // called right here, under the caller's lock
     const Inode* c = FindLocked(ino);
     return c != nullptr && !c->is_dir;
   };
@@ -75,7 +76,7 @@ void ObjectFs::PrefetchFiles(const std::vector<std::pair<std::string, object::Ob
     if (store_->Prefetch(path, info, options_.prefetch_file_bytes) > 0) ++issued;
   }
   if (issued == 0) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   counters_.prefetched_files += issued;
 }
 

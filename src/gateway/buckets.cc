@@ -120,22 +120,22 @@ Result<std::shared_ptr<cache::CachedStore>> BucketSet::OpenFileBucket(const std:
 
 Result<std::shared_ptr<cache::CachedStore>> BucketSet::GetUpstream(const std::string& bucket) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = upstream_open_.find(bucket); it != upstream_open_.end()) return it->second;
   }
   // First use: ask the upstream (outside the lock: a round trip).
   STRATA_RETURN_IF_ERROR(upstream_->HeadBucket(bucket));
   STRATA_ASSIGN_OR_RETURN(object::ObjectStorePtr store, upstream_->OpenBucket(bucket));
   auto wrapped = Wrap(std::move(store));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return upstream_open_.emplace(bucket, std::move(wrapped)).first->second;  // a racing first use may have won
 }
 
 Result<std::shared_ptr<cache::CachedStore>> BucketSet::Get(const std::string& bucket) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = fixed_.find(bucket); it != fixed_.end()) return it->second;
   if (upstream_) {
-    lock.unlock();
+    lock.Unlock();
     if (!IsValidBucketName(bucket)) return NoSuchBucket(bucket);
     return GetUpstream(bucket);
   }
@@ -156,14 +156,14 @@ Result<std::shared_ptr<cache::CachedStore>> BucketSet::Get(const std::string& bu
 Status BucketSet::Head(const std::string& bucket) {
   bool fixed = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fixed = fixed_.count(bucket) > 0;
   }
   if (!upstream_ || fixed) return Get(bucket).status();
   if (!IsValidBucketName(bucket)) return NoSuchBucket(bucket);
   Status st = upstream_->HeadBucket(bucket);
   if (st.code() == Code::kNotFound) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     upstream_open_.erase(bucket);  // deleted behind our back
   }
   return st;
@@ -175,7 +175,7 @@ Result<std::vector<BucketEntry>> BucketSet::List() {
     STRATA_ASSIGN_OR_RETURN(auto listed, upstream_->ListBuckets());
     for (auto& b : listed) out.push_back({std::move(b.name), b.created});
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& entry : fixed_) {
     const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture one
     if (std::none_of(out.begin(), out.end(), [&](const BucketEntry& e) { return e.name == name; })) {
@@ -200,12 +200,12 @@ Status BucketSet::Create(const std::string& bucket) {
   if (!IsValidBucketName(bucket)) {
     return InvalidArgumentError("\"" + bucket + "\" is not a valid bucket name").WithForeignCode("InvalidBucketName");
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (fixed_.count(bucket)) {
     return AlreadyExistsError("bucket " + bucket + " already exists").WithForeignCode("BucketAlreadyOwnedByYou");
   }
   if (upstream_) {
-    lock.unlock();
+    lock.Unlock();
     return upstream_->CreateBucket(bucket);
   }
   if (file_root_.empty()) {
@@ -223,17 +223,17 @@ Status BucketSet::Create(const std::string& bucket) {
 }
 
 Status BucketSet::Delete(const std::string& bucket) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (fixed_.count(bucket)) {
     return NotSupportedError("bucket " + bucket + " is a fixed backend and cannot be deleted here")
         .WithForeignCode("MethodNotAllowed");
   }
   if (upstream_) {
-    lock.unlock();
+    lock.Unlock();
     if (!IsValidBucketName(bucket)) return NoSuchBucket(bucket);
     Status st = upstream_->DeleteBucket(bucket);
     if (st.ok() || st.code() == Code::kNotFound) {
-      lock.lock();
+      lock.Lock();
       upstream_open_.erase(bucket);
     }
     return st;

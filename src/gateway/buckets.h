@@ -22,12 +22,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/block_cache.h"
 #include "cache/cached_store.h"
@@ -86,10 +86,12 @@ class BucketSet {
   Options options_;
   std::string file_root_;                        // empty: no file:// backend
   std::unique_ptr<object::S3Service> upstream_;  // null: no whole-endpoint backend
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<cache::CachedStore>> fixed_;          // s3/mem buckets
-  std::map<std::string, std::shared_ptr<cache::CachedStore>> file_open_;      // file buckets opened so far
-  std::map<std::string, std::shared_ptr<cache::CachedStore>> upstream_open_;  // upstream buckets seen so far
+  Mutex mu_;
+  // s3/mem buckets: filled by Open/FromStores before the set is shared, read-only after.
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> fixed_;
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> file_open_ GUARDED_BY(mu_);  // file buckets opened so far
+  // Upstream buckets seen so far.
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> upstream_open_ GUARDED_BY(mu_);
 };
 
 // S3 bucket naming rules (3..63 of [a-z0-9.-], starting and ending with a

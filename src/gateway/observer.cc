@@ -57,7 +57,7 @@ void GatewayObserver::Record(const RequestRecord& r) {
   if (!log_) return;
   std::string line = FormatLogLine(r);
   line += '\n';
-  std::lock_guard lock(log_mu_);
+  MutexLock lock(log_mu_);
   std::fwrite(line.data(), 1, line.size(), log_);
   std::fflush(log_);
 }

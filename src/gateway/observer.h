@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/block_cache.h"
 
@@ -49,8 +49,8 @@ class GatewayObserver {
  private:
   GatewayObserver() = default;
   cache::BlockCache* cache_ = nullptr;
-  std::mutex log_mu_;
-  FILE* log_ = nullptr;
+  Mutex log_mu_;  // one line at a time (the pointer is set once, at Create)
+  FILE* log_ PT_GUARDED_BY(log_mu_) = nullptr;
   bool own_log_ = false;
   Counter* bytes_out_ = nullptr;
   Counter* bytes_in_ = nullptr;

@@ -103,10 +103,10 @@ ShardCache::ShardCache(object::ObjectStorePtr store, std::vector<std::string> ke
 
 ShardCache::~ShardCache() {
   {
-    std::lock_guard lock(write_mu_);
+    MutexLock lock(write_mu_);
     stop_writes_ = true;
   }
-  write_cv_.notify_all();
+  write_cv_.NotifyAll();
   if (writer_.joinable()) writer_.join();  // (it drains the queue first)
   if (wait_pool_ && waits_running_->load() > 0) {
     // Store calls given up on are still hung: joining them would block this
@@ -122,15 +122,15 @@ void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generati
                              std::unique_ptr<io::FileLock> lock) {
   if (options_.dir.empty()) return;
   if (options_.async_disk_writes) {
-    std::lock_guard guard(mu_);
+    MutexLock guard(mu_);
     const uint64_t limit = std::max<uint64_t>(ram_bytes_, 512ull << 20);
     if (!writing_.count(shard) && writing_bytes_ + data.size() <= limit) {
       writing_.emplace(shard, data);
       writing_bytes_ += data.size();
-      std::lock_guard wl(write_mu_);
+      MutexLock wl(write_mu_);
       writes_.push_back(DiskWrite{shard, data, generation, std::move(lock)});
       if (!writer_.joinable()) writer_ = std::thread([this] { WriteLoop(); });
-      write_cv_.notify_one();
+      write_cv_.NotifyOne();
       return;
     }
   }
@@ -138,13 +138,16 @@ void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generati
 }
 
 void ShardCache::WriteLoop() {
-  std::unique_lock lock(write_mu_);
+  MutexLock lock(write_mu_);
   while (true) {
-    write_cv_.wait(lock, [&] { return stop_writes_ || !writes_.empty(); });
+    write_cv_.Wait(lock, [&] {
+      write_mu_.AssertHeld();  // the predicate runs under the lock
+      return stop_writes_ || !writes_.empty();
+    });
     if (writes_.empty()) return;  // stopping, and nothing left to write
     DiskWrite w = std::move(writes_.front());
     writes_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     // The writer thread's boundary: an exception loses this disk copy (the
     // shard is fetched again next time), never the process.
     RunGuarded("loader: writing shard " + std::to_string(w.shard) + " to the disk cache", [&] {
@@ -152,14 +155,14 @@ void ShardCache::WriteLoop() {
     }).IgnoreError();  // logged
     w.lock.reset();    // other processes waiting for this shard find the file now
     {
-      std::lock_guard guard(mu_);
+      MutexLock guard(mu_);
       auto it = writing_.find(w.shard);
       if (it != writing_.end() && it->second.data() == w.data.data()) {
         writing_bytes_ -= it->second.size();
         writing_.erase(it);
       }
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -188,7 +191,7 @@ void ShardCache::SweepDeadTemps() {
     if (pid == 0 || pid == ::getpid() || now - e.mtime < kTempGrace || ProcessAlive(pid)) continue;
     Status removed = fs_.Remove(io::JoinPath(options_.dir, e.name));
     if (removed.ok()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.temps_swept;
     } else if (removed.code() != Code::kNotFound) {
       STRATA_LOG_WARN("loader cache: could not remove the dead writer's temp file: {}", removed.ToString());
@@ -250,13 +253,13 @@ uint64_t ShardCache::Priority(size_t shard) const {
 Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
   if (shard >= keys_.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     last_use_[shard] = ++seq_;
     released_at_[shard] = 0;
   }
   while (true) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (auto it = ram_.find(shard); it != ram_.end()) {
         ++counters_.ram_hits;
         return ShardFetch{it->second.bytes, false, it->second.verified};
@@ -273,7 +276,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
     std::unique_ptr<io::FileLock> download;
     auto fill = [&]() -> Result<Buffer> {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         // Another caller's flight may have landed between our RAM miss and taking this one.
         if (auto it = ram_.find(shard); it != ram_.end()) {
           ++counters_.ram_hits;
@@ -292,7 +295,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
         io::LockWaitOptions wait;
         wait.remove_on_unlock = true;
         wait.on_wait = [this] {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           ++counters_.lock_waits;
         };
         auto locked = fs_.LockFileBlocking(FilePath(shard) + ".lock", wait);
@@ -307,7 +310,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
       }
       if (!from_disk) got = FetchFromStore(shard);
       from_store = !from_disk && got.ok();
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (from_disk) ++counters_.disk_hits;
       verified = from_disk;  // LoadFromDisk checked the file's XXH3
       if (got.ok() && generation_[shard] == generation) PutInRam(shard, *got, verified);
@@ -334,7 +337,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
   }
 }
 
-// A parsed copy kept with the shard's bytes, counted as a hit and a user (callers hold mu_).
+// A parsed copy kept with the shard's bytes, counted as a hit and a user.
 std::shared_ptr<const ParsedShard> ShardCache::TakeParsedLocked(size_t shard) {
   auto it = ram_.find(shard);
   if (it == ram_.end() || !it->second.parsed) return nullptr;
@@ -353,14 +356,14 @@ Result<ParsedFetch> ShardCache::GetParsed(size_t shard, const ShardParser& parse
   if (shard >= keys_.size()) return InvalidArgumentError("no shard " + std::to_string(shard));
   while (true) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (auto parsed = TakeParsedLocked(shard)) return ParsedFetch{std::move(parsed), false, false};
     }
     ParsedFetch mine;  // what the leader returns
     auto fill = [&]() -> Result<std::shared_ptr<const ParsedShard>> {
       uint64_t generation = 0;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (auto parsed = TakeParsedLocked(shard)) {  // parsed by a flight that landed after our look
           mine = ParsedFetch{parsed, false, false};
           return parsed;
@@ -379,7 +382,7 @@ Result<ParsedFetch> ShardCache::GetParsed(size_t shard, const ShardParser& parse
                                                                               : parse(got->data, got->verified);
       if (got.ok() && !parsed.ok()) Invalidate(shard);  // the next call refetches rather than reparsing bad bytes
       if (!parsed.ok()) return parsed.status();
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.parses;
       ++users_[shard];
       if (generation_[shard] == generation) PutParsedLocked(shard, got->data, *parsed);
@@ -393,14 +396,14 @@ Result<ParsedFetch> ShardCache::GetParsed(size_t shard, const ShardParser& parse
       return result.status();
     }
     if (!shared) return mine;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     CountParseHitLocked(shard);
     return ParsedFetch{std::move(*result), false, false};
   }
 }
 
 void ShardCache::Release(size_t shard) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shard >= released_at_.size()) return;
   if (users_[shard] > 0) --users_[shard];
   if (users_[shard] == 0) released_at_[shard] = ++seq_;  // other users (ranks) still reading keep it
@@ -409,7 +412,7 @@ void ShardCache::Release(size_t shard) {
 void ShardCache::Invalidate(size_t shard) {
   if (shard >= keys_.size()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++generation_[shard];  // a flight that read the bad bytes keeps them out of RAM and off disk
     auto it = ram_.find(shard);
     if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
@@ -419,13 +422,13 @@ void ShardCache::Invalidate(size_t shard) {
   if (!options_.dir.empty()) {
     // Under disk_mu_: a StoreToDisk that passed its generation check writes
     // first, and this removes the file after it.
-    std::lock_guard lock(disk_mu_);
+    MutexLock lock(disk_mu_);
     (void)fs_.Remove(options_.dir + "/" + FileName(shard));
   }
 }
 
 ShardCache::Counters ShardCache::counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Counters c = counters_;
   c.flight_joins = flights_.Joins();
   c.ram_bytes = ram_used_;
@@ -522,14 +525,14 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
   const std::string& etag = results[0]->info.etag;
   bool verified = false;
   if (!etag.empty()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = verified_etag_.find(shard);
     verified = it != verified_etag_.end() && it->second == etag;
   }
   if (!verified && shard < options_.sha256.size() && !options_.sha256[shard].empty()) {
     const std::string got = ToHex(Sha256(data.data(), data.size()));
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       counters_.sha256_bytes += size;
     }
     if (got != options_.sha256[shard]) {
@@ -540,7 +543,7 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
                     "", /*retryable=*/true);
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!verified && !etag.empty() && shard < options_.sha256.size() && !options_.sha256[shard].empty())
     verified_etag_[shard] = etag;
   ++counters_.fetches;
@@ -609,10 +612,10 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   // A file that fails verification is a miss: drop it and refetch.
   STRATA_LOG_WARN("loader cache: {} failed verification for {}; refetching", path, key);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++counters_.verify_failures;
   }
-  std::lock_guard lock(disk_mu_);
+  MutexLock lock(disk_mu_);
   (void)fs_.Remove(path);
   return CorruptionError(path + ": cached copy of " + key + " failed verification");
 }
@@ -620,13 +623,13 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
 void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generation) {
   if (options_.dir.empty()) return;
   auto stale = [&] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return generation_[shard] != generation;
   };
   const std::string& key = keys_[shard];
   uint64_t need = kFixedHeader + key.size() + data.size();
   if (need > disk_bytes_) return;
-  std::lock_guard disk(disk_mu_);
+  MutexLock disk(disk_mu_);
   // Caches in other processes (DataLoader workers) share the directory and
   // its bound: count, evict and write under its lock, or two of them could
   // each find room for one more shard and overshoot the bound together.
@@ -660,7 +663,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     auto it = ours.find(e.name);
     uint64_t prio;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       prio = it != ours.end()
                  ? Priority(it->second)
                  : (1ull << 61) +
@@ -674,7 +677,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     if (used + need <= disk_bytes_) break;
     if (fs_.Remove(options_.dir + "/" + v.name).ok()) {
       used -= v.size;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.disk_evictions;
     }
   }
@@ -690,7 +693,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     STRATA_LOG_WARN("loader cache: could not keep {} on disk: {}", key, s.ToString());
     return;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   counters_.disk_bytes = used + need;
 }
 

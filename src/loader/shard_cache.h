@@ -39,7 +39,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -54,6 +53,7 @@
 #include "base/clock.h"
 #include "base/elastic_pool.h"
 #include "base/executor.h"
+#include "base/mutex.h"
 #include "base/single_flight.h"
 #include "base/status.h"
 #include "dataset/manifest.h"
@@ -201,15 +201,15 @@ class ShardCache {
   // StoreToDisk now, or queued for the writer thread (async_disk_writes); `lock` is held until written.
   void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<io::FileLock> lock);
   void WriteLoop();
-  void PutInRam(size_t shard, const Buffer& data, bool verified);
-  // Keeps `parsed` with the shard's bytes if the RAM bound allows (callers hold mu_).
-  void PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed);
-  // Evicts others (by Priority) until `need` more bytes fit; false if they cannot (callers hold mu_).
-  bool MakeRoomLocked(size_t keep, uint64_t need);
-  std::shared_ptr<const ParsedShard> TakeParsedLocked(size_t shard);
-  void CountParseHitLocked(size_t shard);
+  void PutInRam(size_t shard, const Buffer& data, bool verified) REQUIRES(mu_);
+  // Keeps `parsed` with the shard's bytes if the RAM bound allows.
+  void PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed) REQUIRES(mu_);
+  // Evicts others (by Priority) until `need` more bytes fit; false if they cannot.
+  bool MakeRoomLocked(size_t keep, uint64_t need) REQUIRES(mu_);
+  std::shared_ptr<const ParsedShard> TakeParsedLocked(size_t shard) REQUIRES(mu_);
+  void CountParseHitLocked(size_t shard) REQUIRES(mu_);
   std::string FileName(size_t shard) const;
-  uint64_t Priority(size_t shard) const;  // lower: evicted first (callers hold mu_)
+  uint64_t Priority(size_t shard) const REQUIRES(mu_);  // lower: evicted first
 
   object::ObjectStorePtr store_;
   std::vector<std::string> keys_;
@@ -218,26 +218,26 @@ class ShardCache {
   io::FileSystem& fs_;
   Clock& clock_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)
   std::atomic<size_t> fetch_threads_;             // the openers' connections summed (capped)
-  std::map<size_t, RamEntry> ram_;
-  uint64_t ram_used_ = 0;
-  std::vector<uint32_t> users_;        // per shard: GetParsed successes not yet Released
-  std::vector<uint64_t> last_use_;     // use sequence per shard
-  std::vector<uint64_t> released_at_;  // release sequence per shard (0: not released)
-  uint64_t seq_ = 0;
-  std::vector<uint64_t> generation_;  // per shard, bumped by Invalidate: bytes read before are stale
+  std::map<size_t, RamEntry> ram_ GUARDED_BY(mu_);
+  uint64_t ram_used_ GUARDED_BY(mu_) = 0;
+  std::vector<uint32_t> users_ GUARDED_BY(mu_);        // per shard: GetParsed successes not yet Released
+  std::vector<uint64_t> last_use_ GUARDED_BY(mu_);     // use sequence per shard
+  std::vector<uint64_t> released_at_ GUARDED_BY(mu_);  // release sequence per shard (0: not released)
+  uint64_t seq_ GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> generation_ GUARDED_BY(mu_);  // per shard, bumped by Invalidate: bytes read before are stale
   // One fetch of a shard at a time, shared by the callers that want it (its
   // own lock; taken after mu_, never before).
   SingleFlight<size_t, Result<Buffer>> flights_;
   SingleFlight<size_t, Result<std::shared_ptr<const ParsedShard>>> parse_flights_;  // one parse likewise
-  Counters counters_;
-  // Per shard: the store ETag whose bytes last matched the manifest's sha256
-  // (guarded by mu_). An ETag names one content, so a refetch answered with it
-  // needs no second hash; another ETag (a stale replica, a replacement) is hashed.
-  std::map<size_t, std::string> verified_etag_;
-  std::mutex disk_mu_;  // one writer/evictor of the directory at a time
+  Counters counters_ GUARDED_BY(mu_);
+  // Per shard: the store ETag whose bytes last matched the manifest's sha256.
+  // An ETag names one content, so a refetch answered with it needs no second
+  // hash; another ETag (a stale replica, a replacement) is hashed.
+  std::map<size_t, std::string> verified_etag_ GUARDED_BY(mu_);
+  Mutex disk_mu_;  // one writer/evictor of the directory at a time
   // Threads for the ranged GETs of multi-part fetches, started on first use
   // (a dataset that is only opened, or has small shards, starts none).
   std::once_flag parts_once_;
@@ -248,19 +248,19 @@ class ShardCache {
   std::shared_ptr<std::atomic<size_t>> waits_running_ = std::make_shared<std::atomic<size_t>>(0);
   // async_disk_writes: shards whose file is being written (guarded by mu_),
   // and the writer's queue (guarded by write_mu_, taken without mu_ held).
-  std::map<size_t, Buffer> writing_;
-  uint64_t writing_bytes_ = 0;
+  std::map<size_t, Buffer> writing_ GUARDED_BY(mu_);
+  uint64_t writing_bytes_ GUARDED_BY(mu_) = 0;
   struct DiskWrite {
     size_t shard;
     Buffer data;
     uint64_t generation;
     std::unique_ptr<io::FileLock> lock;
   };
-  std::mutex write_mu_;
-  std::condition_variable write_cv_;
-  std::deque<DiskWrite> writes_;
-  bool stop_writes_ = false;
-  std::thread writer_;
+  Mutex write_mu_;
+  CondVar write_cv_;
+  std::deque<DiskWrite> writes_ GUARDED_BY(write_mu_);
+  bool stop_writes_ GUARDED_BY(write_mu_) = false;
+  std::thread writer_ GUARDED_BY(mu_);  // started by the first queued write
 };
 
 }  // namespace strata::loader
