@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -74,6 +75,23 @@ pid_t TempOwner(std::string_view name) {
 // a reused pid count as alive, so a temp file is at worst kept, never taken
 // from a live writer.
 bool ProcessAlive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+// When this machine booted (/proc/stat btime), or the epoch if unknown. A temp
+// file written before it has a dead writer whatever its pid names now: after a
+// reboot that pid may belong to an unrelated live process.
+WallTime BootTime() {
+  static const WallTime boot = [] {
+    std::ifstream stat("/proc/stat");
+    std::string line;
+    while (std::getline(stat, line)) {
+      long long seconds = 0;
+      if (line.rfind("btime ", 0) == 0 && std::sscanf(line.c_str() + 6, "%lld", &seconds) == 1 && seconds > 0)
+        return WallTime(std::chrono::seconds(seconds));
+    }
+    return WallTime{};
+  }();
+  return boot;
+}
 
 }  // namespace
 
@@ -188,7 +206,10 @@ void ShardCache::SweepDeadTemps() {
   const WallTime now = clock_.WallNow();
   for (const io::DirEntry& e : *entries) {
     const pid_t pid = e.is_dir ? 0 : TempOwner(e.name);
-    if (pid == 0 || pid == ::getpid() || now - e.mtime < kTempGrace || ProcessAlive(pid)) continue;
+    if (pid == 0 || pid == ::getpid() || now - e.mtime < kTempGrace) continue;
+    // Boot time is a fact of the real clock: under a fake one, mtimes say nothing about it.
+    const bool before_boot = &clock_ == &RealClock() && e.mtime < BootTime();
+    if (!before_boot && ProcessAlive(pid)) continue;
     Status removed = fs_.Remove(io::JoinPath(options_.dir, e.name));
     if (removed.ok()) {
       MutexLock lock(mu_);

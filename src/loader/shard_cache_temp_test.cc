@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 
 #include "base/clock.h"
@@ -38,12 +39,13 @@ class ShardCacheTempTest : public ::testing::Test {
   }
   void TearDown() override { EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir_).ok()); }
 
-  // A temp file named as WriteFileAtomic names it for `pid`, `bytes` long, last written `age` before the fake now.
-  std::string WriteTemp(pid_t pid, size_t bytes, std::chrono::seconds age) {
+  // A temp file named as WriteFileAtomic names it for `pid`, `bytes` long, last written `age` before the fake
+  // now (the real one with real_clock).
+  std::string WriteTemp(pid_t pid, size_t bytes, std::chrono::seconds age, bool real_clock = false) {
     std::string path = dir_ + "/00000000deadbeef.shard.tmp." + std::to_string(pid) + "." + std::to_string(seq_++);
     EXPECT_TRUE(io::WriteFileAtomic(io::DefaultFileSystem(), path, std::string(bytes, 't')).ok());
-    const auto mtime =
-        std::chrono::duration_cast<std::chrono::nanoseconds>((clock_.WallNow() - age).time_since_epoch());
+    const auto mtime = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        ((real_clock ? std::chrono::system_clock::now() : clock_.WallNow()) - age).time_since_epoch());
     struct timespec times[2];
     times[0].tv_sec = times[1].tv_sec = static_cast<time_t>(mtime.count() / 1000000000);
     times[0].tv_nsec = times[1].tv_nsec = static_cast<long>(mtime.count() % 1000000000);
@@ -93,6 +95,35 @@ TEST_F(ShardCacheTempTest, DeadWritersTempFilesAreSweptLiveOnesCounted) {
   EXPECT_TRUE(Exists((*cache)->FilePath(0)));
   EXPECT_EQ((*cache)->counters().disk_bytes, ShardFileBytes() + 4010);
   EXPECT_TRUE(Exists(live_old));  // counted, never evicted
+}
+
+// After a reboot the pid in a leftover temp file's name may be a live,
+// unrelated process: a temp file written before this boot is dead whatever its
+// pid (real clock and mtimes; /proc/stat btime).
+TEST_F(ShardCacheTempTest, TempFilesFromBeforeTheBootAreSweptWhateverTheirPid) {
+  std::ifstream stat("/proc/stat");
+  std::string line;
+  long long btime = 0;
+  while (std::getline(stat, line))
+    if (line.rfind("btime ", 0) == 0) btime = std::stoll(line.substr(6));
+  ASSERT_GT(btime, 0);
+  const pid_t live = ::getppid();  // the test runner: alive while we run
+  const auto real_now = std::chrono::system_clock::now();
+  const auto before_boot = std::chrono::system_clock::now() - WallTime(std::chrono::seconds(btime - 3600));
+  const auto since_boot = real_now - WallTime(std::chrono::seconds(btime));
+  ASSERT_GT(since_boot, std::chrono::minutes(3)) << "the machine just booted";
+  const std::string old = WriteTemp(live, 300, std::chrono::duration_cast<std::chrono::seconds>(before_boot),
+                                    /*real_clock=*/true);
+  const std::string recent = WriteTemp(live, 200, std::chrono::minutes(2), /*real_clock=*/true);
+  ShardCacheOptions co;
+  co.dir = dir_;
+  co.disk_bytes = 1 << 20;
+  co.fs = &fs_;  // the real clock
+  auto cache = ShardCache::Open(store_, {key_}, {1000}, co);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  EXPECT_FALSE(Exists(old));
+  EXPECT_TRUE(Exists(recent));  // after the boot, its writer alive: kept
+  EXPECT_EQ((*cache)->counters().temps_swept, 1u);
 }
 
 TEST_F(ShardCacheTempTest, LiveTempFilesLeaveNoRoomBeyondTheBound) {
