@@ -481,7 +481,10 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
   const uint64_t block = std::max<uint64_t>(store_->cache().options().block_size, 1);
   const uint64_t first = offset / block, last = (offset + std::max<size_t>(size, 1) - 1) / block;
   const std::string version = h.key + "@" + h.etag;
-  {
+  // Bytes in the cache are served whatever the backoff says: a read given up
+  // on may have filled them since, once the backend answered again.
+  const bool cached = stream->Cached(offset, size);
+  if (!cached) {
     MutexLock lock(mu_);
     const TimePoint now = clock_.Now();
     for (uint64_t b = first; b <= last; ++b) {
@@ -496,7 +499,7 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
     }
   }
   Result<Buffer> data = InternalError("not read");
-  if (options_.read_timeout.count() <= 0 || stream->Cached(offset, size)) {
+  if (options_.read_timeout.count() <= 0 || cached) {
     std::lock_guard sl(*mu);  // cached: no backend wait (the kernel's requests in order)
     data = stream->Read(offset, size);
   } else {
