@@ -1,3 +1,5 @@
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -320,6 +322,13 @@ def test_stats_count_skipped_samples_waits_and_rates(dataset_url, tmp_path):
     data = victim.read_bytes()
     key = data[data.index(b'{"i": ') + 6:].split(b",")[0]
     victim.write_bytes(data.replace(b'{"i": ' + key + b",", b'{"i"# ' + key + b",", 1))  # one bad JSON field
+    # ...in a shard written that way: its manifest sha256 matches (else the whole shard is refused
+    # as a replaced one, before any sample is parsed).
+    manifest = json.loads((dst / "manifest.json").read_text())
+    for shard in manifest["shards"]:
+        if shard["name"] == victim.name:
+            shard["sha256"] = hashlib.sha256(victim.read_bytes()).hexdigest()
+    (dst / "manifest.json").write_text(json.dumps(manifest))
     ds = strata.StreamingDataset(str(dst), shuffle=False, retries=1, skip_corrupt=True)
     got = [s["__index__"] for s in ds]
     st = ds.stats()
