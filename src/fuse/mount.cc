@@ -316,25 +316,29 @@ void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, d
 }
 
 // The profiling switch (access_log.h): only kProfileXattr on the root, only
-// by root or the mount's owner (the daemon appends to the named file).
-void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int) {
+// by root or the mount's owner (the daemon appends to the named file). Replies
+// the refusal itself when it is not allowed.
+bool ProfileSwitchAllowed(fuse_req_t req, fuse_ino_t ino, const char* name) {
   if (ino != FUSE_ROOT_ID || std::strcmp(name, kProfileXattr) != 0) {
     fuse_reply_err(req, EOPNOTSUPP);
-    return;
+    return false;
   }
   const uid_t uid = fuse_req_ctx(req)->uid;
   if (uid != 0 && uid != ::getuid()) {
     fuse_reply_err(req, EPERM);
-    return;
+    return false;
   }
+  return true;
+}
+
+void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int) {
+  if (!ProfileSwitchAllowed(req, ino, name)) return;
   AccessLog& log = Ctx(req).access_log;
   const std::string path(value, size);
   if (path.empty()) {
     log.Stop();
-    {
-      fuse_reply_err(req, 0);
-      return;
-    }
+    fuse_reply_err(req, 0);
+    return;
   }
   Status st = log.Start(path);
   if (st.ok()) STRATA_LOG_INFO("mount: access log on: {}", path);
@@ -342,15 +346,7 @@ void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* va
 }
 
 void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
-  if (ino != FUSE_ROOT_ID || std::strcmp(name, kProfileXattr) != 0) {
-    fuse_reply_err(req, EOPNOTSUPP);
-    return;
-  }
-  const uid_t uid = fuse_req_ctx(req)->uid;
-  if (uid != 0 && uid != ::getuid()) {
-    fuse_reply_err(req, EPERM);
-    return;
-  }
+  if (!ProfileSwitchAllowed(req, ino, name)) return;
   Ctx(req).access_log.Stop();
   fuse_reply_err(req, 0);
 }
