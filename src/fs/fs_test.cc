@@ -616,6 +616,9 @@ TEST(FsBoundedWaitTest, RefusingBackendServesCachedDataAndRecovers) {
   auto attr = f.fs->GetAttr(w->attr.ino);
   ASSERT_TRUE(attr.ok()) << attr.status();
   EXPECT_EQ(attr->size, warm.size());
+  // The failed revalidation is remembered for the backoff: the lookup and
+  // open below serve the cached version without asking the backend again.
+  const uint64_t refused = f.fault->counters().requests;
   auto again = f.fs->Lookup(d->attr.ino, "warm");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->attr.ino, w->attr.ino);
@@ -623,6 +626,7 @@ TEST(FsBoundedWaitTest, RefusingBackendServesCachedDataAndRecovers) {
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(ReadAll(*f.fs, h->fh), warm) << "cached bytes, byte-exact, with the backend refusing";
   ASSERT_TRUE(f.fs->Release(h->fh).ok());
+  EXPECT_EQ(f.fault->counters().requests, refused);
   EXPECT_GE(f.fs->counters().stale_served, 3u);
 
   auto ch = f.fs->Open(c->attr.ino, O_RDONLY);

@@ -507,6 +507,13 @@ Status ObjectFs::Revalidate(Ino ino) {
       // Single flight per directory: the files of one directory expire
       // together, and their opens share one listing.
       call = dir->revalidation;
+      if (call) {
+        // A failed revalidation is kept for the read backoff, so the opens
+        // after it serve the cached version at once instead of each waiting
+        // on a backend that refuses; then the next one tries again.
+        std::lock_guard cl(call->mu);
+        if (call->done && clock_.Now() >= call->failed_at + options_.failed_read_backoff) call.reset();
+      }
       if (!call) {
         call = dir->revalidation = std::make_shared<BackendCall>();
         start = true;
@@ -531,9 +538,12 @@ Status ObjectFs::Revalidate(Ino ino) {
   if (start) {
     backend_pool_->Submit([this, parent, call, revalidate] {
       Status st = RunGuarded("mount: revalidating attributes", revalidate);
-      {
+      if (st.ok() || st.code() == Code::kNotFound) {  // a failure stays, remembered (above)
         MutexLock lock(mu_);
         if (Inode* dir = FindLocked(parent); dir && dir->revalidation == call) dir->revalidation.reset();
+      } else {
+        std::lock_guard cl(call->mu);
+        call->failed_at = clock_.Now();
       }
       call->Finish(st);
     });

@@ -89,6 +89,7 @@ struct ObjectFs::BackendCall {
   Buffer data;
   bool stale_logged = false;  // the cached version was served (and said so) once
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  TimePoint failed_at{};  // a revalidation's failure, on the file system's clock (guarded by mu)
 
   void Finish(Status st, Buffer bytes = {}) {
     std::lock_guard lock(mu);
