@@ -193,7 +193,7 @@ fi
 
 if [ "$MODE" = tsan ]; then
   # A report fails the test (exitcode 66); the second stack of a lock-order report helps.
-  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"
   step configure configure "$BUILD_TSAN" Tsan || finish
   step build cmake --build "$BUILD_TSAN" -j "$JOBS" -- -k 0
   ctest_step unit "$BUILD_TSAN" '^unit$' -j "$JOBS"

@@ -36,9 +36,10 @@ TEST(PosixMetaTest, BadValuesAreLeftUnset) {
   }
   PosixMeta m = DecodePosixMeta({{"mode", "junk"}, {"uid", "4294967295"}, {"gid", "-3"}, {"mtime", "yesterday"}});
   EXPECT_EQ(m, PosixMeta{}) << "every field bad: all defaults";
-  for (const char* bad : {"", ".", "1.", "1.x", "x.1", "1e9", "2020-13-01T00:00:00Z", "2020-01-01T00:00:00",
-                          "2020-01-01T00:00:00+0100", "2020-01-01T24:00:00Z", "99999999999999999", "17310000009",
-                          "1969-12-31T23:59:59Z", std::string(100, '1').c_str()}) {
+  const std::string hundred_digits(100, '1');  // outlives the list (a temporary's c_str() would dangle)
+  for (const char* bad :
+       {"", ".", "1.", "1.x", "x.1", "1e9", "2020-13-01T00:00:00Z", "2020-01-01T00:00:00", "2020-01-01T00:00:00+0100",
+        "2020-01-01T24:00:00Z", "99999999999999999", "17310000009", "1969-12-31T23:59:59Z", hundred_digits.c_str()}) {
     EXPECT_EQ(ParseMtime(bad), std::nullopt) << bad;
   }
   EXPECT_EQ(ParseDecimal("18446744073709551615", UINT64_MAX), UINT64_MAX);
