@@ -245,7 +245,8 @@ bool DiskTier::MakeRoomLocked(uint64_t need) {
   while (index_.bytes() + reserved_ > target) {
     auto* victim = index_.Victim();
     if (!victim) break;
-    DropLocked(victim->hash, true);
+    const BlockHash hash = victim->hash;  // a copy: dropping frees the node that holds it
+    DropLocked(hash, true);
   }
   return index_.bytes() + reserved_ + need <= cap;
 }
