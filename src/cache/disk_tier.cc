@@ -225,7 +225,9 @@ bool DiskTier::Contains(const BlockHash& h) const {
   return const_cast<Index&>(index_).Find(h) != nullptr;
 }
 
-void DiskTier::DropLocked(const BlockHash& h, bool evicted) {
+void DiskTier::DropLocked(const BlockHash& key, bool evicted) {
+  // A copy: callers may pass a hash that lives in the node erased below.
+  const BlockHash h = key;
   Index::Node node;
   if (!index_.Erase(h, &node)) return;
   if (evicted) {
@@ -245,8 +247,7 @@ bool DiskTier::MakeRoomLocked(uint64_t need) {
   while (index_.bytes() + reserved_ > target) {
     auto* victim = index_.Victim();
     if (!victim) break;
-    const BlockHash hash = victim->hash;  // a copy: dropping frees the node that holds it
-    DropLocked(hash, true);
+    DropLocked(victim->hash, true);
   }
   return index_.bytes() + reserved_ + need <= cap;
 }

@@ -544,18 +544,16 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
                            std::to_string(size));
   }
   const std::string& etag = results[0]->info.etag;
-  bool verified = false;
-  if (!etag.empty()) {
+  const bool recorded = shard < options_.sha256.size() && !options_.sha256[shard].empty();
+  bool hash = recorded;
+  if (recorded) {
     MutexLock lock(mu_);
     auto it = verified_etag_.find(shard);
-    verified = it != verified_etag_.end() && it->second == etag;
+    hash = etag.empty() || it == verified_etag_.end() || it->second != etag;
+    if (hash) counters_.sha256_bytes += size;
   }
-  if (!verified && shard < options_.sha256.size() && !options_.sha256[shard].empty()) {
+  if (hash) {
     const std::string got = ToHex(Sha256(data.data(), data.size()));
-    {
-      MutexLock lock(mu_);
-      counters_.sha256_bytes += size;
-    }
     if (got != options_.sha256[shard]) {
       // Retryable: a lagging replica answers the current version later.
       return Status(Code::kCorruption,
@@ -565,8 +563,7 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard) {
     }
   }
   MutexLock lock(mu_);
-  if (!verified && !etag.empty() && shard < options_.sha256.size() && !options_.sha256[shard].empty())
-    verified_etag_[shard] = etag;
+  if (hash && !etag.empty()) verified_etag_[shard] = etag;
   ++counters_.fetches;
   counters_.fetched_bytes += size;
   return data;
