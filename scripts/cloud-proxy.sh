@@ -4,15 +4,18 @@
 #
 #   scripts/cloud-proxy.sh start DIR PORT UPSTREAM [--ttfb-ms 30] [--rate 25m] [--access-log]
 #   scripts/cloud-proxy.sh stop DIR
+#   scripts/cloud-proxy.sh start DIR        (again after stop: same port, upstream and options)
 #
 # UPSTREAM is http://HOST:PORT (or HOST:PORT). --rate takes nginx sizes per second (25m = 25 MiB/s,
 # 0 = no cap); --ttfb-ms 0 turns the delay off. The Host header is passed through unchanged,
 # so SigV4 requests signed for the proxy's address verify at the upstream. nginx runs as its
 # own master (foreground, under setsid) with its conf, pid, logs and temp files under DIR.
+# A restart (stop DIR, then start DIR) keeps the port, so clients see a backend that refused
+# connections and came back; the logs of every run in DIR accumulate.
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start DIR PORT UPSTREAM [--ttfb-ms N] [--rate SIZE] [--access-log] | stop DIR" >&2
+  echo "usage: $0 start DIR PORT UPSTREAM [--ttfb-ms N] [--rate SIZE] [--access-log] | start DIR | stop DIR" >&2
   exit 2
 }
 
@@ -32,6 +35,14 @@ stop_proxy() {
   fi
 }
 
+port_free() {  # port_free PORT: whether nginx could bind 127.0.0.1:PORT now.
+  /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$1"
+}
+
 find_module() {  # find_module FILE: where Debian put a dynamic nginx module.
   local d
   for d in /usr/lib/nginx/modules /usr/share/nginx/modules; do
@@ -45,7 +56,13 @@ start() {
   local t0; t0=$(now_ms)
   PHASES=""
   T_PHASE=$t0
+  if [ $# -eq 0 ]; then  # a restart: the arguments of the last start in DIR
+    [ -s "$DIR/start.args" ] || { log "$DIR was never started: give PORT and UPSTREAM"; usage; }
+    local saved; mapfile -t saved <"$DIR/start.args"
+    set -- "${saved[@]}"
+  fi
   [ $# -ge 2 ] || usage
+  local args=("$@")
   PORT=$1 UPSTREAM=$2; shift 2
   local ttfb_ms=30 rate=25m access_log=off
   while [ $# -gt 0 ]; do
@@ -64,9 +81,12 @@ start() {
   [[ "$upstream" =~ ^[A-Za-z0-9.-]+:[0-9]+$ ]] || { log "bad UPSTREAM '$UPSTREAM' (want http://HOST:PORT)"; exit 2; }
   command -v nginx >/dev/null || { log "nginx not found: run scripts/setup.sh"; exit 1; }
   if any_running; then log "$DIR already has a running proxy (stop it first)"; exit 1; fi
+  rm -f "$DIR/pids/nginx.pid"  # a crashed run's (not ours any more, or wait_for would see it die)
 
-  rm -rf "$DIR/tmp" "$DIR/log" "$DIR/run"
+  rm -rf "$DIR/tmp" "$DIR/run"
   mkdir -p "$DIR"/{tmp,log,run,pids}
+  # Validated above: one argument per line, none with a newline.
+  printf '%s\n' "${args[@]}" >"$DIR/start.args.tmp" && mv "$DIR/start.args.tmp" "$DIR/start.args"
   local load_lua="" ttfb_block=""
   if [ "$ttfb_ms" -gt 0 ]; then
     load_lua="load_module $(find_module ndk_http_module.so);
@@ -100,6 +120,10 @@ PY
     log "nginx rejected $conf:"; cat "$DIR/log/check.out" >&2; exit 1; }
 
   cleanup_unless_ready stop_proxy
+  # On a restart the port may still be held for a moment (the old master's last exit steps,
+  # or a client's socket that took it as its local port): nginx retries bind() for only
+  # ~2.5 s, so wait until a bind like its own (SO_REUSEADDR) succeeds.
+  wait_for "127.0.0.1:$PORT to be free" 20 port_free "$PORT"
   spawn nginx nginx -e "$DIR/log/error.log" -p "$DIR" -c "$conf"
   # Any HTTP status means nginx is accepting (the upstream may still answer 403 or 502).
   wait_for "nginx on 127.0.0.1:$PORT" 20 curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/"

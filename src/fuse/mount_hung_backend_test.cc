@@ -1,12 +1,12 @@
 // `strata mount` over a backend that stops answering (issue 15, item 8): Ceph
 // RGW behind the nginx cloud proxy, which the test freezes with SIGSTOP on its
 // process group (connections accepted, nothing answered), thaws with SIGCONT,
-// and finally stops (connections refused). Real `cat`s, each in a child
-// process with a deadline, read through the mount: a cached file whose
-// attributes expired is served byte-exact within --revalidate-timeout, an
-// uncached one fails with EIO within --read-timeout and at once right after
-// (the failed-block backoff), the mount stays up, and the uncached file reads
-// byte-exact once the backend answers again. One "mount hung backend ..."
+// then halts (connections refused) and restarts on the same port. Real `cat`s,
+// each in a child process with a deadline, read through the mount: a cached
+// file whose attributes expired is served byte-exact within
+// --revalidate-timeout, an uncached one fails with EIO within --read-timeout
+// and at once right after (the failed-block backoff), the mount stays up, and
+// the uncached file reads byte-exact once the backend answers again. One "mount hung backend ..."
 // line per case carries the figures quoted in the README.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -70,15 +70,12 @@ class MountHungBackendTest : public ::testing::Test {
     stdfs::remove_all(dir_);
     stdfs::create_directories(dir_ / "mnt");
     mnt_ = (dir_ / "mnt").string();
-    auto server = testing::S3TestServer::Start(testing::S3TestServer::Kind::kRgw);
-    ASSERT_TRUE(server.ok()) << server.status();
-    rgw_ = std::move(server).value();
-    auto proxy = testing::CloudProxy::Start(rgw_->endpoint(), {.ttfb_ms = 0, .rate = "0"});
-    ASSERT_TRUE(proxy.ok()) << proxy.status();
-    proxy_ = std::move(proxy).value();
+    auto backend = testing::StartProxiedRgw({.ttfb_ms = 0, .rate = "0"});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(backend).value();
     // Seeded straight into RGW (past the proxy), with the server's credentials.
-    for (const auto& [k, v] : rgw_->ClientEnv()) v ? ::setenv(k.c_str(), v->c_str(), 1) : ::unsetenv(k.c_str());
-    auto store = object::OpenStore(rgw_->StoreUrl("hung"));
+    for (const auto& [k, v] : backend_.rgw->ClientEnv()) v ? ::setenv(k.c_str(), v->c_str(), 1) : ::unsetenv(k.c_str());
+    auto store = object::OpenStore(backend_.rgw->StoreUrl("hung"));
     ASSERT_TRUE(store.ok()) << store.status();
     a_ = RandomBytes((5 << 20) + 123, 1);  // two 4 MiB cache blocks
     b_ = RandomBytes((3 << 20) + 7, 2);
@@ -93,18 +90,18 @@ class MountHungBackendTest : public ::testing::Test {
       mount_->Stop();
       (void)testing::RunCommand({"fusermount3", "-u", "-z", mnt_});  // if SIGTERM left it mounted
     }
-    if (proxy_) {
-      EXPECT_TRUE(proxy_->Stop().ok());
+    if (backend_.proxy) {
+      EXPECT_TRUE(backend_.proxy->Stop().ok());
     }
-    if (rgw_) {
-      EXPECT_TRUE(rgw_->Stop().ok());
+    if (backend_.rgw) {
+      EXPECT_TRUE(backend_.rgw->Stop().ok());
     }
     std::error_code ec;
     stdfs::remove_all(dir_, ec);
   }
 
   void Signal(int sig) {
-    for (pid_t p : proxy_->pids()) ::kill(-p, sig);  // nginx's process group: master and workers
+    for (pid_t p : backend_.proxy->pids()) ::kill(-p, sig);  // nginx's process group: master and workers
   }
   void Freeze() {
     Signal(SIGSTOP);
@@ -132,6 +129,31 @@ class MountHungBackendTest : public ::testing::Test {
     return c;
   }
 
+  // `cat`s `name` until it reads byte-exact (each failure must be EIO) or `within`
+  // seconds have passed since `since`, when the backend came back.
+  struct Recovery {
+    bool exact = false;
+    double seconds = 0;
+    int attempts = 0;
+  };
+  Recovery CatUntilExact(const std::string& name, const std::string& want, SteadyClock::time_point since,
+                         double within) {
+    Recovery r;
+    while (SteadyClock::now() < since + std::chrono::milliseconds(static_cast<int64_t>(within * 1000))) {
+      ++r.attempts;
+      const Cat c = CatFile(name, 60);
+      if (c.Exact(want)) {
+        r.exact = true;
+        break;
+      }
+      EXPECT_TRUE(c.Eio()) << "a read fails with EIO or is byte-exact: exit " << c.result.exit_code << " "
+                           << c.result.stderr_text;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling the recovering mount
+    }
+    r.seconds = Seconds(SteadyClock::now() - since).count();
+    return r;
+  }
+
   // Sleeps until every attribute cached before `since` has expired: the TTL is
   // a time requirement (the mount's clock), not a race.
   static void WaitPastTtl(SteadyClock::time_point since) {
@@ -142,21 +164,19 @@ class MountHungBackendTest : public ::testing::Test {
   stdfs::path dir_;
   std::string a_, b_, c_;
   bool frozen_ = false;
-  std::unique_ptr<testing::S3TestServer> rgw_;
-  std::unique_ptr<testing::CloudProxy> proxy_;
+  testing::ProxiedRgw backend_;
   std::unique_ptr<testing::BackgroundProcess> mount_;
 };
 
 TEST_F(MountHungBackendTest, FrozenThenRefusedBackendCachedReadsServedUncachedFailBoundedThenRecover) {
-  const std::string url =
-      "s3://" + rgw_->bucket() + "/hung?endpoint=" + proxy_->endpoint() + "&region=" + rgw_->region() + "&path_style=1";
+  const std::string url = backend_.StoreUrl("hung");
   auto secs = [](double s) { return std::to_string(static_cast<int>(s)) + "s"; };
   auto m = testing::BackgroundProcess::Start(
       {strata_, "mount", url, mnt_, "--foreground", "--read-only", "--cache-dir", (dir_ / "cache").string(),
        "--metadata-ttl", secs(kTtl), "--revalidate-timeout", secs(kRevalidate), "--read-timeout", secs(kReadTimeout),
        // Nothing fetched ahead: B and C stay uncached until read.
        "--prefetch-files", "0", "--dir-prefetch", "0"},
-      (dir_ / "mount.log").string(), rgw_->ClientEnv());
+      (dir_ / "mount.log").string(), backend_.rgw->ClientEnv());
   ASSERT_TRUE(m.ok()) << m.status();
   mount_ = std::move(m).value();
   auto mounted = mount_->WaitForLine("strata: mounted", std::chrono::seconds(60));
@@ -186,19 +206,9 @@ TEST_F(MountHungBackendTest, FrozenThenRefusedBackendCachedReadsServedUncachedFa
   EXPECT_FALSE(mount_->Exited()) << "the mount must outlive a hung backend\n" << mount_->Log();
 
   Thaw();
-  const auto thawed = SteadyClock::now();
-  int attempts = 0;
-  Cat recovered;
-  while (SteadyClock::now() < thawed + std::chrono::seconds(60)) {
-    ++attempts;
-    recovered = CatFile("B", 60);
-    if (recovered.Exact(b_)) break;
-    EXPECT_TRUE(recovered.Eio()) << "a read fails with EIO or is byte-exact: exit " << recovered.result.exit_code << " "
-                                 << recovered.result.stderr_text;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling the recovering mount
-  }
-  const double recovery = Seconds(SteadyClock::now() - thawed).count();
-  ASSERT_TRUE(recovered.Exact(b_)) << "B never read byte-exact after SIGCONT\n" << mount_->Log();
+  const Recovery recovered = CatUntilExact("B", b_, SteadyClock::now(), 60);
+  const double recovery = recovered.seconds;
+  ASSERT_TRUE(recovered.exact) << "B never read byte-exact after SIGCONT\n" << mount_->Log();
   // B's blocks fail at once until the backoff that began at the first EIO ends (the
   // backend answering again does not cut it short): recovery takes about the backoff.
   EXPECT_LT(recovery, kBackoff + kSlack);
@@ -206,33 +216,50 @@ TEST_F(MountHungBackendTest, FrozenThenRefusedBackendCachedReadsServedUncachedFa
   std::cout << "mount hung backend (proxy frozen, SIGSTOP): cached 5 MiB file read byte-exact in "
             << Fmt(cached.seconds) << " (--revalidate-timeout " << kRevalidate << " s), uncached 3 MiB file EIO after "
             << Fmt(first.seconds) << " (--read-timeout " << kReadTimeout << " s), again EIO after "
-            << Fmt(again.seconds) << " (backoff), recovered " << Fmt(recovery) << " after SIGCONT (" << attempts
-            << " cat(s))" << std::endl;
+            << Fmt(again.seconds) << " (backoff), recovered " << Fmt(recovery) << " after SIGCONT ("
+            << recovered.attempts << " cat(s))" << std::endl;
   const std::string log = mount_->Log();
   EXPECT_NE(log.find("serving the cached version"), std::string::npos) << "the stale read is logged\n" << log;
 
-  // --- Refused: the proxy is gone, its port closed.
-  ASSERT_TRUE(proxy_->Stop().ok());
+  // --- Refused: nginx is gone, its port closed.
+  ASSERT_TRUE(backend_.proxy->Halt().ok());
   const auto stopped = SteadyClock::now();
   WaitPastTtl(stopped);
   const Cat cached2 = CatFile("A", 60);
   EXPECT_TRUE(cached2.Exact(a_)) << "exit " << cached2.result.exit_code << " " << cached2.result.stderr_text;
   EXPECT_LT(cached2.seconds, kRevalidate + kSlack);
   const Cat first2 = CatFile("C", 60);
+  const auto failed2 = SteadyClock::now();
   EXPECT_TRUE(first2.Eio()) << "exit " << first2.result.exit_code << ": " << first2.result.stderr_text;
   EXPECT_LT(first2.seconds, kReadTimeout + kRevalidate + kSlack);
   // Refused, the uncached read fails by itself (the client's 6 connection attempts), before
-  // --read-timeout. A refused revalidation is not remembered, so each open of an expired
-  // file tries the listing again, up to --revalidate-timeout; the read then fails at once.
+  // --read-timeout. The failed revalidation and the failed block are both remembered for
+  // the backoff, so the next open serves the cached attributes and the read fails at once.
   const Cat again2 = CatFile("C", 60);
   EXPECT_TRUE(again2.Eio()) << "exit " << again2.result.exit_code << ": " << again2.result.stderr_text;
   EXPECT_LT(again2.seconds, kRevalidate + kSlack);
   EXPECT_FALSE(mount_->Exited()) << mount_->Log();
-  std::cout
-      << "mount hung backend (proxy stopped, refused): cached file read byte-exact in " << Fmt(cached2.seconds)
-      << ", uncached 1 MiB file EIO after " << Fmt(first2.seconds) << ", again EIO after " << Fmt(again2.seconds)
-      << " (a revalidation each open, then the backoff; recovery not measured: the proxy cannot restart on its port)"
-      << std::endl;
+
+  // --- Back: nginx again on the same port (Restart() returns once it accepts).
+  const auto restarting = SteadyClock::now();
+  ASSERT_TRUE(backend_.proxy->Restart().ok());
+  const auto accepting = SteadyClock::now();
+  const Recovery recovered2 = CatUntilExact("C", c_, accepting, 60);
+  const double since_eio = Seconds(SteadyClock::now() - failed2).count();
+  ASSERT_TRUE(recovered2.exact) << "C never read byte-exact after the restart\n" << mount_->Log();
+  // Nothing asks the backend while C's block (and its directory's failed revalidation) are
+  // in their backoff, which began at the first EIO: recovery takes at most the rest of it
+  // (less when a read still retrying its connection when the proxy came back filled the cache).
+  EXPECT_LT(recovered2.seconds, kBackoff + kSlack);
+  EXPECT_LT(since_eio, kBackoff + kSlack + Seconds(accepting - restarting).count());
+  EXPECT_TRUE(CatFile("A", 60).Exact(a_));
+  EXPECT_FALSE(mount_->Exited()) << mount_->Log();
+  std::cout << "mount hung backend (proxy stopped, refused): cached file read byte-exact in " << Fmt(cached2.seconds)
+            << ", uncached 1 MiB file EIO after " << Fmt(first2.seconds) << ", again EIO after " << Fmt(again2.seconds)
+            << " (a revalidation each open, then the backoff), recovered " << Fmt(recovered2.seconds)
+            << " after the proxy accepted again on its port (restart took "
+            << Fmt(Seconds(accepting - restarting).count()) << "; " << Fmt(since_eio)
+            << " after the first EIO, backoff " << kBackoff << " s; " << recovered2.attempts << " cat(s))" << std::endl;
 }
 
 }  // namespace

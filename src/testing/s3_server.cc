@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #ifndef STRATA_SOURCE_DIR_DEFAULT
@@ -41,6 +42,32 @@ Result<int> FreeLoopbackPort() {
   }
   ::close(fd);
   return static_cast<int>(ntohs(addr.sin_port));
+}
+
+// A port free on 127.0.0.1 below the kernel's ephemeral range (ip_local_port_range), so a
+// client's connect() never picks it as its local port: a server that stops and restarts
+// on it finds it free. Falls back to FreeLoopbackPort() if none is found.
+Result<int> FreeLoopbackPortOutsideEphemeral() {
+  constexpr int kLowest = 10000;
+  int ephemeral_low = 32768;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  if (!(range >> ephemeral_low)) ephemeral_low = 32768;
+  if (ephemeral_low - kLowest < 1000) return FreeLoopbackPort();
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(kLowest, ephemeral_low - 1);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return ErrnoToStatus(errno, "socket() for a free port");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int port = pick(rng);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  return FreeLoopbackPort();
 }
 
 Result<std::string> MakeTempDir(const std::string& tag) {
@@ -213,7 +240,7 @@ Result<std::unique_ptr<CloudProxy>> CloudProxy::Start(const std::string& upstrea
   Status last;
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(std::string dir, MakeTempDir("proxy"));
-    STRATA_ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
+    STRATA_ASSIGN_OR_RETURN(int port, FreeLoopbackPortOutsideEphemeral());
     std::vector<std::string> args{
         std::to_string(port), upstream, "--ttfb-ms", std::to_string(options.ttfb_ms), "--rate", options.rate};
     if (options.access_log) args.push_back("--access-log");
@@ -223,9 +250,8 @@ Result<std::unique_ptr<CloudProxy>> CloudProxy::Start(const std::string& upstrea
       continue;
     }
     proxy->dir_ = dir;
-    proxy->pids_ = ReadPids(dir);
     proxy->endpoint_ = (*lines)["endpoint"];
-    if (proxy->endpoint_.empty() || proxy->pids_.empty()) {
+    if (proxy->endpoint_.empty() || proxy->pids().empty()) {
       Status bad(Code::kInternal, "cloud-proxy.sh printed no endpoint or pid in " + dir);
       proxy->Stop().IgnoreError();
       return bad;
@@ -260,6 +286,39 @@ std::map<std::string, CloudProxy::Fetched> CloudProxy::GetsFromAccessLog(const s
   return gets;
 }
 
-Status CloudProxy::Stop() { return StopDaemons(script_, dir_, pids_); }
+Status CloudProxy::Stop() {
+  std::vector<pid_t> pids;
+  return StopDaemons(script_, dir_, pids);
+}
+
+Status CloudProxy::Halt() {
+  if (dir_.empty()) return InternalError("the proxy was stopped (Stop() removed its dir)");
+  return RunStop(script_, dir_);
+}
+
+Status CloudProxy::Restart() {
+  if (dir_.empty()) return InternalError("the proxy was stopped (Stop() removed its dir)");
+  // No arguments: the script starts again with those it recorded (same port and options).
+  STRATA_ASSIGN_OR_RETURN(auto lines, RunStart(script_, dir_, {}));
+  if (lines["endpoint"] != endpoint_) {
+    return InternalError("cloud-proxy.sh restarted on " + lines["endpoint"] + ", not " + endpoint_);
+  }
+  return Status::Ok();
+}
+
+std::vector<pid_t> CloudProxy::pids() const { return dir_.empty() ? std::vector<pid_t>{} : ReadPids(dir_); }
+
+std::string ProxiedRgw::StoreUrl(const std::string& prefix) const {
+  std::string url = "s3://" + rgw->bucket();
+  if (!prefix.empty()) url += "/" + prefix;
+  return url + "?endpoint=" + proxy->endpoint() + "&region=" + rgw->region() + "&path_style=1";
+}
+
+Result<ProxiedRgw> StartProxiedRgw(const CloudProxy::Options& options) {
+  ProxiedRgw out;
+  STRATA_ASSIGN_OR_RETURN(out.rgw, S3TestServer::Start(S3TestServer::Kind::kRgw));
+  STRATA_ASSIGN_OR_RETURN(out.proxy, CloudProxy::Start(out.rgw->endpoint(), options));
+  return out;
+}
 
 }  // namespace strata::testing

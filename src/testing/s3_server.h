@@ -75,15 +75,27 @@ class CloudProxy {
 
   // Starts nginx on a free 127.0.0.1 port forwarding to `upstream` (http://127.0.0.1:PORT).
   // Requests keep their Host header, so SigV4 requests signed for endpoint() verify upstream.
+  // The port is outside the kernel's ephemeral range, so no client's connect() takes it as
+  // its local port while the proxy is halted.
   static Result<std::unique_ptr<CloudProxy>> Start(const std::string& upstream, const Options& options);
 
   ~CloudProxy();
   CloudProxy(const CloudProxy&) = delete;
   CloudProxy& operator=(const CloudProxy&) = delete;
 
-  Status Stop();  // idempotent
+  Status Stop();  // idempotent; removes dir()
+  // Stops nginx but keeps dir() and the port: connections to endpoint() are refused until
+  // Restart(), which starts it again on the same port with the same options and returns
+  // once it accepts connections. A child process may do the same with
+  // `bash script() stop dir()` and `bash script() start dir()`.
+  Status Halt();
+  Status Restart();
   const std::string& endpoint() const { return endpoint_; }
-  const std::vector<pid_t>& pids() const { return pids_; }
+  const std::string& script() const { return script_; }
+  const std::string& dir() const { return dir_; }
+  // The running nginx master (leading its workers' process group), read from dir() at each
+  // call so it is current after a restart by anyone; empty while halted or stopped.
+  std::vector<pid_t> pids() const;
   std::string access_log_path() const { return dir_ + "/log/access.log"; }  // nginx's "combined" format
 
   // The GETs of each key under `prefix` in `bucket` that went through the proxy, and the
@@ -100,8 +112,17 @@ class CloudProxy {
   std::string script_;
   std::string dir_;
   std::string endpoint_;
-  std::vector<pid_t> pids_;
 };
+
+// Ceph RGW behind a CloudProxy (the hung-backend tests freeze, halt and restart the proxy).
+// Members are destroyed proxy first.
+struct ProxiedRgw {
+  std::unique_ptr<S3TestServer> rgw;
+  std::unique_ptr<CloudProxy> proxy;
+  // An OpenStore URL for rgw's bucket through the proxy (rgw->StoreUrl() goes past it).
+  std::string StoreUrl(const std::string& prefix = "") const;
+};
+Result<ProxiedRgw> StartProxiedRgw(const CloudProxy::Options& options);
 
 // Whether `pid` has exited (no such process, or a zombie not yet reaped by its new parent).
 bool ProcessGone(pid_t pid);

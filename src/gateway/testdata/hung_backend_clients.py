@@ -3,14 +3,17 @@
 Freezes the proxy (SIGSTOP: connections are accepted, nothing is answered) and checks that a
 cached object is still served byte-exact, that an uncached GET fails with a 503 and the S3 error
 XML (SlowDown or ServiceUnavailable) within the gateway's --backend-timeout (plus a margin), and,
-once the proxy runs again (SIGCONT), that the uncached object is served byte-exact.
-Prints one "hung backend: ..." line with the figures.
+once the proxy runs again (SIGCONT), that the uncached object is served byte-exact. Then halts
+the proxy (`cloud-proxy.sh stop DIR`: connections refused), checks the same for another uncached
+object, restarts it on its port (`cloud-proxy.sh start DIR`, which returns once nginx accepts) and
+times the recovery. Prints "hung backend: ..." and "refused backend: ..." lines with the figures.
 
 argv: gateway_url key secret rgw_url rgw_key rgw_secret bucket proxy_pids(comma-separated)
-      backend_timeout_s metadata_ttl_s
+      backend_timeout_s metadata_ttl_s proxy_script proxy_dir
 """
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -18,7 +21,7 @@ import boto3
 import botocore
 from botocore.config import Config
 
-(gw_url, key, secret, rgw_url, rgw_key, rgw_secret, bucket, pids, bound, ttl) = sys.argv[1:11]
+(gw_url, key, secret, rgw_url, rgw_key, rgw_secret, bucket, pids, bound, ttl, proxy_script, proxy_dir) = sys.argv[1:13]
 pids = [int(p) for p in pids.split(",")]
 bound, ttl = float(bound), float(ttl)
 # No retries (botocore's max_attempts counts retries): the test times one request. A read timeout far
@@ -30,9 +33,10 @@ gw = boto3.client("s3", endpoint_url=gw_url, aws_access_key_id=key, aws_secret_a
 rgw = boto3.client("s3", endpoint_url=rgw_url, aws_access_key_id=rgw_key, aws_secret_access_key=rgw_secret,
                    region_name=os.environ.get("AWS_REGION", "us-east-1"), config=cfg)
 
-warm, cold = os.urandom((5 << 20) + 123), os.urandom((3 << 20) + 7)
+warm, cold, cold2 = os.urandom((5 << 20) + 123), os.urandom((3 << 20) + 7), os.urandom((1 << 20) + 1)
 rgw.put_object(Bucket=bucket, Key="hung/warm", Body=warm)
 rgw.put_object(Bucket=bucket, Key="hung/cold", Body=cold)  # written past the gateway: never cached
+rgw.put_object(Bucket=bucket, Key="hung/cold2", Body=cold2)
 assert gw.get_object(Bucket=bucket, Key="hung/warm")["Body"].read() == warm
 # Let the cached metadata expire, so the next read must revalidate (against a backend that hangs).
 time.sleep(ttl + 0.5)
@@ -76,17 +80,57 @@ try:
 finally:
     signal_proxy(signal.SIGCONT)
 
-t0 = time.monotonic()
-attempts = 0
-while True:
-    attempts += 1
-    try:
-        body = gw.get_object(Bucket=bucket, Key="hung/cold")["Body"].read()
-        break
-    except botocore.exceptions.ClientError as e:
-        if e.response["ResponseMetadata"]["HTTPStatusCode"] != 503 or time.monotonic() - t0 > 120:
-            raise
-recovery_s = time.monotonic() - t0
-assert body == cold, "the uncached object, byte-exact, once the backend answers"
+
+
+def get_until_exact(key, want):
+    """GETs `key` until it succeeds (each failure a 503); returns (seconds, GETs)."""
+    t0 = time.monotonic()
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            body = gw.get_object(Bucket=bucket, Key=key)["Body"].read()
+            break
+        except botocore.exceptions.ClientError as e:
+            if e.response["ResponseMetadata"]["HTTPStatusCode"] != 503 or time.monotonic() - t0 > 120:
+                raise
+        time.sleep(0.05)  # polling the recovering gateway
+    assert body == want, f"{key}, byte-exact, once the backend answers"
+    return time.monotonic() - t0, attempts
+
+
+recovery_s, attempts = get_until_exact("hung/cold", cold)
 print(f"hung backend: cached object served in {cached_s:.2f} s, uncached GET 503 {code} after {first_error_s:.2f} s "
       f"(HEAD 503 after {head_error_s:.2f} s; --backend-timeout {bound:g} s), recovered in {recovery_s:.2f} s ({attempts} GET(s) after SIGCONT)")
+
+
+def proxy(cmd):
+    r = subprocess.run(["bash", proxy_script, cmd, proxy_dir], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"cloud-proxy.sh {cmd}: {r.stdout}{r.stderr}"
+
+
+# Refused: nginx gone, its port closed. The warm object's metadata expires again meanwhile.
+proxy("stop")
+time.sleep(ttl + 0.5)
+t0 = time.monotonic()
+assert gw.get_object(Bucket=bucket, Key="hung/warm")["Body"].read() == warm, "cached, byte-exact, while refused"
+cached2_s = time.monotonic() - t0
+t0 = time.monotonic()
+try:
+    gw.get_object(Bucket=bucket, Key="hung/cold2")["Body"].read()
+    raise SystemExit("an uncached GET succeeded while the backend refuses connections")
+except botocore.exceptions.ClientError as e:
+    refused_error_s = time.monotonic() - t0
+    assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 503, e.response
+    code2 = e.response["Error"]["Code"]
+    assert code2 in ("SlowDown", "ServiceUnavailable"), f"S3 error XML expected, got code {code2!r}"
+assert refused_error_s < bound + 10, f"503 after {refused_error_s:.1f} s, bound {bound} s"
+
+proxy("start")  # same port and options; returns once nginx accepts connections
+recovery2_s, attempts2 = get_until_exact("hung/cold2", cold2)
+# No failed-read backoff in the gateway: the first GET after the restart should succeed. The
+# margin is for a loaded machine.
+assert recovery2_s < 5, f"recovered {recovery2_s:.2f} s after the proxy accepted again"
+print(f"refused backend: cached object served in {cached2_s:.2f} s, uncached GET 503 {code2} after "
+      f"{refused_error_s:.2f} s, recovered in {recovery2_s:.2f} s ({attempts2} GET(s) after the proxy accepted again "
+      f"on its port)")
