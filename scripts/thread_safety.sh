@@ -19,7 +19,7 @@ FILES=(
   src/fs/object_fs.cc src/fs/object_fs_attr.cc src/fs/object_fs_io.cc src/fs/object_fs_prefetch.cc
   src/loader/shard_cache.cc
   src/ckpt/writer.cc src/ckpt/tiering.cc src/ckpt/staging.cc
-  src/gateway/buckets.cc src/gateway/observer.cc
+  src/gateway/buckets.cc src/gateway/observer.cc src/gateway/server.cc
 )
 
 command -v "$CLANG" >/dev/null || { echo "$CLANG not found"; exit 1; }
