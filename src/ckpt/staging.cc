@@ -94,13 +94,15 @@ bool StagingRegion::Prefault(const std::atomic<bool>* stop) {
 
 StagingPool::~StagingPool() {
   stop_ = true;
+  MutexLock lock(thread_mu_);
   if (prefault_thread_.joinable()) prefault_thread_.join();
 }
 
 void StagingPool::Prefault(size_t bytes) {
   if (bytes == 0) return;
+  MutexLock thread_lock(thread_mu_);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (prefaulting_ > 0) return;
     prefaulting_ = bytes;
     limit_ = std::max<uint64_t>(limit_, bytes + kHugePage);
@@ -112,30 +114,30 @@ void StagingPool::Prefault(size_t bytes) {
       auto region = StagingRegion::Map(bytes);
       STRATA_RETURN_IF_ERROR(region.status());
       const bool complete = (*region)->Prefault(&stop_);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (complete) {
         pooled_ += (*region)->capacity();
         free_.push_back(std::move(*region));
       }
       return Status::Ok();
     });
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!st.ok()) prefault_status_ = st;
     prefaulting_ = 0;
-    cv_.notify_all();
+    cv_.NotifyAll();
   });
 }
 
 Status StagingPool::WaitReady() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return prefaulting_ == 0; });
+  MutexLock lock(mu_);
+  cv_.Wait(lock, [&]() REQUIRES(mu_) { return prefaulting_ == 0; });
   return prefault_status_;
 }
 
 Result<StagingRegionPtr> StagingPool::Take(size_t size, bool* cold) {
   *cold = false;
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     for (;;) {
       size_t best = free_.size();
       for (size_t i = 0; i < free_.size(); ++i) {
@@ -150,10 +152,10 @@ Result<StagingRegionPtr> StagingPool::Take(size_t size, bool* cold) {
       }
       // A region being faulted in: finishing that is cheaper than faulting a new one.
       if (prefaulting_ < size) break;
-      cv_.wait(lock, [&] { return prefaulting_ == 0; });
+      cv_.Wait(lock, [&]() REQUIRES(mu_) { return prefaulting_ == 0; });
     }
     // Regions too small for this save would only hold memory: drop them.
-    std::erase_if(free_, [&](const StagingRegionPtr& r) {
+    std::erase_if(free_, [&](const StagingRegionPtr& r) REQUIRES(mu_) {
       if (r->capacity() >= size) return false;
       pooled_ -= r->capacity();
       return true;
@@ -165,14 +167,14 @@ Result<StagingRegionPtr> StagingPool::Take(size_t size, bool* cold) {
 
 void StagingPool::Give(StagingRegionPtr region) {
   if (!region) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (pooled_ + region->capacity() > limit_) return;  // unmapped: the pool is full
   pooled_ += region->capacity();
   free_.push_back(std::move(region));
 }
 
 void StagingPool::SetLimit(uint64_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   limit_ = std::max(limit_, bytes);
 }
 

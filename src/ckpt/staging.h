@@ -3,13 +3,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace strata::ckpt {
@@ -60,15 +59,18 @@ class StagingPool {
   void SetLimit(uint64_t bytes);
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<StagingRegionPtr> free_;
-  uint64_t pooled_ = 0;
-  uint64_t limit_ = 0;
-  size_t prefaulting_ = 0;  // bytes of the region being prefaulted (0 = none)
-  Status prefault_status_;
+  Mutex mu_;
+  CondVar cv_;  // prefaulting_ went to 0
+  std::vector<StagingRegionPtr> free_ GUARDED_BY(mu_);
+  uint64_t pooled_ GUARDED_BY(mu_) = 0;  // bytes in free_
+  uint64_t limit_ GUARDED_BY(mu_) = 0;
+  size_t prefaulting_ GUARDED_BY(mu_) = 0;  // bytes of the region being prefaulted (0 = none)
+  Status prefault_status_ GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
-  std::thread prefault_thread_;
+  // Replaced by Prefault, joined by it and the destructor. Taken before mu_
+  // (never while holding it: the thread takes mu_ to finish).
+  Mutex thread_mu_;
+  std::thread prefault_thread_ GUARDED_BY(thread_mu_);
 };
 
 struct CopyTask {

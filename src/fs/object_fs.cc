@@ -67,7 +67,7 @@ Attr ObjectFs::AttrOf(const Inode& inode) const {
     a.mtime = inode.meta_mtime.value_or(mount_time_);
     a.mode = S_IFDIR | inode.perm;
   } else {
-    a.size = inode.writer ? inode.writer->size : inode.size;
+    a.size = inode.writer ? inode.writer->size.load() : inode.size;
     a.nlink = 1;
     a.mtime = inode.meta_mtime.value_or(inode.mtime);
     a.mode = (inode.symlink ? S_IFLNK : S_IFREG) | inode.perm;
@@ -511,7 +511,7 @@ Status ObjectFs::Revalidate(Ino ino) {
         // A failed revalidation is kept for the read backoff, so the opens
         // after it serve the cached version at once instead of each waiting
         // on a backend that refuses; then the next one tries again.
-        std::lock_guard cl(call->mu);
+        MutexLock cl(call->mu);
         if (call->done && clock_.Now() >= call->failed_at + options_.failed_read_backoff) call.reset();
       }
       if (!call) {
@@ -542,7 +542,7 @@ Status ObjectFs::Revalidate(Ino ino) {
         MutexLock lock(mu_);
         if (Inode* dir = FindLocked(parent); dir && dir->revalidation == call) dir->revalidation.reset();
       } else {
-        std::lock_guard cl(call->mu);
+        MutexLock cl(call->mu);
         call->failed_at = clock_.Now();
       }
       call->Finish(st);
@@ -556,7 +556,7 @@ Status ObjectFs::Revalidate(Ino ino) {
   Status st;
   bool log = false;
   {
-    std::lock_guard lock(call->mu);
+    MutexLock lock(call->mu);
     if (answered) st = call->status;
     log = !std::exchange(call->stale_logged, true);  // one line per revalidation, not per caller
   }

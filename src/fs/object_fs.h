@@ -48,6 +48,7 @@
 // called from many threads at once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -225,9 +226,27 @@ class ObjectFs {
   Result<std::string> PathOf(Ino ino) const;
 
  private:
-  struct Writer;
+  // The local buffer of a file open for writing. `mu` serialises writes,
+  // truncation and uploads. Defined here (not in object_fs_internal.h) so
+  // that UploadLocked can name `w.mu` in its REQUIRES.
+  struct Writer {
+    std::string temp_path;  // set before the writer is shared, then constant
+    Mutex mu;
+    std::unique_ptr<io::WritableFile> out PT_GUARDED_BY(mu);
+    std::unique_ptr<io::RandomAccessFile> in;  // positional reads: any thread
+    bool dirty GUARDED_BY(mu) = false;         // written (or truncated) since the last upload
+    // Written with `mu` held, read without it by getattr and listings, which
+    // hold ObjectFs::mu_ and so cannot wait for `mu` (an upload holds `mu`,
+    // then takes ObjectFs::mu_): atomic.
+    std::atomic<uint64_t> size{0};
+    std::atomic<bool> uploaded{false};  // an object exists under the inode's key
+    // Guarded by ObjectFs::mu_ (which an annotation here cannot name).
+    bool unlinked = false;  // removed while open: never upload
+    int refs = 0;
+  };
   struct Inode;
   struct Handle;
+  struct Reader;
   struct Listing;
   struct BackendCall;
 
@@ -290,6 +309,9 @@ class ObjectFs {
   // Stores the inode's attributes on its existing object (or marker).
   Status StoreMeta(Ino ino);
   void MoveLocked(Inode& inode, Inode& new_parent, const std::string& new_name) REQUIRES(mu_);
+  // Rename's last step: the inode takes its new name (mu_ taken here).
+  Status MoveRenamed(Ino ino, Ino new_parent, const std::string& new_name, const std::string& from, bool is_dir,
+                     bool local_dir);
 
   // Writes.
   Result<std::shared_ptr<Writer>> NewWriter(const std::string& path);
@@ -300,7 +322,7 @@ class ObjectFs {
   Result<std::string> BufferDir();
   // Moves a buffer that could not be uploaded to lost_found_dir; says where.
   void KeepLost(const std::string& buffer, const std::string& key);
-  Status UploadLocked(Ino ino, Writer& w);  // w.mu held
+  Status UploadLocked(Ino ino, Writer& w) REQUIRES(w.mu);
   Status UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& writer);
   Result<object::ObjectInfo> UploadMultipart(const std::string& key, Writer& w, uint64_t size,
                                              const object::PutOptions& options);
@@ -316,7 +338,8 @@ class ObjectFs {
   const WallTime mount_time_;
 
   // Guards the inode table and everything reached through it (the Inode
-  // records, Writer::refs/unlinked), the handles and the counters.
+  // records, Writer::refs/unlinked), the handles and the counters. Order:
+  // a Writer's mu, then mu_, then a BackendCall's mu.
   mutable Mutex mu_;
   CondVar listed_cv_;
   std::unordered_map<Ino, std::unique_ptr<Inode>> inodes_ GUARDED_BY(mu_);

@@ -181,7 +181,7 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
     STRATA_RETURN_IF_ERROR(CheckWritable("setattr", path));
     bool at_upload = false;
     if (w) {
-      std::lock_guard wl(w->mu);
+      MutexLock wl(w->mu);
       at_upload = w->dirty || !w->uploaded;  // the upload carries them
     }
     if (!at_upload) {
@@ -195,7 +195,7 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
   if (req.size) {
     STRATA_RETURN_IF_ERROR(CheckWritable("truncate", path));
     if (w) {
-      std::lock_guard wl(w->mu);
+      MutexLock wl(w->mu);
       STRATA_RETURN_IF_ERROR(local_.Truncate(w->temp_path, *req.size));
       w->size = *req.size;
       w->dirty = true;

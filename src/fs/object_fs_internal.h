@@ -2,32 +2,17 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "base/mutex.h"
 #include "fs/object_fs.h"
 #include "fs/posix_meta.h"
 #include "object/metadata.h"
 
 namespace strata::fs {
-
-// The local buffer of a file open for writing. `mu` serialises writes,
-// truncation and uploads; `refs` and `unlinked` are guarded by ObjectFs::mu_.
-struct ObjectFs::Writer {
-  std::string temp_path;
-  std::mutex mu;
-  std::unique_ptr<io::WritableFile> out;
-  std::unique_ptr<io::RandomAccessFile> in;
-  uint64_t size = 0;
-  bool dirty = false;     // written (or truncated) since the last upload
-  bool uploaded = false;  // an object exists under the inode's key
-  bool unlinked = false;  // removed while open: never upload
-  int refs = 0;
-};
 
 struct ObjectFs::Inode {
   Ino ino = 0;
@@ -82,36 +67,45 @@ struct ObjectFs::Inode {
 // One backend call run on backend_pool_, which callers wait for with their
 // own deadline (real time: it bounds how long a caller is kept waiting).
 struct ObjectFs::BackendCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-  Buffer data;
-  bool stale_logged = false;  // the cached version was served (and said so) once
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  TimePoint failed_at{};  // a revalidation's failure, on the file system's clock (guarded by mu)
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  Status status GUARDED_BY(mu);
+  Buffer data GUARDED_BY(mu);
+  bool stale_logged GUARDED_BY(mu) = false;  // the cached version was served (and said so) once
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  TimePoint failed_at GUARDED_BY(mu){};  // a revalidation's failure, on the file system's clock
 
   void Finish(Status st, Buffer bytes = {}) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     done = true;
     status = std::move(st);
     data = std::move(bytes);
-    cv.notify_all();
+    cv.NotifyAll();
   }
   // False when `timeout` passed first.
   bool WaitFor(Duration timeout) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, timeout, [&] { return done; });
+    MutexLock lock(mu);
+    return cv.WaitFor(lock, timeout, [&]() REQUIRES(mu) { return done; });
   }
+};
+
+// A handle's stream of one object version, shared with a bounded read still
+// running after its caller gave up.
+struct ObjectFs::Reader {
+  explicit Reader(std::unique_ptr<cache::ReadStream> s) : stream(std::move(s)), view(stream.get()) {}
+  // One sequential reader: Read() moves the stream's read-ahead window, so
+  // the kernel's parallel requests queue here and reach it in order.
+  Mutex mu;
+  const std::unique_ptr<cache::ReadStream> stream PT_GUARDED_BY(mu);
+  const cache::ReadStream* const view;  // its const side (info(), Cached()): any thread
 };
 
 struct ObjectFs::Handle {
   Ino ino = 0;
   bool writable = false;
   std::shared_ptr<Writer> writer;  // writers, and readers of a file being written here
-  // One sequential reader; shared with a bounded read still running after its caller gave up.
-  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();  // guards stream
-  std::shared_ptr<cache::ReadStream> stream;
+  std::shared_ptr<Reader> reader;  // readers of a stored version
   std::string key, etag;
 };
 

@@ -159,11 +159,7 @@ Result<std::shared_ptr<ObjectFs::Writer>> ObjectFs::NewWriter(const std::string&
 }
 
 Result<Buffer> ObjectFs::ReadLocal(Writer& w, uint64_t offset, size_t size) {
-  uint64_t end;
-  {
-    std::lock_guard lock(w.mu);
-    end = w.size;
-  }
+  const uint64_t end = w.size;
   if (offset >= end) return Buffer();
   size_t n = static_cast<size_t>(std::min<uint64_t>(size, end - offset));
   MutableBuffer buf(n);
@@ -218,7 +214,6 @@ Result<object::ObjectInfo> ObjectFs::UploadMultipart(const std::string& key, Wri
   return first;
 }
 
-// Requires w.mu held by the caller.
 Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
   std::string path;
   object::PutOptions po;  // the file's attributes go with its bytes
@@ -272,7 +267,7 @@ Status ObjectFs::UploadLocked(Ino ino, Writer& w) {
 }
 
 Status ObjectFs::UploadIfDirty(Ino ino, const std::shared_ptr<Writer>& w) {
-  std::lock_guard lock(w->mu);
+  MutexLock lock(w->mu);
   if (!w->dirty) return Status::Ok();
   return UploadLocked(ino, *w);
 }
@@ -296,7 +291,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
     STRATA_RETURN_IF_ERROR(CheckWritable("open for writing", path));
     if (writer) {
       if (flags & O_TRUNC) {
-        std::lock_guard wl(writer->mu);
+        MutexLock wl(writer->mu);
         STRATA_RETURN_IF_ERROR(local_.Truncate(writer->temp_path, 0));
         writer->size = 0;
         writer->dirty = true;
@@ -313,6 +308,7 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
       }
       STRATA_ASSIGN_OR_RETURN(writer, NewWriter(path));
       writer->uploaded = true;
+      MutexLock wl(writer->mu);  // not shared yet: for the analysis
       writer->dirty = (flags & O_TRUNC) != 0;
     }
   }
@@ -333,8 +329,8 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
       }
       return Backend(stream.status(), "opening /" + path);
     }
-    handle->stream = std::move(stream).value();
-    handle->etag = handle->stream->info().etag;
+    handle->reader = std::make_shared<Reader>(std::move(stream).value());
+    handle->etag = handle->reader->view->info().etag;
   }
   std::vector<std::pair<std::string, object::ObjectInfo>> ahead;  // files fetched ahead of their opens
   MutexLock lock(mu_);
@@ -344,8 +340,8 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
   if (inode->writer) {
     handle->writer = inode->writer;
     ++handle->writer->refs;
-  } else if (handle->stream) {
-    const object::ObjectInfo& info = handle->stream->info();
+  } else if (handle->reader) {
+    const object::ObjectInfo& info = handle->reader->view->info();
     // News from the store; the inode's own (known) version confirms nothing new.
     if (info.etag != inode->etag || info.size != inode->size) inode->attr_time = clock_.Now();
     inode->size = info.size;
@@ -387,9 +383,12 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
   }
   if (existing.status().code() != Code::kNotFound) return existing.status();
   STRATA_ASSIGN_OR_RETURN(auto writer, NewWriter(path));
-  writer->dirty = true;  // even empty: close() creates the object
-  writer->refs = 1;
+  {
+    MutexLock wl(writer->mu);  // not shared yet: for the analysis
+    writer->dirty = true;      // even empty: close() creates the object
+  }
   MutexLock lock(mu_);
+  writer->refs = 1;
   Inode* p = FindLocked(parent);
   if (p == nullptr) return NotFoundError("directory of /" + path + " is gone");
   ++p->generation;
@@ -476,14 +475,15 @@ Result<std::unique_ptr<cache::ReadStream>> ObjectFs::OpenReader(Ino ino, const s
 }
 
 Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
-  std::shared_ptr<std::mutex> mu = h.mu;
-  std::shared_ptr<cache::ReadStream> stream = h.stream;
+  // Shared with a read that outlives its caller's deadline: it finishes (and
+  // fills the cache) safely, even after release.
+  std::shared_ptr<Reader> reader = h.reader;
   const uint64_t block = std::max<uint64_t>(store_->cache().options().block_size, 1);
   const uint64_t first = offset / block, last = (offset + std::max<size_t>(size, 1) - 1) / block;
   const std::string version = h.key + "@" + h.etag;
   // Bytes in the cache are served whatever the backoff says: a read given up
   // on may have filled them since, once the backend answered again.
-  const bool cached = stream->Cached(offset, size);
+  const bool cached = reader->view->Cached(offset, size);
   if (!cached) {
     MutexLock lock(mu_);
     const TimePoint now = clock_.Now();
@@ -500,23 +500,21 @@ Result<Buffer> ObjectFs::ReadRemote(Handle& h, uint64_t offset, size_t size) {
   }
   Result<Buffer> data = InternalError("not read");
   if (options_.read_timeout.count() <= 0 || cached) {
-    std::lock_guard sl(*mu);  // cached: no backend wait (the kernel's requests in order)
-    data = stream->Read(offset, size);
+    MutexLock sl(reader->mu);  // cached: no backend wait (the kernel's requests in order)
+    data = reader->stream->Read(offset, size);
   } else {
     auto call = std::make_shared<BackendCall>();
-    // The stream and its lock are shared: a read that outlives its caller's
-    // deadline finishes (and fills the cache) safely, even after release.
-    backend_pool_->Submit([call, mu, stream, offset, size] {
+    backend_pool_->Submit([call, reader, offset, size] {
       Result<Buffer> got = InternalError("not read");
       Status st = RunGuarded("mount: reading", [&] {
-        std::lock_guard sl(*mu);
-        got = stream->Read(offset, size);
+        MutexLock sl(reader->mu);
+        got = reader->stream->Read(offset, size);
       });
       if (!st.ok()) got = st;
       call->Finish(got.status(), got.ok() ? *got : Buffer());
     });
     if (call->WaitFor(options_.read_timeout)) {
-      std::lock_guard lock(call->mu);
+      MutexLock lock(call->mu);
       data = call->status.ok() ? Result<Buffer>(call->data) : Result<Buffer>(call->status);
     } else {
       MutexLock lock(mu_);
@@ -547,9 +545,9 @@ Result<size_t> ObjectFs::Write(uint64_t fh, uint64_t offset, const void* data, s
     ino = it->second->ino;
   }
   {
-    std::lock_guard wl(w->mu);
+    MutexLock wl(w->mu);
     STRATA_RETURN_IF_ERROR(w->out->WriteAt(offset, data, size));
-    w->size = std::max(w->size, offset + size);
+    w->size = std::max(w->size.load(), offset + size);
     w->dirty = true;
   }
   MutexLock lock(mu_);
@@ -586,7 +584,7 @@ Status ObjectFs::Release(uint64_t fh) {
   if (h->writable) st = UploadIfDirty(h->ino, h->writer);
   bool clean = true;
   if (h->writer) {
-    std::lock_guard wl(h->writer->mu);
+    MutexLock wl(h->writer->mu);
     clean = !h->writer->dirty;
   }
   MutexLock lock(mu_);
@@ -655,12 +653,19 @@ Status ObjectFs::Unlink(Ino parent, std::string_view name_view) {
     w = inode->writer;
   }
   STRATA_RETURN_IF_ERROR(CheckWritable("unlink", path));
-  std::unique_lock<std::mutex> wl;
-  if (w) wl = std::unique_lock(w->mu);  // not while an upload of it runs
-  if (!w || w->uploaded) STRATA_RETURN_IF_ERROR(Backend(store_->Delete(path), "unlink /" + path));
-  MutexLock lock(mu_);
-  if (Inode* p = FindLocked(parent)) DetachLocked(*p, name);
-  if (w) w->unlinked = true;
+  auto detach = [&] {
+    MutexLock lock(mu_);
+    if (Inode* p = FindLocked(parent)) DetachLocked(*p, name);
+    if (w) w->unlinked = true;
+  };
+  if (!w) {
+    STRATA_RETURN_IF_ERROR(Backend(store_->Delete(path), "unlink /" + path));
+    detach();
+    return Status::Ok();
+  }
+  MutexLock wl(w->mu);  // not while an upload of it runs
+  if (w->uploaded) STRATA_RETURN_IF_ERROR(Backend(store_->Delete(path), "unlink /" + path));
+  detach();
   return Status::Ok();
 }
 
@@ -737,11 +742,8 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
       if (!del.ok()) return Backend(del, "rename: deleting /" + from);
     }
   } else {
-    std::unique_lock<std::mutex> wl;
-    if (w) wl = std::unique_lock(w->mu);
-    if (w && w->dirty && w->uploaded) STRATA_RETURN_IF_ERROR(UploadLocked(ino, *w));
-    if (!w || w->uploaded) {
-      // Not atomic: a server-side copy, then a delete.
+    // Not atomic: a server-side copy, then a delete.
+    auto move_object = [&]() -> Status {
       auto copied = store_->Copy(from, to);
       if (!copied.ok()) return Backend(copied.status(), "rename: copying /" + from + " to /" + to);
       Status del = store_->Delete(from);
@@ -750,8 +752,25 @@ Status ObjectFs::Rename(Ino parent, std::string_view name_view, Ino new_parent, 
                         del.ToString());
         return Backend(del, "rename: deleting /" + from + " after copying it to /" + to);
       }
-    }  // else: never uploaded, the next upload goes to the new name
+      return Status::Ok();
+    };
+    if (!w) {
+      STRATA_RETURN_IF_ERROR(move_object());
+      return MoveRenamed(ino, new_parent, new_name, from, is_dir, local_dir);
+    }
+    // Held until the name has moved: an upload (flush) between the copy and
+    // the move would recreate the old name with the newest bytes.
+    MutexLock wl(w->mu);
+    if (w->dirty && w->uploaded) STRATA_RETURN_IF_ERROR(UploadLocked(ino, *w));
+    // Never uploaded: nothing to move, the next upload goes to the new name.
+    if (w->uploaded) STRATA_RETURN_IF_ERROR(move_object());
+    return MoveRenamed(ino, new_parent, new_name, from, is_dir, local_dir);
   }
+  return MoveRenamed(ino, new_parent, new_name, from, is_dir, local_dir);
+}
+
+Status ObjectFs::MoveRenamed(Ino ino, Ino new_parent, const std::string& new_name, const std::string& from, bool is_dir,
+                             bool local_dir) {
   MutexLock lock(mu_);
   Inode* inode = FindLocked(ino);
   Inode* np = FindLocked(new_parent);

@@ -4,13 +4,12 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "base/executor.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "gateway/body_file.h"
 #include "net/s3_errors.h"
 
@@ -124,10 +123,11 @@ class GatewayServer::Impl {
   std::atomic<uint64_t> inflight_{0};  // request body bytes reserved
   uint16_t port_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::unordered_map<Conn*, std::weak_ptr<Conn>> conns_;
-  bool shut_down_ = false;
+  // The live connections, for Shutdown to stop them and wait until gone.
+  Mutex mu_;
+  CondVar cv_;  // a connection unregistered
+  std::unordered_map<Conn*, std::weak_ptr<Conn>> conns_ GUARDED_BY(mu_);
+  bool shut_down_ GUARDED_BY(mu_) = false;
 
   // Destroyed in reverse: the worker pool first (its tasks post into ioc_),
   // then the io threads, the acceptor and ioc_ (whose queued handlers may
@@ -571,14 +571,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
 };
 
 void GatewayServer::Impl::Add(Conn* c, std::weak_ptr<Conn> w) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   conns_[c] = std::move(w);
 }
 
 void GatewayServer::Impl::Remove(Conn* c) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   conns_.erase(c);
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 Status GatewayServer::Impl::Listen() {
@@ -637,7 +637,7 @@ void GatewayServer::Impl::Run() {
 
 void GatewayServer::Impl::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shut_down_) return;
     shut_down_ = true;
   }
@@ -649,7 +649,7 @@ void GatewayServer::Impl::Shutdown() {
   auto each = [this](auto fn) {
     std::vector<std::shared_ptr<Conn>> live;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [p, w] : conns_)
         if (auto s = w.lock()) live.push_back(std::move(s));
     }
@@ -657,13 +657,13 @@ void GatewayServer::Impl::Shutdown() {
   };
   each([](Conn& c) { c.StopIfIdle(); });
   {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, options_.limits.drain_timeout, [this] { return conns_.empty(); });
+    MutexLock lock(mu_);
+    cv_.WaitFor(lock, options_.limits.drain_timeout, [this]() REQUIRES(mu_) { return conns_.empty(); });
   }
   each([](Conn& c) { c.ForceClose(); });
   {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(5), [this] { return conns_.empty(); });
+    MutexLock lock(mu_);
+    cv_.WaitFor(lock, std::chrono::seconds(5), [this]() REQUIRES(mu_) { return conns_.empty(); });
   }
   work_.reset();
   ioc_.stop();
