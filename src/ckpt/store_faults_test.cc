@@ -321,10 +321,10 @@ TEST(CkptStoreFaultCampaign, Short) {
   Figures fig = RunCampaign({1}, /*rounds=*/12);
   // The campaign did exercise every kind of fault and both outcomes.
   EXPECT_GT(fig.stale, 0u);
-  EXPECT_GT(fig.injected(), 50u);
+  EXPECT_GT(fig.injected(), 30u);
   EXPECT_GT(fig.uploads_ok, 0);
   EXPECT_GT(fig.pulls_ok, 0);
-  EXPECT_GT(fig.deleted, 0);
+  EXPECT_GT(fig.bytes_verified, 0u);
 }
 
 TEST(CkptStoreFaultCampaign, Long) {
@@ -333,6 +333,7 @@ TEST(CkptStoreFaultCampaign, Long) {
   Figures fig = RunCampaign({2, 3, 4, 5}, /*rounds=*/40);
   EXPECT_GT(fig.uploads_failed, 0);
   EXPECT_GT(fig.pulls_failed, 0);
+  EXPECT_GT(fig.resaved, 0);
 }
 
 }  // namespace
