@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "base/executor.h"
 #include "ckpt/format.h"
@@ -162,6 +164,7 @@ class StoreLocationImpl : public Location {
     object::GetOptions opts;
     opts.range = object::ByteRange::Of(0, max_size + 1);
     STRATA_ASSIGN_OR_RETURN(object::GetResult got, store_->Get(KeyOf(step, name), opts));
+    STRATA_RETURN_IF_ERROR(CheckVersion(step, KeyOf(step, name), got.info.etag));
     if (got.info.size > max_size) {
       return InvalidArgumentError(KeyOf(step, name) + " is larger than " + std::to_string(max_size) + " bytes");
     }
@@ -179,6 +182,7 @@ class StoreLocationImpl : public Location {
       opts.range = object::ByteRange::Of(offset + off, len);
       auto got = store_->Get(key, opts);
       Status st = got.status();
+      if (st.ok()) st = CheckVersion(step, key, got->info.etag);
       if (st.ok() && got->data.size() != len) st = CorruptionError(key + ": object ends before the expected size");
       if (st.code() == Code::kOutOfRange) st = CorruptionError(key + ": object shorter than expected");
       if (st.ok()) std::memcpy(static_cast<uint8_t*>(dst) + off, got->data.data(), len);
@@ -188,17 +192,22 @@ class StoreLocationImpl : public Location {
     return first;
   }
   Status WriteFile(int64_t step, std::string_view name, const Buffer& data) override {
+    Forget(step);
     return object::ParallelPut(*store_, KeyOf(step, name), data, std::max(part_size_, store_->MinPartSize()),
                                concurrency_)
         .status();
   }
   Result<std::string> WriteFileFrom(int64_t step, std::string_view name, uint64_t size,
                                     const object::PartSource& source, const object::StreamPutHooks& hooks) override {
+    Forget(step);
     STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, object::ParallelPutFrom(*store_, KeyOf(step, name), size,
                                                                              part_size_, concurrency_, source, hooks));
     return info.etag;
   }
-  Status Remove(int64_t step, std::string_view name) override { return store_->Delete(KeyOf(step, name)); }
+  Status Remove(int64_t step, std::string_view name) override {
+    Forget(step);
+    return store_->Delete(KeyOf(step, name));
+  }
   Status RemoveStep(int64_t step) override {
     auto files = ListFiles(step);
     if (!files.ok()) return files.status().code() == Code::kNotFound ? Status::Ok() : files.status();
@@ -213,9 +222,49 @@ class StoreLocationImpl : public Location {
  private:
   std::string KeyOf(int64_t step, std::string_view name) const { return StepDirName(step) + "/" + std::string(name); }
 
+  // Checks that an answer for `key` is the version the store lists. A lagging
+  // replica of an eventually consistent store answers whole from an older
+  // version (another attempt's manifest or shard of a step saved again, or
+  // an object deleted since): its bytes fail the hash chain, and taken as
+  // damage (Corruption) they made a committed step look torn, so retention
+  // could delete it and Latest() fell back to an older step. Such an answer
+  // is Unavailable (retryable, proves nothing), never Corruption. The step's
+  // listing is remembered, and listed again before concluding (the object
+  // may have been replaced since).
+  Status CheckVersion(int64_t step, const std::string& key, const std::string& etag) {
+    if (etag.empty()) return Status::Ok();  // a store without ETags: nothing to compare
+    {
+      std::lock_guard lock(mu_);
+      if (auto s = listed_.find(step); s != listed_.end()) {
+        if (auto k = s->second.find(key); k != s->second.end() && k->second == etag) return Status::Ok();
+      }
+    }
+    STRATA_ASSIGN_OR_RETURN(auto objects, object::ListAll(*store_, StepDirName(step) + "/"));
+    std::map<std::string, std::string> etags;
+    for (auto& o : objects) etags[std::move(o.key)] = std::move(o.etag);
+    auto k = etags.find(key);
+    const std::optional<std::string> listed = k == etags.end() ? std::nullopt : std::optional<std::string>(k->second);
+    {
+      std::lock_guard lock(mu_);
+      listed_[step] = std::move(etags);
+      if (listed_.size() > kListedSteps) listed_.erase(listed_.begin());  // the oldest step
+    }
+    if (listed == etag) return Status::Ok();
+    return UnavailableError(key + " was answered with version " + etag +
+                            (listed ? " while the store lists " + *listed : ", which the store no longer lists") +
+                            ": an out-of-date replica answered; retry");
+  }
+  void Forget(int64_t step) {
+    std::lock_guard lock(mu_);
+    listed_.erase(step);
+  }
+
+  static constexpr size_t kListedSteps = 64;
   object::ObjectStorePtr store_;
   uint64_t part_size_;
   int concurrency_;
+  std::mutex mu_;
+  std::map<int64_t, std::map<std::string, std::string>> listed_;  // step -> key -> ETag, as last listed
 };
 
 }  // namespace

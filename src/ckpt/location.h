@@ -59,7 +59,9 @@ class Location {
 Result<std::unique_ptr<Location>> OpenLocalLocation(io::FileSystem& fs, std::string dir);
 // Keys "step-000000123/<file>" in `store` (confine it with a PrefixStore /
 // ?prefix= to put checkpoints under a prefix). `part_size`/`concurrency`
-// size multipart uploads and ranged reads of large files.
+// size multipart uploads and ranged reads of large files. Reads check each
+// answer's ETag against the step's listing: another version (an out-of-date
+// replica's) is Unavailable, never taken for damage.
 std::unique_ptr<Location> StoreLocation(object::ObjectStorePtr store, uint64_t part_size = 16ull << 20,
                                         int concurrency = 8);
 // A URL with a scheme (file://, mem://, s3://) opens a store; anything else

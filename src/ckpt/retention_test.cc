@@ -133,6 +133,66 @@ TEST_F(RetentionFaultTest, WriterRemoteRetentionKeepsAStepItCannotRead) {
   EXPECT_EQ(RemoteSteps(), (std::vector<int64_t>{30, 40, 50}));
 }
 
+// A lagging replica answers for committed steps with another attempt's rank
+// manifest (each step was saved again after a partial upload, as by a job
+// restarted on a fresh node): that proves nothing about them. Before the
+// store location compared an answer's ETag with the listing, it was
+// Corruption: retention deleted step 2 as torn, Latest() fell back to step 1
+// and a pull of step 3 reported damage.
+TEST_F(RetentionFaultTest, AnOutOfDateReplicaNeverMakesACommittedStepTorn) {
+  SaveRemote({1, 2, 3});
+  auto other = object::MakeMemStore("", {.min_part_size = 1 << 20});
+  {
+    WriterOptions o = Options();
+    o.dir = io::JoinPath(dir_, "other-node");
+    o.remote = other;
+    auto w = std::move(CheckpointWriter::Open(o)).value();
+    for (int64_t step : {2, 3}) {
+      auto state = MakeState(1000 + step);
+      auto h = w->Save(step, state.views);
+      ASSERT_TRUE(h.ok()) << h.status();
+      ASSERT_TRUE(h->WaitUploaded().ok()) << h->WaitUploaded();
+    }
+  }
+  // The replica's version of `step`'s rank manifest: the other attempt's.
+  auto stale = [&](int64_t step) {
+    const std::string key = Key(step, RankManifestName(0));
+    auto current = inner_->Get(key);
+    auto old = other->Get(key);
+    ASSERT_TRUE(current.ok() && old.ok());
+    ASSERT_NE(current->data.ToString(), old->data.ToString());
+    ASSERT_TRUE(inner_->Put(key, old->data).ok());
+    ASSERT_TRUE(fault_->KeepVersion(key).ok());
+    ASSERT_TRUE(inner_->Put(key, current->data).ok());
+  };
+  stale(2);
+  fault_->SetConfig({.stale_rate = 1.0});  // every read of such a key: the replica's version
+  auto loc = StoreLocation(fault_);
+  auto open = OpenCheckpoint(*loc, 2);
+  EXPECT_EQ(open.status().code(), Code::kUnavailable) << open.status();
+  EXPECT_NE(open.status().message().find("out-of-date replica"), std::string::npos) << open.status();
+  // Step 2 is older than the valid step 3: taken as torn, it was deleted.
+  auto deleted = RetainNewest(*loc, 3);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_TRUE(deleted->empty());
+  EXPECT_EQ(RemoteSteps(), (std::vector<int64_t>{1, 2, 3}));
+  stale(3);
+  auto latest = Latest(*loc, VerifyLevel::kQuick);
+  EXPECT_EQ(latest.status().code(), Code::kUnavailable)
+      << (latest.ok() ? "loaded step " + std::to_string(latest->step) : latest.status().ToString());
+  auto dst = std::move(OpenLocalLocation(io::DefaultFileSystem(), io::JoinPath(dir_, "pulled"))).value();
+  Status pulled = Pull(*loc, 3, *dst);
+  EXPECT_EQ(pulled.code(), Code::kUnavailable) << pulled;
+  EXPECT_FALSE(OpenCheckpoint(*dst, 3).ok());
+  EXPECT_GT(fault_->counters().stale, 0u);
+  // The replica catches up: every step is there, byte-exact.
+  fault_->SetConfig({});
+  latest = Latest(*loc);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->step, 3);
+  for (int64_t step : {1, 2, 3}) EXPECT_EQ(Compare(*Load(*loc, step), MakeState(step)), "") << step;
+}
+
 // Issue 15, item 4: upload and pull under seeded store faults (5xx,
 // throttling, resets, truncated bodies, lost replies). Each operation either
 // succeeds byte-exact or fails with a clear error leaving nothing committed;
