@@ -93,7 +93,7 @@ Quality Measure(const std::string& name, OrderSpec spec, size_t shards, uint64_t
                 size_t batch, const std::vector<size_t>& caches) {
   // The order of `workers` streams: global batch g comes from run g % workers.
   dataset::Manifest m;
-  for (size_t k = 0; k < shards; ++k) m.shards.push_back({"s" + std::to_string(k), 1, per_shard, "", ""});
+  for (size_t k = 0; k < shards; ++k) m.shards.push_back({"s" + std::to_string(k), 1, per_shard, "", "", ""});
   std::string fp = Fingerprint(m, spec);
   auto order = EpochOrder(std::vector<uint64_t>(shards, per_shard), spec, fp, 0, workers, batch);
   Quality q;

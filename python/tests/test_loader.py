@@ -203,6 +203,30 @@ def test_corrupt_shard_is_named_or_skipped(dataset_url, tmp_path):
     assert ds.stats()["shards_skipped"] == 1
 
 
+def test_verify_checks_the_manifests_crc32c_or_sha256_or_nothing(dataset_url, tmp_path):
+    import json
+    import shutil
+
+    src = dataset_url[len("file://"):]
+    dst = tmp_path / "copy"
+    shutil.copytree(src, dst)
+    manifest = json.loads((dst / "manifest.json").read_text())
+    assert all(len(s["crc32c"]) == 8 and len(s["sha256"]) == 64 for s in manifest["shards"])
+    # One payload byte changed in place: same size, tar framing intact (a stale replica's kind of change).
+    victim = dst / manifest["shards"][1]["name"]
+    data = bytearray(victim.read_bytes())
+    data[512 + 3] ^= 0x20  # inside the first member's payload
+    victim.write_bytes(bytes(data))
+    for verify, alg in (("auto", "crc32c"), ("sha256", "sha256")):
+        ds = strata.StreamingDataset(str(dst), shuffle=False, retries=0, verify=verify, cache_dir=False)
+        with pytest.raises(strata.Error, match=f"{victim.name}.*{alg}"):
+            list(ds)
+    ds = strata.StreamingDataset(str(dst), shuffle=False, retries=0, verify="off", cache_dir=False)
+    assert len(list(ds)) == NUM_SAMPLES  # nothing but sizes and framing checked: the change goes through
+    with pytest.raises(ValueError, match="verify"):
+        strata.StreamingDataset(str(dst), verify="md5")
+
+
 def test_ragged_npy_batches_keep_each_rows_dtype_and_shape(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -323,11 +347,13 @@ def test_stats_count_skipped_samples_waits_and_rates(dataset_url, tmp_path):
     key = data[data.index(b'{"i": ') + 6:].split(b",")[0]
     victim.write_bytes(data.replace(b'{"i": ' + key + b",", b'{"i"# ' + key + b",", 1))  # one bad JSON field
     # ...in a shard written that way: its manifest sha256 matches (else the whole shard is refused
-    # as a replaced one, before any sample is parsed).
+    # as a replaced one, before any sample is parsed). Python has no CRC-32C, so the entry drops its
+    # crc32c, as a manifest written before it was recorded: the loader then checks the sha256.
     manifest = json.loads((dst / "manifest.json").read_text())
     for shard in manifest["shards"]:
         if shard["name"] == victim.name:
             shard["sha256"] = hashlib.sha256(victim.read_bytes()).hexdigest()
+            del shard["crc32c"]
     (dst / "manifest.json").write_text(json.dumps(manifest))
     ds = strata.StreamingDataset(str(dst), shuffle=False, retries=1, skip_corrupt=True)
     got = [s["__index__"] for s in ds]

@@ -116,6 +116,11 @@ uint32_t Crc32c(const void* data, size_t size, uint32_t init) {
   return fn(data, size, init);
 }
 
+std::string Crc32cHex(uint32_t crc) {
+  const uint8_t be[4] = {uint8_t(crc >> 24), uint8_t(crc >> 16), uint8_t(crc >> 8), uint8_t(crc)};
+  return ToHex(be, sizeof be);
+}
+
 uint32_t MaskCrc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 uint32_t UnmaskCrc32c(uint32_t masked) {
   uint32_t rot = masked - 0xa282ead8u;

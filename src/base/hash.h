@@ -18,6 +18,8 @@ inline uint64_t XxHash3(std::string_view s) { return XxHash3(s.data(), s.size())
 // CRC-32C (Castagnoli), as used by TFRecord and many storage formats.
 uint32_t Crc32c(const void* data, size_t size, uint32_t init = 0);  // init = running crc
 inline uint32_t Crc32c(std::string_view s) { return Crc32c(s.data(), s.size()); }
+// 8 lowercase hex digits, most significant first (as S3 writes CRC32C, in hex).
+std::string Crc32cHex(uint32_t crc);
 // TFRecord's masked CRC: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
 uint32_t MaskCrc32c(uint32_t crc);
 uint32_t UnmaskCrc32c(uint32_t masked);

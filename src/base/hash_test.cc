@@ -10,6 +10,7 @@ namespace {
 
 TEST(Crc32cTest, KnownVectors) {
   EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(Crc32cHex(Crc32c("123456789")), "e3069283");  // big-endian, as S3 sends it (base64 there)
   EXPECT_EQ(Crc32c(""), 0u);
   // RFC 3720 (iSCSI) B.4 vectors: 32 bytes, long enough for the 8-byte fast path.
   std::string zeros(32, '\0'), ones(32, '\xff'), inc(32, '\0');

@@ -47,6 +47,7 @@ struct TrainArgs {
   size_t shuffle_window = 8;
   uint64_t seed = 0;
   std::string collate = "view";
+  std::string verify = "auto";
   std::string json_path, label = "strata loader";
   bool quiet = false;
 };
@@ -133,6 +134,7 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
   if (a.prefetch_shards) s << " --prefetch-shards " << a.prefetch_shards;
   if (a.min_accelerators > 1) s << " --min-accelerators " << a.min_accelerators;
   s << " --shuffle " << a.shuffle << " --seed " << a.seed << " --collate " << a.collate;
+  if (a.verify != "auto") s << " --verify " << a.verify;
   if (!a.json_path.empty()) s << " --json " << Quote(a.json_path);
   return s.str();
 }
@@ -169,6 +171,14 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
     Fail(kCmd, "--collate", InvalidArgumentError("--collate is view or copy, not '" + a.collate + "'"));
   }
   loader::StreamingOptions base;
+  if (a.verify == "auto")
+    base.verify = loader::ShardVerify::kAuto;
+  else if (a.verify == "sha256")
+    base.verify = loader::ShardVerify::kSha256;
+  else if (a.verify == "off")
+    base.verify = loader::ShardVerify::kOff;
+  else
+    Fail(kCmd, "--verify", InvalidArgumentError("--verify is auto, sha256 or off, not '" + a.verify + "'"));
   base.batch_views = a.collate == "view";
   base.shuffle = ParseShuffle(a.shuffle);
   base.shuffle_window = a.shuffle_window;
@@ -303,6 +313,7 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
                           {"prefetch_batches", a.prefetch_batches},
                           {"decode_threads", a.decode_threads},
                           {"collate", a.collate},
+                          {"verify", a.verify},
                           {"fetch_concurrency", a.fetch},
                           {"max_connections", a.connections},
                           {"prefetch_bytes", a.prefetch_bytes.empty() ? "default" : a.prefetch_bytes},
@@ -380,6 +391,9 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--seed", a->seed, "Shuffle seed")->capture_default_str();
   sub->add_option("--collate", a->collate,
                   "view: batches view the shard buffers (no copy per batch); copy: each column one contiguous buffer")
+      ->capture_default_str();
+  sub->add_option("--verify", a->verify,
+                  "What fetched shards are checked against: auto (the manifest's crc32c, else sha256), sha256, off")
       ->capture_default_str();
   sub->add_option("--json", a->json_path, "Write the results as JSON here");
   sub->add_option("--label", a->label, "Name of this data path in the JSON")->capture_default_str();

@@ -25,6 +25,7 @@ json ShardJson(const ShardEntry& s, bool with_hash) {
   json e = {{"name", s.name}, {"size", s.size}, {"samples", s.samples}};
   if (!s.sidecar.empty()) e["sidecar"] = s.sidecar;
   if (with_hash) e["sha256"] = s.sha256;
+  if (with_hash && !s.crc32c.empty()) e["crc32c"] = s.crc32c;
   return e;
 }
 
@@ -79,9 +80,10 @@ struct Reader {
   }
 };
 
-bool IsHex64(const std::string& s) {
-  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+bool IsHex(const std::string& s, size_t digits) {
+  return s.size() == digits && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
+bool IsHex64(const std::string& s) { return IsHex(s, 64); }
 
 Status ParseInto(const json& j, const std::string& name, Manifest* m) {
   Reader r{name, {}};
@@ -105,13 +107,15 @@ Status ParseInto(const json& j, const std::string& name, Manifest* m) {
     if (!e.is_object()) return CorruptionError(name + ": a shard entry is not an object");
     ShardEntry s;
     if (!r.Str(e, "name", &s.name) || !r.U64(e, "size", &s.size) || !r.U64(e, "samples", &s.samples) ||
-        !r.Str(e, "sha256", &s.sha256, false) || !r.Str(e, "sidecar", &s.sidecar, false)) {
+        !r.Str(e, "sha256", &s.sha256, false) || !r.Str(e, "crc32c", &s.crc32c, false) ||
+        !r.Str(e, "sidecar", &s.sidecar, false)) {
       return r.error;
     }
     if (!SafeName(s.name) || (!s.sidecar.empty() && !SafeName(s.sidecar))) {
       return CorruptionError(name + ": unsafe shard name '" + s.name + "'");
     }
     if (!s.sha256.empty() && !IsHex64(s.sha256)) return CorruptionError(name + ": bad sha256 for " + s.name);
+    if (!s.crc32c.empty() && !IsHex(s.crc32c, 8)) return CorruptionError(name + ": bad crc32c for " + s.name);
     m->shards.push_back(std::move(s));
   }
   if (auto files = j.find("files"); files != j.end()) {

@@ -27,6 +27,11 @@ struct ShardEntry {
   uint64_t samples = 0;
   std::string sha256;   // hex; empty in index.json
   std::string sidecar;  // ".idx" name for tar/TFRecord, empty for indexed
+  // Hex CRC-32C of the shard (big-endian, as S3's x-amz-checksum-crc32c);
+  // empty in index.json and in manifests written before it was recorded.
+  // 8x cheaper than SHA-256 (12 vs 1.5 GB/s here): what the loader checks
+  // fetched bytes against by default (see loader::ShardVerify).
+  std::string crc32c;
 };
 
 struct FileEntry {

@@ -27,6 +27,7 @@ Status ObjectSink::Append(Buffer data) {
   if (!error_.ok()) return error_;
   if (data.empty()) return Status::Ok();
   hasher_.Update(data.data(), data.size());
+  crc32c_ = Crc32c(data.data(), data.size(), crc32c_);
   size_ += data.size();
   // Cut exactly at part boundaries so every part but the last has part_size bytes.
   while (!data.empty()) {
@@ -87,6 +88,7 @@ Result<WrittenObject> ObjectSink::Close() {
   out.key = key_;
   out.size = size_;
   out.sha256 = ToHex(hasher_.Finish());
+  out.crc32c = Crc32cHex(crc32c_);
   if (upload_id_.empty()) {
     auto put = store_.Put(key_, Concat(pending_));
     ++requests_;

@@ -3,7 +3,7 @@
 // producing (up to `max_inflight` parts at once); a shard smaller than one
 // part becomes a single Put. Nothing is visible under the key until Close()
 // succeeds; on error or destruction without Close() the upload is aborted.
-// SHA-256 and size are computed on the way for the manifest. Not
+// SHA-256, CRC-32C and size are computed on the way for the manifest. Not
 // thread-safe; the store must outlive the sink.
 #pragma once
 
@@ -27,6 +27,7 @@ struct WrittenObject {
   std::string key;
   uint64_t size = 0;
   std::string sha256;  // hex
+  std::string crc32c;  // hex, big-endian (dataset::ShardEntry::crc32c)
   std::string etag;
   uint64_t requests = 0;
 };
@@ -48,6 +49,7 @@ class ObjectSink : public ByteSink {
   std::string key_;
   SinkOptions options_;
   Sha256Hasher hasher_;
+  uint32_t crc32c_ = 0;
   std::vector<Buffer> pending_;
   uint64_t pending_bytes_ = 0;
   uint64_t size_ = 0;

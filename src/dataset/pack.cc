@@ -198,6 +198,7 @@ class ShardJob {
     STRATA_ASSIGN_OR_RETURN(WrittenObject written, sink.Close());
     out.entry.size = written.size;
     out.entry.sha256 = written.sha256;
+    out.entry.crc32c = written.crc32c;
     out.entry.samples = writer->samples();
     if (!sidecar.empty()) {
       FileEntry fe{SidecarName(out.entry.name), sidecar.size(), ToHex(Sha256(sidecar.data(), sidecar.size()))};

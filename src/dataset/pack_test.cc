@@ -76,6 +76,7 @@ TEST(ObjectSink, SmallShardIsOnePutAndBigOneIsMultipart) {
   EXPECT_EQ(w->size, big.size());
   EXPECT_EQ(w->requests, 1u + 3 + 1);  // create, 3 parts (4096, 4096, 1808), complete
   EXPECT_EQ(w->sha256, ToHex(Sha256(big)));
+  EXPECT_EQ(w->crc32c, Crc32cHex(Crc32c(big)));  // running over parts as they stream
   EXPECT_EQ(store->Get("big")->data.view(), big);
 }
 
@@ -127,7 +128,17 @@ TEST_P(PackTest, ImageFolderRoundTripDeterministicAndRandomAccess) {
   EXPECT_EQ(r1->manifest.fields, (std::vector<std::string>{"cls", "jpg"}));
   EXPECT_EQ(r1->skipped, std::vector<std::string>{"in/cat/.DS_Store"});
   EXPECT_GT(r1->manifest.shards.size(), 3u);
-  for (const auto& s : r1->manifest.shards) EXPECT_LE(s.size, 8u << 10) << s.name;
+  for (const auto& s : r1->manifest.shards) {
+    EXPECT_LE(s.size, 8u << 10) << s.name;
+    // manifest.json records both hashes of each shard's bytes, and they survive a parse.
+    auto bytes = dst1->Get("out/" + s.name);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_EQ(s.crc32c, Crc32cHex(Crc32c(bytes->data.view()))) << s.name;
+    EXPECT_EQ(s.sha256, ToHex(Sha256(bytes->data.view()))) << s.name;
+  }
+  auto parsed = ParseManifest(dst1->Get("out/manifest.json")->data.view(), "manifest.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->shards[0].crc32c, r1->manifest.shards[0].crc32c);
   // Same input, different parallelism: byte-identical output.
   o.parallel = 1;
   o.on_progress = nullptr;
@@ -212,6 +223,28 @@ TEST(Verify, NamesMissingTruncatedAndAlteredShards) {
   EXPECT_NE(text.find("altered (sha256 mismatch): " + shards[2].name), std::string::npos) << text;
   EXPECT_EQ(text.find(shards[3].name), std::string::npos) << text;
   EXPECT_EQ(report->unlisted, std::vector<std::string>{"shard-999999.tar"});
+}
+
+// A shard's crc32c is 8 lowercase hex digits or absent (manifests written
+// before it was recorded); anything else is refused, naming the shard.
+TEST(ManifestCrc32c, MalformedIsCorruptionAndAbsentIsUnknown) {
+  const std::string head = R"({"version":1,"shard_format":"tar","compression":"none","fields":["x"],"shards":[)";
+  auto parse = [&](const std::string& extra) {
+    return ParseManifest(head + R"({"name":"a.tar","size":10,"samples":1)" + extra + "}]}", "m.json");
+  };
+  auto absent = parse("");
+  ASSERT_TRUE(absent.ok()) << absent.status();
+  EXPECT_EQ(absent->shards[0].crc32c, "");
+  auto good = parse(R"(,"crc32c":"e3069283")");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->shards[0].crc32c, "e3069283");
+  EXPECT_EQ(EncodeManifest(*good).find("e3069283") != std::string::npos, true);
+  EXPECT_EQ(EncodeIndex(*good).find("crc32c"), std::string::npos);  // readers' index: no hashes
+  for (const char* bad : {R"(,"crc32c":"E3069283")", R"(,"crc32c":"e306928")", R"(,"crc32c":7)"}) {
+    auto r = parse(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), Code::kCorruption) << bad;
+  }
 }
 
 TEST(Verify, SignatureDetectsARewrittenManifest) {

@@ -150,19 +150,21 @@ struct StaleFigures {
   std::map<std::string, uint64_t> by_code;
 };
 
-StaleFigures RunStaleEpochs(bool same_size) {
+StaleFigures RunStaleEpochs(bool same_size, ShardVerify verify = ShardVerify::kAuto) {
   const std::string name = testing::UniqueName("loader-stale");
   auto mem = object::MakeMemStore(name);
   auto store = std::make_shared<object::FaultStore>(mem, object::FaultConfig{.seed = 11});
   const std::vector<uint64_t> counts = {20, 17, 25, 9, 30, 14, 22, 11};
   const uint64_t total = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
-  // manifest.json records each shard's sha256, as strata pack writes it.
+  // manifest.json records each shard's sha256 and crc32c, as strata pack writes them.
   auto write = [&](auto fields) {
     dataset::Manifest m = testing::WriteDataset(*store, "ds/", dataset::ShardFormat::kTar, counts, fields);
     for (auto& shard : m.shards) {
       auto bytes = mem->Get("ds/" + shard.name);
       EXPECT_TRUE(bytes.ok()) << bytes.status();
-      if (bytes.ok()) shard.sha256 = ToHex(Sha256(bytes->data.data(), bytes->data.size()));
+      if (!bytes.ok()) continue;
+      shard.sha256 = ToHex(Sha256(bytes->data.data(), bytes->data.size()));
+      shard.crc32c = Crc32cHex(Crc32c(bytes->data.data(), bytes->data.size()));
     }
     EXPECT_TRUE(
         store->Put("ds/" + std::string(dataset::kManifestName), Buffer::FromString(dataset::EncodeManifest(m))).ok());
@@ -180,6 +182,7 @@ StaleFigures RunStaleEpochs(bool same_size) {
     StreamingOptions o;
     o.shuffle = Shuffle::kShards, o.seed = 3;
     o.retries = retry_budget;
+    o.verify = verify;
     o.retry_backoff = std::chrono::milliseconds(1);
     o.ram_cache_bytes = 64 << 10;
     o.cache_dir = dir + "/r" + std::to_string(retry_budget);
@@ -208,14 +211,18 @@ StaleFigures RunStaleEpochs(bool same_size) {
         if (got != PayloadV2((*s)->index, same_size) || !seen.insert((*s)->index).second) {
           ++fig.wrong;
           fig.old_samples += got == Payload((*s)->index);
-          ADD_FAILURE() << "sample " << (*s)->index << " delivered wrong or twice"
-                        << (got == Payload((*s)->index) ? " (the old dataset's)" : "");
+          if (verify != ShardVerify::kOff) {
+            ADD_FAILURE() << "sample " << (*s)->index << " delivered wrong or twice"
+                          << (got == Payload((*s)->index) ? " (the old dataset's)" : "");
+          }
           continue;
         }
         fig.bytes += got.size();
       }
       if (end.ok()) {
-        EXPECT_EQ(seen.size(), total) << "epoch " << epoch << " ended early";
+        if (verify != ShardVerify::kOff) {
+          EXPECT_EQ(seen.size(), total) << "epoch " << epoch << " ended early";
+        }
         fig.exact += seen.size() == total;
         continue;
       }
@@ -233,27 +240,41 @@ StaleFigures RunStaleEpochs(bool same_size) {
   EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir).ok());
   std::string codes;
   for (const auto& [code, n] : fig.by_code) codes += " " + code + "=" + std::to_string(n);
-  std::cout << "loader stale-ETag campaign (" << (same_size ? "same" : "other") << " shard sizes): store requests "
-            << fig.store.requests << ", faults injected " << fig.store.injected() << " (stale answers "
-            << fig.store.stale << ", errors " << fig.store.errors << ", throttles " << fig.store.throttles
-            << ", resets " << fig.store.resets << ", truncated bodies " << fig.store.truncations << "), epochs "
-            << fig.epochs << ", exact " << fig.exact << ", failed clearly " << fig.failed_clearly << " (" << codes
-            << " ), unclear " << fig.unclear << ", samples verified " << fig.samples << ", bytes verified " << fig.bytes
-            << ", old samples served " << fig.old_samples << ", wrong " << fig.wrong << "\n";
+  const char* check = verify == ShardVerify::kOff ? "off" : verify == ShardVerify::kSha256 ? "sha256" : "crc32c";
+  std::cout << "loader stale-ETag campaign (" << (same_size ? "same" : "other") << " shard sizes, checked by " << check
+            << "): store requests " << fig.store.requests << ", faults injected " << fig.store.injected()
+            << " (stale answers " << fig.store.stale << ", errors " << fig.store.errors << ", throttles "
+            << fig.store.throttles << ", resets " << fig.store.resets << ", truncated bodies " << fig.store.truncations
+            << "), epochs " << fig.epochs << ", exact " << fig.exact << ", failed clearly " << fig.failed_clearly
+            << " (" << codes << " ), unclear " << fig.unclear << ", samples verified " << fig.samples
+            << ", bytes verified " << fig.bytes << ", old samples served " << fig.old_samples << ", wrong " << fig.wrong
+            << "\n";
   return fig;
 }
 
 // Tar pads records to 512 bytes: the old shards have the new ones' sizes, so
-// only the manifest's sha256 tells them apart (before it was checked, this
-// served 682 old samples in 20 epochs).
+// only the manifest's hashes tell them apart (before they were checked, this
+// served 682 old samples in 20 epochs). By default the crc32c is checked.
 TEST(LoaderStaleEtags, ARegeneratedDatasetIsReadNewOrFailsClearly) {
+  for (ShardVerify verify : {ShardVerify::kAuto, ShardVerify::kSha256}) {
+    SetLogLevel("error");
+    StaleFigures fig = RunStaleEpochs(/*same_size=*/true, verify);
+    SetLogLevel("warn");
+    EXPECT_EQ(fig.wrong, 0u);
+    EXPECT_EQ(fig.unclear, 0u);
+    EXPECT_GT(fig.store.stale, 5u);
+    EXPECT_GE(fig.exact, 10u);  // every epoch with retries
+  }
+}
+
+// verify off: nothing but sizes and framing, so the same campaign serves the
+// old dataset's samples. This is what the check costs nothing to prevent.
+TEST(LoaderStaleEtags, WithVerifyOffAStaleReplicaGoesUnnoticed) {
   SetLogLevel("error");
-  StaleFigures fig = RunStaleEpochs(/*same_size=*/true);
+  StaleFigures fig = RunStaleEpochs(/*same_size=*/true, ShardVerify::kOff);
   SetLogLevel("warn");
-  EXPECT_EQ(fig.wrong, 0u);
+  EXPECT_GT(fig.old_samples, 0u);
   EXPECT_EQ(fig.unclear, 0u);
-  EXPECT_GT(fig.store.stale, 5u);
-  EXPECT_GE(fig.exact, 10u);  // every epoch with retries
 }
 
 // Issue 15, item 8: a store that stops answering (every request stalls a fake

@@ -120,7 +120,7 @@ TEST(PlanTest, PartitionExhaustive) {
 TEST(PlanTest, OrdersArePermutationsAndDiffer) {
   dataset::Manifest m;
   std::vector<uint64_t> counts = {5, 3, 8, 1, 6, 4, 7, 2, 9};
-  for (size_t k = 0; k < counts.size(); ++k) m.shards.push_back({"s" + std::to_string(k), 100, counts[k], "", ""});
+  for (size_t k = 0; k < counts.size(); ++k) m.shards.push_back({"s" + std::to_string(k), 100, counts[k], "", "", ""});
   uint64_t n = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
   for (Shuffle sh : {Shuffle::kNone, Shuffle::kShards, Shuffle::kWindow}) {
     OrderSpec spec{sh, 1, 3};
@@ -148,7 +148,7 @@ TEST(PlanTest, OrdersArePermutationsAndDiffer) {
 TEST(PlanTest, WindowShuffleStaysInsideTheWindow) {
   std::vector<uint64_t> counts(10, 6);
   dataset::Manifest m;
-  for (size_t k = 0; k < counts.size(); ++k) m.shards.push_back({"s" + std::to_string(k), 10, 6, "", ""});
+  for (size_t k = 0; k < counts.size(); ++k) m.shards.push_back({"s" + std::to_string(k), 10, 6, "", "", ""});
   OrderSpec spec{Shuffle::kWindow, 9, 4};
   std::string fp = Fingerprint(m, spec);
   auto shards = ShardOrder(counts.size(), spec, fp, 3);

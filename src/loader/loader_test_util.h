@@ -63,7 +63,7 @@ dataset::Manifest WriteDataset(object::ObjectStore& store, const std::string& pr
     Buffer sidecar = *writer->Finish();
     char name[32];
     snprintf(name, sizeof name, "shard-%05zu%s", k, std::string(dataset::ShardExtension(format)).c_str());
-    dataset::ShardEntry e{name, sink.bytes_written(), counts[k], "", ""};
+    dataset::ShardEntry e{name, sink.bytes_written(), counts[k], "", "", ""};
     (void)store.Put(prefix + name, sink.Take());
     if (format != dataset::ShardFormat::kIndexed) {
       e.sidecar = dataset::SidecarName(name);

@@ -71,10 +71,13 @@ struct ShardCacheOptions {
   // name in `dir`, so a dataset regenerated with the same layout never reads
   // the files of the one it replaced.
   std::string content_id;
-  // Per shard, the hex SHA-256 the dataset's manifest records ("" or absent:
-  // unknown). Bytes fetched from the store must match it, or the fetch fails
-  // (Corruption, retryable): the index's size and the format's CRCs cannot
-  // tell a lagging replica's old shard of the same size from the current one.
+  // Per shard, the hex CRC-32C or SHA-256 the dataset's manifest records
+  // ("" or absent: unknown; crc32c is checked when both are given). Bytes
+  // fetched from the store must match it, or the fetch fails (Corruption,
+  // retryable): the index's size and the format's CRCs cannot tell a lagging
+  // replica's old shard of the same size from the current one. The loader
+  // fills one of the two per its ShardVerify option.
+  std::vector<std::string> crc32c;
   std::vector<std::string> sha256;
   uint64_t disk_bytes = 16ull << 30;
   uint64_t ram_bytes = 256ull << 20;
@@ -103,8 +106,9 @@ struct ShardFetch {
   Buffer data;
   bool from_store = false;  // false: served from RAM or disk
   // The cache checked these bytes whole as it loaded them (a disk copy's
-  // XXH3); false for bytes from the store, which only the format's own
-  // checksums can verify (the parser must check them).
+  // XXH3, or the manifest's crc32c/sha256 of a fetch from the store); false
+  // otherwise, when only the format's own checksums can verify them (the
+  // parser must check them).
   bool verified = false;
 };
 
@@ -125,7 +129,8 @@ struct ParsedValue {
 using ShardParser = std::function<Result<ParsedValue>(const Buffer& bytes, bool verified)>;
 // Verifies bytes fetched from the store before they are written to disk; a
 // failure keeps them off disk, so no other process ever loads them as verified.
-using ShardCheck = std::function<Status(const Buffer& bytes)>;
+// `verified` as ShardFetch::verified (checked whole against the manifest).
+using ShardCheck = std::function<Status(const Buffer& bytes, bool verified)>;
 
 class ShardCache {
  public:
@@ -163,6 +168,7 @@ class ShardCache {
     uint64_t lock_waits = 0;              // fetches that waited for another process's (or cache's) download lock
     uint64_t temps_swept = 0;             // dead writers' temp files Open removed
     uint64_t sha256_bytes = 0;            // bytes from the store checked against the manifest's sha256
+    uint64_t crc32c_bytes = 0;            // ... against its crc32c
   };
   Counters counters() const;
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
@@ -186,12 +192,14 @@ class ShardCache {
     Buffer bytes;
     std::shared_ptr<const ParsedShard> parsed;
     uint64_t charge = 0;    // bytes + the parsed form's extra bytes
-    bool verified = false;  // loaded from disk with its hash checked (ShardFetch::verified)
+    bool verified = false;  // loaded with a whole-shard hash checked (ShardFetch::verified)
   };
 
   // Removes temp files of dead writers from `dir` (at Open, under the budget lock).
   void SweepDeadTemps();
-  Result<Buffer> FetchFromStore(size_t shard);
+  // `*hashed`: the bytes were checked whole against the manifest's hash here
+  // (false when the ETag was verified before: this transfer's bytes were not).
+  Result<Buffer> FetchFromStore(size_t shard, bool* hashed);
   // store_->Get, given up on at `deadline` (fetch_timeout; without one, the plain call).
   Result<object::GetResult> BoundedGet(const std::string& key, const object::GetOptions& get,
                                        std::chrono::steady_clock::time_point deadline);
@@ -233,7 +241,7 @@ class ShardCache {
   SingleFlight<size_t, Result<Buffer>> flights_;
   SingleFlight<size_t, Result<std::shared_ptr<const ParsedShard>>> parse_flights_;  // one parse likewise
   Counters counters_ GUARDED_BY(mu_);
-  // Per shard: the store ETag whose bytes last matched the manifest's sha256.
+  // Per shard: the store ETag whose bytes last matched the manifest's hash.
   // An ETag names one content, so a refetch answered with it needs no second
   // hash; another ETag (a stale replica, a replacement) is hashed.
   std::map<size_t, std::string> verified_etag_ GUARDED_BY(mu_);

@@ -346,5 +346,41 @@ TEST(SharedCacheTest, EachStoreVersionIsHashCheckedOnce) {
   EXPECT_EQ(cache->counters().sha256_bytes, 2 * f.sizes[0] + f.sizes[1]);
 }
 
+// With both recorded, the CRC-32C is what is checked (8x cheaper), with the
+// same once-per-ETag rule, and a replaced shard is refused naming it.
+TEST(SharedCacheTest, ACrc32cRecordedIsCheckedInsteadOfTheSha256) {
+  SharedFixture f({4, 4});
+  ShardCacheOptions co;
+  co.ram_bytes = 0;
+  for (const auto& key : f.keys) {
+    auto got = f.store->Get(key);
+    ASSERT_TRUE(got.ok()) << got.status();
+    co.sha256.push_back(ToHex(Sha256(got->data.data(), got->data.size())));
+    co.crc32c.push_back(Crc32cHex(Crc32c(got->data.data(), got->data.size())));
+  }
+  auto cache = *ShardCache::Open(f.store, f.keys, f.sizes, co);
+  auto first = cache->Get(0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // Checked whole here: the parser need not check its per-record CRCs again.
+  EXPECT_TRUE(first->from_store && first->verified);
+  auto again = cache->Get(0);
+  ASSERT_TRUE(again.ok()) << again.status();
+  // The same ETag is not hashed again, so this transfer's bytes are left to the parser.
+  EXPECT_TRUE(again->from_store && !again->verified);
+  ASSERT_TRUE(cache->Get(1).ok());
+  EXPECT_EQ(cache->counters().crc32c_bytes, f.sizes[0] + f.sizes[1]);
+  EXPECT_EQ(cache->counters().sha256_bytes, 0u);
+  auto old = *f.store->Get(f.keys[1]);
+  std::string other = old.data.ToString();
+  other[other.size() / 2] ^= 0x01;  // one bit: CRC-32C catches every 1-bit error
+  ASSERT_TRUE(f.store->Put(f.keys[1], Buffer::FromString(other)).ok());
+  auto replaced = cache->Get(1);
+  ASSERT_FALSE(replaced.ok());
+  EXPECT_EQ(replaced.status().code(), Code::kCorruption) << replaced.status();
+  EXPECT_NE(replaced.status().message().find("crc32c"), std::string::npos) << replaced.status();
+  EXPECT_TRUE(replaced.status().retryable());
+  EXPECT_EQ(cache->counters().crc32c_bytes, f.sizes[0] + 2 * f.sizes[1]);
+}
+
 }  // namespace
 }  // namespace strata::loader

@@ -161,7 +161,7 @@ Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t ind
 
 namespace {
 
-// `index` with each shard's sha256 from manifest.json, when the dataset has
+// `index` with each shard's sha256 and crc32c from manifest.json, when the dataset has
 // one (strata pack writes index.json without hashes and manifest.json with
 // them), so the fingerprint tells a regenerated dataset of the same layout
 // from the original. Corruption if the two files list different shards.
@@ -182,6 +182,7 @@ Result<dataset::Manifest> WithContentHashes(object::ObjectStore& store, const st
     const auto &a = m.shards[k], &b = out.shards[k];
     same = a.name == b.name && a.size == b.size && a.samples == b.samples;
     if (same && b.sha256.empty()) out.shards[k].sha256 = a.sha256;
+    if (same && b.crc32c.empty()) out.shards[k].crc32c = a.crc32c;
   }
   if (!same) {
     return CorruptionError(key + " lists other shards than the dataset's index (a pack interrupted or mixed with " +
@@ -271,7 +272,12 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   ShardCacheOptions co;
   co.dir = options.cache_dir;
   co.content_id = Fingerprint(hashed, OrderSpec{});
-  for (const auto& s : hashed.shards) co.sha256.push_back(s.sha256);
+  for (const auto& s : hashed.shards) {
+    const bool crc = options.verify == ShardVerify::kAuto && !s.crc32c.empty();
+    const bool sha = !crc && options.verify != ShardVerify::kOff;
+    co.crc32c.push_back(crc ? s.crc32c : "");
+    co.sha256.push_back(sha ? s.sha256 : "");
+  }
   co.disk_bytes = options.cache_limit_bytes;
   co.ram_bytes = options.ram_cache_bytes;
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
@@ -300,9 +306,10 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   if (options.share_cache) {
     // The data (the store's URL names its bytes, the index fingerprint its
     // shards) and the directory; not the order or partition, which every rank
-    // differs in. A group's readers share only with readers of that group.
-    std::string identity =
-        store->Url() + "\n" + prefix + "\n" + co.content_id + "\n" + options.cache_dir + "\n" + options.cache_group;
+    // differs in. A group's readers share only with readers of that group,
+    // and a reader asking for another check (verify) gets a cache doing it.
+    std::string identity = store->Url() + "\n" + prefix + "\n" + co.content_id + "\n" + options.cache_dir + "\n" +
+                           options.cache_group + "\nverify " + std::to_string(static_cast<int>(options.verify));
     STRATA_ASSIGN_OR_RETURN(d->cache_,
                             ShardCache::OpenShared(identity, shard_store, std::move(keys), std::move(sizes), co));
   } else {

@@ -98,12 +98,17 @@ class FileStore : public ObjectStore, public PartStreamer {
     STRATA_RETURN_IF_ERROR(CheckGetConditions(options, info));
     uint64_t begin = 0, end = 0;
     STRATA_RETURN_IF_ERROR(ResolveRange(options.range, info.size, &begin, &end).WithContext("get " + Quote(key)));
-    MutableBuffer buf(end - begin);
-    STRATA_RETURN_IF_ERROR(ReadExactly(*file, begin, buf.size(), buf.data(), Quote(key)));
     GetResult result;
+    if (options.into.data && options.into.size == end - begin) {
+      STRATA_RETURN_IF_ERROR(ReadExactly(*file, begin, end - begin, options.into.data, Quote(key)));
+      result.data = Buffer::Wrap(options.into.owner, options.into.data, options.into.size);
+    } else {
+      MutableBuffer buf(end - begin);
+      STRATA_RETURN_IF_ERROR(ReadExactly(*file, begin, buf.size(), buf.data(), Quote(key)));
+      result.data = std::move(buf).Freeze();
+    }
     result.info = std::move(info);
     result.offset = begin;
-    result.data = std::move(buf).Freeze();
     return result;
   }
 

@@ -46,8 +46,21 @@ struct ByteRange {
   static ByteRange Last(uint64_t n) { return {0, {}, n}; }
 };
 
+// Memory a Get may read the bytes into: `size` writable bytes at `data`,
+// kept alive by `owner`. A store that uses it returns GetResult::data as a
+// view of exactly this memory, saving its caller a copy (the loader
+// assembles a shard's parallel ranged reads in one buffer so); one that does
+// not (or cannot: another size) returns its own buffer as usual, so callers
+// compare data() with `data` before copying. Only the file store uses it.
+struct GetInto {
+  std::shared_ptr<void> owner;
+  uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
 struct GetOptions {
   std::optional<ByteRange> range;
+  GetInto into;
   std::string if_match;                         // PreconditionFailed unless the ETag matches
   std::string if_none_match;                    // NotModified if the ETag matches
   std::optional<WallTime> if_modified_since;    // NotModified if not modified since
