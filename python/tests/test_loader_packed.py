@@ -101,3 +101,20 @@ def test_resume_through_packed_batches(dataset_url):
     resumed.load_state_dict(state)
     rest = [int(i) for b in resumed for i in b["__index__"]]
     assert rest == order[4 * BATCH:] and resumed.num_samples_yielded == NUM_SAMPLES - 4 * BATCH
+
+
+def test_workers_share_the_ranks_budgets(dataset_url):
+    # Connections, decode threads and prefetch memory are the rank's: W workers get 1/W each, so
+    # more workers never mean more requests in flight, threads or memory than one process uses.
+    ds = strata.StreamingDataset(dataset_url, max_connections=64, decode_threads=4, prefetch_bytes=1 << 30)
+    for workers in (2, 4, 8):
+        share = streaming._worker_share(ds._options, workers)
+        assert share["max_connections"] * workers <= 64 and share["max_connections"] >= 64 // workers
+        assert share["prefetch_bytes"] * workers <= 1 << 30
+        assert share["decode_threads"] == max(1, 4 // workers)
+    # The default prefetch budget (4 x ram_cache) is split the same way, never below 64 MiB.
+    share = streaming._worker_share(strata.StreamingDataset(dataset_url, ram_cache=256 << 20)._options, 4)
+    assert share["prefetch_bytes"] == 256 << 20
+    # ...and the split options are what each worker's dataset opens with: every sample once.
+    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=4)
+    assert sorted(i for b in loader for i in b["__index__"].tolist()) == list(range(NUM_SAMPLES))
