@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "base/executor.h"
+#include "base/mutex.h"
 #include "ckpt/format.h"
 #include "io/durable.h"
 #include "object/store_url.h"
@@ -234,7 +235,7 @@ class StoreLocationImpl : public Location {
   Status CheckVersion(int64_t step, const std::string& key, const std::string& etag) {
     if (etag.empty()) return Status::Ok();  // a store without ETags: nothing to compare
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (auto s = listed_.find(step); s != listed_.end()) {
         if (auto k = s->second.find(key); k != s->second.end() && k->second == etag) return Status::Ok();
       }
@@ -245,7 +246,7 @@ class StoreLocationImpl : public Location {
     auto k = etags.find(key);
     const std::optional<std::string> listed = k == etags.end() ? std::nullopt : std::optional<std::string>(k->second);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       listed_[step] = std::move(etags);
       if (listed_.size() > kListedSteps) listed_.erase(listed_.begin());  // the oldest step
     }
@@ -255,7 +256,7 @@ class StoreLocationImpl : public Location {
                             ": an out-of-date replica answered; retry");
   }
   void Forget(int64_t step) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     listed_.erase(step);
   }
 
@@ -263,8 +264,8 @@ class StoreLocationImpl : public Location {
   object::ObjectStorePtr store_;
   uint64_t part_size_;
   int concurrency_;
-  std::mutex mu_;
-  std::map<int64_t, std::map<std::string, std::string>> listed_;  // step -> key -> ETag, as last listed
+  Mutex mu_;
+  std::map<int64_t, std::map<std::string, std::string>> listed_ GUARDED_BY(mu_);  // step -> key -> ETag, as last listed
 };
 
 }  // namespace
