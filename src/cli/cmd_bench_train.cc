@@ -52,6 +52,16 @@ struct TrainArgs {
   bool quiet = false;
 };
 
+// This process's peak resident memory (VmHWM), in bytes; 0 if unreadable.
+uint64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;  // "N kB"
+  }
+  return 0;
+}
+
 // Removes a temporary directory however the command ends.
 struct TempDir {
   std::string path;
@@ -298,6 +308,23 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
     summary += (e > 1 ? "," : "") + std::string(" epoch ") + std::to_string(e) + ": " + std::to_string(n);
   }
   Say(a, summary);
+  // What the loaders may hold, to set the peak against: per rank the prefetch
+  // budget, or two whole batches when they are larger (always kept ahead),
+  // the batch in use, and the RAM cache, which ranks of one process share.
+  const uint64_t batch_bytes = plan.w.batch * plan.w.record_size;
+  const uint64_t prefetch =
+      base.prefetch_bytes ? base.prefetch_bytes : std::max<uint64_t>(4 * base.ram_cache_bytes, 64ull << 20);
+  size_t most_ranks = 1;
+  for (const auto& r : results) most_ranks = std::max<size_t>(most_ranks, r.accelerators);
+  const uint64_t budget = most_ranks * (std::max(prefetch, 2 * batch_bytes) + batch_bytes) + base.ram_cache_bytes;
+  const uint64_t peak = PeakRssBytes();
+  const std::string parts = " (" + std::to_string(most_ranks) + " x (prefetch " + FormatBytes(double(prefetch)) +
+                            " or two batches, + the batch in use) + RAM cache " +
+                            FormatBytes(double(base.ram_cache_bytes)) + ")";
+  Say(a, "peak RSS " + FormatBytes(double(peak)) +
+             (peak <= budget ? ", within the loaders' budgets of " + FormatBytes(double(budget)) + parts
+                             : ", the loaders' budgets of " + FormatBytes(double(budget)) + parts + " + " +
+                                   FormatBytes(double(peak - budget)) + " fixed overhead"));
   const std::string command = ReproduceCommand(a, plan);
   Say(a, "reproduce: " + command);
   if (a.json_path.empty()) return;
@@ -322,6 +349,8 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
                                                           : a.cache_dir}}},
                         {"results", nlohmann::json::array()},
                         {"max_accelerators", best},
+                        {"peak_rss_bytes", peak},
+                        {"loader_budget_bytes", budget},
                         {"command", command}};
   if (!note.empty()) doc["note"] = note;
   for (const auto& r : results) doc["results"].push_back(r.ToJson());

@@ -184,7 +184,7 @@ class IteratorImpl : public Iterator {
         const uint64_t ahead = seq_bytes_[fetch_next_ + 1] - seq_bytes_[std::min(base, fetch_next_)];
         if (ahead > sizer_.WindowBytes(request, floor)) break;
         // (a shard of more parts than the connections allowed still goes, alone)
-        if (fetch_inflight_ > 0 && inflight_requests_ + parts > sizer_.Connections(request)) break;
+        if (fetch_inflight_ > 0 && inflight_requests_ + parts > sizer_.Connections(request, floor)) break;
       }
       ++fetch_next_;
       ++fetch_inflight_;

@@ -7,7 +7,9 @@
 // measures D as the consumer's pace while it is not waiting for the loader
 // (time starved by the loader is not demand), and W from the store reads the
 // loader timed, and answers:
-//   InflightBytes = D x W(b) x headroom, within [one request, budget]
+//   InflightBytes = D x W(b) x headroom, within [one request, budget], or
+//                   within the floor when that is larger (its bytes are
+//                   admitted ahead anyway: see WindowBytes)
 //   WindowBytes   = bytes allowed ahead of the consumer (in flight, landed or
 //                   decoded): at least `floor` (prefetch_batches whole
 //                   batches, or as many as the budget holds when they are
@@ -50,11 +52,12 @@ class PrefetchSizer {
   double FirstByteSeconds() const;  // negative until requests of different sizes separate it from bandwidth
   double ConnectionBytesPerSecond() const;
 
-  uint64_t InflightBytes(uint64_t request_bytes) const;
+  // `floor_bytes`: as WindowBytes'; when larger than the budget it is the cap.
+  uint64_t InflightBytes(uint64_t request_bytes, uint64_t floor_bytes = 0) const;
   uint64_t WindowBytes(uint64_t request_bytes, uint64_t floor_bytes) const;
   // Requests in flight to cover InflightBytes, within [1, max_connections];
   // max_connections before both demand and request time are measured.
-  size_t Connections(uint64_t request_bytes) const;
+  size_t Connections(uint64_t request_bytes, uint64_t floor_bytes = 0) const;
 
   const PrefetchLimits& limits() const { return limits_; }
 

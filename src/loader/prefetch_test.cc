@@ -101,6 +101,22 @@ TEST(PrefetchSizerTest, AlwaysAtLeastTheFloorOfWholeBatches) {
   EXPECT_EQ(s.WindowBytes(10 * kMB, 700 * kMB), 700 * kMB);
 }
 
+// A floor above the budget (two batches of 7 x 140 MiB against 1 GiB) is
+// admitted ahead anyway, so the requests in flight may cover it when the
+// demand wants them: else connections sit idle below the budget's cap.
+TEST(PrefetchSizerTest, AFloorAboveTheBudgetAlsoBoundsTheRequestsInFlight) {
+  FakeClock clock;
+  PrefetchSizer s(Limits(100 * kMB, 1000), clock);
+  for (int i = 0; i < 8; ++i) s.OnFetched(10 * kMB, 1, 500ms);
+  Consume(s, clock, 50, 100 * kMB, 100ms);          // 1 GB/s x 0.5 s: 500 MB wanted in flight
+  EXPECT_EQ(s.InflightBytes(10 * kMB), 100 * kMB);  // no floor: the budget
+  EXPECT_EQ(s.Connections(10 * kMB), 10u);
+  EXPECT_EQ(s.InflightBytes(10 * kMB, 300 * kMB), 300 * kMB);  // the floor's bytes
+  EXPECT_EQ(s.Connections(10 * kMB, 300 * kMB), 30u);
+  EXPECT_EQ(s.Connections(10 * kMB, 900 * kMB), 50u);  // never beyond what the demand wants
+  EXPECT_EQ(s.Connections(10 * kMB, 50 * kMB), 10u);   // a floor below the budget changes nothing
+}
+
 // Requests of different sizes separate the first byte from the bandwidth.
 TEST(PrefetchSizerTest, MeasuresFirstByteAndBandwidthPerConnection) {
   FakeClock clock;
