@@ -37,13 +37,6 @@ ld::Shuffle ParseShuffle(const std::string& s) {
   ThrowStatus(InvalidArgumentError("unknown shuffle '" + s + "' (expected none, shards or window)"));
 }
 
-ld::ShardVerify ParseVerify(const std::string& s) {
-  if (s == "auto") return ld::ShardVerify::kAuto;
-  if (s == "sha256") return ld::ShardVerify::kSha256;
-  if (s == "off") return ld::ShardVerify::kOff;
-  ThrowStatus(InvalidArgumentError("unknown verify '" + s + "' (expected auto, sha256 or off)"));
-}
-
 // Options arrive as a dict of keyword arguments (streaming.py validates types).
 ld::StreamingOptions ParseOptions(const py::dict& kw) {
   ld::StreamingOptions o;
@@ -71,7 +64,8 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("fetch_concurrency", o.fetch_concurrency);
   get("retries", o.retries);
   get("skip_corrupt", o.skip_corrupt);
-  if (kw.contains("verify") && !kw["verify"].is_none()) o.verify = ParseVerify(kw["verify"].cast<std::string>());
+  if (kw.contains("verify") && !kw["verify"].is_none())
+    o.verify = Unwrap(ld::ParseShardVerify(kw["verify"].cast<std::string>()));
   if (kw.contains("fetch_timeout") && !kw["fetch_timeout"].is_none()) {  // seconds
     o.fetch_timeout = std::chrono::milliseconds(static_cast<int64_t>(kw["fetch_timeout"].cast<double>() * 1000));
   }

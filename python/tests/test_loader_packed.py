@@ -103,7 +103,7 @@ def test_resume_through_packed_batches(dataset_url):
     assert rest == order[4 * BATCH:] and resumed.num_samples_yielded == NUM_SAMPLES - 4 * BATCH
 
 
-def test_workers_share_the_ranks_budgets(dataset_url):
+def test_workers_share_the_ranks_budgets(dataset_url, monkeypatch):
     # Connections, decode threads and prefetch memory are the rank's: W workers get 1/W each, so
     # more workers never mean more requests in flight, threads or memory than one process uses.
     ds = strata.StreamingDataset(dataset_url, max_connections=64, decode_threads=4, prefetch_bytes=1 << 30)
@@ -115,6 +115,19 @@ def test_workers_share_the_ranks_budgets(dataset_url):
     # The default prefetch budget (4 x ram_cache) is split the same way, never below 64 MiB.
     share = streaming._worker_share(strata.StreamingDataset(dataset_url, ram_cache=256 << 20)._options, 4)
     assert share["prefetch_bytes"] == 256 << 20
-    # ...and the split options are what each worker's dataset opens with: every sample once.
+    # ...and the split options are what a worker's dataset is opened with (recorded at the binding).
+    opened = []
+    real_open = streaming._strata._open_dataset
+
+    def recording_open(url, opts):
+        opened.append(opts)
+        return real_open(url, opts)
+
+    monkeypatch.setattr(streaming._strata, "_open_dataset", recording_open)
+    ds._handle(4)
+    assert opened and opened[-1]["num_workers"] == 4
+    assert (opened[-1]["max_connections"], opened[-1]["decode_threads"], opened[-1]["prefetch_bytes"]) == (16, 1, 1 << 28)
+    monkeypatch.undo()
+    # Every sample once with 4 workers so configured.
     loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=4)
     assert sorted(i for b in loader for i in b["__index__"].tolist()) == list(range(NUM_SAMPLES))

@@ -25,6 +25,7 @@
 #include "cache/disk_tier.h"
 #include "io/crashing_file_system.h"
 #include "io/durable.h"
+#include "testing/stress.h"
 
 namespace strata::cache {
 namespace {
@@ -213,8 +214,7 @@ TEST(CachePowerLoss, EveryCrashPointWhileFillingAndEvictingServesOnlyExactBlocks
 }
 
 TEST(CachePowerLoss, LongCampaign) {
-  const char* stress = std::getenv("STRATA_STRESS");
-  if (!stress || std::string(stress) != "1") GTEST_SKIP() << "long version: STRATA_STRESS=1";
+  if (!strata::testing::StressRun()) GTEST_SKIP() << "long version: STRATA_STRESS=1";
   Figures fig = RunCampaign({2, 3, 4, 5}, /*writes=*/40);
   EXPECT_GE(fig.points, 200);
 }

@@ -37,6 +37,7 @@
 #include "io/durable.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
+#include "testing/stress.h"
 
 namespace strata::cache {
 namespace {
@@ -198,8 +199,7 @@ void RunCampaign(uint64_t seed, int objects, int reads_per_thread, int threads) 
 TEST(CacheStoreFaults, EveryReadIsExactOrAClearErrorUnderRandomFaults) { RunCampaign(1, 12, 60, 4); }
 
 TEST(CacheStoreFaults, LongCampaign) {
-  const char* stress = std::getenv("STRATA_STRESS");
-  if (!stress || std::string(stress) != "1") GTEST_SKIP() << "long version: STRATA_STRESS=1";
+  if (!strata::testing::StressRun()) GTEST_SKIP() << "long version: STRATA_STRESS=1";
   for (uint64_t seed : {2, 3, 4}) RunCampaign(seed, 24, 500, 8);
 }
 
@@ -364,8 +364,7 @@ void RunStaleCampaign(uint64_t seed, int objects, int reads_per_thread, int thre
 TEST(CacheStoreStaleEtags, EveryReadIsOneWholeVersionOrAClearError) { RunStaleCampaign(1, 12, 60, 4); }
 
 TEST(CacheStoreStaleEtags, LongCampaign) {
-  const char* stress = std::getenv("STRATA_STRESS");
-  if (!stress || std::string(stress) != "1") GTEST_SKIP() << "long version: STRATA_STRESS=1";
+  if (!strata::testing::StressRun()) GTEST_SKIP() << "long version: STRATA_STRESS=1";
   for (uint64_t seed : {2, 3, 4}) RunStaleCampaign(seed, 24, 500, 8);
 }
 

@@ -27,6 +27,7 @@
 #include "ckpt/writer.h"
 #include "io/crashing_file_system.h"
 #include "io/durable.h"
+#include "testing/stress.h"
 
 namespace strata::ckpt {
 namespace {
@@ -194,8 +195,7 @@ TEST(CkptPowerLoss, EveryCrashPointOfTwoSavesKeepsTheNewestCommittedStep) {
 }
 
 TEST(CkptPowerLoss, LongCampaign) {
-  const char* stress = std::getenv("STRATA_STRESS");
-  if (!stress || std::string(stress) != "1") GTEST_SKIP() << "long version: STRATA_STRESS=1";
+  if (!strata::testing::StressRun()) GTEST_SKIP() << "long version: STRATA_STRESS=1";
   Figures fig = RunCampaign({2, 3, 4, 5}, /*saves=*/4, /*stride=*/1);
   EXPECT_GE(fig.points, 200);
 }

@@ -148,7 +148,7 @@ class StoreLocationImpl : public Location {
   }
   Result<std::vector<FileEntry>> ListFiles(int64_t step) override {
     const std::string prefix = StepDirName(step) + "/";
-    STRATA_ASSIGN_OR_RETURN(auto objects, object::ListAll(*store_, prefix));
+    STRATA_ASSIGN_OR_RETURN(auto objects, ListStep(step));
     std::vector<FileEntry> files;
     for (const auto& o : objects) {
       std::string name = o.key.substr(prefix.size());
@@ -240,20 +240,24 @@ class StoreLocationImpl : public Location {
         if (auto k = s->second.find(key); k != s->second.end() && k->second == etag) return Status::Ok();
       }
     }
-    STRATA_ASSIGN_OR_RETURN(auto objects, object::ListAll(*store_, StepDirName(step) + "/"));
-    std::map<std::string, std::string> etags;
-    for (auto& o : objects) etags[std::move(o.key)] = std::move(o.etag);
-    auto k = etags.find(key);
-    const std::optional<std::string> listed = k == etags.end() ? std::nullopt : std::optional<std::string>(k->second);
-    {
-      MutexLock lock(mu_);
-      listed_[step] = std::move(etags);
-      if (listed_.size() > kListedSteps) listed_.erase(listed_.begin());  // the oldest step
-    }
+    STRATA_ASSIGN_OR_RETURN(auto objects, ListStep(step));
+    auto k = std::find_if(objects.begin(), objects.end(), [&](const auto& o) { return o.key == key; });
+    const std::optional<std::string> listed = k == objects.end() ? std::nullopt : std::optional<std::string>(k->etag);
     if (listed == etag) return Status::Ok();
     return UnavailableError(key + " was answered with version " + etag +
                             (listed ? " while the store lists " + *listed : ", which the store no longer lists") +
                             ": an out-of-date replica answered; retry");
+  }
+  // Lists the step's objects and remembers their ETags for CheckVersion: the
+  // readers' own ListFiles fills it, so checking answers costs no extra LIST.
+  Result<std::vector<object::ObjectInfo>> ListStep(int64_t step) {
+    STRATA_ASSIGN_OR_RETURN(auto objects, object::ListAll(*store_, StepDirName(step) + "/"));
+    std::map<std::string, std::string> etags;
+    for (const auto& o : objects) etags[o.key] = o.etag;
+    MutexLock lock(mu_);
+    listed_[step] = std::move(etags);
+    if (listed_.size() > kListedSteps) listed_.erase(listed_.begin());  // the lowest step
+    return objects;
   }
   void Forget(int64_t step) {
     MutexLock lock(mu_);

@@ -19,6 +19,7 @@ namespace {
 
 using testing::Compare;
 using testing::MakeState;
+using testing::RemoteWriterOptions;
 using testing::TempDirTest;
 
 std::string Key(int64_t step, std::string_view name) { return StepDirName(step) + "/" + std::string(name); }
@@ -30,14 +31,7 @@ class RetentionFaultTest : public TempDirTest<> {
     inner_ = object::MakeMemStore("", {.min_part_size = 1 << 20});
     fault_ = std::make_shared<object::FaultStore>(inner_, object::FaultConfig{});
   }
-  WriterOptions Options() {
-    WriterOptions o;
-    o.dir = io::JoinPath(dir_, "local");
-    o.shard_bytes = 1 << 20;
-    o.remote = fault_;
-    o.upload_part_size = 1 << 20;
-    return o;
-  }
+  WriterOptions Options() { return RemoteWriterOptions(dir_, fault_); }
   // Committed checkpoints `steps` in the store (uploaded by a writer, no faults).
   void SaveRemote(std::initializer_list<int64_t> steps, int keep_remote = 0) {
     WriterOptions o = Options();

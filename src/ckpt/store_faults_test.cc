@@ -29,12 +29,14 @@
 #include "io/durable.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
+#include "testing/stress.h"
 
 namespace strata::ckpt {
 namespace {
 
 using testing::Compare;
 using testing::MakeState;
+using testing::RemoteWriterOptions;
 
 constexpr int kKeep = 3;  // the writer's keep_remote and the separate passes' keep
 
@@ -112,11 +114,7 @@ class Campaign {
 
  private:
   WriterOptions Options() {
-    WriterOptions o;
-    o.dir = io::JoinPath(dir_, "local");
-    o.shard_bytes = 1 << 20;
-    o.remote = fault_;
-    o.upload_part_size = 1 << 20;
+    WriterOptions o = RemoteWriterOptions(dir_, fault_);
     o.keep_remote = kKeep;
     o.keep_local = kKeep + 1;
     return o;
@@ -328,8 +326,7 @@ TEST(CkptStoreFaultCampaign, Short) {
 }
 
 TEST(CkptStoreFaultCampaign, Long) {
-  const char* stress = std::getenv("STRATA_STRESS");
-  if (!stress || std::string(stress) != "1") GTEST_SKIP() << "long version: STRATA_STRESS=1";
+  if (!strata::testing::StressRun()) GTEST_SKIP() << "long version: STRATA_STRESS=1";
   Figures fig = RunCampaign({2, 3, 4, 5}, /*rounds=*/40);
   EXPECT_GT(fig.uploads_failed, 0);
   EXPECT_GT(fig.pulls_failed, 0);

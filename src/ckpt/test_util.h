@@ -9,6 +9,8 @@
 
 #include "ckpt/format.h"
 #include "ckpt/reader.h"
+#include "ckpt/writer.h"
+#include "io/file_system.h"
 
 namespace strata::ckpt::testing {
 
@@ -16,6 +18,17 @@ struct OwnedState {
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<TensorView> views;
 };
+
+// A writer under `dir`/local with a remote tier: 1 MiB shards and upload
+// parts, small enough that a few steps make multipart uploads.
+inline WriterOptions RemoteWriterOptions(const std::string& dir, object::ObjectStorePtr remote) {
+  WriterOptions o;
+  o.dir = io::JoinPath(dir, "local");
+  o.shard_bytes = 1 << 20;
+  o.remote = std::move(remote);
+  o.upload_part_size = 1 << 20;
+  return o;
+}
 
 inline uint64_t Mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

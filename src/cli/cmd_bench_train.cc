@@ -181,14 +181,7 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
     Fail(kCmd, "--collate", InvalidArgumentError("--collate is view or copy, not '" + a.collate + "'"));
   }
   loader::StreamingOptions base;
-  if (a.verify == "auto")
-    base.verify = loader::ShardVerify::kAuto;
-  else if (a.verify == "sha256")
-    base.verify = loader::ShardVerify::kSha256;
-  else if (a.verify == "off")
-    base.verify = loader::ShardVerify::kOff;
-  else
-    Fail(kCmd, "--verify", InvalidArgumentError("--verify is auto, sha256 or off, not '" + a.verify + "'"));
+  base.verify = Check(loader::ParseShardVerify(a.verify), kCmd, "--verify");
   base.batch_views = a.collate == "view";
   base.shuffle = ParseShuffle(a.shuffle);
   base.shuffle_window = a.shuffle_window;

@@ -39,6 +39,7 @@
 #include "io/crashing_file_system.h"
 #include "io/durable.h"
 #include "object/file_store.h"
+#include "testing/stress.h"
 
 namespace strata::fs {
 namespace {
@@ -374,8 +375,7 @@ TEST(FsPowerLoss, SavedFilesSurviveWholeAndNoPartialFileIsEverCommitted) {
 }
 
 TEST(FsPowerLoss, LongCampaign) {
-  const char* stress = std::getenv("STRATA_STRESS");
-  if (!stress || std::string(stress) != "1") GTEST_SKIP() << "long version: STRATA_STRESS=1";
+  if (!strata::testing::StressRun()) GTEST_SKIP() << "long version: STRATA_STRESS=1";
   Figures fig = RunCampaign({2, 3, 4, 5}, /*ops=*/10);
   EXPECT_GE(fig.points, 200);
 }

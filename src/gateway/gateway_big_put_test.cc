@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "testing/background_process.h"
+#include "testing/stress.h"
 
 namespace strata::gateway {
 namespace {
@@ -24,7 +25,7 @@ constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kCacheRam = 32 * kMiB;   // --cache-ram (write-through blocks may land there)
 constexpr uint64_t kOverhead = 128 * kMiB;  // code, threads' stacks and arenas, client buffers
 
-bool Stress() { return std::getenv("STRATA_STRESS") && std::string(std::getenv("STRATA_STRESS")) == "1"; }
+bool Stress() { return strata::testing::StressRun(); }
 // --max-inflight: each spilled body holds 10 MiB of it, so 16 at once need the
 // default 256 MiB (at 128 MiB the 13th gets 503 SlowDown).
 uint64_t Budget() { return (Stress() ? 256 : 128) * kMiB; }

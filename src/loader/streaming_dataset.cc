@@ -159,6 +159,13 @@ Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t ind
 
 // ---- the dataset --------------------------------------------------------------
 
+Result<ShardVerify> ParseShardVerify(std::string_view name) {
+  if (name == "auto") return ShardVerify::kAuto;
+  if (name == "sha256") return ShardVerify::kSha256;
+  if (name == "off") return ShardVerify::kOff;
+  return InvalidArgumentError("verify is auto, sha256 or off, not '" + std::string(name) + "'");
+}
+
 namespace {
 
 // `index` with each shard's sha256 and crc32c from manifest.json, when the dataset has

@@ -58,6 +58,8 @@ enum class Decode { kAuto, kRaw, kJson, kNpy, kExample };
 //  - kOff: neither (size and framing only).
 // Bytes served again under an ETag already verified are not hashed again.
 enum class ShardVerify { kAuto, kSha256, kOff };
+// "auto", "sha256" or "off" (the CLI's and Python's spelling); else InvalidArgument.
+Result<ShardVerify> ParseShardVerify(std::string_view name);
 
 struct StreamingOptions {
   // Local shard cache. Empty `cache_dir`: RAM only (`ram_cache_bytes`).

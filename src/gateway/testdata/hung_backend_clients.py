@@ -48,6 +48,25 @@ def signal_proxy(sig):
         os.killpg(p, sig)
 
 
+def expect_503(what, call):
+    """Runs `call`, which must fail with a 503; returns (seconds to the error, S3 error code)."""
+    t0 = time.monotonic()
+    try:
+        call()
+    except botocore.exceptions.ClientError as e:
+        seconds = time.monotonic() - t0
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 503, e.response
+        return seconds, e.response["Error"]["Code"]
+    raise SystemExit(f"{what} succeeded while the backend is down")
+
+
+def expect_get_503(key):
+    """An uncached GET: a 503 with the S3 error XML; returns (seconds, code)."""
+    seconds, code = expect_503(f"an uncached GET of {key}", lambda: gw.get_object(Bucket=bucket, Key=key)["Body"].read())
+    assert code in ("SlowDown", "ServiceUnavailable"), f"S3 error XML expected, got code {code!r}"
+    return seconds, code
+
+
 signal_proxy(signal.SIGSTOP)
 try:
     t0 = time.monotonic()
@@ -55,25 +74,10 @@ try:
     cached_s = time.monotonic() - t0
     assert body == warm, "the cached object, byte-exact, while the backend hangs"
 
-    t0 = time.monotonic()
-    try:
-        gw.get_object(Bucket=bucket, Key="hung/cold")["Body"].read()
-        raise SystemExit("an uncached GET succeeded while the backend hangs")
-    except botocore.exceptions.ClientError as e:
-        first_error_s = time.monotonic() - t0
-        status = e.response["ResponseMetadata"]["HTTPStatusCode"]
-        code = e.response["Error"]["Code"]
-        assert status == 503, e.response
-        assert code in ("SlowDown", "ServiceUnavailable"), f"S3 error XML expected, got code {code!r}"
+    first_error_s, code = expect_get_503("hung/cold")
     # The bound plus a loaded machine's margin (the backend client's own timeouts are 30 s x 6 tries).
     assert first_error_s < bound + 10, f"503 after {first_error_s:.1f} s, bound {bound} s"
-    t0 = time.monotonic()
-    try:
-        gw.head_object(Bucket=bucket, Key="hung/cold")
-        raise SystemExit("an uncached HEAD succeeded while the backend hangs")
-    except botocore.exceptions.ClientError as e:
-        head_error_s = time.monotonic() - t0
-        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 503, e.response
+    head_error_s, _ = expect_503("an uncached HEAD", lambda: gw.head_object(Bucket=bucket, Key="hung/cold"))
     assert head_error_s < bound + 10, f"HEAD 503 after {head_error_s:.1f} s, bound {bound} s"
     # The cached object again, after the failed one.
     assert gw.get_object(Bucket=bucket, Key="hung/warm")["Body"].read() == warm
@@ -115,15 +119,7 @@ time.sleep(ttl + 0.5)
 t0 = time.monotonic()
 assert gw.get_object(Bucket=bucket, Key="hung/warm")["Body"].read() == warm, "cached, byte-exact, while refused"
 cached2_s = time.monotonic() - t0
-t0 = time.monotonic()
-try:
-    gw.get_object(Bucket=bucket, Key="hung/cold2")["Body"].read()
-    raise SystemExit("an uncached GET succeeded while the backend refuses connections")
-except botocore.exceptions.ClientError as e:
-    refused_error_s = time.monotonic() - t0
-    assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 503, e.response
-    code2 = e.response["Error"]["Code"]
-    assert code2 in ("SlowDown", "ServiceUnavailable"), f"S3 error XML expected, got code {code2!r}"
+refused_error_s, code2 = expect_get_503("hung/cold2")
 assert refused_error_s < bound + 10, f"503 after {refused_error_s:.1f} s, bound {bound} s"
 
 proxy("start")  # same port and options; returns once nginx accepts connections
