@@ -212,6 +212,12 @@ def test_verify_checks_the_manifests_crc32c_or_sha256_or_nothing(dataset_url, tm
     shutil.copytree(src, dst)
     manifest = json.loads((dst / "manifest.json").read_text())
     assert all(len(s["crc32c"]) == 8 and len(s["sha256"]) == 64 for s in manifest["shards"])
+    # The recorded CRC-32C is the one S3 computes (x-amz-checksum-crc32c): checked with the AWS
+    # CRT's own implementation (python3-awscrt, which the aws CLI depends on), not ours.
+    from awscrt import checksums
+
+    for shard in manifest["shards"]:
+        assert shard["crc32c"] == f"{checksums.crc32c((dst / shard['name']).read_bytes()):08x}", shard["name"]
     # One payload byte changed in place: same size, tar framing intact (a stale replica's kind of change).
     victim = dst / manifest["shards"][1]["name"]
     data = bytearray(victim.read_bytes())
