@@ -25,24 +25,27 @@ constexpr auto kStartTimeout = std::chrono::seconds(180);
 constexpr auto kStopTimeout = std::chrono::seconds(60);
 constexpr int kStartAttempts = 2;  // a second try covers losing a race for the free port
 
-// A port the kernel considers free on 127.0.0.1 right now.
-Result<int> FreeLoopbackPort() {
+// Whether 127.0.0.1:`port` can be bound right now (0: any port); the port bound.
+Result<int> BindLoopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoToStatus(errno, "socket() for a free port");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof(addr);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     int err = errno;
     ::close(fd);
-    return ErrnoToStatus(err, "binding 127.0.0.1:0 for a free port");
+    return ErrnoToStatus(err, "binding 127.0.0.1:" + std::to_string(port) + " for a free port");
   }
   ::close(fd);
   return static_cast<int>(ntohs(addr.sin_port));
 }
+
+// A port the kernel considers free on 127.0.0.1 right now.
+Result<int> FreeLoopbackPort() { return BindLoopback(0); }
 
 // A port free on 127.0.0.1 below the kernel's ephemeral range (ip_local_port_range), so a
 // client's connect() never picks it as its local port: a server that stops and restarts
@@ -56,16 +59,7 @@ Result<int> FreeLoopbackPortOutsideEphemeral() {
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> pick(kLowest, ephemeral_low - 1);
   for (int attempt = 0; attempt < 64; ++attempt) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return ErrnoToStatus(errno, "socket() for a free port");
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const int port = pick(rng);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    ::close(fd);
-    if (ok) return port;
+    if (auto port = BindLoopback(pick(rng)); port.ok()) return port;
   }
   return FreeLoopbackPort();
 }
