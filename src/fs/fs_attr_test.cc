@@ -2,6 +2,10 @@
 // over mem stores; a second ObjectFs on the same store stands for a remount.
 #include <sys/stat.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "fs/fs_test_util.h"
 #include "fs/posix_meta.h"
 
@@ -220,6 +224,82 @@ TEST(FsAttrTest, AFailedCopyLeavesTheStoredAttributes) {
   auto a = f.fs->GetAttr(e->attr.ino);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->mode, S_IFREG | 0644u) << "what the store holds, not what failed to be stored";
+}
+
+// Holds HEADs of one key until opened; counts those that arrive.
+class HeadGate : public object::StoreWrapper {
+ public:
+  HeadGate(object::ObjectStorePtr inner, std::string key) : StoreWrapper(std::move(inner)), key_(std::move(key)) {}
+  Result<object::ObjectInfo> Head(std::string_view key) override {
+    if (key == key_) {
+      std::unique_lock lock(mu_);
+      ++arrived_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });
+    }
+    return StoreWrapper::Head(key);
+  }
+  // Waits up to 10 s for `done` (checked every millisecond: it may look elsewhere).
+  template <class Pred>
+  bool WaitFor(Pred done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::unique_lock lock(mu_);
+    while (!done(arrived_)) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  int arrived() {
+    std::lock_guard lock(mu_);
+    return arrived_;
+  }
+
+ private:
+  const std::string key_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  bool open_ = false;
+};
+
+// A listing reads its new entries' attributes by HEAD; a lookup of one of
+// them meanwhile waits for that HEAD rather than sending its own. (The
+// cache below joins concurrent HEADs of a key into one backend request, so
+// the mount's own count tells.)
+TEST(FsAttrTest, ALookupRacingAListingsAttributeReadWaitsForIt) {
+  FsFixture f;
+  PutWithMeta(f, "d/f", "x", {{"mode", std::to_string(S_IFREG | 0600)}});
+  auto gate = std::make_shared<HeadGate>(f.mem, "d/f");
+  FsOptions o = FsFixture::Defaults();
+  o.clock = &f.clock;
+  o.local = &f.local;
+  o.write_dir = "/buffers2";
+  ObjectFs fs(std::make_shared<cache::CachedStore>(gate, f.cache, f.so), o);
+  auto d = fs.Lookup(kRootIno, "d");
+  ASSERT_TRUE(d.ok()) << d.status();
+  const uint64_t heads_before = fs.counters().meta_heads;
+  std::thread listing([&] {
+    auto dh = fs.OpenDir(d->attr.ino);  // lists d, then HEADs d/f: held at the gate
+    EXPECT_TRUE(dh.ok()) << dh.status();
+    if (dh.ok()) fs.ReleaseDir(*dh);
+  });
+  EXPECT_TRUE(gate->WaitFor([](int arrived) { return arrived >= 1; })) << "the listing's HEAD never came";
+  Result<Entry> looked_up = InternalError("not run");
+  std::thread lookup([&] { looked_up = fs.Lookup(d->attr.ino, "f"); });
+  EXPECT_TRUE(gate->WaitFor([&](int) { return fs.counters().meta_waits >= 1; })) << "the lookup did not wait";
+  gate->Open();
+  listing.join();
+  lookup.join();
+  EXPECT_EQ(fs.counters().meta_heads - heads_before, 1u) << "one HEAD of d/f";
+  EXPECT_EQ(gate->arrived(), 1);
+  ASSERT_TRUE(looked_up.ok()) << looked_up.status();
+  EXPECT_EQ(looked_up->attr.mode, S_IFREG | 0600u) << "the lookup sees what the listing's HEAD read";
 }
 
 }  // namespace

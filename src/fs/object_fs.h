@@ -158,6 +158,7 @@ struct FsCounters {
   uint64_t lists = 0;        // List requests for directories and lookups
   uint64_t heads = 0;        // attribute refreshes by HEAD (none since revalidation lists directories)
   uint64_t meta_heads = 0;   // HEADs reading POSIX attributes of versions new to the mount
+  uint64_t meta_waits = 0;   // callers that waited for another's HEAD of the same attributes
   uint64_t meta_copies = 0;  // metadata changes by a server-side copy onto itself
   uint64_t uploads = 0;      // files uploaded (single PUT or multipart)
   uint64_t multipart_uploads = 0;
@@ -342,6 +343,7 @@ class ObjectFs {
   // a Writer's mu, then mu_, then a BackendCall's mu.
   mutable Mutex mu_;
   CondVar listed_cv_;
+  CondVar meta_cv_;  // an Inode's meta_loading cleared
   std::unordered_map<Ino, std::unique_ptr<Inode>> inodes_ GUARDED_BY(mu_);
   std::unordered_map<std::string, Ino> by_path_ GUARDED_BY(mu_);  // files: key; dirs: prefix + "/"
   Ino next_ino_ GUARDED_BY(mu_) = kRootIno + 1;

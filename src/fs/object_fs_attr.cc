@@ -54,21 +54,31 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
     Result<object::ObjectInfo> head = InternalError("not asked");
   };
   std::vector<Job> jobs;
+  std::vector<Ino> loading_elsewhere;
   {
     MutexLock lock(mu_);
     for (Ino ino : inos) {
-      const Inode* inode = FindLocked(ino);
+      Inode* inode = FindLocked(ino);
       if (inode == nullptr || !NeedsMetaLocked(*inode)) continue;
+      // A listing's batch and a lookup of the same name race: one HEAD, the other waits for it.
+      if (inode->meta_loading) {
+        loading_elsewhere.push_back(ino);
+        continue;
+      }
+      inode->meta_loading = true;
       jobs.push_back({ino, inode->is_dir ? inode->path + "/" : inode->path, inode->is_dir});
     }
     counters_.meta_heads += jobs.size();
+    if (!loading_elsewhere.empty()) ++counters_.meta_waits;
   }
   ParallelFor(jobs.size(), std::min(kMetaParallelism, std::max<size_t>(jobs.size(), 1)),
               [&](size_t i) { jobs[i].head = store_->Head(jobs[i].key); });
   MutexLock lock(mu_);
   for (auto& job : jobs) {
     Inode* inode = FindLocked(job.ino);
-    if (inode == nullptr || inode->writer) continue;
+    if (inode == nullptr) continue;
+    inode->meta_loading = false;
+    if (inode->writer) continue;
     if (job.head.ok()) {
       // The version read: a file's own (the listing's may lag a moment).
       ApplyMetaLocked(*inode, job.head->metadata, MetaVersion(job.head->etag, job.head->mtime));
@@ -83,6 +93,14 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
       STRATA_LOG_DEBUG("mount: reading the attributes of /{} failed: {}", job.key, job.head.status().ToString());
     }
   }
+  if (!jobs.empty()) meta_cv_.NotifyAll();
+  // The predicate runs with mu_ held (the analysis cannot see that through the lambda).
+  meta_cv_.Wait(lock, [&]() NO_THREAD_SAFETY_ANALYSIS {
+    return std::none_of(loading_elsewhere.begin(), loading_elsewhere.end(), [&](Ino ino) {
+      const Inode* inode = FindLocked(ino);
+      return inode != nullptr && inode->meta_loading;
+    });
+  });
 }
 
 void ObjectFs::EnsureMeta(Ino ino) {

@@ -40,6 +40,7 @@ struct ObjectFs::Inode {
   uint32_t uid = 0, gid = 0;
   std::optional<WallTime> meta_mtime;  // the stored mtime; else the object's Last-Modified
   bool meta_known = false;             // read (or written here) for meta_version
+  bool meta_loading = false;           // a HEAD for them is in flight: others wait for it
   std::string meta_version;            // MetaVersion() of the object version they were read from
   object::ObjectMetadata meta;         // all of it: a change keeps the other keys
   std::string link_target;             // a symlink's target, once read...
