@@ -96,10 +96,11 @@ void ObjectFs::LoadMeta(const std::vector<Ino>& inos) {
   if (!jobs.empty()) meta_cv_.NotifyAll();
   // The predicate runs with mu_ held (the analysis cannot see that through the lambda).
   meta_cv_.Wait(lock, [&]() NO_THREAD_SAFETY_ANALYSIS {
-    return std::none_of(loading_elsewhere.begin(), loading_elsewhere.end(), [&](Ino ino) {
+    for (Ino ino : loading_elsewhere) {
       const Inode* inode = FindLocked(ino);
-      return inode != nullptr && inode->meta_loading;
-    });
+      if (inode != nullptr && inode->meta_loading) return false;
+    }
+    return true;
   });
 }
 
