@@ -10,6 +10,7 @@ batches(). On a shared 2-core machine the rates follow the load; CPU per sample 
 
   PYTHONPATH=build/python /usr/bin/python3 bench/loader_workers_bench.py [--samples 10000]
       [--size 102400] [--shards 16] [--batch 32] [--workers 1,2,4] [--emulate ttfb=30ms,bw=25MB/s]
+      [--all-active]
 """
 
 import argparse
@@ -57,6 +58,8 @@ def run(url, args, workers, per_sample=False):
     else:
         # An explicit collate_fn, for comparison with the default.
         extra = {"collate_fn": default_collate} if per_sample else {"zero_copy": args.zero_copy}
+        if args.all_active:
+            extra["active_workers"] = workers  # every worker reads, even past the usable CPUs
         loader = strata.StreamingDataLoader(ds, batch_size=args.batch, num_workers=workers, **extra)
         for batch in loader:
             samples += len(batch["__key__"])
@@ -77,6 +80,8 @@ def main():
     p.add_argument("--emulate", default="ttfb=30ms,bw=25MB/s", help="cloud profile ('' for none)")
     p.add_argument("--per-sample", action="store_true", help="also time the loader with an explicit collate_fn")
     p.add_argument("--zero-copy", action="store_true", help="raw fields as memoryviews (zero_copy=True), not bytes")
+    p.add_argument("--all-active", action="store_true",
+                   help="every worker reads (active_workers=num_workers), not only as many as usable CPUs")
     args = p.parse_args()
     print("command:", "PYTHONPATH=build/python /usr/bin/python3", " ".join(map(shlex.quote, sys.argv)))
     with tempfile.TemporaryDirectory(prefix="strata-workers-bench-") as root:

@@ -139,7 +139,7 @@ def test_loader_workers_each_fetch_only_their_run_of_shards(dataset_url, num_wor
 
     ds.transform = note
     seen, last = [], {}
-    for batch in strata.StreamingDataLoader(ds, batch_size=5, num_workers=num_workers):
+    for batch in strata.StreamingDataLoader(ds, batch_size=5, num_workers=num_workers, active_workers=num_workers):
         seen.extend(int(i) for i in batch["i"])
         for w, f in zip(batch["w"].tolist(), batch["fetched"].tolist()):
             last[w] = f
@@ -149,3 +149,39 @@ def test_loader_workers_each_fetch_only_their_run_of_shards(dataset_url, num_wor
     for w, fetched in last.items():
         assert fetched <= num_shards // num_workers + 2, (w, fetched, num_shards)
     assert sum(last.values()) <= num_shards + 2 * (num_workers - 1)
+
+
+def test_surplus_workers_read_nothing_and_resume_stays_exact(dataset_url):
+    """Workers beyond active_workers (default: the usable CPUs) end at once: the readers split the
+    epoch as that many would (epoch_order(streams=active)), each fetching only its run of shards,
+    and a resume with other counts gives exactly the rest."""
+    ds = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, cache_dir=False)
+
+    def note(sample):
+        return {"i": sample["__index__"], "w": get_worker_info().id}
+
+    ds.transform = note
+    loader = strata.StreamingDataLoader(ds, batch_size=5, num_workers=4, active_workers=2)
+    seen, readers = [], set()
+    for n, batch in enumerate(loader):
+        seen.extend(int(i) for i in batch["i"])
+        readers.update(batch["w"].tolist())
+        if n + 1 == 7:
+            break
+    state = loader.state_dict()
+    assert state["streams"] == 2 and state["samples_consumed"] == 35
+    order = [int(i) for i in ds.epoch_order(0, streams=2)]
+    assert seen == order[:35]
+    assert readers == {0, 1}, "only the active workers read"
+    ds2 = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, cache_dir=False)
+    resumed = strata.StreamingDataLoader(ds2, batch_size=5, num_workers=3, active_workers=3)
+    resumed.load_state_dict(state)
+    after = [int(i) for b in resumed for i in b["__index__"]]
+    assert seen + after == order, "a sample was repeated or skipped"
+    # The default: as many readers as this process may use CPUs (never more than num_workers).
+    ds3 = strata.StreamingDataset(dataset_url, seed=3, cache_dir=False)
+    default = strata.StreamingDataLoader(ds3, batch_size=5, num_workers=8)
+    assert sorted(int(i) for b in default for i in b["__index__"]) == list(range(NUM_SAMPLES))
+    assert ds3.state_dict(0)["streams"] == min(8, len(os.sched_getaffinity(0)))
+    with pytest.raises(ValueError, match="active_workers"):
+        strata.StreamingDataLoader(ds3, batch_size=5, num_workers=2, active_workers=0)
