@@ -14,13 +14,13 @@
 // tells the cache it may be evicted first. One mutex guards all of this;
 // the work (fetch, parse, decode, collate) runs outside it.
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "base/executor.h"
+#include "base/mutex.h"
 #include "loader/decode.h"
 #include "loader/internal.h"
 #include "loader/prefetch.h"
@@ -66,7 +66,7 @@ class IteratorImpl : public Iterator {
     if (opt_.prefetch_shards > 0) fetchers = std::min(fetchers, opt_.prefetch_shards + 1);
     fetch_pool_ = std::make_unique<ThreadPool>(fetchers, "strata-ld-fetch");
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       MaybeFetchLocked();
     }
     for (size_t i = 0; i < std::max<size_t>(opt_.decode_threads, 1); ++i) {
@@ -76,10 +76,10 @@ class IteratorImpl : public Iterator {
 
   ~IteratorImpl() override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     for (auto& t : decoders_) t.join();
     fetch_pool_.reset();  // queued fetches see stop_ and return at once
     // The cache may be shared with other iterators (ranks): say we are done with what we hold.
@@ -116,7 +116,7 @@ class IteratorImpl : public Iterator {
   strata::Clock& sizer_clock() const { return opt_.clock ? *opt_.clock : RealClock(); }
 
   Stats stats() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Stats s = stats_;
     s.queue_depth = ready_.size();
     s.elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_);
@@ -155,7 +155,7 @@ class IteratorImpl : public Iterator {
   // 3.9 GB dataset at once, far beyond the budget), but at least two (the
   // next one and the one after), so the consumer never waits on a batch
   // that could have been fetched while it computed.
-  size_t AheadBatchesLocked() const {
+  size_t AheadBatchesLocked() const REQUIRES(mu_) {
     const size_t most = std::max<size_t>(opt_.prefetch_batches, 1), n = items_.size();
     size_t k = std::min<size_t>(most, 2);
     if (out_next_ >= n) return most;
@@ -167,7 +167,7 @@ class IteratorImpl : public Iterator {
 
   // Starts fetches: always those the batch being claimed needs; beyond them,
   // while the sizer's connections and window allow (and prefetch_shards, if set).
-  void MaybeFetchLocked() {
+  void MaybeFetchLocked() REQUIRES(mu_) {
     if (items_.empty() || stop_) return;
     const size_t n = items_.size();
     const size_t need = need_upto_[std::min(claim_next_, n - 1)];
@@ -217,7 +217,7 @@ class IteratorImpl : public Iterator {
     for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
       if (attempt > 0 && !Backoff(shard, attempt)) break;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (stop_) break;
         if (attempt > 0) ++stats_.shard_fetch_retries;
       }
@@ -230,7 +230,7 @@ class IteratorImpl : public Iterator {
       Status threw = RunGuarded("loader: fetching shard " + key, [&] { got = fetch(); });
       if (!threw.ok()) got = threw;
       if (got.ok()) {  // from the store or the local tiers: what this shard's delivery took
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         sizer_.OnFetched(ds_->cache().ShardSize(shard), parts, sizer_clock().Now() - t0);
       }
       if (!got.ok()) {
@@ -243,7 +243,7 @@ class IteratorImpl : public Iterator {
       break;
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       --fetch_inflight_;
       inflight_requests_ -= parts;
       if (parsed) {
@@ -261,7 +261,7 @@ class IteratorImpl : public Iterator {
       }
       MaybeFetchLocked();
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   // Waits before retry `attempt` (>= 1): exponential with jitter, so shards
@@ -278,14 +278,15 @@ class IteratorImpl : public Iterator {
     if (opt_.clock) {
       opt_.clock->SleepFor(wait);
     } else {
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, wait, [&] { return stop_; });
+      MutexLock lock(mu_);
+      // The predicate runs with mu_ held (the analysis cannot see that through the lambda).
+      cv_.WaitFor(lock, wait, [&]() NO_THREAD_SAFETY_ANALYSIS { return stop_; });
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return !stop_;
   }
 
-  bool BatchReadyLocked(size_t b) const {
+  bool BatchReadyLocked(size_t b) const REQUIRES(mu_) {
     for (const Item& it : items_[b]) {
       if (!loaded_.count(it.shard) && !failed_.count(it.shard) && !skipped_.count(it.shard)) return false;
     }
@@ -293,9 +294,9 @@ class IteratorImpl : public Iterator {
   }
 
   void DecodeLoop() {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] {
+      cv_.Wait(lock, [&]() NO_THREAD_SAFETY_ANALYSIS {
         return stop_ || claim_next_ >= items_.size() ||
                (claim_next_ < out_next_ + AheadBatchesLocked() && BatchReadyLocked(claim_next_));
       });
@@ -308,7 +309,7 @@ class IteratorImpl : public Iterator {
         if (auto f = failed_.find(it.shard); f != failed_.end() && failed.ok()) failed = f->second;
         if (auto l = loaded_.find(it.shard); l != loaded_.end()) shards[it.shard] = l->second;
       }
-      lock.unlock();
+      lock.Unlock();
       Unit u;
       if (failed.ok()) {
         // An exception while decoding fails this batch (its reader gets Internal), not the process.
@@ -320,17 +321,17 @@ class IteratorImpl : public Iterator {
       } else {
         u.status = failed;
       }
-      lock.lock();
+      lock.Lock();
       ready_.emplace(b, std::move(u));
       decoded_.insert(b);
       while (decoded_.count(frontier_)) decoded_.erase(frontier_++);
       ReleaseShardsLocked();
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
   }
 
   // Shards whose last batch is decoded are dropped here and offered to the cache for eviction.
-  void ReleaseShardsLocked() {
+  void ReleaseShardsLocked() REQUIRES(mu_) {
     for (auto it = loaded_.begin(); it != loaded_.end();) {
       if (last_batch_[it->first] < frontier_) {
         ds_->cache().Release(it->first);
@@ -352,7 +353,7 @@ class IteratorImpl : public Iterator {
       auto d = DecodeSample(opt_, it.index, p.samples[it.local], ex);
       if (!d.ok()) {
         if (opt_.skip_corrupt) {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           ++stats_.samples_skipped;
           continue;
         }
@@ -370,10 +371,10 @@ class IteratorImpl : public Iterator {
 
   Result<std::optional<Unit>> NextUnit() {
     if (!error_.ok()) return error_;
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     while (true) {
       auto t0 = Clock::now();
-      cv_.wait(lock, [&] { return out_next_ >= items_.size() || ready_.count(out_next_); });
+      cv_.Wait(lock, [&]() NO_THREAD_SAFETY_ANALYSIS { return out_next_ >= items_.size() || ready_.count(out_next_); });
       const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
       stats_.consumer_wait += waited;
       if (out_next_ >= items_.size()) return std::optional<Unit>();
@@ -382,7 +383,7 @@ class IteratorImpl : public Iterator {
       // The consumer's pace sizes the prefetch; the window moved on by one batch.
       sizer_.OnConsumed(u.bytes, waited);
       MaybeFetchLocked();
-      cv_.notify_all();
+      cv_.NotifyAll();
       if (!u.status.ok()) {
         error_ = u.status;
         return error_;
@@ -408,19 +409,23 @@ class IteratorImpl : public Iterator {
   std::map<size_t, size_t> last_batch_;   // shard -> last batch using it
   std::vector<uint64_t> seq_bytes_;       // seq_bytes_[i]: bytes of shard_seq_[0, i)
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  size_t fetch_next_ = 0, fetch_inflight_ = 0;
-  size_t inflight_requests_ = 0;  // store requests of the shards being fetched (parts; cache hits counted too)
-  PrefetchSizer sizer_;
-  size_t claim_next_ = 0, out_next_ = 0, frontier_ = 0;
-  std::set<size_t> decoded_;
-  std::map<size_t, std::shared_ptr<const ParsedShard>> loaded_;
-  std::map<size_t, Status> failed_;
-  std::set<size_t> skipped_;
-  std::map<size_t, Unit> ready_;
-  Stats stats_;
+  // Guards the pipeline's progress below; the plan above is read without it.
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  size_t fetch_next_ GUARDED_BY(mu_) = 0;
+  size_t fetch_inflight_ GUARDED_BY(mu_) = 0;
+  size_t inflight_requests_ GUARDED_BY(mu_) = 0;  // store requests of the shards being fetched (parts; cache hits too)
+  PrefetchSizer sizer_ GUARDED_BY(mu_);
+  size_t claim_next_ GUARDED_BY(mu_) = 0;
+  size_t out_next_ GUARDED_BY(mu_) = 0;
+  size_t frontier_ GUARDED_BY(mu_) = 0;
+  std::set<size_t> decoded_ GUARDED_BY(mu_);
+  std::map<size_t, std::shared_ptr<const ParsedShard>> loaded_ GUARDED_BY(mu_);
+  std::map<size_t, Status> failed_ GUARDED_BY(mu_);
+  std::set<size_t> skipped_ GUARDED_BY(mu_);
+  std::map<size_t, Unit> ready_ GUARDED_BY(mu_);
+  Stats stats_ GUARDED_BY(mu_);
   std::atomic<bool> collate_{false};
 
   // Consumer-thread state.
