@@ -2,11 +2,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/buffer_pool.h"
+#include "base/mutex.h"
 #include "dataset/dataset.h"
 #include "dataset/tfrecord.h"
 #include "loader/plan.h"
@@ -75,9 +75,9 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   std::shared_ptr<ShardCache> cache_;
   // Lets the buffer pool keep what one step cycles (see Make).
   std::unique_ptr<BufferPoolReservation> pool_reserve_;
-  mutable std::mutex order_mu_;
+  mutable Mutex order_mu_;
   mutable std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::shared_ptr<const std::vector<uint64_t>>>>
-      orders_;  // ((epoch, streams), order)
+      orders_ GUARDED_BY(order_mu_);  // ((epoch, streams), order)
 };
 
 }  // namespace strata::loader

@@ -343,7 +343,7 @@ uint64_t DatasetImpl::RankSize(size_t rank) const {
 }
 
 std::shared_ptr<const std::vector<uint64_t>> DatasetImpl::Order(uint64_t epoch, uint64_t streams) const {
-  std::lock_guard lock(order_mu_);
+  MutexLock lock(order_mu_);
   const std::pair<uint64_t, uint64_t> key{epoch, streams};
   for (const auto& [k, o] : orders_) {
     if (k == key) return o;

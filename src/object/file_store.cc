@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "base/hash.h"
+#include "base/mutex.h"
 #include "io/durable.h"
 #include "io/file_system.h"
 #include "net/uri.h"
@@ -137,7 +138,7 @@ class FileStore : public ObjectStore, public PartStreamer {
   Status Delete(std::string_view key) override {
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(key));
     const std::string leaf = JoinNames(names, names.size());
-    std::lock_guard lock(namespace_mu_);
+    MutexLock lock(namespace_mu_);
     auto st = fs_.Stat(Abs(leaf));
     if (!st.ok()) {
       if (st.status().code() == Code::kNotFound) return Status::Ok();  // missing, or under a file
@@ -370,7 +371,7 @@ class FileStore : public ObjectStore, public PartStreamer {
       }
     }
     {
-      std::lock_guard lock(cache_mu_);
+      MutexLock lock(cache_mu_);
       auto it = etag_cache_.find(rel);
       if (it != etag_cache_.end() && it->second.inode == st.inode && it->second.size == st.size &&
           it->second.mtime_ns == MtimeNs(st)) {
@@ -388,13 +389,13 @@ class FileStore : public ObjectStore, public PartStreamer {
       Status set = file.SetXattr(kEtagXattr, EtagRecord(etag, st));
       if (set.code() == Code::kNotSupported) xattrs_ = false;
     }
-    std::lock_guard lock(cache_mu_);
+    MutexLock lock(cache_mu_);
     if (etag_cache_.size() > 100000) etag_cache_.clear();  // a bound, not an LRU: misses only rehash
     etag_cache_[rel] = CachedEtag{st.inode, st.size, MtimeNs(st), etag};
   }
 
   void ForgetEtag(const std::string& rel) {
-    std::lock_guard lock(cache_mu_);
+    MutexLock lock(cache_mu_);
     etag_cache_.erase(rel);
   }
 
@@ -424,8 +425,9 @@ class FileStore : public ObjectStore, public PartStreamer {
   }
 
   // Creates the directories above `key`; an object in the way (key "a" for
-  // "a/b") moves into its directory as .strata-self. Under namespace_mu_.
-  Status MakeParents(std::string_view key, const std::vector<std::string>& names, std::vector<std::string>* created) {
+  // "a/b") moves into its directory as .strata-self.
+  Status MakeParents(std::string_view key, const std::vector<std::string>& names, std::vector<std::string>* created)
+      REQUIRES(namespace_mu_) {
     for (size_t depth = 1; depth < names.size(); ++depth) {
       const std::string dir = JoinNames(names, depth);
       auto st = fs_.Stat(Abs(dir));
@@ -464,7 +466,7 @@ class FileStore : public ObjectStore, public PartStreamer {
     RecordEtag(**file, *st, rel, etag);
     std::vector<std::string> created;
     {
-      std::lock_guard lock(namespace_mu_);
+      MutexLock lock(namespace_mu_);
       const bool more = complete && (complete->if_none_match || !complete->if_match.empty());
       if (options.if_none_match || !options.if_match.empty() || more) {
         auto current = MaybeInfo(rel);
@@ -481,7 +483,7 @@ class FileStore : public ObjectStore, public PartStreamer {
       Status renamed = fs_.Rename(Abs(tmp), Abs(target));
       if (!renamed.ok()) return fail(renamed.WithContext("renaming the temp file onto " + Quote(key)));
       // The etag cache is keyed by key; the renamed inode keeps its number.
-      std::lock_guard cache_lock(cache_mu_);
+      MutexLock cache_lock(cache_mu_);
       etag_cache_[rel] = CachedEtag{st->inode, st->size, MtimeNs(*st), etag};
     }
     if (options_.fsync) {
@@ -519,10 +521,10 @@ class FileStore : public ObjectStore, public PartStreamer {
   std::atomic<bool> xattrs_;
   std::string tag_;
   std::atomic<uint64_t> temp_seq_{0};
-  std::mutex namespace_mu_;  // serialises mkdir/rename/unlink/rmdir and conditional checks
-  std::mutex parts_mu_;      // serialises replacing a part
-  std::mutex cache_mu_;
-  std::map<std::string, CachedEtag> etag_cache_;
+  Mutex namespace_mu_;  // serialises mkdir/rename/unlink/rmdir and conditional checks
+  Mutex parts_mu_;      // serialises replacing a part
+  Mutex cache_mu_;
+  std::map<std::string, CachedEtag> etag_cache_ GUARDED_BY(cache_mu_);
 };
 
 // ---- Multipart: parts live in .strata-tmp/uploads/<id>/NNNNN-<md5hex>; the
@@ -658,7 +660,7 @@ Result<std::string> FileStore::StagePart(std::string_view key, std::string_view 
   }
   if (st.ok() && options_.fsync) st = (*file)->Sync();
   if (st.ok()) st = (*file)->Close();
-  std::lock_guard lock(parts_mu_);
+  MutexLock lock(parts_mu_);
   auto entries = ReadSortedDir(root_fd_.get(), upload.dir, /*raw=*/true);
   if (st.ok() && !entries.ok()) st = entries.status();
   if (st.ok()) {
@@ -679,7 +681,7 @@ Result<std::string> FileStore::StagePart(std::string_view key, std::string_view 
 
 Result<std::vector<PartInfo>> FileStore::ListParts(std::string_view key, std::string_view upload_id) {
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
-  std::lock_guard lock(parts_mu_);
+  MutexLock lock(parts_mu_);
   STRATA_ASSIGN_OR_RETURN(std::vector<FileDirEntry> entries, ReadSortedDir(root_fd_.get(), upload.dir, /*raw=*/true));
   std::vector<PartInfo> parts;
   for (const FileDirEntry& e : entries) {
@@ -736,7 +738,7 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
 
 Status FileStore::AbortMultipartUpload(std::string_view key, std::string_view upload_id) {
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
-  std::lock_guard lock(parts_mu_);
+  MutexLock lock(parts_mu_);
   return RemoveFlatDir(upload.dir);
 }
 
