@@ -18,7 +18,8 @@ FILES=(
   src/cache/block_cache.cc src/cache/ram_tier.cc src/cache/disk_tier.cc src/cache/cached_store.cc
   src/fs/object_fs.cc src/fs/object_fs_attr.cc src/fs/object_fs_io.cc src/fs/object_fs_prefetch.cc
   src/loader/shard_cache.cc src/loader/pipeline.cc src/loader/streaming_dataset.cc
-  src/object/file_store.cc src/object/mem_store.cc
+  src/object/file_store.cc src/object/mem_store.cc src/object/s3_store.cc src/object/transfer.cc
+  src/net/http_client.cc
   src/ckpt/writer.cc src/ckpt/tiering.cc src/ckpt/staging.cc src/ckpt/location.cc
   src/gateway/buckets.cc src/gateway/observer.cc src/gateway/server.cc
 )

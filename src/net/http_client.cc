@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "base/executor.h"
+#include "base/mutex.h"
 
 namespace strata::net {
 
@@ -277,9 +278,9 @@ int SeekCb(void* user, curl_off_t offset, int origin) {
 struct HttpClient::Impl {
   HttpClientOptions opts;
   CURLM* multi = nullptr;
-  std::mutex mu;
-  std::deque<std::unique_ptr<Transfer>> pending;  // guarded by mu
-  bool stopping = false;                          // guarded by mu
+  Mutex mu;
+  std::deque<std::unique_ptr<Transfer>> pending GUARDED_BY(mu);
+  bool stopping GUARDED_BY(mu) = false;
   std::thread loop;
   // Owned by the I/O thread only:
   std::vector<CURL*> idle;
@@ -296,7 +297,7 @@ struct HttpClient::Impl {
 
   ~Impl() {
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       stopping = true;
     }
     curl_multi_wakeup(multi);
@@ -307,7 +308,7 @@ struct HttpClient::Impl {
 
   void Enqueue(std::unique_ptr<Transfer> t) {
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (!stopping) {
         pending.push_back(std::move(t));
         t = nullptr;
@@ -440,7 +441,7 @@ struct HttpClient::Impl {
     for (;;) {
       std::deque<std::unique_ptr<Transfer>> incoming;
       {
-        std::lock_guard lock(mu);
+        MutexLock lock(mu);
         if (stopping) break;
         incoming.swap(pending);
       }
@@ -466,7 +467,7 @@ struct HttpClient::Impl {
     // Shutting down: fail whatever is queued or in flight.
     std::deque<std::unique_ptr<Transfer>> rest;
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       rest.swap(pending);
     }
     for (auto& t : rest) t->done(CancelledError(t->What() + ": HTTP client shut down"));

@@ -9,6 +9,7 @@
 #include "base/executor.h"
 #include "base/hash.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "net/http.h"
 #include "net/s3_errors.h"
 #include "net/s3_xml.h"
@@ -183,8 +184,8 @@ class S3Store : public ObjectStore, public PartStreamer {
   Result<std::string> UnwrapToken(std::string_view token) const;
 
   std::unique_ptr<S3Requester> r_;
-  std::mutex mu_;
-  std::map<std::string, PutOptions, std::less<>> upload_conditions_;  // by upload id, sent on Complete
+  Mutex mu_;
+  std::map<std::string, PutOptions, std::less<>> upload_conditions_ GUARDED_BY(mu_);  // by upload id, sent on Complete
 };
 
 Result<GetResult> S3Store::Get(std::string_view key, const GetOptions& options) {
@@ -556,7 +557,7 @@ Result<std::string> S3Store::CreateMultipartUpload(std::string_view key, const P
     return CorruptionError("CreateMultipartUpload " + r_->Resource(full) + ": no UploadId in the answer");
   }
   if (!options.if_match.empty() || options.if_none_match) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     upload_conditions_[decoded->upload_id] = options;
   }
   return decoded->upload_id;
@@ -653,7 +654,7 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
                          Buffer::FromString(net::EncodeCompleteMultipartUpload(wire)));
   call.headers.emplace_back("Content-Type", "application/xml");
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = upload_conditions_.find(upload_id);
     std::string if_match = options.if_match;
     bool if_none_match = options.if_none_match;
@@ -678,7 +679,7 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
   if (!result.ok()) return result.status();
   const net::HttpResponse& resp = *result;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     upload_conditions_.erase(std::string(upload_id));
   }
   auto decoded = net::DecodeCompleteMultipartUploadResult(resp.body.view());
@@ -694,7 +695,7 @@ Status S3Store::AbortMultipartUpload(std::string_view key, std::string_view uplo
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   S3Call call = MakeCall("AbortMultipartUpload", "DELETE", r_->FullKey(key), {{"uploadId", std::string(upload_id)}});
   auto r = r_->Execute(call);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   upload_conditions_.erase(std::string(upload_id));
   return r.status();
 }

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <mutex>
 
 #include "base/executor.h"
+#include "base/mutex.h"
 
 namespace strata::object {
 namespace {
@@ -17,19 +17,19 @@ namespace {
 class FirstError {
  public:
   void Set(Status st) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (status_.ok()) status_ = std::move(st);
     failed_ = true;
   }
   bool failed() const { return failed_.load(); }
   Status status() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return status_;
   }
 
  private:
-  std::mutex mu_;
-  Status status_;
+  Mutex mu_;
+  Status status_ GUARDED_BY(mu_);
   std::atomic<bool> failed_{false};
 };
 
