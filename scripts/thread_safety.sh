@@ -22,6 +22,8 @@ FILES=(
   src/net/http_client.cc
   src/ckpt/writer.cc src/ckpt/tiering.cc src/ckpt/staging.cc src/ckpt/location.cc
   src/gateway/buckets.cc src/gateway/observer.cc src/gateway/server.cc
+  src/group/cache_group.cc src/group/etcd_membership.cc src/group/peer_server.cc src/group/member.cc
+  src/group/group_store.cc
 )
 
 command -v "$CLANG" >/dev/null || { echo "$CLANG not found"; exit 1; }

@@ -44,19 +44,19 @@ CacheGroup::~CacheGroup() = default;
 void CacheGroup::SetMembers(std::vector<Member> members) {
   auto list = std::make_shared<const std::vector<Member>>(Canonical(std::move(members)));
   MembersGauge().Set(static_cast<int64_t>(list->size()));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   members_ = std::move(list);
 }
 
 std::vector<Member> CacheGroup::members() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return *members_;
 }
 
 std::optional<Member> CacheGroup::OwnerOf(const cache::BlockId& id) const {
   std::shared_ptr<const std::vector<Member>> list;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     list = members_;
   }
   const Member* m = group::OwnerOf(*list, cache::HashBlockId(id));
@@ -65,7 +65,7 @@ std::optional<Member> CacheGroup::OwnerOf(const cache::BlockId& id) const {
 }
 
 bool CacheGroup::IsSuspect(const std::string& member_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = suspect_until_.find(member_id);
   return it != suspect_until_.end() && clock_.Now() < it->second;
 }
@@ -73,7 +73,7 @@ bool CacheGroup::IsSuspect(const std::string& member_id) const {
 void CacheGroup::MarkSuspect(const std::string& member_id, const Status& why) {
   Duration period = options_.suspect_for;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (why.code() == Code::kDeadlineExceeded) {
       // Busy or hung cannot be told apart from one timeout: back off exponentially.
       const int strikes = std::min(++timeouts_in_a_row_[member_id], 16);
@@ -86,7 +86,7 @@ void CacheGroup::MarkSuspect(const std::string& member_id, const Status& why) {
 }
 
 void CacheGroup::Forgive(const std::string& member_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   timeouts_in_a_row_.erase(member_id);
 }
 

@@ -16,11 +16,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "cache/block_router.h"
 #include "group/rendezvous.h"
 #include "net/http_client.h"
@@ -68,10 +68,10 @@ class CacheGroup : public cache::BlockRouter {
 
   GroupOptions options_;
   Clock& clock_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const std::vector<Member>> members_;  // replaced whole, read without copying
-  std::map<std::string, TimePoint> suspect_until_;
-  std::map<std::string, int> timeouts_in_a_row_;
+  mutable Mutex mu_;
+  std::shared_ptr<const std::vector<Member>> members_ GUARDED_BY(mu_);  // replaced whole, read without copying
+  std::map<std::string, TimePoint> suspect_until_ GUARDED_BY(mu_);
+  std::map<std::string, int> timeouts_in_a_row_ GUARDED_BY(mu_);
   std::atomic<uint64_t> hits_{0}, misses_{0}, bad_checksums_{0}, suspect_skips_{0};
   std::unique_ptr<net::HttpClient> http_;
 };

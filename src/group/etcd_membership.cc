@@ -152,11 +152,11 @@ void EtcdMembership::StopWithoutLeaving() { Stop(false); }
 
 void EtcdMembership::Stop(bool revoke) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
   if (revoke && !lease_.empty()) {
     auto r = Call("/v3/lease/revoke", json{{"ID", lease_}}.dump());
@@ -166,12 +166,12 @@ void EtcdMembership::Stop(bool revoke) {
 }
 
 std::vector<Member> EtcdMembership::members() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return members_;
 }
 
 EtcdMembership::Stats EtcdMembership::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -227,7 +227,7 @@ Result<EtcdMembership::Snapshot> EtcdMembership::Read() {
   json j = json::parse(body, nullptr, false);
   if (!j.is_object()) return UnavailableError("etcd sent a range answer that is not JSON", body.substr(0, 300));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.reads;
   }
   Snapshot snap;
@@ -265,7 +265,7 @@ void EtcdMembership::Apply(const std::vector<Event>& events) {
 void EtcdMembership::Publish() {
   std::vector<Member> members = ToMembers(state_.table);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (members == members_) return;
     members_ = members;
   }
@@ -306,12 +306,12 @@ Status EtcdMembership::OnWatchMessage(std::string_view text) {
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (r.value("created", false)) watch_created_ = true;
     stats_.events += events.size();
     for (auto& e : events) pending_.push_back(std::move(e));
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   return Status::Ok();
 }
 
@@ -342,7 +342,7 @@ void EtcdMembership::StartWatch() {
   };
   req.sink = std::move(sink);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.watches;
   }
   // Runs on the watch client's I/O thread, at the latest when the loop
@@ -358,11 +358,11 @@ void EtcdMembership::StartWatch() {
       st = UnavailableError("etcd closed the watch stream");
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       watch_ended_ = true;
       watch_status_ = st;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   });
 }
 
@@ -386,10 +386,13 @@ void EtcdMembership::Loop() {
     bool created = false, ended = false;
     Status why;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       auto wake = std::min(next_renew, next_poll);
       if (!watching) wake = std::min(wake, next_watch);
-      cv_.wait_until(lock, wake, [&] { return stopping_ || !pending_.empty() || watch_created_ || watch_ended_; });
+      // The predicate runs with mu_ held (the analysis cannot see that through the lambda).
+      cv_.WaitUntil(lock, wake, [&]() NO_THREAD_SAFETY_ANALYSIS {
+        return stopping_ || !pending_.empty() || watch_created_ || watch_ended_;
+      });
       if (stopping_) break;
       events.swap(pending_);
       std::swap(created, watch_created_);

@@ -21,16 +21,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "group/rendezvous.h"
 #include "net/http_client.h"
@@ -103,17 +102,17 @@ class EtcdMembership {
   OnChange on_change_;
   net::HttpClient http_;
   std::string lease_;  // the lease ID (decimal), touched by Join and then the loop thread only
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::vector<Member> members_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<Member> members_ GUARDED_BY(mu_);
   Snapshot state_;  // touched by Join and then the loop thread only
   // Filled by the watch stream's callbacks, drained by the loop thread.
-  std::vector<Event> pending_;
-  bool watch_created_ = false;
-  bool watch_ended_ = false;
-  Status watch_status_;
-  Stats stats_;
+  std::vector<Event> pending_ GUARDED_BY(mu_);
+  bool watch_created_ GUARDED_BY(mu_) = false;
+  bool watch_ended_ GUARDED_BY(mu_) = false;
+  Status watch_status_ GUARDED_BY(mu_);
+  Stats stats_ GUARDED_BY(mu_);
   // The watch's own client, so cancelling its stream touches nothing else;
   // created and destroyed by the loop thread only.
   std::unique_ptr<net::HttpClient> watch_http_;

@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include <map>
-#include <mutex>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cache/block_cache.h"
 #include "group/member.h"
 
@@ -16,10 +16,10 @@ namespace {
 // member (peer endpoint, etcd lease) goes first, then the stores, then the cache.
 struct Joined {
   std::shared_ptr<cache::BlockCache> cache;
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<cache::CachedStore>> stores;  // by backend URL
-  std::shared_ptr<CacheGroup> client;                                 // a forked child's router (no self)
-  std::unique_ptr<GroupMember> member;                                // the process that joined
+  Mutex mu;
+  std::map<std::string, std::shared_ptr<cache::CachedStore>> stores GUARDED_BY(mu);  // by backend URL
+  std::shared_ptr<CacheGroup> client;   // a forked child's router (no self)
+  std::unique_ptr<GroupMember> member;  // the process that joined
 };
 
 struct Entry {
@@ -27,7 +27,7 @@ struct Entry {
   std::weak_ptr<Joined> joined;
 };
 
-std::mutex registry_mu;
+Mutex registry_mu;
 std::map<std::string, Entry>& Registry() {
   static auto* registry = new std::map<std::string, Entry>();  // leaked: children may inherit live members
   return *registry;
@@ -78,7 +78,7 @@ Result<std::shared_ptr<cache::CachedStore>> JoinGroupStore(object::ObjectStorePt
   const pid_t pid = getpid();
   std::shared_ptr<Joined> joined;
   {
-    std::lock_guard lock(registry_mu);
+    MutexLock lock(registry_mu);
     auto& registry = Registry();
     auto it = registry.find(key);
     // An entry another process made is a parent's (its threads do not exist
@@ -91,7 +91,7 @@ Result<std::shared_ptr<cache::CachedStore>> JoinGroupStore(object::ObjectStorePt
       registry[mine] = Entry{pid, joined};
     }
   }
-  std::lock_guard lock(joined->mu);
+  MutexLock lock(joined->mu);
   auto& store = joined->stores[backend->Url()];
   if (!store) {
     store = std::make_shared<cache::CachedStore>(std::move(backend), joined->cache);

@@ -161,7 +161,7 @@ GroupMember::~GroupMember() {
 
 void GroupMember::Attach(const std::shared_ptr<cache::CachedStore>& store) {
   {
-    std::lock_guard lock(attached_mu_);
+    MutexLock lock(attached_mu_);
     attached_.push_back(store);
   }
   service_->AddStore(store.get());

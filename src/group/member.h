@@ -11,10 +11,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/cached_store.h"
 #include "group/cache_group.h"
@@ -56,8 +56,8 @@ class GroupMember {
   std::unique_ptr<PeerServer> server_;
   std::shared_ptr<CacheGroup> group_;
   std::unique_ptr<EtcdMembership> etcd_;
-  std::mutex attached_mu_;
-  std::vector<std::shared_ptr<cache::CachedStore>> attached_;  // outlive server_
+  Mutex attached_mu_;
+  std::vector<std::shared_ptr<cache::CachedStore>> attached_ GUARDED_BY(attached_mu_);  // outlive server_
 };
 
 // The members of the group at `url` now, without joining: a static list as

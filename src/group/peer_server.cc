@@ -56,12 +56,12 @@ PeerService::PeerService(PeerServerOptions options)
     : options_(std::move(options)), clock_(options_.clock ? *options_.clock : RealClock()) {}
 
 void PeerService::AddStore(cache::CachedStore* store) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stores_[store->Url()] = store;
 }
 
 void PeerService::SetReaderStats(std::function<std::pair<uint64_t, uint64_t>()> hits_and_misses) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   reader_stats_ = std::move(hits_and_misses);
 }
 
@@ -70,7 +70,7 @@ PeerResponse PeerService::StatusResponse() {
   std::function<std::pair<uint64_t, uint64_t>()> reader;
   size_t stores = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [url, store] : stores_) caches.insert(&store->cache());
     reader = reader_stats_;
     stores = stores_.size();
@@ -111,7 +111,7 @@ PeerResponse PeerService::Handle(std::string_view method, std::string_view targe
   if (!req.ok()) return PeerResponse{400, {}, {}, req.status().message()};
   cache::CachedStore* store = nullptr;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = stores_.find(req->store);
     if (it != stores_.end()) store = it->second;
   }
@@ -184,20 +184,20 @@ class PeerServer::Impl {
   void Accept();
   void Stop();
   void Add(PeerConn* c, std::weak_ptr<PeerConn> w) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     conns_[c] = std::move(w);
   }
   void Remove(PeerConn* c) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     conns_.erase(c);
   }
 
   PeerService& service_;
   uint16_t port_ = 0;
   // Declared before ioc_: connections destroyed with ioc_'s queued handlers unregister here.
-  std::mutex mu_;
-  std::unordered_map<PeerConn*, std::weak_ptr<PeerConn>> conns_;
-  bool stopped_ = false;
+  Mutex mu_;
+  std::unordered_map<PeerConn*, std::weak_ptr<PeerConn>> conns_ GUARDED_BY(mu_);
+  bool stopped_ GUARDED_BY(mu_) = false;
   asio::io_context ioc_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   tcp::acceptor acceptor_;
@@ -293,7 +293,7 @@ void PeerServer::Impl::Accept() {
 void PeerServer::Impl::Stop() {
   std::vector<std::shared_ptr<PeerConn>> live;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     for (auto& [c, w] : conns_) {

@@ -17,11 +17,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "base/buffer.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/cached_store.h"
 #include "group/peer_protocol.h"
@@ -73,9 +73,9 @@ class PeerService {
  private:
   PeerServerOptions options_;
   Clock& clock_;
-  std::mutex mu_;
-  std::map<std::string, cache::CachedStore*, std::less<>> stores_;
-  std::function<std::pair<uint64_t, uint64_t>()> reader_stats_;
+  Mutex mu_;
+  std::map<std::string, cache::CachedStore*, std::less<>> stores_ GUARDED_BY(mu_);
+  std::function<std::pair<uint64_t, uint64_t>()> reader_stats_ GUARDED_BY(mu_);
   PeerResponse StatusResponse();
   std::atomic<uint64_t> served_{0}, avoided_{0}, refused_{0};
 };
