@@ -15,6 +15,7 @@ JOBS=${STRATA_JOBS:-$(nproc)}
 
 # The annotated translation units: add a file here when its class is annotated.
 FILES=(
+  src/base/buffer_pool.cc src/base/metrics.cc
   src/cache/block_cache.cc src/cache/ram_tier.cc src/cache/disk_tier.cc src/cache/cached_store.cc
   src/fs/object_fs.cc src/fs/object_fs_attr.cc src/fs/object_fs_io.cc src/fs/object_fs_prefetch.cc
   src/loader/shard_cache.cc src/loader/pipeline.cc src/loader/streaming_dataset.cc

@@ -6,11 +6,12 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
-#include <mutex>
 #include <new>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace strata {
 namespace {
@@ -54,7 +55,10 @@ class Pool {
   Pool() : limit_(DefaultIdleLimit()) {
     // fork() while another thread holds mu_ would leave the child's copy
     // locked forever: hold it across the fork instead.
-    pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); }, [] { Get().ForgetIdleInChild(); });
+    // (The lock spans the handlers, beyond what the analysis can follow.)
+    pthread_atfork([]() NO_THREAD_SAFETY_ANALYSIS { Get().mu_.lock(); },
+                   []() NO_THREAD_SAFETY_ANALYSIS { Get().mu_.unlock(); },
+                   []() NO_THREAD_SAFETY_ANALYSIS { Get().ForgetIdleInChild(); });
   }
 
   static Pool& Get() {
@@ -66,7 +70,7 @@ class Pool {
     const size_t cls = SizeClass(size, fit);
     *capacity = cls;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = idle_.find(cls);
       if (it != idle_.end() && !it->second.empty()) {
         void* block = it->second.back().block;
@@ -85,7 +89,7 @@ class Pool {
   void Release(void* block, size_t cls) {
     std::vector<std::pair<void*, size_t>> unmap;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (cls > LimitLocked()) {
         unmap.emplace_back(block, cls);
       } else {
@@ -98,14 +102,14 @@ class Pool {
   }
 
   BufferPoolStats Stats() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return {hits_, misses_, idle_bytes_, LimitLocked()};
   }
 
   void SetLimit(uint64_t bytes) {
     std::vector<std::pair<void*, size_t>> unmap;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       limit_ = bytes;
       TrimLocked(&unmap);
     }
@@ -115,7 +119,7 @@ class Pool {
   void Reserve(uint64_t bytes, bool add) {
     std::vector<std::pair<void*, size_t>> unmap;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       reserved_ = add ? reserved_ + bytes : reserved_ - std::min(reserved_, bytes);
       TrimLocked(&unmap);
     }
@@ -127,7 +131,7 @@ class Pool {
   // are copy-on-write views of the parent's, so reusing them would copy every
   // page anyway; unmapping them keeps the parent's idle memory from being
   // pinned twice (DataLoader workers). Only munmap: no allocation here.
-  void ForgetIdleInChild() {
+  void ForgetIdleInChild() RELEASE(mu_) {
     for (auto& [cls, blocks] : idle_) {
       for (const Idle& b : blocks) ::munmap(b.block, cls);
       blocks.clear();
@@ -137,10 +141,10 @@ class Pool {
   }
 
   // The bound with the live reservations; reuse off (0) stays off.
-  uint64_t LimitLocked() const { return limit_ == 0 ? 0 : limit_ + reserved_; }
+  uint64_t LimitLocked() const REQUIRES(mu_) { return limit_ == 0 ? 0 : limit_ + reserved_; }
 
   // Drops the oldest idle blocks until the idle bytes fit the limit.
-  void TrimLocked(std::vector<std::pair<void*, size_t>>* unmap) {
+  void TrimLocked(std::vector<std::pair<void*, size_t>>* unmap) REQUIRES(mu_) {
     while (idle_bytes_ > LimitLocked()) {
       auto oldest = idle_.end();
       for (auto it = idle_.begin(); it != idle_.end(); ++it) {
@@ -154,14 +158,14 @@ class Pool {
     }
   }
 
-  std::mutex mu_;
-  std::unordered_map<size_t, std::vector<Idle>> idle_;  // by size class; back = most recent
-  uint64_t idle_bytes_ = 0;
-  uint64_t limit_;
-  uint64_t reserved_ = 0;  // BufferPoolReservations alive
-  uint64_t seq_ = 0;
-  uint64_t hits_ = 0;
-  uint64_t misses_ = 0;
+  Mutex mu_;
+  std::unordered_map<size_t, std::vector<Idle>> idle_ GUARDED_BY(mu_);  // by size class; back = most recent
+  uint64_t idle_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t limit_ GUARDED_BY(mu_);
+  uint64_t reserved_ GUARDED_BY(mu_) = 0;  // BufferPoolReservations alive
+  uint64_t seq_ GUARDED_BY(mu_) = 0;
+  uint64_t hits_ GUARDED_BY(mu_) = 0;
+  uint64_t misses_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

@@ -71,14 +71,14 @@ MetricsRegistry::Family& MetricsRegistry::FamilyFor(const std::string& name, Kin
 }
 
 Counter& MetricsRegistry::GetCounter(const std::string& name, const std::string& help, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, Kind::kCounter, help).counters[labels];
   if (!slot) slot = std::make_unique<Counter>();
   return *slot;
 }
 
 Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& help, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, Kind::kGauge, help).gauges[labels];
   if (!slot) slot = std::make_unique<Gauge>();
   return *slot;
@@ -86,7 +86,7 @@ Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& hel
 
 Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::string& help, const Labels& labels,
                                          std::vector<double> bounds) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, Kind::kHistogram, help).histograms[labels];
   if (!slot) slot = std::make_unique<Histogram>(std::move(bounds));
   return *slot;
@@ -150,7 +150,7 @@ std::string EscapeHelp(const std::string& v) {
 }  // namespace
 
 std::string MetricsRegistry::RenderPrometheus() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::ostringstream os;
   for (const auto& [name, fam] : families_) {
     os << "# HELP " << name << ' ' << EscapeHelp(fam.help) << '\n';

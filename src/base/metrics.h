@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace strata {
 
@@ -82,9 +83,9 @@ class MetricsRegistry {
     std::map<Labels, std::unique_ptr<Gauge>> gauges;
     std::map<Labels, std::unique_ptr<Histogram>> histograms;
   };
-  Family& FamilyFor(const std::string& name, Kind kind, const std::string& help);
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
+  Family& FamilyFor(const std::string& name, Kind kind, const std::string& help) REQUIRES(mu_);
+  mutable Mutex mu_;
+  std::map<std::string, Family> families_ GUARDED_BY(mu_);
 };
 
 }  // namespace strata
