@@ -76,8 +76,8 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   // Lets the buffer pool keep what one step cycles (see Make).
   std::unique_ptr<BufferPoolReservation> pool_reserve_;
   mutable Mutex order_mu_;
-  mutable std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::shared_ptr<const std::vector<uint64_t>>>>
-      orders_ GUARDED_BY(order_mu_);  // ((epoch, streams), order)
+  mutable std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::shared_ptr<const std::vector<uint64_t>>>> orders_
+      GUARDED_BY(order_mu_);  // ((epoch, streams), order)
 };
 
 }  // namespace strata::loader
