@@ -285,6 +285,10 @@ void BindLoader(py::module_& m) {
         return SampleToPy(s);
       });
   m.def("_open_dataset", &Open, py::arg("url"), py::arg("options"));
+  // The prefetch memory budget those options give one iterator (ld::PrefetchBudgetBytes).
+  m.def(
+      "_prefetch_budget", [](const py::dict& options) { return ld::PrefetchBudgetBytes(ParseOptions(options)); },
+      py::arg("options"));
 }
 
 }  // namespace strata::python

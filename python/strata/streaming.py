@@ -85,7 +85,7 @@ def _worker_share(opts, num_workers):
     """A DataLoader worker's part of the rank's budgets: connections, decode threads and prefetch
     memory are the rank's, shared by its workers, so more workers never mean more of them (on
     2 cores, 4 workers each with the whole budget spent 16% more CPU per sample than 2)."""
-    prefetch = opts["prefetch_bytes"] or max(4 * opts["ram_cache"], 64 << 20)
+    prefetch = _strata._prefetch_budget(opts)
     return dict(max_connections=max(1, opts["max_connections"] // num_workers),
                 decode_threads=max(1, opts["decode_threads"] // num_workers),
                 prefetch_bytes=max(64 << 20, prefetch // num_workers))
@@ -147,8 +147,6 @@ class StreamingDataset(IterableDataset):
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
         if fetch_timeout is None or fetch_timeout < 0:
             raise ValueError(f"fetch_timeout must be >= 0 seconds (0: no bound), not {fetch_timeout!r}")
-        if verify not in ("auto", "sha256", "off"):
-            raise ValueError(f"verify must be 'auto', 'sha256' or 'off', not {verify!r}")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, not {batch_size}")
         if decode is not None and not isinstance(decode, dict):

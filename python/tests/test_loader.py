@@ -353,13 +353,14 @@ def test_stats_count_skipped_samples_waits_and_rates(dataset_url, tmp_path):
     key = data[data.index(b'{"i": ') + 6:].split(b",")[0]
     victim.write_bytes(data.replace(b'{"i": ' + key + b",", b'{"i"# ' + key + b",", 1))  # one bad JSON field
     # ...in a shard written that way: its manifest sha256 matches (else the whole shard is refused
-    # as a replaced one, before any sample is parsed). Python has no CRC-32C, so the entry drops its
-    # crc32c, as a manifest written before it was recorded: the loader then checks the sha256.
+    # as a replaced one, before any sample is parsed); its CRC-32C from the AWS CRT, as S3 computes it.
+    from awscrt import checksums
+
     manifest = json.loads((dst / "manifest.json").read_text())
     for shard in manifest["shards"]:
         if shard["name"] == victim.name:
             shard["sha256"] = hashlib.sha256(victim.read_bytes()).hexdigest()
-            del shard["crc32c"]
+            shard["crc32c"] = f"{checksums.crc32c(victim.read_bytes()):08x}"
     (dst / "manifest.json").write_text(json.dumps(manifest))
     ds = strata.StreamingDataset(str(dst), shuffle=False, retries=1, skip_corrupt=True)
     got = [s["__index__"] for s in ds]

@@ -1,6 +1,7 @@
 // strata bench train: accelerator utilisation (AU) with emulated accelerators,
 // as DLIO / MLPerf Storage measure it, fed by strata's streaming loader over
 // packed shards (cli/bench_train_engine.h has the method).
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,14 +53,10 @@ struct TrainArgs {
   bool quiet = false;
 };
 
-// This process's peak resident memory (VmHWM), in bytes; 0 if unreadable.
+// This process's peak resident memory (its VmHWM), in bytes.
 uint64_t PeakRssBytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;  // "N kB"
-  }
-  return 0;
+  rusage usage{};
+  return ::getrusage(RUSAGE_SELF, &usage) == 0 ? static_cast<uint64_t>(usage.ru_maxrss) * 1024 : 0;  // in KiB
 }
 
 // Removes a temporary directory however the command ends.
@@ -305,8 +302,7 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   // budget, or two whole batches when they are larger (always kept ahead),
   // the batch in use, and the RAM cache, which ranks of one process share.
   const uint64_t batch_bytes = plan.w.batch * plan.w.record_size;
-  const uint64_t prefetch =
-      base.prefetch_bytes ? base.prefetch_bytes : std::max<uint64_t>(4 * base.ram_cache_bytes, 64ull << 20);
+  const uint64_t prefetch = loader::PrefetchBudgetBytes(base);
   size_t most_ranks = 1;
   for (const auto& r : results) most_ranks = std::max<size_t>(most_ranks, r.accelerators);
   const uint64_t budget = most_ranks * (std::max(prefetch, 2 * batch_bytes) + batch_bytes) + base.ram_cache_bytes;

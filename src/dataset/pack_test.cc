@@ -238,7 +238,7 @@ TEST(ManifestCrc32c, MalformedIsCorruptionAndAbsentIsUnknown) {
   auto good = parse(R"(,"crc32c":"e3069283")");
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(good->shards[0].crc32c, "e3069283");
-  EXPECT_EQ(EncodeManifest(*good).find("e3069283") != std::string::npos, true);
+  EXPECT_NE(EncodeManifest(*good).find("e3069283"), std::string::npos);
   EXPECT_EQ(EncodeIndex(*good).find("crc32c"), std::string::npos);  // readers' index: no hashes
   for (const char* bad : {R"(,"crc32c":"E3069283")", R"(,"crc32c":"e306928")", R"(,"crc32c":7)"}) {
     auto r = parse(bad);

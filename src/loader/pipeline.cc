@@ -126,7 +126,7 @@ class IteratorImpl : public Iterator {
  private:
   static PrefetchLimits Limits(const StreamingOptions& o) {
     PrefetchLimits l;
-    l.budget_bytes = o.prefetch_bytes ? o.prefetch_bytes : std::max<uint64_t>(4 * o.ram_cache_bytes, 64ull << 20);
+    l.budget_bytes = PrefetchBudgetBytes(o);
     l.max_connections = std::max<size_t>(o.max_connections, 1);
     return l;
   }

@@ -159,6 +159,10 @@ Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t ind
 
 // ---- the dataset --------------------------------------------------------------
 
+uint64_t PrefetchBudgetBytes(const StreamingOptions& o) {
+  return o.prefetch_bytes ? o.prefetch_bytes : std::max<uint64_t>(4 * o.ram_cache_bytes, 64ull << 20);
+}
+
 Result<ShardVerify> ParseShardVerify(std::string_view name) {
   if (name == "auto") return ShardVerify::kAuto;
   if (name == "sha256") return ShardVerify::kSha256;

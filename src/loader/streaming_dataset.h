@@ -157,6 +157,10 @@ struct StreamingOptions {
   std::chrono::milliseconds group_deadline{2000};  // a peer fetch takes at most this long
 };
 
+// The memory budget ahead of one iterator's consumer: prefetch_bytes, or by
+// default 4 x ram_cache_bytes (at least 64 MiB).
+uint64_t PrefetchBudgetBytes(const StreamingOptions& options);
+
 // A decoded field. Exactly one of the members is meaningful, by `kind`.
 struct Value {
   Decode kind = Decode::kRaw;
