@@ -36,7 +36,8 @@ struct TrainArgs {
   std::string emulate;  // empty: ttfb=30ms,bw=25MB/s for a generated dataset, none for --url
   uint64_t samples = 0, samples_per_file = 0, batch = 0;
   std::string record_size;
-  double compute_time = -1, threshold = -1;
+  std::string compute_time;  // a duration (base/units.h); a bare number is seconds
+  double threshold = -1;
   uint64_t epochs = 2;
   std::string accelerators;
   size_t max_accelerators = 64, min_accelerators = 1;
@@ -100,7 +101,7 @@ Plan MakePlan(const TrainArgs& a) {
   if (!a.record_size.empty()) p.w.record_size = Check(ParseSize(a.record_size), kCmd, "--record-size");
   if (a.samples_per_file) p.w.samples_per_file = a.samples_per_file;
   if (a.batch) p.w.batch = a.batch;
-  if (a.compute_time >= 0) p.compute_s = a.compute_time;
+  if (!a.compute_time.empty()) p.compute_s = Seconds(Check(ParseDuration(a.compute_time), kCmd, "--compute-time"));
   p.threshold = a.threshold >= 0 ? a.threshold / 100.0 : p.w.threshold;
   if (p.threshold <= 0 || p.threshold > 1)
     Fail(kCmd, "--threshold", InvalidArgumentError("expected a percentage in (0, 100]"));
@@ -380,7 +381,8 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--record-size", a->record_size, "Bytes per sample (default: the workload's)");
   sub->add_option("--samples-per-file", a->samples_per_file, "Samples per shard (default: the workload's)");
   sub->add_option("--batch", a->batch, "Batch size per accelerator (default: the workload's)");
-  sub->add_option("--compute-time", a->compute_time, "Seconds of emulated compute per batch (default: published)");
+  sub->add_option("--compute-time", a->compute_time,
+                  "Emulated compute per batch, e.g. 0.224 (seconds) or 224ms (default: published)");
   sub->add_option("--epochs", a->epochs, "Epochs per N (epoch 1 cold, later ones warm)")->capture_default_str();
   sub->add_option("--accelerators", a->accelerators, "Comma list of N, e.g. 1,2,4,8 (default: 1,2,4,... to max)");
   sub->add_option("--max-accelerators", a->max_accelerators, "Largest N of the default sweep")->capture_default_str();
