@@ -34,6 +34,7 @@ TEST(CkptGroupProcessTest, ThreeNodesPullFromRgwAndNginxSeesEachShardByteOnce) {
   fs::remove_all(dir);
   fs::create_directories(dir / "sync");
   std::ofstream(dir / "secret") << kSecret << "\n";
+  fs::permissions(dir / "secret", fs::perms::owner_read | fs::perms::owner_write);  // a secret file must be private
 
   auto rgw = strata::testing::S3TestServer::Start(strata::testing::S3TestServer::Kind::kRgw);
   ASSERT_TRUE(rgw.ok()) << rgw.status();

@@ -85,6 +85,7 @@ class GroupServeTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "secret") << kSecret << "\n";
+    fs::permissions(dir_ / "secret", fs::perms::owner_read | fs::perms::owner_write);  // a secret file must be private
   }
   void TearDown() override {
     for (auto& m : members_) {
@@ -310,10 +311,10 @@ TEST_F(GroupServeTest, WarmSpreadsTheDatasetAndCacheGroupShowsTheMembers) {
     group += (i ? "," : "") + peers[i];
   }
   for (int i = 0; i < 3; ++i) {
-    auto r =
-        testing::RunCommand({Strata(), "warm", backend, "--cache-dir", (dir_ / ("cache" + std::to_string(i))).string(),
-                             "--cache-group", group, "--peer-listen", peers[i]},
-                            rgw_->ClientEnv());
+    auto r = testing::RunCommand(
+        {Strata(), "warm", backend, "--cache-dir", (dir_ / ("cache" + std::to_string(i))).string(), "--cache-group",
+         group, "--peer-listen", peers[i], "--group-secret-file", (dir_ / "secret").string()},
+        rgw_->ClientEnv());
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
   }

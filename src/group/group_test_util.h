@@ -25,6 +25,17 @@ namespace strata::group {
 
 namespace fs = std::filesystem;
 constexpr uint64_t kBlock = 1 << 20;
+constexpr char kGroupSecret[] = "group-test-secret-0123456789abcdef";
+
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds deadline) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a condition, with a deadline
+  }
+  return pred();
+}
 
 // Counts GETs per (key, range offset): "each block left the bucket once" is
 // that every count is 1.
@@ -95,7 +106,7 @@ class GroupTest : public ::testing::Test {
     bucket_->mu.unlock();
   }
 
-  void StartNodes(int n, std::string secret = "group-secret",
+  void StartNodes(int n, std::string secret = kGroupSecret,
                   std::chrono::milliseconds deadline = std::chrono::seconds(10), bool static_members = true) {
     for (int i = 0; i < n; ++i) {
       auto node = std::make_unique<Node>();
@@ -154,7 +165,7 @@ class GroupTest : public ::testing::Test {
     }
   }
 
-  // Index of the member owning block `index` of `key`.
+  // Index of the member owning block `index` of `key` (the ownership node 0 computes).
   int OwnerIndex(const std::string& key, uint64_t index) {
     cache::BlockId id{bucket_->Url(), key, "", kBlock, index};
     auto info = bucket_->Head(key);
