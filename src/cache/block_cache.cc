@@ -30,6 +30,8 @@ Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskO
     d.clock = cache->options_.clock;
     d.direct_io = cache->options_.direct_io;
     d.read_only = cache->options_.read_only;
+    d.sealer = cache->options_.sealer;
+    d.headers_only = cache->options_.headers_only;
     STRATA_ASSIGN_OR_RETURN(cache->disk_, DiskTier::Open(d, &cache->metrics_, report));
     cache->disk_->Repin([c = cache.get()](const BlockId& id) { return c->IsPinned(id); });
   }

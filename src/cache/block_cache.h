@@ -45,15 +45,17 @@ struct CacheOptions {
   uint64_t ram_bytes = 1ull << 30;  // 0 disables the RAM tier
   std::string dir;                  // empty: no disk tier
   uint64_t disk_bytes = 10ull << 30;
-  double high_watermark = 0.95;              // disk eviction starts above this fraction...
-  double low_watermark = 0.85;               // ...and frees down to this one
-  Duration ttl{0};                           // blocks older than this are misses; 0: never expire
-  std::vector<std::string> pinned_prefixes;  // object keys never evicted
-  bool write_through = true;                 // write fills to disk at once (else only on demotion)
-  bool direct_io = false;                    // read disk blocks with O_DIRECT
-  bool read_only = false;                    // inspect a directory another process owns
-  io::FileSystem* fs = nullptr;              // default: DefaultFileSystem()
-  Clock* clock = nullptr;                    // default: RealClock() (TTL uses WallNow)
+  double high_watermark = 0.95;               // disk eviction starts above this fraction...
+  double low_watermark = 0.85;                // ...and frees down to this one
+  Duration ttl{0};                            // blocks older than this are misses; 0: never expire
+  std::vector<std::string> pinned_prefixes;   // object keys never evicted
+  bool write_through = true;                  // write fills to disk at once (else only on demotion)
+  bool direct_io = false;                     // read disk blocks with O_DIRECT
+  bool read_only = false;                     // inspect a directory another process owns
+  std::shared_ptr<const BlockSealer> sealer;  // encrypts the disk tier's blocks (block_sealer.h); null: clear
+  bool headers_only = false;                  // a sealed directory without its key: evict and check only
+  io::FileSystem* fs = nullptr;               // default: DefaultFileSystem()
+  Clock* clock = nullptr;                     // default: RealClock() (TTL uses WallNow)
 };
 
 struct GetBlockOptions {

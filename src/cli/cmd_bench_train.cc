@@ -196,6 +196,7 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   if (!a.prefetch_bytes.empty()) base.prefetch_bytes = Check(ParseSize(a.prefetch_bytes), kCmd, "--prefetch-bytes");
   base.cache_limit_bytes = a.cache.disk_bytes;
   base.ram_cache_bytes = a.cache.ram_bytes;
+  base.cache_encryption_key_file = a.cache.encryption_key_file;  // a temporary cache root is encrypted too
 
   TempDir temp;
   object::ObjectStorePtr store;

@@ -144,6 +144,7 @@ void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
   co.dir = c.dir;
   co.disk_bytes = c.disk_bytes;
   co.block_size = c.block_size;
+  co.sealer = CacheSealer(cmd, c, c.dir);
   object::CloudProfile profile;
   if (!a.emulate.empty()) profile = Check(object::ParseCloudProfile(a.emulate), cmd, "--emulate");
   if (!a.log_level.empty()) SetLogLevel(a.log_level);

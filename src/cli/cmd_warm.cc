@@ -86,6 +86,7 @@ void RunWarm(const WarmArgs& args, const CacheSettings& c) {
   options.disk_bytes = c.disk_bytes;
   options.block_size = c.block_size;
   options.ram_bytes = 0;  // warming targets the disk; RAM would only hold a copy
+  options.sealer = CacheSealer(cmd, c, c.dir);
   auto cache = Check(cache::BlockCache::Open(options), cmd, c.dir);
   cache::CachedStoreOptions store_options;
   store_options.readahead_threads = 0;

@@ -27,6 +27,11 @@ constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'H', 'C', '0', '1'};
 constexpr uint64_t kFixedHeader = 8 + 8 + 8 + 4;
 constexpr std::string_view kSuffix = ".shard";
 
+// What a sealed shard file's data is bound to: the shard it is and the dataset's content.
+std::string SealAad(const std::string& key, uint64_t size, const std::string& content_id) {
+  return "strata shard v1\n" + key + "\n" + std::to_string(size) + "\n" + content_id;
+}
+
 void RaiseTo(std::atomic<uint64_t>& bound, uint64_t v) {
   uint64_t cur = bound.load();
   while (v > cur && !bound.compare_exchange_weak(cur, v)) {
@@ -191,6 +196,14 @@ Result<std::shared_ptr<ShardCache>> ShardCache::Open(object::ObjectStorePtr stor
   if (!options.dir.empty()) {
     Status s = cache->fs_.CreateDirs(options.dir);
     if (!s.ok()) return s.WithContext("creating the loader's cache directory " + options.dir);
+    auto holds_shards = [&] {
+      auto entries = cache->fs_.ListDir(options.dir);
+      return entries.ok() && std::any_of(entries->begin(), entries->end(), [](const io::DirEntry& e) {
+               return std::string_view(e.name).ends_with(kSuffix);
+             });
+    };
+    STRATA_RETURN_IF_ERROR(
+        cache::CheckSealedDir(cache->fs_, options.dir, options.sealer.get(), {}, holds_shards).status());
     cache->SweepDeadTemps();
   }
   return cache;
@@ -635,7 +648,7 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   auto file = fs_.OpenForRead(path);
   if (!file.ok()) return file.status();
   const std::string& key = keys_[shard];
-  uint64_t expect = kFixedHeader + key.size() + sizes_[shard];
+  uint64_t expect = kFixedHeader + key.size() + sizes_[shard] + SealOverhead();
   auto size = (*file)->Size();
   Result<Buffer> data = size.ok() && *size == expect ? (*file)->Read(0, expect) : Result<Buffer>(Buffer());
   bool good = data.ok() && data->size() == expect && std::memcmp(data->data(), kMagic, 8) == 0;
@@ -645,7 +658,12 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
            std::memcmp(p + kFixedHeader, key.data(), key.size()) == 0;
     if (good) {
       Buffer body = data->Slice(kFixedHeader + key.size());
-      if (XxHash3(body.data(), body.size()) == DecodeFixed64(p + 16)) return body;
+      if (XxHash3(body.data(), body.size()) == DecodeFixed64(p + 16)) {
+        if (!options_.sealer) return body;
+        auto plain = Unseal(shard, body);
+        if (plain.ok()) return plain;
+        STRATA_LOG_WARN("loader cache: {}: {}", path, plain.status().ToString());
+      }
       good = false;
     }
   }
@@ -667,7 +685,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     return generation_[shard] != generation;
   };
   const std::string& key = keys_[shard];
-  uint64_t need = kFixedHeader + key.size() + data.size();
+  uint64_t need = kFixedHeader + key.size() + data.size() + SealOverhead();
   if (need > disk_bytes_) return;
   MutexLock disk(disk_mu_);
   // Caches in other processes (DataLoader workers) share the directory and
@@ -722,19 +740,42 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     }
   }
   if (used + need > disk_bytes_ || stale()) return;
+  Result<Buffer> stored = options_.sealer ? Seal(shard, data) : Result<Buffer>(data);
+  if (!stored.ok()) {
+    STRATA_LOG_WARN("loader cache: could not seal {}: {}", key, stored.status().ToString());
+    return;
+  }
   std::string header(kMagic, 8);
   PutFixed64(&header, data.size());
-  PutFixed64(&header, XxHash3(data.data(), data.size()));
+  PutFixed64(&header, XxHash3(stored->data(), stored->size()));
   PutFixed32(&header, key.size());
   header += key;
   // Header and body written one after the other: no copy of the shard to join them.
-  Status s = io::WriteFileAtomic(fs_, options_.dir + "/" + name, {Buffer::FromString(header), data});
+  Status s = io::WriteFileAtomic(fs_, options_.dir + "/" + name, {Buffer::FromString(header), *stored});
   if (!s.ok()) {
     STRATA_LOG_WARN("loader cache: could not keep {} on disk: {}", key, s.ToString());
     return;
   }
   MutexLock lock(mu_);
   counters_.disk_bytes = used + need;
+}
+
+Result<Buffer> ShardCache::Seal(size_t shard, const Buffer& data) const {
+  const size_t n = data.size() + cache::BlockSealer::kOverhead;
+  std::shared_ptr<uint8_t> out = BufferPoolAllocate(n);
+  STRATA_RETURN_IF_ERROR(options_.sealer->Seal(SealAad(keys_[shard], data.size(), options_.content_id), data.data(),
+                                               data.size(), out.get()));
+  uint8_t* p = out.get();
+  return Buffer::Wrap(std::move(out), p, n);
+}
+
+Result<Buffer> ShardCache::Unseal(size_t shard, const Buffer& stored) const {
+  const size_t n = stored.size() - cache::BlockSealer::kOverhead;
+  // In place, in the buffer LoadFromDisk just read (no other holder).
+  uint8_t* plain = const_cast<uint8_t*>(stored.data()) + kGcmNonceBytes;
+  STRATA_RETURN_IF_ERROR(
+      options_.sealer->Open(SealAad(keys_[shard], n, options_.content_id), stored.data(), stored.size(), plain));
+  return stored.Slice(kGcmNonceBytes, n);
 }
 
 }  // namespace strata::loader

@@ -5,7 +5,8 @@
 // Every byte served is verified: a fetch must return the index's size and
 // one ETag across all its ranged parts; disk files carry a header (magic,
 // key, size, XXH3 of the data) checked on every load, and a mismatch is a
-// miss (the file is removed, the shard refetched). Bytes so checked are
+// miss (the file is removed, the shard refetched); with a sealer the data is
+// encrypted at rest and its GCM tag checked too. Bytes so checked are
 // passed to the parser as verified, which then skips the format's per-record
 // CRCs (one verification per byte, not two); bytes from the store are
 // verified by those CRCs before their disk copy is written (GetParsed parses
@@ -56,6 +57,7 @@
 #include "base/mutex.h"
 #include "base/single_flight.h"
 #include "base/status.h"
+#include "cache/block_sealer.h"
 #include "dataset/manifest.h"
 #include "io/file_system.h"
 #include "object/object_store.h"
@@ -100,6 +102,10 @@ struct ShardCacheOptions {
   // hung store holds neither the caller nor the cache's destruction).
   // 0: wait as long as the store's own timeouts.
   std::chrono::milliseconds fetch_timeout{60000};
+  // Seals shard files at rest (cache/block_sealer.h: AES-256-GCM, the file's
+  // key, size and content id authenticated with it); null: clear. A
+  // directory sealed with one key opens with that key only.
+  std::shared_ptr<const cache::BlockSealer> sealer;
 };
 
 struct ShardFetch {
@@ -206,6 +212,10 @@ class ShardCache {
   Result<Buffer> LoadFromDisk(size_t shard);
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
   void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
+  // Encryption at rest (options_.sealer): a file's data sealed, and opened back.
+  uint64_t SealOverhead() const { return options_.sealer ? cache::BlockSealer::kOverhead : 0; }
+  Result<Buffer> Seal(size_t shard, const Buffer& data) const;
+  Result<Buffer> Unseal(size_t shard, const Buffer& stored) const;  // in place: `stored` is held nowhere else
   // StoreToDisk now, or queued for the writer thread (async_disk_writes); `lock` is held until written.
   void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<io::FileLock> lock);
   void WriteLoop();

@@ -299,6 +299,9 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   co.max_part_size = std::max(co.max_part_size, co.min_part_size);
   co.fs = options.fs;
   co.clock = options.clock;
+  if (!options.cache_encryption_key_file.empty()) {
+    STRATA_ASSIGN_OR_RETURN(co.sealer, cache::BlockSealer::FromKeyFile(options.cache_encryption_key_file));
+  }
   object::ObjectStorePtr shard_store = store;
   if (!options.cache_group.empty()) {
     group::GroupStoreOptions go;
@@ -310,6 +313,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
     go.cache_dir = options.cache_dir.empty() ? "" : options.cache_dir + "/group";
     go.disk_bytes = options.cache_limit_bytes;
     go.ram_bytes = options.ram_cache_bytes;
+    go.sealer = co.sealer;
     auto joined = group::JoinGroupStore(store, go);
     if (!joined.ok()) return joined.status().WithContext("joining cache group " + options.cache_group);
     shard_store = std::move(*joined);
@@ -320,7 +324,8 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
     // differs in. A group's readers share only with readers of that group,
     // and a reader asking for another check (verify) gets a cache doing it.
     std::string identity = store->Url() + "\n" + prefix + "\n" + co.content_id + "\n" + options.cache_dir + "\n" +
-                           options.cache_group + "\nverify " + std::to_string(static_cast<int>(options.verify));
+                           options.cache_group + "\nverify " + std::to_string(static_cast<int>(options.verify)) +
+                           "\nkey " + (co.sealer ? co.sealer->key_id() : "none");
     STRATA_ASSIGN_OR_RETURN(d->cache_,
                             ShardCache::OpenShared(identity, shard_store, std::move(keys), std::move(sizes), co));
   } else {

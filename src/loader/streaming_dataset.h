@@ -75,6 +75,10 @@ struct StreamingOptions {
   uint64_t cache_limit_bytes = 16ull << 30;
   uint64_t ram_cache_bytes = 256ull << 20;
   bool share_cache = true;
+  // A 32-byte key file (mode 0600): shard files in cache_dir, and the group
+  // member's blocks in cache_dir/group, are encrypted at rest with it
+  // (cache/block_sealer.h). Empty: clear.
+  std::string cache_encryption_key_file;
 
   Shuffle shuffle = Shuffle::kWindow;
   uint64_t seed = 0;
