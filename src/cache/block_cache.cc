@@ -31,6 +31,14 @@ Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskO
     d.direct_io = cache->options_.direct_io;
     d.read_only = cache->options_.read_only;
     STRATA_ASSIGN_OR_RETURN(cache->disk_, DiskTier::Open(d, &cache->metrics_, report));
+    // Metadata is a convenience: a journal that cannot be opened costs revalidations, not the cache.
+    io::FileSystem& fs = cache->options_.fs ? *cache->options_.fs : io::DefaultFileSystem();
+    auto journal = MetaJournal::Open(fs, io::JoinPath(d.dir, "meta.journal"), d.read_only);
+    if (journal.ok()) {
+      cache->journal_ = std::move(journal).value();
+    } else {
+      STRATA_LOG_WARN("cache: object metadata of {} not kept across restarts: {}", d.dir, journal.status().ToString());
+    }
     cache->disk_->Repin([c = cache.get()](const BlockId& id) { return c->IsPinned(id); });
   }
   return cache;

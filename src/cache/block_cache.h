@@ -33,6 +33,7 @@
 #include "base/status.h"
 #include "cache/cache_metrics.h"
 #include "cache/disk_tier.h"
+#include "cache/meta_journal.h"
 #include "cache/ram_tier.h"
 #include "io/file_system.h"
 
@@ -90,6 +91,8 @@ class BlockCache {
   CacheMetrics& metrics() { return metrics_; }
   const CacheOptions& options() const { return options_; }
   DiskTier* disk() { return disk_.get(); }
+  // What CachedStores know of objects, kept beside the disk tier (null without one).
+  MetaJournal* journal() { return journal_.get(); }
   RamTier& ram() { return *ram_; }
 
  private:
@@ -110,6 +113,7 @@ class BlockCache {
   CacheMetrics metrics_;
   std::unique_ptr<RamTier> ram_;
   std::unique_ptr<DiskTier> disk_;
+  std::unique_ptr<MetaJournal> journal_;
   SingleFlight<BlockHash, Result<Buffer>, BlockHashHasher> flights_;
   mutable Mutex pin_mu_;
   std::vector<std::string> pins_ GUARDED_BY(pin_mu_);
