@@ -237,7 +237,7 @@ void DiskTier::DropLocked(const BlockHash& key, bool evicted) {
   if (!options_.read_only) fs_.Remove(PathOf(h)).IgnoreError();
 }
 
-bool DiskTier::MakeRoomLocked(uint64_t need) {
+bool DiskTier::MakeRoomLocked(uint64_t need, const EvictFilter& may_evict, bool* refused) {
   const uint64_t cap = options_.capacity_bytes;
   const auto high = static_cast<uint64_t>(cap * options_.high_watermark);
   const auto low = static_cast<uint64_t>(cap * options_.low_watermark);
@@ -247,18 +247,28 @@ bool DiskTier::MakeRoomLocked(uint64_t need) {
   while (index_.bytes() + reserved_ > target) {
     auto* victim = index_.Victim();
     if (!victim) break;
+    if (may_evict && !may_evict(victim->hash)) {
+      if (refused) *refused = true;
+      break;
+    }
     DropLocked(victim->hash, true);
   }
   return index_.bytes() + reserved_ + need <= cap;
 }
 
-Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned) {
+Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned, const EvictFilter& may_evict) {
   if (options_.read_only) return NotSupportedError("cache directory opened read-only");
   const uint64_t need = FileBytes(block.data.size());
   {
     MutexLock lock(mu_);
     if (index_.Find(h)) return Status::Ok();
-    if (need > options_.capacity_bytes || !MakeRoomLocked(need)) {
+    bool refused = false;
+    if (need > options_.capacity_bytes || !MakeRoomLocked(need, may_evict, &refused)) {
+      if (refused) {
+        metrics_->Inc(CacheCounter::kDiskNotAdmitted);
+        return NoSpaceError("cache directory " + options_.dir + " is full of blocks read as often as this one of " +
+                            block.id.key + ": not admitted");
+      }
       metrics_->Inc(CacheCounter::kDiskWriteSkipped);
       return NoSpaceError("no room in cache directory " + options_.dir + " for a block of " + block.id.key);
     }
