@@ -145,19 +145,20 @@ Result<Buffer> BlockCache::Fill(const BlockHash& h, const BlockId& id, uint64_t 
   }
   if (!options.prefetch) metrics_.Inc(CacheCounter::kMisses);
   metrics_.Inc(CacheCounter::kBytesFromBackend, length);
-  Store(h, CachedBlock{id, *fetched, NowMs(), options.prefetch, options.ram_only}, options.ram_only);
+  Store(h, CachedBlock{id, *fetched, NowMs(), options.prefetch, options.ram_only}, options);
   return fetched;
 }
 
-void BlockCache::Store(const BlockHash& h, CachedBlock block, bool ram_only) {
+void BlockCache::Store(const BlockHash& h, CachedBlock block, const GetBlockOptions& options) {
   const bool pinned = IsPinned(block.id);
-  if (ram_only) {
+  if (options.ram_only) {
     std::vector<CachedBlock> evicted;
     if (ram_->Put(h, std::move(block), pinned, &evicted)) Demote(std::move(evicted));
     return;
   }
-  const bool write = disk_ && !options_.read_only && (options_.write_through || options_.ram_bytes == 0);
-  if (write) WriteToDisk(h, block, pinned);
+  const bool write =
+      disk_ && !options_.read_only && (options_.write_through || options_.ram_bytes == 0 || options.warm);
+  if (write) WriteToDisk(h, block, pinned, options.warm);
   std::vector<CachedBlock> evicted;
   if (ram_->Put(h, block, pinned, &evicted)) {
     Demote(std::move(evicted));
@@ -180,15 +181,15 @@ void BlockCache::Demote(std::vector<CachedBlock> evicted) {
 
 // Evicts for the new block only blocks read less often lately (no filter
 // without admission: LRU).
-Status BlockCache::WriteAdmitted(const BlockHash& h, const CachedBlock& block, bool pinned) {
-  if (!sketch_) return disk_->Write(h, block, pinned);
+Status BlockCache::WriteAdmitted(const BlockHash& h, const CachedBlock& block, bool pinned, bool warm) {
+  if (!sketch_ || warm) return disk_->Write(h, block, pinned);
   const uint32_t freq = sketch_->Estimate(h.lo);
   return disk_->Write(h, block, pinned, [&](const BlockHash& victim) { return sketch_->Estimate(victim.lo) < freq; });
 }
 
-void BlockCache::WriteToDisk(const BlockHash& h, const CachedBlock& block, bool pinned) {
-  if (!writer_) {
-    Status st = WriteAdmitted(h, block, pinned);
+void BlockCache::WriteToDisk(const BlockHash& h, const CachedBlock& block, bool pinned, bool warm) {
+  if (!writer_ || warm) {
+    Status st = WriteAdmitted(h, block, pinned, warm);
     if (!st.ok()) STRATA_LOG_DEBUG("cache: block of {} not written to disk: {}", block.id.key, st.ToString());
     return;
   }

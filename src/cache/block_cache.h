@@ -78,6 +78,10 @@ struct CacheOptions {
 struct GetBlockOptions {
   bool prefetch = false;  // a read-ahead fill: counted separately, hit-tracked
   bool ram_only = false;  // a fill owned by another group member: never written to disk
+  // An explicit warm-up (`strata warm`): the fill is written to disk before
+  // Get returns (back-pressure, nothing dropped) and admitted whatever the
+  // frequency rule says (the caller asked for these blocks).
+  bool warm = false;
 };
 
 class BlockCache {
@@ -123,17 +127,17 @@ class BlockCache {
   bool Expired(int64_t created_ms) const;
   int64_t NowMs() const;
   // Inserts into RAM (demoting what falls out) and writes through to disk.
-  void Store(const BlockHash& h, CachedBlock block, bool ram_only = false);
+  void Store(const BlockHash& h, CachedBlock block, const GetBlockOptions& options);
   void Demote(std::vector<CachedBlock> evicted);
   // A block for the disk: queued behind the reader (or written inline without a queue).
-  void WriteToDisk(const BlockHash& h, const CachedBlock& block, bool pinned);
+  void WriteToDisk(const BlockHash& h, const CachedBlock& block, bool pinned, bool warm = false);
   struct PendingWrite {
     CachedBlock block;
     bool pinned = false;
     bool cancelled = false;  // the object was written or evicted meanwhile: drop, do not keep
   };
   void WritePending(const BlockHash& h, const std::shared_ptr<PendingWrite>& p);
-  Status WriteAdmitted(const BlockHash& h, const CachedBlock& block, bool pinned);
+  Status WriteAdmitted(const BlockHash& h, const CachedBlock& block, bool pinned, bool warm = false);
   std::optional<Buffer> PendingData(const BlockHash& h, uint64_t length);
   void CancelPending(const std::function<bool(const BlockId&)>& pred);
   Result<Buffer> Fill(const BlockHash& h, const BlockId& id, uint64_t length, const Fetcher& fetch,

@@ -116,10 +116,11 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const object::Obj
 }
 
 Result<Buffer> CachedStore::GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
-                                     bool prefetch) {
+                                     bool prefetch, bool warm) {
   uint64_t length = BlockLength(info, index);
   GetBlockOptions o;
   o.prefetch = prefetch;
+  o.warm = warm;
   BlockId id = MakeBlockId(key, info, index);
   if (router_ && router_->Remote(id)) {
     o.ram_only = true;
@@ -339,7 +340,7 @@ Result<uint64_t> CachedStore::Warm(std::string_view key_view) {
   Status first_error;
   ParallelFor(blocks, options_.max_parallel_blocks, [&](size_t i) {
     if (cache_->Contains(MakeBlockId(key, info, i))) return;
-    auto r = GetBlock(key, info, i, false);
+    auto r = GetBlock(key, info, i, false, /*warm=*/true);
     std::lock_guard lock(mu);
     if (!r.ok() && first_error.ok()) first_error = r.status();
   });

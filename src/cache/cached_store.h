@@ -113,7 +113,9 @@ class CachedStore : public object::StoreWrapper {
   // mtime), with no metadata request: serves cached blocks while the backend
   // cannot answer. Blocks still missing are fetched with If-Match its ETag.
   Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key, const object::ObjectInfo& known);
-  // Fills the cache with every block of `key` (no read-ahead); returns its size.
+  // Fills the cache with every block of `key` (no read-ahead); returns its
+  // size. Blocks are on disk when it returns, admitted whatever the frequency
+  // rule says (an explicit warm-up; block_cache.h).
   Result<uint64_t> Warm(std::string_view key);
   // Fetches [0, min(size, max_bytes)) of one known version into the cache in
   // the background (read-ahead's pool and global budget: what does not fit
@@ -223,7 +225,8 @@ class CachedStore : public object::StoreWrapper {
   // The bytes [begin, end) of one version of an object.
   Result<Buffer> ReadRange(const std::string& key, const object::ObjectInfo& info, uint64_t begin, uint64_t end);
   Result<Buffer> FetchBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, uint64_t length);
-  Result<Buffer> GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch);
+  Result<Buffer> GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch,
+                          bool warm = false);
   BlockId MakeBlockId(const std::string& key, const object::ObjectInfo& info, uint64_t index) const;
   uint64_t BlockLength(const object::ObjectInfo& info, uint64_t index) const;
   void Readahead(const std::string& key, const object::ObjectInfo& info, ReadaheadState& state, uint64_t begin,
