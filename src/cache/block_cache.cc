@@ -34,6 +34,7 @@ Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskO
     d.fs = cache->options_.fs;
     d.clock = cache->options_.clock;
     d.direct_io = cache->options_.direct_io;
+    d.read_part_bytes = cache->options_.disk_read_part_bytes;
     d.read_only = cache->options_.read_only;
     STRATA_ASSIGN_OR_RETURN(cache->disk_, DiskTier::Open(d, &cache->metrics_, report));
     // Metadata is a convenience: a journal that cannot be opened costs revalidations, not the cache.

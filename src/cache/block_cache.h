@@ -69,7 +69,10 @@ struct CacheOptions {
   // A full disk tier admits a block only if it was read more often lately
   // than the block it would evict (TinyLFU); false: always (plain LRU).
   bool disk_admission = true;
-  bool direct_io = false;        // read disk blocks with O_DIRECT
+  bool direct_io = false;  // read disk blocks with O_DIRECT
+  // Parts of one disk block read in flight at once (io_uring), its data
+  // hashed as they land; 0: one read (queue depth 1 for a lone reader).
+  uint64_t disk_read_part_bytes = 1ull << 20;
   bool read_only = false;        // inspect a directory another process owns
   io::FileSystem* fs = nullptr;  // default: DefaultFileSystem()
   Clock* clock = nullptr;        // default: RealClock() (TTL uses WallNow)

@@ -142,7 +142,7 @@ Status DiskTier::CheckFile(const std::string& path, const std::string& expected_
   return Status::Ok();
 }
 
-Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total) {
+Result<DiskTier::FileData> DiskTier::ReadFile(const std::string& path, uint64_t total) {
   std::unique_ptr<io::RandomAccessFile> file;
   size_t read_size = total;
   if (options_.direct_io) {
@@ -162,14 +162,22 @@ Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total) {
   // pool (a fresh 4 MiB block costs ~1000 page faults), at its exact size
   // since the RAM tier may keep it.
   std::shared_ptr<uint8_t> buf = BufferPoolAllocate(read_size, BufferFit::kExact);
-  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAt(0, read_size, buf.get()));
+  uint8_t* data = buf.get();
+  // The data is hashed as it lands, while the rest is still being read.
+  XxHash3Hasher hasher;
+  uint64_t hashed = kBlockHeaderSize;
+  auto landed = [&](size_t bytes) {
+    const uint64_t end = std::min<uint64_t>(bytes, total);
+    if (end > hashed) hasher.Update(data + hashed, end - hashed);
+    hashed = std::max(hashed, end);
+  };
+  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAtParts(0, read_size, data, options_.read_part_bytes, landed));
   // A longer file is as wrong as a shorter one: it is not the block we wrote.
   if (n != total) {
     return CorruptionError("block file " + path + " has " + std::to_string(n) + " bytes, expected " +
                            std::to_string(total));
   }
-  uint8_t* data = buf.get();
-  return Buffer::Wrap(std::move(buf), data, n);
+  return FileData{Buffer::Wrap(std::move(buf), data, n), hasher.Digest()};
 }
 
 Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64_t length) {
@@ -184,19 +192,19 @@ Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64
     }
   }
   std::string path = PathOf(h);
-  auto data = ReadFile(path, FileBytes(length));
+  auto file = ReadFile(path, FileBytes(length));
   Status failure;
   CachedBlock block;
-  if (!data.ok()) {
-    failure = data.status();
+  if (!file.ok()) {
+    failure = file.status();
   } else {
-    auto header = DecodeBlockHeader(data->data(), kBlockHeaderSize);
-    Buffer payload = data->Slice(kBlockHeaderSize);
+    auto header = DecodeBlockHeader(file->data.data(), kBlockHeaderSize);
+    Buffer payload = file->data.Slice(kBlockHeaderSize);
     if (!header.ok()) {
       failure = header.status();
     } else if (!(header->id == id) || header->length != length) {
       failure = CorruptionError("block file header names another block");
-    } else if (XxHash3(payload.data(), payload.size()) != header->data_hash) {
+    } else if (file->data_hash != header->data_hash) {
       failure = CorruptionError("block data checksum mismatch");
     } else {
       block.id = id;
@@ -360,17 +368,16 @@ VerifyReport DiskTier::Verify(bool drop_bad) {
     ++report.checked;
     BlockHash h = HashBlockId(info.id);
     Status st;
-    auto data = ReadFile(info.path, FileBytes(info.length));
-    if (!data.ok()) {
-      st = data.status();
+    auto file = ReadFile(info.path, FileBytes(info.length));
+    if (!file.ok()) {
+      st = file.status();
     } else {
-      auto header = DecodeBlockHeader(data->data(), kBlockHeaderSize);
-      Buffer payload = data->Slice(kBlockHeaderSize);
+      auto header = DecodeBlockHeader(file->data.data(), kBlockHeaderSize);
       if (!header.ok())
         st = header.status();
       else if (!(header->id == info.id))
         st = CorruptionError("header names another block");
-      else if (XxHash3(payload.data(), payload.size()) != header->data_hash)
+      else if (file->data_hash != header->data_hash)
         st = CorruptionError("checksum mismatch");
     }
     if (st.ok()) {

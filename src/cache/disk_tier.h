@@ -55,7 +55,11 @@ struct DiskTierOptions {
   io::FileSystem* fs = nullptr;  // default: DefaultFileSystem()
   Clock* clock = nullptr;        // times Open's scan (DiskOpenReport::seconds); default: RealClock()
   bool direct_io = false;        // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
-  bool read_only = false;        // no lock, no writes, no cleanup (inspection beside a running owner)
+  // A block is read as parts of this size all in flight at once (io_uring;
+  // one read where the kernel refuses it), its data hashed as they land.
+  // 0: one read. With O_DIRECT a lone reader otherwise waits at queue depth 1.
+  uint64_t read_part_bytes = 1ull << 20;
+  bool read_only = false;  // no lock, no writes, no cleanup (inspection beside a running owner)
 };
 
 struct DiskOpenReport {
@@ -132,7 +136,11 @@ class DiskTier {
   bool MakeRoomLocked(uint64_t need, const EvictFilter& may_evict = {}, bool* refused = nullptr) REQUIRES(mu_);
   void DropLocked(const BlockHash& h, bool evicted) REQUIRES(mu_);
   Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);
-  Result<Buffer> ReadFile(const std::string& path, uint64_t total);
+  struct FileData {
+    Buffer data;             // the whole file: header page, then the block's bytes
+    uint64_t data_hash = 0;  // XxHash3 of the bytes after the header
+  };
+  Result<FileData> ReadFile(const std::string& path, uint64_t total);
   Status EnsureLayout();
 
   const DiskTierOptions options_;
