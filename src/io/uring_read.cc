@@ -110,8 +110,8 @@ Result<size_t> UringReadParts(int fd, uint64_t offset, size_t n, void* dst, size
       got += static_cast<size_t>(r);
     }
     total += got;
+    if (landed && got > 0) landed(total);
     if (got < p[i].length) return total;  // end of file
-    if (landed) landed(total);
   }
   return total;
 }
