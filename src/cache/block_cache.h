@@ -70,8 +70,8 @@ struct CacheOptions {
   // than the block it would evict (TinyLFU); false: always (plain LRU).
   bool disk_admission = true;
   bool direct_io = false;  // read disk blocks with O_DIRECT
-  // Parts of one disk block read in flight at once (io_uring), its data
-  // hashed as they land; 0: one read (queue depth 1 for a lone reader).
+  // With direct_io: parts of one disk block read in flight at once
+  // (io_uring), its data hashed as they land; 0: one read (queue depth 1).
   uint64_t disk_read_part_bytes = 1ull << 20;
   bool read_only = false;        // inspect a directory another process owns
   io::FileSystem* fs = nullptr;  // default: DefaultFileSystem()

@@ -145,11 +145,13 @@ Status DiskTier::CheckFile(const std::string& path, const std::string& expected_
 Result<DiskTier::FileData> DiskTier::ReadFile(const std::string& path, uint64_t total) {
   std::unique_ptr<io::RandomAccessFile> file;
   size_t read_size = total;
+  bool direct = false;
   if (options_.direct_io) {
     if (auto* posix = dynamic_cast<io::PosixFileSystem*>(&fs_)) {
-      auto direct = posix->OpenForReadDirect(path);
-      if (direct.ok()) {
-        file = std::move(direct).value();
+      auto opened = posix->OpenForReadDirect(path);
+      if (opened.ok()) {
+        file = std::move(opened).value();
+        direct = true;
         constexpr size_t kAlign = io::PosixFileSystem::kDirectAlignment;
         read_size = (total + kAlign - 1) / kAlign * kAlign;
       }
@@ -171,7 +173,10 @@ Result<DiskTier::FileData> DiskTier::ReadFile(const std::string& path, uint64_t 
     if (end > hashed) hasher.Update(data + hashed, end - hashed);
     hashed = std::max(hashed, end);
   };
-  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAtParts(0, read_size, data, options_.read_part_bytes, landed));
+  // Parts in flight for O_DIRECT reads (the device's queue); a buffered read
+  // is served from the page cache or by the kernel's own read-ahead.
+  const uint64_t part = direct ? options_.read_part_bytes : 0;
+  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAtParts(0, read_size, data, part, landed));
   // A longer file is as wrong as a shorter one: it is not the block we wrote.
   if (n != total) {
     return CorruptionError("block file " + path + " has " + std::to_string(n) + " bytes, expected " +

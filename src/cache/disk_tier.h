@@ -55,9 +55,9 @@ struct DiskTierOptions {
   io::FileSystem* fs = nullptr;  // default: DefaultFileSystem()
   Clock* clock = nullptr;        // times Open's scan (DiskOpenReport::seconds); default: RealClock()
   bool direct_io = false;        // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
-  // A block is read as parts of this size all in flight at once (io_uring;
-  // one read where the kernel refuses it), its data hashed as they land.
-  // 0: one read. With O_DIRECT a lone reader otherwise waits at queue depth 1.
+  // With direct_io, a block is read as parts of this size all in flight at
+  // once (io_uring; one read where the kernel refuses it), its data hashed as
+  // they land; a lone reader otherwise waits at queue depth 1. 0: one read.
   uint64_t read_part_bytes = 1ull << 20;
   bool read_only = false;  // no lock, no writes, no cleanup (inspection beside a running owner)
 };
