@@ -1,0 +1,104 @@
+// strata csi: the Kubernetes CSI driver (src/csi): Identity, Node and
+// Controller over gRPC on a unix socket. strata scheduler-extender: the
+// scheduler extender that sends pods where their datasets are cached.
+#include <unistd.h>
+
+#include <climits>
+#include <memory>
+
+#include "base/log.h"
+#include "cli/command.h"
+#include "csi/driver.h"
+#include "csi/extender_server.h"
+
+namespace strata::cli {
+namespace {
+
+struct CsiArgs {
+  csi::DriverOptions driver;
+  std::string mode = "all";
+  std::string log_level = "info";
+  // Defaults every volume's mount gets unless its volume_context sets them.
+  std::string cache_ram, cache_disk, block_size, metadata_ttl, cache_group, peer_listen, peer_deadline;
+};
+
+std::string SelfBinary() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "strata";
+}
+
+void RunCsi(CsiArgs& a) {
+  SetLogLevel(a.log_level);
+  if (a.mode != "all" && a.mode != "node" && a.mode != "controller") {
+    Fail("csi", "--mode", InvalidArgumentError("must be node, controller or all"));
+  }
+  a.driver.node = a.mode != "controller";
+  a.driver.controller = a.mode != "node";
+  a.driver.version = STRATA_VERSION_STRING;
+  auto& no = a.driver.node_options;
+  if (no.strata_binary.empty()) no.strata_binary = SelfBinary();
+  const std::pair<const char*, std::string*> defaults[] = {
+      {"cache-ram", &a.cache_ram},        {"cache-disk", &a.cache_disk},   {"block-size", &a.block_size},
+      {"metadata-ttl", &a.metadata_ttl},  {"cache-group", &a.cache_group}, {"peer-listen", &a.peer_listen},
+      {"peer-deadline", &a.peer_deadline}};
+  for (const auto& [key, value] : defaults) {
+    if (!value->empty()) no.mount_defaults[key] = *value;
+  }
+  Check(csi::RunDriver(a.driver), "csi", a.driver.endpoint);
+}
+
+CommandRegistrar csi_registrar("csi", [](CLI::App& root) {
+  auto a = std::make_shared<CsiArgs>();
+  auto* sub = root.add_subcommand("csi", "Serve the Kubernetes CSI driver (csi.strata.dev) on a unix socket");
+  sub->add_option("--endpoint", a->driver.endpoint, "unix:///path/csi.sock (default unix:///csi/csi.sock)");
+  sub->add_option("--node-id", a->driver.node_options.node_id, "This node's name (the Kubernetes node name)");
+  sub->add_option("--state-dir", a->driver.node_options.state_dir,
+                  "Where staged volumes are recorded and mounts log (a hostPath that outlives the driver)");
+  sub->add_option("--cache-root", a->driver.node_options.cache_root,
+                  "Each volume's disk cache goes in CACHE_ROOT/<volume> (default STATE_DIR/cache)");
+  sub->add_option("--mode", a->mode, "node (the DaemonSet), controller (the provisioner's pod) or all (default)");
+  sub->add_option("--strata-binary", a->driver.node_options.strata_binary,
+                  "The strata executable mounts run (default: this one)");
+  sub->add_option("--cache-ram", a->cache_ram, "Default RAM tier size of each volume's mount");
+  sub->add_option("--cache-disk", a->cache_disk, "Default disk tier size of each volume's mount");
+  sub->add_option("--block-size", a->block_size, "Default cache block size");
+  sub->add_option("--metadata-ttl", a->metadata_ttl, "Default metadata TTL ('forever' for immutable datasets)");
+  sub->add_option("--cache-group", a->cache_group, "Default cache group of the mounts (etcd://HOST:PORT/GROUP)");
+  sub->add_option("--peer-listen", a->peer_listen, "Default peer endpoint of the mounts (HOST:PORT)");
+  sub->add_option("--peer-deadline", a->peer_deadline, "Default peer deadline of the mounts");
+  sub->add_option("--log-level", a->log_level, "trace, debug, info (default), warn, error");
+  sub->footer(
+      "Volumes: volume_context url=s3://bucket/prefix?endpoint=... plus the mount options (cache-ram, cache-disk,\n"
+      "block-size, metadata-ttl, cache-group, peer-listen, peer-deadline, read-only, dataset). Secrets "
+      "(AWS_ACCESS_KEY_ID,\n"
+      "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, STRATA_GROUP_SECRET) come from the request's secrets only.\n"
+      "Each staged volume is its own `strata mount` process, recorded in --state-dir and re-adopted on restart.");
+  sub->callback([a] {
+    if (a->mode != "controller") {
+      if (a->driver.node_options.node_id.empty()) Fail("csi", "--node-id", InvalidArgumentError("is required"));
+      if (a->driver.node_options.state_dir.empty()) Fail("csi", "--state-dir", InvalidArgumentError("is required"));
+    }
+    RunCsi(*a);
+  });
+});
+
+CommandRegistrar extender_registrar("scheduler-extender", [](CLI::App& root) {
+  auto o = std::make_shared<csi::ExtenderOptions>();
+  auto level = std::make_shared<std::string>("warn");
+  auto* sub = root.add_subcommand("scheduler-extender",
+                                  "Serve the Kubernetes scheduler extender: pods go where their datasets are cached");
+  sub->add_option("--listen", o->listen, "HOST:PORT (default 127.0.0.1:8888)");
+  sub->add_option("--cache-group", o->cache_groups, "etcd://HOST:PORT/GROUP whose members publish what they cache")
+      ->required();
+  sub->add_option("--min-fraction", o->min_fraction,
+                  "filter: nodes holding less than this fraction of the pod's cached data fail (default 0: none)");
+  sub->add_option("--log-level", *level, "trace, debug, info, warn (default), error");
+  sub->callback([o, level] {
+    SetLogLevel(*level);
+    Check(csi::RunExtender(*o), "scheduler-extender", o->listen);
+  });
+});
+
+}  // namespace
+}  // namespace strata::cli
