@@ -5,8 +5,8 @@
 // are processes in their own mount namespaces (unshare -m, slave propagation as
 // a container with mountPropagation: HostToContainer) reading through their
 // target paths; the kubelet's directory is a shared mount, as the kubelet's is.
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
@@ -53,7 +53,7 @@ std::string ReadFile(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-testing::CommandResult Run(const std::vector<std::string>& argv) {
+testing::CommandResult Exec(const std::vector<std::string>& argv) {
   auto r = RunCommand(argv);
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? *r : testing::CommandResult{-1, "", ""};
@@ -108,8 +108,8 @@ class CsiDriverTest : public ::testing::Test {
     // propagate to the pods' namespaces (slaves of it).
     kubelet_ = dir_ + "/kubelet";
     stdfs::create_directories(kubelet_);
-    ASSERT_EQ(Run({"mount", "--bind", kubelet_, kubelet_}).exit_code, 0);
-    ASSERT_EQ(Run({"mount", "--make-rshared", kubelet_}).exit_code, 0);
+    ASSERT_EQ(Exec({"mount", "--bind", kubelet_, kubelet_}).exit_code, 0);
+    ASSERT_EQ(Exec({"mount", "--make-rshared", kubelet_}).exit_code, 0);
     StartDriver();
   }
 
@@ -121,10 +121,10 @@ class CsiDriverTest : public ::testing::Test {
       auto r = ParseVolumeRecord(ReadFile(e.path()));
       if (!r.ok()) continue;
       if (r->pid > 0) kill(r->pid, SIGKILL);
-      for (auto& t : r->targets) RunCommand({"umount", "-l", t.path}).IgnoreError();
-      RunCommand({"umount", "-l", r->staging_path}).IgnoreError();
+      for (auto& t : r->targets) RunCommand({"umount", "-l", t.path}).status().IgnoreError();
+      RunCommand({"umount", "-l", r->staging_path}).status().IgnoreError();
     }
-    RunCommand({"umount", "-R", "-l", kubelet_}).IgnoreError();
+    RunCommand({"umount", "-R", "-l", kubelet_}).status().IgnoreError();
     io::RemoveAll(io::DefaultFileSystem(), dir_).IgnoreError();
   }
 
@@ -160,12 +160,15 @@ class CsiDriverTest : public ::testing::Test {
       for (auto& [k, v] : vars) {  // the kubelet's $(VAR) expansion
         for (size_t at; (at = arg.find("$(" + k + ")")) != std::string::npos;) arg.replace(at, k.size() + 3, v);
       }
-      for (auto& [from, to] : paths) {
-        for (const std::string prefix : {"=" + from + "/", "=unix://" + from + "/"}) {
-          size_t at = arg.find(prefix);
-          if (at != std::string::npos) arg.replace(at + prefix.size() - from.size() - 1, from.size(), to);
+      // --flag=PATH or --flag=unix://PATH under one of the container's mount paths.
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        size_t at = eq + 1;
+        if (arg.compare(at, 7, "unix://") == 0) at += 7;
+        for (auto& [from, to] : paths) {
+          const std::string rest = arg.substr(at);
+          if (rest == from || rest.starts_with(from + "/")) arg = arg.substr(0, at) + to + rest.substr(from.size());
         }
-        if (arg.ends_with("=" + from)) arg = arg.substr(0, arg.size() - from.size()) + to;
       }
       argv.push_back(arg);
     }
@@ -181,7 +184,12 @@ class CsiDriverTest : public ::testing::Test {
     auto p = BackgroundProcess::Start(driver_argv_, dir_ + "/driver.log", driver_env_);
     ASSERT_TRUE(p.ok()) << p.status();
     driver_ = std::move(*p);
-    channel_ = grpc::CreateChannel("unix://" + socket_, grpc::InsecureChannelCredentials());
+    // A kubelet redials quickly; gRPC's default backoff (1 s, growing) would slow every start.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
+    channel_ = grpc::CreateCustomChannel("unix://" + socket_, grpc::InsecureChannelCredentials(), args);
     ASSERT_TRUE(WaitFor(
         [&] {
           grpc::ClientContext ctx;
@@ -226,9 +234,14 @@ class CsiDriverTest : public ::testing::Test {
     *r.mutable_volume_capability() = MountCap(kRwx);
     return r;
   }
-  std::string Staging(const std::string& id) { return kubelet_ + "/plugins/kubernetes.io/csi/" + id + "/globalmount"; }
+  // As the kubelet names it: a hash of the volume handle (ids are URLs here).
+  std::string Staging(const std::string& id) {
+    return kubelet_ + "/plugins/kubernetes.io/csi/csi.strata.dev/" + VolumeKey(id) + "/globalmount";
+  }
   std::string Target(const std::string& pod) { return kubelet_ + "/pods/" + pod + "/volumes/csi/data/mount"; }
-  grpc::StatusCode Stage(const std::string& id) { return Call(&v1::Node::Stub::NodeStageVolume, node_.get(), StageReq(id)); }
+  grpc::StatusCode Stage(const std::string& id) {
+    return Call(&v1::Node::Stub::NodeStageVolume, node_.get(), StageReq(id));
+  }
   grpc::StatusCode Publish(const std::string& id, const std::string& pod, bool ro = false) {
     return Call(&v1::Node::Stub::NodePublishVolume, node_.get(), PublishReq(id, pod, ro));
   }
@@ -252,7 +265,8 @@ class CsiDriverTest : public ::testing::Test {
 
   // sha256sum of every file as a pod sees it through its target path, in its own mount namespace.
   std::string PodSums(const std::string& pod) {
-    auto r = Run({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c", "cd '" + Target(pod) + "' && sha256sum *"});
+    auto r =
+        Exec({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c", "cd '" + Target(pod) + "' && sha256sum *"});
     return r.exit_code == 0 ? r.stdout_text : "exit " + std::to_string(r.exit_code) + ": " + r.stderr_text;
   }
   static std::string ExpectedSums() {
@@ -264,8 +278,10 @@ class CsiDriverTest : public ::testing::Test {
   BackgroundProcess* StartReader(const std::string& pod) {
     const std::string expected = dir_ + "/expected-" + pod;
     std::ofstream(expected) << ExpectedSums();
-    const std::string script = "cd / ; i=0; while [ ! -e '" + dir_ + "/stop' ]; do "
-                               "if (cd '" + Target(pod) + "' && sha256sum * 2>/dev/null) | cmp -s - '" + expected +
+    const std::string script = "cd / ; i=0; while [ ! -e '" + dir_ +
+                               "/stop' ]; do "
+                               "if (cd '" +
+                               Target(pod) + "' && sha256sum * 2>/dev/null) | cmp -s - '" + expected +
                                "'; then echo ok $i; else echo bad $i; fi; i=$((i+1)); done";
     auto p = BackgroundProcess::Start({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c", script},
                                       dir_ + "/reader-" + pod + ".log");
@@ -297,8 +313,9 @@ TEST_F(CsiDriverTest, IdentityAndNodeInfo) {
   EXPECT_EQ(info.name(), "csi.strata.dev");
   EXPECT_FALSE(info.vendor_version().empty());
   v1::GetPluginCapabilitiesResponse caps;
-  ASSERT_EQ(Call(&v1::Identity::Stub::GetPluginCapabilities, identity_.get(), v1::GetPluginCapabilitiesRequest(), &caps),
-            grpc::OK);
+  ASSERT_EQ(
+      Call(&v1::Identity::Stub::GetPluginCapabilities, identity_.get(), v1::GetPluginCapabilitiesRequest(), &caps),
+      grpc::OK);
   EXPECT_EQ(caps.capabilities_size(), 0);  // node mode (the DaemonSet): no controller service
   v1::NodeGetInfoResponse ni;
   ASSERT_EQ(Call(&v1::Node::Stub::NodeGetInfo, node_.get(), v1::NodeGetInfoRequest(), &ni), grpc::OK);
@@ -310,9 +327,9 @@ TEST_F(CsiDriverTest, IdentityAndNodeInfo) {
   EXPECT_EQ(types, (std::set<int>{v1::NodeServiceCapability::RPC::STAGE_UNSTAGE_VOLUME,
                                   v1::NodeServiceCapability::RPC::GET_VOLUME_STATS}));
   // The controller is not served in node mode.
-  EXPECT_EQ(Call(&v1::Controller::Stub::ControllerGetCapabilities, controller_.get(),
-                 v1::ControllerGetCapabilitiesRequest()),
-            grpc::UNIMPLEMENTED);
+  EXPECT_EQ(
+      Call(&v1::Controller::Stub::ControllerGetCapabilities, controller_.get(), v1::ControllerGetCapabilitiesRequest()),
+      grpc::UNIMPLEMENTED);
 }
 
 TEST_F(CsiDriverTest, LifecycleTwoPodsReadOnlyAndIdempotent) {
@@ -331,11 +348,12 @@ TEST_F(CsiDriverTest, LifecycleTwoPodsReadOnlyAndIdempotent) {
   EXPECT_EQ(PodSums("pod-a"), ExpectedSums());
   EXPECT_EQ(PodSums("pod-b"), ExpectedSums());
   // Read-only publish refuses writes; the read-write one writes through to the bucket.
-  auto ro = Run({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c", "echo x > '" + Target("pod-b") + "/ro.txt'"});
+  auto ro =
+      Exec({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c", "echo x > '" + Target("pod-b") + "/ro.txt'"});
   EXPECT_NE(ro.exit_code, 0);
   EXPECT_NE(ro.stderr_text.find("Read-only file system"), std::string::npos) << ro.stderr_text;
-  auto rw = Run({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c",
-                 "echo written-by-pod-a > '" + Target("pod-a") + "/rw.txt'"});
+  auto rw = Exec({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c",
+                  "echo written-by-pod-a > '" + Target("pod-a") + "/rw.txt'"});
   EXPECT_EQ(rw.exit_code, 0) << rw.stderr_text;
   auto store = OpenStoreWithSecrets(rgw_->StoreUrl("data"), Secrets());
   ASSERT_TRUE(store.ok());
@@ -385,7 +403,7 @@ TEST_F(CsiDriverTest, ErrorCodes) {
   (*wrong_key.mutable_secrets())["AWS_SECRET_ACCESS_KEY"] = "not-the-secret";
   EXPECT_EQ(Call(&v1::Node::Stub::NodeStageVolume, node_.get(), wrong_key), grpc::PERMISSION_DENIED) << last_error_;
   EXPECT_FALSE(stdfs::exists(dir_ + "/state/volumes/" + VolumeKey("vol-err") + ".json"));  // nothing recorded
-  EXPECT_EQ(Publish("vol-err", "pod-x"), grpc::FAILED_PRECONDITION);  // not staged
+  EXPECT_EQ(Publish("vol-err", "pod-x"), grpc::FAILED_PRECONDITION);                       // not staged
   EXPECT_EQ(Unpublish("vol-err", "pod-x"), grpc::NOT_FOUND);
   EXPECT_EQ(Unstage("vol-err"), grpc::OK);  // not staged: nothing to do
   v1::NodeGetVolumeStatsRequest sr;
@@ -424,7 +442,8 @@ TEST_F(CsiDriverTest, DriverAndMountSigkillHeal) {
   driver_->WaitExit(std::chrono::seconds(10));
   const int a0 = oks(a), b0 = oks(b);
   ASSERT_TRUE(WaitFor([&] { return oks(a) >= a0 + 3 && oks(b) >= b0 + 3; }, std::chrono::seconds(60)))
-      << "reads stopped with the driver:\n" << a->Log();
+      << "reads stopped with the driver:\n"
+      << a->Log();
   EXPECT_EQ(Count(a->Log(), "bad "), 0) << a->Log();
   EXPECT_EQ(Count(b->Log(), "bad "), 0) << b->Log();
 
@@ -440,7 +459,9 @@ TEST_F(CsiDriverTest, DriverAndMountSigkillHeal) {
       << driver_->Log();
   const int a1 = oks(a), b1 = oks(b);
   ASSERT_TRUE(WaitFor([&] { return oks(a) >= a1 + 2 && oks(b) >= b1 + 2; }, std::chrono::seconds(60)))
-      << "pods not healed:\n" << a->Log() << "\n" << driver_->Log();
+      << "pods not healed:\n"
+      << a->Log() << "\n"
+      << driver_->Log();
   EXPECT_NE(driver_->Log().find("repaired the bind mount of volume " + vol), std::string::npos);
   EXPECT_EQ(PodSums("pod-a"), ExpectedSums());
 
@@ -462,7 +483,7 @@ TEST_F(CsiDriverTest, SecretsStayOutOfPsLogsAndStateDir) {
   EXPECT_EQ(PodSums("pod-a"), ExpectedSums());  // the secrets worked
   const int pid = Record(vol).pid;
   std::vector<std::string> secrets = {rgw_->secret_key(), Secrets()["STRATA_GROUP_SECRET"]};
-  auto ps = Run({"ps", "-eo", "pid,args"});
+  auto ps = Exec({"ps", "-eo", "pid,args"});
   auto environ = ReadFile("/proc/" + std::to_string(pid) + "/environ");
   auto cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
   ASSERT_NE(cmdline.find("mount"), std::string::npos);
@@ -521,7 +542,7 @@ TEST_F(CsiDriverTest, ControllerCreatesAndDeletesAClaimPrefix) {
   StringMap ctx(created.volume().volume_context().begin(), created.volume().volume_context().end());
   ASSERT_EQ(Call(&v1::Node::Stub::NodeStageVolume, node_.get(), StageReq(id, ctx)), grpc::OK) << last_error_;
   ASSERT_EQ(Publish(id, "pod-w"), grpc::OK) << last_error_;
-  auto w = Run({"sh", "-c", "mkdir '" + Target("pod-w") + "/d' && echo one > '" + Target("pod-w") + "/d/a.txt'"});
+  auto w = Exec({"sh", "-c", "mkdir '" + Target("pod-w") + "/d' && echo one > '" + Target("pod-w") + "/d/a.txt'"});
   ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
   ASSERT_EQ(Unpublish(id, "pod-w"), grpc::OK);
   ASSERT_EQ(Unstage(id), grpc::OK) << last_error_;

@@ -2,6 +2,7 @@
 
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <cerrno>
 #include <cstring>
@@ -103,8 +104,11 @@ Result<MountEntry> FindMount(const std::vector<MountEntry>& table, const std::st
 }
 
 Status ProbePath(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) == 0) return Status::Ok();
+  // statfs, not stat: FUSE answers stat of a mount's root from its attribute
+  // cache (for as long as the metadata TTL, "forever" included) even after the
+  // process died, while statfs always asks the process.
+  struct statvfs st;
+  if (statvfs(path.c_str(), &st) == 0) return Status::Ok();
   const int err = errno;
   if (err == ENOTCONN)
     return UnavailableError(path + ": the mount's process is gone (transport endpoint is not connected)");

@@ -28,7 +28,7 @@ Result<std::vector<MountEntry>> ReadMountTable();
 // The last (topmost) entry mounted at `path`, or NotFound.
 Result<MountEntry> FindMount(const std::vector<MountEntry>& table, const std::string& path);
 
-// OK when `path` answers stat(); Unavailable ("transport endpoint is not
+// OK when `path` answers statfs() (asked of the FUSE process itself); Unavailable ("transport endpoint is not
 // connected") when it is a FUSE mount whose process died; other errnos as such.
 Status ProbePath(const std::string& path);
 

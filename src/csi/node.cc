@@ -15,12 +15,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Status NeedAbsolute(const std::string& path, const char* field) {
+// An absolute path, normalised as the kernel shows it in the mount table
+// ("/a//b/" is "/a/b"), so a mount is found where it was made.
+Result<std::string> NeedAbsolute(const std::string& path, const char* field) {
   if (path.empty()) return InvalidArgumentError(std::string(field) + " is required");
   if (path[0] != '/' || path.find('\0') != std::string::npos || path.size() > 4096) {
     return InvalidArgumentError(std::string(field) + " must be an absolute path");
   }
-  return Status::Ok();
+  std::string normal = fs::path(path).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  return normal;
 }
 
 Status NeedId(const std::string& id) {
@@ -153,9 +157,10 @@ Status NodeManager::StartMount(Volume& v) {
   return Save(v.record);
 }
 
-Status NodeManager::Stage(const StageRequest& r) {
+Status NodeManager::Stage(const StageRequest& request) {
+  StageRequest r = request;
   STRATA_RETURN_IF_ERROR(NeedId(r.volume_id));
-  STRATA_RETURN_IF_ERROR(NeedAbsolute(r.staging_path, "staging_target_path"));
+  STRATA_ASSIGN_OR_RETURN(r.staging_path, NeedAbsolute(r.staging_path, "staging_target_path"));
   STRATA_RETURN_IF_ERROR(CheckSecrets(r.secrets));
   STRATA_ASSIGN_OR_RETURN(VolumeSpec spec, ParseVolumeContext(r.context));
   MutexLock lock(mu_);
@@ -205,9 +210,9 @@ Status NodeManager::Stage(const StageRequest& r) {
   return Status::Ok();
 }
 
-Status NodeManager::Unstage(const std::string& volume_id, const std::string& staging_path) {
+Status NodeManager::Unstage(const std::string& volume_id, const std::string& staging_path_in) {
   STRATA_RETURN_IF_ERROR(NeedId(volume_id));
-  STRATA_RETURN_IF_ERROR(NeedAbsolute(staging_path, "staging_target_path"));
+  STRATA_ASSIGN_OR_RETURN(const std::string staging_path, NeedAbsolute(staging_path_in, "staging_target_path"));
   MutexLock lock(mu_);
   auto it = volumes_.find(volume_id);
   if (it == volumes_.end()) return Status::Ok();  // already unstaged
@@ -231,10 +236,11 @@ Status NodeManager::Unstage(const std::string& volume_id, const std::string& sta
   return Status::Ok();
 }
 
-Status NodeManager::Publish(const PublishRequest& r) {
+Status NodeManager::Publish(const PublishRequest& request) {
+  PublishRequest r = request;
   STRATA_RETURN_IF_ERROR(NeedId(r.volume_id));
-  STRATA_RETURN_IF_ERROR(NeedAbsolute(r.staging_path, "staging_target_path"));
-  STRATA_RETURN_IF_ERROR(NeedAbsolute(r.target_path, "target_path"));
+  STRATA_ASSIGN_OR_RETURN(r.staging_path, NeedAbsolute(r.staging_path, "staging_target_path"));
+  STRATA_ASSIGN_OR_RETURN(r.target_path, NeedAbsolute(r.target_path, "target_path"));
   MutexLock lock(mu_);
   auto it = volumes_.find(r.volume_id);
   if (it == volumes_.end()) {
@@ -273,9 +279,9 @@ Status NodeManager::Publish(const PublishRequest& r) {
   return Status::Ok();
 }
 
-Status NodeManager::Unpublish(const std::string& volume_id, const std::string& target_path) {
+Status NodeManager::Unpublish(const std::string& volume_id, const std::string& target_path_in) {
   STRATA_RETURN_IF_ERROR(NeedId(volume_id));
-  STRATA_RETURN_IF_ERROR(NeedAbsolute(target_path, "target_path"));
+  STRATA_ASSIGN_OR_RETURN(const std::string target_path, NeedAbsolute(target_path_in, "target_path"));
   MutexLock lock(mu_);
   auto it = volumes_.find(volume_id);
   if (it == volumes_.end()) {
@@ -301,9 +307,9 @@ Status NodeManager::Unpublish(const std::string& volume_id, const std::string& t
   return Status::Ok();
 }
 
-Result<VolumeStats> NodeManager::Stats(const std::string& volume_id, const std::string& path) {
+Result<VolumeStats> NodeManager::Stats(const std::string& volume_id, const std::string& path_in) {
   STRATA_RETURN_IF_ERROR(NeedId(volume_id));
-  STRATA_RETURN_IF_ERROR(NeedAbsolute(path, "volume_path"));
+  STRATA_ASSIGN_OR_RETURN(const std::string path, NeedAbsolute(path_in, "volume_path"));
   std::string cache_dir;
   {
     MutexLock lock(mu_);
