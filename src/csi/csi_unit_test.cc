@@ -120,6 +120,11 @@ TEST(Extender, ScoresNodesByTheFractionOfThePodsDataCachedThere) {
   EXPECT_EQ(filtered["NodeNames"], nlohmann::json::array({"n1"}));
   EXPECT_TRUE(filtered["FailedNodes"].contains("n2"));
   EXPECT_EQ(nlohmann::json::parse(FilterResponse(*args, cache, 0))["NodeNames"].size(), 3u);
+  // Data cached nowhere filters nothing.
+  auto uncached = ParseExtenderArgs(R"({"Pod":{"metadata":{"annotations":{"csi.strata.dev/datasets":"new"}}},
+      "NodeNames":["n1","n2"]})");
+  ASSERT_TRUE(uncached.ok());
+  EXPECT_EQ(nlohmann::json::parse(FilterResponse(*uncached, cache, 0.5))["NodeNames"].size(), 2u);
   EXPECT_FALSE(ParseExtenderArgs("[1,2]").ok());
 }
 

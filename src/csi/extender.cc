@@ -145,9 +145,17 @@ double CachedFraction(const ClusterCache& cache, const std::vector<std::string>&
 std::string FilterResponse(const ExtenderArgs& args, const ClusterCache& cache, double min_fraction) {
   json failed = json::object();
   std::set<std::string> passed;
+  // Data cached nowhere (or no strata data at all) is no reason to keep a pod off a node.
+  bool cached_somewhere = false;
+  for (const auto& [node, per_dataset] : cache) {
+    for (const auto& d : args.datasets) {
+      auto it = per_dataset.find(d);
+      cached_somewhere = cached_somewhere || (it != per_dataset.end() && it->second > 0);
+    }
+  }
   for (const auto& n : args.node_names) {
     const double f = CachedFraction(cache, args.datasets, n);
-    if (args.datasets.empty() || min_fraction <= 0 || f >= min_fraction) {
+    if (!cached_somewhere || min_fraction <= 0 || f >= min_fraction) {
       passed.insert(n);
     } else {
       char reason[160];

@@ -42,7 +42,7 @@ double CachedFraction(const ClusterCache& cache, const std::vector<std::string>&
 
 // ExtenderFilterResult: nodes holding less than `min_fraction` of the pod's
 // cached data fail (with the fraction as the reason); min_fraction 0 keeps every
-// node, and a pod without strata datasets is never filtered.
+// node, and a pod whose datasets are cached nowhere (or that has none) is never filtered.
 std::string FilterResponse(const ExtenderArgs& args, const ClusterCache& cache, double min_fraction);
 // HostPriorityList: score = round(10 x fraction) per node (the extender API's 0..10).
 std::string PrioritizeResponse(const ExtenderArgs& args, const ClusterCache& cache);
