@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "csi/driver.h"
 #include "csi/extender_server.h"
+#include "csi/sealed.h"
 
 namespace strata::cli {
 namespace {
@@ -20,6 +21,7 @@ struct CsiArgs {
   std::string log_level = "info";
   // Defaults every volume's mount gets unless its volume_context sets them.
   std::string cache_ram, cache_disk, block_size, metadata_ttl, cache_group, peer_listen, peer_deadline;
+  std::string secrets_key_file;
 };
 
 std::string SelfBinary() {
@@ -45,6 +47,9 @@ void RunCsi(CsiArgs& a) {
   for (const auto& [key, value] : defaults) {
     if (!value->empty()) no.mount_defaults[key] = *value;
   }
+  if (!a.secrets_key_file.empty()) {
+    no.seal_key = Check(csi::ReadSealKey(a.secrets_key_file), "csi", a.secrets_key_file);
+  }
   Check(csi::RunDriver(a.driver), "csi", a.driver.endpoint);
 }
 
@@ -67,6 +72,9 @@ CommandRegistrar csi_registrar("csi", [](CLI::App& root) {
   sub->add_option("--cache-group", a->cache_group, "Default cache group of the mounts (etcd://HOST:PORT/GROUP)");
   sub->add_option("--peer-listen", a->peer_listen, "Default peer endpoint of the mounts (HOST:PORT)");
   sub->add_option("--peer-deadline", a->peer_deadline, "Default peer deadline of the mounts");
+  sub->add_option("--secrets-key-file", a->secrets_key_file,
+                  "64 hex characters (openssl rand -hex 32): volumes' secrets are kept sealed with it in the state "
+                  "dir, so mounts that died with the driver's container are remounted (default: memory only)");
   sub->add_option("--log-level", a->log_level, "trace, debug, info (default), warn, error");
   sub->footer(
       "Volumes: volume_context url=s3://bucket/prefix?endpoint=... plus the mount options (cache-ram, cache-disk,\n"

@@ -136,8 +136,12 @@ class CsiDriverTest : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
     auto ds = nlohmann::json::parse(r->stdout_text);
-    std::map<std::string, std::string> paths = {
-        {"/csi", dir_ + "/csi"}, {"/var/lib/strata-csi", dir_ + "/state"}, {"/var/lib/kubelet", kubelet_}};
+    std::map<std::string, std::string> paths = {{"/csi", dir_ + "/csi"},
+                                                {"/var/lib/strata-csi", dir_ + "/state"},
+                                                {"/var/lib/kubelet", kubelet_},
+                                                {"/etc/strata-csi", dir_ + "/state-key"}};
+    stdfs::create_directories(dir_ + "/state-key");  // the strata-csi-state-key Secret's volume
+    std::ofstream(dir_ + "/state-key/key") << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
     std::map<std::string, std::string> downward = {{"fieldRef:spec.nodeName", "node-a"},
                                                    {"fieldRef:status.hostIP", "127.0.0.1"}};
     testing::EnvOverrides env = {{"AWS_ACCESS_KEY_ID", std::nullopt},  // only the request's secrets count
@@ -472,6 +476,49 @@ TEST_F(CsiDriverTest, DriverAndMountSigkillHeal) {
   const int new_pid = Record(vol).pid;
   EXPECT_EQ(Unstage(vol), grpc::OK) << last_error_;
   EXPECT_TRUE(WaitFor([&] { return testing::ProcessGone(new_pid); }, std::chrono::seconds(10)));
+}
+
+// A container restart takes the driver and its mounts down together: the next
+// driver has no live mount to recover secrets from. Without the key it cannot
+// remount (and says so); with it, it opens the sealed secrets of the record,
+// remounts and repairs the pod's bind mount.
+TEST_F(CsiDriverTest, MountsThatDiedWithTheDriverComeBackFromSealedSecrets) {
+  const std::string vol = "vol-sealed";
+  ASSERT_EQ(Stage(vol), grpc::OK) << last_error_;
+  ASSERT_EQ(Publish(vol, "pod-a"), grpc::OK) << last_error_;
+  EXPECT_FALSE(Record(vol).sealed_secrets.empty());
+  auto* a = StartReader("pod-a");
+  auto oks = [&](BackgroundProcess* p) { return Count(p->Log(), "ok "); };
+  ASSERT_TRUE(WaitFor([&] { return oks(a) >= 1; }, std::chrono::seconds(60))) << a->Log();
+  const int old_pid = Record(vol).pid;
+  kill(driver_->pid(), SIGKILL);
+  driver_->WaitExit(std::chrono::seconds(10));
+  kill(old_pid, SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return testing::ProcessGone(old_pid); }, std::chrono::seconds(10)));
+
+  auto key = std::find_if(driver_argv_.begin(), driver_argv_.end(),
+                          [](const std::string& a) { return a.starts_with("--secrets-key-file="); });
+  ASSERT_NE(key, driver_argv_.end()) << "node.yaml gives the plugin no --secrets-key-file";
+  const std::string key_arg = *key;
+  driver_argv_.erase(key);
+  Restart();
+  EXPECT_TRUE(WaitFor([&] { return driver_->Log().find("secrets are not known") != std::string::npos; },
+                      std::chrono::seconds(10)))
+      << driver_->Log();
+  EXPECT_EQ(Record(vol).pid, old_pid);  // not remounted without its secrets
+  driver_->Stop(std::chrono::seconds(5));
+
+  driver_argv_.push_back(key_arg);
+  const int before = oks(a);
+  Restart();
+  ASSERT_TRUE(WaitFor([&] { return oks(a) >= before + 2; }, std::chrono::seconds(60)))
+      << "not healed:\n" << driver_->Log();
+  EXPECT_NE(Record(vol).pid, old_pid);
+  EXPECT_EQ(PodSums("pod-a"), ExpectedSums());
+  std::ofstream(dir_ + "/stop") << "";
+  for (auto& p : pods_) p->WaitExit(std::chrono::seconds(30));
+  EXPECT_EQ(Unpublish(vol, "pod-a"), grpc::OK) << last_error_;
+  EXPECT_EQ(Unstage(vol), grpc::OK) << last_error_;
 }
 
 // Secrets are in no command line (ps), no environment block, no log and no file

@@ -6,6 +6,7 @@
 
 #include "csi/extender.h"
 #include "csi/mounts.h"
+#include "csi/sealed.h"
 #include "csi/volume.h"
 
 namespace strata::csi {
@@ -51,6 +52,24 @@ TEST(Secrets, KnownKeysOnlyAndTheValueIsNeverQuoted) {
   EXPECT_EQ(*back, s);
 }
 
+TEST(SealedSecrets, OpenOnlyWithTheKeyForTheVolume) {
+  const std::string key(32, 'k'), other(32, 'o');
+  StringMap s = {{"AWS_ACCESS_KEY_ID", "AK"}, {"AWS_SECRET_ACCESS_KEY", "very-secret-value"}};
+  auto sealed = SealSecrets(s, key, "vol-1");
+  ASSERT_TRUE(sealed.ok()) << sealed.status();
+  EXPECT_EQ(sealed->find("very-secret-value"), std::string::npos);
+  EXPECT_NE(*SealSecrets(s, key, "vol-1"), *sealed);  // a fresh nonce each time
+  auto opened = UnsealSecrets(*sealed, key, "vol-1");
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(*opened, s);
+  EXPECT_EQ(UnsealSecrets(*sealed, other, "vol-1").status().code(), Code::kCorruption);
+  EXPECT_EQ(UnsealSecrets(*sealed, key, "vol-2").status().code(), Code::kCorruption);  // moved to another volume
+  std::string flipped = *sealed;
+  flipped[20] = flipped[20] == 'A' ? 'B' : 'A';
+  EXPECT_EQ(UnsealSecrets(flipped, key, "vol-1").status().code(), Code::kCorruption);
+  EXPECT_EQ(UnsealSecrets("!!", key, "vol-1").status().code(), Code::kCorruption);
+}
+
 TEST(VolumeRecord, RoundTripsAndRejectsDamage) {
   VolumeRecord r;
   r.volume_id = "s3://b/p/pvc-1?endpoint=http://127.0.0.1:1";
@@ -61,6 +80,7 @@ TEST(VolumeRecord, RoundTripsAndRejectsDamage) {
   r.pid = 1234;
   r.pid_start_time = 987654321;
   r.cache_dir = "/var/lib/strata-csi/cache/abc";
+  r.sealed_secrets = "c2VhbGVk";
   r.targets = {{"/pods/a/mount", false}, {"/pods/b/mount", true}};
   auto back = ParseVolumeRecord(SerializeVolumeRecord(r));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -72,6 +92,7 @@ TEST(VolumeRecord, RoundTripsAndRejectsDamage) {
   EXPECT_EQ(back->pid, 1234);
   EXPECT_EQ(back->pid_start_time, 987654321u);
   EXPECT_EQ(back->targets, r.targets);
+  EXPECT_EQ(back->sealed_secrets, r.sealed_secrets);
   EXPECT_EQ(ParseVolumeRecord("{").status().code(), Code::kCorruption);
   EXPECT_EQ(ParseVolumeRecord(R"({"version":1,"volume_id":"v","staging_path":"rel","cache_dir":"c","context":{}})")
                 .status()

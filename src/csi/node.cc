@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "csi/mounts.h"
+#include "csi/sealed.h"
 #include "io/durable.h"
 #include "io/file_system.h"
 
@@ -127,8 +128,24 @@ void NodeManager::Adopt(VolumeRecord record) {
                     v.record.staging_path);
   }
   if (!v.record.has_secrets) v.secrets_known = true;  // none needed
+  if (!v.secrets_known && !v.record.sealed_secrets.empty() && !options_.seal_key.empty()) {
+    auto opened = UnsealSecrets(v.record.sealed_secrets, options_.seal_key, v.record.volume_id);
+    if (opened.ok()) {
+      v.secrets = std::move(*opened);
+      v.secrets_known = true;
+    } else {
+      STRATA_LOG_ERROR("csi: volume {}'s sealed secrets: {}", v.record.volume_id, opened.status().ToString());
+    }
+  }
   const std::string id = v.record.volume_id;
   volumes_[id] = std::move(v);
+}
+
+Status NodeManager::SealInto(Volume& v) {
+  v.record.sealed_secrets.clear();
+  if (options_.seal_key.empty() || v.secrets.empty()) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(v.record.sealed_secrets, SealSecrets(v.secrets, options_.seal_key, v.record.volume_id));
+  return Status::Ok();
 }
 
 Status NodeManager::StartMount(Volume& v) {
@@ -175,6 +192,8 @@ Status NodeManager::Stage(const StageRequest& request) {
     if (!r.secrets.empty() || !v.record.has_secrets) {
       v.secrets = r.secrets;
       v.secrets_known = true;
+      STRATA_RETURN_IF_ERROR(SealInto(v));
+      STRATA_RETURN_IF_ERROR(Save(v.record));
     }
     HealLocked(v);  // a retry after a dead mount brings it back
     return Healthy(v.record.staging_path)
@@ -197,6 +216,7 @@ Status NodeManager::Stage(const StageRequest& request) {
   v.record.cache_dir = options_.cache_root + "/" + VolumeKey(r.volume_id);
   v.secrets = r.secrets;
   v.secrets_known = true;
+  STRATA_RETURN_IF_ERROR(SealInto(v));
   // Recorded before the mount starts, so a driver dying in between leaves a
   // record to heal from rather than an orphaned mount.
   STRATA_RETURN_IF_ERROR(Save(v.record));
@@ -378,7 +398,8 @@ void NodeManager::Heal() {
 void NodeManager::Loop() {
   MutexLock lock(mu_);
   while (!stopping_) {
-    if (cv_.WaitFor(lock, options_.heal_interval, [&]() REQUIRES(mu_) { return stopping_; })) break;
+    // The predicate runs with mu_ held (the analysis cannot see that through the lambda).
+    if (cv_.WaitFor(lock, options_.heal_interval, [&]() NO_THREAD_SAFETY_ANALYSIS { return stopping_; })) break;
     for (auto& [id, v] : volumes_) HealLocked(v);
   }
 }

@@ -31,6 +31,7 @@ struct NodeOptions {
   StringMap mount_defaults;   // volume_context keys every volume gets unless it sets its own (cache-ram, ...)
   std::chrono::milliseconds heal_interval{2000};  // 0: only on start and when asked
   std::chrono::milliseconds mount_timeout{60000};
+  std::string seal_key;  // 32 bytes: secrets are kept sealed in the records (csi/sealed.h); empty: memory only
 };
 
 struct StageRequest {
@@ -79,6 +80,7 @@ class NodeManager {
   std::string RecordPath(const std::string& volume_id) const;
   Status Save(const VolumeRecord& r) REQUIRES(mu_);
   Status StartMount(Volume& v) REQUIRES(mu_);
+  Status SealInto(Volume& v) REQUIRES(mu_);  // record.sealed_secrets from v.secrets
   void HealLocked(Volume& v) REQUIRES(mu_);
   void Adopt(VolumeRecord record) REQUIRES(mu_);
   void Loop();

@@ -137,6 +137,7 @@ std::string SerializeVolumeRecord(const VolumeRecord& r) {
             {"context", r.context}, {"read_only", r.read_only},           {"has_secrets", r.has_secrets},
             {"pid", r.pid},         {"pid_start_time", r.pid_start_time}, {"cache_dir", r.cache_dir},
             {"targets", targets}};
+  if (!r.sealed_secrets.empty()) j["sealed_secrets"] = r.sealed_secrets;
   return j.dump(2) + "\n";
 }
 
@@ -167,6 +168,9 @@ Result<VolumeRecord> ParseVolumeRecord(std::string_view text) {
     return it != j.end() && it->is_boolean() && it->get<bool>();
   };
   r.read_only = boolean("read_only");
+  if (auto sealed = j.find("sealed_secrets"); sealed != j.end() && sealed->is_string()) {
+    r.sealed_secrets = sealed->get<std::string>();
+  }
   r.has_secrets = boolean("has_secrets");
   auto pid = j.find("pid");
   if (pid != j.end() && pid->is_number_integer()) {

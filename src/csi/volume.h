@@ -53,7 +53,8 @@ struct VolumeRecord {
   std::string staging_path;
   StringMap context;            // as given to NodeStageVolume (validated by ParseVolumeContext)
   bool read_only = false;       // the staged mount itself (read-only access mode or context)
-  bool has_secrets = false;     // secrets were given: a remount needs them (kept in memory only)
+  bool has_secrets = false;     // secrets were given: a remount needs them
+  std::string sealed_secrets;   // them, sealed (csi/sealed.h) when the driver has a key; else empty
   int pid = 0;                  // the mount process
   uint64_t pid_start_time = 0;  // its start time in clock ticks (/proc/PID/stat), against PID reuse
   std::string cache_dir;
