@@ -98,23 +98,27 @@ pod_pass() {  # TARGET: the same loop inside a pod's own mount namespace
     $PY -c \"print(f'{\$(date +%s.%N) - \$t:.3f}')\""
 }
 declare -A R
-for r in $(seq 1 "$REPEAT"); do
-  # direct
+run_direct() {  # RUN
   rm -rf "$WORK/cache-direct"
   "$STRATA" mount "$URL" "$MNT" --cache-dir "$WORK/cache-direct" --cache-mem 2GiB --cache-disk 20GiB > /dev/null
   drop_caches; ls "$MNT" > /dev/null
-  R[direct,cold,$r]=$(pass "$MNT"); R[direct,warm,$r]=$(pass "$MNT")
+  R[direct,cold,$1]=$(pass "$MNT"); R[direct,warm,$1]=$(pass "$MNT")
   fusermount3 -u "$MNT"
-  # csi
+}
+run_csi() {  # RUN
   rm -rf "$WORK/state/cache"
   $CLIENT "$SOCK" stage vol-seed "$KUBELET/staging" "url=$URL" "${CACHE_OPTS[@]}"
   $CLIENT "$SOCK" publish vol-seed "$KUBELET/staging" "$KUBELET/pods/a/mount"
   drop_caches; ls "$KUBELET/pods/a/mount" > /dev/null
-  R[csi,cold,$r]=$(pod_pass "$KUBELET/pods/a/mount"); R[csi,warm,$r]=$(pod_pass "$KUBELET/pods/a/mount")
+  R[csi,cold,$1]=$(pod_pass "$KUBELET/pods/a/mount"); R[csi,warm,$1]=$(pod_pass "$KUBELET/pods/a/mount")
   $CLIENT "$SOCK" unpublish vol-seed "$KUBELET/pods/a/mount"
   $CLIENT "$SOCK" unstage vol-seed "$KUBELET/staging"
-  printf '  run %d: direct cold %ss warm %ss | csi cold %ss warm %ss\n' "$r" "${R[direct,cold,$r]}" \
-    "${R[direct,warm,$r]}" "${R[csi,cold,$r]}" "${R[csi,warm,$r]}"
+}
+for r in $(seq 1 "$REPEAT"); do
+  # Alternating which goes first, so a load that drifts during the run favours neither.
+  if [ $((r % 2)) = 1 ]; then run_direct "$r"; run_csi "$r"; else run_csi "$r"; run_direct "$r"; fi
+  printf '  run %d: direct cold %ss warm %ss | csi cold %ss warm %ss (load %s)\n' "$r" "${R[direct,cold,$r]}" \
+    "${R[direct,warm,$r]}" "${R[csi,cold,$r]}" "${R[csi,warm,$r]}" "$(cut -d' ' -f1 /proc/loadavg)"
 done
 
 # ---- two pods on one node: one staged mount, the dataset leaves the bucket once ----
