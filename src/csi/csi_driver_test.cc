@@ -511,8 +511,8 @@ TEST_F(CsiDriverTest, MountsThatDiedWithTheDriverComeBackFromSealedSecrets) {
   driver_argv_.push_back(key_arg);
   const int before = oks(a);
   Restart();
-  ASSERT_TRUE(WaitFor([&] { return oks(a) >= before + 2; }, std::chrono::seconds(60)))
-      << "not healed:\n" << driver_->Log();
+  ASSERT_TRUE(WaitFor([&] { return oks(a) >= before + 2; }, std::chrono::seconds(60))) << "not healed:\n"
+                                                                                       << driver_->Log();
   EXPECT_NE(Record(vol).pid, old_pid);
   EXPECT_EQ(PodSums("pod-a"), ExpectedSums());
   std::ofstream(dir_ + "/stop") << "";

@@ -5,10 +5,14 @@
 #include <sys/statvfs.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 namespace strata::csi {
 namespace {
@@ -103,16 +107,50 @@ Result<MountEntry> FindMount(const std::vector<MountEntry>& table, const std::st
   return NotFoundError("nothing is mounted at " + path);
 }
 
-Status ProbePath(const std::string& path) {
+namespace {
+
+Status StatfsNow(const std::string& path) {
   // statfs, not stat: FUSE answers stat of a mount's root from its attribute
   // cache (for as long as the metadata TTL, "forever" included) even after the
   // process died, while statfs always asks the process.
   struct statvfs st;
   if (statvfs(path.c_str(), &st) == 0) return Status::Ok();
   const int err = errno;
-  if (err == ENOTCONN)
+  if (err == ENOTCONN) {
     return UnavailableError(path + ": the mount's process is gone (transport endpoint is not connected)");
-  return ErrnoToStatus(err, "stat " + path);
+  }
+  return ErrnoToStatus(err, "statfs " + path);
+}
+
+}  // namespace
+
+Status ProbePath(const std::string& path, std::chrono::milliseconds timeout) {
+  // On a thread of its own: a live but busy FUSE process may take long to
+  // answer, and the caller must not wait on it (the probe finishes by itself).
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Status status;
+  };
+  auto shared = std::make_shared<Shared>();
+  try {
+    std::thread([shared, path] {
+      Status st = StatfsNow(path);
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->status = std::move(st);
+      shared->done = true;
+      shared->cv.notify_all();
+    }).detach();
+  } catch (const std::system_error&) {
+    return StatfsNow(path);  // no thread to spare: ask in line
+  }
+  std::unique_lock<std::mutex> lock(shared->mu);
+  if (!shared->cv.wait_for(lock, timeout, [&] { return shared->done; })) {
+    return DeadlineExceededError(path + ": the mount did not answer statfs within " + std::to_string(timeout.count()) +
+                                 " ms (busy, or hung)");
+  }
+  return shared->status;
 }
 
 Status BindMount(const std::string& source, const std::string& target, bool read_only) {

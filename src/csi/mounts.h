@@ -4,6 +4,7 @@
 // paths are absolute. Thread-safe (no state).
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,9 +29,11 @@ Result<std::vector<MountEntry>> ReadMountTable();
 // The last (topmost) entry mounted at `path`, or NotFound.
 Result<MountEntry> FindMount(const std::vector<MountEntry>& table, const std::string& path);
 
-// OK when `path` answers statfs() (asked of the FUSE process itself); Unavailable ("transport endpoint is not
-// connected") when it is a FUSE mount whose process died; other errnos as such.
-Status ProbePath(const std::string& path);
+// OK when `path` answers statfs() (asked of the FUSE process itself); Unavailable
+// ("transport endpoint is not connected") when it is a FUSE mount whose process
+// died; DeadlineExceeded when no answer came within `timeout` (a busy or hung
+// process: not proof of death); other errnos as such.
+Status ProbePath(const std::string& path, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 // Bind-mounts `source` onto `target` (an existing directory); read-only makes
 // the bind read-only (the source stays as it is).

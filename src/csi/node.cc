@@ -45,8 +45,15 @@ bool IsMounted(const std::string& path) {
   return table.ok() && FindMount(*table, path).ok();
 }
 
-// Mounted and answering (a FUSE mount whose process died answers ENOTCONN).
-bool Healthy(const std::string& path) { return IsMounted(path) && ProbePath(path).ok(); }
+// Mounted and not dead: a FUSE mount whose process died answers ENOTCONN; one
+// that is slow to answer is busy or hung, which a remount would not cure (its
+// process is alive), so it counts as up.
+bool Healthy(const std::string& path) {
+  if (!IsMounted(path)) return false;
+  Status st = ProbePath(path);
+  if (st.code() == Code::kDeadlineExceeded) STRATA_LOG_WARN("csi: {}", st.ToString());
+  return st.ok() || st.code() == Code::kDeadlineExceeded;
+}
 
 uint64_t DiskUsage(const std::string& dir) {
   uint64_t total = 0;
