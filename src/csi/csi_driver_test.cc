@@ -115,6 +115,7 @@ class CsiDriverTest : public ::testing::Test {
 
   void TearDown() override {
     pods_.clear();
+    identity_.reset(), node_.reset(), controller_.reset(), channel_.reset();  // the kubelet goes away first
     if (driver_) driver_->Stop(std::chrono::seconds(5));
     // Whatever a failed test left: the mounts recorded in the state dir, then the tree.
     for (auto& e : stdfs::directory_iterator(dir_ + "/state/volumes", ec_)) {
@@ -553,6 +554,36 @@ TEST_F(CsiDriverTest, SecretsStayOutOfPsLogsAndStateDir) {
   EXPECT_NE(held.find(rgw_->secret_key()), std::string::npos);
   EXPECT_EQ(Unpublish(vol, "pod-a"), grpc::OK);
   EXPECT_EQ(Unstage(vol), grpc::OK) << last_error_;
+}
+
+// Another gRPC and protobuf stack (python3-grpcio, messages generated from the same
+// csi.proto by protoc's Python backend) drives the driver: what it sends is parsed
+// by the C++ side and the other way round.
+TEST_F(CsiDriverTest, PythonGrpcClientDrivesTheLifecycle) {
+  const std::string client = testing::SourceDir() + "/bench/csi_client.py";
+  auto py = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/python3", client, socket_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r =
+        RunCommand(argv, {{"AWS_ACCESS_KEY_ID", rgw_->access_key()}, {"AWS_SECRET_ACCESS_KEY", rgw_->secret_key()}});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : testing::CommandResult{-1, "", ""};
+  };
+  auto info = py({"info"});
+  ASSERT_EQ(info.exit_code, 0) << info.stderr_text;
+  EXPECT_EQ(info.stdout_text.substr(0, info.stdout_text.find('\n')), "csi.strata.dev 0.1.0 node-a");
+  const std::string vol = "vol-py";
+  auto st = py({"stage", vol, Staging(vol), "url=" + rgw_->StoreUrl("data"), "metadata-ttl=forever"});
+  ASSERT_EQ(st.exit_code, 0) << st.stderr_text;
+  ASSERT_EQ(py({"publish", vol, Staging(vol), Target("pod-p"), "ro"}).exit_code, 0);
+  EXPECT_TRUE(Record(vol).targets.at(0).read_only);
+  EXPECT_EQ(PodSums("pod-p"), ExpectedSums());
+  auto bad = py({"publish", vol, Staging(vol), Target("pod-p")});  // read-write now: already read-only
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.stderr_text.find("ALREADY_EXISTS"), std::string::npos) << bad.stderr_text;
+  EXPECT_EQ(py({"unpublish", vol, Target("pod-p")}).exit_code, 0);
+  EXPECT_EQ(py({"unstage", vol, Staging(vol)}).exit_code, 0);
+  EXPECT_FALSE(stdfs::exists(dir_ + "/state/volumes/" + VolumeKey(vol) + ".json"));
 }
 
 // The controller (csi-provisioner's side): a prefix per claim, created idempotently

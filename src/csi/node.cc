@@ -199,6 +199,7 @@ Status NodeManager::Stage(const StageRequest& request) {
     if (!r.secrets.empty() || !v.record.has_secrets) {
       v.secrets = r.secrets;
       v.secrets_known = true;
+      v.record.has_secrets = !r.secrets.empty();
       STRATA_RETURN_IF_ERROR(SealInto(v));
       STRATA_RETURN_IF_ERROR(Save(v.record));
     }
@@ -313,8 +314,13 @@ Status NodeManager::Unpublish(const std::string& volume_id, const std::string& t
   auto it = volumes_.find(volume_id);
   if (it == volumes_.end()) {
     if (IsMounted(target_path)) {
-      return PreconditionFailedError("volume " + volume_id + " is not known here, but something is mounted at " +
-                                     target_path);
+      // A bind this driver has no record of (its state was lost): the kubelet
+      // wants it gone, and refusing would keep the pod from terminating.
+      STRATA_LOG_WARN("csi: unpublish of unknown volume {}: detaching {}", volume_id, target_path);
+      DetachAll(target_path);
+      std::error_code ec;
+      fs::remove(target_path, ec);
+      return Status::Ok();
     }
     return NotFoundError("volume " + volume_id + " is not staged on this node");
   }
