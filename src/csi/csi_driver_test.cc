@@ -586,6 +586,37 @@ TEST_F(CsiDriverTest, PythonGrpcClientDrivesTheLifecycle) {
   EXPECT_FALSE(stdfs::exists(dir_ + "/state/volumes/" + VolumeKey(vol) + ".json"));
 }
 
+// deploy/kubernetes/fio-pod.yaml's checks (sequential write, sequential and random
+// read), read from the manifest and run in a pod's namespace against a published
+// volume, with /data mapped to the target and the sizes scaled down.
+TEST_F(CsiDriverTest, FioPodChecksPassOnAPublishedVolume) {
+  auto script = RunCommand({"/usr/bin/python3", "-c",
+                            "import sys, yaml; pod = yaml.safe_load(open(sys.argv[1])); "
+                            "print(pod['spec']['containers'][0]['args'][0])",
+                            testing::SourceDir() + "/deploy/kubernetes/fio-pod.yaml"});
+  ASSERT_TRUE(script.ok() && script->exit_code == 0);
+  std::string sh = script->stdout_text;
+  ASSERT_NE(sh.find("fio --name=seqwrite"), std::string::npos) << sh;
+  ASSERT_NE(sh.find("--rw=randread"), std::string::npos) << sh;
+  const std::string vol = "vol-fio";
+  ASSERT_EQ(Call(&v1::Node::Stub::NodeStageVolume, node_.get(), StageReq(vol, {{"url", rgw_->StoreUrl("fio-claim")}})),
+            grpc::OK)
+      << last_error_;
+  ASSERT_EQ(Publish(vol, "pod-fio"), grpc::OK) << last_error_;
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at = sh.find(from); at != std::string::npos; at = sh.find(from, at + to.size())) {
+      sh.replace(at, from.size(), to);
+    }
+  };
+  replace_all("/data", Target("pod-fio"));
+  replace_all("256M", "16M");
+  auto fio = Exec({"unshare", "-m", "--propagation", "slave", "--", "sh", "-c", sh});
+  EXPECT_EQ(fio.exit_code, 0) << fio.stdout_text << fio.stderr_text;
+  EXPECT_NE(fio.stdout_text.find("seqread"), std::string::npos);
+  EXPECT_EQ(Unpublish(vol, "pod-fio"), grpc::OK);
+  EXPECT_EQ(Unstage(vol), grpc::OK) << last_error_;
+}
+
 // The controller (csi-provisioner's side): a prefix per claim, created idempotently
 // and deleted with its objects; the whole bucket is never a volume to delete.
 TEST_F(CsiDriverTest, ControllerCreatesAndDeletesAClaimPrefix) {
