@@ -100,7 +100,7 @@ pod_pass() {  # TARGET: the same loop inside a pod's own mount namespace
 declare -A R
 run_direct() {  # RUN
   rm -rf "$WORK/cache-direct"
-  "$STRATA" mount "$URL" "$MNT" --cache-dir "$WORK/cache-direct" --cache-mem 2GiB --cache-disk 20GiB > /dev/null
+  "$STRATA" mount "$URL" "$MNT" --cache-dir "$WORK/cache-direct" --cache-ram 2GiB --cache-disk 20GiB > /dev/null
   drop_caches; ls "$MNT" > /dev/null
   R[direct,cold,$1]=$(pass "$MNT"); R[direct,warm,$1]=$(pass "$MNT")
   fusermount3 -u "$MNT"

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "base/log.h"
+#include "base/units.h"
+#include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "csi/driver.h"
 #include "csi/extender_server.h"
@@ -19,8 +21,6 @@ struct CsiArgs {
   csi::DriverOptions driver;
   std::string mode = "all";
   std::string log_level = "info";
-  // Defaults every volume's mount gets unless its volume_context sets them.
-  std::string cache_ram, cache_disk, block_size, metadata_ttl, cache_group, peer_listen, peer_deadline;
   std::string secrets_key_file;
 };
 
@@ -30,7 +30,22 @@ std::string SelfBinary() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "strata";
 }
 
-void RunCsi(CsiArgs& a) {
+// The shared cache flags given to `strata csi` are the defaults of every volume's
+// mount (its volume_context keys of the same names win), in the mount's spellings.
+csi::StringMap MountDefaults(const CacheFlags& flags) {
+  const CacheSettings s = flags.Settings();
+  csi::StringMap out;
+  if (flags.given(kCacheRam)) out["cache-ram"] = FormatSizeExact(s.ram_bytes);
+  if (flags.given(kCacheDisk)) out["cache-disk"] = FormatSizeExact(s.disk_bytes);
+  if (flags.given(kBlockSize)) out["block-size"] = FormatSizeExact(s.block_size);
+  if (flags.given(kMetadataTtl)) out["metadata-ttl"] = FormatDurationExact(s.metadata_ttl);
+  if (flags.given(kCacheGroup)) out["cache-group"] = s.group;
+  if (flags.given(kPeerListen)) out["peer-listen"] = s.peer_listen;
+  if (flags.given(kPeerDeadline)) out["peer-deadline"] = FormatDurationExact(s.peer_deadline);
+  return out;
+}
+
+void RunCsi(CsiArgs& a, const CacheFlags& flags) {
   SetLogLevel(a.log_level);
   if (a.mode != "all" && a.mode != "node" && a.mode != "controller") {
     Fail("csi", "--mode", InvalidArgumentError("must be node, controller or all"));
@@ -40,13 +55,7 @@ void RunCsi(CsiArgs& a) {
   a.driver.version = STRATA_VERSION_STRING;
   auto& no = a.driver.node_options;
   if (no.strata_binary.empty()) no.strata_binary = SelfBinary();
-  const std::pair<const char*, std::string*> defaults[] = {
-      {"cache-ram", &a.cache_ram},        {"cache-disk", &a.cache_disk},   {"block-size", &a.block_size},
-      {"metadata-ttl", &a.metadata_ttl},  {"cache-group", &a.cache_group}, {"peer-listen", &a.peer_listen},
-      {"peer-deadline", &a.peer_deadline}};
-  for (const auto& [key, value] : defaults) {
-    if (!value->empty()) no.mount_defaults[key] = *value;
-  }
+  no.mount_defaults = MountDefaults(flags);
   if (!a.secrets_key_file.empty()) {
     no.seal_key = Check(csi::ReadSealKey(a.secrets_key_file), "csi", a.secrets_key_file);
   }
@@ -65,13 +74,20 @@ CommandRegistrar csi_registrar("csi", [](CLI::App& root) {
   sub->add_option("--mode", a->mode, "node (the DaemonSet), controller (the provisioner's pod) or all (default)");
   sub->add_option("--strata-binary", a->driver.node_options.strata_binary,
                   "The strata executable mounts run (default: this one)");
-  sub->add_option("--cache-ram", a->cache_ram, "Default RAM tier size of each volume's mount");
-  sub->add_option("--cache-disk", a->cache_disk, "Default disk tier size of each volume's mount");
-  sub->add_option("--block-size", a->block_size, "Default cache block size");
-  sub->add_option("--metadata-ttl", a->metadata_ttl, "Default metadata TTL ('forever' for immutable datasets)");
-  sub->add_option("--cache-group", a->cache_group, "Default cache group of the mounts (etcd://HOST:PORT/GROUP)");
-  sub->add_option("--peer-listen", a->peer_listen, "Default peer endpoint of the mounts (HOST:PORT)");
-  sub->add_option("--peer-deadline", a->peer_deadline, "Default peer deadline of the mounts");
+  CacheFlagSpec spec;
+  spec.command = "csi";
+  spec.refused = {
+      {kCacheDir, "each volume's disk cache is CACHE_ROOT/<volume> (--cache-root)"},
+      {kGroupSecretFile, "the group secret comes from each volume's secrets (STRATA_GROUP_SECRET), never a file"}};
+  spec.needs_group = 0;  // --peer-listen alone: the address of the volumes that name a group themselves
+  spec.help = {{kCacheRam, "Default RAM tier of each volume's mount (its volume_context cache-ram wins)"},
+               {kCacheDisk, "Default disk tier of each volume's mount"},
+               {kBlockSize, "Default cache block size of each volume's mount"},
+               {kMetadataTtl, "Default metadata TTL of each volume's mount ('forever' for immutable datasets)"},
+               {kCacheGroup, "Default cache group of each volume's mount (etcd://HOST:PORT/GROUP)"},
+               {kPeerListen, "Peer endpoint (HOST:PORT; port 0: any) of the mounts in a cache group"},
+               {kPeerDeadline, "Default peer deadline of each volume's mount"}};
+  auto cache = AddCacheFlags(sub, spec);
   sub->add_option("--secrets-key-file", a->secrets_key_file,
                   "64 hex characters (openssl rand -hex 32): volumes' secrets are kept sealed with it in the state "
                   "dir, so mounts that died with the driver's container are remounted (default: memory only)");
@@ -82,12 +98,12 @@ CommandRegistrar csi_registrar("csi", [](CLI::App& root) {
       "(AWS_ACCESS_KEY_ID,\n"
       "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, STRATA_GROUP_SECRET) come from the request's secrets only.\n"
       "Each staged volume is its own `strata mount` process, recorded in --state-dir and re-adopted on restart.");
-  sub->callback([a] {
+  sub->callback([a, cache] {
     if (a->mode != "controller") {
       if (a->driver.node_options.node_id.empty()) Fail("csi", "--node-id", InvalidArgumentError("is required"));
       if (a->driver.node_options.state_dir.empty()) Fail("csi", "--state-dir", InvalidArgumentError("is required"));
     }
-    RunCsi(*a);
+    RunCsi(*a, *cache);
   });
 });
 

@@ -23,6 +23,16 @@ TEST(VolumeContext, TurnsKeysIntoMountFlags) {
   EXPECT_TRUE(spec->read_only);
   EXPECT_EQ(spec->mount_args, (std::vector<std::string>{"--cache-disk", "20GiB", "--metadata-ttl", "forever"}));
   EXPECT_FALSE(spec->has_cache_group);
+  // Group member flags only with a group.
+  auto alone = ParseVolumeContext({{"url", "s3://b"}, {"peer-listen", "10.0.0.7:0"}});
+  ASSERT_TRUE(alone.ok());
+  EXPECT_TRUE(alone->mount_args.empty());
+  auto grouped =
+      ParseVolumeContext({{"url", "s3://b"}, {"peer-listen", "10.0.0.7:0"}, {"cache-group", "etcd://e:1/g"}});
+  ASSERT_TRUE(grouped.ok());
+  EXPECT_EQ(grouped->mount_args,
+            (std::vector<std::string>{"--cache-group", "etcd://e:1/g", "--peer-listen", "10.0.0.7:0"}));
+  EXPECT_TRUE(grouped->has_cache_group);
 }
 
 TEST(VolumeContext, RefusesWhatCouldReachTheCommandLineWrongly) {

@@ -18,14 +18,10 @@ struct ContextKey {
   const char* flag;
 };
 constexpr ContextKey kMountKeys[] = {
-    {"cache-ram", "--cache-mem"},  // the mount's RAM tier flag
-    {"cache-disk", "--cache-disk"},
-    {"block-size", "--block-size"},
-    {"metadata-ttl", "--metadata-ttl"},
-    {"cache-group", "--cache-group"},
-    {"peer-listen", "--peer-listen"},
-    {"peer-deadline", "--peer-deadline"},
-    {"prefetch-budget", "--prefetch-budget"},
+    {"cache-ram", "--cache-ram"},         {"cache-disk", "--cache-disk"},
+    {"block-size", "--block-size"},       {"metadata-ttl", "--metadata-ttl"},
+    {"cache-group", "--cache-group"},     {"peer-listen", "--peer-listen"},
+    {"peer-deadline", "--peer-deadline"}, {"prefetch-budget", "--prefetch-budget"},
     {"readahead-max", "--readahead-max"},
 };
 
@@ -86,6 +82,17 @@ Result<VolumeSpec> ParseVolumeContext(const StringMap& context) {
       spec.mount_args.push_back(value);
       if (key == "cache-group") spec.has_cache_group = true;
     }
+  }
+  if (!spec.has_cache_group) {
+    // The group member's flags mean nothing without a group (the mount refuses
+    // them): a node-wide --peer-listen default is for the volumes that name one.
+    std::vector<std::string> kept;
+    for (size_t i = 0; i + 1 < spec.mount_args.size(); i += 2) {
+      if (spec.mount_args[i] == "--peer-listen" || spec.mount_args[i] == "--peer-deadline") continue;
+      kept.push_back(spec.mount_args[i]);
+      kept.push_back(spec.mount_args[i + 1]);
+    }
+    spec.mount_args = std::move(kept);
   }
   if (spec.url.empty())
     return InvalidArgumentError("volume_context needs \"url\" (the store URL, e.g. s3://bucket/prefix?endpoint=...)");
