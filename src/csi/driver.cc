@@ -255,13 +255,13 @@ Status RunDriver(const DriverOptions& options) {
   if (options.controller) builder.RegisterService(&controller);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) return UnavailableError("cannot serve gRPC on " + options.endpoint);
-  STRATA_LOG_WARN("csi: {} {} serving {} on {}{}{}", kDriverName, options.version, "Identity", options.endpoint,
+  STRATA_LOG_INFO("csi: {} {} serving {} on {}{}{}", kDriverName, options.version, "Identity", options.endpoint,
                   node ? ", Node (node " + options.node_options.node_id + ")" : "",
                   options.controller ? ", Controller" : "");
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&stop, &sig);
-    STRATA_LOG_WARN("csi: signal {}: stopping (mounts stay up)", sig);
+    STRATA_LOG_INFO("csi: signal {}: stopping (mounts stay up)", sig);
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   });
   server->Wait();

@@ -132,7 +132,10 @@ Status RunExtender(const ExtenderOptions& o) {
     acceptor.accept(socket, ec);
     if (ec) break;  // closed by the signal
     // One thread per connection: the scheduler keeps one or two connections open.
-    std::thread([&o, s = std::move(socket)]() mutable { Session(o, std::move(s)); }).detach();
+    // Sessions own a copy of the options: one may outlive this function at shutdown.
+    std::thread([opts = std::make_shared<ExtenderOptions>(o), s = std::move(socket)]() mutable {
+      Session(*opts, std::move(s));
+    }).detach();
   }
   waiter.join();
   return Status::Ok();
