@@ -516,11 +516,11 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
 }
 
 PrepareFn LoaderPrepare(object::ObjectStorePtr bucket, std::string prefix, loader::StreamingOptions base,
-                        std::string cache_root, bool no_cache) {
+                        std::string cache_root, bool no_cache, uint64_t batch_bytes) {
   if (no_cache) cache_root.clear();
   auto counted = std::make_shared<ByteCountingStore>(std::move(bucket));
   object::ObjectStorePtr store = counted;
-  return [store, counted, prefix, base, cache_root, no_cache](size_t world) -> Result<Prepared> {
+  return [store, counted, prefix, base, cache_root, no_cache, batch_bytes](size_t world) -> Result<Prepared> {
     auto guard = std::make_shared<DirGuard>();
     if (!cache_root.empty()) {
       guard->path = cache_root + "/n" + std::to_string(world);
@@ -532,8 +532,10 @@ PrepareFn LoaderPrepare(object::ObjectStorePtr bucket, std::string prefix, loade
     STRATA_ASSIGN_OR_RETURN(auto probe, loader::StreamingDataset::Open(store, prefix, base));
     const std::vector<std::string> fields = probe->index().fields;
     const uint64_t samples = probe->size();
-    // A batch's bytes, from the shards' (an upper bound: framing included).
-    const uint64_t batch_bytes = samples ? probe->index().total_shard_bytes() / samples * base.batch_size : 0;
+    // A batch's bytes, unless given: from the shards' (framing included).
+    const uint64_t batch = batch_bytes ? batch_bytes
+                           : samples   ? probe->index().total_shard_bytes() / samples * base.batch_size
+                                       : 0;
     probe.reset();
     // Opened before the clock starts: each rank reads the index once, as a
     // training process does at start-up.
@@ -556,7 +558,7 @@ PrepareFn LoaderPrepare(object::ObjectStorePtr bucket, std::string prefix, loade
     STRATA_ASSIGN_OR_RETURN(open->datasets, open_all());
     Prepared p;
     p.expected_samples = samples;
-    p.memory_bytes = LoaderMemoryBytes(base, world, batch_bytes);
+    p.memory_bytes = LoaderMemoryBytes(base, world, batch);
     p.store_bytes = [counted] { return counted->bytes(); };
     p.every_epoch_cold = no_cache;
     p.factory = [open, open_all, guard, no_cache](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {

@@ -215,9 +215,10 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
 // and removed when the next N is prepared. Empty `cache_root`: RAM only.
 // `no_cache`: no disk tier, and the datasets (with their RAM cache) are
 // opened afresh for every epoch, so every epoch reads the store (cold).
-// The store's bytes are counted and the loaders' memory is LoaderMemoryBytes.
+// The store's bytes are counted and the loaders' memory is LoaderMemoryBytes
+// of `batch_bytes` (0: estimated from the shards' sizes, framing included).
 PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader::StreamingOptions base,
-                        std::string cache_root, bool no_cache = false);
+                        std::string cache_root, bool no_cache = false, uint64_t batch_bytes = 0);
 
 // 1,2,4,... up to `max`, or the comma list in `list` ("1,2,4,8").
 Result<std::vector<size_t>> AcceleratorCounts(std::string_view list, size_t max);

@@ -412,7 +412,8 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   data.json["shards"] = probe->index().shards.size();
   data.json["shard_bytes"] = shard_bytes;
   probe.reset();
-  const uint64_t record_bytes = total ? shard_bytes / total : plan.w.record_size;
+  // Payload bytes per sample: as generated, else from the shards (framing included).
+  const uint64_t record_bytes = a.url.empty() || !total ? plan.w.record_size : shard_bytes / total;
   const size_t sized_n = LargestSizedN(rules, plan, base, counts, total, record_bytes);
   if (!a.quick && sized_n < largest_n) {
     Say(a, "note: " + std::to_string(total) +
@@ -440,7 +441,9 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   so.on_result = [&](const EpochResult& r) { Say(a, FormatResultLine(r)); };
   std::string note;
   auto results =
-      Check(Sweep(so, LoaderPrepare(data.store, data.prefix, base, cache_root, a.no_cache), &note), kCmd, data.where);
+      Check(Sweep(so, LoaderPrepare(data.store, data.prefix, base, cache_root, a.no_cache, plan.w.batch * record_bytes),
+                  &note),
+            kCmd, data.where);
   if (!note.empty()) Say(a, note);
 
   nlohmann::json best = nlohmann::json::object();
