@@ -384,10 +384,7 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   const size_t largest_n = *std::max_element(counts.begin(), counts.end());
   const Sizing needed = SizeFor(rules, plan, base, largest_n, plan.w.record_size);
   if (a.url.empty() && !a.samples && !a.quick) plan.w.samples = needed.samples;  // else as given, or --quick's
-  if (a.quick) {
-    Say(a, "--quick: a smoke run on " + std::to_string(plan.w.samples) +
-               " samples; its figures are not valid under the run rules");
-  } else if (a.url.empty()) {
+  if (a.url.empty() && !a.quick) {
     Say(a,
         "dataset: " + std::to_string(plan.w.samples) + " samples" +
             (plan.w.samples >= needed.samples ? " (" : " (fewer than the " + std::to_string(needed.samples) + " of ") +
@@ -415,11 +412,14 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   // Payload bytes per sample: as generated, else from the shards (framing included).
   const uint64_t record_bytes = a.url.empty() || !total ? plan.w.record_size : shard_bytes / total;
   const size_t sized_n = LargestSizedN(rules, plan, base, counts, total, record_bytes);
-  if (!a.quick && sized_n < largest_n) {
+  if (a.quick) {
+    Say(a,
+        "--quick: a smoke run on " + std::to_string(total) + " samples; its figures are not valid under the run rules");
+  } else if (sized_n < largest_n) {
+    const Sizing full = SizeFor(rules, plan, base, largest_n, record_bytes);
     Say(a, "note: " + std::to_string(total) +
-               " samples are enough for valid results up to N=" + std::to_string(sized_n) + " (" +
-               SizeFor(rules, plan, base, largest_n, record_bytes).Explain(rules, plan.w.batch) + ": " +
-               std::to_string(SizeFor(rules, plan, base, largest_n, record_bytes).samples) + " samples)");
+               " samples make valid results possible up to N=" + std::to_string(sized_n) + " only (" +
+               full.Explain(rules, plan.w.batch) + ": " + std::to_string(full.samples) + " samples)");
   }
 
   Say(a, "workload " + plan.w.name + " (" + a.accelerator + "): batch " + std::to_string(plan.w.batch) + ", compute " +
