@@ -30,7 +30,7 @@ struct TrainArgs {
   std::string workload = "resnet50";
   std::string accelerator = "h100";
   std::string url, generate_to;
-  bool generate_only = false;
+  bool generate_only = false, shards_only = false;
   std::string emulate;  // empty: ttfb=30ms,bw=25MB/s for a generated dataset, none for --url
   uint64_t samples = 0, samples_per_file = 0, batch = 0;
   std::string record_size;
@@ -122,6 +122,7 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
   s << "strata bench train --workload " << p.w.name << " --accelerator " << a.accelerator;
   if (!a.url.empty()) s << " --url " << Quote(a.url);
   if (!a.generate_to.empty()) s << " --generate-to " << Quote(a.generate_to);
+  if (a.shards_only) s << " --shards-only";
   if (a.url.empty()) {
     s << " --samples " << p.w.samples << " --record-size " << p.w.record_size << " --samples-per-file "
       << p.w.samples_per_file;
@@ -273,7 +274,7 @@ DatasetSource GenerateDataset(const TrainArgs& a, const Plan& plan, const loader
   g.format = plan.w.format;
   g.field = plan.w.field;
   g.seed = a.seed + 1;
-  g.write_files = !a.generate_to.empty();  // files/ only where a baseline can read them afterwards
+  g.write_files = !a.generate_to.empty() && !a.shards_only;  // files/ only where a baseline can read them
   Endpoint dst;
   if (!a.generate_to.empty())
     dst = Check(OpenTreeDestination(Check(ParseObjectUrl(a.generate_to), kCmd, a.generate_to)), kCmd, a.generate_to);
@@ -519,6 +520,8 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--generate-to", a->generate_to,
                   "Generate the dataset here: files/ (one file per sample) and shards/ (default: a temporary dir)");
   sub->add_flag("--generate-only", a->generate_only, "Generate into --generate-to and exit");
+  sub->add_flag("--shards-only", a->shards_only,
+                "Generate the shards only, no files/ (half the disk; files/ are for the per-file baselines)");
   sub->add_option("--emulate", a->emulate,
                   "Cloud emulation of the store, e.g. ttfb=30ms,bw=25MB/s, or none (default: that for a generated "
                   "dataset, none for --url)")
