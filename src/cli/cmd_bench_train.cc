@@ -410,6 +410,11 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   data.json["shards"] = probe->index().shards.size();
   data.json["shard_bytes"] = shard_bytes;
   probe.reset();
+  if (!a.url.empty() && !a.no_cache) {  // a generated dataset's cache was checked with it
+    Check(CheckDiskSpace({{cache_root, std::min(base.cache_limit_bytes, shard_bytes), "shard cache"}},
+                         "point --cache-dir elsewhere or run with --no-cache"),
+          kCmd, "--cache-dir");
+  }
   // Payload bytes per sample: as generated, else from the shards (framing included).
   const uint64_t record_bytes = a.url.empty() || !total ? plan.w.record_size : shard_bytes / total;
   const size_t sized_n = LargestSizedN(rules, plan, base, counts, total, record_bytes);
