@@ -417,12 +417,15 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   }
   // Payload bytes per sample: as generated, else from the shards (framing included).
   const uint64_t record_bytes = a.url.empty() || !total ? plan.w.record_size : shard_bytes / total;
-  const size_t sized_n = LargestSizedN(rules, plan, base, counts, total, record_bytes);
+  // Whether the dataset as it is suffices (no rounding up to whole shards: it has its own).
+  Plan as_is = plan;
+  as_is.w.samples_per_file = 1;
+  const size_t sized_n = LargestSizedN(rules, as_is, base, counts, total, record_bytes);
   if (a.quick) {
     Say(a,
         "--quick: a smoke run on " + std::to_string(total) + " samples; its figures are not valid under the run rules");
   } else if (sized_n < largest_n) {
-    const Sizing full = SizeFor(rules, plan, base, largest_n, record_bytes);
+    const Sizing full = SizeFor(rules, as_is, base, largest_n, record_bytes);
     Say(a, "note: " + std::to_string(total) +
                " samples make valid results possible up to N=" + std::to_string(sized_n) + " only (" +
                full.Explain(rules, plan.w.batch) + ": " + std::to_string(full.samples) + " samples)");
