@@ -21,14 +21,14 @@
 #
 # Run rules (those of `strata bench train`, src/cli/bench_train_rules.h): each epoch is timed from
 # empty loader queues and must last >= 100 steps and >= 2 s; a cold epoch's dataset must be >= 5 x
-# the loaders' memory (prefetch budgets + RAM cache; --prefetch-bytes and --ram-cache set strata's).
+# the loaders' memory (prefetch budgets + RAM cache; --prefetch-bytes and --cache-ram set strata's).
 # Without --samples the dataset is what the rules need at --max (strata sizes it, generated once
 # for every path); the s3fs path reads at each N only the files the rules need there (it is slow).
 # Only valid results count toward the largest N; --quick is a smoke run whose figures are not valid.
 #
 #   bash bench/train_bench.sh [--quick] [--samples N] [--workload resnet50|cosmoflow|unet3d]
 #        [--accelerator h100|a100] [--scale F] [--workers W] [--max N] [--min-n N]
-#        [--prefetch-bytes 64MiB] [--ram-cache 64MiB]
+#        [--prefetch-bytes 64MiB] [--cache-ram 64MiB]
 #        [--ttfb-ms MS] [--rate 25m] [--skip-s3fs] [--skip-fresh-buffers] [--build-dir DIR]
 #
 # Writes bench/out/train.json and bench/out/train.png, prints the table and the command that
@@ -64,7 +64,7 @@ while [ $# -gt 0 ]; do
     --max) MAX=$2; shift 2 ;;
     --min-n) MIN_N=$2; shift 2 ;;
     --prefetch-bytes) PREFETCH=$2; shift 2 ;;
-    --ram-cache) RAM_CACHE=$2; shift 2 ;;
+    --cache-ram) RAM_CACHE=$2; shift 2 ;;
     --ttfb-ms) TTFB_MS=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --skip-s3fs) SKIP_S3FS=1; shift ;;
@@ -106,7 +106,8 @@ EOF
 read -r BATCH PER_SHARD COMPUTE < <($PY -c "
 import sys
 s = float('$SCALE'); b = max(1, round($BATCH0 / s)); k = max(1, round($PER_FILE / s))
-print(b, k, f'{$COMPUTE0 * b / $BATCH0:.6g}')")
+c = float(f'{$COMPUTE0 * b / $BATCH0:.6g}')  # 6 significant digits, written without an exponent
+print(b, k, f'{c:.12f}'.rstrip('0').rstrip('.'))")
 [ -z "$SAMPLES" ] && [ "$QUICK" = 1 ] && SAMPLES=$((DEFAULT_SAMPLES / 4))
 [ "$QUICK" = 1 ] && MAX=$(( MAX < 4 ? MAX : 4 )) && MIN_N=$(( MIN_N < 2 ? MIN_N : 2 ))
 SMOKE=(); [ "$QUICK" = 1 ] && SMOKE=(--quick)
@@ -141,7 +142,7 @@ log() { echo "[train_bench] $*" >&2; }
 
 log "workload $WORKLOAD ($ACCEL), scaled 1/$SCALE: ${SAMPLES:-rule-sized} samples of $RECORD B, $PER_SHARD per shard, batch $BATCH, compute ${COMPUTE}s, AU threshold $THRESHOLD%"
 COMMON=(--workload "$WORKLOAD" --accelerator "$ACCEL" --batch "$BATCH" --compute-time "$COMPUTE"
-        --prefetch-bytes "$PREFETCH" --ram-cache "$RAM_CACHE" "${SMOKE[@]}")
+        --prefetch-bytes "$PREFETCH" --cache-ram "$RAM_CACHE" "${SMOKE[@]}")
 SIZE=(); [ -n "$SAMPLES" ] && SIZE=(--samples "$SAMPLES")
 "$STRATA" bench train "${COMMON[@]}" "${SIZE[@]}" --record-size "$RECORD" --samples-per-file "$PER_SHARD" \
   --max-accelerators "$MAX" --generate-to "$DATA/bench/" --generate-only

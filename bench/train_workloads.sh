@@ -48,9 +48,9 @@ EMULATE="ttfb=30ms,bw=25MB/s"
 # Per workload: the scaled parameters, the loaders' budgets and the N asked.
 params() {
   case "$1" in
-    resnet50) echo "--samples-per-file 100 --batch 32 --compute-time 0.01792 --prefetch-bytes 64MiB --ram-cache 64MiB --accelerators 1,2,4,8" ;;
-    cosmoflow) echo "--prefetch-bytes 256MiB --ram-cache 64MiB --accelerators 1,2,4,8" ;;
-    unet3d) echo "--record-size 9162539 --compute-time 0.0201875 --prefetch-bytes 512MiB --ram-cache 64MiB --accelerators 1,2" ;;
+    resnet50) echo "--samples-per-file 100 --batch 32 --compute-time 0.01792 --prefetch-bytes 64MiB --cache-ram 64MiB --accelerators 1,2,4,8" ;;
+    cosmoflow) echo "--prefetch-bytes 256MiB --cache-ram 64MiB --accelerators 1,2,4,8" ;;
+    unet3d) echo "--record-size 9162539 --compute-time 0.0201875 --prefetch-bytes 512MiB --cache-ram 64MiB --accelerators 1,2" ;;
     *) echo "train_workloads.sh: unknown workload $1" >&2; exit 2 ;;
   esac
 }
