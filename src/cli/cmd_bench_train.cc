@@ -540,7 +540,7 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--samples", a->samples,
                   "Samples in the generated dataset (default: what the run rules need at the largest N asked)");
   sub->add_flag("--quick", a->quick,
-                "Smoke run: a small dataset (the workload's few hundred MB) by default, every result marked not valid");
+                "Smoke run: the workload's preset sample count by default, every result marked not valid");
   sub->add_option("--record-size", a->record_size, "Bytes per sample (default: the workload's)");
   sub->add_option("--samples-per-file", a->samples_per_file, "Samples per shard (default: the workload's)");
   sub->add_option("--batch", a->batch, "Batch size per accelerator (default: the workload's)");
