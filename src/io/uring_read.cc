@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "base/log.h"
@@ -17,6 +19,17 @@ namespace {
 constexpr unsigned kRingDepth = 16;  // parts in flight per call at most (larger parts beyond that)
 
 std::atomic<bool> g_unavailable{false};
+thread_local bool t_off = false;
+
+bool OffByEnvironment() {
+  static const bool off = [] {
+    const char* v = std::getenv("STRATA_IO_URING");
+    const bool off = v != nullptr && (std::string_view(v) == "off" || std::string_view(v) == "0");
+    if (off) STRATA_LOG_INFO("io_uring off (STRATA_IO_URING={}): disk cache blocks are read with one pread each", v);
+    return off;
+  }();
+  return off;
+}
 
 // One ring per thread: submissions need no lock, and a ring is a few pages.
 struct ThreadRing {
@@ -31,7 +44,7 @@ struct ThreadRing {
 };
 
 io_uring* Ring() {
-  if (g_unavailable.load(std::memory_order_relaxed)) return nullptr;
+  if (t_off || g_unavailable.load(std::memory_order_relaxed) || OffByEnvironment()) return nullptr;
   thread_local ThreadRing ring;
   if (ring.error == 0) return &ring.ring;
   if (!g_unavailable.exchange(true)) {
@@ -49,6 +62,9 @@ Status ReadError(int err, const std::string& path) {
 }  // namespace
 
 bool UringAvailable() { return Ring() != nullptr; }
+
+ScopedUringOff::ScopedUringOff() : was_(t_off) { t_off = true; }
+ScopedUringOff::~ScopedUringOff() { t_off = was_; }
 
 Result<size_t> UringReadParts(int fd, uint64_t offset, size_t n, void* dst, size_t part,
                               const std::function<void(size_t)>& landed, const std::string& path) {

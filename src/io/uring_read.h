@@ -18,7 +18,21 @@
 namespace strata::io {
 
 // Whether io_uring works in this process (sets up this thread's ring).
+// STRATA_IO_URING=off in the environment turns it off for the process (an
+// operator's switch where io_uring is not wanted).
 bool UringAvailable();
+
+// Turns io_uring off for the calling thread while it lives (tests of the fallback).
+class ScopedUringOff {
+ public:
+  ScopedUringOff();
+  ~ScopedUringOff();
+  ScopedUringOff(const ScopedUringOff&) = delete;
+  ScopedUringOff& operator=(const ScopedUringOff&) = delete;
+
+ private:
+  bool was_;
+};
 
 // Reads [offset, offset + n) of `fd` into dst as parts of `part` bytes (the
 // last takes the remainder), all submitted at once; `landed(bytes)` is called
