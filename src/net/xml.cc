@@ -64,9 +64,15 @@ class ControlRefs {
       } else if (in.substr(i, 2) == "<?") {
         copy_past("?>");
       } else if (in.substr(i, 2) == "&#") {
-        size_t semi = in.find(';', i);
+        // Only a reference short enough to name a control byte counts: the
+        // ';' is looked for within kMaxRefBytes, never further (a search to
+        // the end after every "&#" made "&#&#&#..." quadratic).
+        size_t semi = in.substr(i, kMaxRefBytes + 1).find(';');
         std::optional<unsigned> v;
-        if (semi != std::string_view::npos && semi - i <= 12) v = Value(in.substr(i + 2, semi - i - 2));
+        if (semi != std::string_view::npos) {
+          semi += i;
+          v = Value(in.substr(i + 2, semi - i - 2));
+        }
         if (v && Forbidden(*v)) {
           char hex[3];
           std::snprintf(hex, sizeof hex, "%02X", *v);
@@ -105,6 +111,7 @@ class ControlRefs {
   bool In(std::string_view s) const { return active() && s.find(marker_) != std::string_view::npos; }
 
  private:
+  static constexpr size_t kMaxRefBytes = 12;  // "&#x" + 8 hex digits + ';' fits
   static bool Forbidden(unsigned v) { return v >= 1 && v < 0x20 && v != '\t' && v != '\n' && v != '\r'; }
   // "x1F" or "31": the value if small, else nullopt.
   static std::optional<unsigned> Value(std::string_view digits) {
