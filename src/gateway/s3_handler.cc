@@ -15,8 +15,9 @@
 namespace strata::gateway {
 
 Result<ParsedTarget> ParseTarget(std::string_view target) {
-  auto bad = [&](std::string why) {
-    return InvalidArgumentError("request target " + std::string(target.substr(0, 200)) + ": " + why)
+  auto bad = [&](std::string why) {  // the path only: a query may hold a presigned signature
+    return InvalidArgumentError("request target " +
+                                std::string(target.substr(0, std::min<size_t>(target.find('?'), 200))) + ": " + why)
         .WithForeignCode("InvalidURI");
   };
   if (target.empty() || target.front() != '/') return bad("must start with '/' (path-style addressing only)");
@@ -136,36 +137,43 @@ Status MethodNotAllowed(const Ctx& ctx) {
                  "The specified method " + ctx.req.method + " is not allowed against this resource.");
 }
 
+// Runs `op` as operation `name` once the requester may do `need`.
+Status Run(Ctx& ctx, const char* name, Need need, Status (*op)(Ctx&)) {
+  ctx.resp.op = name;
+  STRATA_RETURN_IF_ERROR(Authorize(ctx, need));
+  return op(ctx);
+}
+
 Status DispatchObject(Ctx& ctx) {
   const std::string& m = ctx.req.method;
   if (m == "GET" || m == "HEAD") {
     if (auto* sub = UnknownSubresource(ctx, {"acl", "attributes"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetObjectAcl", GetAcl(ctx));
+    if (ctx.HasQuery("acl")) return Run(ctx, "GetObjectAcl", Need::kOwner, GetAcl);
     if (m == "GET" && ctx.HasQuery("attributes"))
-      return (ctx.resp.op = "GetObjectAttributes", GetObjectAttributes(ctx));
-    if (m == "GET" && ctx.HasQuery("uploadId")) return (ctx.resp.op = "ListParts", ListParts(ctx));
-    ctx.resp.op = m == "GET" ? "GetObject" : "HeadObject";
-    return GetObject(ctx, m == "HEAD");
+      return Run(ctx, "GetObjectAttributes", Need::kRead, GetObjectAttributes);
+    if (m == "GET" && ctx.HasQuery("uploadId")) return Run(ctx, "ListParts", Need::kWrite, ListParts);
+    if (m == "GET") return Run(ctx, "GetObject", Need::kRead, [](Ctx& c) { return GetObject(c, false); });
+    return Run(ctx, "HeadObject", Need::kRead, [](Ctx& c) { return GetObject(c, true); });
   }
   if (m == "PUT") {
-    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
+    if (auto* sub = UnknownSubresource(ctx, {"acl"})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("acl")) return Run(ctx, "PutObjectAcl", Need::kOwner, PutObjectAcl);
     if (ctx.HasQuery("uploadId") || ctx.HasQuery("partNumber")) {
-      ctx.resp.op = ctx.Header("x-amz-copy-source") ? "UploadPartCopy" : "UploadPart";
-      return UploadPart(ctx);
+      return Run(ctx, ctx.Header("x-amz-copy-source") ? "UploadPartCopy" : "UploadPart", Need::kWrite, UploadPart);
     }
-    if (ctx.Header("x-amz-copy-source")) return (ctx.resp.op = "CopyObject", CopyObject(ctx));
-    if (ctx.body_file) return (ctx.resp.op = "PutObject", PutObjectStreamed(ctx));
-    return (ctx.resp.op = "PutObject", PutObject(ctx));
+    if (ctx.Header("x-amz-copy-source")) return Run(ctx, "CopyObject", Need::kWrite, CopyObject);
+    if (ctx.body_file) return Run(ctx, "PutObject", Need::kWrite, PutObjectStreamed);
+    return Run(ctx, "PutObject", Need::kWrite, PutObject);
   }
   if (m == "DELETE") {
     if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("uploadId")) return (ctx.resp.op = "AbortMultipartUpload", AbortMultipartUpload(ctx));
-    return (ctx.resp.op = "DeleteObject", DeleteObject(ctx));
+    if (ctx.HasQuery("uploadId")) return Run(ctx, "AbortMultipartUpload", Need::kWrite, AbortMultipartUpload);
+    return Run(ctx, "DeleteObject", Need::kDelete, DeleteObject);
   }
   if (m == "POST") {
     if (auto* sub = UnknownSubresource(ctx, {"uploads"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("uploads")) return (ctx.resp.op = "CreateMultipartUpload", CreateMultipartUpload(ctx));
-    if (ctx.HasQuery("uploadId")) return (ctx.resp.op = "CompleteMultipartUpload", CompleteMultipartUpload(ctx));
+    if (ctx.HasQuery("uploads")) return Run(ctx, "CreateMultipartUpload", Need::kWrite, CreateMultipartUpload);
+    if (ctx.HasQuery("uploadId")) return Run(ctx, "CompleteMultipartUpload", Need::kWrite, CompleteMultipartUpload);
     return NotImplemented(ctx, "POST to an object without ?uploads or ?uploadId");
   }
   return MethodNotAllowed(ctx);
@@ -177,29 +185,29 @@ Status DispatchBucket(Ctx& ctx) {
     if (auto* sub = UnknownSubresource(ctx, {"location", "versioning", "versions", "uploads", "acl"})) {
       return NotImplemented(ctx, *sub);
     }
-    if (ctx.HasQuery("location")) return (ctx.resp.op = "GetBucketLocation", GetBucketLocation(ctx));
-    if (ctx.HasQuery("versioning")) return (ctx.resp.op = "GetBucketVersioning", GetBucketVersioning(ctx));
-    if (ctx.HasQuery("versions")) return (ctx.resp.op = "ListObjectVersions", ListObjectVersions(ctx));
-    if (ctx.HasQuery("uploads")) return (ctx.resp.op = "ListMultipartUploads", ListMultipartUploads(ctx));
-    if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetBucketAcl", GetAcl(ctx));
+    if (ctx.HasQuery("location")) return Run(ctx, "GetBucketLocation", Need::kBucketAny, GetBucketLocation);
+    if (ctx.HasQuery("versioning")) return Run(ctx, "GetBucketVersioning", Need::kBucketAny, GetBucketVersioning);
+    if (ctx.HasQuery("versions")) return Run(ctx, "ListObjectVersions", Need::kList, ListObjectVersions);
+    if (ctx.HasQuery("uploads")) return Run(ctx, "ListMultipartUploads", Need::kList, ListMultipartUploads);
+    if (ctx.HasQuery("acl")) return Run(ctx, "GetBucketAcl", Need::kOwner, GetAcl);
     const std::string* lt = ctx.Query("list-type");
-    bool v2 = lt && *lt == "2";
-    ctx.resp.op = v2 ? "ListObjectsV2" : "ListObjects";
-    return ListObjects(ctx, v2);
+    if (lt && *lt == "2") return Run(ctx, "ListObjectsV2", Need::kList, [](Ctx& c) { return ListObjects(c, true); });
+    return Run(ctx, "ListObjects", Need::kList, [](Ctx& c) { return ListObjects(c, false); });
   }
-  if (m == "HEAD") return (ctx.resp.op = "HeadBucket", HeadBucket(ctx));
+  if (m == "HEAD") return Run(ctx, "HeadBucket", Need::kBucketAny, HeadBucket);
   if (m == "PUT") {
-    if (auto* sub = UnknownSubresource(ctx, {"versioning"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("versioning")) return (ctx.resp.op = "PutBucketVersioning", PutBucketVersioning(ctx));
-    return (ctx.resp.op = "CreateBucket", CreateBucket(ctx));
+    if (auto* sub = UnknownSubresource(ctx, {"versioning", "acl"})) return NotImplemented(ctx, *sub);
+    if (ctx.HasQuery("versioning")) return Run(ctx, "PutBucketVersioning", Need::kOwner, PutBucketVersioning);
+    if (ctx.HasQuery("acl")) return Run(ctx, "PutBucketAcl", Need::kOwner, PutBucketAcl);
+    return Run(ctx, "CreateBucket", Need::kCreateBucket, CreateBucket);
   }
   if (m == "DELETE") {
     if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
-    return (ctx.resp.op = "DeleteBucket", DeleteBucket(ctx));
+    return Run(ctx, "DeleteBucket", Need::kOwner, DeleteBucket);
   }
   if (m == "POST") {
     if (auto* sub = UnknownSubresource(ctx, {"delete"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("delete")) return (ctx.resp.op = "DeleteObjects", DeleteObjects(ctx));
+    if (ctx.HasQuery("delete")) return Run(ctx, "DeleteObjects", Need::kDelete, DeleteObjects);
     return NotImplemented(ctx, "POST to a bucket without ?delete");
   }
   return MethodNotAllowed(ctx);
@@ -208,8 +216,7 @@ Status DispatchBucket(Ctx& ctx) {
 Status Dispatch(Ctx& ctx) {
   if (ctx.target.bucket.empty()) {
     if (ctx.req.method != "GET") return MethodNotAllowed(ctx);
-    ctx.resp.op = "ListBuckets";
-    return ListBuckets(ctx);
+    return Run(ctx, "ListBuckets", Need::kAuthenticated, ListBuckets);
   }
   if (ctx.target.key.empty()) return DispatchBucket(ctx);
   return DispatchObject(ctx);
@@ -259,19 +266,21 @@ GatewayResponse S3Handler::Error(int http_status, std::string_view s3_code, std:
 
 namespace {
 
-// Authenticates the request; *anonymous when it carries no signature and
-// anonymous access is allowed.
+// Authenticates the request; *anonymous when it carries no signature.
 Result<net::VerifiedRequest> Authenticate(const S3Handler& h, Clock& clock, const GatewayRequest& req,
                                           const ParsedTarget& t, bool* anonymous) {
   *anonymous = false;
   const std::string* authz = net::FindHeader(req.headers, "authorization");
   bool presigned = t.raw_query.find("Signature=") != std::string::npos;  // X-Amz-Signature (v4) or Signature (v2)
   if (!authz && !presigned) {
-    if (h.options().allow_anonymous) {
-      *anonymous = true;
-      return net::VerifiedRequest{};
+    // A web page can make a browser send requests here; unsigned, they could
+    // act with whatever the browser's network position allows. Refused.
+    if (net::FindHeader(req.headers, "origin")) {
+      return PermissionDeniedError("Access Denied (a browser request, with an Origin header, must be signed)")
+          .WithForeignCode("AccessDenied");
     }
-    return PermissionDeniedError("Access Denied (anonymous requests are not allowed)").WithForeignCode("AccessDenied");
+    *anonymous = true;  // what anonymous requests may do is decided per operation (Authorize)
+    return net::VerifiedRequest{};
   }
   net::HttpRequestParts parts{req.method, t.raw_path, t.raw_query, req.headers};
   const auto& keys = h.options().keys;
@@ -406,8 +415,8 @@ GatewayResponse S3Handler::Internal(const GatewayRequest& req, std::string_view 
   } catch (...) {
   }
   try {
-    STRATA_LOG_ERROR("gateway: {} {} from {}: {}: {} (answered 500)", req.method, req.target.substr(0, 300), req.remote,
-                     where, what);
+    STRATA_LOG_ERROR("gateway: {} {} from {}: {}: {} (answered 500)", req.method, net::RedactTarget(req.target),
+                     req.remote, where, what);
   } catch (...) {
   }
   try {
@@ -424,7 +433,7 @@ GatewayResponse S3Handler::Internal(const GatewayRequest& req, std::string_view 
 }
 
 GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
-  Ctx ctx{*this, req, {}, {}, req.body, {}, NextRequestId(), {}, {}, {}};
+  Ctx ctx{*this, req, {}, {}, req.body, {}, NextRequestId(), {}, {}, {}, {}, {}, false};
   ctx.resp.bytes_in = req.body_file ? req.body_file->size() : req.body.size();
   ctx.resp.op = "Unknown";
   Status st = [&]() -> Status {
@@ -441,6 +450,7 @@ GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
       STRATA_ASSIGN_OR_RETURN(auth.verified, Authenticate(*this, clock_, req, ctx.target, &auth.anonymous));
     }
     ctx.resp.access_key = auth.anonymous ? "-" : auth.verified.access_key_id;
+    if (!auth.anonymous) ctx.who.access_key = auth.verified.access_key_id;
     STRATA_RETURN_IF_ERROR(DecodePayload(ctx, auth.verified, auth.anonymous));
     return Dispatch(ctx);
   }();
@@ -448,7 +458,7 @@ GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
   if (!st.ok()) {
     net::S3ErrorInfo e = net::S3ErrorForStatus(st);
     if (e.http_status >= 500 && e.http_status != 501)
-      STRATA_LOG_WARN("gateway: {} {}: {}", req.method, req.target.substr(0, 300), st.ToString());
+      STRATA_LOG_WARN("gateway: {} {}: {}", req.method, net::RedactTarget(req.target), st.ToString());
     r.status = e.http_status;
     r.error_code = e.code;
     r.stream.reset();
