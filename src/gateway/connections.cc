@@ -2,7 +2,7 @@
 
 namespace strata::gateway {
 
-bool ConnectionTable::EvictLocked(const std::string& client) {
+std::shared_ptr<ServedConnection> ConnectionTable::EvictLocked(const std::string& client) {
   ServedConnection* victim = nullptr;
   Entry* victim_entry = nullptr;
   uint64_t oldest = 0;
@@ -15,33 +15,38 @@ bool ConnectionTable::EvictLocked(const std::string& client) {
       oldest = since;
     }
   }
-  if (victim == nullptr) return false;
+  if (victim == nullptr) return nullptr;
   auto conn = victim_entry->conn.lock();
-  if (!conn) return false;  // already going: its destructor unregisters it
+  if (!conn) return nullptr;  // already going: its destructor unregisters it
   victim_entry->counted = false;
   --counted_;
   if (--per_client_[victim_entry->client] == 0) per_client_.erase(victim_entry->client);
-  conn->ForceClose();  // posts to its strand: never closes under our lock
-  return true;
+  return conn;
 }
 
 ConnectionTable::Admission ConnectionTable::Admit(ServedConnection* c, std::weak_ptr<ServedConnection> w,
                                                   const std::string& client) {
-  MutexLock lock(mu_);
-  bool evicted = false;
-  auto it = per_client_.find(client);
-  if (it != per_client_.end() && it->second >= max_per_client_) {
-    if (!EvictLocked(client)) return Admission::kRefused;
-    evicted = true;
+  std::shared_ptr<ServedConnection> evicted[2];
+  Admission result = Admission::kAdmitted;
+  {
+    MutexLock lock(mu_);
+    auto it = per_client_.find(client);
+    if (it != per_client_.end() && it->second >= max_per_client_ && !(evicted[0] = EvictLocked(client))) {
+      return Admission::kRefused;
+    }
+    if (counted_ >= max_total_ && !(evicted[1] = EvictLocked(""))) {
+      result = Admission::kRefused;
+    } else {
+      entries_[c] = Entry{std::move(w), client, true};
+      ++per_client_[client];
+      ++counted_;
+      if (evicted[0] || evicted[1]) result = Admission::kAdmittedByEviction;
+    }
   }
-  if (counted_ >= max_total_) {
-    if (!EvictLocked("")) return Admission::kRefused;
-    evicted = true;
+  for (auto& e : evicted) {
+    if (e) e->ForceClose();
   }
-  entries_[c] = Entry{std::move(w), client, true};
-  ++per_client_[client];
-  ++counted_;
-  return evicted ? Admission::kAdmittedByEviction : Admission::kAdmitted;
+  return result;
 }
 
 void ConnectionTable::Remove(ServedConnection* c) {
@@ -57,8 +62,13 @@ void ConnectionTable::Remove(ServedConnection* c) {
 }
 
 bool ConnectionTable::EvictOldestIdle() {
-  MutexLock lock(mu_);
-  return EvictLocked("");
+  std::shared_ptr<ServedConnection> victim;
+  {
+    MutexLock lock(mu_);
+    victim = EvictLocked("");
+  }
+  if (victim) victim->ForceClose();
+  return victim != nullptr;
 }
 
 std::vector<std::shared_ptr<ServedConnection>> ConnectionTable::Live() {

@@ -75,8 +75,10 @@ class ConnectionTable {
     std::string client;
     bool counted = true;  // false once evicted: its close is under way
   };
-  // The idle connection (of `client`, or any when empty) idle the longest, uncounted and closed.
-  bool EvictLocked(const std::string& client) REQUIRES(mu_);
+  // The idle connection (of `client`, or any when empty) idle the longest,
+  // uncounted; null if none. The caller closes it once mu_ is released (its
+  // last reference may go there, and its destructor unregisters it).
+  std::shared_ptr<ServedConnection> EvictLocked(const std::string& client) REQUIRES(mu_);
 
   const uint64_t max_total_, max_per_client_;
   Mutex mu_;

@@ -83,7 +83,11 @@ class ControlRefs {
           out += in[i++];
         }
       } else {
-        out += in[i++];
+        // Plain text up to the next '<' or '&' goes over in one piece.
+        size_t next = in.find_first_of("<&", i + 1);
+        if (next == std::string_view::npos) next = in.size();
+        out.append(in.substr(i, next - i));
+        i = next;
       }
     }
     return out;
