@@ -206,6 +206,13 @@ Status BucketSet::Create(const std::string& bucket, const BucketRecord& record) 
   if (fixed_.count(bucket)) return exists();
   if (upstream_) {
     lock.Unlock();
+    // S3 (us-east-1) and RGW answer 200 to re-creating a bucket of the same
+    // account, and every bucket upstream is the gateway's account: ask first,
+    // so a bucket that exists is never taken over (one create at a time here).
+    MutexLock creating(create_mu_);
+    Status present = upstream_->HeadBucket(bucket);
+    if (present.ok()) return exists();
+    if (present.code() != Code::kNotFound) return present;
     Status st = upstream_->CreateBucket(bucket);
     if (st.code() == Code::kAlreadyExists) return exists();
     STRATA_RETURN_IF_ERROR(st);

@@ -108,6 +108,7 @@ class BucketSet {
   std::string file_root_;                        // empty: no file:// backend
   std::unique_ptr<object::S3Service> upstream_;  // null: no whole-endpoint backend
   Mutex mu_;
+  Mutex create_mu_;  // upstream: a HeadBucket and the CreateBucket after it, one bucket at a time
   // s3/mem buckets: filled by Open/FromStores before the set is shared, read-only after.
   std::map<std::string, std::shared_ptr<cache::CachedStore>> fixed_;
   std::map<std::string, std::shared_ptr<cache::CachedStore>> file_open_ GUARDED_BY(mu_);  // file buckets opened so far
