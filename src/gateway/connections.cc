@@ -1,5 +1,9 @@
 #include "gateway/connections.h"
 
+#include <sys/resource.h>
+
+#include "base/log.h"
+
 namespace strata::gateway {
 
 std::shared_ptr<ServedConnection> ConnectionTable::EvictLocked(const std::string& client) {
@@ -88,6 +92,18 @@ bool ConnectionTable::WaitEmpty(Duration timeout) {
 uint64_t ConnectionTable::size() {
   MutexLock lock(mu_);
   return counted_;
+}
+
+uint64_t CapByDescriptors(uint64_t wanted, uint64_t reserved) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return wanted;
+  const uint64_t fds = rl.rlim_cur > 2 * reserved ? rl.rlim_cur - reserved : rl.rlim_cur / 2;
+  if (fds >= wanted) return wanted;
+  STRATA_LOG_WARN(
+      "gateway: limits.max_connections is {} but the descriptor limit (ulimit -n) is {}: at most {} connections "
+      "are kept (raise ulimit -n for more)",
+      wanted, static_cast<uint64_t>(rl.rlim_cur), fds);
+  return fds;
 }
 
 }  // namespace strata::gateway

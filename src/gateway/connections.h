@@ -88,4 +88,9 @@ class ConnectionTable {
   uint64_t counted_ GUARDED_BY(mu_) = 0;
 };
 
+// `wanted` connections, or fewer when the descriptor limit (ulimit -n) minus
+// `reserved` (cache files, backend and spill files) allows fewer: then a
+// warning says so once (the caps, not EMFILE, should decide who is served).
+uint64_t CapByDescriptors(uint64_t wanted, uint64_t reserved);
+
 }  // namespace strata::gateway

@@ -6,6 +6,7 @@
 #include "base/hash.h"
 #include "gateway/access.h"
 #include "gateway/buckets.h"
+#include "gateway/config.h"
 #include "gateway/s3_handler.h"
 #include "net/s3_xml.h"
 #include "net/sigv4.h"
@@ -296,6 +297,58 @@ TEST(AccessPolicyTest, Decisions) {
   EXPECT_EQ(ParseCannedAcl("authenticated-read").status().foreign_code(), "NotImplemented");
   EXPECT_EQ(ParseCannedAcl("bogus").status().code(), Code::kInvalidArgument);
   EXPECT_FALSE(ParsePermission("admin").ok());
+}
+
+TEST(GatewayAccessConfigTest, KeysGrantsBucketsAndLimitsFromJson) {
+  GatewayConfig c;
+  c.backends = {"mem://x"};
+  ASSERT_TRUE(ParseGatewayConfigJson(R"({
+    "keys": [{"access_key": "A", "secret_key": "sa"},
+             {"access_key": "R", "secret_key": "sr", "read_only": true,
+              "grants": [{"bucket": "data", "prefix": "train/", "allow": ["read", "list"]}, {"bucket": "*"}]}],
+    "buckets": {"data": {"owner": "A"}, "open": {"public_read": true}},
+    "limits": {"max_connections": 100, "max_connections_per_client": 10, "min_transfer_rate": "64KiB/s",
+               "transfer_grace": "3s"}})",
+                                     &c)
+                  .ok());
+  EXPECT_EQ(c.keys.size(), 2u);
+  EXPECT_FALSE(c.key_access.at("A").restricted);
+  const KeyAccess& r = c.key_access.at("R");
+  EXPECT_TRUE(r.read_only);
+  EXPECT_TRUE(r.restricted);
+  ASSERT_EQ(r.grants.size(), 2u);
+  EXPECT_EQ(r.grants[0].prefix, "train/");
+  EXPECT_EQ(r.grants[0].permissions, unsigned{kPermRead | kPermList});
+  EXPECT_EQ(r.grants[1].permissions, unsigned{kPermAll});
+  EXPECT_EQ(c.bucket_settings.at("data").owner, "A");
+  EXPECT_TRUE(c.bucket_settings.at("open").public_read);
+  EXPECT_EQ(c.limits.max_connections, 100u);
+  EXPECT_EQ(c.limits.max_connections_per_client, 10u);
+  EXPECT_EQ(c.limits.min_transfer_rate, 64u << 10);
+  EXPECT_EQ(c.limits.transfer_grace, std::chrono::seconds(3));
+  EXPECT_TRUE(ValidateGatewayConfig(c).ok());
+  // Mistakes are named.
+  auto bad = [](std::string_view json) {
+    GatewayConfig x;
+    x.backends = {"mem://x"};
+    Status st = ParseGatewayConfigJson(json, &x);
+    return st.ok() ? ValidateGatewayConfig(x) : st;
+  };
+  EXPECT_NE(bad(R"({"allow_anonymous": true})").message().find("public_read"), std::string::npos);
+  EXPECT_FALSE(bad(R"({"keys": [{"access_key": "A", "secret_key": "s", "grants": [{"allow": ["read"]}]}]})").ok());
+  EXPECT_FALSE(
+      bad(R"({"keys": [{"access_key": "A", "secret_key": "s", "grants": [{"bucket": "b", "allow": ["admin"]}]}]})")
+          .ok());
+  EXPECT_FALSE(bad(R"({"keys": [{"access_key": "A", "secret_key": "s"}], "buckets": {"b": {"owner": "Z"}}})").ok());
+  EXPECT_FALSE(bad(R"({"keys": [{"access_key": "A", "secret_key": "s"}], "limits": {"max_connections": 0}})").ok());
+  EXPECT_FALSE(
+      bad(R"({"keys": [{"access_key": "A", "secret_key": "s"}], "limits": {"min_transfer_rate": "fast"}})").ok());
+  // No keys is fine when a bucket is public (anonymous readers only); no keys and nothing public is not.
+  EXPECT_TRUE(bad(R"({"buckets": {"open": {"public_read": true}}})").ok());
+  EXPECT_FALSE(bad(R"({})").ok());
+  EXPECT_EQ(*ParseRate("1MiB/s"), 1u << 20);
+  EXPECT_EQ(*ParseRate("0"), 0u);
+  EXPECT_FALSE(ParseRate("1MiB/h").ok());
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "gateway/server.h"
 
-#include <sys/resource.h>
-
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -102,7 +100,8 @@ class GatewayServer::Impl {
       : options_(options),
         handler_(handler),
         observer_(observer),
-        table_(ConnectionCap(options.limits), options.limits.max_connections_per_client),
+        table_(CapByDescriptors(options.limits.max_connections, kReservedDescriptors),
+               options.limits.max_connections_per_client),
         acceptor_(ioc_),
         workers_(std::make_unique<ThreadPool>(std::max(1, options.workers), "strata-gw-worker")) {}
 
@@ -125,22 +124,6 @@ class GatewayServer::Impl {
     return true;
   }
 
-  // max_connections, bounded by what the descriptor limit allows (with a warning at start).
-  static uint64_t ConnectionCap(const GatewayLimits& limits) {
-    uint64_t cap = limits.max_connections;
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-      uint64_t fds = rl.rlim_cur > kReservedDescriptors * 2 ? rl.rlim_cur - kReservedDescriptors : rl.rlim_cur / 2;
-      if (fds < cap) {
-        STRATA_LOG_WARN(
-            "gateway: limits.max_connections is {} but the descriptor limit (ulimit -n) is {}: at most {} "
-            "connections are kept (raise ulimit -n for more)",
-            cap, static_cast<uint64_t>(rl.rlim_cur), fds);
-        cap = fds;
-      }
-    }
-    return cap;
-  }
   void Unreserve(uint64_t n) { inflight_.fetch_sub(n); }
 
   ServerOptions options_;
