@@ -94,7 +94,8 @@ EOF
 read -r BATCH PER_SHARD COMPUTE < <($PY -c "
 import sys
 s = float('$SCALE'); b = max(1, round($BATCH0 / s)); k = max(1, round($PER_FILE / s))
-print(b, k, f'{$COMPUTE0 * b / $BATCH0:.6g}')")
+c = float(f'{$COMPUTE0 * b / $BATCH0:.6g}')  # 6 significant digits, written without an exponent
+print(b, k, f'{c:.12f}'.rstrip('0').rstrip('.'))")
 if [ -z "$SAMPLES" ]; then SAMPLES=$DEFAULT_SAMPLES; [ "$QUICK" = 1 ] && SAMPLES=$((DEFAULT_SAMPLES / 4)); fi
 [ "$QUICK" = 1 ] && MAX=$(( MAX < 4 ? MAX : 4 )) && MIN_N=$(( MIN_N < 2 ? MIN_N : 2 ))
 THRESHOLD=$($PY -c "print({'resnet50': 90, 'unet3d': 90, 'cosmoflow': 70}['$WORKLOAD'])")

@@ -170,6 +170,35 @@ TEST_F(BenchTrainTest, GeneratesFilesAndShardsThenReadsAnExistingDataset) {
   EXPECT_EQ(doc["results"][0]["record_size"], 3000.0);
 }
 
+// The cache flag set (cli/cache_flags.h): the old spellings --ram-cache and
+// --cache-limit still work, with one deprecation line each, and the
+// reproduce line spells the new flag; block and group flags are refused.
+TEST_F(BenchTrainTest, TakesTheCacheFlagsAndTheOldSpellings) {
+  auto args = Tiny((dir_ / "old.json").string(), "0.001");
+  for (const char* a :
+       {"--accelerators", "1", "--epochs", "1", "--emulate", "none", "--ram-cache", "64MiB", "--cache-limit", "1GiB"})
+    args.push_back(a);
+  CliRun run = Strata(args);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.err.find("strata: bench train: --ram-cache is deprecated; use --cache-ram (the same value)\n"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("strata: bench train: --cache-limit is deprecated; use --cache-disk (the same value)\n"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.out.find("RAM cache 64.0 MiB)"), std::string::npos) << run.out;  // the peak RSS line
+  EXPECT_NE(run.out.find(" --cache-ram 64MiB "), std::string::npos) << run.out;  // the reproduce line
+  EXPECT_EQ(run.out.find("--ram-cache"), std::string::npos) << run.out;
+
+  for (const char* flag : {"--block-size", "--cache-group"}) {
+    CliRun refused = Strata({flag, "1MiB"});
+    EXPECT_EQ(refused.code, 2) << flag;
+    EXPECT_NE(refused.err.find(std::string("strata: bench train: ") + flag + ": not supported by bench train"),
+              std::string::npos)
+        << refused.err;
+  }
+}
+
 TEST_F(BenchTrainTest, RejectsBadInputWithUsageAndNotFoundCodes) {
   EXPECT_EQ(Strata({"--workload", "bert"}).code, 2);
   EXPECT_EQ(Strata({"--accelerator", "tpu"}).code, 2);

@@ -12,7 +12,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/units.h"
 #include "cli/bench_train_engine.h"
+#include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
@@ -34,12 +36,13 @@ struct TrainArgs {
   std::string emulate;  // empty: ttfb=30ms,bw=25MB/s for a generated dataset, none for --url
   uint64_t samples = 0, samples_per_file = 0, batch = 0;
   std::string record_size;
-  double compute_time = -1, threshold = -1;
+  std::string compute_time;  // a duration (base/units.h); a bare number is seconds
+  double threshold = -1;
   uint64_t epochs = 2;
   std::string accelerators;
   size_t max_accelerators = 64, min_accelerators = 1;
   bool no_stop = false;
-  std::string cache_dir, cache_limit = "16GiB", ram_cache = "256MiB";
+  CacheSettings cache;  // --cache-dir, --cache-disk, --cache-ram (cache_flags.h)
   size_t prefetch_shards = 0, prefetch_batches = 8, decode_threads = 2, fetch = 16,
          connections = loader::StreamingOptions{}.max_connections;
   std::string prefetch_bytes;  // empty: the loader's default (from the RAM cache)
@@ -98,7 +101,7 @@ Plan MakePlan(const TrainArgs& a) {
   if (!a.record_size.empty()) p.w.record_size = Check(ParseSize(a.record_size), kCmd, "--record-size");
   if (a.samples_per_file) p.w.samples_per_file = a.samples_per_file;
   if (a.batch) p.w.batch = a.batch;
-  if (a.compute_time >= 0) p.compute_s = a.compute_time;
+  if (!a.compute_time.empty()) p.compute_s = Seconds(Check(ParseDuration(a.compute_time), kCmd, "--compute-time"));
   p.threshold = a.threshold >= 0 ? a.threshold / 100.0 : p.w.threshold;
   if (p.threshold <= 0 || p.threshold > 1)
     Fail(kCmd, "--threshold", InvalidArgumentError("expected a percentage in (0, 100]"));
@@ -135,8 +138,8 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
   s << " --threshold " << p.threshold * 100;
   if (a.no_stop) s << " --no-stop";
   if (a.no_cache) s << " --no-cache";
-  s << " --ram-cache " << a.ram_cache << " --prefetch-batches " << a.prefetch_batches << " --connections "
-    << a.connections;
+  s << " --cache-ram " << FormatSizeExact(a.cache.ram_bytes) << " --prefetch-batches " << a.prefetch_batches
+    << " --connections " << a.connections;
   if (!a.prefetch_bytes.empty()) s << " --prefetch-bytes " << a.prefetch_bytes;
   if (a.prefetch_shards) s << " --prefetch-shards " << a.prefetch_shards;
   if (a.min_accelerators > 1) s << " --min-accelerators " << a.min_accelerators;
@@ -191,8 +194,8 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   base.max_connections = a.connections;
   base.async_cache_writes = true;  // the accelerator does not wait for the cache's fsyncs
   if (!a.prefetch_bytes.empty()) base.prefetch_bytes = Check(ParseSize(a.prefetch_bytes), kCmd, "--prefetch-bytes");
-  base.cache_limit_bytes = Check(ParseSize(a.cache_limit), kCmd, "--cache-limit");
-  base.ram_cache_bytes = Check(ParseSize(a.ram_cache), kCmd, "--ram-cache");
+  base.cache_limit_bytes = a.cache.disk_bytes;
+  base.ram_cache_bytes = a.cache.ram_bytes;
 
   TempDir temp;
   object::ObjectStorePtr store;
@@ -238,7 +241,7 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
     dataset_json = {{"url", a.url}};
   }
 
-  std::string cache_root = a.cache_dir;
+  std::string cache_root = a.cache.dir;
   TempDir cache_temp;
   if (cache_root.empty()) {
     cache_temp.path = MakeTemp("the loader's shard cache");
@@ -334,8 +337,8 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
                           {"max_connections", a.connections},
                           {"prefetch_bytes", a.prefetch_bytes.empty() ? "default" : a.prefetch_bytes},
                           {"cache", a.no_cache            ? "none (--no-cache)"
-                                    : a.cache_dir.empty() ? "temporary directory"
-                                                          : a.cache_dir}}},
+                                    : a.cache.dir.empty() ? "temporary directory"
+                                                          : a.cache.dir}}},
                         {"results", nlohmann::json::array()},
                         {"max_accelerators", best},
                         {"peak_rss_bytes", peak},
@@ -378,7 +381,8 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--record-size", a->record_size, "Bytes per sample (default: the workload's)");
   sub->add_option("--samples-per-file", a->samples_per_file, "Samples per shard (default: the workload's)");
   sub->add_option("--batch", a->batch, "Batch size per accelerator (default: the workload's)");
-  sub->add_option("--compute-time", a->compute_time, "Seconds of emulated compute per batch (default: published)");
+  sub->add_option("--compute-time", a->compute_time,
+                  "Emulated compute per batch, e.g. 0.224 (seconds) or 224ms (default: published)");
   sub->add_option("--epochs", a->epochs, "Epochs per N (epoch 1 cold, later ones warm)")->capture_default_str();
   sub->add_option("--accelerators", a->accelerators, "Comma list of N, e.g. 1,2,4,8 (default: 1,2,4,... to max)");
   sub->add_option("--max-accelerators", a->max_accelerators, "Largest N of the default sweep")->capture_default_str();
@@ -386,12 +390,22 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_flag("--no-stop", a->no_stop, "Run every N even after AU fell below the threshold");
   sub->add_option("--min-accelerators", a->min_accelerators, "Never stop the sweep before this N")
       ->capture_default_str();
-  sub->add_option("--cache-dir", a->cache_dir, "Loader's shard cache root (default: a temporary dir); nN/ per N");
-  sub->add_option("--cache-limit", a->cache_limit,
-                  "Disk cache bound (ranks share one cache per process: the largest bound wins)")
-      ->capture_default_str();
-  sub->add_option("--ram-cache", a->ram_cache, "RAM cache (shared by the ranks, like the disk bound)")
-      ->capture_default_str();
+  const std::string one_node = "bench train measures one node's loader, not a cache group";
+  auto cache = AddCacheFlags(
+      sub, {.command = kCmd,
+            .defaults = {.ram_bytes = 256ull << 20, .disk_bytes = 16ull << 30},
+            .refused = {{kBlockSize, "the loader caches whole shards, not blocks"},
+                        {kMetadataTtl, "the loader reads its index once"},
+                        {kCacheGroup, one_node},
+                        {kPeerListen, one_node},
+                        {kGroupSecretFile, one_node},
+                        {kPeerDeadline, one_node}},
+            .help = {{kCacheDir, "Loader's shard cache root (default: a temporary dir); nN/ per N"},
+                     {kCacheDisk,
+                      "Disk cache bound (ranks share one cache per process: the largest bound wins) "
+                      "(default 16GiB)"},
+                     {kCacheRam, "RAM cache (shared by the ranks, like the disk bound) (default 256MiB)"}},
+            .deprecated = {{"--cache-limit", kCacheDisk}, {"--ram-cache", kCacheRam}}});
   sub->add_flag("--no-cache", a->no_cache,
                 "No shard cache between epochs: every epoch reads the store (cold), as with a dataset larger "
                 "than memory");
@@ -400,7 +414,7 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--prefetch-batches", a->prefetch_batches, "Batches queued per rank, and always prefetched at least")
       ->capture_default_str();
   sub->add_option("--prefetch-bytes", a->prefetch_bytes,
-                  "Memory budget of the prefetch per rank (default: 4 x --ram-cache); sized by demand within it");
+                  "Memory budget of the prefetch per rank (default: 4 x --cache-ram); sized by demand within it");
   sub->add_option("--connections", a->connections, "Store requests in flight per rank at most")->capture_default_str();
   sub->add_option("--decode-threads", a->decode_threads, "Decode threads per rank")->capture_default_str();
   sub->add_option("--fetch", a->fetch, "Ranged GETs per shard fetch")->capture_default_str();
@@ -427,7 +441,11 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
       "Example (small, scaled: batch and compute time divided by 12.5, same MB/s per accelerator):\n"
       "  strata bench train --workload resnet50 --samples 2048 --batch 32 --compute-time 0.01792 \\\n"
       "      --accelerators 1,2,4,8 --json au.json");
-  sub->callback([a] { RunTrain(*a); });
+  sub->callback([a, cache] {
+    TrainArgs run = *a;
+    run.cache = cache->Settings();
+    RunTrain(std::move(run));
+  });
 });
 
 }  // namespace

@@ -22,10 +22,10 @@
 //                 "checkpoint_sync_bandwidth_per_node": "500MB/s", "checkpoint_async_bandwidth_per_node": "20GB/s",
 //                 "checkpoint_persist_bandwidth_per_node": "1.5GB/s"},
 //    "budget_per_month": 250000}
-// Sizes: a number of bytes or "1.5TB" (decimal kB MB GB TB PB) / "800GiB"
-// (binary KiB..PiB; bare k M G T are binary as in the rest of strata).
-// Rates: bytes/s or "<size>/s", "100Gbit/s". Durations: seconds or "250ms",
-// "30s", "5min"/"5m", "2h", "3d".
+// Sizes, rates and durations: a JSON number (bytes, bytes/s, seconds) or a
+// string in strata's one grammar (base/units.h): "1.5TB" (kB MB GB TB PB are
+// powers of 1000), "800GiB" or "800G" (powers of 1024); "85MB/s",
+// "100Gbit/s"; "250ms", "30s", "5min"/"5m", "2h", "3d".
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -26,7 +26,10 @@
 // at read and list. "buckets" sets an owner, or public_read (anyone lists it
 // and reads every object), for a bucket by name. Unsigned requests are
 // anonymous: they read only what is public.
-// Sizes accept B/KiB/MiB/GiB (and K/M/G as binary); durations ms/s/m.
+// Sizes, durations and the emulation spec are in strata's one grammar
+// (base/units.h): sizes 4MiB or 4M (powers of 1024), 4MB (powers of 1000),
+// or a number of bytes; durations 250ms, 1.5s, 2m, 1h, or a number of
+// seconds; cache.metadata_ttl may be "forever"; rates 16KiB/s (per second implied).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -115,15 +118,8 @@ Status ValidateGatewayConfig(const GatewayConfig& config);
 Status ParseGatewayAccessJson(std::string_view json, GatewayConfig* config);
 // Checks them: every grant names a bucket and known permissions, owners are known keys.
 Status ValidateGatewayAccess(const GatewayConfig& config);
-// "16KiB/s", "1MiB" (per second implied), "0" (no floor).
-Result<uint64_t> ParseRate(std::string_view text);
 
 // "127.0.0.1:9000", "[::1]:9000", ":9000" (loopback). Port 0: any free port.
 Status ParseListenAddress(std::string_view text, std::string* host, uint16_t* port);
-
-// "4MiB", "512k", "1048576".
-Result<uint64_t> ParseByteSize(std::string_view text);
-// "250ms", "10s", "2m".
-Result<Duration> ParseDurationText(std::string_view text);
 
 }  // namespace strata::gateway

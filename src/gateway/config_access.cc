@@ -3,6 +3,7 @@
 // client can hold. Kept apart from config.cc's general settings.
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "gateway/buckets.h"
 #include "gateway/config.h"
 
@@ -104,15 +105,17 @@ Status ReadConnectionLimits(const Json& doc, GatewayLimits* l) {
   STRATA_RETURN_IF_ERROR(
       ReadCount(o, "max_connections_per_client", &l->max_connections_per_client, "limits.max_connections_per_client"));
   if (auto r = o.find("min_transfer_rate"); r != o.end()) {
-    auto v = r->is_string()            ? ParseRate(r->get<std::string>())
-             : r->is_number_unsigned() ? Result<uint64_t>(r->get<uint64_t>())
-                                       : Result<uint64_t>(InvalidArgumentError("expected a rate like \"16KiB/s\""));
+    RateRules rules;
+    rules.per_second_implied = true;
+    auto v = r->is_string()            ? ParseRate(r->get<std::string>(), rules)
+             : r->is_number_unsigned() ? Result<double>(static_cast<double>(r->get<uint64_t>()))
+                                       : Result<double>(InvalidArgumentError("expected " + RateForms(rules)));
     if (!v.ok()) return Bad("limits.min_transfer_rate", v.status().message());
-    l->min_transfer_rate = *v;
+    l->min_transfer_rate = static_cast<uint64_t>(*v);
   }
   if (auto g = o.find("transfer_grace"); g != o.end()) {
-    if (!g->is_string()) return Bad("limits.transfer_grace", "expected a duration like \"10s\"");
-    auto v = ParseDurationText(g->get<std::string>());
+    auto v = g->is_string() ? ParseDuration(g->get<std::string>())
+                            : Result<Duration>(InvalidArgumentError("expected " + DurationForms()));
     if (!v.ok()) return Bad("limits.transfer_grace", v.status().message());
     l->transfer_grace = *v;
   }
@@ -120,14 +123,6 @@ Status ReadConnectionLimits(const Json& doc, GatewayLimits* l) {
 }
 
 }  // namespace
-
-Result<uint64_t> ParseRate(std::string_view text) {
-  std::string_view size = text;
-  if (size.ends_with("/s")) size.remove_suffix(2);
-  auto v = ParseByteSize(size);
-  if (!v.ok()) return InvalidArgumentError("bad rate \"" + std::string(text) + "\" (e.g. 16KiB/s; 0 for none)");
-  return *v;
-}
 
 Status ParseGatewayAccessJson(std::string_view text, GatewayConfig* config) {
   Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
