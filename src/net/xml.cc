@@ -57,13 +57,14 @@ class ControlRefs {
       i = stop;
     };
     while (i < in.size()) {
-      if (in.substr(i, 4) == "<!--") {
+      const char c = in[i];
+      if (c == '<' && in.substr(i, 4) == "<!--") {
         copy_past("-->");
-      } else if (in.substr(i, 9) == "<![CDATA[") {
+      } else if (c == '<' && in.substr(i, 9) == "<![CDATA[") {
         copy_past("]]>");
-      } else if (in.substr(i, 2) == "<?") {
+      } else if (c == '<' && in.substr(i, 2) == "<?") {
         copy_past("?>");
-      } else if (in.substr(i, 2) == "&#") {
+      } else if (c == '&' && i + 1 < in.size() && in[i + 1] == '#') {
         // Only a reference short enough to name a control byte counts: the
         // ';' is looked for within kMaxRefBytes, never further (a search to
         // the end after every "&#" made "&#&#&#..." quadratic).
