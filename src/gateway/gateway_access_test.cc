@@ -97,6 +97,21 @@ TEST_F(GatewayAccessTest, EachKeySeesOnlyItsOwnBuckets) {
   EXPECT_EQ(Outcome(Signed(kBob, "GET", "/alices/secret?acl")), "AccessDenied");
   EXPECT_EQ(Outcome(Signed(kBob, "HEAD", "/alices")), "AccessDenied");
   EXPECT_EQ(Outcome(Signed(kAlice, "GET", "/bobs/mine")), "AccessDenied");
+  // Writes are refused from their headers, before any body is read (or 100-continued).
+  GatewayRequest bobs_put = Signed(kBob, "PUT", "/alices/big", std::string(1000, 'b'));
+  auto refused = handler_->PreCheck(bobs_put);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_EQ(refused->error_code, "AccessDenied");
+  EXPECT_TRUE(refused->close);
+  GatewayRequest alices_put = Signed(kAlice, "PUT", "/alices/big", std::string(1000, 'a'));
+  EXPECT_FALSE(handler_->PreCheck(alices_put).has_value());
+  GatewayRequest anonymous_put = Anonymous("PUT", "/public/big", std::string(1000, 'x'));
+  auto anon = handler_->PreCheck(anonymous_put);
+  ASSERT_TRUE(anon.has_value());
+  EXPECT_EQ(anon->error_code, "AccessDenied");
+  GatewayRequest readers_post = Signed(kReader, "POST", "/shared?delete", "<Delete/>");
+  ASSERT_TRUE(handler_->PreCheck(readers_post).has_value());
   // A copy out of Alice's bucket into Bob's is a read of hers: refused, nothing written.
   EXPECT_EQ(Outcome(Signed(kBob, "PUT", "/bobs/stolen", "", {{"x-amz-copy-source", "/alices/secret"}})),
             "AccessDenied");

@@ -38,9 +38,10 @@ class S3Handler {
  public:
   S3Handler(BucketSet& buckets, S3HandlerOptions options);
 
-  // Runs on the headers alone, before a body is read: authenticates, so a
-  // bad signature is refused without reading (or 100-continuing) the body.
-  // nullopt means go on.
+  // Runs on the headers alone, before a body is read: authenticates and
+  // authorizes, so a bad signature, or a write the requester may not make
+  // (anonymous, another key's bucket, a read-only key), is refused without
+  // reading (or 100-continuing) the body. nullopt means go on.
   // On success records the outcome in headers_only.auth, which Handle then
   // trusts: authentication is decided once, when the headers arrive.
   std::optional<GatewayResponse> PreCheck(GatewayRequest& headers_only);
@@ -62,6 +63,8 @@ class S3Handler {
 
  private:
   GatewayResponse HandleUnguarded(const GatewayRequest& request);
+  // PreCheck's authorization: the error response when the requester may not do what the headers ask.
+  std::optional<GatewayResponse> Refusal(const GatewayRequest& request);
   // Inside a catch block: logs the exception and answers 500 InternalError.
   GatewayResponse Internal(const GatewayRequest& request, std::string_view where);
 
