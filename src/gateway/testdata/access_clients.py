@@ -83,6 +83,16 @@ if phase == "setup":
           "bob re-creating alice's bucket")
     check(error_code(lambda: alice.create_bucket(Bucket="alice-data")) == "BucketAlreadyOwnedByYou",
           "alice re-creating her bucket")
+    # A deleted bucket takes its owner with it: the name is free for another key, which then owns it.
+    alice.create_bucket(Bucket="short-lived")
+    alice.put_object(Bucket="short-lived", Key="k", Body=b"k")
+    denied(lambda: bob.delete_bucket(Bucket="short-lived"), "bob deletes alice's bucket")
+    check(error_code(lambda: alice.delete_bucket(Bucket="short-lived")) == "BucketNotEmpty", "a bucket with a key")
+    alice.delete_object(Bucket="short-lived", Key="k")
+    alice.delete_bucket(Bucket="short-lived")
+    bob.create_bucket(Bucket="short-lived")
+    denied(lambda: alice.list_objects_v2(Bucket="short-lived"), "alice lists the bucket bob now owns")
+    bob.delete_bucket(Bucket="short-lived")
 elif phase == "check":
     # Bob: nothing of alice's, by any route.
     denied(lambda: bob.get_object(Bucket="alice-data", Key="a.txt"), "bob GET alice's object")
