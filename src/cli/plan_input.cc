@@ -398,30 +398,45 @@ Status ApplyTrainBench(const json& bench, const std::string& what, json* doc) {
   // The best delivered rate of one process (one node) per epoch kind. It is
   // a ceiling only if some N fell below the AU threshold (the data path, not
   // the demand, was the limit); otherwise the loader kept up everywhere and
-  // the rate caps nothing.
+  // the rate caps nothing. Only results valid under the bench's run rules
+  // count ("valid": true; files written before the rules have none): a cold
+  // epoch served from memory filled before its clock says nothing of the store.
   const double threshold =
       bench.contains("threshold") && bench["threshold"].is_number() ? bench["threshold"].get<double>() : 0.9;
   double rate[2] = {0, 0};
-  bool saturated[2] = {false, false};
+  bool saturated[2] = {false, false}, measured[2] = {false, false};
+  size_t ignored = 0;
   for (size_t i = 0; i < bench["results"].size(); ++i) {
     const json& r = bench["results"][i];
     const std::string at = "results[" + std::to_string(i) + "]";
     if (!r.is_object() || !r.contains("epoch") || !r["epoch"].is_number() || !r.contains("mib_per_s") ||
         !r["mib_per_s"].is_number() || !r.contains("au") || !r["au"].is_number())
       return bad(at, "needs numeric epoch, au and mib_per_s");
+    if (!r.contains("valid") || !r["valid"].is_boolean() || !r["valid"].get<bool>()) {
+      ++ignored;
+      continue;
+    }
     const int warm = r["epoch"].get<double>() > 1 ? 1 : 0;
+    measured[warm] = true;
     rate[warm] = std::max(rate[warm], r["mib_per_s"].get<double>() * double(1 << 20));
     saturated[warm] = saturated[warm] || r["au"].get<double>() < threshold;
   }
   if (saturated[0]) SetIfUnset(doc, "measured", "store_bandwidth_per_node", rate[0]);
   if (saturated[1]) SetIfUnset(doc, "measured", "cache_bandwidth_per_node", rate[1]);
-  const double cold = rate[0], warm = rate[1];
-  char line[400];
-  std::snprintf(
-      line, sizeof line, "%s: %s, loader %.0f MB/s cold%s, %.0f MB/s warm%s per node", what.c_str(),
-      (w.contains("name") && w["name"].is_string() ? w["name"].get<std::string>() : std::string("bench")).c_str(),
-      cold / 1e6, saturated[0] ? " (its ceiling)" : " (kept up)", warm / 1e6,
-      saturated[1] ? " (its ceiling)" : " (kept up)");
+  const auto describe = [&](int k, const char* kind) {
+    char part[96];
+    if (!measured[k])
+      std::snprintf(part, sizeof part, "no valid %s result", kind);
+    else
+      std::snprintf(part, sizeof part, "%.0f MB/s %s%s", rate[k] / 1e6, kind,
+                    saturated[k] ? " (its ceiling)" : " (kept up)");
+    return std::string(part);
+  };
+  std::string line =
+      what + ": " +
+      (w.contains("name") && w["name"].is_string() ? w["name"].get<std::string>() : std::string("bench")) +
+      ", loader " + describe(0, "cold") + ", " + describe(1, "warm") + " per node";
+  if (ignored) line += " (" + std::to_string(ignored) + " result(s) not valid under the run rules, ignored)";
   AddSource(doc, line);
   return Status::Ok();
 }

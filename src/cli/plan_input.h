@@ -53,7 +53,8 @@ void Overlay(nlohmann::json* base, const nlohmann::json& over);
 // its fields; only fields not already set. `what` names the file in errors.
 // - `strata bench train --json`: the workload, accelerator type and
 //   per-accelerator rate (batch / compute time), and the data path's measured
-//   cold (epoch 1) and warm rates per node where they were the ceiling.
+//   cold (epoch 1) and warm rates per node where they were the ceiling, from
+//   results valid under the bench's run rules only ("valid": true).
 // - bench/cache_bench: the block cache's warm disk-tier (O_DIRECT) rate as
 //   measured.cache_bandwidth_per_node and the device's as node.nvme_bandwidth
 //   (its cold reads were from an emulated store: not used).

@@ -116,6 +116,7 @@ EtcdMembership::Stats EtcdMembership::stats() const {
 Status EtcdMembership::Connect() {
   STRATA_RETURN_IF_ERROR(Grant());
   STRATA_RETURN_IF_ERROR(Register());
+  STRATA_RETURN_IF_ERROR(PutRecord(true));
   STRATA_ASSIGN_OR_RETURN(auto snap, Read());
   Adopt(std::move(snap));
   return Status::Ok();
@@ -141,6 +142,33 @@ Status EtcdMembership::Register() {
   return Status::Ok();
 }
 
+Status EtcdMembership::PutRecord(bool force) {
+  if (!options_.record) return Status::Ok();
+  std::string value = options_.record();
+  if (!force && value == record_put_) return Status::Ok();
+  json put = {{"key", B64(RecordPrefix(options_.group) + options_.self.id)}, {"value", B64(value)}, {"lease", lease_}};
+  STRATA_RETURN_IF_ERROR(etcd_->Call("/v3/kv/put", put.dump()).status());
+  record_put_ = std::move(value);
+  return Status::Ok();
+}
+
+Result<std::map<std::string, std::string>> EtcdMembership::ReadRecords(EtcdOptions options) {
+  if (!ValidGroupName(options.group)) {
+    return InvalidArgumentError("cache group name \"" + options.group + "\" must be 1-128 of [A-Za-z0-9._-]");
+  }
+  STRATA_ASSIGN_OR_RETURN(auto etcd, EtcdClient::Open(options.endpoint, options.request_timeout));
+  const std::string prefix = RecordPrefix(options.group);
+  json range = {{"key", B64(prefix)}, {"range_end", B64(EtcdPrefixEnd(prefix))}, {"limit", kMaxRecords}};
+  STRATA_ASSIGN_OR_RETURN(std::string body, etcd->Call("/v3/kv/range", range.dump()));
+  STRATA_ASSIGN_OR_RETURN(EtcdRange answer, ParseEtcdRange(body));
+  std::map<std::string, std::string> out;
+  for (EtcdKv& kv : answer.kvs) {
+    if (!kv.key.starts_with(prefix) || kv.key.size() == prefix.size()) continue;
+    out[kv.key.substr(prefix.size())] = std::move(kv.value);
+  }
+  return out;
+}
+
 Status EtcdMembership::KeepAlive() {
   STRATA_ASSIGN_OR_RETURN(std::string body, etcd_->Call("/v3/lease/keepalive", json{{"ID", lease_}}.dump()));
   if (ParseEtcdKeepAliveTtl(body) == 0) {
@@ -148,9 +176,10 @@ Status EtcdMembership::KeepAlive() {
     STRATA_LOG_WARN("group: membership lease {} expired; registering again", lease_);
     registered_ = false;
     STRATA_RETURN_IF_ERROR(Grant());
-    return Register();
+    STRATA_RETURN_IF_ERROR(Register());
+    return PutRecord(true);
   }
-  return Status::Ok();
+  return PutRecord(false);
 }
 
 bool EtcdMembership::Ingest(const EtcdKv& kv, std::map<std::string, MemberRecord>* table) {

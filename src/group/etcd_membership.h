@@ -65,6 +65,10 @@ struct EtcdOptions {
   std::chrono::milliseconds watch_rearm{300000};  // a watch stream is re-opened this often
   std::chrono::milliseconds watch_backoff_max{10000};
   Clock* clock = nullptr;  // WallNow dates records; default RealClock()
+  // What this member publishes beside its membership, under the same lease, at
+  // /strata/groups/<group>/cached/<id> (e.g. the bytes it caches per dataset, for
+  // the CSI scheduler extender): asked at every renewal, put when it changed.
+  std::function<std::string()> record;
 };
 
 class EtcdMembership {
@@ -99,6 +103,9 @@ class EtcdMembership {
   void StopWithoutLeaving();
 
   static std::string Prefix(const std::string& group) { return "/strata/groups/" + group + "/members/"; }
+  static std::string RecordPrefix(const std::string& group) { return "/strata/groups/" + group + "/cached/"; }
+  // Every member's record (EtcdOptions::record) now, by member id.
+  static Result<std::map<std::string, std::string>> ReadRecords(EtcdOptions options);
 
  private:
   EtcdMembership(EtcdOptions options, std::unique_ptr<EtcdClient> client, OnChange on_change);
@@ -106,7 +113,8 @@ class EtcdMembership {
   Status Connect();  // grant, register, read: Join, then the loop until it succeeds
   Status Grant();
   Status KeepAlive();
-  Status Register();  // (re)signs this member's record and puts it under the lease
+  Status Register();             // (re)signs this member's record and puts it under the lease
+  Status PutRecord(bool force);  // the loop thread (and Connect) only
   struct Snapshot {
     std::map<std::string, MemberRecord> table;  // verified records by member id
     int64_t revision = 0;                       // etcd's revision the table is at
@@ -132,6 +140,7 @@ class EtcdMembership {
   OnChange on_change_;
   std::string lease_;  // the lease ID (decimal), touched by Join and then the loop thread only
   std::atomic<bool> registered_{false};
+  std::string record_put_;  // the record last put under lease_ (loop thread only)
   mutable Mutex mu_;
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;

@@ -11,6 +11,7 @@
 // stop reading.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct JoinOptions {
   std::string listen;  // --peer-listen HOST:PORT (port 0: any free port; static lists need a fixed one)
   std::string secret;  // the secret itself (read by the front end from the file or env), kMinSecretBytes at least
   std::chrono::milliseconds deadline{2000};
+  std::function<std::string()> record;  // etcd groups: published beside the membership (EtcdOptions::record)
 };
 
 class GroupMember {
