@@ -102,8 +102,15 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   if (!valid) valid = [&loc](int64_t s) { return OpenCheckpoint(loc, s).status(); };
   if (!verified) verified = [&loc](int64_t s) { return Verify(loc, s, VerifyLevel::kBytes).ok(); };
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
-  std::vector<int64_t> good, torn, deleted;
-  for (int64_t s : steps) {
+  std::vector<int64_t> good, torn, deleted, beyond;
+  // Newest first: once `keep` steps proved valid, every older one is
+  // superseded whatever it holds, so it is not read (on a store, a round trip or more each).
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    const int64_t s = *it;
+    if (good.size() >= static_cast<size_t>(keep)) {
+      beyond.push_back(s);
+      continue;
+    }
     Status st = valid(s);
     if (st.ok()) {
       good.push_back(s);
@@ -116,16 +123,16 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
     }
   }
   if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
-  const int64_t newest = good.back();
-  std::vector<int64_t> doomed;
-  if (good.size() > static_cast<size_t>(keep)) doomed.assign(good.begin(), good.end() - keep);
+  const int64_t newest = good.front();
+  std::vector<int64_t> doomed = beyond;
+  std::sort(torn.begin(), torn.end());
   for (int64_t s : torn) {
     if (s < newest) doomed.push_back(s);
   }
   std::erase_if(doomed, [&](int64_t s) { return s == newest || protect.count(s) > 0; });
   if (doomed.empty()) return deleted;  // before verifying: on a remote store that reads every byte
-  std::optional<int64_t> safe;         // the newest whose bytes verify
-  for (auto it = good.rbegin(); it != good.rend() && !safe; ++it) {
+  std::optional<int64_t> safe;         // the newest whose bytes verify, among the kept ones
+  for (auto it = good.begin(); it != good.end() && !safe; ++it) {
     if (verified(*it)) safe = *it;
   }
   if (!safe) {

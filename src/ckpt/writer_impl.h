@@ -11,9 +11,11 @@
 
 #include "base/buffer.h"
 #include "base/executor.h"
+#include "base/metrics.h"
 #include "base/mutex.h"
 #include "ckpt/location.h"
 #include "ckpt/staging.h"
+#include "ckpt/upload_queue.h"
 #include "ckpt/writer.h"
 
 namespace strata::ckpt {
@@ -46,11 +48,21 @@ struct StagedShard {
 
 struct SaveJob {
   int64_t step = 0;
+  bool tiered = false;  // queued for upload once committed
   std::string metadata;
   int64_t wall_time_ms = 0;
   StagingRegionPtr region;  // holds every shard's bytes
   std::vector<StagedShard> shards;
   std::shared_ptr<SaveHandle::State> state;
+};
+
+// The tiering figures as Prometheus metrics, labelled with the writer's dir and rank.
+struct TierMetrics {
+  explicit TierMetrics(const Labels& labels);
+  void Publish(const TierStats& now, WallTime wall_now);  // gauges set, counters advanced
+  Gauge &lag_steps, &lag_checkpoints, &lag_ms, &behind_since, &pending_steps, &pending_bytes;
+  Counter &uploaded, &superseded, &not_tiered, &rejected, &failed, &backlog_wait_ms;
+  TierStats last;  // what the counters hold
 };
 
 struct CheckpointWriter::Impl {
@@ -70,8 +82,10 @@ struct CheckpointWriter::Impl {
   Status first_error GUARDED_BY(mu);  // since the last Flush
   bool stopping GUARDED_BY(mu) = false;
 
-  std::deque<std::pair<int64_t, std::shared_ptr<SaveHandle::State>>> uploads GUARDED_BY(mu);
-  std::optional<int64_t> uploading GUARDED_BY(mu);
+  UploadQueue queue GUARDED_BY(mu);  // what to upload, newest first; the backlog
+  uint64_t not_tiered GUARDED_BY(mu) = 0, rejected GUARDED_BY(mu) = 0;
+  Duration backlog_wait GUARDED_BY(mu){0};
+  std::unique_ptr<TierMetrics> metrics GUARDED_BY(mu);  // null without a remote
   Status first_upload_error GUARDED_BY(mu);
   // Steps known good without reading them again, for retention: this writer
   // hashed them while writing (local) or checked them while uploading
@@ -83,12 +97,16 @@ struct CheckpointWriter::Impl {
   std::thread persist_thread;
   std::thread upload_thread;
 
-  explicit Impl(const WriterOptions& o) : opts(o), io_pool(std::max<size_t>(1, o.io_threads), "ckpt-io") {}
+  explicit Impl(const WriterOptions& o)
+      : opts(o), io_pool(std::max<size_t>(1, o.io_threads), "ckpt-io"), queue(o.keep_remote, o.backlog) {}
 
   std::string StepDir(int64_t step) const;
   bool CommitsLocally() const { return opts.world_size == 1 || (opts.shared_dir && opts.rank == 0); }
 
   // writer.cc
+  // Takes a staging slot and, when tiered, room in the upload backlog
+  // (BacklogPolicy); records the step as the last one saved (*previous: the one before).
+  Status Admit(SaveJob& job, uint64_t bytes, size_t limit, std::optional<int64_t>* previous, Duration* backlog_waited);
   void PersistLoop();
   Status Persist(SaveJob& job);
   Status WritePart(SaveJob& job);
@@ -98,10 +116,17 @@ struct CheckpointWriter::Impl {
   // tiering.cc
   void UploadLoop();
   Status Upload(int64_t step);
+  TierStats TierStatsLocked() REQUIRES(mu);
+  void PublishLocked() REQUIRES(mu);
+  // Ends the handles of steps that will not be uploaded by this writer.
+  void Settle(const std::vector<UploadQueue::Entry>& entries, const Status& why);
+  Status SupersededError() const;
   Status UploadFile(int64_t step, const RankManifest& m, uint32_t shard, const std::string& digest,
                     std::map<std::string, std::string>* journal);
   bool Stopping();  // Close() began: background waits give up
   void EnqueueRecoveredUploads();
+  // Whether the store has this rank's part of `step` as committed locally (and, on rank 0, the global commit).
+  bool RemoteHasPart(int64_t step);
   void ApplyRetention();
   std::set<int64_t> ProtectedSteps();
   // Whether `step` counts as committed in `loc` for retention purposes.
