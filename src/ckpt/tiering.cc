@@ -72,12 +72,17 @@ void CheckpointWriter::Impl::UploadLoop() {
       superseded = queue.Finish(item.step, st.ok());
       if (!st.ok() && first_upload_error.ok()) first_upload_error = st;
       if (st.ok() && opts.rank == 0) verified_remote.insert(item.step);  // every shard checked while streaming
+      if (st.ok()) {
+        committed_remote.insert(item.step);
+        remote_retention_wanted = RetainsRemotely();  // asked before WaitForUploads can return
+      }
       PublishLocked();
     }
     Settle({item}, st);
     Settle(superseded, SupersededError());
     cv.NotifyAll();
-    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyRetention(); }).IgnoreError();  // logged
+    // Uploaded: no longer kept locally for the bucket's sake.
+    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyLocalRetention(); }).IgnoreError();  // logged
   }
 }
 
@@ -286,6 +291,7 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
       if (superseded || !OpenCheckpoint(*remote, step).ok()) continue;
       MutexLock lock(mu);  // (before the upload thread starts; taken for the analysis)
       queue.NoteRemote(step);
+      committed_remote.insert(step);
       ++newer;
       continue;
     }
@@ -303,6 +309,7 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
     if (superseded) continue;
     if (done) {
       queue.NoteRemote(step);
+      committed_remote.insert(step);
       ++newer;
       continue;
     }
@@ -317,6 +324,7 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
     ++newer;
   }
   MutexLock lock(mu);
+  remote_retention_wanted = RetainsRemotely();  // a predecessor killed before its pass left more
   PublishLocked();
 }
 
@@ -339,42 +347,68 @@ bool CheckpointWriter::Impl::KnownGood(bool remote_tier, int64_t step, bool can_
   return true;
 }
 
-void CheckpointWriter::Impl::ApplyRetention() {
-  MutexLock lock(retention_mu);
-  auto forget = [this](bool remote_tier, const Result<std::vector<int64_t>>& deleted) {
-    if (deleted.ok() && !deleted->empty()) {
-      STRATA_LOG_INFO("ckpt: retention deleted {} step(s) from {} to {} in {}", deleted->size(),
-                      StepDirName(deleted->front()), StepDirName(deleted->back()),
-                      remote_tier ? remote->Describe() : opts.dir);
-    }
-    MutexLock l(mu);
-    if (deleted.ok()) {
-      for (int64_t s : *deleted) VerifiedLocked(remote_tier).erase(s);
-    }
-  };
-  if (opts.keep_local > 0 && (opts.rank == 0 || !opts.shared_dir)) {
-    // Verify needs a global commit: a rank whose directory holds only its own
-    // part counts only the steps it wrote itself as verified.
-    const bool global = CommitsLocally() || opts.shared_dir;
-    auto deleted = RetainNewest(
-        *local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); },
-        [this, global](int64_t s) { return KnownGood(false, s, global); });
-    forget(false, deleted);
+void CheckpointWriter::Impl::Forget(bool remote_tier, const Result<std::vector<int64_t>>& deleted) {
+  if (!deleted.ok() || deleted->empty()) return;
+  STRATA_LOG_INFO("ckpt: retention deleted {} step(s) from {} to {} in {}", deleted->size(),
+                  StepDirName(deleted->front()), StepDirName(deleted->back()),
+                  remote_tier ? remote->Describe() : opts.dir);
+  MutexLock lock(mu);
+  for (int64_t s : *deleted) {
+    VerifiedLocked(remote_tier).erase(s);
+    if (remote_tier) committed_remote.erase(s);
   }
-  if (remote && opts.keep_remote > 0 && opts.rank == 0) {
-    std::set<int64_t> protect;
+}
+
+void CheckpointWriter::Impl::ApplyLocalRetention() {
+  if (opts.keep_local <= 0 || (opts.rank != 0 && opts.shared_dir)) return;
+  MutexLock lock(local_retention_mu);
+  // Verify needs a global commit: a rank whose directory holds only its own
+  // part counts only the steps it wrote itself as verified.
+  const bool global = CommitsLocally() || opts.shared_dir;
+  Forget(false, RetainNewest(
+                    *local, opts.keep_local, ProtectedSteps(), [this](int64_t s) { return LocallyValid(s); },
+                    [this, global](int64_t s) { return KnownGood(false, s, global); }));
+}
+
+void CheckpointWriter::Impl::ApplyRemoteRetention() {
+  MutexLock lock(remote_retention_mu);
+  std::set<int64_t> protect;
+  {
+    MutexLock l(mu);
+    protect = queue.Pending();
+  }
+  // A step seen committed (at Open) or uploaded here (every byte checked on
+  // the way) whose marker is still there is valid without reading the rest
+  // again (markers go first when a step is deleted, and a committed step is
+  // never rewritten); anything else is read whole.
+  auto valid = [this](int64_t s) {
+    bool known = false;
     {
       MutexLock l(mu);
-      protect = queue.Pending();
+      known = committed_remote.count(s) > 0 || verified_remote.count(s) > 0;
     }
-    // A step this writer uploaded (every byte checked on the way) is valid
-    // without reading it again: a pass after each upload costs a listing,
-    // not a round trip per step.
-    auto deleted = RetainNewest(
-        *remote, opts.keep_remote, protect,
-        [this](int64_t s) { return KnownGood(true, s, false) ? Status::Ok() : OpenCheckpoint(*remote, s).status(); },
-        [this](int64_t s) { return KnownGood(true, s, true); });
-    forget(true, deleted);
+    if (known) {
+      auto marker = remote->ReadSmall(s, kCommitFile, 4096);
+      if (marker.ok() && ParseCommit(*marker).ok()) return Status::Ok();
+    }
+    return OpenCheckpoint(*remote, s).status();
+  };
+  Forget(true, RetainNewest(*remote, opts.keep_remote, protect, valid,
+                            [this](int64_t s) { return KnownGood(true, s, true); }));
+}
+
+void CheckpointWriter::Impl::RetentionLoop() {
+  for (;;) {
+    {
+      MutexLock lock(mu);
+      cv.Wait(lock, [&] {
+        mu.AssertHeld();  // the predicate runs under the lock
+        return stopping || remote_retention_wanted;
+      });
+      if (!remote_retention_wanted) return;  // stopping; a pass asked for runs first
+      remote_retention_wanted = false;
+    }
+    RunGuarded("ckpt: remote retention", [this] { ApplyRemoteRetention(); }).IgnoreError();  // logged
   }
 }
 

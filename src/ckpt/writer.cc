@@ -144,6 +144,7 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
   if (impl.remote && impl.opts.upload_on_open) impl.EnqueueRecoveredUploads();
   impl.persist_thread = std::thread([&impl] { impl.PersistLoop(); });
   if (impl.remote) impl.upload_thread = std::thread([&impl] { impl.UploadLoop(); });
+  if (impl.RetainsRemotely()) impl.retention_thread = std::thread([&impl] { impl.RetentionLoop(); });
   return w;
 }
 
@@ -159,6 +160,7 @@ CheckpointWriter::~CheckpointWriter() {
   impl_->cv.NotifyAll();
   impl_->persist_thread.join();
   if (impl_->upload_thread.joinable()) impl_->upload_thread.join();
+  if (impl_->retention_thread.joinable()) impl_->retention_thread.join();
   // Uploads still queued resume at the next Open; their handles learn it now
   // instead of waiting forever.
   std::vector<UploadQueue::Entry> queued;
@@ -415,7 +417,7 @@ void CheckpointWriter::Impl::PersistLoop() {
     }
     Settle(superseded, SupersededError());
     cv.NotifyAll();
-    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyRetention(); }).IgnoreError();  // logged
+    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyLocalRetention(); }).IgnoreError();  // logged
   }
 }
 

@@ -91,11 +91,15 @@ struct CheckpointWriter::Impl {
   // hashed them while writing (local) or checked them while uploading
   // (remote), or retention verified them once.
   std::set<int64_t> verified_local GUARDED_BY(mu), verified_remote GUARDED_BY(mu);
-  Mutex retention_mu;  // one retention pass at a time
+  // Steps seen committed in the store (at Open, or uploaded here): valid for retention without a read.
+  std::set<int64_t> committed_remote GUARDED_BY(mu);
+  bool remote_retention_wanted GUARDED_BY(mu) = false;
+  Mutex local_retention_mu, remote_retention_mu;  // one pass per tier at a time
   Mutex journal_mu;    // the upload journal, shared by parallel file uploads
 
   std::thread persist_thread;
   std::thread upload_thread;
+  std::thread retention_thread;  // the remote tier's passes, beside the uploads
 
   explicit Impl(const WriterOptions& o)
       : opts(o), io_pool(std::max<size_t>(1, o.io_threads), "ckpt-io"), queue(o.keep_remote, o.backlog) {}
@@ -127,7 +131,13 @@ struct CheckpointWriter::Impl {
   void EnqueueRecoveredUploads();
   // Whether the store has this rank's part of `step` as committed locally (and, on rank 0, the global commit).
   bool RemoteHasPart(int64_t step);
-  void ApplyRetention();
+  // Remote retention is rank 0's, on its own thread: a pass costs round trips
+  // the next upload should not wait for.
+  bool RetainsRemotely() const { return remote && opts.keep_remote > 0 && opts.rank == 0; }
+  void RetentionLoop();
+  void ApplyLocalRetention();
+  void ApplyRemoteRetention();
+  void Forget(bool remote_tier, const Result<std::vector<int64_t>>& deleted);
   std::set<int64_t> ProtectedSteps();
   // Whether `step` counts as committed in `loc` for retention purposes.
   Status LocallyValid(int64_t step);  // OK, or why not (ProvenTorn: torn)
