@@ -50,6 +50,17 @@ void CheckpointWriter::Impl::UploadLoop() {
         return stopping || queue.HasQueued();
       });
       if (stopping) return;  // pending uploads resume at the next Open
+      // A save persisting now is newer than anything queued: it goes first.
+      // Only those admitted by now are waited for (one persist at most).
+      const std::set<int64_t> coming = queue.NewerThanQueued();
+      cv.Wait(lock, [&] {
+        mu.AssertHeld();  // the predicate runs under the lock
+        return stopping || std::none_of(coming.begin(), coming.end(), [&](int64_t s) {
+                 mu.AssertHeld();
+                 return queue.Reserved(s);
+               });
+      });
+      if (stopping) return;
       item = *queue.Next();  // the newest
       PublishLocked();
     }

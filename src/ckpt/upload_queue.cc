@@ -116,6 +116,15 @@ std::vector<UploadQueue::Entry> UploadQueue::TakeQueued() {
   return all;
 }
 
+std::set<int64_t> UploadQueue::NewerThanQueued() const {
+  std::set<int64_t> steps;
+  const int64_t newest = queued_.empty() ? -1 : queued_.rbegin()->first;
+  for (const auto& [s, b] : reserved_) {
+    if (s > newest) steps.insert(s);
+  }
+  return steps;
+}
+
 std::optional<int64_t> UploadQueue::uploading() const {
   if (!inflight_) return std::nullopt;
   return inflight_->step;

@@ -63,6 +63,10 @@ class UploadQueue {
   std::vector<Entry> TakeQueued();
 
   bool HasQueued() const { return !queued_.empty(); }
+  // Admitted saves newer than every queued step: the uploader waits for them
+  // to commit (or fail) rather than start an older step.
+  std::set<int64_t> NewerThanQueued() const;
+  bool Reserved(int64_t step) const { return reserved_.count(step) > 0; }
   bool Idle() const { return queued_.empty() && !inflight_; }
   std::optional<int64_t> uploading() const;
   // Whether `step` would be deleted by keep_remote once the newer ones land.
