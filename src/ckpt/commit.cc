@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/executor.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "ckpt/reader.h"
@@ -104,23 +105,30 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
   std::vector<int64_t> good, torn, deleted, beyond;
   // Newest first: once `keep` steps proved valid, every older one is
-  // superseded whatever it holds, so it is not read (on a store, a round trip or more each).
-  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    const int64_t s = *it;
+  // superseded whatever it holds, so it is not read (on a store, a round trip
+  // or more each). The steps still needed are read at once.
+  std::reverse(steps.begin(), steps.end());
+  for (size_t at = 0; at < steps.size();) {
     if (good.size() >= static_cast<size_t>(keep)) {
-      beyond.push_back(s);
-      continue;
+      beyond.assign(steps.begin() + at, steps.end());
+      break;
     }
-    Status st = valid(s);
-    if (st.ok()) {
-      good.push_back(s);
-    } else if (ProvenTorn(st)) {
-      torn.push_back(s);
-    } else {
-      // Unknown, not torn: neither deleted nor counted as valid; the next pass looks again.
-      STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it could not be read ({}); retried at the next pass",
-                      loc.Describe(), StepDirName(s), st.ToString());
+    const size_t n = std::min(steps.size() - at, static_cast<size_t>(keep) - good.size());
+    std::vector<Status> st(n);
+    ParallelFor(n, n, [&](size_t i) { st[i] = valid(steps[at + i]); });
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t s = steps[at + i];
+      if (st[i].ok()) {
+        good.push_back(s);
+      } else if (ProvenTorn(st[i])) {
+        torn.push_back(s);
+      } else {
+        // Unknown, not torn: neither deleted nor counted as valid; the next pass looks again.
+        STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it could not be read ({}); retried at the next pass",
+                        loc.Describe(), StepDirName(s), st[i].ToString());
+      }
     }
+    at += n;
   }
   if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
   const int64_t newest = good.front();
@@ -139,22 +147,31 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
     STRATA_LOG_WARN("ckpt: retention in {} deletes nothing: no checkpoint verifies", loc.Describe());
     return deleted;
   }
+  std::erase(doomed, *safe);
   std::sort(doomed.begin(), doomed.end());
-  for (int64_t s : doomed) {
-    if (s == *safe) continue;
+  // Several at once: on a store each deletion is round trips, not work.
+  std::vector<Status> st(doomed.size());
+  std::vector<std::string> kept(doomed.size());  // why a step that looked torn stays
+  ParallelFor(doomed.size(), 4, [&](size_t i) {
+    const int64_t s = doomed[i];
     if (std::binary_search(torn.begin(), torn.end(), s)) {
       // Proven torn once; a second read must agree (a reply damaged in transit does not repeat).
       if (Status again = valid(s); !ProvenTorn(again)) {
-        STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it looked torn, then {}", loc.Describe(), StepDirName(s),
-                        again.ok() ? std::string("valid") : again.ToString());
-        continue;
+        kept[i] = again.ok() ? std::string("valid") : again.ToString();
+        return;
       }
     }
-    Status st = dry_run ? Status::Ok() : loc.RemoveStep(s);
-    if (st.ok()) {
-      deleted.push_back(s);
+    st[i] = dry_run ? Status::Ok() : loc.RemoveStep(s);
+  });
+  for (size_t i = 0; i < doomed.size(); ++i) {
+    if (!kept[i].empty()) {
+      STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it looked torn, then {}", loc.Describe(),
+                      StepDirName(doomed[i]), kept[i]);
+    } else if (st[i].ok()) {
+      deleted.push_back(doomed[i]);
     } else {
-      STRATA_LOG_WARN("ckpt: retention could not delete {} in {}: {}", StepDirName(s), loc.Describe(), st.ToString());
+      STRATA_LOG_WARN("ckpt: retention could not delete {} in {}: {}", StepDirName(doomed[i]), loc.Describe(),
+                      st[i].ToString());
     }
   }
   return deleted;

@@ -45,7 +45,8 @@ Result<std::optional<int64_t>> NewestCommitted(Location& loc);
 // look valid, and deleting the last good one would lose everything): when
 // none of the `keep` kept verifies, nothing is deleted. Steps are judged
 // newest first; those older than the `keep` newest valid ones are
-// superseded whatever they hold and are deleted without being read. `valid` (OK: valid) defaults to
+// superseded whatever they hold and are deleted without being read (the
+// others are read several at once, so `valid` must be thread-safe). `valid` (OK: valid) defaults to
 // OpenCheckpoint(loc, step).status(); a step is torn only when it is
 // ProvenTorn, twice (asked again just before the deletion, so a body damaged
 // in transit does not condemn it); any other error keeps the step, with a

@@ -41,6 +41,13 @@ std::map<std::string, std::string> ReadJournal(Location& local, int64_t step, in
 }  // namespace
 
 void CheckpointWriter::Impl::UploadLoop() {
+  {
+    MutexLock lock(mu);
+    cv.Wait(lock, [&] {
+      mu.AssertHeld();  // the predicate runs under the lock
+      return stopping || !retain_before_uploading || (!remote_retention_wanted && !remote_retention_running);
+    });
+  }
   for (;;) {
     UploadQueue::Entry item;
     {
@@ -83,10 +90,7 @@ void CheckpointWriter::Impl::UploadLoop() {
       superseded = queue.Finish(item.step, st.ok());
       if (!st.ok() && first_upload_error.ok()) first_upload_error = st;
       if (st.ok() && opts.rank == 0) verified_remote.insert(item.step);  // every shard checked while streaming
-      if (st.ok()) {
-        committed_remote.insert(item.step);
-        remote_retention_wanted = RetainsRemotely();  // asked before WaitForUploads can return
-      }
+      if (st.ok()) remote_retention_wanted = RetainsRemotely();  // asked before WaitForUploads can return
       PublishLocked();
     }
     Settle({item}, st);
@@ -281,10 +285,32 @@ bool CheckpointWriter::Impl::RemoteHasPart(int64_t step) {
          (opts.rank != 0 || OpenCheckpoint(*remote, step).ok());
 }
 
+std::map<int64_t, bool> CheckpointWriter::Impl::CommittedInStore(const std::set<int64_t>& in_local,
+                                                                   const std::set<int64_t>& in_remote) {
+  // Only the newest |local| + keep_remote steps can matter (with keep_remote
+  // = 0 only local ones: nothing is superseded), asked at once: a restart
+  // must not spend a round trip per step before the first upload.
+  std::set<int64_t> all = in_remote;
+  all.insert(in_local.begin(), in_local.end());
+  std::vector<int64_t> asked;
+  size_t seen = 0;
+  for (auto it = all.rbegin(); it != all.rend(); ++it, ++seen) {
+    if (opts.keep_remote > 0 && seen >= in_local.size() + static_cast<size_t>(opts.keep_remote)) break;
+    if (in_remote.count(*it) && (opts.keep_remote > 0 || in_local.count(*it))) asked.push_back(*it);
+  }
+  std::vector<char> committed(asked.size(), 0);
+  ParallelFor(asked.size(), std::max<size_t>(1, opts.upload_files_in_flight) * 2, [&](size_t i) {
+    committed[i] = in_local.count(asked[i]) ? RemoteHasPart(asked[i]) : OpenCheckpoint(*remote, asked[i]).ok();
+  });
+  std::map<int64_t, bool> out;
+  for (size_t i = 0; i < asked.size(); ++i) out[asked[i]] = committed[i] != 0;
+  return out;
+}
+
 // Walks the steps of both tiers newest first, as the uploader would have
 // sent them: a local one not in the store is queued unless keep_remote newer
-// ones are already there or queued (superseded: everything older is too, so
-// the walk stops asking the store) or the backlog is full (left local only).
+// ones are already there or queued (superseded, as is everything older) or
+// the backlog is full (left local only).
 void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
   auto local_steps = local->ListSteps();
   if (!local_steps.ok()) return;
@@ -292,38 +318,36 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
   if (auto listed = remote->ListSteps(); listed.ok()) in_remote.insert(listed->begin(), listed->end());
   // A failed listing asks nothing more: every local step is tried (Upload checks the store).
   const std::set<int64_t> in_local(local_steps->begin(), local_steps->end());
+  const std::map<int64_t, bool> in_store = CommittedInStore(in_local, in_remote);
+  auto committed_there = [&](int64_t s) {
+    auto it = in_store.find(s);
+    return it != in_store.end() && it->second;
+  };
   std::set<int64_t> all = in_remote;
   all.insert(in_local.begin(), in_local.end());
   size_t newer = 0;  // steps newer than this one in the store or queued
+  MutexLock lock(mu);  // (before the upload thread starts; taken for the analysis)
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const int64_t step = *it;
     const bool superseded = opts.keep_remote > 0 && newer >= static_cast<size_t>(opts.keep_remote);
-    if (!in_local.count(step)) {
-      if (superseded || !OpenCheckpoint(*remote, step).ok()) continue;
-      MutexLock lock(mu);  // (before the upload thread starts; taken for the analysis)
-      queue.NoteRemote(step);
-      committed_remote.insert(step);
-      ++newer;
-      continue;
+    if (!in_local.count(step) || committed_there(step)) {
+      if (!superseded && committed_there(step)) {
+        queue.NoteRemote(step);
+        ++newer;
+        // Uploaded from this very part, checked while streaming: as good as
+        // what this writer uploads itself (retention need not download it).
+        if (in_local.count(step) && opts.rank == 0) verified_remote.insert(step);
+      }
+      if (!in_local.count(step)) continue;
     }
     // One that cannot be read right now is tried (Upload reports why), not dropped.
     const Status valid = LocallyValid(step);
     if (ProvenTorn(valid)) continue;
     auto m = ReadRankCommit(*local, step, opts.rank);
+    if (valid.ok() && m.ok()) queue.NoteLocalCommit(step, WallTime{} + std::chrono::milliseconds(m->wall_time_ms));
+    if (superseded || committed_there(step)) continue;
     uint64_t bytes = 0;
     for (const auto& shard : m.ok() ? m->shards : std::vector<ShardEntry>{}) bytes += shard.size;
-    const bool done = !superseded && in_remote.count(step) && RemoteHasPart(step);
-    MutexLock lock(mu);
-    if (valid.ok() && m.ok()) {
-      queue.NoteLocalCommit(step, WallTime{} + std::chrono::milliseconds(m->wall_time_ms));
-    }
-    if (superseded) continue;
-    if (done) {
-      queue.NoteRemote(step);
-      committed_remote.insert(step);
-      ++newer;
-      continue;
-    }
     if (!queue.HasRoomFor(bytes)) {
       STRATA_LOG_WARN("ckpt: not uploading {}: the upload backlog is full; it stays in {} only", StepDirName(step),
                       opts.dir);
@@ -334,8 +358,8 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
     queue.Enqueue({step, bytes, nullptr});
     ++newer;
   }
-  MutexLock lock(mu);
   remote_retention_wanted = RetainsRemotely();  // a predecessor killed before its pass left more
+  retain_before_uploading = RetainsRemotely() && in_remote.size() > static_cast<size_t>(opts.keep_remote);
   PublishLocked();
 }
 
@@ -366,7 +390,6 @@ void CheckpointWriter::Impl::Forget(bool remote_tier, const Result<std::vector<i
   MutexLock lock(mu);
   for (int64_t s : *deleted) {
     VerifiedLocked(remote_tier).erase(s);
-    if (remote_tier) committed_remote.erase(s);
   }
 }
 
@@ -388,22 +411,9 @@ void CheckpointWriter::Impl::ApplyRemoteRetention() {
     MutexLock l(mu);
     protect = queue.Pending();
   }
-  // A step seen committed (at Open) or uploaded here (every byte checked on
-  // the way) whose marker is still there is valid without reading the rest
-  // again (markers go first when a step is deleted, and a committed step is
-  // never rewritten); anything else is read whole.
-  auto valid = [this](int64_t s) {
-    bool known = false;
-    {
-      MutexLock l(mu);
-      known = committed_remote.count(s) > 0 || verified_remote.count(s) > 0;
-    }
-    if (known) {
-      auto marker = remote->ReadSmall(s, kCommitFile, 4096);
-      if (marker.ok() && ParseCommit(*marker).ok()) return Status::Ok();
-    }
-    return OpenCheckpoint(*remote, s).status();
-  };
+  // Only the newest keep_remote valid steps are read (older ones go unread),
+  // each whole: a marker alone could be an out-of-date replica's answer.
+  auto valid = [this](int64_t s) { return OpenCheckpoint(*remote, s).status(); };
   Forget(true, RetainNewest(*remote, opts.keep_remote, protect, valid,
                             [this](int64_t s) { return KnownGood(true, s, true); }));
 }
@@ -418,8 +428,14 @@ void CheckpointWriter::Impl::RetentionLoop() {
       });
       if (!remote_retention_wanted) return;  // stopping; a pass asked for runs first
       remote_retention_wanted = false;
+      remote_retention_running = true;
     }
     RunGuarded("ckpt: remote retention", [this] { ApplyRemoteRetention(); }).IgnoreError();  // logged
+    {
+      MutexLock lock(mu);
+      remote_retention_running = false;
+    }
+    cv.NotifyAll();  // WaitForUploads
   }
 }
 

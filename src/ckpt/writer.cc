@@ -358,7 +358,7 @@ Status CheckpointWriter::WaitForUploads() {
   MutexLock lock(impl_->mu);
   impl_->cv.Wait(lock, [&] {
     impl_->mu.AssertHeld();  // the predicate runs under the lock
-    return impl_->queue.Idle();
+    return impl_->queue.Idle() && !impl_->remote_retention_wanted && !impl_->remote_retention_running;
   });
   Status st = impl_->first_upload_error;
   impl_->first_upload_error = Status::Ok();

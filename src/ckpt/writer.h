@@ -199,7 +199,8 @@ class CheckpointWriter {
   Result<SaveHandle> Save(int64_t step, const std::vector<TensorView>& tensors, std::string metadata_json = "{}");
   // Waits for every staged save to commit locally; the first failure since the last Flush.
   Status Flush();
-  // Waits for every queued upload (including those resumed at Open).
+  // Waits for every queued upload (including those resumed at Open) and the
+  // remote retention passes they asked for.
   Status WaitForUploads();
   // The remote tier's figures now (also exported as strata_ckpt_* metrics
   // labelled with dir and rank).

@@ -91,9 +91,12 @@ struct CheckpointWriter::Impl {
   // hashed them while writing (local) or checked them while uploading
   // (remote), or retention verified them once.
   std::set<int64_t> verified_local GUARDED_BY(mu), verified_remote GUARDED_BY(mu);
-  // Steps seen committed in the store (at Open, or uploaded here): valid for retention without a read.
-  std::set<int64_t> committed_remote GUARDED_BY(mu);
   bool remote_retention_wanted GUARDED_BY(mu) = false;
+  bool remote_retention_running GUARDED_BY(mu) = false;
+  // The store held more than keep_remote steps at Open (a predecessor killed
+  // before its pass): that pass runs before the first upload, so the bucket
+  // never holds more than keep_remote + 1 committed steps.
+  bool retain_before_uploading GUARDED_BY(mu) = false;
   Mutex local_retention_mu, remote_retention_mu;  // one pass per tier at a time
   Mutex journal_mu;    // the upload journal, shared by parallel file uploads
 
@@ -129,6 +132,8 @@ struct CheckpointWriter::Impl {
                     std::map<std::string, std::string>* journal);
   bool Stopping();  // Close() began: background waits give up
   void EnqueueRecoveredUploads();
+  // Of the steps that matter for recovery, whether each is committed in the store (local ones: with this part).
+  std::map<int64_t, bool> CommittedInStore(const std::set<int64_t>& in_local, const std::set<int64_t>& in_remote);
   // Whether the store has this rank's part of `step` as committed locally (and, on rank 0, the global commit).
   bool RemoteHasPart(int64_t step);
   // Remote retention is rank 0's, on its own thread: a pass costs round trips
