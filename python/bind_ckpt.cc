@@ -92,7 +92,8 @@ struct PyLocation {
 PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int rank, int world_size, bool shared_dir,
                     const std::string& policy, int keep_local, int keep_remote, size_t io_threads, size_t stage_threads,
                     uint64_t shard_bytes, size_t max_queued, bool fsync, uint64_t staging_bytes,
-                    const std::string& attempt, size_t max_pending_steps, uint64_t max_pending_bytes) {
+                    const std::string& attempt, std::optional<size_t> max_pending_steps,
+                    uint64_t max_pending_bytes) {
   ckpt::WriterOptions o;
   o.dir = dir;
   o.remote_url = remote_url;
@@ -264,7 +265,7 @@ void BindCkpt(py::module_& m) {
         py::arg("world_size") = 1, py::arg("shared_dir") = true, py::arg("policy") = "wait", py::arg("keep_local") = 0,
         py::arg("keep_remote") = 0, py::arg("io_threads") = 4, py::arg("stage_threads") = 2,
         py::arg("shard_bytes") = 256ull << 20, py::arg("max_queued") = 2, py::arg("fsync") = true,
-        py::arg("staging_bytes") = 0, py::arg("attempt") = "", py::arg("max_pending_steps") = 2,
+        py::arg("staging_bytes") = 0, py::arg("attempt") = "", py::arg("max_pending_steps") = py::none(),
         py::arg("max_pending_bytes") = 0);
   m.def("_no_tier_stats", [] { return TierStatsDict(ckpt::TierStats{}); });
   m.def("_ckpt_metrics_text", &CkptMetricsText);

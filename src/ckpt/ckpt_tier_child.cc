@@ -1,7 +1,7 @@
 // The process ckpt_tier_crash_test SIGKILLs: a training job that resumes from
 // its newest local checkpoint and saves the next steps (TierLoopState) every
 // INTERVAL_MS, tiering them to the store at URL (TierLoopWriterOptions:
-// keep_local 2, keep_remote 3, backlog 2 steps, policy wait), until killed.
+// keep_local 2, keep_remote 3, backlog 3 steps, policy wait), until killed.
 //   ckpt_tier_child DIR URL INTERVAL_MS
 // Prints "committed STEP BACKLOG_WAIT_MS" after each local commit; exits 1 on any error.
 #include <chrono>

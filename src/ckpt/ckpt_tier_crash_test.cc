@@ -1,24 +1,26 @@
 // A checkpointing job that crash-loops (issue 31): ckpt_tier_child resumes
 // from its newest local checkpoint and saves ~7.5 MiB every 100 ms, faster
 // than Ceph RGW behind the cloud proxy (30 ms before each request, 25 MiB/s
-// per connection) takes them, tiering with keep_local 2, keep_remote 3 and a
-// backlog of 2 steps (policy wait); it is SIGKILLed at random moments
-// (seeded; the seed is printed) 100 times (300 with STRATA_STRESS=1).
+// per connection) takes them, tiering with keep_local 2, keep_remote 3 and the
+// default backlog B = keep_remote = 3 steps (policy wait); it is SIGKILLed at
+// random moments (seeded; the seed is printed) 100 times (300 with STRATA_STRESS=1).
 //
 // After every kill:
 // - no step the child saw committed is lost, and the newest local one loads byte-exact;
-// - the bucket's newest is at most kTierBacklog (2) steps behind the newest
-//   committed: a save is admitted only while fewer than 2 tiered steps are
-//   pending, and the uploader sends the newest first, so every step newer than
-//   the bucket's newest is one of those pending; it never goes backwards;
-// - the local directory holds at most keep_local + 2 committed checkpoints (the
+// - the bucket's newest is at most B = 3 steps behind the newest committed,
+//   and never goes backwards. Why: a save is admitted only while the backlog
+//   stays within B, and the backlog is every step the bucket is behind on
+//   (queued, uploading, persisting, or dropped as superseded but newer than
+//   the bucket's newest), which a restarted writer finds again in the local
+//   directory (it keeps them); no upload fails here;
+// - the local directory holds at most keep_local + B committed checkpoints (the
 //   pending ones are all it keeps beyond keep_local) and at most one other
 //   step directory (the save the kill interrupted, which the next run redoes);
 // - the bucket holds at most keep_remote + 1 committed steps (one may have
 //   landed just before the kill, ahead of the retention pass after it; a
 //   writer finding more runs that pass before uploading), plus at most
-//   kTierBacklog + 1 partial ones in flight (the pending uploads, and one a kill
-//   left whose step a newer one superseded, removed by the next pass).
+//   B + 1 partial ones in flight (the backlog's, and one a kill left that the
+//   bucket's newest has passed, removed as torn by the next pass).
 // At the end, a writer resumes without being killed: the bucket's newest is the
 // local newest, the bucket holds keep_remote steps, and every checkpoint of
 // either tier loads byte-exact (the bucket's pass the full verification too).
@@ -105,6 +107,7 @@ TEST(CkptTierCrash, NewestReachesTheBucketFirstAndBothTiersStayBoundedUnderSigki
   const std::string local_dir = (dir / "local").string();
   auto local = std::move(OpenLocalLocation(io::DefaultFileSystem(), local_dir)).value();
 
+  const int64_t kBehind = static_cast<int64_t>(kTierBacklog);
   int64_t acked = -1, last_remote = -1, behind_max = 0;
   size_t local_max = 0, local_other_max = 0, bucket_max = 0, bucket_partial_max = 0;
   int commits = 0, waited = 0, kills_done = 0;
@@ -137,7 +140,7 @@ TEST(CkptTierCrash, NewestReachesTheBucketFirstAndBothTiersStayBoundedUnderSigki
       EXPECT_EQ(Exact(*local, l.Newest()), "") << when;
     }
     EXPECT_GE(r.Newest(), last_remote) << when << ": the bucket's newest went backwards";
-    EXPECT_LE(l.Newest() - r.Newest(), static_cast<int64_t>(kTierBacklog))
+    EXPECT_LE(l.Newest() - r.Newest(), kBehind)
         << when << ": newest committed " << l.Newest() << ", newest in the bucket " << r.Newest();
     EXPECT_LE(r.committed.size(), size_t{kTierKeepRemote} + 1) << when;
     EXPECT_LE(r.uncommitted, kTierBacklog + 1) << when;
@@ -159,7 +162,7 @@ TEST(CkptTierCrash, NewestReachesTheBucketFirstAndBothTiersStayBoundedUnderSigki
             << l_end.committed.size() << " (at most " << local_max << " after a kill, bound "
             << kTierKeepLocal + kTierBacklog << "), in the bucket " << r_end.committed.size() << " (at most "
             << bucket_max << ", bound " << kTierKeepRemote + 1 << "; partial at most " << bucket_partial_max
-            << "); bucket behind by at most " << behind_max << " (bound " << kTierBacklog << ")\n";
+            << "); bucket behind by at most " << behind_max << " (bound " << kBehind << ")\n";
   EXPECT_EQ(kills_done, kills);
   EXPECT_GT(waited, 0) << "no save waited: the bucket kept up, so the loop tested nothing";
   EXPECT_GT(r_end.Newest(), 0);

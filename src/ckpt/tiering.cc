@@ -309,8 +309,9 @@ std::map<int64_t, bool> CheckpointWriter::Impl::CommittedInStore(const std::set<
 
 // Walks the steps of both tiers newest first, as the uploader would have
 // sent them: a local one not in the store is queued unless keep_remote newer
-// ones are already there or queued (superseded, as is everything older) or
-// the backlog is full (left local only).
+// ones are already there or queued (superseded, as is everything older; in
+// the backlog while newer than the bucket's newest) or the backlog is full
+// (left local only).
 void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
   auto local_steps = local->ListSteps();
   if (!local_steps.ok()) return;
@@ -345,9 +346,13 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
     if (ProvenTorn(valid)) continue;
     auto m = ReadRankCommit(*local, step, opts.rank);
     if (valid.ok() && m.ok()) queue.NoteLocalCommit(step, WallTime{} + std::chrono::milliseconds(m->wall_time_ms));
-    if (superseded || committed_there(step)) continue;
+    if (committed_there(step)) continue;
     uint64_t bytes = 0;
     for (const auto& shard : m.ok() ? m->shards : std::vector<ShardEntry>{}) bytes += shard.size;
+    if (superseded) {
+      queue.NoteSuperseded(step, bytes);  // still behind the bucket's newest: in the backlog
+      continue;
+    }
     if (!queue.HasRoomFor(bytes)) {
       STRATA_LOG_WARN("ckpt: not uploading {}: the upload backlog is full; it stays in {} only", StepDirName(step),
                       opts.dir);

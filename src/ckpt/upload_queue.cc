@@ -24,6 +24,7 @@ std::vector<UploadQueue::Entry> UploadQueue::DropSuperseded() {
   // all these are never dropped, and they are newer than every dropped one.
   for (auto it = queued_.begin(); it != queued_.end();) {
     if (NewerThan(it->first) >= static_cast<size_t>(keep_remote_)) {
+      if (it->first > newest_remote_) passed_[it->first] = it->second.bytes;
       dropped.push_back(std::move(it->second));
       it = queued_.erase(it);
     } else {
@@ -42,25 +43,32 @@ bool UploadQueue::Fits(int64_t step, uint64_t bytes) const {
     coming.insert(s);
     total += b;
   }
-  size_t count = coming.size();
+  size_t count = coming.size() + passed_.size();
+  for (const auto& [s, b] : passed_) total += b;
   if (inflight_) {
     ++count;
     total += inflight_->bytes;
   }
   for (const auto& [s, e] : queued_) {
-    if (keep_remote_ > 0 && NewerThan(s, coming) >= static_cast<size_t>(keep_remote_)) continue;  // would go
+    // One this save would supersede leaves the backlog only if the bucket is past it already.
+    if (s < newest_remote_ && keep_remote_ > 0 && NewerThan(s, coming) >= static_cast<size_t>(keep_remote_)) continue;
     ++count;
     total += e.bytes;
   }
   if (count == 1) return true;
-  return (limit_.steps == 0 || count <= limit_.steps) && (limit_.bytes == 0 || total <= limit_.bytes);
+  return (max_steps_ == 0 || count <= max_steps_) && (max_bytes_ == 0 || total <= max_bytes_);
 }
 
 bool UploadQueue::HasRoomFor(uint64_t bytes) const {
   const TierStats now = Stats(WallTime{});
   if (now.pending_steps == 0) return true;
-  return (limit_.steps == 0 || now.pending_steps + 1 <= limit_.steps) &&
-         (limit_.bytes == 0 || now.pending_bytes + bytes <= limit_.bytes);
+  return (max_steps_ == 0 || now.pending_steps + 1 <= max_steps_) &&
+         (max_bytes_ == 0 || now.pending_bytes + bytes <= max_bytes_);
+}
+
+void UploadQueue::NoteSuperseded(int64_t step, uint64_t bytes) {
+  if (step > newest_remote_) passed_[step] = bytes;
+  ++superseded_;
 }
 
 void UploadQueue::Reserve(int64_t step, uint64_t bytes) { reserved_[step] = bytes; }
@@ -87,6 +95,7 @@ std::vector<UploadQueue::Entry> UploadQueue::NoteRemote(int64_t step) {
   if (step > newest_remote_) {
     newest_remote_ = step;
     behind_.erase(behind_.begin(), behind_.upper_bound(step));
+    passed_.erase(passed_.begin(), passed_.upper_bound(step));
   }
   return DropSuperseded();
 }
@@ -103,6 +112,7 @@ std::vector<UploadQueue::Entry> UploadQueue::Finish(int64_t step, bool uploaded)
   if (inflight_ && inflight_->step == step) inflight_.reset();
   if (!uploaded) {
     ++failed_;
+    passed_.clear();  // what it superseded no longer holds saves back: it may never land
     return {};
   }
   ++uploaded_;
@@ -134,6 +144,7 @@ std::set<int64_t> UploadQueue::Pending() const {
   std::set<int64_t> steps;
   for (const auto& [s, e] : queued_) steps.insert(s);
   for (const auto& [s, b] : reserved_) steps.insert(s);
+  for (const auto& [s, b] : passed_) steps.insert(s);
   if (inflight_) steps.insert(inflight_->step);
   return steps;
 }
@@ -147,7 +158,8 @@ TierStats UploadQueue::Stats(WallTime now) const {
   if (!behind_.empty() && now > behind_.begin()->second) t.lag = now - behind_.begin()->second;
   for (const auto& [s, e] : queued_) t.pending_bytes += e.bytes;
   for (const auto& [s, b] : reserved_) t.pending_bytes += b;
-  t.pending_steps = queued_.size() + reserved_.size();
+  for (const auto& [s, b] : passed_) t.pending_bytes += b;
+  t.pending_steps = queued_.size() + reserved_.size() + passed_.size();
   if (inflight_) {
     ++t.pending_steps;
     t.pending_bytes += inflight_->bytes;

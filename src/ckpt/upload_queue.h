@@ -9,9 +9,16 @@
 //   never sent (Enqueue and NoteRemote return what they drop). An upload in
 //   flight is never dropped: under saves faster than the bucket, dropping it
 //   would mean nothing ever lands.
-// - The backlog (steps queued, uploading, or admitted and still persisting)
-//   is bounded by BacklogLimit: Fits() says whether one more save keeps it
-//   within the bound, counting the steps that save would supersede as gone.
+// - The backlog is every tiered step the bucket is behind on: queued,
+//   uploading, admitted and still persisting, or dropped as superseded but
+//   newer than the bucket's newest (until a newer upload lands, which passes
+//   it). Fits() says whether one more save keeps it within BacklogLimit. So
+//   while uploads succeed the bucket's newest is never more than the bound
+//   behind, across restarts too (the local directory keeps the backlog, and a
+//   restarted writer finds it there), and the uploader, which must land one
+//   step for saves to go on, sticks to the newest instead of starting over
+//   on each new one. A failed upload ends that guarantee until the next lands:
+//   the steps it superseded stop counting, so saves are not held for it.
 //
 // Not thread-safe: the writer calls it under its lock.
 #pragma once
@@ -36,7 +43,8 @@ class UploadQueue {
     std::shared_ptr<SaveHandle::State> state;  // the save's handle; null for one found at Open
   };
 
-  UploadQueue(int keep_remote, BacklogLimit limit) : keep_remote_(keep_remote), limit_(limit) {}
+  UploadQueue(int keep_remote, BacklogLimit limit)
+      : keep_remote_(keep_remote), max_steps_(limit.Steps(keep_remote)), max_bytes_(limit.bytes) {}
 
   // Whether a save of `bytes` as `step` (newer than every step here) keeps the
   // backlog within the limit once it and the saves admitted before it commit.
@@ -45,6 +53,9 @@ class UploadQueue {
   // Whether one more step of `bytes`, older than those here (found at Open,
   // walking newest first), fits in the backlog as it is.
   bool HasRoomFor(uint64_t bytes) const;
+  // A step found at Open that keep_remote newer ones supersede: in the
+  // backlog while newer than the bucket's newest.
+  void NoteSuperseded(int64_t step, uint64_t bytes);
   void Reserve(int64_t step, uint64_t bytes);  // an admitted save, persisting
   void Unreserve(int64_t step);                // it failed before committing
 
@@ -71,7 +82,7 @@ class UploadQueue {
   std::optional<int64_t> uploading() const;
   // Whether `step` would be deleted by keep_remote once the newer ones land.
   bool Superseded(int64_t step) const;
-  // Steps local retention must keep: queued, in flight, reserved.
+  // Steps local retention must keep: the backlog.
   std::set<int64_t> Pending() const;
   // The figures of TierStats this queue knows (newest steps, lag, backlog).
   TierStats Stats(WallTime now) const;
@@ -83,10 +94,12 @@ class UploadQueue {
   std::vector<Entry> DropSuperseded();
 
   int keep_remote_;
-  BacklogLimit limit_;
+  size_t max_steps_;    // 0: no bound
+  uint64_t max_bytes_;  // 0: no bound
   std::map<int64_t, Entry> queued_;
   std::optional<Entry> inflight_;
   std::map<int64_t, uint64_t> reserved_;  // step -> bytes
+  std::map<int64_t, uint64_t> passed_;    // superseded, newer than the bucket's newest: step -> bytes
   std::set<int64_t> remote_;              // committed in the bucket: the newest few
   int64_t newest_local_ = -1, newest_remote_ = -1;
   std::map<int64_t, WallTime> behind_;  // committed locally, newer than the bucket's newest

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <iterator>
+#include <memory>
+#include <random>
 #include <vector>
 
 namespace strata::ckpt {
@@ -57,14 +60,18 @@ TEST(UploadQueue, DropsWhatKeepRemoteWouldDeleteButNeverTheUploadInFlight) {
   EXPECT_FALSE(q.Superseded(11));
   EXPECT_EQ(Take(q), 12);
   EXPECT_EQ(Steps(q.Enqueue({13, 1, nullptr})), (std::vector<int64_t>{11}));  // 12 (in flight) and 13 are newer
-  EXPECT_EQ(q.Pending(), (std::set<int64_t>{12, 13}));
+  // Dropped, but the bucket is behind on them until a newer one lands: still the backlog's.
+  EXPECT_EQ(q.Pending(), (std::set<int64_t>{10, 11, 12, 13}));
   EXPECT_EQ(Steps(q.Enqueue({14, 1, nullptr})), std::vector<int64_t>{})
       << "13 has one newer step; 12 is in flight and stays";
   EXPECT_EQ(Steps(q.Enqueue({15, 1, nullptr})), (std::vector<int64_t>{13}));
   EXPECT_TRUE(q.Superseded(12));  // would go at once, but its upload continues
   EXPECT_EQ(q.uploading(), 12);
   q.Finish(12, true);
+  EXPECT_EQ(q.Pending(), (std::set<int64_t>{13, 14, 15})) << "12 landed: the bucket is past 10 and 11";
   EXPECT_EQ(Take(q), 15);
+  q.Finish(15, true);
+  EXPECT_EQ(q.Pending(), (std::set<int64_t>{14}));
   EXPECT_EQ(q.Stats(WallTime{}).superseded, 3u);
 }
 
@@ -110,13 +117,35 @@ TEST(UploadQueue, AdmitsASaveOnlyWithinTheStepBound) {
   q.Finish(1, true);
   EXPECT_TRUE(q.Fits(4, 1 << 20));
 
+  // A queued step the new save supersedes leaves the backlog only once the bucket is past it.
   UploadQueue keep1(/*keep_remote=*/1, BacklogLimit{2, 0});
   keep1.Enqueue({1, 1, nullptr});
   EXPECT_EQ(Take(keep1), 1);
   keep1.Enqueue({2, 1, nullptr});
-  EXPECT_TRUE(keep1.Fits(3, 1)) << "3 supersedes the queued 2: the backlog would be 1 (in flight) and 3";
+  EXPECT_FALSE(keep1.Fits(3, 1)) << "1 uploading, 2 queued (superseded by 3, but the bucket is behind on it)";
+  keep1.Finish(1, true);
+  EXPECT_TRUE(keep1.Fits(3, 1));
   keep1.Reserve(3, 1);
   EXPECT_EQ(Steps(keep1.Enqueue({3, 1, nullptr})), (std::vector<int64_t>{2}));
+  EXPECT_EQ(keep1.Pending(), (std::set<int64_t>{2, 3}));
+  EXPECT_FALSE(keep1.Fits(4, 1));
+  EXPECT_EQ(Take(keep1), 3);
+  keep1.Finish(3, true);
+  EXPECT_TRUE(keep1.Fits(4, 1));
+  EXPECT_TRUE(keep1.Pending().empty());
+}
+
+// Unset, the bound is what the bucket keeps anyway (keep_remote), or 2 when it keeps everything.
+TEST(UploadQueue, TheDefaultBoundIsKeepRemote) {
+  EXPECT_EQ(BacklogLimit{}.Steps(3), 3u);
+  EXPECT_EQ(BacklogLimit{}.Steps(0), 2u);
+  EXPECT_EQ((BacklogLimit{5, 0}.Steps(3)), 5u);
+  UploadQueue q(/*keep_remote=*/3, BacklogLimit{});
+  for (int64_t s = 1; s <= 2; ++s) q.Enqueue({s, 1, nullptr});
+  EXPECT_EQ(Take(q), 2);
+  EXPECT_TRUE(q.Fits(3, 1));
+  q.Reserve(3, 1);
+  EXPECT_FALSE(q.Fits(4, 1)) << "1, 2 (uploading), 3 and 4: one more than keep_remote";
 }
 
 TEST(UploadQueue, AdmitsASaveOnlyWithinTheByteBound) {
@@ -159,6 +188,103 @@ TEST(UploadQueue, AFailedUploadSupersedesNothing) {
   EXPECT_EQ(t.uploaded, 0u);
   EXPECT_EQ(t.newest_remote, -1);
   EXPECT_EQ(q.Pending(), (std::set<int64_t>{3, 5}));
+
+  // What a failed upload superseded stops holding saves back (it may never land).
+  UploadQueue keep1(/*keep_remote=*/1, kNoLimit);
+  keep1.Enqueue({4, 1, nullptr});
+  EXPECT_EQ(Take(keep1), 4);
+  keep1.Enqueue({5, 1, nullptr});
+  EXPECT_EQ(Steps(keep1.Enqueue({6, 1, nullptr})), (std::vector<int64_t>{5}));
+  EXPECT_EQ(keep1.Pending(), (std::set<int64_t>{4, 5, 6}));
+  keep1.Finish(4, false);
+  EXPECT_EQ(keep1.Pending(), (std::set<int64_t>{6}));
+}
+
+// A restart finds three steps the bucket lacks: the save after it waits for
+// one upload (the bucket must not fall further behind), and the upload it
+// waits for is the newest, not a new one each time.
+TEST(UploadQueue, AfterARestartTheNextSaveWaitsForTheNewestToLand) {
+  UploadQueue q(/*keep_remote=*/3, BacklogLimit{});
+  q.NoteRemote(10);
+  for (int64_t s : {13, 12, 11}) q.Enqueue({s, 1, nullptr});  // as Open walks them
+  EXPECT_EQ(Take(q), 13);
+  EXPECT_FALSE(q.Fits(14, 1));
+  q.Finish(13, true);
+  EXPECT_TRUE(q.Fits(14, 1)) << "11 is superseded by 12, 13 and 14, and older than the bucket's newest";
+}
+
+// The invariants under a seeded random schedule of saves, upload starts and
+// ends (one in 20 failing), and restarts that rebuild the queue from what the
+// local directory and the bucket hold, as Open does: the bucket's newest is
+// never more than the bound behind the newest saved, except after a failed
+// upload until a step saved since lands (a failed step does not hold saves
+// back: it may never land), and the local directory holds at most keep_local + the bound.
+TEST(UploadQueue, SeededSchedulesKeepTheBucketWithinTheBound) {
+  constexpr int kKeepLocal = 2;
+  for (int keep_remote : {1, 2, 3, 5}) {
+    for (size_t bound : {size_t{1}, size_t{2}, size_t{3}, size_t{4}}) {
+      std::mt19937 rng(1000 * keep_remote + bound);
+      std::set<int64_t> local, bucket;
+      auto q = std::make_unique<UploadQueue>(keep_remote, BacklogLimit{bound, 0});
+      int64_t next = 0;
+      int64_t excused_until = -1;  // after a failed upload: until the bucket's newest reaches this
+      auto retain = [&] {
+        const std::set<int64_t> keep = q->Pending();
+        int kept = 0;
+        for (auto it = local.rbegin(); it != local.rend();) {
+          if (kept++ < kKeepLocal || keep.count(*it)) {
+            ++it;
+          } else {
+            it = std::make_reverse_iterator(local.erase(std::next(it).base()));
+          }
+        }
+        while (bucket.size() > static_cast<size_t>(keep_remote)) bucket.erase(bucket.begin());
+      };
+      for (int tick = 0; tick < 3000; ++tick) {
+        const int action = static_cast<int>(rng() % 10);
+        if (action < 5) {  // a save
+          if (!q->Fits(next, 1)) continue;
+          q->Reserve(next, 1);
+          local.insert(next);
+          q->NoteLocalCommit(next, WallTime{});
+          q->Enqueue({next++, 1, nullptr});
+        } else if (action < 7) {
+          q->Next();
+        } else if (action < 9) {
+          if (auto s = q->uploading()) {
+            const bool ok = rng() % 20 != 0;
+            if (ok) bucket.insert(*s);
+            q->Finish(*s, ok);
+            if (!ok) excused_until = next;
+          }
+        } else {  // a restart: the queue as Open rebuilds it
+          q = std::make_unique<UploadQueue>(keep_remote, BacklogLimit{bound, 0});
+          std::set<int64_t> all = local;
+          all.insert(bucket.begin(), bucket.end());
+          size_t newer = 0;
+          for (auto it = all.rbegin(); it != all.rend(); ++it) {
+            if (bucket.count(*it)) {
+              q->NoteRemote(*it);
+              ++newer;
+            } else if (newer >= static_cast<size_t>(keep_remote)) {
+              q->NoteSuperseded(*it, 1);
+            } else if (q->HasRoomFor(1)) {
+              q->Enqueue({*it, 1, nullptr});
+              ++newer;
+            }
+          }
+        }
+        retain();
+        const int64_t newest_remote = bucket.empty() ? -1 : *bucket.rbegin();
+        if (!local.empty() && newest_remote >= excused_until) {
+          ASSERT_LE(*local.rbegin() - newest_remote, static_cast<int64_t>(bound))
+              << "keep_remote " << keep_remote << ", bound " << bound << ", tick " << tick;
+        }
+        ASSERT_LE(local.size(), kKeepLocal + bound) << "keep_remote " << keep_remote << ", tick " << tick;
+      }
+      EXPECT_GT(next, 100) << "the schedule saved little: keep_remote " << keep_remote << ", bound " << bound;
+    }
+  }
 }
 
 // The lag: how far (in steps and checkpoints) and since when the bucket is

@@ -48,6 +48,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,11 +65,16 @@ enum class InflightPolicy {
   kQueue,  // Save stages at once unless max_queued saves are already staged
 };
 
-// The upload backlog: checkpoints committed (or being persisted) locally and
-// not yet in the bucket, which the local directory must keep beyond keep_local.
+// The upload backlog: checkpoints committed (or being persisted) locally that
+// the bucket is behind on (TierStats::pending_steps), which the local
+// directory keeps beyond keep_local. With BacklogPolicy::kWait and uploads
+// succeeding, the bucket's newest is at most `steps` checkpoints behind.
 struct BacklogLimit {
-  size_t steps = 2;    // at most this many (0: no bound by count)
+  // At most this many; unset: keep_remote (what the bucket keeps anyway), or 2
+  // when it keeps everything; 0: no bound by count.
+  std::optional<size_t> steps;
   uint64_t bytes = 0;  // and at most this many shard bytes (0: no bound by size)
+  size_t Steps(int keep_remote) const { return steps.value_or(keep_remote > 0 ? keep_remote : 2); }
 };
 
 // What Save does when one more save would exceed the BacklogLimit (the bucket
@@ -86,7 +92,9 @@ struct TierStats {
   int64_t lag_steps = 0;       // newest_local - newest_remote while the bucket is behind, else 0
   size_t lag_checkpoints = 0;  // checkpoints committed locally newer than the bucket's newest
   Duration lag{0};             // since the oldest of those was committed (wall time; 0: current)
-  size_t pending_steps = 0;    // the backlog: queued, uploading, or admitted and persisting
+  // The backlog: tiered steps queued, uploading, admitted and persisting, or
+  // superseded but newer than the bucket's newest (kept until a newer one lands).
+  size_t pending_steps = 0;
   uint64_t pending_bytes = 0;
   int64_t uploading = -1;  // the step in flight (-1: none)
   // Since Open:
@@ -124,7 +132,7 @@ struct WriterOptions {
   int keep_local = 0;                                  // keep the newest N committed checkpoints locally; 0 = all
   int keep_remote = 0;                                 // and M remotely; 0 = all
   // With a remote: the upload backlog's bound and what a save beyond it does.
-  // Local disk: at most keep_local + backlog.steps committed checkpoints.
+  // Local disk: at most keep_local + the backlog's steps committed checkpoints.
   BacklogLimit backlog;
   BacklogPolicy backlog_policy = BacklogPolicy::kWait;
   Duration commit_timeout = std::chrono::minutes(10);  // rank 0 waiting for the other ranks
