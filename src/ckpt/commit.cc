@@ -34,6 +34,25 @@ Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::
   return m;
 }
 
+namespace {
+
+// manifest.json over the rank parts (their digests as checked), then LAST the marker.
+Status WriteGlobalCommit(Location& loc, const std::vector<RankManifest>& ranks,
+                         const std::vector<std::string>& digests) {
+  GlobalManifest g;
+  g.step = ranks[0].step;
+  g.world_size = static_cast<int>(ranks.size());
+  g.attempt = ranks[0].attempt;
+  g.wall_time_ms = ranks[0].wall_time_ms;
+  g.metadata = ranks[0].metadata;
+  for (size_t r = 0; r < ranks.size(); ++r) g.ranks.push_back({static_cast<int>(r), RankManifestName(static_cast<int>(r)), digests[r]});
+  const std::string text = EncodeGlobalManifest(g);
+  STRATA_RETURN_IF_ERROR(loc.WriteFile(g.step, kManifestFile, Buffer::FromString(text)));
+  return loc.WriteFile(g.step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
+}
+
+}  // namespace
+
 Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
                     TimePoint deadline, Duration poll, const std::function<bool()>& cancelled) {
   std::vector<RankManifest> ranks(world_size);
@@ -74,16 +93,12 @@ Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::stri
     }
     clock.SleepFor(poll);
   }
-  GlobalManifest g;
-  g.step = step;
-  g.world_size = world_size;
-  g.attempt = attempt;
-  g.wall_time_ms = ranks[0].wall_time_ms;
-  g.metadata = ranks[0].metadata;
-  for (int r = 0; r < world_size; ++r) g.ranks.push_back({r, RankManifestName(r), digests[r]});
-  const std::string text = EncodeGlobalManifest(g);
-  STRATA_RETURN_IF_ERROR(loc.WriteFile(step, kManifestFile, Buffer::FromString(text)));
-  return loc.WriteFile(step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
+  return WriteGlobalCommit(loc, ranks, digests);
+}
+
+Status CommitSingleRank(Location& loc, const RankManifest& manifest, const std::string& digest) {
+  if (manifest.world_size != 1) return InvalidArgumentError("CommitSingleRank is for a job of one rank");
+  return WriteGlobalCommit(loc, {manifest}, {digest});
 }
 
 Result<std::optional<int64_t>> NewestCommitted(Location& loc) {
@@ -149,10 +164,11 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   }
   std::erase(doomed, *safe);
   std::sort(doomed.begin(), doomed.end());
-  // Several at once: on a store each deletion is round trips, not work.
+  // On a store several at once: each deletion is round trips, not work. A
+  // local one at a time, so an interrupted pass leaves at most one half-deleted step.
   std::vector<Status> st(doomed.size());
   std::vector<std::string> kept(doomed.size());  // why a step that looked torn stays
-  ParallelFor(doomed.size(), 4, [&](size_t i) {
+  ParallelFor(doomed.size(), loc.is_local() ? 1 : 4, [&](size_t i) {
     const int64_t s = doomed[i];
     if (std::binary_search(torn.begin(), torn.end(), s)) {
       // Proven torn once; a second read must agree (a reply damaged in transit does not repeat).

@@ -34,6 +34,12 @@ Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::
 Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
                     TimePoint deadline, Duration poll, const std::function<bool()>& cancelled = nullptr);
 
+// The global commit of a job of one rank whose part (`manifest`, hashing to
+// `digest`) was just written to `loc`: what CommitGlobal writes, without
+// reading the part back (no other rank can have withdrawn it); on a store two
+// requests instead of seven.
+Status CommitSingleRank(Location& loc, const RankManifest& manifest, const std::string& digest);
+
 // The newest step in `loc` with a valid global commit marker (cheap: the
 // hash chain and shard sizes), or nullopt. A newer step that could not be
 // read (not ProvenTorn) gives its error instead of an older step.

@@ -57,14 +57,19 @@ void CheckpointWriter::Impl::UploadLoop() {
         return stopping || queue.HasQueued();
       });
       if (stopping) return;  // pending uploads resume at the next Open
-      // A save persisting now is newer than anything queued: it goes first.
-      // Only those admitted by now are waited for (one persist at most).
-      const std::set<int64_t> coming = queue.NewerThanQueued();
+      // A save persisting now, or about to (it waited for this room), is
+      // newer than anything queued: it goes first. Only those known by now
+      // are waited for (one persist at most).
+      std::set<int64_t> coming = queue.NewerThanQueued();
+      for (const auto& [s, bytes] : admitting) {
+        if (s > queue.NewestQueued() && queue.Fits(s, bytes)) coming.insert(s);
+      }
       cv.Wait(lock, [&] {
         mu.AssertHeld();  // the predicate runs under the lock
         return stopping || std::none_of(coming.begin(), coming.end(), [&](int64_t s) {
                  mu.AssertHeld();
-                 return queue.Reserved(s);
+                 auto waiting = admitting.find(s);
+                 return queue.Reserved(s) || (waiting != admitting.end() && queue.Fits(s, waiting->second));
                });
       });
       if (stopping) return;
@@ -172,6 +177,7 @@ Status CheckpointWriter::Impl::Upload(int64_t step) {
     STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankCommitName(opts.rank), Buffer::FromString(marker)));
   }
   if (opts.rank != 0) return Status::Ok();
+  if (opts.world_size == 1) return CommitSingleRank(*remote, m, digest).WithContext("remote commit");
   // Waiting ends early on Close, or when a newer save of this step replaced
   // this rank's part locally (e.g. the retry after a crash while resuming
   // the crashed attempt's upload, whose other parts may never come).

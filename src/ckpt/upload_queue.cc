@@ -128,7 +128,7 @@ std::vector<UploadQueue::Entry> UploadQueue::TakeQueued() {
 
 std::set<int64_t> UploadQueue::NewerThanQueued() const {
   std::set<int64_t> steps;
-  const int64_t newest = queued_.empty() ? -1 : queued_.rbegin()->first;
+  const int64_t newest = NewestQueued();
   for (const auto& [s, b] : reserved_) {
     if (s > newest) steps.insert(s);
   }

@@ -78,6 +78,7 @@ class UploadQueue {
   // to commit (or fail) rather than start an older step.
   std::set<int64_t> NewerThanQueued() const;
   bool Reserved(int64_t step) const { return reserved_.count(step) > 0; }
+  int64_t NewestQueued() const { return queued_.empty() ? -1 : queued_.rbegin()->first; }
   bool Idle() const { return queued_.empty() && !inflight_; }
   std::optional<int64_t> uploading() const;
   // Whether `step` would be deleted by keep_remote once the newer ones land.

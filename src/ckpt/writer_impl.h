@@ -78,6 +78,7 @@ struct CheckpointWriter::Impl {
   CondVar cv;
   std::deque<SaveJob> jobs GUARDED_BY(mu);  // staged, front is being persisted
   size_t reserved GUARDED_BY(mu) = 0;       // slots taken by Save (staging or queued)
+  std::map<int64_t, uint64_t> admitting GUARDED_BY(mu);  // saves waiting for the backlog: step -> bytes
   std::optional<int64_t> last_step GUARDED_BY(mu);
   Status first_error GUARDED_BY(mu);  // since the last Flush
   bool stopping GUARDED_BY(mu) = false;
