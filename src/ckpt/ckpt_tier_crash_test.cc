@@ -19,8 +19,9 @@
 //   and a step local retention was deleting (one at a time, markers first;
 //   the next pass removes it);
 // - the bucket holds at most keep_remote + 1 committed steps (one may have
-//   landed just before the kill, ahead of the retention pass after it; a
-//   writer finding more runs that pass before uploading), plus at most
+//   landed just before the kill, ahead of the retention pass after it; an
+//   upload commits only once the pass before it is over, and a writer opened
+//   runs one before its first commit), plus at most
 //   B + 1 partial ones in flight (the backlog's, and one a kill left that the
 //   bucket's newest has passed, removed as torn by the next pass).
 // At the end, a writer resumes without being killed: the bucket's newest is the
@@ -38,6 +39,7 @@
 #include <regex>
 #include <thread>
 
+#include "base/executor.h"
 #include "ckpt/commit.h"
 #include "ckpt/kill_loop_util.h"
 #include "ckpt/reader.h"
@@ -65,9 +67,12 @@ Tier Look(Location& loc) {
   Tier t;
   auto steps = loc.ListSteps();
   EXPECT_TRUE(steps.ok()) << steps.status();
-  for (int64_t s : steps.ok() ? *steps : std::vector<int64_t>{}) {
-    if (OpenCheckpoint(loc, s).ok()) {
-      t.committed.push_back(s);
+  if (!steps.ok()) return t;
+  std::vector<char> ok(steps->size());
+  ParallelFor(steps->size(), 8, [&](size_t i) { ok[i] = OpenCheckpoint(loc, (*steps)[i]).ok(); });
+  for (size_t i = 0; i < steps->size(); ++i) {
+    if (ok[i]) {
+      t.committed.push_back((*steps)[i]);
     } else {
       ++t.uncommitted;
     }

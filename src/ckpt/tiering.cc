@@ -41,13 +41,6 @@ std::map<std::string, std::string> ReadJournal(Location& local, int64_t step, in
 }  // namespace
 
 void CheckpointWriter::Impl::UploadLoop() {
-  {
-    MutexLock lock(mu);
-    cv.Wait(lock, [&] {
-      mu.AssertHeld();  // the predicate runs under the lock
-      return stopping || !retain_before_uploading || (!remote_retention_wanted && !remote_retention_running);
-    });
-  }
   for (;;) {
     UploadQueue::Entry item;
     {
@@ -177,6 +170,17 @@ Status CheckpointWriter::Impl::Upload(int64_t step) {
     STRATA_RETURN_IF_ERROR(remote->WriteFile(step, RankCommitName(opts.rank), Buffer::FromString(marker)));
   }
   if (opts.rank != 0) return Status::Ok();
+  if (RetainsRemotely()) {
+    // The pass the last upload (or Open) asked for deletes what it pushed past
+    // keep_remote before this one commits: the bucket never holds more than
+    // keep_remote + 1 committed steps. The bytes above went up meanwhile.
+    MutexLock lock(mu);
+    cv.Wait(lock, [&] {
+      mu.AssertHeld();  // the predicate runs under the lock
+      return stopping || (!remote_retention_wanted && !remote_retention_running);
+    });
+    if (stopping) return CancelledError("writer closed before the remote commit");
+  }
   if (opts.world_size == 1) return CommitSingleRank(*remote, m, digest).WithContext("remote commit");
   // Waiting ends early on Close, or when a newer save of this step replaced
   // this rank's part locally (e.g. the retry after a crash while resuming
@@ -370,7 +374,6 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
     ++newer;
   }
   remote_retention_wanted = RetainsRemotely();  // a predecessor killed before its pass left more
-  retain_before_uploading = RetainsRemotely() && in_remote.size() > static_cast<size_t>(opts.keep_remote);
   PublishLocked();
 }
 

@@ -94,10 +94,6 @@ struct CheckpointWriter::Impl {
   std::set<int64_t> verified_local GUARDED_BY(mu), verified_remote GUARDED_BY(mu);
   bool remote_retention_wanted GUARDED_BY(mu) = false;
   bool remote_retention_running GUARDED_BY(mu) = false;
-  // The store held more than keep_remote steps at Open (a predecessor killed
-  // before its pass): that pass runs before the first upload, so the bucket
-  // never holds more than keep_remote + 1 committed steps.
-  bool retain_before_uploading GUARDED_BY(mu) = false;
   Mutex local_retention_mu, remote_retention_mu;  // one pass per tier at a time
   Mutex journal_mu;    // the upload journal, shared by parallel file uploads
 
