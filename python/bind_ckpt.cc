@@ -55,6 +55,7 @@ py::dict TierStatsDict(const ckpt::TierStats& t) {
   d["pending_steps"] = t.pending_steps;
   d["pending_bytes"] = t.pending_bytes;
   d["uploading"] = StepOrNone(t.uploading);
+  d["waiting_saves"] = t.waiting_saves;
   d["uploaded"] = t.uploaded;
   d["superseded"] = t.superseded;
   d["not_tiered"] = t.not_tiered;

@@ -227,6 +227,7 @@ TierMetrics::TierMetrics(const Labels& l)
       pending_steps(TierGauge("strata_ckpt_upload_pending_steps",
                               "Upload backlog: checkpoints queued, uploading, or admitted and persisting", l)),
       pending_bytes(TierGauge("strata_ckpt_upload_pending_bytes", "Shard bytes of the upload backlog", l)),
+      waiting_saves(TierGauge("strata_ckpt_saves_waiting", "Saves blocked on the upload backlog now (policy wait)", l)),
       uploaded(TierCounter("strata_ckpt_uploads_total", "Checkpoints uploaded and committed in the bucket", l)),
       superseded(TierCounter("strata_ckpt_uploads_superseded_total",
                              "Checkpoints never uploaded: keep_remote keeps newer ones instead", l)),
@@ -248,6 +249,7 @@ void TierMetrics::Publish(const TierStats& now, WallTime wall_now) {
                              .count());
   pending_steps.Set(static_cast<int64_t>(now.pending_steps));
   pending_bytes.Set(static_cast<int64_t>(now.pending_bytes));
+  waiting_saves.Set(static_cast<int64_t>(now.waiting_saves));
   Advance(uploaded, now.uploaded, last.uploaded);
   Advance(superseded, now.superseded, last.superseded);
   Advance(not_tiered, now.not_tiered, last.not_tiered);
@@ -261,6 +263,7 @@ TierStats CheckpointWriter::Impl::TierStatsLocked() {
   TierStats t = queue.Stats(clock->WallNow());
   t.not_tiered = not_tiered;
   t.rejected = rejected;
+  t.waiting_saves = admitting.size();
   t.backlog_wait = backlog_wait;
   return t;
 }
@@ -373,7 +376,8 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
     queue.Enqueue({step, bytes, nullptr});
     ++newer;
   }
-  remote_retention_wanted = RetainsRemotely();  // a predecessor killed before its pass left more
+  // A predecessor killed before its pass may have left more than keep_remote.
+  remote_retention_wanted = RetainsRemotely() && in_remote.size() > static_cast<size_t>(opts.keep_remote);
   PublishLocked();
 }
 

@@ -313,7 +313,10 @@ Status CheckpointWriter::Impl::Admit(SaveJob& job, uint64_t bytes, size_t limit,
   const bool wait_backlog = job.tiered && opts.backlog_policy == BacklogPolicy::kWait;
   const bool full = wait_backlog && !queue.Fits(step, bytes);
   const TimePoint start = clock->Now();
-  if (full) admitting[step] = bytes;  // the uploader lets it go first once it fits
+  if (full) {
+    admitting[step] = bytes;  // the uploader lets it go first once it fits
+    PublishLocked();
+  }
   cv.Wait(lock, [&] {
     mu.AssertHeld();  // the predicate runs under the lock
     return jobs.size() + reserved < limit && (!wait_backlog || queue.Fits(step, bytes));

@@ -96,7 +96,8 @@ struct TierStats {
   // superseded but newer than the bucket's newest (kept until a newer one lands).
   size_t pending_steps = 0;
   uint64_t pending_bytes = 0;
-  int64_t uploading = -1;  // the step in flight (-1: none)
+  int64_t uploading = -1;    // the step in flight (-1: none)
+  size_t waiting_saves = 0;  // saves blocked on the backlog now (kWait)
   // Since Open:
   uint64_t uploaded = 0;
   uint64_t superseded = 0;  // dropped from the queue, never sent (keep_remote)

@@ -60,7 +60,7 @@ struct SaveJob {
 struct TierMetrics {
   explicit TierMetrics(const Labels& labels);
   void Publish(const TierStats& now, WallTime wall_now);  // gauges set, counters advanced
-  Gauge &lag_steps, &lag_checkpoints, &lag_ms, &behind_since, &pending_steps, &pending_bytes;
+  Gauge &lag_steps, &lag_checkpoints, &lag_ms, &behind_since, &pending_steps, &pending_bytes, &waiting_saves;
   Counter &uploaded, &superseded, &not_tiered, &rejected, &failed, &backlog_wait_ms;
   TierStats last;  // what the counters hold
 };
