@@ -1,6 +1,7 @@
 """A checkpointing job that crash-loops, as an OOM-killed job does, against Ceph RGW behind the cloud proxy.
 
-A child process saves a deterministic state of --state-mib MiB every --interval s with
+A child process resumes after its newest local checkpoint and saves a deterministic state of
+--state-mib MiB every --interval s with
 strata.checkpoint.Checkpointer(dir, remote=bucket, keep_local=2, keep_remote=3, policy="wait") and
 async saves, faster than the bucket takes them; it is SIGKILLed at a random moment (seeded, the seed
 printed) and restarted, --rounds times. After every kill the newest local checkpoint must load
@@ -47,7 +48,7 @@ def child(args):
     kwargs = json.loads(args.checkpointer_kwargs)
     ckpt = sc.Checkpointer(args.dir, remote=args.url, keep_local=args.keep_local, keep_remote=args.keep_remote,
                            policy=args.policy, **kwargs)
-    step = max(local_step_dirs(args.dir), default=-1) + 1  # past any directory, committed or not
+    step = max(ckpt.list(), default=-1) + 1  # resumes after the newest committed checkpoint, as training does
 
     def report(fut):
         if fut.exception() is None:
