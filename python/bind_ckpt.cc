@@ -93,8 +93,7 @@ struct PyLocation {
 PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int rank, int world_size, bool shared_dir,
                     const std::string& policy, int keep_local, int keep_remote, size_t io_threads, size_t stage_threads,
                     uint64_t shard_bytes, size_t max_queued, bool fsync, uint64_t staging_bytes,
-                    const std::string& attempt, std::optional<size_t> max_pending_steps,
-                    uint64_t max_pending_bytes) {
+                    const std::string& attempt, std::optional<size_t> max_pending_steps, uint64_t max_pending_bytes) {
   ckpt::WriterOptions o;
   o.dir = dir;
   o.remote_url = remote_url;

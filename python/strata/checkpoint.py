@@ -332,16 +332,19 @@ class Checkpointer:
 
     Uploads to ``remote`` send the newest committed step first; a step that ``keep_remote`` would
     delete as soon as the newer ones land is never sent (its ``wait_uploaded()`` raises
-    strata.Cancelled). The *backlog* (checkpoints committed or persisting locally and not yet in
-    the bucket) is at most ``max_pending_steps`` (default 2) checkpoints and, when given,
-    ``max_pending_bytes`` bytes (a single save always fits), so the local directory holds at most
-    ``keep_local`` + ``max_pending_steps`` checkpoints (None/0: no bound of that kind). ``policy``
-    says what a save does when it would exceed it, i.e. when the bucket is slower than the saves:
-    "wait" (it blocks until an upload lands: training waits for the bucket; the bucket stays
-    within ``max_pending_steps`` checkpoints of the newest), "skip" (it is saved locally but never
-    uploaded: training never waits, the bucket falls behind by as many saves as are skipped), or
-    "error" (it raises strata.Throttled and nothing is saved: the caller decides). ``stats()``
-    gives the lag and the backlog; ``metrics_text()`` the same as Prometheus metrics.
+    strata.Cancelled); a Checkpointer opened after a crash does the same with what it finds. The
+    *backlog* (checkpoints the bucket is behind on: queued, uploading, being saved, or passed over
+    while the bucket's newest is older) is at most ``max_pending_steps`` checkpoints (None:
+    ``keep_remote``, or 2 when keeping everything; 0: no bound) and, when given,
+    ``max_pending_bytes`` bytes (a single save always fits); the local directory holds at most
+    ``keep_local`` + ``max_pending_steps`` committed checkpoints. ``policy`` says what a save does
+    when it would exceed it, i.e. when the bucket is slower than the saves: "wait" (it blocks
+    until an upload lands: training waits for the bucket, which stays within
+    ``max_pending_steps`` checkpoints of the newest while uploads succeed), "skip" (it is saved
+    locally but never uploaded: training never waits, the bucket falls behind by the skipped
+    saves), or "error" (it raises strata.Throttled and nothing is saved: the caller decides).
+    With several ranks use "wait". ``stats()`` gives the lag and the backlog; ``metrics_text()``
+    the same as Prometheus metrics.
     ``max_queued``: saves staged in RAM ahead of the one persisting (default 1: a save first waits
     for the previous one to persist). ``policy="queue"`` (the old spelling) means "wait" with
     ``max_queued=2``. Thread-safe. Use as a context manager or call ``close()`` to wait for staged
@@ -362,7 +365,7 @@ class Checkpointer:
     """
 
     def __init__(self, dir, remote=None, rank=None, world_size=None, keep_local=0, keep_remote=0,  # noqa: A002
-                 policy="wait", *, max_pending_steps=2, max_pending_bytes=None, max_queued=None, io_threads=4,
+                 policy="wait", *, max_pending_steps=None, max_pending_bytes=None, max_queued=None, io_threads=4,
                  stage_threads=2, shard_bytes=256 << 20, shared_dir=True, fsync=True, staging_bytes=None,
                  attempt=None, cache_group=None, peer_listen=None, group_secret_file=None, group_cache_dir=None):
         if policy == "queue":
@@ -389,7 +392,7 @@ class Checkpointer:
             shared_dir=bool(shared_dir), policy=policy, keep_local=int(keep_local), keep_remote=int(keep_remote),
             io_threads=int(io_threads), stage_threads=int(stage_threads), shard_bytes=int(shard_bytes),
             max_queued=max_queued, fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes),
-            max_pending_steps=_count("max_pending_steps", max_pending_steps or 0),
+            max_pending_steps=None if max_pending_steps is None else _count("max_pending_steps", max_pending_steps),
             max_pending_bytes=_count("max_pending_bytes", max_pending_bytes or 0))
         self._writer = None
         self._lock = threading.Lock()

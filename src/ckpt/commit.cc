@@ -45,7 +45,8 @@ Status WriteGlobalCommit(Location& loc, const std::vector<RankManifest>& ranks,
   g.attempt = ranks[0].attempt;
   g.wall_time_ms = ranks[0].wall_time_ms;
   g.metadata = ranks[0].metadata;
-  for (size_t r = 0; r < ranks.size(); ++r) g.ranks.push_back({static_cast<int>(r), RankManifestName(static_cast<int>(r)), digests[r]});
+  for (size_t r = 0; r < ranks.size(); ++r)
+    g.ranks.push_back({static_cast<int>(r), RankManifestName(static_cast<int>(r)), digests[r]});
   const std::string text = EncodeGlobalManifest(g);
   STRATA_RETURN_IF_ERROR(loc.WriteFile(g.step, kManifestFile, Buffer::FromString(text)));
   return loc.WriteFile(g.step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
@@ -181,8 +182,8 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   });
   for (size_t i = 0; i < doomed.size(); ++i) {
     if (!kept[i].empty()) {
-      STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it looked torn, then {}", loc.Describe(),
-                      StepDirName(doomed[i]), kept[i]);
+      STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it looked torn, then {}", loc.Describe(), StepDirName(doomed[i]),
+                      kept[i]);
     } else if (st[i].ok()) {
       deleted.push_back(doomed[i]);
     } else {

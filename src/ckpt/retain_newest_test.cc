@@ -40,9 +40,9 @@ class RetainNewestTest : public ::testing::Test {
     m.tensors = {t};
     ASSERT_TRUE(loc_->WriteFile(step, ShardFileName(0, 0), Buffer::FromString(file)).ok());
     ASSERT_TRUE(WriteRankCommit(*loc_, m).ok());
-    ASSERT_TRUE(CommitGlobal(*loc_, step, 1, "a", clock_, clock_.Now() + std::chrono::seconds(1),
-                             std::chrono::milliseconds(1))
-                    .ok());
+    ASSERT_TRUE(
+        CommitGlobal(*loc_, step, 1, "a", clock_, clock_.Now() + std::chrono::seconds(1), std::chrono::milliseconds(1))
+            .ok());
     ASSERT_TRUE(OpenCheckpoint(*loc_, step).ok());
   }
   std::vector<int64_t> Steps() { return *StoreLocation(inner_)->ListSteps(); }

@@ -88,7 +88,7 @@ void CheckpointWriter::Impl::UploadLoop() {
       superseded = queue.Finish(item.step, st.ok());
       if (!st.ok() && first_upload_error.ok()) first_upload_error = st;
       if (st.ok() && opts.rank == 0) verified_remote.insert(item.step);  // every shard checked while streaming
-      if (st.ok()) remote_retention_wanted = RetainsRemotely();  // asked before WaitForUploads can return
+      if (st.ok()) remote_retention_wanted = RetainsRemotely();          // asked before WaitForUploads can return
       PublishLocked();
     }
     Settle({item}, st);
@@ -243,10 +243,10 @@ void TierMetrics::Publish(const TierStats& now, WallTime wall_now) {
   lag_steps.Set(now.lag_steps);
   lag_checkpoints.Set(static_cast<int64_t>(now.lag_checkpoints));
   lag_ms.Set(Millis(now.lag));
-  behind_since.Set(now.lag_checkpoints == 0
-                       ? 0
-                       : std::chrono::duration_cast<std::chrono::seconds>((wall_now - now.lag).time_since_epoch())
-                             .count());
+  behind_since.Set(
+      now.lag_checkpoints == 0
+          ? 0
+          : std::chrono::duration_cast<std::chrono::seconds>((wall_now - now.lag).time_since_epoch()).count());
   pending_steps.Set(static_cast<int64_t>(now.pending_steps));
   pending_bytes.Set(static_cast<int64_t>(now.pending_bytes));
   waiting_saves.Set(static_cast<int64_t>(now.waiting_saves));
@@ -299,7 +299,7 @@ bool CheckpointWriter::Impl::RemoteHasPart(int64_t step) {
 }
 
 std::map<int64_t, bool> CheckpointWriter::Impl::CommittedInStore(const std::set<int64_t>& in_local,
-                                                                   const std::set<int64_t>& in_remote) {
+                                                                 const std::set<int64_t>& in_remote) {
   // Only the newest |local| + keep_remote steps can matter (with keep_remote
   // = 0 only local ones: nothing is superseded), asked at once: a restart
   // must not spend a round trip per step before the first upload.
@@ -339,7 +339,7 @@ void CheckpointWriter::Impl::EnqueueRecoveredUploads() {
   };
   std::set<int64_t> all = in_remote;
   all.insert(in_local.begin(), in_local.end());
-  size_t newer = 0;  // steps newer than this one in the store or queued
+  size_t newer = 0;    // steps newer than this one in the store or queued
   MutexLock lock(mu);  // (before the upload thread starts; taken for the analysis)
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const int64_t step = *it;

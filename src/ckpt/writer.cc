@@ -138,8 +138,8 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
   impl.pool.Prefault(impl.opts.staging_bytes);
   if (impl.remote) {
     MutexLock lock(impl.mu);  // (before any thread starts; taken for the analysis)
-    impl.metrics = std::make_unique<TierMetrics>(
-        Labels{{"dir", impl.opts.dir}, {"rank", std::to_string(impl.opts.rank)}});
+    impl.metrics =
+        std::make_unique<TierMetrics>(Labels{{"dir", impl.opts.dir}, {"rank", std::to_string(impl.opts.rank)}});
   }
   if (impl.remote && impl.opts.upload_on_open) impl.EnqueueRecoveredUploads();
   impl.persist_thread = std::thread([&impl] { impl.PersistLoop(); });
@@ -285,7 +285,8 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
     state->stats.tiered = job.tiered;
     if (state->want_upload && !job.tiered) {  // kSkip: WaitUploaded says so once persisted
       state->uploaded = true;
-      state->upload_status = CancelledError(StepDirName(step) + " is kept locally only: the upload backlog was full "
+      state->upload_status = CancelledError(StepDirName(step) +
+                                            " is kept locally only: the upload backlog was full "
                                             "(backlog policy: skip)");
     }
   }
@@ -333,8 +334,10 @@ Status CheckpointWriter::Impl::Admit(SaveJob& job, uint64_t bytes, size_t limit,
       PublishLocked();
       const TierStats t = queue.Stats(clock->WallNow());
       return Status(Code::kThrottled, "the upload backlog is full (" + std::to_string(t.pending_steps) + " steps, " +
-                                          std::to_string(t.pending_bytes) + " bytes pending): the bucket is slower "
-                                          "than the saves; " + StepDirName(step) + " was not saved (backlog policy: error)");
+                                          std::to_string(t.pending_bytes) +
+                                          " bytes pending): the bucket is slower "
+                                          "than the saves; " +
+                                          StepDirName(step) + " was not saved (backlog policy: error)");
     }
     job.tiered = false;  // kSkip: kept locally only
     ++not_tiered;

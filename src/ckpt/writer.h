@@ -100,10 +100,10 @@ struct TierStats {
   size_t waiting_saves = 0;  // saves blocked on the backlog now (kWait)
   // Since Open:
   uint64_t uploaded = 0;
-  uint64_t superseded = 0;  // dropped from the queue, never sent (keep_remote)
-  uint64_t not_tiered = 0;  // kept local only: kSkip, or beyond the bound at Open
-  uint64_t rejected = 0;    // saves refused by kError
-  uint64_t failed = 0;      // uploads that failed (resumed by the next writer)
+  uint64_t superseded = 0;   // dropped from the queue, never sent (keep_remote)
+  uint64_t not_tiered = 0;   // kept local only: kSkip, or beyond the bound at Open
+  uint64_t rejected = 0;     // saves refused by kError
+  uint64_t failed = 0;       // uploads that failed (resumed by the next writer)
   Duration backlog_wait{0};  // time saves blocked on the backlog (kWait)
 };
 
@@ -129,9 +129,9 @@ struct WriterOptions {
   // as fast as later ones). 0: the first save maps its region (page faults
   // inside the stall); later saves reuse it either way.
   uint64_t staging_bytes = 0;
-  uint64_t shard_bytes = 256ull << 20;                 // target shard size (a bigger tensor gets its own shard)
-  int keep_local = 0;                                  // keep the newest N committed checkpoints locally; 0 = all
-  int keep_remote = 0;                                 // and M remotely; 0 = all
+  uint64_t shard_bytes = 256ull << 20;  // target shard size (a bigger tensor gets its own shard)
+  int keep_local = 0;                   // keep the newest N committed checkpoints locally; 0 = all
+  int keep_remote = 0;                  // and M remotely; 0 = all
   // With a remote: the upload backlog's bound and what a save beyond it does.
   // Local disk: at most keep_local + the backlog's steps committed checkpoints.
   BacklogLimit backlog;

@@ -76,8 +76,8 @@ struct CheckpointWriter::Impl {
 
   Mutex mu;
   CondVar cv;
-  std::deque<SaveJob> jobs GUARDED_BY(mu);  // staged, front is being persisted
-  size_t reserved GUARDED_BY(mu) = 0;       // slots taken by Save (staging or queued)
+  std::deque<SaveJob> jobs GUARDED_BY(mu);               // staged, front is being persisted
+  size_t reserved GUARDED_BY(mu) = 0;                    // slots taken by Save (staging or queued)
   std::map<int64_t, uint64_t> admitting GUARDED_BY(mu);  // saves waiting for the backlog: step -> bytes
   std::optional<int64_t> last_step GUARDED_BY(mu);
   Status first_error GUARDED_BY(mu);  // since the last Flush
@@ -95,7 +95,7 @@ struct CheckpointWriter::Impl {
   bool remote_retention_wanted GUARDED_BY(mu) = false;
   bool remote_retention_running GUARDED_BY(mu) = false;
   Mutex local_retention_mu, remote_retention_mu;  // one pass per tier at a time
-  Mutex journal_mu;    // the upload journal, shared by parallel file uploads
+  Mutex journal_mu;                               // the upload journal, shared by parallel file uploads
 
   std::thread persist_thread;
   std::thread upload_thread;
