@@ -337,6 +337,11 @@ class StreamingDataset(IterableDataset):
         self._last_stats = it.stats()
         self._last_iter = None
         it.close()
+        if not in_main_process:
+            # A DataLoader worker ends with os._exit (no destructors): the shard files its cache is
+            # still writing behind the reader would be lost, and fetched again next epoch.
+            for handle in self._handles.values():
+                handle.flush_cache_writes()
         if completed and in_main_process:
             self._resume = None  # the resumed epoch is done
 

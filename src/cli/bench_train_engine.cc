@@ -372,6 +372,8 @@ class LoaderSource : public RankSource {
             {"shards_skipped", s.shards_skipped},
             {"shards_from_cache", s.shards_from_cache},
             {"shards_parsed", s.shards_parsed},
+            {"cache_not_admitted_busy", s.cache_not_admitted_busy},
+            {"cache_not_admitted_no_reuse", s.cache_not_admitted_no_reuse},
             {"consumer_wait_s", Seconds(s.consumer_wait)},
             {"elapsed_s", Seconds(s.elapsed)}};
   }

@@ -118,6 +118,24 @@ void FaultFileSystem::ClearErrors() {
   fault_.reset();
 }
 
+void FaultFileSystem::StallWrites(std::string path_substring) {
+  std::lock_guard lock(mu_);
+  stall_ = std::move(path_substring);
+}
+
+void FaultFileSystem::ResumeWrites() {
+  {
+    std::lock_guard lock(mu_);
+    stall_.reset();
+  }
+  stall_cv_.notify_all();
+}
+
+bool FaultFileSystem::WaitForStalledWrites(size_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return stall_cv_.wait_for(lock, timeout, [&] { return stalled_ >= n; });
+}
+
 FaultCounters FaultFileSystem::Counters() const {
   std::lock_guard lock(mu_);
   return counters_;
@@ -144,7 +162,13 @@ bool FaultFileSystem::Stale(uint64_t epoch) const {
 
 Status FaultFileSystem::BeforeWrite(const std::string& path, uint64_t offset, size_t n, uint64_t epoch,
                                     uint64_t* allowed) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  if (stall_ && path.find(*stall_) != std::string::npos) {
+    ++stalled_;
+    stall_cv_.notify_all();  // WaitForStalledWrites
+    stall_cv_.wait(lock, [&] { return !stall_ || path.find(*stall_) == std::string::npos; });
+    --stalled_;
+  }
   if (epoch != epoch_) return IOError("write " + path + ": file handle predates SimulateCrash()");
   STRATA_RETURN_IF_ERROR(MaybeFailLocked(kFaultWrite, path, "write"));
   uint64_t fits = n;

@@ -10,6 +10,8 @@
 // target is kept in memory (tests use small files) so it can be restored.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -63,6 +65,13 @@ class FaultFileSystem : public FileSystem {
   void ClearWriteBudget();
   void InjectErrors(FaultSpec spec);
   void ClearErrors();
+  // A disk that makes no progress (the slowest there is): writes to paths
+  // containing `path_substring` wait, before writing anything, until
+  // ResumeWrites(). WaitForStalledWrites returns once `n` writes are waiting
+  // (false if that took longer than `timeout`).
+  void StallWrites(std::string path_substring);
+  void ResumeWrites();
+  bool WaitForStalledWrites(size_t n, std::chrono::milliseconds timeout);
   FaultCounters Counters() const;
 
   // Undoes everything not made durable: truncates written files back to their
@@ -124,6 +133,9 @@ class FaultFileSystem : public FileSystem {
   mutable std::mutex mu_;
   std::optional<uint64_t> budget_;
   std::optional<FaultSpec> fault_;
+  std::optional<std::string> stall_;  // StallWrites' substring while stalled
+  size_t stalled_ = 0;                // writes waiting on it now
+  std::condition_variable stall_cv_;
   std::mt19937_64 rng_;
   FaultCounters counters_;
   std::map<std::string, FileState> files_;

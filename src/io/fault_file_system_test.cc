@@ -47,6 +47,26 @@ class FaultFsTest : public ::testing::Test {
   std::string dir_;
 };
 
+// A stalled path's writes wait, unwritten, until ResumeWrites; other paths write on.
+TEST_F(FaultFsTest, StalledWritesWaitUntilResumed) {
+  fs_.StallWrites("slow");
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    Write(P("slow-file"), "stalled bytes", false, false);
+    done = true;
+  });
+  ASSERT_TRUE(fs_.WaitForStalledWrites(1, std::chrono::seconds(30)));
+  EXPECT_FALSE(done.load());
+  EXPECT_EQ(Contents(P("slow-file")), "");  // opened, nothing written yet
+  Write(P("fast-file"), "on time", false, false);
+  EXPECT_EQ(Contents(P("fast-file")), "on time");
+  fs_.ResumeWrites();
+  writer.join();
+  EXPECT_TRUE(done.load());
+  EXPECT_EQ(Contents(P("slow-file")), "stalled bytes");
+  EXPECT_FALSE(fs_.WaitForStalledWrites(1, std::chrono::milliseconds(0)));
+}
+
 TEST_F(FaultFsTest, WriteBudgetGivesNoSpaceAfterPartialWrite) {
   fs_.SetWriteBudget(10);
   auto f = fs_.OpenForWrite(P("f"));
