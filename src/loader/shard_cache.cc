@@ -29,6 +29,9 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'H', 'C', '0', '1'};
 constexpr uint64_t kFixedHeader = 8 + 8 + 8 + 4;
 constexpr std::string_view kSuffix = ".shard";
+// A disk found full of the dataset's own shards is taken to stay so this long
+// (shards fetched meanwhile are not queued); then a write looks again.
+constexpr auto kFullRecheck = std::chrono::seconds(1);
 
 void RaiseTo(std::atomic<uint64_t>& bound, uint64_t v) {
   uint64_t cur = bound.load();
@@ -149,8 +152,12 @@ void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generati
   {
     MutexLock guard(mu_);
     if (writing_.count(shard)) return;  // queued by another flight already
+    if (full_of_ours_since_ && clock_.Now() - *full_of_ours_since_ < kFullRecheck) {
+      guard.Unlock();
+      return CountNotAdmitted(/*busy=*/false);
+    }
     const uint64_t limit =
-        options_.write_behind_bytes ? options_.write_behind_bytes : std::max<uint64_t>(ram_bytes_, 512ull << 20);
+        options_.write_behind_bytes ? options_.write_behind_bytes : std::max<uint64_t>(ram_bytes_, 64ull << 20);
     // A shard larger than the whole queue still goes when the queue is empty.
     if (writing_bytes_ == 0 || writing_bytes_ + data.size() <= limit) {
       writing_.emplace(shard, data);
@@ -495,7 +502,8 @@ void ShardCache::Invalidate(size_t shard) {
     auto it = ram_.find(shard);
     if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
     if (auto w = writing_.find(shard); w != writing_.end()) writing_bytes_ -= w->second.size(), writing_.erase(w);
-    flights_.Forget(shard);  // later Gets must not share its bytes
+    flights_.Forget(shard);       // later Gets must not share its bytes
+    full_of_ours_since_.reset();  // its file goes: room for another
   }
   if (!options_.dir.empty()) {
     // Under disk_mu_: a StoreToDisk that passed its generation check writes
@@ -707,6 +715,7 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   {
     MutexLock lock(mu_);
     ++counters_.verify_failures;
+    full_of_ours_since_.reset();  // its file goes: room for another
   }
   MutexLock lock(disk_mu_);
   (void)fs_.Remove(path);
@@ -784,8 +793,12 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   }
   if (stale()) return;
   if (used + need > disk_bytes_) {
-    if (keep_ours) CountNotAdmitted(/*busy=*/false);
-    return;
+    if (!keep_ours) return;
+    {
+      MutexLock lock(mu_);
+      full_of_ours_since_ = clock_.Now();
+    }
+    return CountNotAdmitted(/*busy=*/false);
   }
   std::string header(kMagic, 8);
   PutFixed64(&header, data.size());
@@ -801,6 +814,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   MutexLock lock(mu_);
   counters_.disk_bytes = used + need;
   ++counters_.disk_writes;
+  full_of_ours_since_.reset();
 }
 
 }  // namespace strata::loader

@@ -49,6 +49,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,7 +102,9 @@ struct ShardCacheOptions {
   // the fetch. The destructor finishes the queued writes. false: each fetch
   // writes its own copy before it returns (a disk known to outpace the store).
   bool async_disk_writes = true;
-  uint64_t write_behind_bytes = 0;  // 0: max(ram_bytes, 512 MiB)
+  // 0: max(ram_bytes, 64 MiB). Memory the process holds beyond the RAM tier
+  // while the disk is behind (one shard at least: a larger one queues alone).
+  uint64_t write_behind_bytes = 0;
   // A fetch from the store (all its ranged parts) waits at most this long in
   // total, then fails with a retryable DeadlineExceeded naming the shard; the
   // store calls still running are left to finish on background threads (a
@@ -296,6 +299,9 @@ class ShardCache {
   // The dataset's shard files together (headers included): larger than the
   // disk bound, this dataset's files are not evicted to admit its others.
   uint64_t dataset_disk_bytes_ = 0;
+  // When a write last found the disk full of this dataset's shards (so
+  // larger ones are not queued for a while, only to be refused), if since.
+  std::optional<TimePoint> full_of_ours_since_ GUARDED_BY(mu_);
   std::thread writer_ GUARDED_BY(mu_);  // started by the first queued write
 };
 

@@ -122,7 +122,7 @@ struct StreamingOptions {
   // iterator that fetched it is done (until the dataset's cache goes). false: every fetch
   // writes its file before it is delivered.
   bool async_cache_writes = true;
-  uint64_t cache_write_behind_bytes = 0;  // writes waiting at most; 0: max(ram_cache_bytes, 512 MiB)
+  uint64_t cache_write_behind_bytes = 0;  // writes waiting at most; 0: max(ram_cache_bytes, 64 MiB)
   std::map<std::string, Decode> decode;   // per field; unlisted fields use kAuto
   ShardVerify verify = ShardVerify::kAuto;
 
