@@ -451,7 +451,8 @@ PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader
     STRATA_ASSIGN_OR_RETURN(open->datasets, open_all());
     Prepared p;
     p.expected_samples = samples;
-    p.factory = [open, open_all, guard, no_cache](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {
+    // `guard` first: it goes last, after the datasets have finished writing into its directory.
+    p.factory = [guard, open, open_all, no_cache](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {
       std::shared_ptr<loader::StreamingDataset> ds;
       {
         std::lock_guard lock(open->mu);
