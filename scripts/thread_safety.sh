@@ -25,6 +25,7 @@ FILES=(
   src/gateway/buckets.cc src/gateway/observer.cc src/gateway/server.cc
   src/group/cache_group.cc src/group/etcd_membership.cc src/group/peer_server.cc src/group/member.cc
   src/group/group_store.cc
+  src/csi/node.cc
 )
 
 command -v "$CLANG" >/dev/null || { echo "$CLANG not found"; exit 1; }

@@ -16,7 +16,10 @@
 //              "header_timeout": "10s", "idle_timeout": "60s", "io_timeout": "120s",
 //              "drain_timeout": "30s"}
 // }
-// Sizes accept B/KiB/MiB/GiB (and K/M/G as binary); durations ms/s/m.
+// Sizes, durations and the emulation spec are in strata's one grammar
+// (base/units.h): sizes 4MiB or 4M (powers of 1024), 4MB (powers of 1000),
+// or a number of bytes; durations 250ms, 1.5s, 2m, 1h, or a number of
+// seconds; cache.metadata_ttl may be "forever".
 // Pure functions; thread-safe.
 #pragma once
 
@@ -86,10 +89,5 @@ Status ValidateGatewayConfig(const GatewayConfig& config);
 
 // "127.0.0.1:9000", "[::1]:9000", ":9000" (loopback). Port 0: any free port.
 Status ParseListenAddress(std::string_view text, std::string* host, uint16_t* port);
-
-// "4MiB", "512k", "1048576".
-Result<uint64_t> ParseByteSize(std::string_view text);
-// "250ms", "10s", "2m".
-Result<Duration> ParseDurationText(std::string_view text);
 
 }  // namespace strata::gateway
