@@ -61,6 +61,22 @@ def _process_ring():
     return _PROCESS_RING.setdefault(os.getpid(), _Ring())
 
 
+_PRIMED = set()  # pids of the processes whose allocator prime_malloc adapted
+
+
+def prime_malloc():
+    """Lets this process's allocator keep the memory of a batch of bytes objects for the next.
+
+    Each sample's bytes is its own malloc block (100 KiB ones here). Until a large block has once
+    been freed, glibc returns the free top of its heap beyond 128 KiB to the kernel, so every
+    batch's bytes fault their pages in anew (on this VM 1.7 ms against 0.3 ms a batch of 32);
+    after such a free it keeps up to twice that block's size (its dynamic threshold), as it
+    would after any large temporary. One 8 MiB block freed here makes it adapt at once."""
+    if os.getpid() not in _PRIMED:
+        _PRIMED.add(os.getpid())
+        bytearray(8 << 20)  # made and freed at once
+
+
 def _torch_dtype(dtype):
     """The torch dtype default_collate would make of numpy ``dtype``; None if it cannot."""
     try:

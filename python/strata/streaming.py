@@ -19,7 +19,8 @@ from torch.utils.data._utils.collate import default_collate
 from . import _strata
 from ._distributed import rank_world
 from ._transport import _RING_SLOTS  # noqa: F401 (tests read it here)
-from ._transport import _RINGS, _CountedBatch, _PackedBatch, _PackedTree, _process_ring, _raw_as_bytes, _Ring
+from ._transport import (_RINGS, _CountedBatch, _PackedBatch, _PackedTree, _process_ring, _raw_as_bytes, _Ring,
+                         prime_malloc)
 from .store import to_url
 
 _SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
@@ -343,6 +344,7 @@ class StreamingDataset(IterableDataset):
             self._resume = None  # the resumed epoch is done
 
     def __iter__(self):
+        prime_malloc()  # sample dicts' bytes (a worker's, or this process's)
         info = get_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
         if info is not None and 0 < self._active_workers < num_workers:
@@ -503,6 +505,7 @@ class StreamingDataLoader(DataLoader):
         self._base = 0
 
     def __iter__(self):
+        prime_malloc()  # the bytes the default collate makes of every batch's raw fields
         ds = self.dataset
         self.num_samples_yielded = 0
         self._base = 0
