@@ -95,7 +95,32 @@ class FaultWritableFile : public WritableFile {
 };
 
 FaultFileSystem::FaultFileSystem(FileSystem& base) : base_(base) {}
-FaultFileSystem::~FaultFileSystem() = default;
+FaultFileSystem::~FaultFileSystem() { OpenWriteGate(); }
+
+void FaultFileSystem::CloseWriteGate() {
+  std::lock_guard lock(gate_mu_);
+  gate_closed_ = true;
+}
+
+void FaultFileSystem::OpenWriteGate() {
+  std::lock_guard lock(gate_mu_);
+  gate_closed_ = false;
+  gate_cv_.notify_all();
+}
+
+bool FaultFileSystem::WaitHeldWrites(int n, std::chrono::milliseconds deadline) {
+  std::unique_lock lock(gate_mu_);
+  return gate_cv_.wait_for(lock, deadline, [&] { return gate_held_ >= n; });
+}
+
+void FaultFileSystem::PassWriteGate() {
+  std::unique_lock lock(gate_mu_);
+  if (!gate_closed_) return;
+  ++gate_held_;
+  gate_cv_.notify_all();
+  gate_cv_.wait(lock, [&] { return !gate_closed_; });
+  --gate_held_;
+}
 
 void FaultFileSystem::SetWriteBudget(uint64_t bytes) {
   std::lock_guard lock(mu_);
@@ -116,24 +141,6 @@ void FaultFileSystem::InjectErrors(FaultSpec spec) {
 void FaultFileSystem::ClearErrors() {
   std::lock_guard lock(mu_);
   fault_.reset();
-}
-
-void FaultFileSystem::StallWrites(std::string path_substring) {
-  std::lock_guard lock(mu_);
-  stall_ = std::move(path_substring);
-}
-
-void FaultFileSystem::ResumeWrites() {
-  {
-    std::lock_guard lock(mu_);
-    stall_.reset();
-  }
-  stall_cv_.notify_all();
-}
-
-bool FaultFileSystem::WaitForStalledWrites(size_t n, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return stall_cv_.wait_for(lock, timeout, [&] { return stalled_ >= n; });
 }
 
 FaultCounters FaultFileSystem::Counters() const {
@@ -162,13 +169,8 @@ bool FaultFileSystem::Stale(uint64_t epoch) const {
 
 Status FaultFileSystem::BeforeWrite(const std::string& path, uint64_t offset, size_t n, uint64_t epoch,
                                     uint64_t* allowed) {
-  std::unique_lock lock(mu_);
-  if (stall_ && path.find(*stall_) != std::string::npos) {
-    ++stalled_;
-    stall_cv_.notify_all();  // WaitForStalledWrites
-    stall_cv_.wait(lock, [&] { return !stall_ || path.find(*stall_) == std::string::npos; });
-    --stalled_;
-  }
+  PassWriteGate();
+  std::lock_guard lock(mu_);
   if (epoch != epoch_) return IOError("write " + path + ": file handle predates SimulateCrash()");
   STRATA_RETURN_IF_ERROR(MaybeFailLocked(kFaultWrite, path, "write"));
   uint64_t fits = n;

@@ -65,14 +65,14 @@ class FaultFileSystem : public FileSystem {
   void ClearWriteBudget();
   void InjectErrors(FaultSpec spec);
   void ClearErrors();
-  // A disk that makes no progress (the slowest there is): writes to paths
-  // containing `path_substring` wait, before writing anything, until
-  // ResumeWrites(). WaitForStalledWrites returns once `n` writes are waiting
-  // (false if that took longer than `timeout`).
-  void StallWrites(std::string path_substring);
-  void ResumeWrites();
-  bool WaitForStalledWrites(size_t n, std::chrono::milliseconds timeout);
   FaultCounters Counters() const;
+
+  // A disk that cannot keep up: while the gate is closed, writes (Append,
+  // WriteAt) wait at it until OpenWriteGate(). The destructor opens it.
+  void CloseWriteGate();
+  void OpenWriteGate();
+  // Waits up to `deadline` (real time) until at least `n` writes wait at the gate.
+  bool WaitHeldWrites(int n, std::chrono::milliseconds deadline);
 
   // Undoes everything not made durable: truncates written files back to their
   // last synced size (restoring bytes overwritten in place), then undoes
@@ -124,6 +124,7 @@ class FaultFileSystem : public FileSystem {
   bool Stale(uint64_t epoch) const;
   // Checks faults, takes up to n bytes of the budget (*allowed) and saves overwritten synced bytes.
   Status BeforeWrite(const std::string& path, uint64_t offset, size_t n, uint64_t epoch, uint64_t* allowed);
+  void PassWriteGate();
   void AfterWrite(size_t n);
   void AfterSync(const std::string& path, uint64_t size, uint64_t epoch);
   Status RestoreFile(const std::string& path, const FileState& state);
@@ -133,14 +134,15 @@ class FaultFileSystem : public FileSystem {
   mutable std::mutex mu_;
   std::optional<uint64_t> budget_;
   std::optional<FaultSpec> fault_;
-  std::optional<std::string> stall_;  // StallWrites' substring while stalled
-  size_t stalled_ = 0;                // writes waiting on it now
-  std::condition_variable stall_cv_;
   std::mt19937_64 rng_;
   FaultCounters counters_;
   std::map<std::string, FileState> files_;
   std::vector<DirOp> dir_ops_;
   uint64_t epoch_ = 0;
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool gate_closed_ = false;
+  int gate_held_ = 0;
 };
 
 }  // namespace strata::io

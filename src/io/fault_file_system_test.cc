@@ -47,26 +47,6 @@ class FaultFsTest : public ::testing::Test {
   std::string dir_;
 };
 
-// A stalled path's writes wait, unwritten, until ResumeWrites; other paths write on.
-TEST_F(FaultFsTest, StalledWritesWaitUntilResumed) {
-  fs_.StallWrites("slow");
-  std::atomic<bool> done{false};
-  std::thread writer([&] {
-    Write(P("slow-file"), "stalled bytes", false, false);
-    done = true;
-  });
-  ASSERT_TRUE(fs_.WaitForStalledWrites(1, std::chrono::seconds(30)));
-  EXPECT_FALSE(done.load());
-  EXPECT_EQ(Contents(P("slow-file")), "");  // opened, nothing written yet
-  Write(P("fast-file"), "on time", false, false);
-  EXPECT_EQ(Contents(P("fast-file")), "on time");
-  fs_.ResumeWrites();
-  writer.join();
-  EXPECT_TRUE(done.load());
-  EXPECT_EQ(Contents(P("slow-file")), "stalled bytes");
-  EXPECT_FALSE(fs_.WaitForStalledWrites(1, std::chrono::milliseconds(0)));
-}
-
 TEST_F(FaultFsTest, WriteBudgetGivesNoSpaceAfterPartialWrite) {
   fs_.SetWriteBudget(10);
   auto f = fs_.OpenForWrite(P("f"));
@@ -86,6 +66,24 @@ TEST_F(FaultFsTest, WriteBudgetGivesNoSpaceAfterPartialWrite) {
   auto g = fs_.OpenForWrite(P("g"));
   ASSERT_TRUE(g.ok());
   EXPECT_TRUE((*g)->Append("fine now").ok());
+}
+
+TEST_F(FaultFsTest, ClosedWriteGateHoldsWritesUntilOpened) {
+  auto f = fs_.OpenForWrite(P("f"));
+  ASSERT_TRUE(f.ok());
+  fs_.CloseWriteGate();
+  std::atomic<bool> written{false};
+  std::thread writer([&] {
+    EXPECT_TRUE((*f)->Append("held").ok());
+    written = true;
+  });
+  ASSERT_TRUE(fs_.WaitHeldWrites(1, std::chrono::seconds(10)));
+  EXPECT_FALSE(written.load()) << "the write waits at the gate";
+  fs_.OpenWriteGate();
+  writer.join();
+  EXPECT_TRUE(written.load());
+  ASSERT_TRUE((*f)->Close().ok());
+  EXPECT_EQ(Contents(P("f")), "held");
 }
 
 TEST_F(FaultFsTest, BudgetIsSharedAcrossThreads) {

@@ -50,7 +50,7 @@ class NoGetStore : public CountingStore {
 // it goes first: a cache's destructor waits for its queued writes).
 struct ResumeOnExit {
   io::FaultFileSystem& fs;
-  ~ResumeOnExit() { fs.ResumeWrites(); }
+  ~ResumeOnExit() { fs.OpenWriteGate(); }
 };
 
 class ShardCacheWriteBehindTest : public ::testing::Test {
@@ -68,7 +68,7 @@ class ShardCacheWriteBehindTest : public ::testing::Test {
     }
   }
   void TearDown() override {
-    fs_.ResumeWrites();
+    fs_.OpenWriteGate();
     EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir_).ok());
   }
 
@@ -99,7 +99,7 @@ class ShardCacheWriteBehindTest : public ::testing::Test {
 TEST_F(ShardCacheWriteBehindTest, AStalledDiskNeitherSlowsAColdReadNorKeepsWrongBytes) {
   auto cache = ShardCache::Open(store_, keys_, sizes_, Options(1 << 30, 2 * kSize));  // two shards queue
   ASSERT_TRUE(cache.ok()) << cache.status();
-  fs_.StallWrites(dir_);
+  fs_.CloseWriteGate();
   ResumeOnExit resume{fs_};
   // The cold read runs on its own thread: one that waited for the disk would never end.
   auto read = std::async(std::launch::async, [&] {
@@ -111,12 +111,12 @@ TEST_F(ShardCacheWriteBehindTest, AStalledDiskNeitherSlowsAColdReadNorKeepsWrong
     return exact;
   });
   if (read.wait_for(kDeadline) != std::future_status::ready) {
-    fs_.ResumeWrites();  // (lets the stuck read end)
+    fs_.OpenWriteGate();  // (lets the stuck read end)
     FAIL() << "a cold read waited for the stalled disk";
   }
   EXPECT_EQ(read.get(), kShards);
-  EXPECT_EQ(store_->gets(), kShards);                   // one fetch per shard: the store's pace, nothing else
-  ASSERT_TRUE(fs_.WaitForStalledWrites(1, kDeadline));  // the writer still stuck on the first file
+  EXPECT_EQ(store_->gets(), kShards);             // one fetch per shard: the store's pace, nothing else
+  ASSERT_TRUE(fs_.WaitHeldWrites(1, kDeadline));  // the writer still stuck on the first file
   ShardCache::Counters c = (*cache)->counters();
   EXPECT_EQ(c.not_admitted_busy, kShards - 2);  // the queue held two; the disk took none yet
   EXPECT_EQ(c.disk_writes, 0u);
@@ -126,7 +126,7 @@ TEST_F(ShardCacheWriteBehindTest, AStalledDiskNeitherSlowsAColdReadNorKeepsWrong
   EXPECT_FALSE(again->from_store);
   EXPECT_EQ(store_->gets(), kShards);
 
-  fs_.ResumeWrites();
+  fs_.OpenWriteGate();
   (*cache)->FlushDiskWrites();
   c = (*cache)->counters();
   EXPECT_EQ(c.disk_writes, 2u);
@@ -213,7 +213,7 @@ TEST_F(ShardCacheWriteBehindTest, AnEpochOverAStalledDiskEndsAndCountsTheShardsN
   o.batch_size = 4;
   auto ds = StreamingDataset::Open(data, "ds/", o);
   ASSERT_TRUE(ds.ok()) << ds.status();
-  fs_.StallWrites(o.cache_dir);
+  fs_.CloseWriteGate();
   ResumeOnExit resume{fs_};
   auto it = (*ds)->Iterate(0, (*ds)->MakeState(0, 0));
   ASSERT_TRUE(it.ok()) << it.status();
@@ -223,7 +223,7 @@ TEST_F(ShardCacheWriteBehindTest, AnEpochOverAStalledDiskEndsAndCountsTheShardsN
     return s.ok() ? n : 0;
   });
   if (read.wait_for(kDeadline) != std::future_status::ready) {
-    fs_.ResumeWrites();  // (lets the stuck epoch end)
+    fs_.OpenWriteGate();  // (lets the stuck epoch end)
     FAIL() << "the epoch waited for the stalled disk";
   }
   EXPECT_EQ(read.get(), 32u);
