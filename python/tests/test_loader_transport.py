@@ -108,3 +108,49 @@ def test_values_not_for_the_ring_pass_through(dataset_url):
     ds = strata.StreamingDataset(dataset_url, seed=4)
     got = list(strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=2, collate_fn=keys_only))
     assert sorted(k for b in got for k in b) == sorted(f"{i:05d}" for i in range(NUM_SAMPLES))
+
+
+def indexed(samples):
+    """A custom collate whose tensors all travel through the workers' rings."""
+    return {"index": torch.tensor([int(s["__index__"]) for s in samples]),
+            "npy": torch.stack([torch.from_numpy(s["npy"].copy()) for s in samples])}
+
+
+def read_held(loader, stop=None):
+    """Indices of the batches of `loader` (up to `stop`), checked after every batch was held: a ring
+    slot reused under a live batch, or a sample delivered with another's payload, shows here."""
+    held = []
+    for n, batch in enumerate(loader):
+        held.append(batch)
+        if stop is not None and n + 1 == stop:
+            break
+    indices = []
+    for batch in held:
+        index = [int(i) for i in batch["__index__" if "__index__" in batch else "index"]]
+        assert [int(v) for v in batch["npy"][:, 0, 0]] == index  # each sample's array is full of its index
+        indices.extend(index)
+    return indices
+
+
+@pytest.mark.parametrize("collate_fn", [None, indexed], ids=["default_collate", "custom_collate"])
+def test_four_workers_lose_no_sample_repeat_none_and_resume_exactly(dataset_url, collate_fn):
+    kwargs = {} if collate_fn is None else {"collate_fn": collate_fn}
+    ds = strata.StreamingDataset(dataset_url, seed=5, shuffle_window=2)
+    ds.set_epoch(1)
+    # All four read (active_workers; the default is one per CPU), each through its own ring.
+    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=4, active_workers=4, **kwargs)
+    order = [int(i) for i in ds.epoch_order(1, streams=4)]  # dealt in whole batches: after the loader set them
+    assert sorted(order) == list(range(NUM_SAMPLES))
+    whole = read_held(loader)
+    assert whole == order  # every sample once, in the order the workers are dealt
+
+    ds.set_epoch(1)
+    loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=4, active_workers=4, **kwargs)
+    before = read_held(loader, stop=5)
+    state = loader.state_dict()
+    assert state["streams"] == 4 and state["samples_consumed"] == 5 * BATCH and before == order[:5 * BATCH]
+    ds2 = strata.StreamingDataset(dataset_url, seed=5, shuffle_window=2)
+    resumed = strata.StreamingDataLoader(ds2, batch_size=BATCH, num_workers=2, active_workers=2, **kwargs)
+    resumed.load_state_dict(state)
+    assert read_held(resumed) == order[5 * BATCH:]  # exactly the rest: none repeated, none skipped
+    assert resumed.num_samples_yielded == NUM_SAMPLES - 5 * BATCH
