@@ -74,20 +74,26 @@ def au(n, mode, epoch):
         doc = json.load(open(f"{work}/n{n}-{mode}-{r}.json"))
         out += [x["au"] for x in doc["results"] if x["epoch"] == epoch and x["accelerators"] == n]
     return out
-def admitted(n, epoch):
+def counted(n, epoch, field):
+    """Median over the cached runs of `field` summed over the ranks' sources (the shard cache's
+    counters are the dataset's, shared by its ranks: the largest rank's value for those)."""
     out = []
     for r in range(1, runs + 1):
         doc = json.load(open(f"{work}/n{n}-cache-{r}.json"))
         for x in doc["results"]:
             if x["epoch"] == epoch and x["accelerators"] == n:
-                out.append(sum(s.get("shards_from_cache", 0) for s in x["sources"]))
-    return out
-print(f"{'N':>3} {'cold --no-cache':>16} {'cold cache':>11} {'ratio':>7} {'warm cache':>11} {'warm hits':>10}")
+                values = [s.get(field, 0) for s in x["sources"]]
+                out.append(max(values) if field.startswith("cache_") else sum(values))
+    return statistics.median(out)
+print(f"{'N':>3} {'cold --no-cache':>16} {'cold cache':>11} {'ratio':>7} {'warm cache':>11} {'warm hits':>10} "
+      f"{'not admitted (disk behind / no reuse)':>38}")
 for n in counts:
     nc, cc, wc = au(n, "nocache", 1), au(n, "cache", 1), au(n, "cache", 2)
     m_nc, m_cc, m_wc = statistics.median(nc), statistics.median(cc), statistics.median(wc)
-    hits = statistics.median(admitted(n, 2))
-    print(f"{n:>3} {100 * m_nc:>15.1f}% {100 * m_cc:>10.1f}% {m_cc / m_nc:>7.2f} {100 * m_wc:>10.1f}% {hits:>10.0f}")
+    hits = counted(n, 2, "shards_from_cache")
+    busy, no_reuse = counted(n, 1, "cache_not_admitted_busy"), counted(n, 1, "cache_not_admitted_no_reuse")
+    print(f"{n:>3} {100 * m_nc:>15.1f}% {100 * m_cc:>10.1f}% {m_cc / m_nc:>7.2f} {100 * m_wc:>10.1f}% {hits:>10.0f} "
+          f"{busy:>30.0f} / {no_reuse:.0f}")
     print(f"    runs (AU %): no-cache {[round(100 * x, 1) for x in nc]}, cache cold {[round(100 * x, 1) for x in cc]}, "
           f"warm {[round(100 * x, 1) for x in wc]}")
 EOF
