@@ -145,6 +145,7 @@ Attr InodeTable::AttrOf(const Inode& inode) const {
     a.nlink = 1;
     a.mtime = inode.posix.mtime.value_or(f.mtime);
     a.mode = f.type | inode.posix.perm;
+    a.rdev = f.rdev;
   }
   return a;
 }

@@ -45,8 +45,11 @@ struct FileState {
   uint64_t size GUARDED_BY(kInodeLock) = 0;
   WallTime mtime GUARDED_BY(kInodeLock){};  // the object's Last-Modified
   std::string etag GUARDED_BY(kInodeLock);
-  // The file type its stored mode says: S_IFREG, or S_IFLNK (its body is the target).
+  // The file type its stored mode says: S_IFREG, S_IFLNK (its body is the
+  // target), or a special file (S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK: an empty
+  // object; the kernel never opens it here).
   uint32_t type GUARDED_BY(kInodeLock) = S_IFREG;
+  uint64_t rdev GUARDED_BY(kInodeLock) = 0;               // a device node's, from its metadata
   std::string link_target GUARDED_BY(kInodeLock);         // a symlink's target, once read...
   std::string link_version GUARDED_BY(kInodeLock);        // ...from this MetaVersion()
   std::string kept_etag GUARDED_BY(kInodeLock);           // the version whose pages the kernel may keep

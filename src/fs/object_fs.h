@@ -22,7 +22,8 @@
 //
 // What S3 cannot honour fails, with one log line, never silently:
 //  - writes into an existing non-empty object without O_TRUNC: NotSupported
-//  - hard links, device nodes, FIFOs and sockets: PermissionDenied
+//  - hard links: PermissionDenied (an object has one key; two keys sharing
+//    bytes and attributes would need a link table every client honours)
 //
 // POSIX attributes (mode, uid, gid, mtime) are kept in the object's user
 // metadata as s3fs keeps them (posix_meta.h), a directory's on its "dir/"
@@ -32,11 +33,14 @@
 // parallel. chmod/chown/utimens of an object is a server-side copy onto
 // itself replacing its metadata (no bytes move); on a file being written the
 // change goes with the upload. Symlinks are objects whose body is the target
-// and whose mode says S_IFLNK, as s3fs stores them. Objects without metadata
+// and whose mode says S_IFLNK, as s3fs stores them; FIFOs, sockets and
+// device nodes are empty objects whose mode says their type (a device's
+// number in x-amz-meta-rdev). Objects without metadata
 // show FsOptions' uid, gid, file_mode, dir_mode. A store that keeps no
 // metadata (file:// without xattrs), or a directory of a store without
 // markers (file://): changes are kept by this mount only for what it
-// created, refused (PermissionDenied) for the rest; symlinks are refused.
+// created, refused (PermissionDenied) for the rest; symlinks and special
+// files are refused.
 //  - renaming a non-empty directory: NotSupported (the adapter reports EXDEV,
 //    so mv(1) falls back to copy + delete)
 // Rename of a file is a server-side copy then a delete: not atomic.
@@ -107,7 +111,8 @@ class ObjectFs {
 
   // flags: O_RDONLY/O_WRONLY/O_RDWR, O_TRUNC, O_APPEND (from <fcntl.h>).
   Result<OpenResult> Open(Ino ino, int flags);
-  Result<std::pair<Entry, OpenResult>> Create(Ino parent, std::string_view name, uint32_t mode, int flags);
+  Result<std::pair<Entry, OpenResult>> Create(Ino parent, std::string_view name, uint32_t mode, int flags,
+                                              std::optional<Owner> owner = std::nullopt);
   // Fewer bytes than asked only at end of file.
   Result<Buffer> Read(uint64_t fh, uint64_t offset, size_t size);
   Result<size_t> Write(uint64_t fh, uint64_t offset, const void* data, size_t size);
@@ -116,16 +121,23 @@ class ObjectFs {
   Status Release(uint64_t fh);
 
   Status Unlink(Ino parent, std::string_view name);
-  Result<Entry> Mkdir(Ino parent, std::string_view name, uint32_t mode);
+  Result<Entry> Mkdir(Ino parent, std::string_view name, uint32_t mode, std::optional<Owner> owner = std::nullopt);
   Status Rmdir(Ino parent, std::string_view name);
   // flags: 0, or RENAME_NOREPLACE (1); RENAME_EXCHANGE (2) is InvalidArgument.
   Status Rename(Ino parent, std::string_view name, Ino new_parent, std::string_view new_name, unsigned flags);
   // Always refused (PermissionDenied), logged.
   Status Link(Ino ino, Ino new_parent, std::string_view new_name);
-  Status Mknod(Ino parent, std::string_view name, uint32_t mode);
+  // A FIFO, socket, device node (the kernel lets only root make those) or
+  // empty regular file: an empty object whose mode carries the type, with
+  // `rdev` in its metadata for a device, as s3fs stores them
+  // (PermissionDenied when the store keeps no metadata; InvalidArgument for
+  // another type).
+  Result<Entry> Mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev = 0,
+                      std::optional<Owner> owner = std::nullopt);
   // An object holding `target`, mode S_IFLNK | 0777 (PermissionDenied when
   // the store keeps no metadata).
-  Result<Entry> Symlink(Ino parent, std::string_view name, std::string_view target);
+  Result<Entry> Symlink(Ino parent, std::string_view name, std::string_view target,
+                        std::optional<Owner> owner = std::nullopt);
   // InvalidArgument: not a symlink.
   Result<std::string> Readlink(Ino ino);
 
@@ -145,6 +157,7 @@ class ObjectFs {
   using Prefetches = std::vector<std::pair<std::string, object::ObjectInfo>>;
 
   Status CheckName(std::string_view name) const;
+  Owner OwnerOf(std::optional<Owner> owner) const { return owner.value_or(Owner{options_.uid, options_.gid}); }
   Status CheckWritable(std::string_view op, const std::string& path);
   Status Refuse(Code code, std::string_view op, const std::string& path, std::string_view why);
   // The path of a new entry `name` in `parent` (mkdir, create, symlink,

@@ -32,7 +32,11 @@ void ObjectFs::ApplyMeta(Inode& inode, const object::ObjectMetadata& meta, const
   const PosixMeta pm = DecodePosixMeta(meta.user);
   const uint32_t type = pm.mode ? *pm.mode & S_IFMT : 0;
   inode.posix.perm = pm.mode ? *pm.mode & 07777 : (inode.is_dir ? options_.dir_mode : options_.file_mode) & 07777;
-  if (inode.file) inode.file->type = type == S_IFLNK ? S_IFLNK : S_IFREG;
+  if (inode.file) {
+    // A directory's mode on a file's object (another tool's) reads as a file.
+    inode.file->type = type == 0 || type == S_IFDIR ? S_IFREG : type;
+    inode.file->rdev = S_ISCHR(type) || S_ISBLK(type) ? pm.rdev.value_or(0) : 0;
+  }
   inode.posix.uid = pm.uid.value_or(options_.uid);
   inode.posix.gid = pm.gid.value_or(options_.gid);
   inode.posix.mtime = pm.mtime;
@@ -100,7 +104,9 @@ object::ObjectMetadata ObjectFs::MetaToStore(const Inode& inode) const {
   object::ObjectMetadata m = inode.posix.stored;
   const uint32_t type = inode.is_dir ? S_IFDIR : inode.file->type;
   const WallTime mtime = inode.posix.mtime.value_or(inode.is_dir ? mount_time_ : inode.file->mtime);
-  EncodePosixMeta({type | inode.posix.perm, inode.posix.uid, inode.posix.gid, mtime}, &m.user);
+  std::optional<uint64_t> rdev;
+  if (inode.file && (S_ISCHR(type) || S_ISBLK(type))) rdev = inode.file->rdev;
+  EncodePosixMeta({type | inode.posix.perm, inode.posix.uid, inode.posix.gid, mtime, rdev}, &m.user);
   return m;
 }
 
@@ -230,7 +236,8 @@ Result<Attr> ObjectFs::SetAttr(Ino ino, const SetAttrRequest& req, std::optional
 
 // ---- symlinks ----
 
-Result<Entry> ObjectFs::Symlink(Ino parent, std::string_view name, std::string_view target) {
+Result<Entry> ObjectFs::Symlink(Ino parent, std::string_view name, std::string_view target,
+                                std::optional<Owner> owner) {
   STRATA_ASSIGN_OR_RETURN(std::string path, NewEntryPath(parent, name, "symlink"));
   if (!MetaKept()) return Refuse(Code::kPermissionDenied, "symlink", path, "the store keeps no metadata");
   if (target.empty() || target.size() > kMaxLinkTarget || target.find('\0') != std::string_view::npos)
@@ -240,7 +247,7 @@ Result<Entry> ObjectFs::Symlink(Ino parent, std::string_view name, std::string_v
   if (existing.status().code() != Code::kNotFound) return existing.status();
   const WallTime now = clock_.WallNow();
   object::PutOptions po;
-  EncodePosixMeta({S_IFLNK | 0777, options_.uid, options_.gid, now}, &po.metadata.user);
+  EncodePosixMeta({S_IFLNK | 0777, OwnerOf(owner).uid, OwnerOf(owner).gid, now, std::nullopt}, &po.metadata.user);
   auto put = store_->Put(path, Buffer::Copy(target), po);
   if (!put.ok()) return BackendError(put.status(), "symlink /" + path);
   InodeTable::Lock lock(inodes_);

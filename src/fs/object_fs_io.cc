@@ -201,7 +201,8 @@ Result<OpenResult> ObjectFs::Open(Ino ino, int flags) {
   return result;
 }
 
-Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_view name, uint32_t mode, int flags) {
+Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_view name, uint32_t mode, int flags,
+                                                      std::optional<Owner> owner) {
   STRATA_ASSIGN_OR_RETURN(std::string path, NewEntryPath(parent, name, "create"));
   auto existing = ResolveChild(parent, name);
   if (existing.ok()) {
@@ -241,8 +242,8 @@ Result<std::pair<Entry, OpenResult>> ObjectFs::Create(Ino parent, std::string_vi
     inode.attr_time = clock_.Now();
     inode.made_here = true;
     inode.posix.perm = mode & 07777;
-    inode.posix.uid = options_.uid;
-    inode.posix.gid = options_.gid;
+    inode.posix.uid = OwnerOf(owner).uid;
+    inode.posix.gid = OwnerOf(owner).gid;
     inode.posix.mtime = f.mtime;
     inode.posix.stored = object::ObjectMetadata{};
     inode.posix.known = true;

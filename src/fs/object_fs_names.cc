@@ -1,5 +1,5 @@
 // ObjectFs: changes to the namespace: mkdir, rmdir, unlink, rename, and
-// what is refused (link, mknod).
+// special files (mknod), and what is refused (link).
 #include <sys/stat.h>
 
 #include "base/log.h"
@@ -13,7 +13,8 @@ namespace {
 constexpr unsigned kRenameNoReplace = 1, kRenameExchange = 2;
 }  // namespace
 
-Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name, uint32_t mode) {
+Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name, uint32_t mode, std::optional<Owner> owner) {
+  const Owner who = OwnerOf(owner);
   STRATA_ASSIGN_OR_RETURN(std::string path, NewEntryPath(parent, name, "mkdir"));
   auto existing = ResolveChild(parent, name);
   if (existing.ok()) return AlreadyExistsError("/" + path + " already exists");
@@ -28,7 +29,7 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name, uint32_t mode) 
   const uint32_t perm = mode & 07777 ? mode & 07777 : options_.dir_mode & 07777;
   const WallTime now = clock_.WallNow();
   object::ObjectMetadata meta;
-  if (MetaKept()) EncodePosixMeta({S_IFDIR | perm, options_.uid, options_.gid, now}, &meta.user);
+  if (MetaKept()) EncodePosixMeta({S_IFDIR | perm, who.uid, who.gid, now, std::nullopt}, &meta.user);
   if (!local_only) {
     object::PutOptions po;
     po.metadata = meta;
@@ -41,8 +42,8 @@ Result<Entry> ObjectFs::Mkdir(Ino parent, std::string_view name, uint32_t mode) 
   ++p->dir->generation;
   Inode& dir = inodes_.Upsert(*p, std::string(name), true);
   dir.posix.perm = perm;
-  dir.posix.uid = options_.uid;
-  dir.posix.gid = options_.gid;
+  dir.posix.uid = who.uid;
+  dir.posix.gid = who.gid;
   dir.posix.mtime = now;
   dir.posix.stored = meta;
   dir.posix.known = true;
@@ -241,9 +242,39 @@ Status ObjectFs::Link(Ino, Ino, std::string_view new_name) {
                 "hard links cannot be stored in an object store");
 }
 
-Status ObjectFs::Mknod(Ino, std::string_view name, uint32_t) {
-  return Refuse(Code::kPermissionDenied, "mknod", std::string(name),
-                "only regular files, directories and symbolic links are stored");
+Result<Entry> ObjectFs::Mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
+                              std::optional<Owner> owner) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, NewEntryPath(parent, name, "mknod"));
+  const uint32_t type = (mode & S_IFMT) == 0 ? S_IFREG : mode & S_IFMT;
+  if (type != S_IFREG && type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK)
+    return InvalidArgumentError("mknod /" + path + ": not a file type mknod makes");
+  if (!MetaKept()) return Refuse(Code::kPermissionDenied, "mknod", path, "the store keeps no metadata");
+  auto existing = ResolveChild(parent, name);
+  if (existing.ok()) return AlreadyExistsError("/" + path + " already exists");
+  if (existing.status().code() != Code::kNotFound) return existing.status();
+  const bool device = type == S_IFCHR || type == S_IFBLK;
+  const uint32_t perm = mode & 07777;
+  object::PutOptions po;
+  EncodePosixMeta({type | perm, OwnerOf(owner).uid, OwnerOf(owner).gid, clock_.WallNow(),
+                   device ? std::optional<uint64_t>(rdev) : std::nullopt},
+                  &po.metadata.user);
+  auto put = store_->Put(path, Buffer(), po);
+  if (!put.ok()) return BackendError(put.status(), "mknod /" + path);
+  InodeTable::Lock lock(inodes_);
+  Inode* p = inodes_.FindDir(parent);
+  if (p == nullptr) return NotFoundError("directory of /" + path + " is gone");
+  ++p->dir->generation;
+  Inode& inode = inodes_.Upsert(*p, std::string(name), false);
+  FileState& f = *inode.file;
+  f.size = 0;
+  f.etag = put->etag;
+  f.mtime = put->mtime;
+  f.kept_etag.clear();
+  inode.attr_time = clock_.Now();
+  inode.made_here = true;
+  ApplyMeta(inode, po.metadata, MetaVersion(put->etag, put->mtime));
+  ++inode.nlookup;
+  return inodes_.EntryOf(inode);
 }
 
 }  // namespace strata::fs

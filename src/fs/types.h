@@ -65,6 +65,14 @@ struct Attr {
   uint32_t mode = 0;  // type and permission bits (S_IFREG | 0644 ...)
   uint32_t nlink = 1;
   uint32_t uid = 0, gid = 0;
+  uint64_t rdev = 0;  // a device node's
+};
+
+// The owner of a new file, directory, symlink or special file: the caller's
+// uid and gid where other users share the mount (allow_other), as a local
+// file system records them; unset, FsOptions' uid and gid.
+struct Owner {
+  uint32_t uid = 0, gid = 0;
 };
 
 struct Entry {
