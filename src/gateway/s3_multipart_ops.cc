@@ -194,10 +194,13 @@ Status CompleteMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto wire_parts, net::DecodeCompleteMultipartUpload(ctx.body.view()));
   std::vector<object::CompletedPart> parts;
   for (const auto& p : wire_parts) {
-    if (!parts.empty() && p.part_number <= parts.back().part_number) {
+    if (!parts.empty() && p.part_number < parts.back().part_number) {
       return S3Error(Code::kInvalidArgument, "InvalidPartOrder",
                      "The list of parts was not in ascending order. Parts must be ordered by part number.");
     }
+    // A part number listed again (a client that re-sent the part lists each
+    // answer it got, the last one last): its last entry is the one that counts.
+    if (!parts.empty() && p.part_number == parts.back().part_number) parts.pop_back();
     parts.push_back({p.part_number, Unquote(p.etag)});
   }
   // Sent again after it succeeded (an SDK retrying a lost answer): S3 answers
