@@ -13,18 +13,18 @@
 #include <sstream>
 
 #include "base/units.h"
-#include "cli/bench_train_engine.h"
 #include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
 #include "object/cloud_store.h"
+#include "train/engine.h"
 
 namespace strata::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace strata::cli::train;
+using namespace strata::train;
 
 constexpr const char* kCmd = "bench train";
 

@@ -11,9 +11,9 @@
 
 #include "cli/command.h"
 #include "cli/demo.h"
-#include "cli/plan_input.h"
-#include "cli/plan_model.h"
-#include "cli/plan_yaml.h"
+#include "plan/input.h"
+#include "plan/model.h"
+#include "plan/yaml.h"
 
 namespace strata::cli {
 namespace {

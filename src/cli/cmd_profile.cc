@@ -10,10 +10,10 @@
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/demo.h"
-#include "cli/plan_model.h"
-#include "cli/profile_model.h"
-#include "cli/profile_record.h"
 #include "cli/util.h"
+#include "plan/model.h"
+#include "profile/model.h"
+#include "profile/record.h"
 
 namespace strata::cli {
 namespace {

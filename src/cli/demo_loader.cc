@@ -15,14 +15,14 @@
 #include <cstdio>
 #include <memory>
 
-#include "cli/bench_train_engine.h"
 #include "cli/demo.h"
 #include "cli/util.h"
+#include "train/engine.h"
 
 namespace strata::cli {
 namespace {
 
-using namespace strata::cli::train;
+using namespace strata::train;
 
 struct AuCell {
   double au = std::nan("");  // NaN: not run or not valid
