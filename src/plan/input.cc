@@ -159,208 +159,197 @@ void Overlay(json* base, const json& over) {
   }
 }
 
+namespace {
+
+// A section of the document ({} when absent or null), its keys checked.
+Result<json> Section(const json& doc, const char* name, const std::set<std::string>& keys) {
+  auto it = doc.find(name);
+  if (it == doc.end() || it->is_null()) return json::object();
+  STRATA_RETURN_IF_ERROR(KnownKeys(*it, name, keys));
+  return *it;
+}
+
+// `section`.`key` read with `parse` into *out when present; the field is named once.
+template <typename T, typename Parse>
+Status ReadIf(const json& values, const char* section, const char* key, Parse parse, T* out) {
+  if (!values.contains(key)) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(*out, parse(values[key], std::string(section) + "." + key));
+  return Status::Ok();
+}
+
+Status ReadHistogram(const json& h, PlanInput* in) {
+  if (!h.is_array()) return Bad("dataset.histogram", "an array of {\"le\": size, \"count\": n}", h);
+  double last = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const std::string at = "dataset.histogram[" + std::to_string(i) + "]";
+    if (!h[i].is_object() || !h[i].contains("le") || !h[i].contains("count"))
+      return Bad(at, "{\"le\": size, \"count\": n}", h[i]);
+    SizeBucket b;
+    STRATA_ASSIGN_OR_RETURN(b.upper, ParseBytesField(h[i]["le"], at + ".le"));
+    STRATA_ASSIGN_OR_RETURN(b.count, Count(h[i]["count"], at + ".count"));
+    if (b.upper < last) return InvalidArgumentError(at + ".le: buckets must be in increasing order");
+    last = b.upper;
+    in->histogram.push_back(b);
+  }
+  return Status::Ok();
+}
+
+Status ReadDataset(const json& doc, PlanInput* in) {
+  STRATA_ASSIGN_OR_RETURN(json ds, Section(doc, "dataset", {"bytes", "samples", "objects", "histogram"}));
+  STRATA_RETURN_IF_ERROR(ReadIf(ds, "dataset", "bytes", ParseBytesField, &in->dataset_bytes));
+  STRATA_RETURN_IF_ERROR(ReadIf(ds, "dataset", "samples", Count, &in->samples));
+  STRATA_RETURN_IF_ERROR(ReadIf(ds, "dataset", "objects", Count, &in->objects));
+  if (ds.contains("histogram")) STRATA_RETURN_IF_ERROR(ReadHistogram(ds["histogram"], in));
+  return Status::Ok();
+}
+
+// MLPerf Storage's published accelerator: batch / compute time samples/s,
+// and its record size when the dataset's is not given.
+Status ApplyWorkload(PlanInput* in) {
+  auto w = train::FindWorkload(in->workload);
+  if (!w.ok()) return InvalidArgumentError("accelerators.workload: " + w.status().message());
+  auto compute = train::ComputeTime(*w, in->accelerator_type);
+  if (!compute.ok()) return InvalidArgumentError("accelerators.type: " + compute.status().message());
+  if (in->samples_per_s_per_accel == 0) in->samples_per_s_per_accel = double(w->batch) / *compute;
+  if (in->dataset_bytes == 0 && in->samples > 0) in->dataset_bytes = double(in->samples) * double(w->record_size);
+  if (in->samples == 0 && in->dataset_bytes > 0) in->samples = uint64_t(in->dataset_bytes / double(w->record_size));
+  return Status::Ok();
+}
+
+Status ReadAccelerators(const json& doc, PlanInput* in) {
+  const char* s = "accelerators";
+  STRATA_ASSIGN_OR_RETURN(
+      json ac, Section(doc, s, {"count", "per_node", "type", "workload", "samples_per_s", "price_per_hour"}));
+  STRATA_RETURN_IF_ERROR(ReadIf(ac, s, "count", Count, &in->accelerators));
+  STRATA_RETURN_IF_ERROR(ReadIf(ac, s, "per_node", Count, &in->accelerators_per_node));
+  STRATA_RETURN_IF_ERROR(ReadIf(ac, s, "type", String, &in->accelerator_type));
+  STRATA_RETURN_IF_ERROR(ReadIf(ac, s, "workload", String, &in->workload));
+  STRATA_RETURN_IF_ERROR(ReadIf(ac, s, "samples_per_s", Number, &in->samples_per_s_per_accel));
+  STRATA_RETURN_IF_ERROR(ReadIf(ac, s, "price_per_hour", Number, &in->accelerator_hour_price));
+  return in->workload.empty() ? Status::Ok() : ApplyWorkload(in);
+}
+
+// A preset (default aws-s3-standard) with the fields given laid over it.
+Status ReadStore(const json& doc, PlanInput* in) {
+  const char* s = "store";
+  STRATA_ASSIGN_OR_RETURN(
+      json st, Section(doc, s,
+                       {"preset", "first_byte_latency", "connection_bandwidth", "connections_per_node", "get_per_1000",
+                        "put_per_1000", "egress_per_gb", "storage_per_gb_month", "in_region"}));
+  std::string preset = "aws-s3-standard";
+  STRATA_RETURN_IF_ERROR(ReadIf(st, s, "preset", String, &preset));
+  auto p = FindStorePreset(preset);
+  if (!p.ok()) return InvalidArgumentError("store.preset: " + p.status().message());
+  in->store = *p;
+  for (const auto& [key, price] : {std::pair{"get_per_1000", &in->store.get_per_1000},
+                                   {"put_per_1000", &in->store.put_per_1000},
+                                   {"egress_per_gb", &in->store.egress_per_gb},
+                                   {"storage_per_gb_month", &in->store.storage_per_gb_month}}) {
+    if (!st.contains(key)) continue;
+    STRATA_RETURN_IF_ERROR(ReadIf(st, s, key, Number, price));
+    in->store.price_date = "custom";
+  }
+  STRATA_RETURN_IF_ERROR(ReadIf(st, s, "first_byte_latency", ParseSecondsField, &in->store.first_byte_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(st, s, "connection_bandwidth", ParseRateField, &in->store.connection_bytes_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(st, s, "connections_per_node", Count, &in->connections_per_node));
+  return ReadIf(st, s, "in_region", Bool, &in->in_region);
+}
+
+Status ReadNodeAndShards(const json& doc, PlanInput* in) {
+  STRATA_ASSIGN_OR_RETURN(json nd, Section(doc, "node", {"nvme", "nvme_bandwidth", "network_bandwidth"}));
+  STRATA_RETURN_IF_ERROR(ReadIf(nd, "node", "nvme", ParseBytesField, &in->nvme_bytes));
+  STRATA_RETURN_IF_ERROR(ReadIf(nd, "node", "nvme_bandwidth", ParseRateField, &in->nvme_bytes_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(nd, "node", "network_bandwidth", ParseRateField, &in->network_bytes_s));
+  if (in->nvme_bytes > 0 && in->nvme_bytes_s == 0) in->nvme_bytes_s = 2e9;  // a conservative PCIe 4 drive
+
+  STRATA_ASSIGN_OR_RETURN(json sh, Section(doc, "shards", {"size", "request_size"}));
+  STRATA_RETURN_IF_ERROR(ReadIf(sh, "shards", "size", ParseBytesField, &in->shard_bytes));
+  return ReadIf(sh, "shards", "request_size", ParseBytesField, &in->shard_request_bytes);
+}
+
+// The checkpoint bench's figures, per node.
+struct MeasuredCheckpoint {
+  double sync = 0, async = 0, persist = 0;
+};
+
+// Measured per node (bench train, the cache and checkpoint benches).
+Result<MeasuredCheckpoint> ReadMeasured(const json& doc, PlanInput* in) {
+  const char* s = "measured";
+  STRATA_ASSIGN_OR_RETURN(
+      json me, Section(doc, s,
+                       {"store_bandwidth_per_node", "cache_bandwidth_per_node", "checkpoint_sync_bandwidth_per_node",
+                        "checkpoint_async_bandwidth_per_node", "checkpoint_persist_bandwidth_per_node"}));
+  STRATA_RETURN_IF_ERROR(
+      ReadIf(me, s, "store_bandwidth_per_node", ParseRateField, &in->measured_store_bytes_s_per_node));
+  STRATA_RETURN_IF_ERROR(
+      ReadIf(me, s, "cache_bandwidth_per_node", ParseRateField, &in->measured_cache_bytes_s_per_node));
+  MeasuredCheckpoint m;
+  STRATA_RETURN_IF_ERROR(ReadIf(me, s, "checkpoint_sync_bandwidth_per_node", ParseRateField, &m.sync));
+  STRATA_RETURN_IF_ERROR(ReadIf(me, s, "checkpoint_async_bandwidth_per_node", ParseRateField, &m.async));
+  STRATA_RETURN_IF_ERROR(ReadIf(me, s, "checkpoint_persist_bandwidth_per_node", ParseRateField, &m.persist));
+  return m;
+}
+
+// The checkpoint section, then the checkpoint bench's figures (`measured`,
+// scaled by the nodes, each saving its part in parallel) where none is given.
+Status ReadCheckpoint(const json& doc, const MeasuredCheckpoint& measured, PlanInput* in) {
+  const char* s = "checkpoint";
+  STRATA_ASSIGN_OR_RETURN(
+      json ck,
+      Section(doc, s, {"bytes", "interval", "bandwidth", "snapshot_bandwidth", "persist_bandwidth", "mtbf", "keep"}));
+  STRATA_RETURN_IF_ERROR(ReadIf(ck, s, "bytes", ParseBytesField, &in->checkpoint_bytes));
+  STRATA_RETURN_IF_ERROR(ReadIf(ck, s, "interval", ParseSecondsField, &in->checkpoint_interval_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(ck, s, "bandwidth", ParseRateField, &in->checkpoint_bytes_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(ck, s, "snapshot_bandwidth", ParseRateField, &in->checkpoint_snapshot_bytes_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(ck, s, "persist_bandwidth", ParseRateField, &in->checkpoint_persist_bytes_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(ck, s, "mtbf", ParseSecondsField, &in->mtbf_s));
+  STRATA_RETURN_IF_ERROR(ReadIf(ck, s, "keep", Count, &in->checkpoints_kept));
+  const double nodes = std::ceil(double(in->accelerators) / double(std::max<uint64_t>(in->accelerators_per_node, 1)));
+  // Its persist went to local disk: a storage bandwidth given explicitly describes the upload better.
+  if (!ck.contains("bandwidth") && measured.sync > 0) {
+    in->checkpoint_bytes_s = measured.sync * nodes;
+    if (!ck.contains("persist_bandwidth") && measured.persist > 0)
+      in->checkpoint_persist_bytes_s = measured.persist * nodes;
+  }
+  if (in->checkpoint_snapshot_bytes_s == 0 && measured.async > 0)
+    in->checkpoint_snapshot_bytes_s = measured.async * nodes;
+  if (in->checkpoint_snapshot_bytes_s == 0 && in->nvme_bytes_s > 0) {
+    // strata's async save stages on local disk, every node in parallel.
+    in->checkpoint_snapshot_bytes_s = in->nvme_bytes_s * nodes;
+  }
+  return Status::Ok();
+}
+
+Status ReadSources(const json& doc, PlanInput* in) {
+  if (!doc.contains("sources")) return Status::Ok();
+  if (!doc["sources"].is_array()) return Bad("sources", "an array of strings", doc["sources"]);
+  for (const auto& s : doc["sources"]) {
+    STRATA_ASSIGN_OR_RETURN(std::string text, String(s, "sources[]"));
+    in->sources.push_back(text);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<PlanInput> InputFromJson(const json& doc) {
   PlanInput in;
   STRATA_RETURN_IF_ERROR(KnownKeys(doc, "",
                                    {"dataset", "accelerators", "epochs", "store", "node", "shards", "checkpoint",
                                     "budget_per_month", "measured", "sources"}));
-  // Each section: a lambda per key, so the field name is written once.
-  const auto section = [&](const char* name, const std::set<std::string>& keys) -> Result<json> {
-    auto it = doc.find(name);
-    if (it == doc.end() || it->is_null()) return json::object();
-    STRATA_RETURN_IF_ERROR(KnownKeys(*it, name, keys));
-    return *it;
-  };
-  const auto field = [](const char* s, const char* k) { return std::string(s) + "." + k; };
-
-  STRATA_ASSIGN_OR_RETURN(json ds, section("dataset", {"bytes", "samples", "objects", "histogram"}));
-  if (ds.contains("bytes")) {
-    STRATA_ASSIGN_OR_RETURN(in.dataset_bytes, ParseBytesField(ds["bytes"], "dataset.bytes"));
-  }
-  if (ds.contains("samples")) {
-    STRATA_ASSIGN_OR_RETURN(in.samples, Count(ds["samples"], "dataset.samples"));
-  }
-  if (ds.contains("objects")) {
-    STRATA_ASSIGN_OR_RETURN(in.objects, Count(ds["objects"], "dataset.objects"));
-  }
-  if (ds.contains("histogram")) {
-    const json& h = ds["histogram"];
-    if (!h.is_array()) return Bad("dataset.histogram", "an array of {\"le\": size, \"count\": n}", h);
-    double last = 0;
-    for (size_t i = 0; i < h.size(); ++i) {
-      const std::string at = "dataset.histogram[" + std::to_string(i) + "]";
-      if (!h[i].is_object() || !h[i].contains("le") || !h[i].contains("count"))
-        return Bad(at, "{\"le\": size, \"count\": n}", h[i]);
-      SizeBucket b;
-      STRATA_ASSIGN_OR_RETURN(b.upper, ParseBytesField(h[i]["le"], at + ".le"));
-      STRATA_ASSIGN_OR_RETURN(b.count, Count(h[i]["count"], at + ".count"));
-      if (b.upper < last) return InvalidArgumentError(at + ".le: buckets must be in increasing order");
-      last = b.upper;
-      in.histogram.push_back(b);
-    }
-  }
-
-  STRATA_ASSIGN_OR_RETURN(
-      json ac, section("accelerators", {"count", "per_node", "type", "workload", "samples_per_s", "price_per_hour"}));
-  if (ac.contains("count")) {
-    STRATA_ASSIGN_OR_RETURN(in.accelerators, Count(ac["count"], "accelerators.count"));
-  }
-  if (ac.contains("per_node")) {
-    STRATA_ASSIGN_OR_RETURN(in.accelerators_per_node, Count(ac["per_node"], "accelerators.per_node"));
-  }
-  if (ac.contains("type")) {
-    STRATA_ASSIGN_OR_RETURN(in.accelerator_type, String(ac["type"], "accelerators.type"));
-  }
-  if (ac.contains("workload")) {
-    STRATA_ASSIGN_OR_RETURN(in.workload, String(ac["workload"], "accelerators.workload"));
-  }
-  if (ac.contains("samples_per_s")) {
-    STRATA_ASSIGN_OR_RETURN(in.samples_per_s_per_accel, Number(ac["samples_per_s"], "accelerators.samples_per_s"));
-  }
-  if (ac.contains("price_per_hour")) {
-    STRATA_ASSIGN_OR_RETURN(in.accelerator_hour_price, Number(ac["price_per_hour"], "accelerators.price_per_hour"));
-  }
-  if (!in.workload.empty()) {
-    // MLPerf Storage's published accelerator: batch / compute time samples/s,
-    // and its record size when the dataset's is not given.
-    auto w = train::FindWorkload(in.workload);
-    if (!w.ok()) return InvalidArgumentError("accelerators.workload: " + w.status().message());
-    auto compute = train::ComputeTime(*w, in.accelerator_type);
-    if (!compute.ok()) return InvalidArgumentError("accelerators.type: " + compute.status().message());
-    if (in.samples_per_s_per_accel == 0) in.samples_per_s_per_accel = double(w->batch) / *compute;
-    if (in.dataset_bytes == 0 && in.samples > 0) in.dataset_bytes = double(in.samples) * double(w->record_size);
-    if (in.samples == 0 && in.dataset_bytes > 0) in.samples = uint64_t(in.dataset_bytes / double(w->record_size));
-  }
-
+  STRATA_RETURN_IF_ERROR(ReadDataset(doc, &in));
+  STRATA_RETURN_IF_ERROR(ReadAccelerators(doc, &in));
   if (doc.contains("epochs")) {
     STRATA_ASSIGN_OR_RETURN(in.epochs, Number(doc["epochs"], "epochs"));
   }
-
-  STRATA_ASSIGN_OR_RETURN(json st, section("store", {"preset", "first_byte_latency", "connection_bandwidth",
-                                                     "connections_per_node", "get_per_1000", "put_per_1000",
-                                                     "egress_per_gb", "storage_per_gb_month", "in_region"}));
-  {
-    std::string preset = "aws-s3-standard";
-    if (st.contains("preset")) {
-      STRATA_ASSIGN_OR_RETURN(preset, String(st["preset"], "store.preset"));
-    }
-    auto p = FindStorePreset(preset);
-    if (!p.ok()) return InvalidArgumentError("store.preset: " + p.status().message());
-    in.store = *p;
-    const auto price = [&](const char* key, double* out) -> Status {
-      if (st.contains(key)) {
-        STRATA_ASSIGN_OR_RETURN(*out, Number(st[key], field("store", key)));
-        in.store.price_date = "custom";
-      }
-      return Status::Ok();
-    };
-    STRATA_RETURN_IF_ERROR(price("get_per_1000", &in.store.get_per_1000));
-    STRATA_RETURN_IF_ERROR(price("put_per_1000", &in.store.put_per_1000));
-    STRATA_RETURN_IF_ERROR(price("egress_per_gb", &in.store.egress_per_gb));
-    STRATA_RETURN_IF_ERROR(price("storage_per_gb_month", &in.store.storage_per_gb_month));
-    if (st.contains("first_byte_latency")) {
-      STRATA_ASSIGN_OR_RETURN(in.store.first_byte_s,
-                              ParseSecondsField(st["first_byte_latency"], "store.first_byte_latency"));
-    }
-    if (st.contains("connection_bandwidth")) {
-      STRATA_ASSIGN_OR_RETURN(in.store.connection_bytes_s,
-                              ParseRateField(st["connection_bandwidth"], "store.connection_bandwidth"));
-    }
-    if (st.contains("connections_per_node")) {
-      STRATA_ASSIGN_OR_RETURN(in.connections_per_node, Count(st["connections_per_node"], "store.connections_per_node"));
-    }
-    if (st.contains("in_region")) {
-      STRATA_ASSIGN_OR_RETURN(in.in_region, Bool(st["in_region"], "store.in_region"));
-    }
-  }
-
-  STRATA_ASSIGN_OR_RETURN(json nd, section("node", {"nvme", "nvme_bandwidth", "network_bandwidth"}));
-  if (nd.contains("nvme")) {
-    STRATA_ASSIGN_OR_RETURN(in.nvme_bytes, ParseBytesField(nd["nvme"], "node.nvme"));
-  }
-  if (nd.contains("nvme_bandwidth")) {
-    STRATA_ASSIGN_OR_RETURN(in.nvme_bytes_s, ParseRateField(nd["nvme_bandwidth"], "node.nvme_bandwidth"));
-  }
-  if (nd.contains("network_bandwidth")) {
-    STRATA_ASSIGN_OR_RETURN(in.network_bytes_s, ParseRateField(nd["network_bandwidth"], "node.network_bandwidth"));
-  }
-  if (in.nvme_bytes > 0 && in.nvme_bytes_s == 0) in.nvme_bytes_s = 2e9;  // a conservative PCIe 4 drive
-
-  STRATA_ASSIGN_OR_RETURN(json sh, section("shards", {"size", "request_size"}));
-  if (sh.contains("size")) {
-    STRATA_ASSIGN_OR_RETURN(in.shard_bytes, ParseBytesField(sh["size"], "shards.size"));
-  }
-  if (sh.contains("request_size")) {
-    STRATA_ASSIGN_OR_RETURN(in.shard_request_bytes, ParseBytesField(sh["request_size"], "shards.request_size"));
-  }
-
-  // Measured per node (bench train, the cache and checkpoint benches); the
-  // checkpoint ones scale with the nodes, each saving its part in parallel.
-  STRATA_ASSIGN_OR_RETURN(
-      json me,
-      section("measured", {"store_bandwidth_per_node", "cache_bandwidth_per_node", "checkpoint_sync_bandwidth_per_node",
-                           "checkpoint_async_bandwidth_per_node", "checkpoint_persist_bandwidth_per_node"}));
-  const auto measured = [&](const char* key, double* out) -> Status {
-    if (me.contains(key)) {
-      STRATA_ASSIGN_OR_RETURN(*out, ParseRateField(me[key], field("measured", key)));
-    }
-    return Status::Ok();
-  };
-  STRATA_RETURN_IF_ERROR(measured("store_bandwidth_per_node", &in.measured_store_bytes_s_per_node));
-  STRATA_RETURN_IF_ERROR(measured("cache_bandwidth_per_node", &in.measured_cache_bytes_s_per_node));
-  double ckpt_sync = 0, ckpt_async = 0, ckpt_persist = 0;
-  STRATA_RETURN_IF_ERROR(measured("checkpoint_sync_bandwidth_per_node", &ckpt_sync));
-  STRATA_RETURN_IF_ERROR(measured("checkpoint_async_bandwidth_per_node", &ckpt_async));
-  STRATA_RETURN_IF_ERROR(measured("checkpoint_persist_bandwidth_per_node", &ckpt_persist));
-
-  STRATA_ASSIGN_OR_RETURN(json ck, section("checkpoint", {"bytes", "interval", "bandwidth", "snapshot_bandwidth",
-                                                          "persist_bandwidth", "mtbf", "keep"}));
-  if (ck.contains("bytes")) {
-    STRATA_ASSIGN_OR_RETURN(in.checkpoint_bytes, ParseBytesField(ck["bytes"], "checkpoint.bytes"));
-  }
-  if (ck.contains("interval")) {
-    STRATA_ASSIGN_OR_RETURN(in.checkpoint_interval_s, ParseSecondsField(ck["interval"], "checkpoint.interval"));
-  }
-  if (ck.contains("bandwidth")) {
-    STRATA_ASSIGN_OR_RETURN(in.checkpoint_bytes_s, ParseRateField(ck["bandwidth"], "checkpoint.bandwidth"));
-  }
-  if (ck.contains("snapshot_bandwidth")) {
-    STRATA_ASSIGN_OR_RETURN(in.checkpoint_snapshot_bytes_s,
-                            ParseRateField(ck["snapshot_bandwidth"], "checkpoint.snapshot_bandwidth"));
-  }
-  if (ck.contains("persist_bandwidth")) {
-    STRATA_ASSIGN_OR_RETURN(in.checkpoint_persist_bytes_s,
-                            ParseRateField(ck["persist_bandwidth"], "checkpoint.persist_bandwidth"));
-  }
-  if (ck.contains("mtbf")) {
-    STRATA_ASSIGN_OR_RETURN(in.mtbf_s, ParseSecondsField(ck["mtbf"], "checkpoint.mtbf"));
-  }
-  if (ck.contains("keep")) {
-    STRATA_ASSIGN_OR_RETURN(in.checkpoints_kept, Count(ck["keep"], "checkpoint.keep"));
-  }
-  const double nodes = std::ceil(double(in.accelerators) / double(std::max<uint64_t>(in.accelerators_per_node, 1)));
-  // The checkpoint bench's figures where none is given. Its persist went to
-  // local disk: a storage bandwidth given explicitly describes the upload better.
-  if (!ck.contains("bandwidth") && ckpt_sync > 0) {
-    in.checkpoint_bytes_s = ckpt_sync * nodes;
-    if (!ck.contains("persist_bandwidth") && ckpt_persist > 0) in.checkpoint_persist_bytes_s = ckpt_persist * nodes;
-  }
-  if (in.checkpoint_snapshot_bytes_s == 0 && ckpt_async > 0) in.checkpoint_snapshot_bytes_s = ckpt_async * nodes;
-  if (in.checkpoint_snapshot_bytes_s == 0 && in.nvme_bytes_s > 0) {
-    // strata's async save stages on local disk, every node in parallel.
-    in.checkpoint_snapshot_bytes_s = in.nvme_bytes_s * nodes;
-  }
-
+  STRATA_RETURN_IF_ERROR(ReadStore(doc, &in));
+  STRATA_RETURN_IF_ERROR(ReadNodeAndShards(doc, &in));
+  STRATA_ASSIGN_OR_RETURN(const MeasuredCheckpoint measured, ReadMeasured(doc, &in));
+  STRATA_RETURN_IF_ERROR(ReadCheckpoint(doc, measured, &in));
   if (doc.contains("budget_per_month")) {
     STRATA_ASSIGN_OR_RETURN(in.budget_per_month, Number(doc["budget_per_month"], "budget_per_month"));
   }
-  if (doc.contains("sources")) {
-    if (!doc["sources"].is_array()) return Bad("sources", "an array of strings", doc["sources"]);
-    for (const auto& s : doc["sources"]) {
-      STRATA_ASSIGN_OR_RETURN(std::string text, String(s, "sources[]"));
-      in.sources.push_back(text);
-    }
-  }
+  STRATA_RETURN_IF_ERROR(ReadSources(doc, &in));
   return in;
 }
 

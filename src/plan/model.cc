@@ -217,25 +217,24 @@ Status Positive(double v, const char* field, const std::string& what) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<PlanReport> MakePlan(const PlanInput& input) {
-  PlanReport r;
-  r.input = input;
-  PlanInput& in = r.input;
-  if (in.dataset_bytes <= 0 && !in.histogram.empty()) {
-    // Each bucket at the middle of its range (log scale would be better for wide buckets).
-    double lower = 0;
-    uint64_t count = 0;
-    for (const auto& b : in.histogram) {
-      in.dataset_bytes += double(b.count) * (lower + b.upper) / 2;
-      count += b.count;
-      lower = b.upper;
-    }
-    if (in.objects == 0) in.objects = count;
-    if (in.samples == 0) in.samples = count;
-    r.notes.push_back("dataset bytes estimated from the size histogram (bucket midpoints)");
+// Without a dataset size, the histogram's: each bucket at the middle of its
+// range (log scale would be better for wide buckets).
+void EstimateFromHistogram(PlanReport* r) {
+  PlanInput& in = r->input;
+  if (in.dataset_bytes > 0 || in.histogram.empty()) return;
+  double lower = 0;
+  uint64_t count = 0;
+  for (const auto& b : in.histogram) {
+    in.dataset_bytes += double(b.count) * (lower + b.upper) / 2;
+    count += b.count;
+    lower = b.upper;
   }
+  if (in.objects == 0) in.objects = count;
+  if (in.samples == 0) in.samples = count;
+  r->notes.push_back("dataset bytes estimated from the size histogram (bucket midpoints)");
+}
+
+Status Validate(const PlanInput& in) {
   STRATA_RETURN_IF_ERROR(Positive(in.dataset_bytes, "dataset.bytes", "the dataset size"));
   if (in.samples == 0) return InvalidArgumentError("dataset.samples: the sample count must be positive");
   if (in.accelerators == 0) return InvalidArgumentError("accelerators.count: must be at least 1");
@@ -254,22 +253,20 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
     STRATA_RETURN_IF_ERROR(Positive(in.checkpoint_bytes_s, "checkpoint.bandwidth", "the storage bandwidth"));
     STRATA_RETURN_IF_ERROR(Positive(in.checkpoint_interval_s, "checkpoint.interval", "the interval"));
   }
-  if (in.objects == 0) in.objects = in.samples;
+  return Status::Ok();
+}
 
-  r.nodes = std::ceil(double(in.accelerators) / double(in.accelerators_per_node));
+// The four ways of feeding the accelerators, in the report's order: stream,
+// local-cache, shards, cache-group.
+void AddOptions(PlanReport* report, double ckpt_waste) {
+  const PlanReport& r = *report;
+  const PlanInput& in = r.input;
   const uint64_t nodes = uint64_t(r.nodes);
-  r.mean_sample_bytes = in.dataset_bytes / double(in.samples);
-  r.mean_object_bytes = in.dataset_bytes / double(in.objects);
-  r.per_accel_bytes_s = in.samples_per_s_per_accel * r.mean_sample_bytes;
-  r.needed_bytes_s = r.per_accel_bytes_s * double(in.accelerators);
-  r.compute_epoch_s = in.dataset_bytes / r.needed_bytes_s;
-  r.checkpoint = PlanCheckpoints(in);
-  const double ckpt_waste = r.checkpoint.enabled ? r.checkpoint.waste_async : 0;
-
   const double nic = in.network_bytes_s > 0 ? in.network_bytes_s * r.nodes : Inf();
   const double conns = double(in.connections_per_node) * r.nodes;
   const double cache = in.nvme_bytes > 0 && in.nvme_bytes_s > 0 ? in.nvme_bytes : 0;
   const double D = in.dataset_bytes;
+  std::vector<OptionResult> options;
 
   // Streaming the objects as they are: whole objects, large ones in parts.
   Source stream;
@@ -279,7 +276,7 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
   stream.requests_per_store_byte =
       std::ceil(r.mean_object_bytes / stream.request_bytes) / std::max(r.mean_object_bytes, 1.0);
   stream.hit = [](double) { return 0.0; };
-  r.options.push_back(Evaluate(r, "stream", "read every object from the store every epoch", stream, 0, ckpt_waste));
+  options.push_back(Evaluate(r, "stream", "read every object from the store every epoch", stream, 0, ckpt_waste));
 
   Source local = stream;
   local.local_bytes_s = cache > 0 ? in.nvme_bytes_s * r.nodes : 0;
@@ -287,7 +284,7 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
   if (in.measured_cache_bytes_s_per_node > 0 && local.local_bytes_s > 0)
     local.local_bytes_s = std::min(local.local_bytes_s, in.measured_cache_bytes_s_per_node * r.nodes);
   local.hit = [cache, D, nodes](double e) { return LocalCacheHitRatio(cache, D, nodes, e); };
-  r.options.push_back(
+  options.push_back(
       Evaluate(r, "local-cache", "the same objects through a block cache on each node's NVMe", local, D, ckpt_waste));
 
   Source shards;
@@ -302,10 +299,10 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
   if (in.measured_cache_bytes_s_per_node > 0 && shards.local_bytes_s > 0)
     shards.local_bytes_s = std::min(shards.local_bytes_s, in.measured_cache_bytes_s_per_node * r.nodes);
   shards.hit = local.hit;
-  r.options.push_back(Evaluate(r, "shards",
-                               "pack into " + FormatBytes(in.shard_bytes) + " shards (`strata pack`), ranged GETs of " +
-                                   FormatBytes(shards.request_bytes) + ", shard cache on NVMe",
-                               shards, D, ckpt_waste));
+  options.push_back(Evaluate(r, "shards",
+                             "pack into " + FormatBytes(in.shard_bytes) + " shards (`strata pack`), ranged GETs of " +
+                                 FormatBytes(shards.request_bytes) + ", shard cache on NVMe",
+                             shards, D, ckpt_waste));
 
   Source group = shards;
   // Peers serve (n-1)/n of the hits over their NICs.
@@ -313,11 +310,15 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
   group.hit = [cache, D, nodes](double e) {
     return e <= 1 || cache <= 0 ? 0.0 : std::min(1.0, cache * double(nodes) / D);
   };
-  r.options.push_back(
+  options.push_back(
       Evaluate(r, "cache-group", "shards, every node's NVMe pooled into one cache", group, D / r.nodes, ckpt_waste));
+  report->options = std::move(options);
+}
 
-  // Notes on each option.
-  for (auto& o : r.options) {
+// What limits each option: the NVMe, the requests in flight, the budget.
+void AddOptionNotes(PlanReport* r) {
+  const PlanInput& in = r->input;
+  for (auto& o : r->options) {
     if (o.cache_bytes_per_node > 0 && in.nvme_bytes < o.cache_bytes_per_node) {
       o.notes.push_back(in.nvme_bytes > 0 ? "the dataset does not fit: " + FormatBytes(o.cache_bytes_per_node) +
                                                 " per node needed, " + FormatBytes(in.nvme_bytes) + " of NVMe"
@@ -331,9 +332,12 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
     }
     if (!o.within_budget) o.notes.push_back("over the budget");
   }
-  if (nodes == 1) r.options[3].notes.push_back("one node: a cache group is the local cache");
+  if (uint64_t(r->nodes) == 1) r->options[3].notes.push_back("one node: a cache group is the local cache");
+}
 
-  // Recommend: meets demand and budget at the lowest all-in price, else the best utilisation.
+// Meets demand and budget at the lowest all-in price, else the best
+// utilisation the budget allows, else the cheapest.
+std::string Recommend(const PlanReport& r) {
   const OptionResult* best = nullptr;
   for (const auto& o : r.options) {
     if (!o.meets_demand || !o.within_budget) continue;
@@ -343,29 +347,49 @@ Result<PlanReport> MakePlan(const PlanInput& input) {
   if (best) {
     std::snprintf(line, sizeof line, "%s: %.0f%% utilisation, $%.2f per useful accelerator-hour all in",
                   best->name.c_str(), best->utilisation * 100, best->all_in_useful_hour_price);
-    r.recommendation = line;
-  } else {
-    const bool any_budget =
-        std::any_of(r.options.begin(), r.options.end(), [](const OptionResult& o) { return o.within_budget; });
-    if (any_budget) {
-      // The best utilisation the budget allows.
-      for (const auto& o : r.options) {
-        if (o.within_budget && (!best || o.utilisation > best->utilisation + 1e-9)) best = &o;
-      }
-      std::snprintf(line, sizeof line, "no option%s keeps 90%% utilisation; best: %s at %.0f%% ($%.0f a month)",
-                    in.budget_per_month >= 0 ? " within the budget" : "", best->name.c_str(), best->utilisation * 100,
-                    best->monthly.total());
-    } else {
-      for (const auto& o : r.options) {
-        if (!best || o.monthly.total() < best->monthly.total()) best = &o;
-      }
-      std::snprintf(line, sizeof line,
-                    "no option fits the budget of $%.0f a month; the cheapest is %s at $%.0f a month (%.0f%% "
-                    "utilisation)",
-                    in.budget_per_month, best->name.c_str(), best->monthly.total(), best->utilisation * 100);
-    }
-    r.recommendation = line;
+    return line;
   }
+  const bool any_budget =
+      std::any_of(r.options.begin(), r.options.end(), [](const OptionResult& o) { return o.within_budget; });
+  if (any_budget) {
+    for (const auto& o : r.options) {
+      if (o.within_budget && (!best || o.utilisation > best->utilisation + 1e-9)) best = &o;
+    }
+    std::snprintf(line, sizeof line, "no option%s keeps 90%% utilisation; best: %s at %.0f%% ($%.0f a month)",
+                  r.input.budget_per_month >= 0 ? " within the budget" : "", best->name.c_str(),
+                  best->utilisation * 100, best->monthly.total());
+    return line;
+  }
+  for (const auto& o : r.options) {
+    if (!best || o.monthly.total() < best->monthly.total()) best = &o;
+  }
+  std::snprintf(line, sizeof line,
+                "no option fits the budget of $%.0f a month; the cheapest is %s at $%.0f a month (%.0f%% "
+                "utilisation)",
+                r.input.budget_per_month, best->name.c_str(), best->monthly.total(), best->utilisation * 100);
+  return line;
+}
+
+}  // namespace
+
+Result<PlanReport> MakePlan(const PlanInput& input) {
+  PlanReport r;
+  r.input = input;
+  PlanInput& in = r.input;
+  EstimateFromHistogram(&r);
+  STRATA_RETURN_IF_ERROR(Validate(in));
+  if (in.objects == 0) in.objects = in.samples;
+
+  r.nodes = std::ceil(double(in.accelerators) / double(in.accelerators_per_node));
+  r.mean_sample_bytes = in.dataset_bytes / double(in.samples);
+  r.mean_object_bytes = in.dataset_bytes / double(in.objects);
+  r.per_accel_bytes_s = in.samples_per_s_per_accel * r.mean_sample_bytes;
+  r.needed_bytes_s = r.per_accel_bytes_s * double(in.accelerators);
+  r.compute_epoch_s = in.dataset_bytes / r.needed_bytes_s;
+  r.checkpoint = PlanCheckpoints(in);
+  AddOptions(&r, r.checkpoint.enabled ? r.checkpoint.waste_async : 0);
+  AddOptionNotes(&r);
+  r.recommendation = Recommend(r);
   return r;
 }
 

@@ -2,8 +2,8 @@
 // (dataset, accelerators, epochs), an object store's latency, bandwidth and
 // prices, the nodes' NVMe and a checkpoint policy, what each way of feeding
 // the accelerators gives (utilisation, connections, cache size, cost).
-// Pure functions of their inputs, no I/O: the command (cmd_plan.cc) reads
-// flags and files into a PlanInput (plan_input.h) and prints the report.
+// Pure functions of their inputs, no I/O: the command (src/cli/cmd_plan.cc) reads
+// flags and files into a PlanInput (input.h) and prints the report.
 //
 // Model (every assumption in one place; the README repeats it):
 // - The job needs B = accelerators x per-accelerator samples/s x mean sample
@@ -191,5 +191,8 @@ std::string HumanDuration(double seconds);
 // "850 MB/s", "3.18 GB/s" (decimal, as bandwidths are quoted).
 std::string HumanRate(double bytes_s);
 std::string FormatReport(const PlanReport& report);
+// Three charts comparing the options (utilisation, cost per useful hour,
+// monthly cost), in bench/plot.py's schema.
+nlohmann::json Charts(const PlanReport& report);
 
 }  // namespace strata::plan

@@ -1,4 +1,4 @@
-// `strata plan`'s report: the terminal table and the JSON (plan_model.h).
+// `strata plan`'s report: the terminal table and the JSON (model.h).
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -189,6 +189,41 @@ std::string FormatReport(const PlanReport& r) {
   for (const auto& n : r.notes) s << "note: " << n << "\n";
   s << "\nrecommendation: " << r.recommendation << "\n";
   return s.str();
+}
+
+nlohmann::json Charts(const PlanReport& report) {
+  nlohmann::json groups = nlohmann::json::array(), util = groups, all_in = groups, effective = groups;
+  nlohmann::json compute = groups, storage = groups, requests = groups, egress = groups;
+  const nlohmann::json j = ToJson(report);
+  for (const auto& o : j["options"]) {
+    groups.push_back(o["name"]);
+    util.push_back(o["utilisation"].get<double>() * 100);
+    all_in.push_back(o["all_in_useful_hour_price"]);
+    effective.push_back(o["effective_hour_price"]);
+    compute.push_back(o["monthly"]["compute"]);
+    storage.push_back(o["monthly"]["storage"]);
+    requests.push_back(o["monthly"]["requests"]);
+    egress.push_back(o["monthly"]["egress"]);
+  }
+  return {
+      {"title", "strata plan: " + std::to_string(report.input.accelerators) + " x " + report.input.accelerator_type},
+      {"charts",
+       {{{"title", "Accelerator utilisation"},
+         {"ylabel", "%"},
+         {"groups", groups},
+         {"series", {{{"label", "utilisation"}, {"values", util}}}}},
+        {{"title", "Cost per useful accelerator-hour"},
+         {"ylabel", "USD"},
+         {"groups", groups},
+         {"series", {{{"label", "all in"}, {"values", all_in}}, {{"label", "compute / util"}, {"values", effective}}}}},
+        {{"title", "Monthly cost"},
+         {"ylabel", "USD"},
+         {"groups", groups},
+         {"series",
+          {{{"label", "compute"}, {"values", compute}},
+           {{"label", "storage"}, {"values", storage}},
+           {{"label", "requests"}, {"values", requests}},
+           {{"label", "egress"}, {"values", egress}}}}}}}};
 }
 
 }  // namespace strata::plan

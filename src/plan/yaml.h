@@ -1,5 +1,5 @@
 // `strata plan --config FILE.yaml`: a YAML document with the same fields as
-// the JSON one (plan_input.h), read with libyaml into the same JSON value.
+// the JSON one (input.h), read with libyaml into the same JSON value.
 // Plain scalars become numbers, true/false or null when they read as such
 // (YAML 1.2 core schema); quoted scalars stay strings. Anchors, aliases and
 // tags are refused, as are documents nested deeper than 32 or with more than

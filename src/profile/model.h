@@ -1,5 +1,5 @@
 // `strata profile`: what a command's file accesses would cost against an
-// object store. Recording (profile_record.cc) watches the given directories
+// object store. Recording (record.cc) watches the given directories
 // with fanotify and counts, per file, the opens of the command's process tree
 // and the read notifications; the analysis here (pure, no I/O) turns those
 // counts into the report and a verdict.
@@ -15,7 +15,7 @@
 // Through a strata mount the recording reads the mount's access log instead
 // (fuse/access_log.h): every read with its offset and length, so bytes,
 // sequential vs random share, read sizes, re-reads and the read timeline are
-// exact (profile_reads.cc).
+// exact (reads.cc).
 #pragma once
 
 #include <cstdint>
@@ -77,6 +77,9 @@ struct AnalyzeOptions {
 nlohmann::json Analyze(const ProfileData& data, const AnalyzeOptions& options = {});
 // The terminal report from Analyze's JSON.
 std::string FormatProfile(const nlohmann::json& report);
+// Analyze's JSON as charts in bench/plot.py's schema: file sizes, requests as
+// files vs as shards, and for exact reads their sizes and timeline.
+nlohmann::json Charts(const nlohmann::json& report);
 
 // The exact-read part of the report (data.exact_reads): sequential vs random
 // share, read sizes, re-reads, timeline, I/O wait; and the totals Analyze's

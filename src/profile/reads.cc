@@ -1,5 +1,5 @@
 // The exact-read half of `strata profile`'s analysis: every read the strata
-// mount served (profile_model.h), in start order.
+// mount served (model.h), in start order.
 #include <algorithm>
 #include <cmath>
 #include <map>

@@ -1,9 +1,9 @@
 // Recording for `strata profile`: runs a command and counts, per file under
 // the watched directories, the accesses of the command's process tree. When
 // every path is on a strata mount, the mounts' access logs give every read
-// exactly (profile_mountlog.h); otherwise Linux fanotify (needs
+// exactly (mountlog.h); otherwise Linux fanotify (needs
 // CAP_SYS_ADMIN) counts opens, read notifications and write-closes
-// (profile_model.h says what fanotify can and cannot tell).
+// (model.h says what fanotify can and cannot tell).
 #pragma once
 
 #include <string>

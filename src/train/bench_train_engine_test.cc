@@ -7,6 +7,8 @@
 #include "dataset/manifest.h"
 #include "object/mem_store.h"
 #include "train/engine.h"
+#include "train/generate.h"
+#include "train/report.h"
 
 namespace strata::train {
 namespace {

@@ -10,6 +10,8 @@
 
 #include "object/mem_store.h"
 #include "train/engine.h"
+#include "train/generate.h"
+#include "train/report.h"
 
 namespace strata::train {
 namespace {

@@ -10,7 +10,7 @@
 //
 // The window opens at the epoch's start, when each rank creates its source
 // (empty queues: nothing fetched, nothing prefetched), so the time to fill
-// the pipeline counts; the run rules (cli/bench_train_rules.h) say why the
+// the pipeline counts; the run rules (train/rules.h) say why the
 // first step is not excluded here as DLIO does, and what else makes a figure
 // valid. AU counts the nominal compute time per step (a fixed amount of
 // accelerator work); `au_dlio` counts the measured sleeps instead, which a
@@ -41,31 +41,6 @@
 #include "train/workloads.h"
 
 namespace strata::train {
-
-// Writes `samples` files "<prefix>files/%08d.<field>" of `record_size`
-// pseudo-random bytes (the sample's index in the first 8 bytes), then packs
-// them with dataset::Pack into "<prefix>shards/" (`samples_per_file` per
-// shard), so the same samples exist both as individual files and as shards.
-// Without `write_files` the shards are packed from the same bytes made on
-// the fly (half the disk; nothing under files/).
-struct GenerateOptions {
-  uint64_t samples = 0;
-  uint64_t record_size = 0;
-  uint64_t samples_per_file = 1;
-  dataset::ShardFormat format = dataset::ShardFormat::kTfRecord;
-  std::string field = "bin";
-  int parallel = 4;
-  uint64_t seed = 1;
-  bool write_files = true;
-};
-struct GenerateResult {
-  uint64_t samples = 0;
-  uint64_t shards = 0;
-  uint64_t file_bytes = 0;
-  uint64_t shard_bytes = 0;
-  double seconds = 0;
-};
-Result<GenerateResult> Generate(object::ObjectStore& store, const std::string& prefix, const GenerateOptions& options);
 
 // What one emulated accelerator reads from: Next() blocks until the next
 // batch is ready and returns its sample count and payload bytes, or nullopt
@@ -220,15 +195,14 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
 PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader::StreamingOptions base,
                         std::string cache_root, bool no_cache = false, uint64_t batch_bytes = 0);
 
+// A PrepareFn for the per-file path: rank r of N reads its part of the first
+// `limit(N)` of `keys` (one GET per sample, `workers` threads each with two
+// batches ahead, no cache: every epoch is cold). The store's bytes are counted;
+// the memory is every worker's two batches and the batch in use, per rank.
+PrepareFn FilePrepare(object::ObjectStorePtr store, std::shared_ptr<const std::vector<std::string>> keys, size_t batch,
+                      size_t workers, std::function<uint64_t(size_t world)> limit, uint64_t batch_bytes);
+
 // 1,2,4,... up to `max`, or the comma list in `list` ("1,2,4,8").
 Result<std::vector<size_t>> AcceleratorCounts(std::string_view list, size_t max);
-
-// The largest N whose AU >= threshold in `epoch` and whose result is valid
-// under the run rules (0 if none).
-size_t LargestPassing(const std::vector<EpochResult>& results, uint64_t epoch, double threshold);
-
-// "N=  4 epoch 2: AU  93.1%   1234.5 samples/s   135.2 MiB/s  (160 steps, 2.23 s from empty queues)"
-// and, indented below, the store's bytes in the window against those consumed and the rules' verdict.
-std::string FormatResultLine(const EpochResult& r);
 
 }  // namespace strata::train

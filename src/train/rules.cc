@@ -1,4 +1,4 @@
-// The run rules of `strata bench train` (see bench_train_rules.h for what
+// The run rules of `strata bench train` (see rules.h for what
 // they adapt from MLPerf Storage and why).
 #include "train/rules.h"
 
@@ -78,6 +78,34 @@ uint64_t RequiredSamples(const RunRules& rules, size_t world, uint64_t batch, do
   const uint64_t k = std::max<uint64_t>(samples_per_file, 1);
   const uint64_t samples = std::max<uint64_t>({by_steps, by_memory, 1});
   return (samples + k - 1) / k * k;
+}
+
+std::string Sizing::Explain(const RunRules& rules, uint64_t batch) const {
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%g", rules.memory_factor);
+  return "what the run rules need at N=" + std::to_string(largest_n) + ": " + std::to_string(steps) + " steps of " +
+         std::to_string(batch) + " per accelerator, and " + factor + " x the loaders' memory of " +
+         FormatBytes(double(memory_bytes));
+}
+
+Sizing SizeFor(const RunRules& rules, const loader::StreamingOptions& base, const DatasetShape& shape,
+               size_t largest_n) {
+  Sizing z;
+  z.largest_n = largest_n;
+  z.memory_bytes = LoaderMemoryBytes(base, largest_n, shape.batch * shape.record_bytes);
+  z.steps = MinStepsFor(rules, shape.compute_s);
+  z.samples = RequiredSamples(rules, largest_n, shape.batch, shape.compute_s, shape.record_bytes,
+                              shape.samples_per_file, z.memory_bytes);
+  return z;
+}
+
+size_t LargestSizedN(const RunRules& rules, const loader::StreamingOptions& base, const DatasetShape& shape,
+                     const std::vector<size_t>& counts, uint64_t samples) {
+  size_t best = 0;
+  for (size_t n : counts) {
+    if (SizeFor(rules, base, shape, n).samples <= samples) best = std::max(best, n);
+  }
+  return best;
 }
 
 namespace {

@@ -84,6 +84,32 @@ uint64_t LoaderMemoryBytes(const loader::StreamingOptions& base, size_t world, u
 uint64_t RequiredSamples(const RunRules& rules, size_t world, uint64_t batch, double compute_s, uint64_t record_bytes,
                          uint64_t samples_per_file, uint64_t memory_bytes);
 
+// What a dataset is made of, for sizing it: per accelerator `batch` samples
+// of `record_bytes` per step of `compute_s`, `samples_per_file` per shard.
+struct DatasetShape {
+  uint64_t batch = 1;
+  double compute_s = 0;
+  uint64_t record_bytes = 0;
+  uint64_t samples_per_file = 1;
+};
+
+// What the run rules need of the dataset at N = `largest_n`.
+struct Sizing {
+  size_t largest_n = 1;
+  uint64_t memory_bytes = 0;  // the loaders' at that N
+  uint64_t steps = 0;         // per rank
+  uint64_t samples = 0;       // RequiredSamples
+  // "what the run rules need at N=4: 112 steps of 32 per accelerator, and 5 x
+  // the loaders' memory of 70.0 MiB"
+  std::string Explain(const RunRules& rules, uint64_t batch) const;
+};
+Sizing SizeFor(const RunRules& rules, const loader::StreamingOptions& base, const DatasetShape& shape,
+               size_t largest_n);
+// The largest N of `counts` whose epochs a dataset of `samples` can make
+// valid (0: none).
+size_t LargestSizedN(const RunRules& rules, const loader::StreamingOptions& base, const DatasetShape& shape,
+                     const std::vector<size_t>& counts, uint64_t samples);
+
 // One line per filesystem a run writes to: what it needs there and where.
 struct DiskNeed {
   std::string path;  // an existing directory or one to be created (its nearest existing parent is checked)
