@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "base/log.h"
@@ -47,7 +48,40 @@ struct MountArgs {
   // Shown for objects that carry no attributes of their own (default: the mounting user, 0644, 0755).
   std::optional<uint32_t> uid, gid;
   std::string file_mode = "0644", dir_mode = "0755";
+  int secrets_fd = -1;                        // KEY=VALUE lines from an inherited descriptor (`strata csi`)
+  std::string publish_dataset, publish_node;  // the cached bytes published in etcd for the scheduler extender
 };
+
+// Credentials and the group secret from an inherited descriptor (the CSI driver's
+// memfd), so they are on no command line and in no environment block: only the
+// names below are taken, into this process's environment, where the store and the
+// group read them. The descriptor stays open: a restarted driver reads the secrets
+// back from it (root only) to remount the volume should this process die.
+void ReadSecretsFd(int fd) {
+  static const char* const kNames[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                                       "STRATA_GROUP_SECRET"};
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0 && text.size() < (64 << 10)) {
+    text.append(buf, static_cast<size_t>(n));
+  }
+  if (n < 0) Fail("mount", "--secrets-fd", ErrnoToStatus(errno, "read the secrets descriptor"));
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    size_t eq = line.find('=');
+    if (line.empty()) continue;
+    bool known = false;
+    for (const char* k : kNames)
+      known = known || (eq != std::string::npos && line.compare(0, eq, k) == 0 && k[eq] == 0);
+    if (!known) Fail("mount", "--secrets-fd", InvalidArgumentError("a line that is not NAME=VALUE of a known secret"));
+    setenv(line.substr(0, eq).c_str(), line.substr(eq + 1).c_str(), 1);
+  }
+}
 
 // An octal permission mode ("0644", "755").
 uint32_t ParseModeArg(const std::string& s, const char* flag) {
@@ -110,6 +144,7 @@ Duration ParseTtl(const std::string& text, const char* flag) {
 
 void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
   const char* cmd = "mount";
+  if (a.secrets_fd >= 0) ReadSecretsFd(a.secrets_fd);
   const CacheSettings c = cache_flags.Settings();
   const std::string mountpoint = Absolute(a.mountpoint);
   if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, AlreadyExistsError("already a mount point"));
@@ -173,6 +208,13 @@ void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
     jo.listen = c.peer_listen;
     jo.secret = Check(group::ReadGroupSecret(c.group_secret_file), cmd, "--group-secret-file");
     jo.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
+    if (!a.publish_dataset.empty()) {
+      // The bytes of this dataset this member caches, for the scheduler extender (src/csi/extender.h).
+      jo.record = [cache, dataset = a.publish_dataset, node = a.publish_node.empty() ? jo.listen : a.publish_node] {
+        const cache::CacheStats s = cache->Stats();
+        return nlohmann::json{{"node", node}, {"datasets", {{dataset, std::max(s.disk_bytes, s.ram_bytes)}}}}.dump();
+      };
+    }
     member = Check(group::GroupMember::Join(jo), cmd, c.group);
     member->Attach(store);
     STRATA_LOG_INFO("mount: joined cache group {} as {}", c.group, member->address());
@@ -268,6 +310,13 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_option("--gid", a->gid, "Group shown for objects without stored attributes (default: yours)");
   sub->add_option("--file-mode", a->file_mode, "Mode of files without stored attributes (octal, default 0644)");
   sub->add_option("--dir-mode", a->dir_mode, "Mode of directories without stored attributes (octal, default 0755)");
+  sub->add_option("--secrets-fd", a->secrets_fd,
+                  "Read AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and STRATA_GROUP_SECRET as "
+                  "NAME=VALUE lines from this inherited descriptor (how `strata csi` passes secrets)");
+  sub->add_option("--publish-dataset", a->publish_dataset,
+                  "With an etcd cache group: publish the bytes cached of the mount under this dataset name "
+                  "(read by `strata scheduler-extender`)");
+  sub->add_option("--publish-node", a->publish_node, "The node name published with --publish-dataset");
   sub->add_option("--log-file", a->log_file, "Daemon log file (default: none)");
   sub->add_option("--log-level", a->log_level, "trace, debug, info, warn (default), error");
   sub->footer([] {

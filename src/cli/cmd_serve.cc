@@ -3,7 +3,9 @@
 // gracefully (stop accepting, finish in-flight requests, exit 0).
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <charconv>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -22,7 +24,9 @@ struct ServeArgs {
   std::string config_file;
   std::vector<std::string> backends;
   std::string listen, access_key, secret_key, emulate, region, access_log;
-  bool allow_anonymous = false;
+  bool allow_anonymous = false;  // retired: an error saying what replaced it
+  std::vector<std::string> public_read;
+  std::string max_connections, max_connections_per_client, min_transfer_rate, transfer_grace;
   std::string backend_timeout;
   bool strict_revalidate = false;
   std::string max_header, max_body, max_inflight, header_timeout, idle_timeout, spill_dir;
@@ -35,6 +39,25 @@ void ApplySize(const std::string& text, uint64_t* out, const char* flag) {
 
 void ApplyDuration(const std::string& text, Duration* out, const char* flag) {
   if (!text.empty()) *out = Check(ParseDuration(text), "serve", flag);
+}
+
+void ApplyCount(const std::string& text, uint64_t* out, const char* flag) {
+  if (text.empty()) return;
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n == 0) {
+    Fail("serve", flag, InvalidArgumentError("expected a positive integer, got \"" + text + "\""));
+  }
+  *out = n;
+}
+
+// Each connection is a descriptor: take the hard limit the system allows,
+// so the connection caps (not EMFILE) decide who is served.
+void RaiseDescriptorLimit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rl.rlim_cur = rl.rlim_max;
+  (void)::setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 gateway::GatewayConfig BuildConfig(const ServeArgs& a, const CacheFlags& cache, const CacheSettings& s) {
@@ -51,7 +74,12 @@ gateway::GatewayConfig BuildConfig(const ServeArgs& a, const CacheFlags& cache, 
   if (!a.region.empty()) c.region = a.region;
   if (!a.emulate.empty()) c.emulate = a.emulate;
   if (!a.access_log.empty()) c.access_log = a.access_log;
-  if (a.allow_anonymous) c.allow_anonymous = true;
+  if (a.allow_anonymous) {
+    Fail("serve", "--allow-anonymous",
+         InvalidArgumentError("is gone: unsigned requests now read only what is public (--public-read BUCKET, "
+                              "or the canned ACL public-read) and never write or delete"));
+  }
+  for (const auto& bucket : a.public_read) c.bucket_settings[bucket].public_read = true;
   if (!a.access_key.empty() || !a.secret_key.empty()) {
     if (a.access_key.empty() || a.secret_key.empty()) {
       Fail("serve", "--access-key", InvalidArgumentError("give both --access-key and --secret-key"));
@@ -73,6 +101,15 @@ gateway::GatewayConfig BuildConfig(const ServeArgs& a, const CacheFlags& cache, 
   ApplySize(a.max_inflight, &c.limits.max_inflight_bytes, "--max-inflight");
   ApplyDuration(a.header_timeout, &c.limits.header_timeout, "--header-timeout");
   ApplyDuration(a.idle_timeout, &c.limits.idle_timeout, "--idle-timeout");
+  ApplyCount(a.max_connections, &c.limits.max_connections, "--max-connections");
+  ApplyCount(a.max_connections_per_client, &c.limits.max_connections_per_client, "--max-connections-per-client");
+  if (!a.min_transfer_rate.empty()) {
+    RateRules rules;
+    rules.per_second_implied = true;
+    c.limits.min_transfer_rate =
+        static_cast<uint64_t>(Check(ParseRate(a.min_transfer_rate, rules), "serve", "--min-transfer-rate"));
+  }
+  ApplyDuration(a.transfer_grace, &c.limits.transfer_grace, "--transfer-grace");
   if (!a.spill_dir.empty()) c.limits.spill_dir = a.spill_dir;
   // Large bodies spill to the cache's disk (chosen for space) when there is one.
   if (c.limits.spill_dir.empty() && !c.cache.dir.empty()) c.limits.spill_dir = c.cache.dir;
@@ -83,6 +120,7 @@ gateway::GatewayConfig BuildConfig(const ServeArgs& a, const CacheFlags& cache, 
 void RunServe(const ServeArgs& args, const CacheFlags& cache) {
   const CacheSettings s = cache.Settings();
   gateway::GatewayConfig config = BuildConfig(args, cache, s);
+  RaiseDescriptorLimit();
   // Block the stop signals before any thread starts (threads inherit the
   // mask), then wait for them here.
   sigset_t stop;
@@ -125,7 +163,11 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--listen", a->listen, "HOST:PORT to listen on (default 127.0.0.1:9000; port 0 = any)");
   sub->add_option("--access-key", a->access_key, "Access key clients sign with (or \"keys\" in --config)");
   sub->add_option("--secret-key", a->secret_key, "Its secret (prefer --config: flags show up in ps)");
-  sub->add_flag("--allow-anonymous", a->allow_anonymous, "Serve unsigned requests too");
+  sub->add_flag("--allow-anonymous", a->allow_anonymous,
+                "Retired (an error): unsigned requests read only public buckets and objects, see --public-read");
+  sub->add_option("--public-read", a->public_read,
+                  "Bucket (repeatable) anyone may list and read every object of, unsigned; anonymous clients "
+                  "never write or delete");
   sub->add_option("--emulate", a->emulate, "Emulate a cloud bucket below the cache, e.g. ttfb=30ms,bw=25MB/s");
   sub->add_option("--region", a->region, "Region clients sign for (default us-east-1)");
   sub->add_option("--access-log", a->access_log, "Access log file, or - for stderr (default: none)");
@@ -152,6 +194,16 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--header-timeout", a->header_timeout,
                   "Deadline from a request's first byte to its last header (default 10s)");
   sub->add_option("--idle-timeout", a->idle_timeout, "Keep-alive idle timeout (default 60s)");
+  sub->add_option("--max-connections", a->max_connections,
+                  "Client connections kept at once (default 4096); at the cap the longest-idle one is closed for a "
+                  "newcomer, which gets 503 only when none is idle");
+  sub->add_option("--max-connections-per-client", a->max_connections_per_client,
+                  "The same cap per client address (default 512)");
+  sub->add_option("--min-transfer-rate", a->min_transfer_rate,
+                  "Request bodies and response writes slower than this on average, after --transfer-grace, are "
+                  "cut off (default 16KiB/s; 0: no floor)");
+  sub->add_option("--transfer-grace", a->transfer_grace,
+                  "Time a transfer gets before --min-transfer-rate applies (default 10s)");
   sub->footer([] {
     return std::string(
         "Example: strata serve --backend file:///data --access-key AK --secret-key SK --emulate ttfb=30ms,bw=25MB/s\n"

@@ -140,10 +140,7 @@ Status ParseGatewayConfigJson(std::string_view text, GatewayConfig* config) {
   STRATA_RETURN_IF_ERROR(ReadString(doc, "access_log", &config->access_log));
   STRATA_RETURN_IF_ERROR(ReadBackends(doc, config));
   STRATA_RETURN_IF_ERROR(ReadKeys(doc, config));
-  if (auto it = doc.find("allow_anonymous"); it != doc.end()) {
-    if (!it->is_boolean()) return Bad("allow_anonymous", "expected true or false");
-    config->allow_anonymous = it->get<bool>();
-  }
+  STRATA_RETURN_IF_ERROR(ParseGatewayAccessJson(text, config));
   STRATA_RETURN_IF_ERROR(ReadInt(doc, "io_threads", &config->io_threads, 1, 64));
   STRATA_RETURN_IF_ERROR(ReadInt(doc, "workers", &config->workers, 1, 1024));
   STRATA_RETURN_IF_ERROR(ReadCache(doc, &config->cache));
@@ -167,14 +164,7 @@ Status ParseListenAddress(std::string_view text, std::string* host, uint16_t* po
 
 Status ValidateGatewayConfig(const GatewayConfig& c) {
   if (c.backends.empty()) return InvalidArgumentError("no backend: give --backend URL (e.g. file:///data)");
-  if (c.keys.empty() && !c.allow_anonymous) {
-    return InvalidArgumentError(
-        "no access keys: give --access-key/--secret-key (or keys in --config), "
-        "or --allow-anonymous to serve unauthenticated requests");
-  }
-  for (const auto& [ak, sk] : c.keys) {
-    if (ak.empty() || sk.empty()) return InvalidArgumentError("access and secret keys must not be empty");
-  }
+  STRATA_RETURN_IF_ERROR(ValidateGatewayAccess(c));
   std::string host;
   uint16_t port = 0;
   STRATA_RETURN_IF_ERROR(ParseListenAddress(c.listen, &host, &port));
