@@ -124,6 +124,7 @@ void RunWarm(const WarmArgs& args, const CacheSettings& c) {
     if (!first_error.ok()) Fail(cmd, ep.UrlOf(failed_key), first_error);
     std::cout << progress.Summary() << "\n";
   }
+  cache->Flush();  // what went behind the reads (demotions) and the metadata journal
   cache::CacheStats s = cache->Stats();
   std::cout << "cache " << c.dir << ": " << s.disk_blocks << " blocks, " << FormatBytes(s.disk_bytes) << " of "
             << FormatBytes(s.disk_capacity) << " (" << s[cache::CacheCounter::kMisses] << " fetched, "
