@@ -1,5 +1,6 @@
 #include "object/store_url.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "net/uri.h"
@@ -142,5 +143,21 @@ Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock) {
 }
 
 Result<ObjectStorePtr> OpenStore(std::string_view url) { return OpenStore(url, RealClock()); }
+
+UrlDirName SplitUrlDirName(std::string_view url, size_t before) {
+  UrlDirName out;
+  if (url.starts_with("s3://")) {
+    const size_t q = url.find('?');
+    if (q != std::string_view::npos) out.query = url.substr(q), url = url.substr(0, q);
+  }
+  const size_t slash = url.rfind('/', std::min(before, url.size()));
+  if (slash == std::string_view::npos) {
+    out.name = url;
+  } else {
+    out.dir = url.substr(0, slash);
+    out.name = url.substr(slash + 1);
+  }
+  return out;
+}
 
 }  // namespace strata::object
