@@ -134,7 +134,7 @@ PeerResponse PeerService::Handle(std::string_view method, std::string_view targe
   }
   r.checksum = FormatChecksum(XxHash3(block->data(), block->size()));
   r.body = std::move(block).value();
-  if (options_.tamper_for_test) r.body = options_.tamper_for_test(std::move(r.body));
+  if (tamper_) r.body = tamper_(std::move(r.body));
   return r;
 }
 

@@ -39,8 +39,6 @@ struct PeerServerOptions {
   // suspect and sending its blocks to the bucket.
   int workers = 32;
   Clock* clock = nullptr;  // default RealClock() (WallNow checks request times)
-  // Tests: rewrites a block after its checksum was computed (a lying peer).
-  std::function<Buffer(Buffer)> tamper_for_test;
 };
 
 struct PeerResponse {
@@ -76,6 +74,10 @@ class PeerService {
   Mutex mu_;
   std::map<std::string, cache::CachedStore*, std::less<>> stores_ GUARDED_BY(mu_);
   std::function<std::pair<uint64_t, uint64_t>()> reader_stats_ GUARDED_BY(mu_);
+  // Rewrites a block after its checksum was computed: a lying peer, set
+  // before serving by group/group_test_util.h's PeerServiceTestPeer.
+  std::function<Buffer(Buffer)> tamper_;
+  friend class PeerServiceTestPeer;
   PeerResponse StatusResponse();
   std::atomic<uint64_t> served_{0}, avoided_{0}, refused_{0};
 };
