@@ -24,6 +24,17 @@
 namespace strata::group {
 
 namespace fs = std::filesystem;
+
+// Reaches PeerService's test-only state.
+class PeerServiceTestPeer {
+ public:
+  // Makes `service` a lying peer: `tamper` rewrites each block after its
+  // checksum was computed. Call before the service serves.
+  static void SetTamper(PeerService& service, std::function<Buffer(Buffer)> tamper) {
+    service.tamper_ = std::move(tamper);
+  }
+};
+
 constexpr uint64_t kBlock = 1 << 20;
 constexpr char kGroupSecret[] = "group-test-secret-0123456789abcdef";
 
@@ -124,13 +135,13 @@ class GroupTest : public ::testing::Test {
       PeerServerOptions po;
       po.secret = secret;
       Node* raw = node.get();
-      po.tamper_for_test = [raw](Buffer b) {
+      node->service = std::make_unique<PeerService>(po);
+      PeerServiceTestPeer::SetTamper(*node->service, [raw](Buffer b) {
         if (!raw->corrupt || b.empty()) return b;
         std::string s = b.ToString();
         s[s.size() / 2] ^= 0x5a;
         return Buffer::FromString(std::move(s));
-      };
-      node->service = std::make_unique<PeerService>(po);
+      });
       node->service->AddStore(node->store.get());
       auto server = PeerServer::Start(*node->service);
       ASSERT_TRUE(server.ok()) << server.status().ToString();

@@ -159,7 +159,7 @@ PeerResponse PeerService::Handle(std::string_view method, std::string_view targe
   if (!seal.ok()) return Error(500, seal.status().ToString());
   r.nonce = std::move(seal->nonce);
   r.mac = std::move(seal->mac);
-  if (options_.tamper_for_test) r.body = options_.tamper_for_test(std::move(r.body));
+  if (tamper_) r.body = tamper_(std::move(r.body));
   return r;
 }
 

@@ -55,8 +55,6 @@ struct PeerServerOptions {
   uint64_t min_write_rate = 1 << 20;
   std::chrono::milliseconds write_grace{10000};
   Clock* clock = nullptr;  // default RealClock() (WallNow checks request times)
-  // Tests: rewrites a block after its MAC was computed (a lying peer).
-  std::function<Buffer(Buffer)> tamper_for_test;
 };
 
 struct PeerResponse {
@@ -95,6 +93,10 @@ class PeerService {
   Buffer StatusJson();
   // The block `req` names; *http_status says how to answer an error.
   Result<Buffer> Block(const BlockRequest& req, int* http_status);
+  // Rewrites a block after its MAC was computed: a lying peer, set before
+  // serving by group/group_test_util.h's PeerServiceTestPeer.
+  std::function<Buffer(Buffer)> tamper_;
+  friend class PeerServiceTestPeer;
   std::atomic<uint64_t> served_{0}, avoided_{0}, refused_{0};
 };
 

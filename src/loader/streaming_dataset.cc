@@ -412,19 +412,15 @@ Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(object::ObjectS
 
 namespace {
 
-// "s3://b/dir/name?endpoint=..." -> ("s3://b/dir?endpoint=...", "name"):
+// "s3://b/dir/name?endpoint=..." -> ("s3://b/dir/?endpoint=...", "name"):
 // the directory's store URL (the query kept) and the last path component.
 std::pair<std::string, std::string> SplitLast(std::string_view url, size_t before = std::string_view::npos) {
-  std::string_view query;
-  if (url.starts_with("s3://")) {
-    size_t q = url.find('?');
-    if (q != std::string_view::npos) query = url.substr(q), url = url.substr(0, q);
-  }
-  size_t slash = url.rfind('/', before == std::string_view::npos ? url.size() : before);
-  if (slash == std::string_view::npos) return {std::string(query), std::string(url)};
+  const object::UrlDirName split = object::SplitUrlDirName(url, before);
+  const std::string query(split.query);
+  if (!split.dir) return {query, std::string(split.name)};
   // mem:// and s3:// take the path as a literal key prefix: keep its '/'.
-  size_t keep = url.starts_with("file:") ? slash : slash + 1;
-  return {std::string(url.substr(0, keep)) + std::string(query), std::string(url.substr(slash + 1))};
+  const std::string slash = url.starts_with("file:") ? "" : "/";
+  return {std::string(*split.dir) + slash + query, std::string(split.name)};
 }
 
 }  // namespace

@@ -782,17 +782,20 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptio
     return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
   }
   STRATA_RETURN_IF_ERROR(made.WithContext("creating file store root '" + root_dir + "'"));
-  char resolved[PATH_MAX];
-  if (!::realpath(root_dir.c_str(), resolved)) return ErrnoToStatus(errno, "resolving '" + root_dir + "'");
-  UniqueFd fd(::open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) {
-    if (errno == ENOTDIR) return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
-    return ErrnoToStatus(errno, "opening file store root '" + root_dir + "'");
+  Result<std::string> resolved = fs.RealPath(root_dir);
+  if (!resolved.ok()) return resolved.status().WithContext("resolving '" + root_dir + "'");
+  Result<int> dir_fd = fs.OpenDirectory(*resolved);
+  if (!dir_fd.ok()) {
+    if (dir_fd.status().cause() == std::strerror(ENOTDIR)) {
+      return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
+    }
+    return dir_fd.status().WithContext("opening file store root '" + root_dir + "'");
   }
+  UniqueFd fd(*dir_fd);
   // The staging directory is made by the first write: opening (to list or
   // read) leaves the tree as it was.
-  RemoveStaleTemps(fs, resolved, options.clock ? *options.clock : RealClock());
-  return ObjectStorePtr(std::make_shared<FileStore>(resolved, std::move(fd), options));
+  RemoveStaleTemps(fs, *resolved, options.clock ? *options.clock : RealClock());
+  return ObjectStorePtr(std::make_shared<FileStore>(*resolved, std::move(fd), options));
 }
 
 }  // namespace strata::object

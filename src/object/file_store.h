@@ -66,7 +66,7 @@ Status ValidateFileKey(std::string_view key);
 // directories and internal names do not count); its staging directory (temp files, in-progress multipart uploads, which
 // S3 also drops with their bucket) goes with it. PreconditionFailed when anything else is in it, NotFound when there is
 // no such directory.
-Status RemoveEmptyFileStore(const std::string& root_dir);
+Status RemoveEmptyFileStore(const std::string& root_dir, io::FileSystem& fs = io::DefaultFileSystem());
 
 // The hidden staging directory inside the root, never listed.
 inline constexpr std::string_view kFileStoreStagingDir = ".strata-tmp";

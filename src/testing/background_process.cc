@@ -172,6 +172,16 @@ uint16_t FreeLoopbackPort() {
   return port;
 }
 
+StaticGroup MakeStaticGroup(int n) {
+  StaticGroup group;
+  group.url = "static://";
+  for (int i = 0; i < n; ++i) {
+    group.peers.push_back("127.0.0.1:" + std::to_string(FreeLoopbackPort()));
+    group.url += (i ? "," : "") + group.peers.back();
+  }
+  return group;
+}
+
 Result<EtcdProcess> StartEtcd(const std::string& dir, const EtcdOptions& options) {
   if (::access("/usr/bin/etcd", X_OK) != 0)
     return NotFoundError("etcd not installed (scripts/setup.sh installs etcd-server)");

@@ -69,6 +69,14 @@ bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, 
 // the ephemeral port they bound (etcd); another process may take it in between.
 uint16_t FreeLoopbackPort();
 
+// A static:// cache group of `n` members on free loopback ports: each member's
+// peer address ("127.0.0.1:PORT") and the group URL naming them all.
+struct StaticGroup {
+  std::vector<std::string> peers;
+  std::string url;
+};
+StaticGroup MakeStaticGroup(int n);
+
 struct EtcdProcess {
   std::unique_ptr<BackgroundProcess> process;
   std::string client_url;  // "http://127.0.0.1:PORT"
