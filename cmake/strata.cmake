@@ -22,9 +22,6 @@ endmacro()
 # One GoogleTest binary, registered with ctest under its labels.
 function(strata_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
-  if(STRATA_FUZZ)
-    return()
-  endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   add_test(NAME ${name} COMMAND ${name})
@@ -33,6 +30,27 @@ function(strata_test name)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "STRATA_SOURCE_DIR=${CMAKE_SOURCE_DIR};STRATA_BINARY_DIR=${CMAKE_BINARY_DIR}")
+  strata_label_needs("${T_LABELS}" ${name})
+endfunction()
+
+# strata_label_needs("LABELS" TARGET...): the tests of these labels run these targets. Each
+# label gets a target `label_<label>` that builds them (strata_label_targets), so a build that
+# runs some labels only (the sanitizer builds of scripts/test.sh) compiles only what they need.
+function(strata_label_needs labels)
+  foreach(label ${labels})
+    set_property(GLOBAL APPEND PROPERTY STRATA_LABEL_${label} ${ARGN})
+  endforeach()
+endfunction()
+
+# Called once, after every module: defines label_unit, label_integration, label_fuse, label_stress.
+function(strata_label_targets)
+  foreach(label unit integration fuse stress)
+    get_property(needs GLOBAL PROPERTY STRATA_LABEL_${label})
+    add_custom_target(label_${label})
+    if(needs)
+      add_dependencies(label_${label} ${needs})
+    endif()
+  endforeach()
 endfunction()
 
 # strata_fuzz(NAME SOURCE f.cc LIBS ...): a libFuzzer target, built only with -DSTRATA_FUZZ=ON.
