@@ -62,7 +62,8 @@ function(strata_fuzz name)
   endif()
   add_executable(${name} ${F_SOURCES})
   target_link_libraries(${name} PRIVATE ${F_LIBS})
-  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  # The static ASan runtime: libFuzzer's libstdc++ would come before a shared one, which ASan refuses.
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer -static-libsan)
   set_property(GLOBAL APPEND PROPERTY STRATA_FUZZ_TARGETS ${name})
   # scripts/test.sh reads the registered names from here (one per line), to build and run
   # each. The first registration of a configure run starts the file afresh.
