@@ -116,7 +116,7 @@ run() {  # run N MODE(alone|group)
     fi
   fi
   for i in $(seq 0 $((n - 1))); do
-    local args=(serve --backend "$BACKEND" --listen 127.0.0.1:0 --allow-anonymous --cache-ram 256MiB
+    local args=(serve --backend "$BACKEND" --listen 127.0.0.1:0 --public-read "$BUCKET" --cache-ram 256MiB
                 --cache-disk $((2 * SIZE_MB + 64))MiB --cache-dir "$run_dir/cache$i")
     [ "$mode" = group ] && args+=(--cache-group "$group_url" --peer-listen "${peers[$i]}"
                                    --group-secret-file "$WORK/secret" --peer-deadline "$PEER_DEADLINE")

@@ -128,7 +128,7 @@ mount_tool() {  # TOOL [TTL [keep: reuse the cache of the previous mount]]
     strata)
       AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$STRATA" mount \
         "s3://bench?endpoint=$EP&region=us-east-1&path_style=1" "$MNT" --foreground \
-        --cache-dir "$WORK/cache-strata" --cache-mem 2GiB --cache-disk 20GiB \
+        --cache-dir "$WORK/cache-strata" --cache-ram 2GiB --cache-disk 20GiB \
         --attr-ttl ${TTL}s --entry-ttl ${TTL}s --dir-ttl ${TTL}s > "$WORK/strata.log" 2>&1 &
       ;;
     s3fs)

@@ -8,9 +8,11 @@ Usage:
 
 Each PATH*.json is what `strata bench train --json` or bench/train_baseline.py --json wrote:
   {"label": ..., "threshold": 0.9, "results": [{"accelerators": N, "epoch": E, "au": ...,
-   "samples_per_s": ..., "mib_per_s": ...}, ...], ...}
-The plot has one line per (data path, epoch): epoch 1 solid, later epochs dotted (for
-strata: cold, then from its local shard cache), and the AU threshold as a dashed line.
+   "samples_per_s": ..., "mib_per_s": ..., "valid": true|false, "not_valid": [...]}, ...], ...}
+The table lists every result with the run rules' verdict; the plot has one line per (data
+path, epoch) through its valid results only (epoch 1 solid, later epochs dotted; for strata:
+cold, then from its local shard cache), and the AU threshold as a dashed line. A result
+without "valid" (written before the run rules) counts as not valid.
 Exits 2 on malformed input, 3 if matplotlib is missing (the JSON and table are still written).
 """
 import argparse
@@ -46,10 +48,12 @@ def table(doc):
     for path in doc["paths"]:
         for r in sorted(path["results"], key=lambda r: (r["epoch"], r["accelerators"])):
             mark = "" if r["au"] >= thr else "  < threshold"
+            if not r.get("valid", False):
+                mark += "  not valid: " + "; ".join(r.get("not_valid", ["no run-rule verdict"]))
             lines.append(f"{path['label']:46.46s} {epoch_name(path, r['epoch']):>20s} {r['accelerators']:4d} "
                          f"{100 * r['au']:7.1f} {r['samples_per_s']:10.1f} {r['mib_per_s']:8.1f}{mark}")
     lines.append("")
-    lines.append(f"largest N with AU >= {100 * thr:.0f}%:")
+    lines.append(f"largest N with AU >= {100 * thr:.0f}% and a valid result:")
     for path in doc["paths"]:
         best = ", ".join(f"{epoch_name(path, int(e))}: {n}" for e, n in sorted(path["max_accelerators"].items()))
         lines.append(f"  {path['label']}: {best}")
@@ -69,7 +73,8 @@ def plot(doc, out_png):
     for i, path in enumerate(doc["paths"]):
         epochs = sorted({r["epoch"] for r in path["results"]})
         for e in epochs:
-            pts = sorted((r["accelerators"], 100 * r["au"]) for r in path["results"] if r["epoch"] == e)
+            pts = sorted((r["accelerators"], 100 * r["au"]) for r in path["results"]
+                         if r["epoch"] == e and r.get("valid", False))
             if not pts:
                 continue
             all_n.update(n for n, _ in pts)
@@ -86,7 +91,7 @@ def plot(doc, out_png):
     ax.set_xlabel("emulated accelerators (N)")
     ax.set_ylabel("accelerator utilisation (%)")
     w = doc.get("config", {})
-    title = "AU vs accelerators"
+    title = "AU vs accelerators (results valid under the run rules)"
     if w:
         title += (f": {w.get('workload', '')} ({w.get('accelerator', '')}), {w.get('samples', '')} samples of "
                   f"{w.get('record_size', '')} B, batch {w.get('batch', '')}, {w.get('compute_time_s', '')} s/batch")

@@ -6,11 +6,18 @@ Each accelerator is one process (as with DistributedDataParallel: one process pe
 its own DataLoader(num_workers=W) over its part of the epoch (DistributedSampler: shuffled
 with seed + epoch, padded so every rank gets the same number of samples). Per step it takes a
 batch, "computes" for --compute-time seconds (sleep: the emulated accelerator), then waits at
-a barrier with the others. AU = compute time / (N x wall time), both from the end of the first
-step to the end of the epoch (the first step pays worker start-up), counting the nominal compute
-time per step (au_dlio counts the measured sleeps instead); samples/s over the same
-window; MiB/s = samples/s x record size / 2^20. Sweeps N (--accelerators 1,2,4,8) and stops
-after the first N whose AU is below --threshold in every epoch (unless --no-stop).
+a barrier with the others. AU = nominal compute time of every step / (N x wall time), the
+window opening before the DataLoader's iterator exists (its queues empty: forking the workers
+and filling them is timed, as in `strata bench train`); au_dlio counts the measured sleeps
+instead; samples/s over the same window; MiB/s = samples/s x record size / 2^20. Sweeps N
+(--accelerators 1,2,4,8) and stops after the first N whose AU is below --threshold in every
+epoch (unless --no-stop).
+
+Each result is checked against the run rules of `strata bench train` (src/cli/bench_train_rules.h):
+at least 100 steps and 2 s; for a cold epoch (--cold-epochs first: the first epoch of a bucket
+path), a dataset at least 5 x the DataLoaders' memory (per rank W x prefetch_factor batches
+queued + the batch in use). Only valid results count toward the largest N. --rule-sized reads,
+at each N, only the first files the rules need there (for slow paths).
 
 Usage:
   /usr/bin/python3 bench/train_baseline.py --dir DIR --batch 32 --compute-time 0.0179 \\
@@ -21,6 +28,7 @@ dataset's storage order). Prints one line per (N, epoch) and writes the JSON.
 """
 import argparse
 import json
+import math
 import multiprocessing as mp
 import os
 import sys
@@ -68,16 +76,19 @@ def rank_main(rank, world, args, paths, epoch, barrier, results):
                         drop_last=False)
     steps = []  # (end of step, compute seconds, samples, bytes)
     barrier.wait()  # every rank starts together
-    start = time.monotonic()
+    start = time.monotonic()  # the window opens: no worker, nothing queued
     batches = iter(loader)  # forks the workers, which keep the normal policy
     prefer_accelerator_thread()
+    first_batch = None
     for batch in batches:
+        if first_batch is None:
+            first_batch = time.monotonic()
         c0 = time.monotonic()
         time.sleep(args.compute_time)  # the emulated accelerator
         c1 = time.monotonic()
         barrier.wait()
         steps.append((time.monotonic(), c1 - c0, int(batch.shape[0]), int(batch.numel())))
-    results.put((rank, start, steps))
+    results.put((rank, start, steps, first_batch or start))
 
 
 def run_epoch(args, paths, world, epoch):
@@ -93,21 +104,24 @@ def run_epoch(args, paths, world, epoch):
         p.join()
         if p.exitcode != 0:
             sys.exit(f"train_baseline.py: rank process exited with {p.exitcode}")
-    start = min(s for _, s, _ in got)
-    first_end = max(steps[0][0] for _, _, steps in got if steps)
-    end = max(steps[-1][0] for _, _, steps in got if steps)
-    window = max(end - first_end, 1e-9)
-    compute = sum(c for _, _, steps in got for _, c, _, _ in steps[1:])
-    samples_after = sum(n for _, _, steps in got for _, _, n, _ in steps[1:])
-    samples = sum(n for _, _, steps in got for _, _, n, _ in steps)
-    nbytes = sum(b for _, _, steps in got for _, _, _, b in steps)
-    nsteps = max(len(steps) for _, _, steps in got)
+    start = min(s for _, s, _, _ in got)
+    first_batch = max(f for _, _, steps, f in got if steps)
+    first_end = max(steps[0][0] for _, _, steps, _ in got if steps)
+    end = max(steps[-1][0] for _, _, steps, _ in got if steps)
+    window = max(end - start, 1e-9)
+    compute = sum(c for _, _, steps, _ in got for _, c, _, _ in steps)
+    samples = sum(n for _, _, steps, _ in got for _, _, n, _ in steps)
+    nbytes = sum(b for _, _, steps, _ in got for _, _, _, b in steps)
+    nsteps = max(len(steps) for _, _, steps, _ in got)
     # AU counts the nominal compute time per step (a fixed amount of accelerator work); the
     # measured sleeps, which a busy CPU stretches, give DLIO's figure (au_dlio).
-    steps_after = sum(max(len(steps) - 1, 0) for _, _, steps in got)
-    au = steps_after * args.compute_time / (world * window) if nsteps > 1 else 0.0
-    au_dlio = compute / (world * window) if nsteps > 1 else 0.0
-    sps = samples_after / window
+    all_steps = sum(len(steps) for _, _, steps, _ in got)
+    au = all_steps * args.compute_time / (world * window) if nsteps else 0.0
+    au_dlio = compute / (world * window) if nsteps else 0.0
+    sps = samples / window
+    cold = args.cold_epochs == "first" and epoch == 0
+    memory = loader_memory(args, world)
+    failures = check_rules(cold, nsteps, window, nbytes, memory)
     return {
         "accelerators": world,
         "epoch": epoch + 1,
@@ -115,13 +129,51 @@ def run_epoch(args, paths, world, epoch):
         "au_dlio": au_dlio,
         "samples_per_s": sps,
         "mib_per_s": sps * args.record_size / 2**20,
-        "wall_s": end - start,
+        "wall_s": window,
         "measured_s": window,
+        "first_batch_s": first_batch - start,
         "first_step_s": first_end - start,
         "steps": nsteps,
         "samples": samples,
         "bytes": nbytes,
+        "cold": cold,
+        "loader_memory_bytes": memory,
+        "valid": not failures,
+        "not_valid": failures,
     }
+
+
+# The run rules of `strata bench train` (src/cli/bench_train_rules.h), the same numbers.
+MIN_STEPS, MIN_SECONDS, MEMORY_FACTOR = 100, 2.0, 5.0
+
+
+def min_steps_for(compute_time):
+    return max(MIN_STEPS, math.ceil(MIN_SECONDS / compute_time - 1e-9)) if compute_time > 0 else MIN_STEPS
+
+
+def loader_memory(args, world):
+    """What the DataLoaders may hold: per rank W x prefetch_factor batches queued (2 in the
+    main process without workers) and the batch in use."""
+    queued = max(args.workers, 1) * (args.prefetch_factor if args.workers else 2)
+    return world * (queued + 1) * args.batch * args.record_size
+
+
+def required_files(args, world):
+    by_steps = min_steps_for(args.compute_time) * world * args.batch
+    by_memory = math.ceil(MEMORY_FACTOR * loader_memory(args, world) / args.record_size)
+    return max(by_steps, by_memory)
+
+
+def check_rules(cold, steps, seconds, dataset_bytes, memory):
+    failures = []
+    if cold and dataset_bytes < MEMORY_FACTOR * memory:
+        failures.append(f"fits in memory (dataset {dataset_bytes / 2**20:.1f} MiB < {MEMORY_FACTOR:g} x the "
+                        f"DataLoaders' {memory / 2**20:.1f} MiB)")
+    if steps < MIN_STEPS:
+        failures.append(f"too short ({steps} steps < {MIN_STEPS})")
+    if seconds < MIN_SECONDS:
+        failures.append(f"too short ({seconds:.2f} s < {MIN_SECONDS:g} s)")
+    return failures
 
 
 def parse_accelerators(text, max_n):
@@ -153,6 +205,11 @@ def main():
     p.add_argument("--ext", default="", help="only files with this extension")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, default=0, help="use only the first N files")
+    p.add_argument("--cold-epochs", choices=["first", "none"], default="none",
+                   help="first: epoch 1 reads a bucket (the memory rule applies); none: local files")
+    p.add_argument("--rule-sized", action="store_true",
+                   help="at each N, read only the first files the run rules need there")
+    p.add_argument("--quick", action="store_true", help="a smoke run: every result marked not valid")
     p.add_argument("--label", default="PyTorch DataLoader")
     p.add_argument("--json", default="", help="write the results here")
     args = p.parse_args()
@@ -170,18 +227,25 @@ def main():
     results = []
     for world in parse_accelerators(args.accelerators, args.max):
         below = True
+        use = paths[:required_files(args, world)] if args.rule_sized else paths
         for epoch in range(args.epochs):
-            if len(paths) < 2 * world * args.batch:
-                print(f"{args.label}: stopped: N={world} needs at least {2 * world * args.batch} files "
-                      f"(2 batches per accelerator), there are {len(paths)}")
+            if len(use) < world * args.batch:
+                print(f"{args.label}: stopped: N={world} needs at least {world * args.batch} files "
+                      f"(a batch per accelerator), there are {len(use)}")
                 below = False
                 break
-            r = run_epoch(args, paths, world, epoch)
+            r = run_epoch(args, use, world, epoch)
+            r["files"] = len(use)
+            if args.quick:
+                r["not_valid"].insert(0, "--quick smoke run")
+                r["valid"] = False
             results.append(r)
             below = below and r["au"] < args.threshold
+            verdict = "valid" if r["valid"] else "not valid: " + "; ".join(r["not_valid"])
             print(f"{args.label}: N={world:3d} epoch {epoch + 1}: AU {100 * r['au']:5.1f}%  "
                   f"{r['samples_per_s']:9.1f} samples/s  {r['mib_per_s']:8.1f} MiB/s  "
-                  f"({r['steps']} steps, {r['measured_s']:.2f} s measured)", flush=True)
+                  f"({r['steps']} steps, {r['measured_s']:.2f} s from empty queues; {len(use)} files); {verdict}",
+                  flush=True)
         if below and not args.no_stop and world >= args.min_n:
             break
         if not results or results[-1]["accelerators"] != world:
@@ -189,7 +253,8 @@ def main():
 
     best = {}
     for epoch in range(1, args.epochs + 1):
-        ok = [r["accelerators"] for r in results if r["epoch"] == epoch and r["au"] >= args.threshold]
+        ok = [r["accelerators"] for r in results
+              if r["epoch"] == epoch and r["valid"] and r["au"] >= args.threshold]
         best[str(epoch)] = max(ok) if ok else 0
     doc = {
         "tool": "pytorch",
@@ -201,6 +266,8 @@ def main():
         "compute_time_s": args.compute_time,
         "workers_per_accelerator": args.workers,
         "threshold": args.threshold,
+        "rules": {"min_steps": MIN_STEPS, "min_seconds": MIN_SECONDS, "memory_factor": MEMORY_FACTOR,
+                  "cold_epochs": args.cold_epochs, "rule_sized": args.rule_sized},
         "torch": torch.__version__,
         "results": results,
         "max_accelerators": best,
@@ -208,7 +275,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=2)
-    print(f"{args.label}: largest N with AU >= {100 * args.threshold:.0f}%: "
+    print(f"{args.label}: largest N with AU >= {100 * args.threshold:.0f}% and a valid result: "
           + ", ".join(f"epoch {e}: {n}" for e, n in best.items()))
 
 

@@ -19,8 +19,16 @@
 # the same MiB/s as the real one; samples per shard scaled the same way (1251 -> 100).
 # Each path sweeps N = 1,2,4,8,... until AU drops below the threshold (at least up to --min-n).
 #
+# Run rules (those of `strata bench train`, src/cli/bench_train_rules.h): each epoch is timed from
+# empty loader queues and must last >= 100 steps and >= 2 s; a cold epoch's dataset must be >= 5 x
+# the loaders' memory (prefetch budgets + RAM cache; --prefetch-bytes and --cache-ram set strata's).
+# Without --samples the dataset is what the rules need at --max (strata sizes it, generated once
+# for every path); the s3fs path reads at each N only the files the rules need there (it is slow).
+# Only valid results count toward the largest N; --quick is a smoke run whose figures are not valid.
+#
 #   bash bench/train_bench.sh [--quick] [--samples N] [--workload resnet50|cosmoflow|unet3d]
 #        [--accelerator h100|a100] [--scale F] [--workers W] [--max N] [--min-n N]
+#        [--prefetch-bytes 64MiB] [--cache-ram 64MiB]
 #        [--ttfb-ms MS] [--rate 25m] [--skip-s3fs] [--skip-fresh-buffers] [--build-dir DIR]
 #
 # Writes bench/out/train.json and bench/out/train.png, prints the table and the command that
@@ -34,8 +42,10 @@ ACCEL=h100
 SCALE=12.5
 SAMPLES=""
 WORKERS=4
-MAX=64
-MIN_N=4
+MAX=8
+MIN_N=2
+PREFETCH=64MiB
+RAM_CACHE=64MiB
 EPOCHS=2
 TTFB_MS=30
 RATE=25m
@@ -53,12 +63,14 @@ while [ $# -gt 0 ]; do
     --workers) WORKERS=$2; shift 2 ;;
     --max) MAX=$2; shift 2 ;;
     --min-n) MIN_N=$2; shift 2 ;;
+    --prefetch-bytes) PREFETCH=$2; shift 2 ;;
+    --cache-ram) RAM_CACHE=$2; shift 2 ;;
     --ttfb-ms) TTFB_MS=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --skip-s3fs) SKIP_S3FS=1; shift ;;
     --skip-fresh-buffers) SKIP_FRESH=1; shift ;;
     --build-dir) BUILD_DIR=$(realpath "$2"); shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "train_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -94,9 +106,11 @@ EOF
 read -r BATCH PER_SHARD COMPUTE < <($PY -c "
 import sys
 s = float('$SCALE'); b = max(1, round($BATCH0 / s)); k = max(1, round($PER_FILE / s))
-print(b, k, f'{$COMPUTE0 * b / $BATCH0:.6g}')")
-if [ -z "$SAMPLES" ]; then SAMPLES=$DEFAULT_SAMPLES; [ "$QUICK" = 1 ] && SAMPLES=$((DEFAULT_SAMPLES / 4)); fi
+c = float(f'{$COMPUTE0 * b / $BATCH0:.6g}')  # 6 significant digits, written without an exponent
+print(b, k, f'{c:.12f}'.rstrip('0').rstrip('.'))")
+[ -z "$SAMPLES" ] && [ "$QUICK" = 1 ] && SAMPLES=$((DEFAULT_SAMPLES / 4))
 [ "$QUICK" = 1 ] && MAX=$(( MAX < 4 ? MAX : 4 )) && MIN_N=$(( MIN_N < 2 ? MIN_N : 2 ))
+SMOKE=(); [ "$QUICK" = 1 ] && SMOKE=(--quick)
 THRESHOLD=$($PY -c "print({'resnet50': 90, 'unet3d': 90, 'cosmoflow': 70}['$WORKLOAD'])")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/strata-train-bench-XXXXXX")
@@ -126,10 +140,13 @@ SK=trainbenchsecret0123456789
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 log() { echo "[train_bench] $*" >&2; }
 
-log "workload $WORKLOAD ($ACCEL), scaled 1/$SCALE: $SAMPLES samples of $RECORD B, $PER_SHARD per shard, batch $BATCH, compute ${COMPUTE}s, AU threshold $THRESHOLD%"
-COMMON=(--workload "$WORKLOAD" --accelerator "$ACCEL" --batch "$BATCH" --compute-time "$COMPUTE")
-"$STRATA" bench train "${COMMON[@]}" --samples "$SAMPLES" --record-size "$RECORD" --samples-per-file "$PER_SHARD" \
-  --generate-to "$DATA/bench/" --generate-only
+log "workload $WORKLOAD ($ACCEL), scaled 1/$SCALE: ${SAMPLES:-rule-sized} samples of $RECORD B, $PER_SHARD per shard, batch $BATCH, compute ${COMPUTE}s, AU threshold $THRESHOLD%"
+COMMON=(--workload "$WORKLOAD" --accelerator "$ACCEL" --batch "$BATCH" --compute-time "$COMPUTE"
+        --prefetch-bytes "$PREFETCH" --cache-ram "$RAM_CACHE" "${SMOKE[@]}")
+SIZE=(); [ -n "$SAMPLES" ] && SIZE=(--samples "$SAMPLES")
+"$STRATA" bench train "${COMMON[@]}" "${SIZE[@]}" --record-size "$RECORD" --samples-per-file "$PER_SHARD" \
+  --max-accelerators "$MAX" --generate-to "$DATA/bench/" --generate-only
+SAMPLES=$($PY -c "import json; print(json.load(open('$DATA/bench/bench-train.json'))['samples'])")
 
 # ---- the emulated cloud bucket ----
 "$STRATA" serve --backend "file://$DATA" --listen 127.0.0.1:0 --access-key $AK --secret-key $SK \
@@ -150,9 +167,10 @@ AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$STRATA" bench train "${COMMON[
   --label "strata loader, shards from the cloud bucket" --json "$WORK/strata.json"
 
 BASE=(--batch "$BATCH" --compute-time "$COMPUTE" --record-size "$RECORD" --ext "$EXT" --epochs "$EPOCHS"
-      --max "$MAX" --min-n "$MIN_N" --threshold "$($PY -c "print($THRESHOLD / 100)")" --workers "$WORKERS")
-# ---- (b) PyTorch DataLoader over the same samples as local files ----
-$PY "$ROOT/bench/train_baseline.py" --dir "$DATA/bench/files" "${BASE[@]}" \
+      --max "$MAX" --min-n "$MIN_N" --threshold "$($PY -c "print($THRESHOLD / 100)")" --workers "$WORKERS"
+      "${SMOKE[@]}")
+# ---- (b) PyTorch DataLoader over the same samples as local files (the page cache: never cold) ----
+$PY "$ROOT/bench/train_baseline.py" --dir "$DATA/bench/files" "${BASE[@]}" --cold-epochs none \
   --label "PyTorch DataLoader, local files" --json "$WORK/local.json"
 
 INPUTS=("$WORK/strata.json" "$WORK/local.json")
@@ -172,7 +190,7 @@ if [ "$SKIP_S3FS" = 0 ]; then
   S3FS_PID=$!
   for _ in $(seq 200); do grep -q " $MNT fuse" /proc/self/mounts && break; kill -0 "$S3FS_PID" 2>/dev/null || break; sleep 0.05; done
   grep -q " $MNT fuse" /proc/self/mounts || { echo "s3fs did not mount:" >&2; tail -20 "$WORK/s3fs.log" >&2; exit 1; }
-  $PY "$ROOT/bench/train_baseline.py" --dir "$MNT/files" "${BASE[@]}" \
+  $PY "$ROOT/bench/train_baseline.py" --dir "$MNT/files" "${BASE[@]}" --cold-epochs first --rule-sized \
     --label "PyTorch DataLoader, s3fs mount of the bucket" --json "$WORK/s3fs.json"
   INPUTS+=("$WORK/s3fs.json")
 fi
@@ -184,6 +202,7 @@ import json
 print(json.dumps({'workload': '$WORKLOAD', 'accelerator': '$ACCEL', 'scale': $SCALE, 'samples': $SAMPLES,
                   'record_size': $RECORD, 'samples_per_shard': $PER_SHARD, 'batch': $BATCH,
                   'compute_time_s': $COMPUTE, 'threshold_pct': $THRESHOLD, 'epochs': $EPOCHS,
+                  'prefetch_bytes': '$PREFETCH', 'ram_cache': '$RAM_CACHE', 'quick': bool($QUICK),
                   'dataloader_workers_per_accelerator': $WORKERS, 'cloud_ttfb_ms': $TTFB_MS,
                   'cloud_rate_per_connection': '$RATE', 'cores': $(nproc)}))")
 echo

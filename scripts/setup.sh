@@ -22,6 +22,9 @@ PACKAGES=(
   nginx-light libnginx-mod-http-lua iperf3 curl procps psmisc
   # cache-group membership (src/group: etcd's v3 HTTP/JSON gateway)
   etcd-server
+  # the CSI driver (src/csi: gRPC from Debian) and its Python test clients and manifest checks
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
+  python3-yaml util-linux
 )
 
 missing=()

@@ -4,6 +4,7 @@ byte-exact, and each shard lands on disk once in the whole group, at its owner."
 
 import os
 import socket
+import time
 
 import strata
 from conftest import NUM_SAMPLES
@@ -37,5 +38,11 @@ def test_members_stream_byte_exact_and_each_shard_is_stored_once(dataset_url, tm
             seen[i] = seen.get(i, 0) + 1
         assert seen == {i: 1 for i in range(NUM_SAMPLES)}
     # A member keeps on disk only the blocks it owns: one copy of each shard in the whole group.
-    per_member = [len(block_files(tmp_path / f"node{i}" / "group")) for i in range(3)]
+    # Disk writes go behind the reads: wait (bounded) for the last ones to land.
+    deadline = time.monotonic() + 30
+    while True:
+        per_member = [len(block_files(tmp_path / f"node{i}" / "group")) for i in range(3)]
+        if sum(per_member) >= num_shards or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert sum(per_member) == num_shards, per_member

@@ -12,6 +12,14 @@ namespace strata {
 
 uint64_t XxHash3(const void* data, size_t size, uint64_t seed) { return XXH3_64bits_withSeed(data, size, seed); }
 
+struct XxHash3Hasher::Impl {
+  XXH3_state_t state;
+};
+XxHash3Hasher::XxHash3Hasher() : impl_(std::make_unique<Impl>()) { XXH3_64bits_reset(&impl_->state); }
+XxHash3Hasher::~XxHash3Hasher() = default;
+void XxHash3Hasher::Update(const void* data, size_t size) { XXH3_64bits_update(&impl_->state, data, size); }
+uint64_t XxHash3Hasher::Digest() const { return XXH3_64bits_digest(&impl_->state); }
+
 namespace {
 // Slicing-by-8 tables for CRC-32C (reflected polynomial 0x82F63B78).
 struct Crc32cTables {

@@ -15,6 +15,22 @@ namespace strata {
 uint64_t XxHash3(const void* data, size_t size, uint64_t seed = 0);
 inline uint64_t XxHash3(std::string_view s) { return XxHash3(s.data(), s.size()); }
 
+// Incremental XxHash3: Digest() equals XxHash3 (seed 0) of everything Update()d,
+// so bytes can be checked as they arrive.
+class XxHash3Hasher {
+ public:
+  XxHash3Hasher();
+  ~XxHash3Hasher();
+  XxHash3Hasher(const XxHash3Hasher&) = delete;
+  XxHash3Hasher& operator=(const XxHash3Hasher&) = delete;
+  void Update(const void* data, size_t size);
+  uint64_t Digest() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // CRC-32C (Castagnoli), as used by TFRecord and many storage formats.
 uint32_t Crc32c(const void* data, size_t size, uint32_t init = 0);  // init = running crc
 inline uint32_t Crc32c(std::string_view s) { return Crc32c(s.data(), s.size()); }

@@ -129,6 +129,18 @@ TEST(XxHash3Test, DeterministicAndSensitive) {
   EXPECT_NE(XxHash3("abc"), XxHash3("abd"));
 }
 
+TEST(XxHash3Test, IncrementalEqualsOneShot) {
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + (i >> 9));
+  for (size_t piece : {size_t{7}, size_t{4096}, size_t{1} << 20, data.size()}) {
+    XxHash3Hasher h;
+    for (size_t off = 0; off < data.size(); off += piece)
+      h.Update(data.data() + off, std::min(piece, data.size() - off));
+    EXPECT_EQ(h.Digest(), XxHash3(data)) << "pieces of " << piece;
+  }
+  EXPECT_EQ(XxHash3Hasher().Digest(), XxHash3(""));
+}
+
 TEST(HexTest, EncodeDecodeRoundTrip) {
   std::string all;
   for (int i = 0; i < 256; ++i) all += char(i);

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "cache/block_cache.h"
 #include "cache/cache_test_util.h"
@@ -117,6 +118,7 @@ TEST_F(DiskCacheTest, CorruptBlockIsDroppedAndRefetchedNeverServed) {
   Buffer a = Add("a", kBlock, 1);
   auto store = Open();
   ASSERT_EQ(store->Get("a")->data, a);
+  store->cache().Flush();  // the disk write went behind the read
   auto files = BlockFiles();
   ASSERT_EQ(files.size(), 1u);
   {
@@ -125,15 +127,20 @@ TEST_F(DiskCacheTest, CorruptBlockIsDroppedAndRefetchedNeverServed) {
     f.put('\xff' ^ a.data()[1000]);
   }
   ASSERT_EQ(store->Get("a")->data, a);
+  store->cache().Flush();
   EXPECT_EQ(store->cache().Stats()[CacheCounter::kChecksumFailures], 1u);
   EXPECT_EQ(counting_->gets.load(), 2);
   // Short file.
+  ASSERT_EQ(BlockFiles().size(), 1u);
   fs::resize_file(BlockFiles()[0], kBlockHeaderSize + 10);
   ASSERT_EQ(store->Get("a")->data, a);
+  store->cache().Flush();
   EXPECT_EQ(store->cache().Stats()[CacheCounter::kChecksumFailures], 2u);
   // Unreadable (removed) file.
+  ASSERT_EQ(BlockFiles().size(), 1u);
   fs::remove(BlockFiles()[0]);
   ASSERT_EQ(store->Get("a")->data, a);
+  store->cache().Flush();
   EXPECT_EQ(store->cache().Stats()[CacheCounter::kDiskReadErrors], 1u);
   EXPECT_EQ(counting_->gets.load(), 4);
   // verify finds nothing wrong afterwards.
@@ -148,6 +155,7 @@ TEST_F(DiskCacheTest, EvictionKeepsUnderTheLimitWithWatermarksAndPins) {
   o.high_watermark = 0.9;
   o.low_watermark = 0.5;
   o.pinned_prefixes = {"pin/"};
+  o.disk_admission = false;  // plain LRU (the admission rule has its own test)
   Add("pin/x", kBlock, 99);
   for (int i = 0; i < 30; ++i) Add("k" + std::to_string(i), kBlock, i);
   auto store = Open(o);
@@ -155,6 +163,7 @@ TEST_F(DiskCacheTest, EvictionKeepsUnderTheLimitWithWatermarksAndPins) {
   uint64_t max_seen = 0;
   for (int i = 0; i < 30; ++i) {
     ASSERT_EQ(store->Get("k" + std::to_string(i))->data, RandomBytes(kBlock, i));
+    store->cache().Flush();
     max_seen = std::max(max_seen, store->cache().disk()->bytes());
     uint64_t on_disk = 0;
     for (auto& p : BlockFiles()) on_disk += fs::file_size(p);
@@ -181,7 +190,10 @@ TEST_F(DiskCacheTest, FullDiskKeepsServingFromTheBackend) {
   Add("a", 4 * kBlock, 1);
   auto store = Open(o);
   faulty.SetWriteBudget(kFileBytes + kFileBytes / 2);  // room for one block and a half
-  for (int round = 0; round < 2; ++round) ASSERT_EQ(store->Get("a")->data, RandomBytes(4 * kBlock, 1));
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(store->Get("a")->data, RandomBytes(4 * kBlock, 1));
+    store->cache().Flush();
+  }
   auto stats = store->cache().Stats();
   EXPECT_EQ(stats[CacheCounter::kDiskWrites], 1u);
   EXPECT_GT(stats[CacheCounter::kDiskWriteErrors], 0u);
@@ -189,6 +201,7 @@ TEST_F(DiskCacheTest, FullDiskKeepsServingFromTheBackend) {
   EXPECT_EQ(store->cache().disk()->blocks(), 1u);
   faulty.ClearWriteBudget();
   ASSERT_EQ(store->Get("a")->data, RandomBytes(4 * kBlock, 1));
+  store->cache().Flush();
   EXPECT_EQ(store->cache().disk()->blocks(), 4u);
 }
 
@@ -196,9 +209,11 @@ TEST_F(DiskCacheTest, DirectoryDeletedUnderneath) {
   Buffer a = Add("a", 2 * kBlock, 1), b = Add("b", kBlock, 2);
   auto store = Open();
   ASSERT_EQ(store->Get("a")->data, a);
+  store->cache().Flush();  // no write behind the read races the deletion
   fs::remove_all(dir_);
   ASSERT_EQ(store->Get("a")->data, a);  // refetched
   ASSERT_EQ(store->Get("b")->data, b);  // and the directory works again
+  store->cache().Flush();
   EXPECT_TRUE(fs::exists(dir_ / "blocks"));
   EXPECT_GE(BlockFiles().size(), 1u);
 }
@@ -224,6 +239,7 @@ TEST_F(DiskCacheTest, DemotionFromRamAndPromotionFromDisk) {
   // demoted (parallel fills finish in any order and may leave block 0 in RAM).
   auto store = Open(o, nullptr, 1);
   ASSERT_EQ(store->Get("a")->data, a);
+  store->cache().Flush();
   EXPECT_EQ(store->cache().ram().blocks(), 2u);
   EXPECT_EQ(store->cache().disk()->blocks(), 2u);  // the two evicted from RAM
   ASSERT_EQ(store->Get("a", Range(object::ByteRange::Of(0, 10)))->data, a.Slice(0, 10));
@@ -242,6 +258,7 @@ TEST_F(DiskCacheTest, ReadaheadReadsDiskBlocksIntoRamAfterARestart) {
   {
     auto first = Open(o, nullptr, 8, 2);
     ASSERT_EQ(first->Get("a")->data, a);
+    first->cache().Flush();
     ASSERT_EQ(first->cache().disk()->blocks(), 4u);  // written through
   }
   auto store = Open(o, nullptr, 8, 2);  // a restart: the disk tier only
@@ -269,6 +286,95 @@ TEST_F(DiskCacheTest, ReadaheadWithoutARamTierSkipsBlocksOnDisk) {
   auto info = mem_->Head("a");
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(store->Prefetch("a", *info, 1ull << 30), 0u) << "no RAM to read them into";
+}
+
+// Issue 26, item 2: the disk never throttles a cold read. With the disk's
+// writes held at the fault file system's gate (a disk that takes nothing),
+// a cold read still completes: four blocks wait in the write-behind queue,
+// the rest are not admitted (counted), and what was admitted is byte-exact.
+TEST_F(DiskCacheTest, SlowDiskNeverThrottlesAColdRead) {
+  io::FaultFileSystem faulty(io::DefaultFileSystem());
+  CacheOptions o;
+  o.fs = &faulty;
+  o.disk_write_queue_bytes = 4 * kFileBytes;
+  constexpr int kBlocks = 32;
+  const Buffer a = Add("a", kBlocks * kBlock, 5);
+  auto store = Open(o);
+  faulty.CloseWriteGate();
+  auto read = std::async(std::launch::async, [&] { return store->Get("a"); });
+  const bool done = read.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  if (!done) faulty.OpenWriteGate();
+  ASSERT_TRUE(done) << "the read waited on the disk";
+  auto got = read.get();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->data, a);
+  EXPECT_TRUE(faulty.WaitHeldWrites(1, std::chrono::seconds(10))) << "the writer is held at the gate";
+  auto stats = store->cache().Stats();
+  EXPECT_EQ(stats[CacheCounter::kDiskWriteDropped], kBlocks - 4u);
+  EXPECT_EQ(stats[CacheCounter::kDiskWrites], 0u);
+  EXPECT_EQ(counting_->gets.load(), kBlocks);
+  faulty.OpenWriteGate();
+  store->cache().Flush();
+  EXPECT_EQ(store->cache().Stats()[CacheCounter::kDiskWrites], 4u);
+  store.reset();
+  CacheOptions reopen;
+  reopen.block_size = kBlock;
+  reopen.dir = dir_.string();
+  reopen.ram_bytes = 0;
+  auto cache = BlockCache::Open(reopen);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  const auto kept = (*cache)->disk()->List();
+  ASSERT_EQ(kept.size(), 4u);
+  for (const auto& info : kept) {
+    auto block = (*cache)->Get(info.id, info.length, []() -> Result<Buffer> { return InternalError("no fetch"); });
+    ASSERT_TRUE(block.ok()) << block.status();
+    EXPECT_EQ(*block, a.Slice(info.id.offset(), info.length)) << "block " << info.id.index;
+  }
+}
+
+// A data set larger than the disk tier, read in order once per epoch: with
+// plain LRU every block evicts one read sooner in the next epoch (no hit,
+// ever; every block written every epoch). The admission rule keeps what
+// fitted: later epochs hit it, and nothing more is written.
+TEST_F(DiskCacheTest, DataSetLargerThanTheDiskIsNotChurned) {
+  constexpr int kObjects = 20, kEpochs = 3;
+  for (int i = 0; i < kObjects; ++i) Add("e/" + std::to_string(100 + i), kBlock, i);
+  for (bool admission : {false, true}) {
+    SCOPED_TRACE(admission ? "admission" : "plain LRU");
+    fs::remove_all(dir_);
+    counting_->gets = 0;
+    CacheOptions o;
+    o.disk_bytes = 10 * kFileBytes;
+    o.disk_admission = admission;
+    auto store = Open(o);
+    std::vector<uint64_t> hits;
+    for (int epoch = 0; epoch < kEpochs; ++epoch) {
+      const uint64_t before = store->cache().Stats()[CacheCounter::kDiskHits];
+      for (int i = 0; i < kObjects; ++i) {
+        ASSERT_EQ(store->Get("e/" + std::to_string(100 + i))->data, RandomBytes(kBlock, i));
+        store->cache().Flush();
+      }
+      hits.push_back(store->cache().Stats()[CacheCounter::kDiskHits] - before);
+    }
+    auto s = store->cache().Stats();
+    if (!admission) {
+      EXPECT_EQ(hits[1] + hits[2], 0u) << "LRU churns";
+      EXPECT_EQ(s[CacheCounter::kDiskWrites], uint64_t{kObjects * kEpochs});
+      continue;
+    }
+    EXPECT_EQ(hits[0], 0u);
+    EXPECT_EQ(hits[1], 10u) << "what fitted in epoch 1 is read from disk in epoch 2";
+    EXPECT_EQ(hits[2], 10u);
+    EXPECT_EQ(s[CacheCounter::kDiskWrites], 10u) << "nothing written after the disk filled";
+    EXPECT_EQ(s[CacheCounter::kDiskNotAdmitted], uint64_t{kEpochs * (kObjects - 10)});
+    EXPECT_EQ(counting_->gets.load(), kObjects + (kEpochs - 1) * (kObjects - 10));
+    // A block read more often than the cached ones does get in.
+    Add("hot", kBlock, 77);
+    for (int i = 0; i < 6; ++i) ASSERT_EQ(store->Get("hot")->data, RandomBytes(kBlock, 77));
+    store->cache().Flush();
+    EXPECT_TRUE(store->cache().Contains(BlockId{mem_->Url(), "hot", mem_->Head("hot")->etag, kBlock, 0}));
+    EXPECT_GE(store->cache().Stats()[CacheCounter::kDiskEvictions], 1u);
+  }
 }
 
 // A child process fills the cache in a loop and is killed with SIGKILL at a

@@ -38,6 +38,14 @@ const Desc& DescOf(CacheCounter c) {
       {"meta_misses", "strata_cache_metadata_total", "Head/List lookups", {{"result", "miss"}}},
       {"stale_served", "strata_cache_metadata_total", "Head/List lookups", {{"result", "stale"}}},
       {"backend_timeouts", "strata_cache_backend_timeouts_total", "Backend calls given up unanswered", {}},
+      {"disk_write_dropped",
+       "strata_cache_not_admitted_total",
+       "Blocks not written to the disk tier",
+       {{"reason", "disk_busy"}}},
+      {"disk_not_admitted",
+       "strata_cache_not_admitted_total",
+       "Blocks not written to the disk tier",
+       {{"reason", "admission"}}},
   };
   static_assert(sizeof(kDescs) / sizeof(kDescs[0]) == static_cast<size_t>(CacheCounter::kCount));
   return kDescs[static_cast<size_t>(c)];

@@ -37,8 +37,10 @@ enum class CacheCounter {
   kInvalidations,       // blocks dropped because their object was written
   kMetaHits,
   kMetaMisses,
-  kStaleServed,      // expired metadata served because the backend failed or was slow to revalidate
-  kBackendTimeouts,  // lookups and fills given up after backend_timeout (the backend did not answer)
+  kStaleServed,       // expired metadata served because the backend failed or was slow to revalidate
+  kBackendTimeouts,   // lookups and fills given up after backend_timeout (the backend did not answer)
+  kDiskWriteDropped,  // not admitted: the disk write queue was full (the disk could not keep up)
+  kDiskNotAdmitted,   // not admitted: the disk tier is full of blocks read at least as often
   kCount,
 };
 

@@ -11,7 +11,9 @@
 #include "cache/block_format.h"
 #include "cache/cache_test_util.h"
 #include "cache/cached_store.h"
+#include "cache/frequency_sketch.h"
 #include "cache/readahead.h"
+#include "cache/write_behind.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
 #include "object/store_wrapper.h"
@@ -478,6 +480,48 @@ TEST(CachedStore, MetricsReachTheGlobalRegistry) {
   std::string text = MetricsRegistry::Global().RenderPrometheus();
   EXPECT_NE(text.find("strata_cache_hits_total{tier=\"ram\"}"), std::string::npos);
   EXPECT_NE(text.find("strata_cache_occupancy_bytes"), std::string::npos);
+}
+
+// The write-behind queue refuses what would pass its bound (never waits),
+// takes a write larger than the bound when empty, and drains.
+TEST(WriteBehind, RefusesPastItsBoundAndDrains) {
+  WriteBehind wb(WriteBehindOptions{.max_bytes = 100, .threads = 1, .name = "test-wb"});
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  std::atomic<int> done{0};
+  auto held = [&] {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return open; });
+    ++done;
+  };
+  EXPECT_TRUE(wb.TryQueue(60, held));
+  EXPECT_TRUE(wb.TryQueue(40, held));
+  EXPECT_FALSE(wb.TryQueue(1, held)) << "full: refused at once";
+  EXPECT_EQ(wb.bytes(), 100u);
+  {
+    std::lock_guard lock(mu);
+    open = true;
+  }
+  cv.notify_all();
+  wb.Drain();
+  EXPECT_EQ(done.load(), 2);
+  EXPECT_EQ(wb.bytes(), 0u);
+  EXPECT_TRUE(wb.TryQueue(500, [&] { ++done; })) << "larger than the bound, taken when empty";
+  wb.Drain();
+  EXPECT_EQ(done.load(), 3);
+}
+
+TEST(FrequencySketch, CountsAndForgets) {
+  FrequencySketch sketch(100);  // halves after 1,000 increments
+  for (int i = 0; i < 5; ++i) sketch.Increment(42);
+  sketch.Increment(7);
+  EXPECT_GE(sketch.Estimate(42), 5u);
+  EXPECT_GE(sketch.Estimate(7), 1u);
+  EXPECT_LT(sketch.Estimate(7), sketch.Estimate(42));
+  EXPECT_EQ(sketch.Estimate(99), 0u);
+  for (uint64_t k = 1000; k < 1994; ++k) sketch.Increment(k * 0x9e3779b97f4a7c15ull);  // 1,000 in all: halved
+  EXPECT_LE(sketch.Estimate(42), 3u) << "old popularity fades";
 }
 
 // Issue 15, item 8: a backend that stops answering. A store under test with

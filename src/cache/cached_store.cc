@@ -7,53 +7,10 @@
 
 #include "base/elastic_pool.h"
 #include "base/log.h"
+#include "cache/bounded_call.h"
 #include "object/list_util.h"
 
 namespace strata::cache {
-namespace {
-
-// Bounds the threads of a bucket's wait pool: far above what a gateway's
-// workers x parallel block fetches ask for at once, far below a thread storm.
-constexpr size_t kMaxWaitThreads = 512;
-
-// One backend call on the wait pool; its caller waits up to a deadline, then
-// leaves it to finish (and fill the cache) in the background.
-template <typename T>
-struct BoundedCall {
-  Mutex mu;
-  CondVar cv;
-  std::optional<Result<T>> result GUARDED_BY(mu);
-};
-
-template <typename T>
-Result<T> RunBounded(Executor& pool, Duration timeout, std::function<Result<T>()> fn, const std::string& what) {
-  auto call = std::make_shared<BoundedCall<T>>();
-  pool.Submit([call, fn = std::move(fn), what] {
-    Result<T> r = InternalError("not run");
-    Status st = RunGuarded(what, [&] { r = fn(); });
-    if (!st.ok()) r = st;
-    MutexLock lock(call->mu);
-    call->result = std::move(r);
-    call->cv.NotifyAll();
-  });
-  MutexLock lock(call->mu);
-  // Real time: a hung backend does not advance a test's fake clock.
-  if (!call->cv.WaitFor(lock, timeout, [&]() REQUIRES(call->mu) { return call->result.has_value(); })) {
-    return Status(Code::kDeadlineExceeded,
-                  what + ": no answer from the store within " +
-                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms",
-                  "", /*retryable=*/true);
-  }
-  return *call->result;
-}
-std::string EncodeListOptions(const object::ListOptions& o) {
-  std::string s;
-  for (const std::string* f : {&o.prefix, &o.delimiter, &o.start_after, &o.continuation_token}) {
-    s += std::to_string(f->size()) + ":" + *f;
-  }
-  return s + std::to_string(o.max_keys);
-}
-}  // namespace
 
 CachedStore::CachedStore(object::ObjectStorePtr backend, std::shared_ptr<BlockCache> cache, CachedStoreOptions options)
     : object::StoreWrapper(std::move(backend)),
@@ -62,7 +19,9 @@ CachedStore::CachedStore(object::ObjectStorePtr backend, std::shared_ptr<BlockCa
       clock_(options.clock ? *options.clock : RealClock()),
       url_(base_->Url()),
       block_size_(cache_->options().block_size),
+      journal_(cache_->journal()),
       budget_(options.readahead_global_bytes) {
+  LoadJournal();
   if (options_.readahead_threads > 0) {
     pool_ = std::make_unique<ThreadPool>(options_.readahead_threads, "strata-readahead");
   }
@@ -83,47 +42,6 @@ void CachedStore::WaitForReadahead() {
   ra_cv_.Wait(lock, [&]() REQUIRES(ra_mu_) { return ra_pending_ == 0; });
 }
 
-// ---- metadata ----
-
-Result<object::ObjectInfo> CachedStore::Meta(const std::string& key, bool refresh, bool need_metadata) {
-  std::optional<object::ObjectInfo> stale;  // the expired entry, served if revalidation fails
-  if (!refresh) {
-    MutexLock lock(meta_mu_);
-    auto it = meta_.find(key);
-    if (it != meta_.end() && !(need_metadata && it->second.listed)) {
-      if (clock_.Now() < it->second.expires) {
-        cache_->metrics().Inc(CacheCounter::kMetaHits);
-        return it->second.info;
-      }
-      if (options_.serve_stale) stale = it->second.info;
-    }
-  }
-  cache_->metrics().Inc(CacheCounter::kMetaMisses);
-  if (!stale) return BoundedHead(key, options_.backend_timeout);
-  Duration limit = options_.revalidate_timeout;
-  if (options_.backend_timeout.count() > 0) limit = std::min(limit, options_.backend_timeout);
-  auto info = BoundedHead(key, limit);
-  if (info.ok() || info.status().code() == Code::kNotFound) return info;
-  cache_->metrics().Inc(CacheCounter::kStaleServed);
-  STRATA_LOG_WARN("cache: could not revalidate {} ({}); serving the cached version", key, info.status().ToString());
-  return *stale;
-}
-
-Result<object::ObjectInfo> CachedStore::BoundedHead(const std::string& key, Duration timeout) {
-  const uint64_t generation = write_generation_.load();
-  auto head = [this, key, generation]() -> Result<object::ObjectInfo> {
-    return head_flights_.Do(key, [&]() -> Result<object::ObjectInfo> {
-      auto info = base_->Head(key);
-      if (info.ok()) RememberMeta(*info, generation);
-      return info;
-    });
-  };
-  if (timeout.count() <= 0 || !wait_pool_) return head();
-  auto r = RunBounded<object::ObjectInfo>(*wait_pool_, timeout, head, "looking up " + key);
-  if (r.status().code() == Code::kDeadlineExceeded) cache_->metrics().Inc(CacheCounter::kBackendTimeouts);
-  return r;
-}
-
 Result<Buffer> CachedStore::BoundedBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
                                          bool prefetch) {
   if (options_.backend_timeout.count() <= 0 || !wait_pool_ || cache_->Contains(MakeBlockId(key, info, index))) {
@@ -135,91 +53,6 @@ Result<Buffer> CachedStore::BoundedBlock(const std::string& key, const object::O
       "reading block " + std::to_string(index) + " of " + key);
   if (r.status().code() == Code::kDeadlineExceeded) cache_->metrics().Inc(CacheCounter::kBackendTimeouts);
   return r;
-}
-
-void CachedStore::RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed) {
-  if (options_.metadata_ttl.count() <= 0) return;
-  MutexLock lock(meta_mu_);
-  // A write since the lookup started may have made this answer stale.
-  if (write_generation_.load() != generation) return;
-  const TimePoint expires = clock_.Now() + options_.metadata_ttl;
-  if (listed) {
-    // A listing that shows the same ETag and Last-Modified (in seconds: a
-    // listing has milliseconds, HEAD seconds) revalidates a full entry,
-    // metadata included. Metadata changes with a write (a new ETag) or a copy
-    // onto itself (a new Last-Modified, same ETag: chmod by another client).
-    using std::chrono::duration_cast;
-    using std::chrono::seconds;
-    auto it = meta_.find(info.key);
-    if (it != meta_.end() && !it->second.listed && it->second.info.etag == info.etag &&
-        duration_cast<seconds>(it->second.info.mtime.time_since_epoch()) ==
-            duration_cast<seconds>(info.mtime.time_since_epoch())) {
-      it->second.expires = expires;
-      return;
-    }
-  }
-  if (meta_.size() >= options_.max_metadata_entries) meta_.clear();
-  meta_[info.key] = MetaEntry{info, expires, listed};
-}
-
-void CachedStore::InvalidateMetadata() {
-  MutexLock lock(meta_mu_);
-  ++write_generation_;
-  meta_.clear();
-  lists_.clear();
-}
-
-void CachedStore::Invalidate(const std::string& key) {
-  {
-    MutexLock lock(meta_mu_);
-    ++write_generation_;
-    meta_.erase(key);
-    for (auto it = lists_.begin(); it != lists_.end();) {
-      if (key.starts_with(it->second.options.prefix))
-        it = lists_.erase(it);
-      else
-        ++it;
-    }
-  }
-  {
-    MutexLock lock(streams_mu_);
-    if (auto it = streams_.find(key); it != streams_.end()) {
-      stream_lru_.erase(it->second);
-      streams_.erase(it);
-    }
-  }
-  cache_->InvalidateObject(url_, key);
-}
-
-Result<object::ObjectInfo> CachedStore::Head(std::string_view key) {
-  STRATA_RETURN_IF_ERROR(object::ValidateKey(key));
-  return Meta(std::string(key), false);
-}
-
-Result<object::ListResult> CachedStore::List(const object::ListOptions& options) {
-  std::string enc = EncodeListOptions(options);
-  {
-    MutexLock lock(meta_mu_);
-    auto it = lists_.find(enc);
-    if (it != lists_.end() && clock_.Now() < it->second.expires) {
-      cache_->metrics().Inc(CacheCounter::kMetaHits);
-      return it->second.result;
-    }
-  }
-  cache_->metrics().Inc(CacheCounter::kMetaMisses);
-  uint64_t generation = write_generation_.load();
-  STRATA_ASSIGN_OR_RETURN(object::ListResult result, base_->List(options));
-  if (options_.metadata_ttl.count() > 0) {
-    for (const auto& o : result.objects) {
-      if (!o.etag.empty()) RememberMeta(o, generation, /*listed=*/true);
-    }
-    MutexLock lock(meta_mu_);
-    if (write_generation_.load() == generation) {
-      if (lists_.size() >= 4096) lists_.clear();
-      lists_[enc] = ListEntry{options, result, clock_.Now() + options_.metadata_ttl};
-    }
-  }
-  return result;
 }
 
 // ---- reads ----
@@ -236,6 +69,7 @@ uint64_t CachedStore::BlockLength(const object::ObjectInfo& info, uint64_t index
 Result<Buffer> CachedStore::FetchBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
                                        uint64_t length) {
   const uint64_t offset = index * block_size_;
+  const uint64_t generation = write_generation_.load();
   const uint64_t part = options_.fetch_part_size ? options_.fetch_part_size : length;
   const size_t parts = static_cast<size_t>((length + part - 1) / part);
   auto get_part = [&](uint64_t off, uint64_t len) -> Result<object::GetResult> {
@@ -256,6 +90,8 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const object::Obj
       return UnavailableError("backend returned " + std::to_string(r->data.size()) + " of " + std::to_string(len) +
                               " bytes at offset " + std::to_string(off) + " of " + key);
     }
+    if (r.ok() && off == offset && r->info.etag == info.etag && r->info.key == key)
+      RememberFetched(r->info, generation);
     return r;
   };
   if (parts <= 1) {
@@ -280,10 +116,11 @@ Result<Buffer> CachedStore::FetchBlock(const std::string& key, const object::Obj
 }
 
 Result<Buffer> CachedStore::GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index,
-                                     bool prefetch) {
+                                     bool prefetch, bool warm) {
   uint64_t length = BlockLength(info, index);
   GetBlockOptions o;
   o.prefetch = prefetch;
+  o.warm = warm;
   BlockId id = MakeBlockId(key, info, index);
   if (router_ && router_->Remote(id)) {
     o.ram_only = true;
@@ -420,7 +257,8 @@ Result<object::GetResult> CachedStore::Get(std::string_view key_view, const obje
   STRATA_RETURN_IF_ERROR(object::ValidateKey(key_view));
   std::string key(key_view);
   for (int attempt = 0;; ++attempt) {
-    STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, Meta(key, attempt > 0));
+    // A listed entry (no metadata) will do to read: the fill's GET brings the metadata.
+    STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, Meta(key, attempt > 0, /*need_metadata=*/false));
     Status cond = object::CheckGetConditions(options, info);
     if (!cond.ok() && attempt == 0) continue;  // the cached metadata may be stale: ask the backend
     STRATA_RETURN_IF_ERROR(cond);
@@ -429,6 +267,18 @@ Result<object::GetResult> CachedStore::Get(std::string_view key_view, const obje
     auto data = ReadRange(key, info, begin, end);
     if (!data.ok() && data.status().code() == Code::kPreconditionFailed && attempt == 0) continue;
     if (!data.ok()) return data.status();
+    if (options_.metadata_ttl.count() > 0) {
+      if (auto full = FullMeta(key, info.etag)) {
+        info = std::move(*full);
+      } else {  // listed, and every block was cached: the metadata costs a HEAD
+        STRATA_ASSIGN_OR_RETURN(object::ObjectInfo head, Meta(key, /*refresh=*/true));
+        if (head.etag != info.etag) {
+          if (attempt == 0) continue;
+          return UnavailableError(key + " changed while being read; retry");
+        }
+        info = std::move(head);
+      }
+    }
     {
       MutexLock lock(streams_mu_);
       ReadaheadState state = TrackedStreamLocked(key);
@@ -490,7 +340,7 @@ Result<uint64_t> CachedStore::Warm(std::string_view key_view) {
   Status first_error;
   ParallelFor(blocks, options_.max_parallel_blocks, [&](size_t i) {
     if (cache_->Contains(MakeBlockId(key, info, i))) return;
-    auto r = GetBlock(key, info, i, false);
+    auto r = GetBlock(key, info, i, false, /*warm=*/true);
     std::lock_guard lock(mu);
     if (!r.ok() && first_error.ok()) first_error = r.status();
   });

@@ -11,6 +11,14 @@
 // from OpenStream() is one stream (use it from FUSE handles and loaders);
 // plain Get calls are tracked per object key as a heuristic.
 //
+// Metadata persists with the disk tier (meta_journal.h): after a restart an
+// entry validated within metadata_ttl answers with no request. An expired
+// entry is revalidated in bulk: one LIST of its directory from the earliest
+// expired entry before it (up to 1,000 keys) refreshes every entry it shows,
+// instead of a HEAD per object; a lone expired entry is HEADed. A plain Get
+// takes a listed entry (no metadata) as it is and keeps the metadata the
+// fill's GET brought; only a read served wholly from cache asks for it.
+//
 // Writes (Put, Delete, CompleteMultipartUpload, Copy) go to the backend, then
 // drop that object's blocks and metadata and any cached List under a prefix
 // of its key. Changes made by other writers are seen when the metadata TTL
@@ -35,6 +43,7 @@
 #include "base/single_flight.h"
 #include "cache/block_cache.h"
 #include "cache/block_router.h"
+#include "cache/meta_journal.h"
 #include "cache/readahead.h"
 #include "object/store_wrapper.h"
 
@@ -104,7 +113,9 @@ class CachedStore : public object::StoreWrapper {
   // mtime), with no metadata request: serves cached blocks while the backend
   // cannot answer. Blocks still missing are fetched with If-Match its ETag.
   Result<std::unique_ptr<ReadStream>> OpenStream(std::string_view key, const object::ObjectInfo& known);
-  // Fills the cache with every block of `key` (no read-ahead); returns its size.
+  // Fills the cache with every block of `key` (no read-ahead); returns its
+  // size. Blocks are on disk when it returns, admitted whatever the frequency
+  // rule says (an explicit warm-up; block_cache.h).
   Result<uint64_t> Warm(std::string_view key);
   // Fetches [0, min(size, max_bytes)) of one known version into the cache in
   // the background (read-ahead's pool and global budget: what does not fit
@@ -170,7 +181,13 @@ class CachedStore : public object::StoreWrapper {
   struct MetaEntry {
     object::ObjectInfo info;
     TimePoint expires;
-    bool listed = false;  // from a List: info.metadata unknown, so Head/Get/OpenStream ask the backend
+    bool listed = false;       // from a List: info.metadata unknown, so Head/OpenStream ask the backend
+    int64_t validated_ms = 0;  // unix ms of the store's answer (journaled: TTLs survive a restart)
+  };
+  // The known keys of one directory a LIST revalidates together.
+  struct Window {
+    std::string dir;          // the LIST's prefix (up to the last '/')
+    std::string start_after;  // just before the earliest expired entry
   };
   struct PartsEntry {                          // one version of a multipart object
     std::vector<uint64_t> sizes;               // all of its parts, when known
@@ -184,8 +201,22 @@ class CachedStore : public object::StoreWrapper {
 
   // need_metadata: a List entry (no metadata) does not answer.
   Result<object::ObjectInfo> Meta(const std::string& key, bool refresh, bool need_metadata = true);
-  // fn() on the wait pool, given up after `timeout` (DeadlineExceeded naming `what`).
-  Result<object::ObjectInfo> BoundedHead(const std::string& key, Duration timeout);
+  // A HEAD (or the bulk revalidation of a known, expired entry), given up after `timeout`.
+  Result<object::ObjectInfo> BoundedLookup(const std::string& key, bool known, bool need_metadata, Duration timeout);
+  Result<object::ObjectInfo> HeadNow(const std::string& key);
+  // An expired entry's version, confirmed by a LIST of its window (see the
+  // header comment), else by a HEAD.
+  Result<object::ObjectInfo> Revalidate(const std::string& key, bool need_metadata);
+  std::optional<Window> ExpiredWindowLocked(const std::string& key) REQUIRES(meta_mu_);
+  Status ListWindow(const Window& window);
+  // The full entry (metadata known) of this version of `key`, if any.
+  std::optional<object::ObjectInfo> FullMeta(const std::string& key, const std::string& etag);
+  // What a fill's GET said of the version it read (metadata included).
+  void RememberFetched(const object::ObjectInfo& info, uint64_t generation);
+  void LoadJournal();
+  void JournalLocked(const MetaEntry& entry) REQUIRES(meta_mu_);
+  void ClearMetaLocked() REQUIRES(meta_mu_);
+  int64_t WallMs() const;
   Result<Buffer> BoundedBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch);
   void RememberMeta(const object::ObjectInfo& info, uint64_t generation, bool listed = false);
   void Invalidate(const std::string& key);
@@ -194,7 +225,8 @@ class CachedStore : public object::StoreWrapper {
   // The bytes [begin, end) of one version of an object.
   Result<Buffer> ReadRange(const std::string& key, const object::ObjectInfo& info, uint64_t begin, uint64_t end);
   Result<Buffer> FetchBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, uint64_t length);
-  Result<Buffer> GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch);
+  Result<Buffer> GetBlock(const std::string& key, const object::ObjectInfo& info, uint64_t index, bool prefetch,
+                          bool warm = false);
   BlockId MakeBlockId(const std::string& key, const object::ObjectInfo& info, uint64_t index) const;
   uint64_t BlockLength(const object::ObjectInfo& info, uint64_t index) const;
   void Readahead(const std::string& key, const object::ObjectInfo& info, ReadaheadState& state, uint64_t begin,
@@ -212,13 +244,15 @@ class CachedStore : public object::StoreWrapper {
   const std::string url_;  // the backend's, named in block ids
   const uint64_t block_size_;
 
+  MetaJournal* journal_;  // the cache's (null: no disk tier)
   Mutex meta_mu_;
-  std::unordered_map<std::string, MetaEntry> meta_ GUARDED_BY(meta_mu_);
+  std::map<std::string, MetaEntry> meta_ GUARDED_BY(meta_mu_);   // ordered: revalidation lists key ranges
   std::map<std::string, ListEntry> lists_ GUARDED_BY(meta_mu_);  // by encoded ListOptions
   // By key + '\0' + ETag: an ETag names one content, so entries never go stale.
   std::unordered_map<std::string, PartsEntry> parts_ GUARDED_BY(meta_mu_);
   std::atomic<uint64_t> write_generation_{0};
   SingleFlight<std::string, Result<object::ObjectInfo>> head_flights_;
+  SingleFlight<std::string, Status> list_flights_;  // by directory
 
   Mutex streams_mu_;
   std::list<std::pair<std::string, ReadaheadState>> stream_lru_ GUARDED_BY(streams_mu_);

@@ -142,14 +142,16 @@ Status DiskTier::CheckFile(const std::string& path, const std::string& expected_
   return Status::Ok();
 }
 
-Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total) {
+Result<DiskTier::FileData> DiskTier::ReadFile(const std::string& path, uint64_t total) {
   std::unique_ptr<io::RandomAccessFile> file;
   size_t read_size = total;
+  bool direct = false;
   if (options_.direct_io) {
     if (auto* posix = dynamic_cast<io::PosixFileSystem*>(&fs_)) {
-      auto direct = posix->OpenForReadDirect(path);
-      if (direct.ok()) {
-        file = std::move(direct).value();
+      auto opened = posix->OpenForReadDirect(path);
+      if (opened.ok()) {
+        file = std::move(opened).value();
+        direct = true;
         constexpr size_t kAlign = io::PosixFileSystem::kDirectAlignment;
         read_size = (total + kAlign - 1) / kAlign * kAlign;
       }
@@ -162,14 +164,25 @@ Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total) {
   // pool (a fresh 4 MiB block costs ~1000 page faults), at its exact size
   // since the RAM tier may keep it.
   std::shared_ptr<uint8_t> buf = BufferPoolAllocate(read_size, BufferFit::kExact);
-  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAt(0, read_size, buf.get()));
+  uint8_t* data = buf.get();
+  // The data is hashed as it lands, while the rest is still being read.
+  XxHash3Hasher hasher;
+  uint64_t hashed = kBlockHeaderSize;
+  auto landed = [&](size_t bytes) {
+    const uint64_t end = std::min<uint64_t>(bytes, total);
+    if (end > hashed) hasher.Update(data + hashed, end - hashed);
+    hashed = std::max(hashed, end);
+  };
+  // Parts in flight for O_DIRECT reads (the device's queue); a buffered read
+  // is served from the page cache or by the kernel's own read-ahead.
+  const uint64_t part = direct ? options_.read_part_bytes : 0;
+  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAtParts(0, read_size, data, part, landed));
   // A longer file is as wrong as a shorter one: it is not the block we wrote.
   if (n != total) {
     return CorruptionError("block file " + path + " has " + std::to_string(n) + " bytes, expected " +
                            std::to_string(total));
   }
-  uint8_t* data = buf.get();
-  return Buffer::Wrap(std::move(buf), data, n);
+  return FileData{Buffer::Wrap(std::move(buf), data, n), hasher.Digest()};
 }
 
 Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64_t length) {
@@ -184,19 +197,19 @@ Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64
     }
   }
   std::string path = PathOf(h);
-  auto data = ReadFile(path, FileBytes(length));
+  auto file = ReadFile(path, FileBytes(length));
   Status failure;
   CachedBlock block;
-  if (!data.ok()) {
-    failure = data.status();
+  if (!file.ok()) {
+    failure = file.status();
   } else {
-    auto header = DecodeBlockHeader(data->data(), kBlockHeaderSize);
-    Buffer payload = data->Slice(kBlockHeaderSize);
+    auto header = DecodeBlockHeader(file->data.data(), kBlockHeaderSize);
+    Buffer payload = file->data.Slice(kBlockHeaderSize);
     if (!header.ok()) {
       failure = header.status();
     } else if (!(header->id == id) || header->length != length) {
       failure = CorruptionError("block file header names another block");
-    } else if (XxHash3(payload.data(), payload.size()) != header->data_hash) {
+    } else if (file->data_hash != header->data_hash) {
       failure = CorruptionError("block data checksum mismatch");
     } else {
       block.id = id;
@@ -237,7 +250,7 @@ void DiskTier::DropLocked(const BlockHash& key, bool evicted) {
   if (!options_.read_only) fs_.Remove(PathOf(h)).IgnoreError();
 }
 
-bool DiskTier::MakeRoomLocked(uint64_t need) {
+bool DiskTier::MakeRoomLocked(uint64_t need, const EvictFilter& may_evict, bool* refused) {
   const uint64_t cap = options_.capacity_bytes;
   const auto high = static_cast<uint64_t>(cap * options_.high_watermark);
   const auto low = static_cast<uint64_t>(cap * options_.low_watermark);
@@ -247,18 +260,28 @@ bool DiskTier::MakeRoomLocked(uint64_t need) {
   while (index_.bytes() + reserved_ > target) {
     auto* victim = index_.Victim();
     if (!victim) break;
+    if (may_evict && !may_evict(victim->hash)) {
+      if (refused) *refused = true;
+      break;
+    }
     DropLocked(victim->hash, true);
   }
   return index_.bytes() + reserved_ + need <= cap;
 }
 
-Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned) {
+Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned, const EvictFilter& may_evict) {
   if (options_.read_only) return NotSupportedError("cache directory opened read-only");
   const uint64_t need = FileBytes(block.data.size());
   {
     MutexLock lock(mu_);
     if (index_.Find(h)) return Status::Ok();
-    if (need > options_.capacity_bytes || !MakeRoomLocked(need)) {
+    bool refused = false;
+    if (need > options_.capacity_bytes || !MakeRoomLocked(need, may_evict, &refused)) {
+      if (refused) {
+        metrics_->Inc(CacheCounter::kDiskNotAdmitted);
+        return NoSpaceError("cache directory " + options_.dir + " is full of blocks read as often as this one of " +
+                            block.id.key + ": not admitted");
+      }
       metrics_->Inc(CacheCounter::kDiskWriteSkipped);
       return NoSpaceError("no room in cache directory " + options_.dir + " for a block of " + block.id.key);
     }
@@ -350,17 +373,16 @@ VerifyReport DiskTier::Verify(bool drop_bad) {
     ++report.checked;
     BlockHash h = HashBlockId(info.id);
     Status st;
-    auto data = ReadFile(info.path, FileBytes(info.length));
-    if (!data.ok()) {
-      st = data.status();
+    auto file = ReadFile(info.path, FileBytes(info.length));
+    if (!file.ok()) {
+      st = file.status();
     } else {
-      auto header = DecodeBlockHeader(data->data(), kBlockHeaderSize);
-      Buffer payload = data->Slice(kBlockHeaderSize);
+      auto header = DecodeBlockHeader(file->data.data(), kBlockHeaderSize);
       if (!header.ok())
         st = header.status();
       else if (!(header->id == info.id))
         st = CorruptionError("header names another block");
-      else if (XxHash3(payload.data(), payload.size()) != header->data_hash)
+      else if (file->data_hash != header->data_hash)
         st = CorruptionError("checksum mismatch");
     }
     if (st.ok()) {

@@ -24,6 +24,8 @@
 // Eviction: LRU, pinned blocks skipped; when a write would pass the high
 // watermark, blocks are evicted down to the low watermark (Alluxio-style) so
 // eviction runs in batches, not on every write; the capacity is never passed.
+// An admission rule (Write's may_evict) can refuse to evict a victim for a
+// new block: the block is then not written when it does not fit.
 // Thread-safe: the index is under a mutex, file I/O runs outside it.
 #pragma once
 
@@ -53,7 +55,11 @@ struct DiskTierOptions {
   io::FileSystem* fs = nullptr;  // default: DefaultFileSystem()
   Clock* clock = nullptr;        // times Open's scan (DiskOpenReport::seconds); default: RealClock()
   bool direct_io = false;        // read blocks with O_DIRECT (PosixFileSystem only; else buffered)
-  bool read_only = false;        // no lock, no writes, no cleanup (inspection beside a running owner)
+  // With direct_io, a block is read as parts of this size all in flight at
+  // once (io_uring; one read where the kernel refuses it), its data hashed as
+  // they land; a lone reader otherwise waits at queue depth 1. 0: one read.
+  uint64_t read_part_bytes = 1ull << 20;
+  bool read_only = false;  // no lock, no writes, no cleanup (inspection beside a running owner)
 };
 
 struct DiskOpenReport {
@@ -91,9 +97,13 @@ class DiskTier {
   // header, size) or IOError when the file failed: it has then been dropped.
   Result<CachedBlock> Read(const BlockHash& h, const BlockId& id, uint64_t length);
   bool Contains(const BlockHash& h) const;
+  // Whether the block `victim` may be evicted for the one being written (an
+  // admission rule); empty: any (LRU).
+  using EvictFilter = std::function<bool(const BlockHash& victim)>;
   // Writes temp + rename, evicting first as needed. NoSpace when it cannot
-  // fit under the capacity (everything else pinned) or the disk is full.
-  Status Write(const BlockHash& h, const CachedBlock& block, bool pinned);
+  // fit under the capacity (everything else pinned, or `may_evict` refused
+  // the victims: counted as not admitted) or the disk is full.
+  Status Write(const BlockHash& h, const CachedBlock& block, bool pinned, const EvictFilter& may_evict = {});
   void Remove(const BlockHash& h);
   size_t RemoveObject(const std::string& object);
   size_t RemoveIf(const std::function<bool(const BlockId&)>& pred);
@@ -122,10 +132,15 @@ class DiskTier {
   Status Scan(DiskOpenReport* report);
   Status CheckFile(const std::string& path, const std::string& expected_hash, uint64_t file_size, Entry* out);
   // Evicts (under mu_) so that `need` more bytes fit; false if they cannot.
-  bool MakeRoomLocked(uint64_t need) REQUIRES(mu_);
+  // Stops at the first victim `may_evict` refuses (*refused then set).
+  bool MakeRoomLocked(uint64_t need, const EvictFilter& may_evict = {}, bool* refused = nullptr) REQUIRES(mu_);
   void DropLocked(const BlockHash& h, bool evicted) REQUIRES(mu_);
   Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);
-  Result<Buffer> ReadFile(const std::string& path, uint64_t total);
+  struct FileData {
+    Buffer data;             // the whole file: header page, then the block's bytes
+    uint64_t data_hash = 0;  // XxHash3 of the bytes after the header
+  };
+  Result<FileData> ReadFile(const std::string& path, uint64_t total);
   Status EnsureLayout();
 
   const DiskTierOptions options_;

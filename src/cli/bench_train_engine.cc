@@ -18,8 +18,10 @@
 #include <thread>
 
 #include "base/executor.h"
+#include "cli/util.h"
 #include "dataset/manifest.h"
 #include "dataset/pack.h"
+#include "object/mem_store.h"
 
 namespace strata::cli::train {
 
@@ -60,6 +62,77 @@ uint64_t SampleOverhead(dataset::ShardFormat format) {
   return 2048;
 }
 
+// The sample files Generate would write, made on the fly when asked for
+// (Get and List of "<prefix>files/"), so the shards can be packed without
+// writing them first. Every other call goes to an empty in-memory store.
+class GeneratedFiles : public object::StoreWrapper {
+ public:
+  GeneratedFiles(std::string files, const GenerateOptions& o)
+      : StoreWrapper(object::MakeMemStore()), files_(std::move(files)), o_(o) {}
+  using StoreWrapper::Get;
+
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
+    STRATA_ASSIGN_OR_RETURN(object::ObjectInfo info, Head(key));
+    if (options.range) return NotSupportedError("generated files are read whole");
+    object::GetResult r;
+    r.data = SampleBytes(Index(key), o_.record_size, o_.seed);
+    r.info = std::move(info);
+    return r;
+  }
+  Result<object::ObjectInfo> Head(std::string_view key) override {
+    const uint64_t i = Index(key);
+    if (i >= o_.samples || key != Key(i)) return NotFoundError("no generated file " + std::string(key));
+    return Info(i);
+  }
+  Result<object::ListResult> List(const object::ListOptions& options) override {
+    // Keys sort as indexes do (zero-padded); a page starts after the token or start_after.
+    object::ListResult r;
+    const std::string after = std::max(options.start_after, options.continuation_token);
+    uint64_t i = 0;
+    if (after > files_) {
+      i = Index(after);
+      if (i < o_.samples && Key(i) <= after) ++i;
+    }
+    const size_t page = size_t(std::clamp(options.max_keys, 1, 1000));
+    for (; i < o_.samples && r.objects.size() < page; ++i) {
+      if (Key(i).rfind(options.prefix, 0) == 0) r.objects.push_back(Info(i));
+    }
+    if (i < o_.samples && !r.objects.empty()) {
+      r.truncated = true;
+      r.next_continuation_token = r.objects.back().key;
+    }
+    return r;
+  }
+
+ private:
+  std::string Key(uint64_t i) const {
+    char name[32];
+    std::snprintf(name, sizeof(name), "%08llu.", static_cast<unsigned long long>(i));
+    return files_ + name + o_.field;
+  }
+  // The index a key names (digits after the prefix); o_.samples if none.
+  uint64_t Index(std::string_view key) const {
+    if (key.substr(0, files_.size()) != files_) return o_.samples;
+    uint64_t i = 0;
+    size_t n = 0;
+    for (char c : key.substr(files_.size())) {
+      if (c < '0' || c > '9' || ++n > 18) break;
+      i = i * 10 + uint64_t(c - '0');
+    }
+    return n ? i : o_.samples;
+  }
+  object::ObjectInfo Info(uint64_t i) const {
+    object::ObjectInfo info;
+    info.key = Key(i);
+    info.size = o_.record_size;
+    info.etag = "generated-" + std::to_string(o_.seed) + "-" + std::to_string(i);
+    return info;
+  }
+
+  std::string files_;
+  GenerateOptions o_;
+};
+
 }  // namespace
 
 Result<GenerateResult> Generate(object::ObjectStore& store, const std::string& prefix, const GenerateOptions& o) {
@@ -71,7 +144,7 @@ Result<GenerateResult> Generate(object::ObjectStore& store, const std::string& p
   std::mutex mu;
   Status first_error;
   std::atomic<bool> failed{false};
-  ParallelFor(o.samples, std::max(1, o.parallel), [&](size_t i) {
+  ParallelFor(o.write_files ? o.samples : 0, std::max(1, o.parallel), [&](size_t i) {
     if (failed.load()) return;
     char name[32];
     std::snprintf(name, sizeof(name), "%08zu.", i);
@@ -93,11 +166,13 @@ Result<GenerateResult> Generate(object::ObjectStore& store, const std::string& p
   pack.parallel = std::max(1, o.parallel);
   pack.imagefolder = dataset::ImageFolderMode::kOff;
   pack.created_by = "strata bench train";
-  STRATA_ASSIGN_OR_RETURN(dataset::PackResult packed, dataset::Pack(store, files, store, prefix + "shards/", pack));
+  GeneratedFiles generated(files, o);
+  object::ObjectStore& source = o.write_files ? store : generated;
+  STRATA_ASSIGN_OR_RETURN(dataset::PackResult packed, dataset::Pack(source, files, store, prefix + "shards/", pack));
   GenerateResult r;
   r.samples = packed.manifest.total_samples();
   r.shards = packed.manifest.shards.size();
-  r.file_bytes = packed.input_bytes;
+  r.file_bytes = o.write_files ? packed.input_bytes : 0;
   r.shard_bytes = packed.output_bytes;
   r.seconds = Seconds(RealClock().Now() - start);
   return r;
@@ -113,11 +188,18 @@ nlohmann::json EpochResult::ToJson() const {
           {"record_size", record_size},
           {"wall_s", wall_s},
           {"measured_s", measured_s},
+          {"first_batch_s", first_batch_s},
           {"first_step_s", first_step_s},
           {"steps", steps},
           {"samples", samples},
           {"bytes", bytes},
+          {"cold", cold},
+          {"store_bytes_in_window", store_counted ? nlohmann::json(store_bytes) : nlohmann::json(nullptr)},
+          {"loader_memory_bytes", memory_bytes},
+          {"valid", rules.valid},
+          {"not_valid", rules.failures},
           {"realtime_accelerators", realtime_accelerators},
+          {"sources_at_window_start", open_stats},
           {"sources", source_stats}};
 }
 
@@ -145,6 +227,8 @@ void RunRank(size_t rank, uint64_t epoch, Duration compute, const RankSourceFact
   Clock& clock = RealClock();
   log.realtime = PreferAcceleratorThread();
   sync.arrive_and_wait();  // every accelerator starts together
+  // The window opens here, before the source exists: its queues are empty
+  // and whatever it fetches to fill them is timed.
   log.start = clock.Now();
   auto source = factory(rank, epoch);
   if (!source.ok()) {
@@ -152,6 +236,7 @@ void RunRank(size_t rank, uint64_t epoch, Duration compute, const RankSourceFact
     sync.arrive_and_drop();
     return;
   }
+  log.open_stats = (*source)->Stats();
   for (;;) {
     auto batch = (*source)->Next();
     if (!batch.ok() || !*batch) {
@@ -159,6 +244,7 @@ void RunRank(size_t rank, uint64_t epoch, Duration compute, const RankSourceFact
       sync.arrive_and_drop();
       break;
     }
+    if (log.batches.empty()) log.first_batch = clock.Now();
     TimePoint c0 = clock.Now();
     std::this_thread::sleep_for(compute);  // the emulated accelerator's work on the batch
     TimePoint c1 = clock.Now();
@@ -201,9 +287,9 @@ Result<EpochResult> SummarizeEpoch(uint64_t epoch, Duration compute, const std::
   res.realtime_accelerators =
       std::all_of(logs.begin(), logs.end(), [](const RankTimeline& log) { return log.realtime; });
   res.epoch = epoch + 1;
-  TimePoint start = logs[0].start, first_end{}, end{};
-  Duration measured_after{0};
-  uint64_t steps_after = 0, samples_after = 0;
+  TimePoint start = logs[0].start, first_batch{}, first_end{}, end{};
+  Duration measured{0};
+  uint64_t steps = 0;
   for (size_t r = 0; r < world; ++r) {
     const RankTimeline& log = logs[r];
     if (log.step_end.size() != log.batches.size() || log.compute.size() != log.batches.size()) {
@@ -214,32 +300,32 @@ Result<EpochResult> SummarizeEpoch(uint64_t epoch, Duration compute, const std::
     }
     start = std::min(start, log.start);
     res.steps = std::max<uint64_t>(res.steps, log.step_end.size());
+    steps += log.step_end.size();
     for (size_t i = 0; i < log.batches.size(); ++i) {
       res.samples += log.batches[i].samples;
       res.bytes += log.batches[i].bytes;
-      if (i == 0) continue;
-      ++steps_after;
-      samples_after += log.batches[i].samples;
-      measured_after += log.compute[i];
+      measured += log.compute[i];
     }
+    res.open_stats.push_back(log.open_stats);
     if (log.step_end.empty()) continue;
+    first_batch = std::max(first_batch, log.first_batch);
     first_end = std::max(first_end, log.step_end.front());
     end = std::max(end, log.step_end.back());
     res.source_stats.push_back(log.stats);
   }
-  if (res.steps < 2) {
-    return InvalidArgumentError(std::to_string(world) + " accelerators got at most " + std::to_string(res.steps) +
-                                " batch(es) each: AU needs at least 2 steps (the first is excluded); use more "
-                                "--samples or a smaller --batch");
+  if (res.steps == 0) {
+    return InvalidArgumentError(std::to_string(world) +
+                                " accelerators got no batch: use more --samples or a smaller --batch");
   }
-  const double window = std::max(Seconds(end - first_end), 1e-9);
-  res.au = double(steps_after) * Seconds(compute) / (double(world) * window);
-  res.au_dlio = Seconds(measured_after) / (double(world) * window);
-  res.samples_per_s = double(samples_after) / window;
+  const double window = std::max(Seconds(end - start), 1e-9);
+  res.au = double(steps) * Seconds(compute) / (double(world) * window);
+  res.au_dlio = Seconds(measured) / (double(world) * window);
+  res.samples_per_s = double(res.samples) / window;
   res.record_size = res.samples ? double(res.bytes) / double(res.samples) : 0;
   res.mib_per_s = res.samples_per_s * res.record_size / double(1 << 20);
-  res.wall_s = Seconds(end - start);
+  res.wall_s = window;
   res.measured_s = window;
+  res.first_batch_s = Seconds(first_batch - start);
   res.first_step_s = Seconds(first_end - start);
   return res;
 }
@@ -372,6 +458,7 @@ class LoaderSource : public RankSource {
             {"shards_skipped", s.shards_skipped},
             {"shards_from_cache", s.shards_from_cache},
             {"shards_parsed", s.shards_parsed},
+            {"queue_depth", s.queue_depth},
             {"consumer_wait_s", Seconds(s.consumer_wait)},
             {"elapsed_s", Seconds(s.elapsed)}};
   }
@@ -397,6 +484,22 @@ std::unique_ptr<RankSource> MakeLoaderSource(std::shared_ptr<loader::StreamingDa
   return std::make_unique<LoaderSource>(std::move(dataset), std::move(iterator));
 }
 
+Result<object::GetResult> ByteCountingStore::Get(std::string_view key, const object::GetOptions& options) {
+  auto got = base_->Get(key, options);
+  if (got.ok()) bytes_.fetch_add(got->data.size(), std::memory_order_relaxed);
+  return got;
+}
+
+Status ByteCountingStore::ReadRangeTo(std::string_view key, std::string_view etag, uint64_t offset, uint64_t length,
+                                      const object::RangeConsumer& consume) {
+  // Without streaming the base's ranged Get goes through this->Get (counted there).
+  if (!base_->Capabilities().range_streaming) return ObjectStore::ReadRangeTo(key, etag, offset, length, consume);
+  return base_->ReadRangeTo(key, etag, offset, length, [&](uint64_t at, const uint8_t* data, size_t size) {
+    bytes_.fetch_add(size, std::memory_order_relaxed);
+    return consume(at, data, size);
+  });
+}
+
 loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const std::vector<std::string>& fields,
                                      size_t world, size_t rank, const std::string& cache_dir) {
   loader::StreamingOptions o = base;
@@ -412,10 +515,12 @@ loader::StreamingOptions RankOptions(const loader::StreamingOptions& base, const
   return o;
 }
 
-PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader::StreamingOptions base,
-                        std::string cache_root, bool no_cache) {
+PrepareFn LoaderPrepare(object::ObjectStorePtr bucket, std::string prefix, loader::StreamingOptions base,
+                        std::string cache_root, bool no_cache, uint64_t batch_bytes) {
   if (no_cache) cache_root.clear();
-  return [store, prefix, base, cache_root, no_cache](size_t world) -> Result<Prepared> {
+  auto counted = std::make_shared<ByteCountingStore>(std::move(bucket));
+  object::ObjectStorePtr store = counted;
+  return [store, counted, prefix, base, cache_root, no_cache, batch_bytes](size_t world) -> Result<Prepared> {
     auto guard = std::make_shared<DirGuard>();
     if (!cache_root.empty()) {
       guard->path = cache_root + "/n" + std::to_string(world);
@@ -427,6 +532,10 @@ PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader
     STRATA_ASSIGN_OR_RETURN(auto probe, loader::StreamingDataset::Open(store, prefix, base));
     const std::vector<std::string> fields = probe->index().fields;
     const uint64_t samples = probe->size();
+    // A batch's bytes, unless given: from the shards' (framing included).
+    const uint64_t batch = batch_bytes ? batch_bytes
+                           : samples   ? probe->index().total_shard_bytes() / samples * base.batch_size
+                                       : 0;
     probe.reset();
     // Opened before the clock starts: each rank reads the index once, as a
     // training process does at start-up.
@@ -449,6 +558,9 @@ PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader
     STRATA_ASSIGN_OR_RETURN(open->datasets, open_all());
     Prepared p;
     p.expected_samples = samples;
+    p.memory_bytes = LoaderMemoryBytes(base, world, batch);
+    p.store_bytes = [counted] { return counted->bytes(); };
+    p.every_epoch_cold = no_cache;
     p.factory = [open, open_all, guard, no_cache](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {
       std::shared_ptr<loader::StreamingDataset> ds;
       {
@@ -475,11 +587,9 @@ PrepareFn LoaderPrepare(object::ObjectStorePtr store, std::string prefix, loader
 Result<std::vector<EpochResult>> Sweep(const SweepOptions& o, const PrepareFn& prepare, std::string* note) {
   std::vector<EpochResult> results;
   for (size_t world : o.counts) {
-    if (o.samples && o.batch && o.samples < 2 * world * o.batch) {
-      std::string why = "N=" + std::to_string(world) + " needs at least " + std::to_string(2 * world * o.batch) +
-                        " samples (2 batches of " + std::to_string(o.batch) +
-                        " per accelerator; the first step is "
-                        "excluded), the dataset has " +
+    if (o.samples && o.batch && o.samples < world * o.batch) {
+      std::string why = "N=" + std::to_string(world) + " needs at least " + std::to_string(world * o.batch) +
+                        " samples (a batch of " + std::to_string(o.batch) + " per accelerator), the dataset has " +
                         std::to_string(o.samples);
       if (results.empty()) return InvalidArgumentError(why + ": use more --samples or a smaller --batch");
       if (note) *note = "stopped: " + why;
@@ -488,8 +598,17 @@ Result<std::vector<EpochResult>> Sweep(const SweepOptions& o, const PrepareFn& p
     STRATA_ASSIGN_OR_RETURN(Prepared p, prepare(world));
     bool all_below = true;
     for (uint64_t e = 0; e < o.epochs; ++e) {
+      // Only the epoch's sources fetch (created after its clock starts, joined
+      // before RunEpoch returns): the counter's growth is the window's.
+      const uint64_t fetched_before = p.store_bytes ? p.store_bytes() : 0;
       auto r = RunEpoch(world, e, o.compute, p.factory);
       STRATA_RETURN_IF_ERROR(r.status());
+      r->cold = e == 0 || p.every_epoch_cold;
+      r->store_counted = bool(p.store_bytes);
+      r->store_bytes = p.store_bytes ? p.store_bytes() - fetched_before : 0;
+      r->memory_bytes = p.memory_bytes;
+      r->rules = CheckRules(o.rules, {r->cold, r->steps, r->measured_s, r->bytes, r->memory_bytes, r->store_bytes,
+                                      r->store_counted, o.smoke});
       if (p.expected_samples && r->samples != p.expected_samples) {
         return CorruptionError("epoch " + std::to_string(e + 1) + " with " + std::to_string(world) +
                                " accelerators delivered " + std::to_string(r->samples) + " samples; the dataset has " +
@@ -537,17 +656,20 @@ Result<std::vector<size_t>> AcceleratorCounts(std::string_view list, size_t max)
 size_t LargestPassing(const std::vector<EpochResult>& results, uint64_t epoch, double threshold) {
   size_t best = 0;
   for (const auto& r : results) {
-    if (r.epoch == epoch && r.au >= threshold) best = std::max(best, r.accelerators);
+    if (r.epoch == epoch && r.rules.valid && r.au >= threshold) best = std::max(best, r.accelerators);
   }
   return best;
 }
 
 std::string FormatResultLine(const EpochResult& r) {
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof(line),
-                "N=%3zu epoch %llu: AU %5.1f%%  %10.1f samples/s  %8.1f MiB/s  (%llu steps, %.2f s measured)",
-                r.accelerators, static_cast<unsigned long long>(r.epoch), 100 * r.au, r.samples_per_s, r.mib_per_s,
-                static_cast<unsigned long long>(r.steps), r.measured_s);
+                "N=%3zu epoch %llu (%s): AU %5.1f%%  %10.1f samples/s  %8.1f MiB/s  (%llu steps, %.2f s from empty "
+                "queues, first batch after %.2f s)\n      store %s fetched in the window / %s consumed; %s",
+                r.accelerators, static_cast<unsigned long long>(r.epoch), r.cold ? "cold" : "warm", 100 * r.au,
+                r.samples_per_s, r.mib_per_s, static_cast<unsigned long long>(r.steps), r.measured_s, r.first_batch_s,
+                r.store_counted ? FormatBytes(double(r.store_bytes)).c_str() : "(not counted)",
+                FormatBytes(double(r.bytes)).c_str(), r.rules.Summary().c_str());
   return line;
 }
 

@@ -1,7 +1,9 @@
 // Integration tests for `strata bench train`: run the built binary on tiny
 // generated datasets in a temporary directory and check the JSON it writes
 // (every sample delivered once per epoch, AU's invariants, a slow data path
-// starving the accelerators) and its exit codes on bad input.
+// starving the accelerators, the run rules' verdicts: a dataset that fits in
+// the loaders' memory is not valid, a small run under small budgets is) and
+// its exit codes on bad input.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -47,11 +49,13 @@ class BenchTrainTest : public strata::cli_test::StrataBinaryTest {
 TEST_F(BenchTrainTest, EveryEpochDeliversTheDatasetAndAuIsAFraction) {
   const std::string json = (dir_ / "au.json").string();
   auto args = Tiny(json, "0.01");
-  for (const char* a : {"--accelerators", "1,2,4", "--epochs", "2", "--no-stop", "--emulate", "none"})
+  for (const char* a : {"--accelerators", "1,2,4", "--epochs", "2", "--no-stop", "--emulate", "none", "--quick"})
     args.push_back(a);
   CliRun run = Strata(args);
   ASSERT_EQ(run.code, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("largest N with AU >= 90%"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--quick: a smoke run on 96 samples; its figures are not valid"), std::string::npos)
+      << run.out;
   EXPECT_NE(run.out.find("reproduce: strata bench train --workload resnet50"), std::string::npos) << run.out;
 
   nlohmann::json doc = ReadJson(json);
@@ -72,6 +76,10 @@ TEST_F(BenchTrainTest, EveryEpochDeliversTheDatasetAndAuIsAFraction) {
     EXPECT_EQ(r["bytes"], 96 * 4096);
     EXPECT_EQ(r["steps"], 96 / 8 / n);
     EXPECT_DOUBLE_EQ(r["record_size"].get<double>(), 4096.0);
+    EXPECT_EQ(r["cold"], i % 2 == 0);
+    // A smoke run is never valid (and these epochs are far too short anyway).
+    EXPECT_EQ(r["valid"], false);
+    EXPECT_EQ(r["not_valid"][0], "--quick smoke run");
     // Every step holds one full compute sleep, so AU can never exceed 1.
     const double au = r["au"].get<double>();
     EXPECT_GT(au, 0.0);
@@ -97,6 +105,80 @@ TEST_F(BenchTrainTest, EveryEpochDeliversTheDatasetAndAuIsAFraction) {
     }
   }
   EXPECT_EQ(doc["max_accelerators"].size(), 2u);
+  EXPECT_EQ(doc["max_accelerators"]["1"], 0);
+  EXPECT_EQ(doc["max_accelerators"]["2"], 0);
+  EXPECT_EQ(doc["quick"], true);
+}
+
+// 1 KiB samples, batch 2, 2 ms of compute: 2400 samples are 1200 steps
+// (2.4 s) at N=1, long enough; an emulated store with a little latency.
+std::vector<std::string> RuleSized(const std::string& json) {
+  return {"--workload", "resnet50", "--record-size",  "1KiB",  "--samples-per-file", "8",
+          "--batch",    "2",        "--compute-time", "0.002", "--accelerators",     "1",
+          "--epochs",   "1",        "--threshold",    "1",     "--emulate",          "ttfb=1ms,bw=1GB/s",
+          "--json",     json};
+}
+
+// With the default budgets (a 1 GiB prefetch per rank) the 2.4 MB dataset
+// fits in the loaders' memory: whatever its AU, the result is not valid and
+// not counted toward the largest N.
+TEST_F(BenchTrainTest, ADatasetThatFitsInMemoryIsNotValid) {
+  const std::string json = (dir_ / "fits.json").string();
+  auto args = RuleSized(json);
+  for (const char* a : {"--samples", "2400"}) args.push_back(a);
+  CliRun run = Strata(args);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("not valid: fits in memory"), std::string::npos) << run.out;
+  nlohmann::json doc = ReadJson(json);
+  ASSERT_TRUE(doc.is_object()) << "not JSON: " << json;
+  ASSERT_EQ(doc["results"].size(), 1u);
+  const auto& r = doc["results"][0];
+  SCOPED_TRACE(r.dump());
+  EXPECT_GE(r["au"].get<double>(), 0.01);  // it passes the threshold ...
+  EXPECT_EQ(r["valid"], false);            // ... but only the memory rule fails, and it is not counted
+  ASSERT_EQ(r["not_valid"].size(), 1u);
+  EXPECT_EQ(r["not_valid"][0].get<std::string>().rfind("fits in memory", 0), 0u);
+  EXPECT_GE(r["steps"].get<int>(), 100);
+  EXPECT_EQ(doc["max_accelerators"]["1"], 0);
+  EXPECT_NE(run.out.find("epoch 1 (cold): 0"), std::string::npos) << run.out;
+}
+
+// The same workload with small budgets, and --samples left to the rules: a
+// valid run, counted.
+TEST_F(BenchTrainTest, ASmallRunWithSmallBudgetsIsValid) {
+  const std::string json = (dir_ / "valid.json").string();
+  auto args = RuleSized(json);
+  for (const char* a : {"--prefetch-bytes", "16KiB", "--cache-ram", "16KiB"}) args.push_back(a);
+  CliRun run = Strata(args);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  nlohmann::json doc = ReadJson(json);
+  ASSERT_TRUE(doc.is_object()) << "not JSON: " << json;
+  // 2 s of 2 ms steps = 1000 steps of 2; the loaders' 5 x 34 KiB is less.
+  EXPECT_EQ(doc["dataset"]["samples"], 2000);
+  EXPECT_EQ(doc["rules"]["min_steps"], 100);
+  EXPECT_EQ(doc["rules"]["memory_factor"], 5.0);
+  ASSERT_EQ(doc["results"].size(), 1u);
+  const auto& r = doc["results"][0];
+  SCOPED_TRACE(r.dump());
+  EXPECT_EQ(r["valid"], true);
+  EXPECT_TRUE(r["not_valid"].empty());
+  EXPECT_EQ(r["steps"], 1000);
+  EXPECT_GE(r["measured_s"].get<double>(), 2.0);
+  EXPECT_EQ(r["cold"], true);
+  EXPECT_GE(r["store_bytes_in_window"].get<uint64_t>(), r["bytes"].get<uint64_t>());
+  EXPECT_GE(r["bytes"].get<uint64_t>() / r["loader_memory_bytes"].get<uint64_t>(), 5u);
+  EXPECT_EQ(doc["max_accelerators"]["1"], 1);
+  EXPECT_NE(run.out.find("epoch 1 (cold): 1"), std::string::npos) << run.out;
+}
+
+// The disk is checked before anything is written, and the error names the sizes.
+TEST_F(BenchTrainTest, ADatasetLargerThanTheDiskFailsUpFront) {
+  CliRun run = Strata({"--samples", "1000000000", "--record-size", "1MiB", "--accelerators", "1"});
+  EXPECT_EQ(run.code, 1) << run.out << run.err;
+  EXPECT_NE(run.err.find("needs"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("available"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("1000000000 samples of 1.0 MiB"), std::string::npos) << run.err;
+  EXPECT_EQ(run.out.find("generated"), std::string::npos) << run.out;
 }
 
 // --no-cache: every epoch reads every shard from the store, none from a cache.
@@ -145,7 +227,7 @@ TEST_F(BenchTrainTest, ASlowDataPathStarvesTheAccelerators) {
   ASSERT_EQ(doc["results"].size(), 1u) << doc.dump();
   EXPECT_LT(doc["results"][0]["au"].get<double>(), 0.5) << doc.dump();
   EXPECT_EQ(doc["max_accelerators"]["1"], 0);
-  EXPECT_NE(run.out.find("largest N with AU >= 90%: epoch 1: 0"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("epoch 1 (cold): 0"), std::string::npos) << run.out;
 }
 
 TEST_F(BenchTrainTest, GeneratesFilesAndShardsThenReadsAnExistingDataset) {
@@ -157,6 +239,13 @@ TEST_F(BenchTrainTest, GeneratesFilesAndShardsThenReadsAnExistingDataset) {
   for (const auto& e : fs::directory_iterator(data / "files")) files += e.path().extension() == ".bin";
   EXPECT_EQ(files, 12u);
   EXPECT_TRUE(fs::exists(data / "shards" / "manifest.json"));
+  // The same parameters again: the dataset is reused, not written again.
+  const auto written = fs::last_write_time(data / "shards" / "manifest.json");
+  auto again = Strata({"--workload", "cosmoflow", "--samples", "12", "--record-size", "3000", "--generate-to",
+                       data.string() + "/", "--generate-only"});
+  ASSERT_EQ(again.code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("reusing the dataset"), std::string::npos) << again.out;
+  EXPECT_EQ(fs::last_write_time(data / "shards" / "manifest.json"), written);
 
   const std::string json = (dir_ / "url.json").string();
   auto run = Strata({"--workload", "cosmoflow", "--url", (data / "shards").string() + "/", "--compute-time", "0.001",
@@ -170,14 +259,43 @@ TEST_F(BenchTrainTest, GeneratesFilesAndShardsThenReadsAnExistingDataset) {
   EXPECT_EQ(doc["results"][0]["record_size"], 3000.0);
 }
 
+// The cache flag set (cli/cache_flags.h): the old spellings --ram-cache and
+// --cache-limit still work, with one deprecation line each, and the
+// reproduce line spells the new flag; block and group flags are refused.
+TEST_F(BenchTrainTest, TakesTheCacheFlagsAndTheOldSpellings) {
+  auto args = Tiny((dir_ / "old.json").string(), "0.001");
+  for (const char* a :
+       {"--accelerators", "1", "--epochs", "1", "--emulate", "none", "--ram-cache", "64MiB", "--cache-limit", "1GiB"})
+    args.push_back(a);
+  CliRun run = Strata(args);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.err.find("strata: bench train: --ram-cache is deprecated; use --cache-ram (the same value)\n"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("strata: bench train: --cache-limit is deprecated; use --cache-disk (the same value)\n"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.out.find("RAM cache 64.0 MiB)"), std::string::npos) << run.out;  // the peak RSS line
+  EXPECT_NE(run.out.find(" --cache-ram 64MiB "), std::string::npos) << run.out;  // the reproduce line
+  EXPECT_EQ(run.out.find("--ram-cache"), std::string::npos) << run.out;
+
+  for (const char* flag : {"--block-size", "--cache-group"}) {
+    CliRun refused = Strata({flag, "1MiB"});
+    EXPECT_EQ(refused.code, 2) << flag;
+    EXPECT_NE(refused.err.find(std::string("strata: bench train: ") + flag + ": not supported by bench train"),
+              std::string::npos)
+        << refused.err;
+  }
+}
+
 TEST_F(BenchTrainTest, RejectsBadInputWithUsageAndNotFoundCodes) {
   EXPECT_EQ(Strata({"--workload", "bert"}).code, 2);
   EXPECT_EQ(Strata({"--accelerator", "tpu"}).code, 2);
   EXPECT_EQ(Strata({"--accelerators", "1,x", "--samples", "8"}).code, 2);
   EXPECT_EQ(Strata({"--threshold", "150"}).code, 2);
-  CliRun small = Strata({"--samples", "10", "--record-size", "1KiB", "--batch", "8", "--emulate", "none"});
+  CliRun small = Strata({"--samples", "6", "--record-size", "1KiB", "--batch", "8", "--emulate", "none"});
   EXPECT_EQ(small.code, 2) << small.out << small.err;
-  EXPECT_NE(small.err.find("needs at least 16 samples"), std::string::npos) << small.err;
+  EXPECT_NE(small.err.find("needs at least 8 samples"), std::string::npos) << small.err;
   CliRun missing = Strata({"--url", (dir_ / "nothing-here").string()});
   EXPECT_EQ(missing.code, 3) << missing.out << missing.err;
 }

@@ -209,6 +209,34 @@ TEST_F(CliTest, BadUsageExitsTwo) {
   EXPECT_NE(dir.err.find("is a directory"), std::string::npos) << dir.err;
 }
 
+// `strata warm` through the cache flag set (cli/cache_flags.h): the old
+// spelling --cache-size still sets the disk bound (its warning names the new
+// flag and the value), with one deprecation line; a flag warm cannot honour
+// and a value outside the grammar are refused, naming the flag.
+TEST_F(CliTest, WarmTakesTheCacheFlagsAndTheOldSpelling) {
+  MakeSourceTree();
+  CliRun warm = Strata({"warm", (dir_ / "src").string(), "--cache-dir", (dir_ / "cache").string(), "--cache-size",
+                        "1MiB", "--block-size", "1M"});
+  ASSERT_EQ(warm.code, 0) << warm.err;
+  const std::string deprecated = "strata: warm: --cache-size is deprecated; use --cache-disk (the same value)\n";
+  EXPECT_EQ(warm.err.rfind(deprecated, 0), 0u) << warm.err;
+  EXPECT_EQ(warm.err.find("deprecated"), warm.err.rfind("deprecated")) << warm.err;  // one line
+  EXPECT_NE(warm.err.find("exceeds --cache-disk 1.0 MiB"), std::string::npos) << warm.err;
+  EXPECT_NE(warm.out.find("warming 5 objects"), std::string::npos) << warm.out;
+  EXPECT_NE(warm.out.find(" of 1.0 MiB ("), std::string::npos) << warm.out;
+
+  CliRun ram = Strata({"warm", (dir_ / "src").string(), "--cache-dir", (dir_ / "cache").string(), "--cache-ram", "1G"});
+  EXPECT_EQ(ram.code, 2);
+  EXPECT_NE(ram.err.find("strata: warm: --cache-ram: not supported by warm: warm fills the disk tier"),
+            std::string::npos)
+      << ram.err;
+  CliRun bad =
+      Strata({"warm", (dir_ / "src").string(), "--cache-dir", (dir_ / "cache").string(), "--cache-disk", "1Gb"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("strata: warm: --cache-disk: expected a size such as"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("got \"1Gb\" (Gb reads as bits; write GB or GiB)"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliTest, MalformedUrlsGetAClearMessage) {
   struct Case {
     std::string url, expect;

@@ -12,7 +12,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/units.h"
 #include "cli/bench_train_engine.h"
+#include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
@@ -30,16 +32,17 @@ struct TrainArgs {
   std::string workload = "resnet50";
   std::string accelerator = "h100";
   std::string url, generate_to;
-  bool generate_only = false;
+  bool generate_only = false, shards_only = false;
   std::string emulate;  // empty: ttfb=30ms,bw=25MB/s for a generated dataset, none for --url
   uint64_t samples = 0, samples_per_file = 0, batch = 0;
   std::string record_size;
-  double compute_time = -1, threshold = -1;
+  std::string compute_time;  // a duration (base/units.h); a bare number is seconds
+  double threshold = -1;
   uint64_t epochs = 2;
   std::string accelerators;
-  size_t max_accelerators = 64, min_accelerators = 1;
-  bool no_stop = false;
-  std::string cache_dir, cache_limit = "16GiB", ram_cache = "256MiB";
+  size_t max_accelerators = 8, min_accelerators = 1;
+  bool no_stop = false, quick = false;
+  CacheSettings cache;  // --cache-dir, --cache-disk, --cache-ram (cache_flags.h)
   size_t prefetch_shards = 0, prefetch_batches = 8, decode_threads = 2, fetch = 16,
          connections = loader::StreamingOptions{}.max_connections;
   std::string prefetch_bytes;  // empty: the loader's default (from the RAM cache)
@@ -98,7 +101,7 @@ Plan MakePlan(const TrainArgs& a) {
   if (!a.record_size.empty()) p.w.record_size = Check(ParseSize(a.record_size), kCmd, "--record-size");
   if (a.samples_per_file) p.w.samples_per_file = a.samples_per_file;
   if (a.batch) p.w.batch = a.batch;
-  if (a.compute_time >= 0) p.compute_s = a.compute_time;
+  if (!a.compute_time.empty()) p.compute_s = Seconds(Check(ParseDuration(a.compute_time), kCmd, "--compute-time"));
   p.threshold = a.threshold >= 0 ? a.threshold / 100.0 : p.w.threshold;
   if (p.threshold <= 0 || p.threshold > 1)
     Fail(kCmd, "--threshold", InvalidArgumentError("expected a percentage in (0, 100]"));
@@ -122,6 +125,7 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
   s << "strata bench train --workload " << p.w.name << " --accelerator " << a.accelerator;
   if (!a.url.empty()) s << " --url " << Quote(a.url);
   if (!a.generate_to.empty()) s << " --generate-to " << Quote(a.generate_to);
+  if (a.shards_only) s << " --shards-only";
   if (a.url.empty()) {
     s << " --samples " << p.w.samples << " --record-size " << p.w.record_size << " --samples-per-file "
       << p.w.samples_per_file;
@@ -134,9 +138,10 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
     s << " --max-accelerators " << a.max_accelerators;
   s << " --threshold " << p.threshold * 100;
   if (a.no_stop) s << " --no-stop";
+  if (a.quick) s << " --quick";
   if (a.no_cache) s << " --no-cache";
-  s << " --ram-cache " << a.ram_cache << " --prefetch-batches " << a.prefetch_batches << " --connections "
-    << a.connections;
+  s << " --cache-ram " << FormatSizeExact(a.cache.ram_bytes) << " --prefetch-batches " << a.prefetch_batches
+    << " --connections " << a.connections;
   if (!a.prefetch_bytes.empty()) s << " --prefetch-bytes " << a.prefetch_bytes;
   if (a.prefetch_shards) s << " --prefetch-shards " << a.prefetch_shards;
   if (a.min_accelerators > 1) s << " --min-accelerators " << a.min_accelerators;
@@ -164,19 +169,7 @@ void Say(const TrainArgs& a, const std::string& line) {
   if (!a.quiet) std::cout << line << std::endl;
 }
 
-void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags are resolved here
-  Plan plan = MakePlan(a);
-  const auto counts = Check(AcceleratorCounts(a.accelerators, a.max_accelerators), kCmd, "--accelerators");
-  if (!a.url.empty() && !a.generate_to.empty()) {
-    Fail(kCmd, "--url", InvalidArgumentError("give either --url (an existing packed dataset) or --generate-to"));
-  }
-  if (a.generate_only && a.generate_to.empty()) {
-    Fail(kCmd, "--generate-only", InvalidArgumentError("--generate-only needs --generate-to"));
-  }
-  if (a.emulate.empty()) a.emulate = a.url.empty() ? "ttfb=30ms,bw=25MB/s" : "none";
-  if (a.collate != "view" && a.collate != "copy") {
-    Fail(kCmd, "--collate", InvalidArgumentError("--collate is view or copy, not '" + a.collate + "'"));
-  }
+loader::StreamingOptions LoaderOptions(const TrainArgs& a, const Plan& plan) {
   loader::StreamingOptions base;
   base.verify = Check(loader::ParseShardVerify(a.verify), kCmd, "--verify");
   base.batch_views = a.collate == "view";
@@ -191,71 +184,260 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   base.max_connections = a.connections;
   base.async_cache_writes = true;  // the accelerator does not wait for the cache's fsyncs
   if (!a.prefetch_bytes.empty()) base.prefetch_bytes = Check(ParseSize(a.prefetch_bytes), kCmd, "--prefetch-bytes");
-  base.cache_limit_bytes = Check(ParseSize(a.cache_limit), kCmd, "--cache-limit");
-  base.ram_cache_bytes = Check(ParseSize(a.ram_cache), kCmd, "--ram-cache");
+  base.cache_limit_bytes = a.cache.disk_bytes;
+  base.ram_cache_bytes = a.cache.ram_bytes;
+  return base;
+}
 
-  TempDir temp;
+// What the run rules need of the dataset at the largest N asked.
+struct Sizing {
+  size_t largest_n = 1;
+  uint64_t memory_bytes = 0;  // the loaders' at that N
+  uint64_t steps = 0;         // per rank
+  uint64_t samples = 0;
+  std::string Explain(const RunRules& rules, uint64_t batch) const {
+    return "what the run rules need at N=" + std::to_string(largest_n) + ": " + std::to_string(steps) + " steps of " +
+           std::to_string(batch) + " per accelerator, and " + FormatNumber(rules.memory_factor) +
+           " x the loaders' memory of " + FormatBytes(double(memory_bytes));
+  }
+  static std::string FormatNumber(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return b;
+  }
+};
+
+Sizing SizeFor(const RunRules& rules, const Plan& p, const loader::StreamingOptions& base, size_t largest_n,
+               uint64_t record_bytes) {
+  Sizing z;
+  z.largest_n = largest_n;
+  z.memory_bytes = LoaderMemoryBytes(base, largest_n, p.w.batch * record_bytes);
+  z.steps = MinStepsFor(rules, p.compute_s);
+  z.samples =
+      RequiredSamples(rules, largest_n, p.w.batch, p.compute_s, record_bytes, p.w.samples_per_file, z.memory_bytes);
+  return z;
+}
+
+// The largest N of `counts` whose epochs a dataset of `samples` can make valid (0: none).
+size_t LargestSizedN(const RunRules& rules, const Plan& p, const loader::StreamingOptions& base,
+                     const std::vector<size_t>& counts, uint64_t samples, uint64_t record_bytes) {
+  size_t best = 0;
+  for (size_t n : counts) {
+    if (SizeFor(rules, p, base, n, record_bytes).samples <= samples) best = std::max(best, n);
+  }
+  return best;
+}
+
+std::string TempRoot() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+// The local directory a URL names, or "" (s3://, mem://: nothing to check).
+std::string LocalPath(const std::string& url) {
+  auto parsed = ParseObjectUrl(url);
+  return parsed.ok() && parsed->kind == ObjectUrl::Kind::kFile ? parsed->path : std::string();
+}
+
+// The parameters a generated dataset was made with, kept beside it so a later
+// run with the same ones reuses it instead of generating again.
+nlohmann::json GeneratedWith(const GenerateOptions& g) {
+  return {{"samples", g.samples},
+          {"record_size", g.record_size},
+          {"samples_per_file", g.samples_per_file},
+          {"format", std::string(dataset::FormatName(g.format))},
+          {"field", g.field},
+          {"seed", g.seed},
+          {"files", g.write_files}};
+}
+constexpr const char* kGeneratedWith = "bench-train.json";
+
+bool CanReuse(object::ObjectStore& store, const std::string& prefix, const GenerateOptions& g) {
+  auto marker = store.Get(prefix + kGeneratedWith);
+  if (!marker.ok() || !store.Head(prefix + "shards/manifest.json").ok()) return false;
+  const auto& d = marker->data;
+  const nlohmann::json j = nlohmann::json::parse(d.data(), d.data() + d.size(), nullptr, /*allow_exceptions=*/false);
+  return j == GeneratedWith(g);
+}
+
+struct DatasetSource {
   object::ObjectStorePtr store;
   std::string prefix, where;
-  nlohmann::json dataset_json;
-  if (a.url.empty()) {
-    Endpoint dst;
-    if (a.generate_to.empty()) {
-      temp.path = MakeTemp("the dataset");
-      dst = Check(OpenTreeDestination(Check(ParseObjectUrl(temp.path + "/data/"), kCmd, temp.path)), kCmd, temp.path);
-    } else {
-      dst = Check(OpenTreeDestination(Check(ParseObjectUrl(a.generate_to), kCmd, a.generate_to)), kCmd, a.generate_to);
-    }
-    GenerateOptions g;
-    g.samples = plan.w.samples;
-    g.record_size = plan.w.record_size;
-    g.samples_per_file = plan.w.samples_per_file;
-    g.format = plan.w.format;
-    g.field = plan.w.field;
-    g.seed = a.seed + 1;
+  nlohmann::json json;
+};
+
+// Generates the dataset (or reuses one generated with the same parameters)
+// after checking the disk has room for it and the shard cache.
+DatasetSource GenerateDataset(const TrainArgs& a, const Plan& plan, const loader::StreamingOptions& base, TempDir& temp,
+                              const std::string& cache_path) {
+  GenerateOptions g;
+  g.samples = plan.w.samples;
+  g.record_size = plan.w.record_size;
+  g.samples_per_file = plan.w.samples_per_file;
+  g.format = plan.w.format;
+  g.field = plan.w.field;
+  g.seed = a.seed + 1;
+  g.write_files = !a.generate_to.empty() && !a.shards_only;  // files/ only where a baseline can read them
+  Endpoint dst;
+  if (!a.generate_to.empty())
+    dst = Check(OpenTreeDestination(Check(ParseObjectUrl(a.generate_to), kCmd, a.generate_to)), kCmd, a.generate_to);
+  const bool reuse = dst.store && CanReuse(*dst.store, dst.key, g);
+  std::vector<DiskNeed> needs;
+  const std::string data_dir = a.generate_to.empty() ? TempRoot() : LocalPath(a.generate_to);
+  const uint64_t shard_bytes = g.samples * g.record_size + g.samples * 2048;  // framing: generously
+  if (!reuse && !data_dir.empty()) {
+    if (g.write_files) needs.push_back({data_dir, g.samples * g.record_size, "sample files"});
+    needs.push_back({data_dir, shard_bytes, "shards"});
+  }
+  if (!a.no_cache && !a.generate_only)
+    needs.push_back({cache_path, std::min(base.cache_limit_bytes, shard_bytes), "shard cache"});
+  Check(CheckDiskSpace(needs,
+                       "for " + std::to_string(g.samples) + " samples of " + FormatBytes(double(g.record_size)) +
+                           "; point TMPDIR, --generate-to or --cache-dir elsewhere, ask fewer --accelerators, or pass "
+                           "a smaller --samples (its results are then marked not valid)"),
+        kCmd, "--samples");
+  if (!dst.store) {
+    temp.path = MakeTemp("the dataset");
+    dst = Check(OpenTreeDestination(Check(ParseObjectUrl(temp.path + "/data/"), kCmd, temp.path)), kCmd, temp.path);
+  }
+  DatasetSource src;
+  if (reuse) {
+    Say(a, "reusing the dataset generated with the same parameters under " + dst.UrlOf(dst.key));
+  } else {
     auto gen = Check(Generate(*dst.store, dst.key, g), kCmd, dst.UrlOf(dst.key));
     Say(a, "generated " + std::to_string(gen.samples) + " samples of " + FormatBytes(double(plan.w.record_size)) +
-               " as files under " + dst.UrlOf(dst.key + "files/") + " and " + std::to_string(gen.shards) + " " +
-               std::string(dataset::FormatName(plan.w.format)) + " shards (" + FormatBytes(double(gen.shard_bytes)) +
-               ") under " + dst.UrlOf(dst.key + "shards/") + " in " + FormatDuration(gen.seconds));
-    dataset_json = {{"generated", dst.UrlOf(dst.key)}, {"shards", gen.shards}, {"shard_bytes", gen.shard_bytes}};
-    if (a.generate_only) return;
-    store = dst.store;
-    if (a.emulate != "none") {
-      store = object::EmulateCloud(store, Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate"));
-    }
-    prefix = dst.key + "shards/";
-    where = dst.UrlOf(prefix) + (a.emulate != "none" ? " (emulated cloud: " + a.emulate + ")" : "");
-  } else {
-    Endpoint src = Check(OpenTreeSource(Check(ParseObjectUrl(a.url), kCmd, a.url)), kCmd, a.url);
-    store = src.store;
-    prefix = src.key;
-    where = a.url;
-    if (a.emulate != "none") {  // an existing dataset read as from a cloud bucket (cold runs without regenerating)
-      store = object::EmulateCloud(store, Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate"));
-      where += " (emulated cloud: " + a.emulate + ")";
-    }
-    dataset_json = {{"url", a.url}};
+               (g.write_files ? " as files under " + dst.UrlOf(dst.key + "files/") + " and" : " as") + " " +
+               std::to_string(gen.shards) + " " + std::string(dataset::FormatName(plan.w.format)) + " shards (" +
+               FormatBytes(double(gen.shard_bytes)) + ") under " + dst.UrlOf(dst.key + "shards/") + " in " +
+               FormatDuration(gen.seconds));
+    const std::string marker = GeneratedWith(g).dump();
+    Check(dst.store->Put(dst.key + kGeneratedWith, Buffer::Copy(marker)).status(), kCmd, dst.UrlOf(dst.key));
+  }
+  src.json = {{"generated", dst.UrlOf(dst.key)}, {"reused", reuse}};
+  src.store = dst.store;
+  if (a.emulate != "none") {
+    src.store = object::EmulateCloud(src.store, Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate"));
+  }
+  src.prefix = dst.key + "shards/";
+  src.where = dst.UrlOf(src.prefix) + (a.emulate != "none" ? " (emulated cloud: " + a.emulate + ")" : "");
+  return src;
+}
+
+DatasetSource OpenDataset(const TrainArgs& a) {
+  Endpoint src = Check(OpenTreeSource(Check(ParseObjectUrl(a.url), kCmd, a.url)), kCmd, a.url);
+  DatasetSource d{src.store, src.key, a.url, {{"url", a.url}}};
+  if (a.emulate != "none") {  // an existing dataset read as from a cloud bucket (cold runs without regenerating)
+    d.store = object::EmulateCloud(d.store, Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate"));
+    d.where += " (emulated cloud: " + a.emulate + ")";
+  }
+  return d;
+}
+
+// What the emulated bucket can give one rank: its connections, each paying
+// the first byte per request of the size the loader asks for.
+void SayBucketCeiling(const TrainArgs& a, const loader::StreamingOptions& base, nlohmann::json* dataset_json) {
+  if (a.emulate == "none") return;
+  const object::CloudProfile cp = Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate");
+  const uint64_t shard =
+      (*dataset_json)["shard_bytes"].get<uint64_t>() / std::max<uint64_t>(1, (*dataset_json)["shards"].get<uint64_t>());
+  const uint64_t conc = std::max<size_t>(base.fetch_concurrency, 1);
+  const uint64_t part =
+      std::min<uint64_t>(shard, std::clamp<uint64_t>((shard + conc - 1) / conc, base.min_part_bytes, 16ull << 20));
+  if (cp.bytes_per_second_per_connection <= 0 || part == 0) return;
+  const double per_conn = double(part) / (Seconds(cp.first_byte) + double(part) / cp.bytes_per_second_per_connection);
+  const double ceiling = per_conn * double(base.max_connections);
+  (*dataset_json)["bucket_ceiling_mib_s_per_rank"] = ceiling / double(1 << 20);
+  Say(a, "emulated bucket ceiling per rank: " + std::to_string(base.max_connections) + " connections x " +
+             FormatBytes(per_conn) + "/s (requests of " + FormatBytes(double(part)) + ") = " + FormatBytes(ceiling) +
+             "/s");
+}
+
+// Peak RSS against what the loaders may hold at the largest N that ran.
+std::string MemoryLine(const std::vector<EpochResult>& results, const loader::StreamingOptions& base,
+                       uint64_t batch_bytes, uint64_t* budget_out) {
+  size_t most_ranks = 1;
+  for (const auto& r : results) most_ranks = std::max<size_t>(most_ranks, r.accelerators);
+  const uint64_t prefetch = loader::PrefetchBudgetBytes(base);
+  const uint64_t budget = LoaderMemoryBytes(base, most_ranks, batch_bytes);
+  const uint64_t peak = PeakRssBytes();
+  *budget_out = budget;
+  const std::string parts = " (" + std::to_string(most_ranks) + " x (prefetch " + FormatBytes(double(prefetch)) +
+                            " or two batches, + the batch in use) + RAM cache " +
+                            FormatBytes(double(base.ram_cache_bytes)) + ")";
+  return "peak RSS " + FormatBytes(double(peak)) +
+         (peak <= budget ? ", within the loaders' budgets of " + FormatBytes(double(budget)) + parts
+                         : ", the loaders' budgets of " + FormatBytes(double(budget)) + parts + " + " +
+                               FormatBytes(double(peak - budget)) + " fixed overhead");
+}
+
+void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags are resolved here
+  Plan plan = MakePlan(a);
+  const auto counts = Check(AcceleratorCounts(a.accelerators, a.max_accelerators), kCmd, "--accelerators");
+  if (!a.url.empty() && !a.generate_to.empty()) {
+    Fail(kCmd, "--url", InvalidArgumentError("give either --url (an existing packed dataset) or --generate-to"));
+  }
+  if (a.generate_only && a.generate_to.empty()) {
+    Fail(kCmd, "--generate-only", InvalidArgumentError("--generate-only needs --generate-to"));
+  }
+  if (a.emulate.empty()) a.emulate = a.url.empty() ? "ttfb=30ms,bw=25MB/s" : "none";
+  if (a.collate != "view" && a.collate != "copy") {
+    Fail(kCmd, "--collate", InvalidArgumentError("--collate is view or copy, not '" + a.collate + "'"));
+  }
+  const RunRules rules;
+  const loader::StreamingOptions base = LoaderOptions(a, plan);
+  const size_t largest_n = *std::max_element(counts.begin(), counts.end());
+  const Sizing needed = SizeFor(rules, plan, base, largest_n, plan.w.record_size);
+  if (a.url.empty() && !a.samples && !a.quick) plan.w.samples = needed.samples;  // else as given, or --quick's
+  if (a.url.empty() && !a.quick) {
+    Say(a,
+        "dataset: " + std::to_string(plan.w.samples) + " samples" +
+            (plan.w.samples >= needed.samples ? " (" : " (fewer than the " + std::to_string(needed.samples) + " of ") +
+            needed.Explain(rules, plan.w.batch) + ")");
   }
 
-  std::string cache_root = a.cache_dir;
-  TempDir cache_temp;
+  std::string cache_root = a.cache.dir;
+  TempDir temp, cache_temp;
+  DatasetSource data = a.url.empty()
+                           ? GenerateDataset(a, plan, base, temp, cache_root.empty() ? TempRoot() : cache_root)
+                           : OpenDataset(a);
+  if (a.generate_only) return;
   if (cache_root.empty()) {
     cache_temp.path = MakeTemp("the loader's shard cache");
     cache_root = cache_temp.path;
   }
   // The dataset's real size and field names, before any timing.
-  auto probe = Check(loader::StreamingDataset::Open(store, prefix, base), kCmd, where);
+  auto probe = Check(loader::StreamingDataset::Open(data.store, data.prefix, base), kCmd, data.where);
   const uint64_t total = probe->size();
-  dataset_json["samples"] = total;
-  dataset_json["shards"] = probe->index().shards.size();
-  dataset_json["shard_bytes"] = probe->index().total_shard_bytes();
+  const uint64_t shard_bytes = probe->index().total_shard_bytes();
+  data.json["samples"] = total;
+  data.json["shards"] = probe->index().shards.size();
+  data.json["shard_bytes"] = shard_bytes;
   probe.reset();
+  if (!a.url.empty() && !a.no_cache) {  // a generated dataset's cache was checked with it
+    Check(CheckDiskSpace({{cache_root, std::min(base.cache_limit_bytes, shard_bytes), "shard cache"}},
+                         "point --cache-dir elsewhere or run with --no-cache"),
+          kCmd, "--cache-dir");
+  }
+  // Payload bytes per sample: as generated, else from the shards (framing included).
+  const uint64_t record_bytes = a.url.empty() || !total ? plan.w.record_size : shard_bytes / total;
+  // Whether the dataset as it is suffices (no rounding up to whole shards: it has its own).
+  Plan as_is = plan;
+  as_is.w.samples_per_file = 1;
+  const size_t sized_n = LargestSizedN(rules, as_is, base, counts, total, record_bytes);
+  if (a.quick) {
+    Say(a,
+        "--quick: a smoke run on " + std::to_string(total) + " samples; its figures are not valid under the run rules");
+  } else if (sized_n < largest_n) {
+    const Sizing full = SizeFor(rules, as_is, base, largest_n, record_bytes);
+    Say(a, "note: " + std::to_string(total) +
+               " samples make valid results possible up to N=" + std::to_string(sized_n) + " only (" +
+               full.Explain(rules, plan.w.batch) + ": " + std::to_string(full.samples) + " samples)");
+  }
 
   Say(a, "workload " + plan.w.name + " (" + a.accelerator + "): batch " + std::to_string(plan.w.batch) + ", compute " +
              FormatDuration(plan.compute_s) + " per batch, AU threshold " +
              std::to_string(int(plan.threshold * 100 + 0.5)) + "%; " + std::to_string(total) + " samples from " +
-             where);
+             data.where);
   SweepOptions so;
   so.counts = counts;
   so.epochs = a.epochs;
@@ -265,63 +447,40 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   so.min_n = a.min_accelerators;
   so.samples = total;
   so.batch = plan.w.batch;
-  if (a.emulate != "none") {
-    // What the emulated bucket can give one rank: its connections, each
-    // paying the first byte per request of the size the loader asks for.
-    const object::CloudProfile cp = Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate");
-    const uint64_t shard = dataset_json["shard_bytes"].get<uint64_t>() / std::max<uint64_t>(1, dataset_json["shards"]);
-    const uint64_t conc = std::max<size_t>(base.fetch_concurrency, 1);
-    const uint64_t part =
-        std::min<uint64_t>(shard, std::clamp<uint64_t>((shard + conc - 1) / conc, base.min_part_bytes, 16ull << 20));
-    if (cp.bytes_per_second_per_connection > 0 && part > 0) {
-      const double per_conn =
-          double(part) / (Seconds(cp.first_byte) + double(part) / cp.bytes_per_second_per_connection);
-      const double ceiling = per_conn * double(base.max_connections);
-      dataset_json["bucket_ceiling_mib_s_per_rank"] = ceiling / double(1 << 20);
-      Say(a, "emulated bucket ceiling per rank: " + std::to_string(base.max_connections) + " connections x " +
-                 FormatBytes(per_conn) + "/s (requests of " + FormatBytes(double(part)) +
-                 ") = " + FormatBytes(ceiling) + "/s");
-    }
-  }
-  so.on_result = [&](const EpochResult& r) {
-    Say(a, FormatResultLine(r) + (r.epoch == 1 || a.no_cache ? "  (cold cache)" : "  (warm cache)"));
-  };
+  so.rules = rules;
+  so.smoke = a.quick;
+  SayBucketCeiling(a, base, &data.json);
+  so.on_result = [&](const EpochResult& r) { Say(a, FormatResultLine(r)); };
   std::string note;
-  auto results = Check(Sweep(so, LoaderPrepare(store, prefix, base, cache_root, a.no_cache), &note), kCmd, where);
+  auto results =
+      Check(Sweep(so, LoaderPrepare(data.store, data.prefix, base, cache_root, a.no_cache, plan.w.batch * record_bytes),
+                  &note),
+            kCmd, data.where);
   if (!note.empty()) Say(a, note);
 
   nlohmann::json best = nlohmann::json::object();
-  std::string summary = "largest N with AU >= " + std::to_string(int(plan.threshold * 100 + 0.5)) + "%:";
+  std::string summary =
+      "largest N with AU >= " + std::to_string(int(plan.threshold * 100 + 0.5)) + "% and a valid result:";
   for (uint64_t e = 1; e <= a.epochs; ++e) {
     size_t n = LargestPassing(results, e, plan.threshold);
     best[std::to_string(e)] = n;
-    summary += (e > 1 ? "," : "") + std::string(" epoch ") + std::to_string(e) + ": " + std::to_string(n);
+    summary += (e > 1 ? "," : "") + std::string(" epoch ") + std::to_string(e) +
+               (e == 1 || a.no_cache ? " (cold): " : " (warm): ") + std::to_string(n);
   }
   Say(a, summary);
-  // What the loaders may hold, to set the peak against: per rank the prefetch
-  // budget, or two whole batches when they are larger (always kept ahead),
-  // the batch in use, and the RAM cache, which ranks of one process share.
-  const uint64_t batch_bytes = plan.w.batch * plan.w.record_size;
-  const uint64_t prefetch = loader::PrefetchBudgetBytes(base);
-  size_t most_ranks = 1;
-  for (const auto& r : results) most_ranks = std::max<size_t>(most_ranks, r.accelerators);
-  const uint64_t budget = most_ranks * (std::max(prefetch, 2 * batch_bytes) + batch_bytes) + base.ram_cache_bytes;
-  const uint64_t peak = PeakRssBytes();
-  const std::string parts = " (" + std::to_string(most_ranks) + " x (prefetch " + FormatBytes(double(prefetch)) +
-                            " or two batches, + the batch in use) + RAM cache " +
-                            FormatBytes(double(base.ram_cache_bytes)) + ")";
-  Say(a, "peak RSS " + FormatBytes(double(peak)) +
-             (peak <= budget ? ", within the loaders' budgets of " + FormatBytes(double(budget)) + parts
-                             : ", the loaders' budgets of " + FormatBytes(double(budget)) + parts + " + " +
-                                   FormatBytes(double(peak - budget)) + " fixed overhead"));
+  if (a.quick) Say(a, "(--quick: no result is valid; run without it for figures to quote)");
+  uint64_t budget = 0;
+  Say(a, MemoryLine(results, base, plan.w.batch * record_bytes, &budget));
   const std::string command = ReproduceCommand(a, plan);
   Say(a, "reproduce: " + command);
   if (a.json_path.empty()) return;
   nlohmann::json doc = {{"tool", "strata"},
                         {"label", a.label},
                         {"workload", WorkloadJson(a, plan)},
-                        {"dataset", dataset_json},
+                        {"dataset", data.json},
                         {"threshold", plan.threshold},
+                        {"rules", rules.ToJson()},
+                        {"quick", a.quick},
                         {"loader",
                          {{"shuffle", a.shuffle},
                           {"shuffle_window", a.shuffle_window},
@@ -333,12 +492,14 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
                           {"fetch_concurrency", a.fetch},
                           {"max_connections", a.connections},
                           {"prefetch_bytes", a.prefetch_bytes.empty() ? "default" : a.prefetch_bytes},
+                          {"prefetch_budget_bytes", loader::PrefetchBudgetBytes(base)},
+                          {"ram_cache_bytes", base.ram_cache_bytes},
                           {"cache", a.no_cache            ? "none (--no-cache)"
-                                    : a.cache_dir.empty() ? "temporary directory"
-                                                          : a.cache_dir}}},
+                                    : a.cache.dir.empty() ? "temporary directory"
+                                                          : a.cache.dir}}},
                         {"results", nlohmann::json::array()},
                         {"max_accelerators", best},
-                        {"peak_rss_bytes", peak},
+                        {"peak_rss_bytes", PeakRssBytes()},
                         {"loader_budget_bytes", budget},
                         {"command", command}};
   if (!note.empty()) doc["note"] = note;
@@ -370,28 +531,45 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--generate-to", a->generate_to,
                   "Generate the dataset here: files/ (one file per sample) and shards/ (default: a temporary dir)");
   sub->add_flag("--generate-only", a->generate_only, "Generate into --generate-to and exit");
+  sub->add_flag("--shards-only", a->shards_only,
+                "Generate the shards only, no files/ (half the disk; files/ are for the per-file baselines)");
   sub->add_option("--emulate", a->emulate,
                   "Cloud emulation of the store, e.g. ttfb=30ms,bw=25MB/s, or none (default: that for a generated "
                   "dataset, none for --url)")
       ->capture_default_str();
-  sub->add_option("--samples", a->samples, "Samples in the generated dataset (default: per workload, small)");
+  sub->add_option("--samples", a->samples,
+                  "Samples in the generated dataset (default: what the run rules need at the largest N asked)");
+  sub->add_flag("--quick", a->quick,
+                "Smoke run: the workload's preset sample count by default, every result marked not valid");
   sub->add_option("--record-size", a->record_size, "Bytes per sample (default: the workload's)");
   sub->add_option("--samples-per-file", a->samples_per_file, "Samples per shard (default: the workload's)");
   sub->add_option("--batch", a->batch, "Batch size per accelerator (default: the workload's)");
-  sub->add_option("--compute-time", a->compute_time, "Seconds of emulated compute per batch (default: published)");
+  sub->add_option("--compute-time", a->compute_time,
+                  "Emulated compute per batch, e.g. 0.224 (seconds) or 224ms (default: published)");
   sub->add_option("--epochs", a->epochs, "Epochs per N (epoch 1 cold, later ones warm)")->capture_default_str();
   sub->add_option("--accelerators", a->accelerators, "Comma list of N, e.g. 1,2,4,8 (default: 1,2,4,... to max)");
-  sub->add_option("--max-accelerators", a->max_accelerators, "Largest N of the default sweep")->capture_default_str();
+  sub->add_option("--max-accelerators", a->max_accelerators, "Largest N of the default sweep (one node's)")
+      ->capture_default_str();
   sub->add_option("--threshold", a->threshold, "AU threshold in percent (default: the workload's)");
   sub->add_flag("--no-stop", a->no_stop, "Run every N even after AU fell below the threshold");
   sub->add_option("--min-accelerators", a->min_accelerators, "Never stop the sweep before this N")
       ->capture_default_str();
-  sub->add_option("--cache-dir", a->cache_dir, "Loader's shard cache root (default: a temporary dir); nN/ per N");
-  sub->add_option("--cache-limit", a->cache_limit,
-                  "Disk cache bound (ranks share one cache per process: the largest bound wins)")
-      ->capture_default_str();
-  sub->add_option("--ram-cache", a->ram_cache, "RAM cache (shared by the ranks, like the disk bound)")
-      ->capture_default_str();
+  const std::string one_node = "bench train measures one node's loader, not a cache group";
+  auto cache = AddCacheFlags(
+      sub, {.command = kCmd,
+            .defaults = {.ram_bytes = 256ull << 20, .disk_bytes = 16ull << 30},
+            .refused = {{kBlockSize, "the loader caches whole shards, not blocks"},
+                        {kMetadataTtl, "the loader reads its index once"},
+                        {kCacheGroup, one_node},
+                        {kPeerListen, one_node},
+                        {kGroupSecretFile, one_node},
+                        {kPeerDeadline, one_node}},
+            .help = {{kCacheDir, "Loader's shard cache root (default: a temporary dir); nN/ per N"},
+                     {kCacheDisk,
+                      "Disk cache bound (ranks share one cache per process: the largest bound wins) "
+                      "(default 16GiB)"},
+                     {kCacheRam, "RAM cache (shared by the ranks, like the disk bound) (default 256MiB)"}},
+            .deprecated = {{"--cache-limit", kCacheDisk}, {"--ram-cache", kCacheRam}}});
   sub->add_flag("--no-cache", a->no_cache,
                 "No shard cache between epochs: every epoch reads the store (cold), as with a dataset larger "
                 "than memory");
@@ -400,7 +578,7 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->add_option("--prefetch-batches", a->prefetch_batches, "Batches queued per rank, and always prefetched at least")
       ->capture_default_str();
   sub->add_option("--prefetch-bytes", a->prefetch_bytes,
-                  "Memory budget of the prefetch per rank (default: 4 x --ram-cache); sized by demand within it");
+                  "Memory budget of the prefetch per rank (default: 4 x --cache-ram); sized by demand within it");
   sub->add_option("--connections", a->connections, "Store requests in flight per rank at most")->capture_default_str();
   sub->add_option("--decode-threads", a->decode_threads, "Decode threads per rank")->capture_default_str();
   sub->add_option("--fetch", a->fetch, "Ranged GETs per shard fetch")->capture_default_str();
@@ -419,15 +597,22 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
   sub->footer(
       "Each of N emulated accelerators (a thread) has its own loader (rank r of N, sharing one local cache\n"
       "directory), takes a batch, sleeps the compute time, waits at a barrier with the others, and asks for\n"
-      "the next. AU = nominal compute time / (N x wall time), from the end of the first step to the end of the\n"
-      "epoch; MiB/s = samples/s x record size / 2^20. The sweep stops after the first N below the threshold.\n"
+      "the next. AU = nominal compute time / (N x wall time) from the epoch's start (the loaders' queues empty)\n"
+      "to its last step; MiB/s = samples/s x record size / 2^20. The sweep stops after the first N below the\n"
+      "threshold. Run rules (MLPerf Storage's, adapted): a result is valid if its epoch lasts >= 100 steps and\n"
+      ">= 2 s and, when cold, the dataset is >= 5 x the loaders' memory (prefetch budgets + RAM cache) and the\n"
+      "store delivered in the window the bytes consumed; only valid results count toward the largest N.\n"
       "Published parameters (mlcommons/storage): unet3d 146.6 MB samples, 1 per file, batch 7, 0.323 s (H100)\n"
       "/ 0.636 s (A100), AU 90%; resnet50 114.7 KB TFRecord records, 1251 per file, batch 400, 0.224 / 0.435 s,\n"
       "90%; cosmoflow 2.83 MB TFRecord records, 1 per file, batch 1, 0.0035 / 0.00551 s, 70%.\n"
-      "Example (small, scaled: batch and compute time divided by 12.5, same MB/s per accelerator):\n"
-      "  strata bench train --workload resnet50 --samples 2048 --batch 32 --compute-time 0.01792 \\\n"
-      "      --accelerators 1,2,4,8 --json au.json");
-  sub->callback([a] { RunTrain(*a); });
+      "Example (scaled: batch and compute time divided by 12.5, same MB/s per accelerator; small budgets):\n"
+      "  strata bench train --workload resnet50 --samples-per-file 100 --batch 32 --compute-time 0.01792 \\\n"
+      "      --prefetch-bytes 64MiB --cache-ram 64MiB --accelerators 1,2,4 --json au.json");
+  sub->callback([a, cache] {
+    TrainArgs run = *a;
+    run.cache = cache->Settings();
+    RunTrain(std::move(run));
+  });
 });
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "ckpt/commit.h"
 #include "ckpt/reader.h"
+#include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/util.h"
 #include "group/group_store.h"
@@ -21,8 +22,6 @@ struct CkptArgs {
   bool quick = false, tensors = false, json = false, dry_run = false, all = false;
   int keep = 0;
   int parallelism = 4;
-  // pull through a cache group (src/group): each block leaves the bucket once for all members
-  std::string cache_group, peer_listen = "127.0.0.1:0", group_secret_file, cache_dir;
 };
 
 std::unique_ptr<Location> OpenLoc(const std::string& cmd, const std::string& where) {
@@ -124,23 +123,27 @@ void RunVerify(const CkptArgs& a) {
 
 // The source read through this process's member of the cache group: each
 // block is asked of its owner, which fetches it from the bucket once.
-std::unique_ptr<Location> OpenGroupSource(const CkptArgs& a) {
+std::unique_ptr<Location> OpenGroupSource(const CkptArgs& a, const CacheSettings& c) {
   const char* cmd = "ckpt pull";
   if (a.location.find("://") == std::string::npos) {
     Fail(cmd, "--cache-group", InvalidArgumentError("a cache group reads a store URL, not a local directory"));
   }
   object::ObjectStorePtr bucket = Check(object::OpenStore(a.location), cmd, a.location);
   group::GroupStoreOptions go;
-  go.url = a.cache_group;
-  go.listen = a.peer_listen;
-  go.secret_file = a.group_secret_file;
-  go.cache_dir = a.cache_dir;
-  auto store = Check(group::JoinGroupStore(bucket, go), cmd, a.cache_group);
+  go.url = c.group;
+  go.listen = c.peer_listen;
+  go.secret_file = c.group_secret_file;
+  go.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
+  go.cache_dir = c.dir;
+  go.disk_bytes = c.disk_bytes;
+  go.ram_bytes = c.ram_bytes;
+  go.block_size = c.block_size;
+  auto store = Check(group::JoinGroupStore(bucket, go), cmd, c.group);
   return StoreLocation(std::move(store));
 }
 
-void RunPull(const CkptArgs& a) {
-  auto from = a.cache_group.empty() ? OpenLoc("ckpt pull", a.location) : OpenGroupSource(a);
+void RunPull(const CkptArgs& a, const CacheSettings& c) {
+  auto from = c.group.empty() ? OpenLoc("ckpt pull", a.location) : OpenGroupSource(a, c);
   auto to = OpenLoc("ckpt pull", a.destination);
   std::vector<int64_t> candidates;
   if (a.step == "latest") {
@@ -208,15 +211,23 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
   pull->add_option("destination", a->destination, "Where to copy it")->required();
   pull->add_option("step", a->step, "Step number or 'latest' (the newest that copies with every byte verified)");
   pull->add_option("-j,--parallel", a->parallelism, "Shards copied at once");
-  pull->add_option("--cache-group", a->cache_group,
-                   "Read the source through a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,... "
-                   "(N nodes pulling one checkpoint fetch each block from the bucket once; keep every member "
-                   "running until all have pulled)");
-  pull->add_option("--peer-listen", a->peer_listen, "This member's peer endpoint HOST:PORT (default 127.0.0.1:0)");
-  pull->add_option("--group-secret-file", a->group_secret_file,
-                   "File holding the cache group's secret (default: $STRATA_GROUP_SECRET)");
-  pull->add_option("--cache-dir", a->cache_dir, "With --cache-group: where this member keeps its blocks (default RAM)");
-  pull->callback([a] { RunPull(*a); });
+  // The cache is the group member's: without --cache-group, pull reads the source directly.
+  const group::GroupStoreOptions go;
+  auto cache = AddCacheFlags(
+      pull,
+      {.command = "ckpt pull",
+       .defaults = {.ram_bytes = go.ram_bytes,
+                    .disk_bytes = go.disk_bytes,
+                    .block_size = go.block_size,
+                    .peer_deadline = go.deadline},
+       .refused = {{kMetadataTtl, "a checkpoint is read once; its metadata is not kept"}},
+       .needs_group = kGroupMemberFlags | kCacheRam | kCacheDisk | kCacheDir | kBlockSize,
+       .help = {{kCacheGroup,
+                 "Read the source through a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,... "
+                 "(N nodes pulling one checkpoint fetch each block from the bucket once; keep every member "
+                 "running until all have pulled)"},
+                {kCacheDir, "With --cache-group: where this member keeps its blocks (default: none, RAM only)"}}});
+  pull->callback([a, cache] { RunPull(*a, cache->Settings()); });
 
   auto* gc = ckpt->add_subcommand("gc", "Delete all but the newest N valid checkpoints, and torn leftovers");
   gc->add_option("location", a->location, where)->required();

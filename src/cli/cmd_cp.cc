@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "base/executor.h"
+#include "base/units.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"

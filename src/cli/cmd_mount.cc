@@ -12,11 +12,14 @@
 #include <climits>
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "base/log.h"
+#include "base/units.h"
 #include "cache/block_cache.h"
 #include "cache/cached_store.h"
+#include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/util.h"
 #include "fs/object_fs.h"
@@ -30,9 +33,7 @@ namespace {
 
 struct MountArgs {
   std::string url, mountpoint;
-  std::string cache_dir, cache_mem = "1GiB", cache_disk = "10GiB", block_size = "4MiB";
   std::string attr_ttl = "10s", entry_ttl = "10s", dir_ttl = "60s";
-  std::string metadata_ttl;  // all three at once, unless one is given by itself; "forever"
   bool attr_ttl_set = false, entry_ttl_set = false, dir_ttl_set = false;
   std::string read_timeout = "60s", revalidate_timeout = "2s";
   bool strict_revalidate = false;
@@ -47,9 +48,40 @@ struct MountArgs {
   // Shown for objects that carry no attributes of their own (default: the mounting user, 0644, 0755).
   std::optional<uint32_t> uid, gid;
   std::string file_mode = "0644", dir_mode = "0755";
-  std::string cache_group, peer_listen = "127.0.0.1:0", group_secret_file;  // a cache group (src/group)
-  std::string peer_deadline = "2s";
+  int secrets_fd = -1;                        // KEY=VALUE lines from an inherited descriptor (`strata csi`)
+  std::string publish_dataset, publish_node;  // the cached bytes published in etcd for the scheduler extender
 };
+
+// Credentials and the group secret from an inherited descriptor (the CSI driver's
+// memfd), so they are on no command line and in no environment block: only the
+// names below are taken, into this process's environment, where the store and the
+// group read them. The descriptor stays open: a restarted driver reads the secrets
+// back from it (root only) to remount the volume should this process die.
+void ReadSecretsFd(int fd) {
+  static const char* const kNames[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                                       "STRATA_GROUP_SECRET"};
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0 && text.size() < (64 << 10)) {
+    text.append(buf, static_cast<size_t>(n));
+  }
+  if (n < 0) Fail("mount", "--secrets-fd", ErrnoToStatus(errno, "read the secrets descriptor"));
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    size_t eq = line.find('=');
+    if (line.empty()) continue;
+    bool known = false;
+    for (const char* k : kNames)
+      known = known || (eq != std::string::npos && line.compare(0, eq, k) == 0 && k[eq] == 0);
+    if (!known) Fail("mount", "--secrets-fd", InvalidArgumentError("a line that is not NAME=VALUE of a known secret"));
+    setenv(line.substr(0, eq).c_str(), line.substr(eq + 1).c_str(), 1);
+  }
+}
 
 // An octal permission mode ("0644", "755").
 uint32_t ParseModeArg(const std::string& s, const char* flag) {
@@ -105,22 +137,26 @@ void DetachOutput(const std::string& log_file) {
   close(fd);
 }
 
-void RunMount(const MountArgs& a) {
+// The TTL flags: a TTL may be "forever" (a dataset that never changes).
+Duration ParseTtl(const std::string& text, const char* flag) {
+  return Check(ParseDuration(text, {.allow_forever = true}), "mount", flag);
+}
+
+void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
   const char* cmd = "mount";
+  if (a.secrets_fd >= 0) ReadSecretsFd(a.secrets_fd);
+  const CacheSettings c = cache_flags.Settings();
   const std::string mountpoint = Absolute(a.mountpoint);
   if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, AlreadyExistsError("already a mount point"));
   fs::FsOptions fo;
-  fo.attr_ttl = Check(ParseDuration(a.attr_ttl), cmd, "--attr-ttl");
-  fo.entry_ttl = Check(ParseDuration(a.entry_ttl), cmd, "--entry-ttl");
-  fo.dir_ttl = Check(ParseDuration(a.dir_ttl), cmd, "--dir-ttl");
-  if (!a.metadata_ttl.empty()) {
-    // "forever": a dataset that never changes; after the first look nothing
-    // is asked of the store again. (A century: no deadline arithmetic overflows.)
-    const Duration ttl = a.metadata_ttl == "forever" ? Duration(std::chrono::hours(24 * 365 * 100))
-                                                     : Check(ParseDuration(a.metadata_ttl), cmd, "--metadata-ttl");
-    if (!a.attr_ttl_set) fo.attr_ttl = ttl;
-    if (!a.entry_ttl_set) fo.entry_ttl = ttl;
-    if (!a.dir_ttl_set) fo.dir_ttl = ttl;
+  fo.attr_ttl = ParseTtl(a.attr_ttl, "--attr-ttl");
+  fo.entry_ttl = ParseTtl(a.entry_ttl, "--entry-ttl");
+  fo.dir_ttl = ParseTtl(a.dir_ttl, "--dir-ttl");
+  if (cache_flags.given(kMetadataTtl)) {
+    // "forever": after the first look nothing is asked of the store again.
+    if (!a.attr_ttl_set) fo.attr_ttl = c.metadata_ttl;
+    if (!a.entry_ttl_set) fo.entry_ttl = c.metadata_ttl;
+    if (!a.dir_ttl_set) fo.dir_ttl = c.metadata_ttl;
   }
   fo.read_only = a.read_only;
   fo.strict_revalidate = a.strict_revalidate;
@@ -135,14 +171,14 @@ void RunMount(const MountArgs& a) {
   fo.gid = a.gid.value_or(getgid());
   fo.file_mode = ParseModeArg(a.file_mode, "--file-mode");
   fo.dir_mode = ParseModeArg(a.dir_mode, "--dir-mode");
-  fo.write_dir = !a.write_dir.empty() ? a.write_dir : !a.cache_dir.empty() ? a.cache_dir + "/writes" : "/tmp";
+  fo.write_dir = !a.write_dir.empty() ? a.write_dir : !c.dir.empty() ? c.dir + "/writes" : "/tmp";
   // Bytes that could not be uploaded outlive the mount beside the cache.
-  if (!a.cache_dir.empty()) fo.lost_found_dir = a.cache_dir + "/lost+found";
+  if (!c.dir.empty()) fo.lost_found_dir = c.dir + "/lost+found";
   cache::CacheOptions co;
-  co.ram_bytes = Check(ParseSize(a.cache_mem), cmd, "--cache-mem");
-  co.dir = a.cache_dir;
-  co.disk_bytes = Check(ParseSize(a.cache_disk), cmd, "--cache-disk");
-  co.block_size = Check(ParseSize(a.block_size), cmd, "--block-size");
+  co.ram_bytes = c.ram_bytes;
+  co.dir = c.dir;
+  co.disk_bytes = c.disk_bytes;
+  co.block_size = c.block_size;
   object::CloudProfile profile;
   if (!a.emulate.empty()) profile = Check(object::ParseCloudProfile(a.emulate), cmd, "--emulate");
   if (!a.log_level.empty()) SetLogLevel(a.log_level);
@@ -157,7 +193,7 @@ void RunMount(const MountArgs& a) {
   Check(backend->List(probe).status(), cmd, a.url);
   if (!a.emulate.empty()) backend = object::EmulateCloud(backend, profile);
   if (!fo.read_only) Check(io::DefaultFileSystem().CreateDirs(fo.write_dir), cmd, fo.write_dir);
-  auto cache = Check(cache::BlockCache::Open(co), cmd, a.cache_dir.empty() ? "cache" : a.cache_dir);
+  auto cache = Check(cache::BlockCache::Open(co), cmd, c.dir.empty() ? "cache" : c.dir);
   cache::CachedStoreOptions so;
   so.metadata_ttl = fo.attr_ttl;  // one staleness bound for attributes, whichever layer answers
   so.readahead_max_window = Check(ParseSize(a.readahead_max), cmd, "--readahead-max");
@@ -166,20 +202,22 @@ void RunMount(const MountArgs& a) {
   so.open_window = std::min<uint64_t>(so.readahead_max_window, 16ull << 20);
   auto store = std::make_shared<cache::CachedStore>(backend, cache, so);
   std::unique_ptr<group::GroupMember> member;  // destroyed after the file system stops reading
-  if (!a.cache_group.empty()) {
+  if (!c.group.empty()) {
     group::JoinOptions jo;
-    jo.url = a.cache_group;
-    jo.listen = a.peer_listen;
-    jo.secret = Check(group::ReadGroupSecret(a.group_secret_file), cmd, "--group-secret-file");
-    {
-      const Duration d = Check(ParseDuration(a.peer_deadline), cmd, "--peer-deadline");
-      if (d <= Duration::zero() || d > std::chrono::minutes(1))
-        Fail(cmd, "--peer-deadline", InvalidArgumentError("must be more than 0 and at most 1m"));
-      jo.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(d);
+    jo.url = c.group;
+    jo.listen = c.peer_listen;
+    jo.secret = Check(group::ReadGroupSecret(c.group_secret_file), cmd, "--group-secret-file");
+    jo.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
+    if (!a.publish_dataset.empty()) {
+      // The bytes of this dataset this member caches, for the scheduler extender (src/csi/extender.h).
+      jo.record = [cache, dataset = a.publish_dataset, node = a.publish_node.empty() ? jo.listen : a.publish_node] {
+        const cache::CacheStats s = cache->Stats();
+        return nlohmann::json{{"node", node}, {"datasets", {{dataset, std::max(s.disk_bytes, s.ram_bytes)}}}}.dump();
+      };
     }
-    member = Check(group::GroupMember::Join(jo), cmd, a.cache_group);
+    member = Check(group::GroupMember::Join(jo), cmd, c.group);
     member->Attach(store);
-    STRATA_LOG_INFO("mount: joined cache group {} as {}", a.cache_group, member->address());
+    STRATA_LOG_INFO("mount: joined cache group {} as {}", c.group, member->address());
   }
   fs::ObjectFs filesystem(store, fo);
 
@@ -231,18 +269,13 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   auto* sub = root.add_subcommand("mount", "Mount a bucket as a POSIX file system (FUSE), read through the cache");
   sub->add_option("backend", a->url, "file:///dir, s3://bucket[/prefix]?endpoint=..., mem://name")->required();
   sub->add_option("mountpoint", a->mountpoint, "An existing empty directory")->required();
-  sub->add_option("--cache-dir", a->cache_dir, "Disk tier directory (default: RAM only); write buffers go under it");
-  sub->add_option("--cache-mem", a->cache_mem, "RAM tier size (default 1GiB)");
-  sub->add_option("--cache-disk", a->cache_disk, "Disk tier size (default 10GiB)");
-  sub->add_option("--block-size", a->block_size, "Cache block size (default 4MiB)");
-  sub->add_option("--cache-group", a->cache_group,
-                  "Share the cache with other nodes: etcd://HOST:PORT/GROUP or static://HOST:PORT,HOST:PORT");
-  sub->add_option("--peer-listen", a->peer_listen, "HOST:PORT of this member's peer endpoint (default 127.0.0.1:0)");
-  sub->add_option("--group-secret-file", a->group_secret_file,
-                  "File holding the cache group's secret (default: $STRATA_GROUP_SECRET)");
-  sub->add_option("--peer-deadline", a->peer_deadline,
-                  "How long a block is awaited from its owner before this member reads the bucket itself and marks "
-                  "the owner suspect for 30s (default 2s)");
+  auto cache = AddCacheFlags(
+      sub, {.command = "mount",
+            .help = {{kCacheDir, "Disk tier directory (default: none, RAM only); write buffers go under it"},
+                     {kMetadataTtl,
+                      "Sets --attr-ttl, --entry-ttl and --dir-ttl at once (those given by themselves win); "
+                      "'forever' for data that never changes (nothing is revalidated)"}},
+            .deprecated = {{"--cache-mem", kCacheRam}}});
   sub->add_flag("--read-only", a->read_only, "Mount read-only (writes fail with EROFS)");
   sub->add_flag("-f,--foreground", a->foreground, "Stay in the foreground (default: daemonise once mounted)");
   sub->add_flag("--allow-other", a->allow_other, "Let other users access the mount");
@@ -252,9 +285,6 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
       ->each([a](const std::string&) { a->entry_ttl_set = true; });
   sub->add_option("--dir-ttl", a->dir_ttl, "How long directory listings are trusted (default 60s)")
       ->each([a](const std::string&) { a->dir_ttl_set = true; });
-  sub->add_option("--metadata-ttl", a->metadata_ttl,
-                  "Sets --attr-ttl, --entry-ttl and --dir-ttl at once (those given by themselves win); "
-                  "'forever' for data that never changes (nothing is revalidated)");
   sub->add_flag("--strict-revalidate", a->strict_revalidate,
                 "Expired attributes must be confirmed by the store: stat/open wait for it and fail with it "
                 "(default: a failed or slow revalidation serves the cached version, logged)");
@@ -280,6 +310,13 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
   sub->add_option("--gid", a->gid, "Group shown for objects without stored attributes (default: yours)");
   sub->add_option("--file-mode", a->file_mode, "Mode of files without stored attributes (octal, default 0644)");
   sub->add_option("--dir-mode", a->dir_mode, "Mode of directories without stored attributes (octal, default 0755)");
+  sub->add_option("--secrets-fd", a->secrets_fd,
+                  "Read AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and STRATA_GROUP_SECRET as "
+                  "NAME=VALUE lines from this inherited descriptor (how `strata csi` passes secrets)");
+  sub->add_option("--publish-dataset", a->publish_dataset,
+                  "With an etcd cache group: publish the bytes cached of the mount under this dataset name "
+                  "(read by `strata scheduler-extender`)");
+  sub->add_option("--publish-node", a->publish_node, "The node name published with --publish-dataset");
   sub->add_option("--log-file", a->log_file, "Daemon log file (default: none)");
   sub->add_option("--log-level", a->log_level, "trace, debug, info, warn (default), error");
   sub->footer([] {
@@ -291,7 +328,7 @@ CommandRegistrar mount_registrar("mount", [](CLI::App& root) {
         "directories (EXDEV: mv copies instead).\n"
         "Example: strata mount s3://bucket/data?endpoint=http://127.0.0.1:9000 /mnt/data --cache-dir /nvme/cache");
   });
-  sub->callback([a] { RunMount(*a); });
+  sub->callback([a, cache] { RunMount(*a, *cache); });
 });
 
 CommandRegistrar umount_registrar("umount", [](CLI::App& root) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/units.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"

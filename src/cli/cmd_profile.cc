@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/units.h"
 #include "cli/command.h"
 #include "cli/demo.h"
 #include "cli/plan_model.h"

@@ -12,6 +12,7 @@
 #include "base/executor.h"
 #include "cache/block_cache.h"
 #include "cache/cached_store.h"
+#include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
@@ -24,13 +25,8 @@ namespace {
 
 struct WarmArgs {
   std::string url;
-  std::string cache_dir;
-  std::string cache_size = "10GiB";
-  std::string block_size = "4MiB";
   std::string emulate;  // cloud profile, for demos
   int parallel = 16;
-  std::string cache_group, peer_listen;  // warm only this member's share of the group's blocks
-  std::string peer_deadline = "2s";      // reaching the group's member list
 };
 
 // This member's share: blocks whose owner among `members` is `self`.
@@ -75,7 +71,7 @@ Result<uint64_t> WarmShare(cache::CachedStore& store, const std::string& key, co
   return bytes;
 }
 
-void RunWarm(const WarmArgs& args) {
+void RunWarm(const WarmArgs& args, const CacheSettings& c) {
   const char* cmd = "warm";
   if (args.parallel < 1 || args.parallel > 1024) Fail(cmd, "--parallel", InvalidArgumentError("must be 1..1024"));
   ObjectUrl url = Check(ParseObjectUrl(args.url), cmd, args.url);
@@ -85,35 +81,30 @@ void RunWarm(const WarmArgs& args) {
     backend = object::EmulateCloud(backend, Check(object::ParseCloudProfile(args.emulate), cmd, "--emulate"));
 
   cache::CacheOptions options;
-  options.dir = args.cache_dir;
-  options.disk_bytes = Check(ParseSize(args.cache_size), cmd, "--cache-size");
-  options.block_size = Check(ParseSize(args.block_size), cmd, "--block-size");
+  options.dir = c.dir;
+  options.disk_bytes = c.disk_bytes;
+  options.block_size = c.block_size;
   options.ram_bytes = 0;  // warming targets the disk; RAM would only hold a copy
-  auto cache = Check(cache::BlockCache::Open(options), cmd, args.cache_dir);
+  auto cache = Check(cache::BlockCache::Open(options), cmd, c.dir);
   cache::CachedStoreOptions store_options;
   store_options.readahead_threads = 0;
   cache::CachedStore store(backend, cache, store_options);
 
   std::optional<Share> share;
-  if (!args.cache_group.empty()) {
-    if (args.peer_listen.empty()) {
+  if (!c.group.empty()) {
+    if (c.peer_listen.empty()) {
       Fail(cmd, "--peer-listen", InvalidArgumentError("--cache-group needs this member's --peer-listen HOST:PORT"));
     }
-    const Duration d = Check(ParseDuration(args.peer_deadline), cmd, "--peer-deadline");
-    if (d <= Duration::zero() || d > std::chrono::minutes(1))
-      Fail(cmd, "--peer-deadline", InvalidArgumentError("must be more than 0 and at most 1m"));
-    share.emplace(
-        Check(group::ListGroupMembers(args.cache_group, std::chrono::duration_cast<std::chrono::milliseconds>(d)), cmd,
-              args.cache_group),
-        args.peer_listen);
-    std::cerr << "strata: warm: warming this member's share (" << args.peer_listen << ", 1 of " << share->size()
-              << " members of " << args.cache_group << ")\n";
+    const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
+    share.emplace(Check(group::ListGroupMembers(c.group, deadline), cmd, c.group), c.peer_listen);
+    std::cerr << "strata: warm: warming this member's share (" << c.peer_listen << ", 1 of " << share->size()
+              << " members of " << c.group << ")\n";
   }
   auto objects = Check(object::ListAll(store, ep.key), cmd, args.url);
   uint64_t total = 0;
   for (const auto& o : objects) total += o.size;
   if (total > options.disk_bytes) {
-    std::cerr << "strata: warm: warning: " << FormatBytes(total) << " under " << args.url << " exceeds --cache-size "
+    std::cerr << "strata: warm: warning: " << FormatBytes(total) << " under " << args.url << " exceeds --cache-disk "
               << FormatBytes(options.disk_bytes) << "; older blocks will be evicted\n";
   }
   std::mutex mu;
@@ -133,8 +124,9 @@ void RunWarm(const WarmArgs& args) {
     if (!first_error.ok()) Fail(cmd, ep.UrlOf(failed_key), first_error);
     std::cout << progress.Summary() << "\n";
   }
+  cache->Flush();  // what went behind the reads (demotions) and the metadata journal
   cache::CacheStats s = cache->Stats();
-  std::cout << "cache " << args.cache_dir << ": " << s.disk_blocks << " blocks, " << FormatBytes(s.disk_bytes) << " of "
+  std::cout << "cache " << c.dir << ": " << s.disk_blocks << " blocks, " << FormatBytes(s.disk_bytes) << " of "
             << FormatBytes(s.disk_capacity) << " (" << s[cache::CacheCounter::kMisses] << " fetched, "
             << s[cache::CacheCounter::kDiskHits] << " already cached)\n";
 }
@@ -143,19 +135,27 @@ CommandRegistrar registrar("warm", [](CLI::App& root) {
   auto args = std::make_shared<WarmArgs>();
   auto* sub = root.add_subcommand("warm", "Fill a cache directory with every object under a prefix");
   sub->add_option("url", args->url, "s3://bucket/prefix, mem://name/prefix or a local directory")->required();
-  sub->add_option("--cache-dir", args->cache_dir, "Cache directory (created if missing)")->required();
+  auto cache = AddCacheFlags(
+      sub,
+      {.command = "warm",
+       .defaults = {.peer_listen = ""},
+       .refused = {{kCacheRam, "warm fills the disk tier (--cache-dir); a RAM copy would be dropped at exit"},
+                   {kMetadataTtl, "warm lists and reads each object once"},
+                   {kGroupSecretFile, "warm reads the group's member list only, it asks no peer for blocks"}},
+       .required = kCacheDir,
+       .needs_group = kPeerListen | kPeerDeadline,
+       .help = {{kCacheDir, "Cache directory (created if missing)"},
+                {kBlockSize, "Cache block size (default 4MiB; must match the readers')"},
+                {kCacheGroup,
+                 "Warm only this member's share of a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,..."},
+                {kPeerListen, "This member's peer address (its id in the group)"},
+                {kPeerDeadline, "How long to wait for the group's member list (etcd) before failing (default 2s)"}},
+       .deprecated = {{"--cache-size", kCacheDisk}}});
   sub->add_option("--parallel", args->parallel, "Objects fetched at once (default 16)");
-  sub->add_option("--cache-size", args->cache_size, "Disk tier limit (default 10GiB)");
-  sub->add_option("--block-size", args->block_size, "Cache block size (default 4MiB; must match readers)");
   sub->add_option("--emulate", args->emulate, "Emulate a cloud bucket, e.g. ttfb=30ms,bw=25MB/s");
-  sub->add_option("--cache-group", args->cache_group,
-                  "Warm only this member's share of a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,...");
-  sub->add_option("--peer-listen", args->peer_listen, "This member's peer address (its id in the group)");
-  sub->add_option("--peer-deadline", args->peer_deadline,
-                  "How long to wait for the group's member list (etcd) before failing (default 2s)");
   sub->footer(
       [] { return std::string("Example: strata warm s3://bucket/train/ --cache-dir /nvme/strata --parallel 32"); });
-  sub->callback([args] { RunWarm(*args); });
+  sub->callback([args, cache] { RunWarm(*args, cache->Settings()); });
 });
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <type_traits>
 
+#include "base/units.h"
 #include "cli/util.h"
 #include "cli/workloads.h"
 
@@ -19,7 +21,7 @@ Status Bad(const std::string& field, const std::string& expected, const json& go
   return InvalidArgumentError(field + ": expected " + expected + ", got " + shown);
 }
 
-// Splits "1.5 TB" into 1.5 and "tb" (lower case, spaces dropped). False if no number leads.
+// Splits "1.2 M" into 1.2 and "m" (lower case, spaces dropped), for counts. False if no number leads.
 bool SplitNumber(const std::string& text, double* number, std::string* unit) {
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
@@ -33,19 +35,6 @@ bool SplitNumber(const std::string& text, double* number, std::string* unit) {
     if (text[k] != ' ') unit->push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(text[k]))));
   }
   return true;
-}
-
-// Bytes per unit of a size unit; 0 if unknown.
-double SizeUnit(const std::string& u) {
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1},           {"b", 1},          {"kb", 1e3},       {"mb", 1e6},     {"gb", 1e9},     {"tb", 1e12},
-      {"pb", 1e15},      {"k", 0x1p10},     {"m", 0x1p20},     {"g", 0x1p30},   {"t", 0x1p40},   {"p", 0x1p50},
-      {"kib", 0x1p10},   {"mib", 0x1p20},   {"gib", 0x1p30},   {"tib", 0x1p40}, {"pib", 0x1p50}, {"kbit", 1e3 / 8},
-      {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"tbit", 1e12 / 8}};
-  for (const auto& [name, scale] : kUnits) {
-    if (u == name) return scale;
-  }
-  return 0;
 }
 
 Result<double> NonNegative(double v, const std::string& field, const std::string& expected, const json& got) {
@@ -112,52 +101,33 @@ const json* Get(const json& doc, const char* section, const char* key) {
 
 }  // namespace
 
+// A field's value: a JSON number in the base unit, or a string in the grammar of base/units.h.
+template <typename T, typename Parse>
+Result<double> UnitField(const json& value, const std::string& field, const std::string& forms, Parse parse) {
+  if (value.is_number()) return NonNegative(value.get<double>(), field, forms, value);
+  if (!value.is_string()) return Bad(field, forms, value);
+  Result<T> r = parse(value.get<std::string>());
+  if (!r.ok()) return InvalidArgumentError(field + ": " + r.status().message());
+  if constexpr (std::is_same_v<T, Duration>) {
+    return Seconds(*r);
+  } else {
+    return double(*r);
+  }
+}
+
 Result<double> ParseBytesField(const json& value, const std::string& field) {
-  const char* expected = "a size such as 1.5TB, 800GiB or a number of bytes";
-  if (value.is_number()) return NonNegative(value.get<double>(), field, expected, value);
-  if (!value.is_string()) return Bad(field, expected, value);
-  double n = 0;
-  std::string unit;
-  if (!SplitNumber(value.get<std::string>(), &n, &unit)) return Bad(field, expected, value);
-  const double scale = SizeUnit(unit);
-  if (scale == 0 || unit.find("bit") != std::string::npos) return Bad(field, expected, value);
-  return NonNegative(n * scale, field, expected, value);
+  return UnitField<uint64_t>(value, field, SizeForms(), [](const std::string& t) { return ParseSize(t); });
 }
 
 Result<double> ParseRateField(const json& value, const std::string& field) {
-  const char* expected = "a rate such as 85MB/s, 2GiB/s, 100Gbit/s or bytes per second";
-  if (value.is_number()) return NonNegative(value.get<double>(), field, expected, value);
-  if (!value.is_string()) return Bad(field, expected, value);
-  double n = 0;
-  std::string unit;
-  if (!SplitNumber(value.get<std::string>(), &n, &unit)) return Bad(field, expected, value);
-  if (unit.size() >= 2 && unit.compare(unit.size() - 2, 2, "/s") == 0) {
-    unit.resize(unit.size() - 2);
-  } else if (unit.size() >= 3 && unit.compare(unit.size() - 3, 3, "bps") == 0) {
-    unit = unit.substr(0, unit.size() - 3) + "bit";  // "100gbps"
-  } else {
-    return Bad(field, expected, value);
-  }
-  const double scale = SizeUnit(unit);
-  if (scale == 0) return Bad(field, expected, value);
-  return NonNegative(n * scale, field, expected, value);
+  return UnitField<double>(value, field, RateForms(), [](const std::string& t) { return ParseRate(t); });
 }
 
 Result<double> ParseSecondsField(const json& value, const std::string& field) {
-  const char* expected = "a duration such as 250ms, 30s, 5min, 2h, 3d or a number of seconds";
-  if (value.is_number()) return NonNegative(value.get<double>(), field, expected, value);
-  if (!value.is_string()) return Bad(field, expected, value);
-  double n = 0;
-  std::string unit;
-  if (!SplitNumber(value.get<std::string>(), &n, &unit)) return Bad(field, expected, value);
-  double scale = 0;
-  if (unit == "ms") scale = 1e-3;
-  if (unit == "s" || unit.empty()) scale = 1;
-  if (unit == "m" || unit == "min") scale = 60;
-  if (unit == "h") scale = 3600;
-  if (unit == "d") scale = 86400;
-  if (scale == 0) return Bad(field, expected, value);
-  return NonNegative(n * scale, field, expected, value);
+  // A planning horizon (an MTBF, an interval) may be long; the bound only keeps the arithmetic exact.
+  const DurationRules rules{.max = kForever};
+  return UnitField<Duration>(value, field, DurationForms(rules),
+                             [&](const std::string& t) { return ParseDuration(t, rules); });
 }
 
 void SetPath(json* into, const std::string& dotted, json value) {
@@ -428,30 +398,45 @@ Status ApplyTrainBench(const json& bench, const std::string& what, json* doc) {
   // The best delivered rate of one process (one node) per epoch kind. It is
   // a ceiling only if some N fell below the AU threshold (the data path, not
   // the demand, was the limit); otherwise the loader kept up everywhere and
-  // the rate caps nothing.
+  // the rate caps nothing. Only results valid under the bench's run rules
+  // count ("valid": true; files written before the rules have none): a cold
+  // epoch served from memory filled before its clock says nothing of the store.
   const double threshold =
       bench.contains("threshold") && bench["threshold"].is_number() ? bench["threshold"].get<double>() : 0.9;
   double rate[2] = {0, 0};
-  bool saturated[2] = {false, false};
+  bool saturated[2] = {false, false}, measured[2] = {false, false};
+  size_t ignored = 0;
   for (size_t i = 0; i < bench["results"].size(); ++i) {
     const json& r = bench["results"][i];
     const std::string at = "results[" + std::to_string(i) + "]";
     if (!r.is_object() || !r.contains("epoch") || !r["epoch"].is_number() || !r.contains("mib_per_s") ||
         !r["mib_per_s"].is_number() || !r.contains("au") || !r["au"].is_number())
       return bad(at, "needs numeric epoch, au and mib_per_s");
+    if (!r.contains("valid") || !r["valid"].is_boolean() || !r["valid"].get<bool>()) {
+      ++ignored;
+      continue;
+    }
     const int warm = r["epoch"].get<double>() > 1 ? 1 : 0;
+    measured[warm] = true;
     rate[warm] = std::max(rate[warm], r["mib_per_s"].get<double>() * double(1 << 20));
     saturated[warm] = saturated[warm] || r["au"].get<double>() < threshold;
   }
   if (saturated[0]) SetIfUnset(doc, "measured", "store_bandwidth_per_node", rate[0]);
   if (saturated[1]) SetIfUnset(doc, "measured", "cache_bandwidth_per_node", rate[1]);
-  const double cold = rate[0], warm = rate[1];
-  char line[400];
-  std::snprintf(
-      line, sizeof line, "%s: %s, loader %.0f MB/s cold%s, %.0f MB/s warm%s per node", what.c_str(),
-      (w.contains("name") && w["name"].is_string() ? w["name"].get<std::string>() : std::string("bench")).c_str(),
-      cold / 1e6, saturated[0] ? " (its ceiling)" : " (kept up)", warm / 1e6,
-      saturated[1] ? " (its ceiling)" : " (kept up)");
+  const auto describe = [&](int k, const char* kind) {
+    char part[96];
+    if (!measured[k])
+      std::snprintf(part, sizeof part, "no valid %s result", kind);
+    else
+      std::snprintf(part, sizeof part, "%.0f MB/s %s%s", rate[k] / 1e6, kind,
+                    saturated[k] ? " (its ceiling)" : " (kept up)");
+    return std::string(part);
+  };
+  std::string line =
+      what + ": " +
+      (w.contains("name") && w["name"].is_string() ? w["name"].get<std::string>() : std::string("bench")) +
+      ", loader " + describe(0, "cold") + ", " + describe(1, "warm") + " per node";
+  if (ignored) line += " (" + std::to_string(ignored) + " result(s) not valid under the run rules, ignored)";
   AddSource(doc, line);
   return Status::Ok();
 }

@@ -22,10 +22,10 @@
 //                 "checkpoint_sync_bandwidth_per_node": "500MB/s", "checkpoint_async_bandwidth_per_node": "20GB/s",
 //                 "checkpoint_persist_bandwidth_per_node": "1.5GB/s"},
 //    "budget_per_month": 250000}
-// Sizes: a number of bytes or "1.5TB" (decimal kB MB GB TB PB) / "800GiB"
-// (binary KiB..PiB; bare k M G T are binary as in the rest of strata).
-// Rates: bytes/s or "<size>/s", "100Gbit/s". Durations: seconds or "250ms",
-// "30s", "5min"/"5m", "2h", "3d".
+// Sizes, rates and durations: a JSON number (bytes, bytes/s, seconds) or a
+// string in strata's one grammar (base/units.h): "1.5TB" (kB MB GB TB PB are
+// powers of 1000), "800GiB" or "800G" (powers of 1024); "85MB/s",
+// "100Gbit/s"; "250ms", "30s", "5min"/"5m", "2h", "3d".
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -53,7 +53,8 @@ void Overlay(nlohmann::json* base, const nlohmann::json& over);
 // its fields; only fields not already set. `what` names the file in errors.
 // - `strata bench train --json`: the workload, accelerator type and
 //   per-accelerator rate (batch / compute time), and the data path's measured
-//   cold (epoch 1) and warm rates per node where they were the ceiling.
+//   cold (epoch 1) and warm rates per node where they were the ceiling, from
+//   results valid under the bench's run rules only ("valid": true).
 // - bench/cache_bench: the block cache's warm disk-tier (O_DIRECT) rate as
 //   measured.cache_bandwidth_per_node and the device's as node.nvme_bandwidth
 //   (its cold reads were from an emulated store: not used).

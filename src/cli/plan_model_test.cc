@@ -322,23 +322,41 @@ TEST(PlanInputTest, FromBenchUsesMeasuredRates) {
   const json bench =
       json::parse(R"({"tool": "strata", "threshold": 0.9, "workload": {"name": "resnet50", "accelerator": "h100",
       "record_size": 114660, "batch": 32, "compute_time_s": 0.01792},
-      "results": [{"accelerators": 1, "epoch": 1, "au": 0.99, "mib_per_s": 190.0},
-                  {"accelerators": 2, "epoch": 1, "au": 0.70, "mib_per_s": 280.0},
-                  {"accelerators": 2, "epoch": 2, "au": 0.99, "mib_per_s": 390.0}]})");
+      "results": [{"accelerators": 1, "epoch": 1, "au": 0.99, "mib_per_s": 190.0, "valid": true},
+                  {"accelerators": 2, "epoch": 1, "au": 0.70, "mib_per_s": 280.0, "valid": true},
+                  {"accelerators": 4, "epoch": 1, "au": 0.60, "mib_per_s": 900.0, "valid": false},
+                  {"accelerators": 8, "epoch": 1, "au": 0.30, "mib_per_s": 950.0},
+                  {"accelerators": 2, "epoch": 2, "au": 0.99, "mib_per_s": 390.0, "valid": true}]})");
   json doc = json::parse(R"({"dataset": {"samples": 2048}, "accelerators": {"count": 4, "per_node": 4}})");
   ASSERT_TRUE(ApplyBench(bench, "au.json", &doc).ok());
   auto in = InputFromJson(doc);
   ASSERT_TRUE(in.ok()) << in.status();
   EXPECT_NEAR(in->samples_per_s_per_accel, 32 / 0.01792, 1e-9);
+  // The 900 and 950 MiB/s points are not valid under the run rules (the second predates them): ignored.
   EXPECT_NEAR(in->measured_store_bytes_s_per_node, 280.0 * (1 << 20), 1e-6);
   // Every warm epoch kept AU >= 90%: the warm rate was the demand, not a ceiling.
   EXPECT_EQ(in->measured_cache_bytes_s_per_node, 0);
   ASSERT_EQ(in->sources.size(), 1u);
   EXPECT_NE(in->sources[0].find("au.json"), std::string::npos);
+  EXPECT_NE(in->sources[0].find("2 result(s) not valid under the run rules, ignored"), std::string::npos)
+      << in->sources[0];
   // The shard option cannot beat the loader's measured 280 MiB/s on one node.
   auto r = MakePlan(*in);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_LE(Option(*r, "shards").store_bytes_s, 280.0 * (1 << 20) + 1e-6);
+
+  // A file with no valid result gives the demand but no measured rate.
+  json only_invalid = bench;
+  for (auto& r : only_invalid["results"]) r["valid"] = false;
+  json fresh = json::parse(R"({"dataset": {"samples": 2048}, "accelerators": {"count": 4, "per_node": 4}})");
+  ASSERT_TRUE(ApplyBench(only_invalid, "old.json", &fresh).ok());
+  auto none = InputFromJson(fresh);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->measured_store_bytes_s_per_node, 0);
+  EXPECT_EQ(none->measured_cache_bytes_s_per_node, 0);
+  EXPECT_NEAR(none->samples_per_s_per_accel, 32 / 0.01792, 1e-9);
+  ASSERT_EQ(none->sources.size(), 1u);
+  EXPECT_NE(none->sources[0].find("no valid cold result"), std::string::npos) << none->sources[0];
 
   auto bad = ApplyBench(json::parse(R"({"workload": {"batch": 4}, "results": []})"), "x.json", &doc);
   ASSERT_FALSE(bad.ok());

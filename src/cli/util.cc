@@ -51,63 +51,6 @@ std::string FormatDuration(double seconds) {
   return out;
 }
 
-Result<uint64_t> ParseSize(std::string_view text) {
-  size_t digits = 0;
-  uint64_t value = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
-    if (value > (UINT64_MAX - 9) / 10) return InvalidArgumentError("size too large: " + std::string(text));
-    value = value * 10 + (text[digits] - '0');
-    ++digits;
-  }
-  if (digits == 0) return InvalidArgumentError("not a size: \"" + std::string(text) + "\" (e.g. 8MiB, 512k)");
-  std::string unit(text.substr(digits));
-  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  int shift = 0;
-  if (unit.empty() || unit == "b") {
-    shift = 0;
-  } else if (unit == "k" || unit == "kb" || unit == "kib") {
-    shift = 10;
-  } else if (unit == "m" || unit == "mb" || unit == "mib") {
-    shift = 20;
-  } else if (unit == "g" || unit == "gb" || unit == "gib") {
-    shift = 30;
-  } else {
-    return InvalidArgumentError("unknown size unit in \"" + std::string(text) + "\" (use k, M or G)");
-  }
-  if (shift > 0 && value > (UINT64_MAX >> shift)) return InvalidArgumentError("size too large: " + std::string(text));
-  return value << shift;
-}
-
-Result<Duration> ParseDuration(std::string_view text) {
-  const auto bad = [&](std::string_view why) {
-    return InvalidArgumentError(std::string(why) + " \"" + std::string(text) + "\" (e.g. 500ms, 10s, 5m, 1h)");
-  };
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0 || i > 12) return bad("bad duration");
-  const std::string number(text.substr(0, i));
-  char* end = nullptr;
-  const double v = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size()) return bad("bad duration");
-  const std::string_view unit = text.substr(i);
-  double scale;
-  if (unit == "ms") {
-    scale = 1e-3;
-  } else if (unit == "s" || (unit.empty() && v == 0)) {
-    scale = 1;
-  } else if (unit == "m") {
-    scale = 60;
-  } else if (unit == "h") {
-    scale = 3600;
-  } else {
-    return bad("bad duration unit (ms, s, m, h) in");
-  }
-  const double seconds = v * scale;
-  // Bounded so the conversion to integer nanoseconds cannot overflow.
-  if (!(seconds <= 365.0 * 24 * 3600)) return bad("duration longer than a year:");
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
-}
-
 Status WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());

@@ -1,5 +1,6 @@
-// Small helpers shared by the strata commands: human-readable figures, value
-// parsers, and a progress line on stderr for terminals.
+// Small helpers shared by the strata commands: human-readable figures and a
+// progress line on stderr for terminals. Values (sizes, durations, rates) are
+// parsed by base/units.h.
 #pragma once
 
 #include <atomic>
@@ -20,12 +21,6 @@ std::string FormatBytes(double bytes);                 // "1.5 MiB"
 std::string FormatRate(double bytes, double seconds);  // "25.0 MB/s" (decimal, as bandwidths are quoted)
 std::string FormatTime(WallTime t);                    // "2026-11-21T10:00:00Z"
 std::string FormatDuration(double seconds);            // "1.23 s", "45 ms"
-
-// Parses sizes such as "8MiB", "8M", "512k", "1048576" (binary units).
-Result<uint64_t> ParseSize(std::string_view text);
-
-// Parses durations such as "250ms", "10s", "2m", "1h", "1.5s" or "0" (at most a year).
-Result<Duration> ParseDuration(std::string_view text);
 
 // Writes all of `data` to fd, retrying short writes and EINTR.
 Status WriteAll(int fd, std::string_view data);

@@ -229,6 +229,38 @@ TEST(FsWarmPath, AfterARemountTheNextFilesAreReadFromDiskAheadOfTheirOpens) {
   std::filesystem::remove_all(cache_dir);
 }
 
+// Issue 26: what the cache knew of each file (ETag, size, metadata) is kept
+// with its disk tier, so a remount's `ls -l` costs one LIST of the directory,
+// not a HEAD per file for its attributes: within the attribute TTL, and after
+// it (the listing revalidates the kept metadata of unchanged files).
+TEST(FsWarmPath, AfterARemountAttributesCostNoHeadPerFile) {
+  const auto cache_dir = std::filesystem::temp_directory_path() / ("strata-fs-remeta-" + std::to_string(getpid()));
+  std::filesystem::remove_all(cache_dir);
+  {
+    DirFixture f(cache_dir.string());
+    const uint64_t first_heads = f.counting->heads.load();
+    EXPECT_GE(first_heads, uint64_t{kFiles}) << "the first mount asks for each file's attributes";
+    for (int i = 0; i < kFiles; ++i) f.Cat(i);
+    for (bool expired : {false, true}) {
+      SCOPED_TRACE(expired ? "past the TTL" : "within the TTL");
+      if (expired) f.clock.Advance(std::chrono::seconds(2));
+      f.Remount();
+      f.counting->Reset();
+      f.List();
+      for (int i = 0; i < kFiles; ++i) {
+        auto e = f.fs->Lookup(f.dir, FileName(i));
+        ASSERT_TRUE(e.ok()) << e.status();
+        EXPECT_EQ(e->attr.size, 3 * FsFixture::kBlock - 100);
+      }
+      EXPECT_LE(f.counting->heads.load(), first_heads - kFiles) << "no HEAD per file";
+      EXPECT_EQ(f.counting->Lists("d/"), 1u);
+      for (int i = 0; i < kFiles; ++i) f.Cat(i);
+      EXPECT_EQ(f.counting->gets.load(), 0u) << "every block from the disk tier";
+    }
+  }
+  std::filesystem::remove_all(cache_dir);
+}
+
 TEST(FsColdPath, OpensInAnyOtherOrderFetchNothingAhead) {
   DirFixture f;
   // A permutation in which no open follows the previous one in listing order.

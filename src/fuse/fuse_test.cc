@@ -207,7 +207,7 @@ class FuseTest : public ::testing::TestWithParam<Backend> {
 
   void Mount(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {StrataBin(),   "mount",         url_,          mnt_,    "--foreground",
-                                     "--cache-dir", dir_ + "/cache", "--cache-mem", "256MiB"};
+                                     "--cache-dir", dir_ + "/cache", "--cache-ram", "256MiB"};
     args.insert(args.end(), extra.begin(), extra.end());
     mount_ = std::make_unique<MountProcess>(args, env_, dir_ + "/mount.log");
     ASSERT_TRUE(mount_->WaitMounted(mnt_)) << "mount did not appear; log:\n" << mount_->Log();
@@ -711,10 +711,14 @@ TEST_P(FuseTest, UnmountPaths) {
   RunOk({"fusermount3", "-u", mnt_});
   EXPECT_EQ(mount_->Wait(), 0) << mount_->Log();
   mount_.reset();
-  // Daemon mode: returns once mounted; the daemon exits on umount.
+  // Daemon mode: returns once mounted; the daemon exits on umount. (Through
+  // the old spelling of --cache-ram, which still works and says it is deprecated.)
   auto r = testing::RunCommand({StrataBin(), "mount", url_, mnt_, "--cache-mem", "64MiB"}, env_);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
+  const std::string deprecated = "strata: mount: --cache-mem is deprecated; use --cache-ram (the same value)\n";
+  EXPECT_NE(r->stderr_text.find(deprecated), std::string::npos) << r->stderr_text;
+  EXPECT_EQ(r->stderr_text.find("deprecated"), r->stderr_text.rfind("deprecated")) << r->stderr_text;  // one line
   EXPECT_TRUE(Mounted(mnt_));
   size_t p = r->stdout_text.find("(pid ");
   ASSERT_NE(p, std::string::npos) << r->stdout_text;

@@ -165,6 +165,7 @@ Status BucketSet::Head(const std::string& bucket) {
   if (st.code() == Code::kNotFound) {
     MutexLock lock(mu_);
     upstream_open_.erase(bucket);  // deleted behind our back
+    records_.erase(bucket);
   }
   return st;
 }
@@ -196,30 +197,41 @@ Result<std::vector<BucketEntry>> BucketSet::List() {
   return out;
 }
 
-Status BucketSet::Create(const std::string& bucket) {
+Status BucketSet::Create(const std::string& bucket, const BucketRecord& record) {
   if (!IsValidBucketName(bucket)) {
     return InvalidArgumentError("\"" + bucket + "\" is not a valid bucket name").WithForeignCode("InvalidBucketName");
   }
+  auto exists = [&] { return AlreadyExistsError("bucket " + bucket + " already exists"); };
   MutexLock lock(mu_);
-  if (fixed_.count(bucket)) {
-    return AlreadyExistsError("bucket " + bucket + " already exists").WithForeignCode("BucketAlreadyOwnedByYou");
-  }
+  if (fixed_.count(bucket)) return exists();
   if (upstream_) {
     lock.Unlock();
-    return upstream_->CreateBucket(bucket);
+    // S3 (us-east-1) and RGW answer 200 to re-creating a bucket of the same
+    // account, and every bucket upstream is the gateway's account: ask first,
+    // so a bucket that exists is never taken over (one create at a time here).
+    MutexLock creating(create_mu_);
+    Status present = upstream_->HeadBucket(bucket);
+    if (present.ok()) return exists();
+    if (present.code() != Code::kNotFound) return present;
+    Status st = upstream_->CreateBucket(bucket);
+    if (st.code() == Code::kAlreadyExists) return exists();
+    STRATA_RETURN_IF_ERROR(st);
+    // A bucket without its record would be nobody's (shared): take it back rather than leave it so.
+    Status recorded = WriteUpstreamRecord(bucket, record);
+    if (!recorded.ok()) {
+      Status removed = upstream_->DeleteBucket(bucket);
+      return recorded.WithContext(
+          removed.ok() ? "recording the new bucket's owner (the bucket was removed again)"
+                       : "recording the new bucket's owner (removing it failed too: " + removed.message() + ")");
+    }
+    return Status::Ok();
   }
   if (file_root_.empty()) {
     return NotSupportedError("creating buckets needs a file:// backend; this gateway serves fixed buckets")
         .WithForeignCode("NotImplemented");
   }
-  std::string dir = file_root_ + "/" + bucket;
-  if (::mkdir(dir.c_str(), 0755) != 0) {
-    if (errno == EEXIST) {
-      return AlreadyExistsError("bucket " + bucket + " already exists").WithForeignCode("BucketAlreadyOwnedByYou");
-    }
-    return ErrnoToStatus(errno, "creating bucket directory " + dir);
-  }
-  return Status::Ok();
+  lock.Unlock();
+  return CreateFileBucket(bucket, record);
 }
 
 Status BucketSet::Delete(const std::string& bucket) {
@@ -235,6 +247,7 @@ Status BucketSet::Delete(const std::string& bucket) {
     if (st.ok() || st.code() == Code::kNotFound) {
       lock.Lock();
       upstream_open_.erase(bucket);
+      records_.erase(bucket);
     }
     return st;
   }
@@ -247,6 +260,7 @@ Status BucketSet::Delete(const std::string& bucket) {
   }
   STRATA_RETURN_IF_ERROR(st);
   file_open_.erase(bucket);
+  records_.erase(bucket);
   return Status::Ok();
 }
 

@@ -14,6 +14,13 @@
 //                         operations go to the bucket of the same name.
 //   mem://name            one in-memory bucket called `name` (tests, demos).
 //
+// Each bucket carries a record (BucketRecord: its owner, the key that
+// created it, and its canned ACL) that survives restarts: file:// keeps it in
+// the bucket's directory (the hidden file .strata-bucket, made with the
+// directory in one rename), an s3://?endpoint= backend as the bucket's tags
+// strata-owner and strata-acl; fixed buckets (s3://bucket, mem://) have none
+// (the config's "buckets" settings cover them).
+//
 // Each bucket's store is the backend, optionally wrapped in EmulateCloud
 // (below the cache, so cache hits stay fast), then in a CachedStore; all
 // buckets share one BlockCache. Thread-safe.
@@ -31,6 +38,7 @@
 #include "base/status.h"
 #include "cache/block_cache.h"
 #include "cache/cached_store.h"
+#include "gateway/access.h"
 #include "object/cloud_store.h"
 #include "object/object_store.h"
 #include "object/s3_service.h"
@@ -68,8 +76,14 @@ class BucketSet {
   // Whether `bucket` exists: Get's answer, asked of the upstream endpoint each time.
   Status Head(const std::string& bucket);
   Result<std::vector<BucketEntry>> List();
-  // NotSupported without a file:// root or an upstream endpoint; AlreadyExists (BucketAlreadyOwnedByYou).
-  Status Create(const std::string& bucket);
+  // NotSupported without a file:// root or an upstream endpoint; AlreadyExists
+  // (BucketAlreadyOwnedByYou when `record.owner` owns it, else BucketAlreadyExists).
+  Status Create(const std::string& bucket, const BucketRecord& record = {});
+  // The bucket's record; NoSuchBucket when it does not exist, Corruption when
+  // its record cannot be read (the bucket is then refused, never opened up).
+  Result<BucketRecord> Record(const std::string& bucket);
+  // Replaces it (PutBucketAcl). NotSupported (NotImplemented) for fixed buckets.
+  Status SetRecord(const std::string& bucket, const BucketRecord& record);
   // PreconditionFailed (BucketNotEmpty), NotFound (NoSuchBucket).
   Status Delete(const std::string& bucket);
 
@@ -81,17 +95,32 @@ class BucketSet {
   Result<std::shared_ptr<cache::CachedStore>> OpenFileBucket(const std::string& bucket);
 
   Result<std::shared_ptr<cache::CachedStore>> GetUpstream(const std::string& bucket);
+  // bucket_records.cc: the record's storage per kind of backend.
+  Status CreateFileBucket(const std::string& bucket, const BucketRecord& record);
+  Result<BucketRecord> ReadFileRecord(const std::string& bucket);
+  Status WriteFileRecord(const std::string& bucket, const BucketRecord& record);
+  Result<BucketRecord> ReadUpstreamRecord(const std::string& bucket);
+  Status WriteUpstreamRecord(const std::string& bucket, const BucketRecord& record);
+  void ForgetRecord(const std::string& bucket);
 
   std::shared_ptr<cache::BlockCache> cache_;
   Options options_;
   std::string file_root_;                        // empty: no file:// backend
   std::unique_ptr<object::S3Service> upstream_;  // null: no whole-endpoint backend
   Mutex mu_;
+  Mutex create_mu_;  // upstream: a HeadBucket and the CreateBucket after it, one bucket at a time
   // s3/mem buckets: filled by Open/FromStores before the set is shared, read-only after.
   std::map<std::string, std::shared_ptr<cache::CachedStore>> fixed_;
   std::map<std::string, std::shared_ptr<cache::CachedStore>> file_open_ GUARDED_BY(mu_);  // file buckets opened so far
   // Upstream buckets seen so far.
   std::map<std::string, std::shared_ptr<cache::CachedStore>> upstream_open_ GUARDED_BY(mu_);
+  // Records read so far (file:// with the directory's inode, so a directory
+  // replaced behind our back is read afresh; 0 upstream).
+  struct CachedRecord {
+    BucketRecord record;
+    uint64_t inode = 0;
+  };
+  std::map<std::string, CachedRecord> records_ GUARDED_BY(mu_);
 };
 
 // S3 bucket naming rules (3..63 of [a-z0-9.-], starting and ending with a

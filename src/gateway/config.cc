@@ -3,6 +3,8 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
+
 namespace strata::gateway {
 namespace {
 
@@ -17,6 +19,11 @@ bool ParseUint(std::string_view s, uint64_t* out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && p == s.data() + s.size();
 }
+
+// Values in strata's one grammar (base/units.h); a JSON number is bytes or seconds.
+Result<uint64_t> ParseSizeText(std::string_view text) { return ParseSize(text); }
+Result<Duration> ParseDurationText(std::string_view text) { return ParseDuration(text); }
+Result<Duration> ParseTtlText(std::string_view text) { return ParseDuration(text, {.allow_forever = true}); }
 
 // A JSON value that may be a number or a string with units.
 template <typename T, typename ParseFn>
@@ -92,10 +99,10 @@ Status ReadCache(const Json& doc, GatewayCacheConfig* c) {
   if (it == doc.end()) return Status::Ok();
   if (!it->is_object()) return Bad("cache", "expected an object");
   const Json& o = *it;
-  STRATA_RETURN_IF_ERROR(ReadUnit(o, "ram", &c->ram_bytes, ParseByteSize, "cache."));
-  STRATA_RETURN_IF_ERROR(ReadUnit(o, "disk", &c->disk_bytes, ParseByteSize, "cache."));
-  STRATA_RETURN_IF_ERROR(ReadUnit(o, "block_size", &c->block_size, ParseByteSize, "cache."));
-  STRATA_RETURN_IF_ERROR(ReadUnit(o, "metadata_ttl", &c->metadata_ttl, ParseDurationText, "cache."));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "ram", &c->ram_bytes, ParseSizeText, "cache."));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "disk", &c->disk_bytes, ParseSizeText, "cache."));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "block_size", &c->block_size, ParseSizeText, "cache."));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "metadata_ttl", &c->metadata_ttl, ParseTtlText, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "backend_timeout", &c->backend_timeout, ParseDurationText, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "revalidate_timeout", &c->revalidate_timeout, ParseDurationText, "cache."));
   if (auto it = o.find("strict_revalidate"); it != o.end()) {
@@ -111,9 +118,9 @@ Status ReadLimits(const Json& doc, GatewayLimits* l) {
   if (!it->is_object()) return Bad("limits", "expected an object");
   const Json& o = *it;
   const char* p = "limits.";
-  STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_header_bytes", &l->max_header_bytes, ParseByteSize, p));
-  STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_body_bytes", &l->max_body_bytes, ParseByteSize, p));
-  STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_inflight_bytes", &l->max_inflight_bytes, ParseByteSize, p));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_header_bytes", &l->max_header_bytes, ParseSizeText, p));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_body_bytes", &l->max_body_bytes, ParseSizeText, p));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "max_inflight_bytes", &l->max_inflight_bytes, ParseSizeText, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "header_timeout", &l->header_timeout, ParseDurationText, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "idle_timeout", &l->idle_timeout, ParseDurationText, p));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "io_timeout", &l->io_timeout, ParseDurationText, p));
@@ -122,45 +129,6 @@ Status ReadLimits(const Json& doc, GatewayLimits* l) {
 }
 
 }  // namespace
-
-Result<uint64_t> ParseByteSize(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-  uint64_t n = 0;
-  if (!ParseUint(text.substr(0, i), &n)) return InvalidArgumentError("bad size \"" + std::string(text) + "\"");
-  std::string unit(text.substr(i));
-  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  uint64_t mult = 0;
-  if (unit.empty() || unit == "b")
-    mult = 1;
-  else if (unit == "k" || unit == "kib" || unit == "kb")
-    mult = 1ull << 10;
-  else if (unit == "m" || unit == "mib" || unit == "mb")
-    mult = 1ull << 20;
-  else if (unit == "g" || unit == "gib" || unit == "gb")
-    mult = 1ull << 30;
-  else if (unit == "t" || unit == "tib" || unit == "tb")
-    mult = 1ull << 40;
-  if (mult == 0) return InvalidArgumentError("bad size unit in \"" + std::string(text) + "\" (use B, KiB, MiB, GiB)");
-  if (n > UINT64_MAX / mult) return InvalidArgumentError("size \"" + std::string(text) + "\" is too large");
-  return n * mult;
-}
-
-Result<Duration> ParseDurationText(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-  uint64_t n = 0;
-  if (!ParseUint(text.substr(0, i), &n) || n > (1ull << 40)) {
-    return InvalidArgumentError("bad duration \"" + std::string(text) + "\" (e.g. 250ms, 10s, 2m)");
-  }
-  std::string_view unit = text.substr(i);
-  using namespace std::chrono;
-  if (unit == "ms") return duration_cast<Duration>(milliseconds(n));
-  if (unit == "s" || unit.empty()) return duration_cast<Duration>(seconds(n));
-  if (unit == "m") return duration_cast<Duration>(minutes(n));
-  if (unit == "us") return duration_cast<Duration>(microseconds(n));
-  return InvalidArgumentError("bad duration unit in \"" + std::string(text) + "\" (use ms, s or m)");
-}
 
 Status ParseGatewayConfigJson(std::string_view text, GatewayConfig* config) {
   Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -172,10 +140,7 @@ Status ParseGatewayConfigJson(std::string_view text, GatewayConfig* config) {
   STRATA_RETURN_IF_ERROR(ReadString(doc, "access_log", &config->access_log));
   STRATA_RETURN_IF_ERROR(ReadBackends(doc, config));
   STRATA_RETURN_IF_ERROR(ReadKeys(doc, config));
-  if (auto it = doc.find("allow_anonymous"); it != doc.end()) {
-    if (!it->is_boolean()) return Bad("allow_anonymous", "expected true or false");
-    config->allow_anonymous = it->get<bool>();
-  }
+  STRATA_RETURN_IF_ERROR(ParseGatewayAccessJson(text, config));
   STRATA_RETURN_IF_ERROR(ReadInt(doc, "io_threads", &config->io_threads, 1, 64));
   STRATA_RETURN_IF_ERROR(ReadInt(doc, "workers", &config->workers, 1, 1024));
   STRATA_RETURN_IF_ERROR(ReadCache(doc, &config->cache));
@@ -199,14 +164,7 @@ Status ParseListenAddress(std::string_view text, std::string* host, uint16_t* po
 
 Status ValidateGatewayConfig(const GatewayConfig& c) {
   if (c.backends.empty()) return InvalidArgumentError("no backend: give --backend URL (e.g. file:///data)");
-  if (c.keys.empty() && !c.allow_anonymous) {
-    return InvalidArgumentError(
-        "no access keys: give --access-key/--secret-key (or keys in --config), "
-        "or --allow-anonymous to serve unauthenticated requests");
-  }
-  for (const auto& [ak, sk] : c.keys) {
-    if (ak.empty() || sk.empty()) return InvalidArgumentError("access and secret keys must not be empty");
-  }
+  STRATA_RETURN_IF_ERROR(ValidateGatewayAccess(c));
   std::string host;
   uint16_t port = 0;
   STRATA_RETURN_IF_ERROR(ParseListenAddress(c.listen, &host, &port));

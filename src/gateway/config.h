@@ -4,8 +4,10 @@
 //   "listen": "127.0.0.1:9000",
 //   "backend": "file:///data"            (or a list: ["s3://b1?endpoint=..", "mem://scratch"])
 //   "region": "us-east-1",
-//   "keys": [{"access_key": "AK", "secret_key": "SK"}],
-//   "allow_anonymous": false,
+//   "keys": [{"access_key": "AK", "secret_key": "SK"},
+//            {"access_key": "RO", "secret_key": "..", "read_only": true,
+//             "grants": [{"bucket": "data", "prefix": "train/", "allow": ["read", "list"]}]}],
+//   "buckets": {"data": {"owner": "AK", "public_read": false}},
 //   "emulate": "ttfb=30ms,bw=25MB/s",
 //   "cache": {"ram": "1GiB", "dir": "/var/cache/strata", "disk": "10GiB",
 //             "block_size": "4MiB", "metadata_ttl": "10s", "backend_timeout": "60s",
@@ -14,9 +16,20 @@
 //   "io_threads": 2, "workers": 32,
 //   "limits": {"max_header_bytes": 65536, "max_body_bytes": "5GiB", "max_inflight_bytes": "256MiB",
 //              "header_timeout": "10s", "idle_timeout": "60s", "io_timeout": "120s",
-//              "drain_timeout": "30s"}
+//              "drain_timeout": "30s", "max_connections": 4096, "max_connections_per_client": 512,
+//              "min_transfer_rate": "16KiB/s", "transfer_grace": "10s"}
 // }
-// Sizes accept B/KiB/MiB/GiB (and K/M/G as binary); durations ms/s/m.
+// Access (config_access.cc, gateway/access.h): a key without "grants" is
+// unrestricted (creates buckets, owns them, shares the buckets nobody owns);
+// with "grants" it has those only (bucket "*" is every bucket; "allow"
+// defaults to all four of read, list, write, delete); "read_only" caps a key
+// at read and list. "buckets" sets an owner, or public_read (anyone lists it
+// and reads every object), for a bucket by name. Unsigned requests are
+// anonymous: they read only what is public.
+// Sizes, durations and the emulation spec are in strata's one grammar
+// (base/units.h): sizes 4MiB or 4M (powers of 1024), 4MB (powers of 1000),
+// or a number of bytes; durations 250ms, 1.5s, 2m, 1h, or a number of
+// seconds; cache.metadata_ttl may be "forever"; rates 16KiB/s (per second implied).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -28,6 +41,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "gateway/access.h"
 
 namespace strata::gateway {
 
@@ -47,6 +61,16 @@ struct GatewayLimits {
   Duration idle_timeout = std::chrono::seconds(60);    // keep-alive wait for the next request
   Duration io_timeout = std::chrono::seconds(120);     // any one body read/write making no progress
   Duration drain_timeout = std::chrono::seconds(30);   // graceful shutdown: in-flight requests
+  // Connection caps (connections.h): on the listener and per client address;
+  // at a cap the longest-idle connection is closed for the newcomer, which is
+  // refused (503 SlowDown) only when none is idle.
+  uint64_t max_connections = 4096;
+  uint64_t max_connections_per_client = 512;
+  // A request body must arrive, and each response write drain, at this
+  // average rate after transfer_grace (0: no floor), else the connection is
+  // closed (a body: 400 RequestTimeout first). Trickling clients hold nothing for long.
+  uint64_t min_transfer_rate = 16 << 10;  // bytes per second
+  Duration transfer_grace = std::chrono::seconds(10);
 };
 
 struct GatewayCacheConfig {
@@ -68,7 +92,10 @@ struct GatewayConfig {
   std::vector<std::string> backends;  // store URLs; see buckets.h for the bucket model
   std::string region = "us-east-1";
   std::map<std::string, std::string> keys;  // access key -> secret
-  bool allow_anonymous = false;
+  // Access (config_access.cc): each key's scope (keys absent here are
+  // unrestricted) and per-bucket settings.
+  std::map<std::string, KeyAccess> key_access;
+  std::map<std::string, BucketSettings> bucket_settings;
   std::string emulate;  // CloudProfile spec; empty: none
   GatewayCacheConfig cache;
   std::string access_log;  // path, "-" for stderr, empty for none
@@ -81,15 +108,18 @@ struct GatewayConfig {
 // InvalidArgument naming the field on bad input.
 Status ParseGatewayConfigJson(std::string_view json, GatewayConfig* config);
 
-// Checks the whole config is usable (backends, keys or anonymous, limits).
+// Checks the whole config is usable (backends, keys or public buckets, limits).
 Status ValidateGatewayConfig(const GatewayConfig& config);
+
+// config_access.cc: the access and connection-limit parts of the JSON
+// (ParseGatewayConfigJson calls it): "keys" entries' read_only and grants,
+// "buckets", the limits above; the retired "allow_anonymous" is an error
+// that says what replaced it.
+Status ParseGatewayAccessJson(std::string_view json, GatewayConfig* config);
+// Checks them: every grant names a bucket and known permissions, owners are known keys.
+Status ValidateGatewayAccess(const GatewayConfig& config);
 
 // "127.0.0.1:9000", "[::1]:9000", ":9000" (loopback). Port 0: any free port.
 Status ParseListenAddress(std::string_view text, std::string* host, uint16_t* port);
-
-// "4MiB", "512k", "1048576".
-Result<uint64_t> ParseByteSize(std::string_view text);
-// "250ms", "10s", "2m".
-Result<Duration> ParseDurationText(std::string_view text);
 
 }  // namespace strata::gateway

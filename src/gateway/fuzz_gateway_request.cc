@@ -28,7 +28,9 @@ struct World {
   strata::FakeClock clock;
   std::shared_ptr<strata::cache::BlockCache> cache;
   std::unique_ptr<strata::gateway::BucketSet> buckets;
-  std::unique_ptr<strata::gateway::S3Handler> anonymous, signed_only;
+  // An unrestricted key over a public_read bucket (anonymous reads reach the
+  // operations), and the same key scoped by a grant to one prefix.
+  std::unique_ptr<strata::gateway::S3Handler> open, scoped;
   World() {
     strata::cache::CacheOptions co;
     co.block_size = 4096;
@@ -39,12 +41,15 @@ struct World {
     buckets = strata::gateway::BucketSet::FromStores({{"bucket", strata::object::MakeMemStore("", mo)}}, cache);
     strata::gateway::S3HandlerOptions ho;
     ho.keys[kCreds.access_key_id] = kCreds.secret_access_key;
-    ho.allow_anonymous = true;
     ho.max_copy_bytes = 1 << 20;
     ho.clock = &clock;
-    anonymous = std::make_unique<strata::gateway::S3Handler>(*buckets, ho);
-    ho.allow_anonymous = false;
-    signed_only = std::make_unique<strata::gateway::S3Handler>(*buckets, ho);
+    ho.access = strata::gateway::AccessPolicy({}, {{"bucket", {"", true}}});
+    open = std::make_unique<strata::gateway::S3Handler>(*buckets, ho);
+    strata::gateway::KeyAccess key;
+    key.restricted = true;
+    key.grants.push_back({"bucket", "a", strata::gateway::kPermRead | strata::gateway::kPermWrite});
+    ho.access = strata::gateway::AccessPolicy({{kCreds.access_key_id, key}}, {});
+    scoped = std::make_unique<strata::gateway::S3Handler>(*buckets, ho);
   }
 };
 
@@ -119,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   req.body = strata::Buffer::Copy(in);
   if (!sign_mode.empty()) Sign(req, sign_mode, world.clock.WallNow());
   (void)strata::gateway::ParseTarget(req.target);
-  for (auto* handler : {world.anonymous.get(), world.signed_only.get()}) {
+  for (auto* handler : {world.open.get(), world.scoped.get()}) {
     strata::gateway::GatewayRequest copy = req;
     // As the server does: the pre-check decides authentication, Handle trusts it.
     if (handler->PreCheck(copy)) copy.auth.reset();

@@ -33,7 +33,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(
   S3HandlerOptions ho;
   ho.region = config.region;
   ho.keys = config.keys;
-  ho.allow_anonymous = config.allow_anonymous;
+  ho.access = AccessPolicy(config.key_access, config.bucket_settings);
   ho.stream_chunk = config.cache.block_size;
   g->handler_ = std::make_unique<S3Handler>(*g->buckets_, ho);
   ServerOptions so;

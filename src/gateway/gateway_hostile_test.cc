@@ -1,17 +1,18 @@
 // Regression tests of issue 14 ("no request can hurt it") against the built
 // `strata serve`: each hostile request gets an error answer, and the same
-// process answers the next request.
-#include <arpa/inet.h>
+// process answers the next request. After each test, the gateway's log
+// (with its access log) is searched for the secret key and for every
+// signature the test sent: neither may appear in it.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "base/hash.h"
+#include "gateway/test_wire.h"
+#include "net/http.h"
 #include "net/sigv4.h"
 #include "testing/background_process.h"
 #include "testing/subprocess.h"
@@ -27,66 +28,28 @@ using SteadyClock = std::chrono::steady_clock;
 const net::AwsCredentials kCreds{"GWHOSTILEKEY", "gw-hostile-secret", ""};
 constexpr const char* kBucket = "gwbucket";
 
-// One HTTP exchange on a fresh connection: the status code (0 if none came
-// within the deadline) and the raw response.
-struct Reply {
-  int status = 0;
-  std::string text;
-};
+using test_wire::Exchange;
+using test_wire::Reply;
 
-Reply Exchange(uint16_t port, std::string_view request, std::chrono::seconds deadline = std::chrono::seconds(60)) {
-  Reply r;
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return r;
+// Every signature a test sent, for the log search in TearDown.
+std::vector<std::string>& SentSignatures() {
+  static std::vector<std::string> sent;
+  return sent;
+}
+
+void Remember(std::string_view text) {
+  for (size_t at = text.find("Signature="); at != std::string_view::npos; at = text.find("Signature=", at + 1)) {
+    SentSignatures().emplace_back(text.substr(at + 10, 64));
   }
-  auto end = SteadyClock::now() + deadline;
-  size_t sent = 0;
-  // Sends and reads at once: the server may answer (and close) before the whole body is sent.
-  while (SteadyClock::now() < end) {
-    pollfd p{fd, static_cast<short>(POLLIN | (sent < request.size() ? POLLOUT : 0)), 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    if (p.revents & POLLOUT) {
-      ssize_t n = ::send(fd, request.data() + sent, std::min<size_t>(request.size() - sent, 1 << 20), MSG_NOSIGNAL);
-      if (n > 0) sent += n;
-      if (n < 0) sent = request.size();  // the server closed its side; read what it said
-    }
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      char buf[65536];
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      r.text.append(buf, n);
-      size_t head = r.text.find("\r\n\r\n");
-      if (head != std::string::npos) {
-        size_t cl = r.text.find("Content-Length: ");
-        if (cl != std::string::npos && cl < head) {
-          size_t len = std::stoull(r.text.substr(cl + 16));
-          if (r.text.size() >= head + 4 + len) break;
-        }
-      }
-    }
-  }
-  ::close(fd);
-  if (r.text.size() >= 12 && r.text.starts_with("HTTP/1.1 ")) r.status = std::stoi(r.text.substr(9, 3));
-  return r;
 }
 
 std::string Signed(const std::string& method, const std::string& target, const std::string& body,
                    net::HttpHeaders extra = {}, std::string payload_hash = "") {
-  size_t q = target.find('?');
-  net::HttpRequestParts p{method, target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1), extra};
-  p.headers.emplace_back("Host", "127.0.0.1");
-  if (payload_hash.empty()) payload_hash = ToHex(Sha256(body));
-  EXPECT_TRUE(net::SignRequest(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), payload_hash).ok());
-  std::string out = method + " " + target + " HTTP/1.1\r\n";
-  for (auto& [k, v] : p.headers) out += k + ": " + v + "\r\n";
-  out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-  return out + "\r\n" + body;
+  std::string signature;
+  std::string text =
+      test_wire::Signed(kCreds, method, target, body, std::move(extra), std::move(payload_hash), &signature);
+  SentSignatures().push_back(signature);
+  return text;
 }
 
 class GatewayHostileTest : public ::testing::Test {
@@ -98,7 +61,7 @@ class GatewayHostileTest : public ::testing::Test {
     auto serve = testing::StartStrataServe(
         std::vector<std::string>{"--backend", "file://" + (dir_ / "data").string(), "--listen", "127.0.0.1:0",
                                  "--access-key", kCreds.access_key_id, "--secret-key", kCreds.secret_access_key,
-                                 "--allow-anonymous", "--cache-ram", "256MiB", "--max-inflight", "4MiB"},
+                                 "--cache-ram", "256MiB", "--max-inflight", "4MiB", "--access-log", "-"},
         (dir_ / "gateway.out").string());
     ASSERT_TRUE(serve.ok()) << serve.status();
     port_ = serve->port;
@@ -109,7 +72,12 @@ class GatewayHostileTest : public ::testing::Test {
     if (gateway_) {
       int code = gateway_->Stop();
       EXPECT_EQ(code, 0) << "strata serve did not exit cleanly:\n" << gateway_->Log();
+      // No secret and no signature in any log line.
+      const std::string log = gateway_->Log();
+      EXPECT_EQ(log.find(kCreds.secret_access_key), std::string::npos) << log;
+      for (const std::string& sig : SentSignatures()) EXPECT_EQ(log.find(sig), std::string::npos) << sig << "\n" << log;
     }
+    SentSignatures().clear();
     fs::remove_all(dir_);
   }
 
@@ -137,9 +105,9 @@ TEST_F(GatewayHostileTest, TerminatingRequestGetsAnErrorAndTheServerStaysUp) {
                           "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\n"
                           "x-amz-decoded-content-length: -1\r\nContent-Length: 5\r\n\r\n" +
                           body;
-  Reply r = Exchange(port_, anonymous);
-  EXPECT_EQ(r.status, 400) << r.text;
-  EXPECT_NE(r.text.find("InvalidArgument"), std::string::npos) << r.text;
+  Reply r = Exchange(port_, anonymous);  // anonymous writes are refused from their headers
+  EXPECT_EQ(r.status, 403) << r.text;
+  EXPECT_NE(r.text.find("AccessDenied"), std::string::npos) << r.text;
   ExpectStillServing("after-anonymous");
   Reply s =
       Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/crash", body,
@@ -222,12 +190,8 @@ TEST_F(GatewayHostileTest, BodiesInFlightShareOneBudget) {
   const std::string held(3 << 20, 'h');
   std::string a_req = Signed("PUT", std::string("/") + kBucket + "/held", held, {{"Expect", "100-continue"}});
   std::string a_head = a_req.substr(0, a_req.find("\r\n\r\n") + 4);
-  int a = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port_);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int a = test_wire::Connect(port_);
+  ASSERT_GE(a, 0);
   ASSERT_EQ(::send(a, a_head.data(), a_head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(a_head.size()));
   auto read_some = [&](std::string* into) {
     pollfd p{a, POLLIN, 0};
@@ -260,10 +224,49 @@ TEST_F(GatewayHostileTest, BodiesInFlightShareOneBudget) {
   ::close(a);
   EXPECT_TRUE(a_in.starts_with("HTTP/1.1 200")) << a_in;
   EXPECT_EQ(Exchange(port_, b_req).status, 200);
-  // One body larger than the whole budget is let in alone.
+  // An object larger than the whole budget is spilled to a temp file, never held in memory.
   EXPECT_EQ(Exchange(port_, Signed("PUT", std::string("/") + kBucket + "/big", std::string(9 << 20, 'g'))).status, 200);
   EXPECT_EQ(fs::file_size(dir_ / "data" / kBucket / "big"), 9u << 20);
+  // A body that must be held (XML) and is larger than the budget is refused before it is read.
+  const std::string xml(9 << 20, ' ');
+  Reply too_big = Exchange(port_, Signed("POST", std::string("/") + kBucket + "?delete", xml));
+  EXPECT_EQ(too_big.status, 400) << too_big.text.substr(0, 500);
+  EXPECT_NE(too_big.text.find("<Code>MaxMessageLengthExceeded</Code>"), std::string::npos)
+      << too_big.text.substr(0, 500);
   ExpectStillServing("after-budget");
+}
+
+// A request that fails inside the gateway (500: the bucket's record is
+// damaged) through a presigned URL: neither its log line nor its error body
+// holds the signature.
+TEST_F(GatewayHostileTest, PresignedSignaturesStayOutOfLogsAndErrors) {
+  fs::create_directories(dir_ / "data" / "damaged");
+  std::ofstream(dir_ / "data" / "damaged" / ".strata-bucket") << "{not json";
+  for (const std::string& path : {std::string("/damaged/key"), std::string("/") + kBucket + "/missing"}) {
+    net::HttpRequestParts p{"GET", path, "", {{"Host", "127.0.0.1"}}};
+    auto query = net::PresignUrl(p, kCreds, "us-east-1", "s3", RealClock().WallNow(), std::chrono::minutes(5));
+    ASSERT_TRUE(query.ok()) << query.status();
+    Remember(*query);
+    Reply r = Exchange(port_, "GET " + path + "?" + *query + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    EXPECT_EQ(r.status, path.starts_with("/damaged") ? 500 : 404) << r.text;
+    EXPECT_EQ(r.text.find(SentSignatures().back()), std::string::npos) << r.text;
+  }
+  ASSERT_TRUE(gateway_->Log().find("/damaged/key?") != std::string::npos) << gateway_->Log();  // it was logged
+  // A request too far from the server's clock learns nothing of that clock.
+  const std::string skewed =
+      "GET /" + std::string(kBucket) +
+      "/x HTTP/1.1\r\nHost: 127.0.0.1\r\nx-amz-date: 20000101T000000Z\r\n"
+      "x-amz-content-sha256: UNSIGNED-PAYLOAD\r\nAuthorization: AWS4-HMAC-SHA256 "
+      "Credential=" +
+      kCreds.access_key_id +
+      "/20000101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=" + std::string(64, 'a') + "\r\n\r\n";
+  Reply r = Exchange(port_, skewed);
+  EXPECT_EQ(r.status, 403) << r.text;
+  const std::string body = r.text.substr(r.text.find("\r\n\r\n"));
+  EXPECT_NE(body.find("RequestTimeTooSkewed"), std::string::npos) << body;
+  const std::string today = net::FormatAmzDate(RealClock().WallNow()).substr(0, 8);
+  EXPECT_EQ(body.find(today), std::string::npos) << body;  // the old message named the server's time
+  ExpectStillServing("after-presigned");
 }
 
 }  // namespace

@@ -41,7 +41,6 @@ class GatewaySafetyTest : public ::testing::Test {
     buckets_ = BucketSet::FromStores({{"bucket", object::MakeMemStore("", mo)}}, cache_);
     S3HandlerOptions ho;
     ho.keys[kCreds.access_key_id] = kCreds.secret_access_key;
-    ho.allow_anonymous = true;
     ho.max_copy_bytes = 1000;
     ho.clock = &clock_;
     handler_ = std::make_unique<S3Handler>(*buckets_, ho);

@@ -19,9 +19,9 @@ const net::AwsCredentials kCreds{"AKIDGATEWAY", "secret-gateway-key", ""};
 
 class GatewayTest : public ::testing::Test {
  protected:
-  void SetUp() override { Rebuild(false); }
+  void SetUp() override { Rebuild(); }
 
-  void Rebuild(bool anonymous) {
+  void Rebuild() {
     cache::CacheOptions co;
     co.block_size = 64 << 10;
     co.ram_bytes = 64 << 20;
@@ -33,7 +33,6 @@ class GatewayTest : public ::testing::Test {
     buckets_ = BucketSet::FromStores(stores, cache_);
     S3HandlerOptions ho;
     ho.keys[kCreds.access_key_id] = kCreds.secret_access_key;
-    ho.allow_anonymous = anonymous;
     ho.stream_chunk = 64 << 10;
     handler_ = std::make_unique<S3Handler>(*buckets_, ho);
   }
@@ -200,18 +199,6 @@ TEST_F(GatewayTest, WrongSecretUnknownKeyAndAnonymousAreRefused) {
   ASSERT_TRUE(pre.has_value());
   EXPECT_EQ(pre->status, 403);
   EXPECT_FALSE(handler_->PreCheck(Signed("PUT", "/bucket/x", "body")).has_value());
-}
-
-TEST_F(GatewayTest, AnonymousOnlyWhenAllowed) {
-  Rebuild(true);
-  GatewayRequest put{"PUT", "/bucket/anon", {{"Host", "h"}}, Buffer::Copy("x"), ""};
-  EXPECT_EQ(Do(put).status, 200);
-  GatewayRequest get{"GET", "/bucket/anon", {{"Host", "h"}}, {}, ""};
-  auto g = Do(get);
-  EXPECT_EQ(Body(g), "x");
-  EXPECT_EQ(g.access_key, "-");
-  // A signed request is still verified.
-  EXPECT_EQ(Do(Signed("GET", "/bucket/anon", "", {}, {"AKIDGATEWAY", "wrong", ""})).status, 403);
 }
 
 TEST_F(GatewayTest, PayloadHashMismatchIsRefused) {
@@ -695,7 +682,7 @@ TEST(GatewayConfigTest, JsonAndFlags) {
   EXPECT_FALSE(ParseGatewayConfigJson(R"({"cache": {"ram": "12 parsecs"}})", &c).ok());
   GatewayConfig none;
   none.backends = {"mem://x"};
-  EXPECT_FALSE(ValidateGatewayConfig(none).ok());  // no keys and not anonymous
+  EXPECT_FALSE(ValidateGatewayConfig(none).ok());  // no keys and no public bucket
   std::string host;
   uint16_t port = 0;
   EXPECT_TRUE(ParseListenAddress(":8080", &host, &port).ok());

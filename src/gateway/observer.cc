@@ -25,6 +25,10 @@ Result<std::unique_ptr<GatewayObserver>> GatewayObserver::Open(const std::string
   o->connections_ = &reg.GetGauge("strata_gateway_connections", "Open client connections to the S3 gateway");
   o->accepted_ =
       &reg.GetCounter("strata_gateway_connections_accepted_total", "Client connections accepted by the S3 gateway");
+  o->evicted_ = &reg.GetCounter("strata_gateway_connections_evicted_total",
+                                "Idle client connections closed to make room under a connection cap");
+  o->refused_ = &reg.GetCounter("strata_gateway_connections_refused_total",
+                                "Client connections refused at a connection cap (none idle to close)");
   o->hit_ratio_ppm_ = &reg.GetGauge("strata_gateway_cache_hit_ratio_ppm",
                                     "Block cache hits (RAM+disk) per million block lookups, since start");
   return o;

@@ -41,6 +41,8 @@ class GatewayObserver {
     accepted_->Inc();
   }
   void ConnectionClosed() { connections_->Add(-1); }
+  void ConnectionEvicted() { evicted_->Inc(); }
+  void ConnectionRefused() { refused_->Inc(); }
   // Refreshes derived gauges, then renders the whole registry.
   std::string RenderMetrics();
   // One access-log line (no newline), exposed for tests.
@@ -56,6 +58,8 @@ class GatewayObserver {
   Counter* bytes_in_ = nullptr;
   Gauge* connections_ = nullptr;
   Counter* accepted_ = nullptr;
+  Counter* evicted_ = nullptr;
+  Counter* refused_ = nullptr;
   Gauge* hit_ratio_ppm_ = nullptr;
 };
 

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "base/hash.h"
+#include "base/log.h"
 #include "gateway/s3_ops.h"
 #include "net/s3_xml.h"
 #include "net/uri.h"
@@ -99,12 +100,23 @@ Result<object::ListResult> ListPage(object::ObjectStore& store, object::ListOpti
 
 }  // namespace
 
+// The buckets the requester owns or holds a grant on.
 Status ListBuckets(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto buckets, ctx.buckets().List());
+  const AccessPolicy& policy = ctx.handler.options().access;
   net::ListAllMyBucketsResult r;
-  r.owner_id = std::string(kOwner);
-  r.owner_display_name = std::string(kOwner);
-  for (const auto& b : buckets) r.buckets.push_back({b.name, b.created});
+  r.owner_id = ctx.who.access_key;
+  r.owner_display_name = ctx.who.access_key;
+  for (const auto& b : buckets) {
+    auto record = ctx.buckets().Record(b.name);
+    if (!record.ok()) {
+      if (record.status().code() != Code::kNotFound) {
+        STRATA_LOG_WARN("gateway: ListBuckets: bucket {} left out: {}", b.name, record.status().ToString());
+      }
+      continue;
+    }
+    if (policy.Lists(ctx.who, b.name, policy.Effective(b.name, *record))) r.buckets.push_back({b.name, b.created});
+  }
   ctx.Xml(net::EncodeListAllMyBuckets(r));
   return Status::Ok();
 }
@@ -116,7 +128,23 @@ Status HeadBucket(Ctx& ctx) {
 }
 
 Status CreateBucket(Ctx& ctx) {
-  STRATA_RETURN_IF_ERROR(ctx.buckets().Create(ctx.target.bucket));
+  BucketRecord record{ctx.who.access_key, CannedAcl::kPrivate};
+  if (const std::string* acl = ctx.Header("x-amz-acl")) {
+    STRATA_ASSIGN_OR_RETURN(record.acl, ParseCannedAcl(*acl));
+  }
+  Status st = ctx.buckets().Create(ctx.target.bucket, record);
+  if (st.code() == Code::kAlreadyExists) {
+    // Whose it is decides the code, as S3 answers: BucketAlreadyOwnedByYou or BucketAlreadyExists.
+    const AccessPolicy& policy = ctx.handler.options().access;
+    auto existing = ctx.buckets().Record(ctx.target.bucket);
+    bool mine = existing.ok() && policy.OwnerRights(ctx.who, policy.Effective(ctx.target.bucket, *existing));
+    return mine ? S3Error(Code::kAlreadyExists, "BucketAlreadyOwnedByYou",
+                          "Your previous request to create the named bucket succeeded and you already own it.")
+                : S3Error(Code::kAlreadyExists, "BucketAlreadyExists",
+                          "The requested bucket name is not available. Please select a different name and try "
+                          "again.");
+  }
+  STRATA_RETURN_IF_ERROR(st);
   ctx.resp.headers.emplace_back("Location", "/" + ctx.target.bucket);
   return Status::Ok();
 }
@@ -142,29 +170,6 @@ Status GetBucketVersioning(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   net::XmlWriter w;
   w.Open("VersioningConfiguration", {{"xmlns", std::string(net::kS3XmlNamespace)}});  // never enabled
-  ctx.Xml(w.Finish());
-  return Status::Ok();
-}
-
-Status GetAcl(Ctx& ctx) {
-  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
-  if (!ctx.target.key.empty()) {
-    auto info = store->Head(ctx.target.key);
-    if (!info.ok()) {
-      if (info.status().code() == Code::kInvalidArgument) return S3Error(Code::kNotFound, "NoSuchKey", "no such key");
-      return info.status();
-    }
-  }
-  // The gateway has one owner and no per-object ACLs: the owner has FULL_CONTROL.
-  net::XmlWriter w;
-  w.Open("AccessControlPolicy", {{"xmlns", std::string(net::kS3XmlNamespace)}});
-  OwnerXml(w);
-  w.Open("AccessControlList").Open("Grant");
-  w.Open("Grantee", {{"xmlns:xsi", "http://www.w3.org/2001/XMLSchema-instance"}, {"xsi:type", "CanonicalUser"}})
-      .Element("ID", kOwner)
-      .Element("DisplayName", kOwner)
-      .Close();
-  w.Element("Permission", "FULL_CONTROL");
   ctx.Xml(w.Finish());
   return Status::Ok();
 }

@@ -15,8 +15,9 @@
 namespace strata::gateway {
 
 Result<ParsedTarget> ParseTarget(std::string_view target) {
-  auto bad = [&](std::string why) {
-    return InvalidArgumentError("request target " + std::string(target.substr(0, 200)) + ": " + why)
+  auto bad = [&](std::string why) {  // the path only: a query may hold a presigned signature
+    return InvalidArgumentError("request target " +
+                                std::string(target.substr(0, std::min<size_t>(target.find('?'), 200))) + ": " + why)
         .WithForeignCode("InvalidURI");
   };
   if (target.empty() || target.front() != '/') return bad("must start with '/' (path-style addressing only)");
@@ -126,7 +127,7 @@ const std::string* UnknownSubresource(const Ctx& ctx, std::initializer_list<std:
   return nullptr;
 }
 
-Status NotImplemented(const Ctx& ctx, std::string_view what) {
+Status NotImplemented(const Ctx&, std::string_view what) {
   return S3Error(Code::kNotSupported, "NotImplemented",
                  "A header or query you provided implies functionality that is not implemented: " + std::string(what));
 }
@@ -136,83 +137,101 @@ Status MethodNotAllowed(const Ctx& ctx) {
                  "The specified method " + ctx.req.method + " is not allowed against this resource.");
 }
 
-Status DispatchObject(Ctx& ctx) {
+// An operation as routed: its name, what it needs of the requester, and its
+// function; or the error the routing itself answers (NotImplemented, ...).
+struct Route {
+  const char* op = "Unknown";
+  Need need = Need::kAuthenticated;
+  Status (*fn)(Ctx&) = nullptr;
+  Status error;
+};
+
+Route To(const char* op, Need need, Status (*fn)(Ctx&)) { return Route{op, need, fn, Status::Ok()}; }
+Route Refused(Status error) { return Route{"Unknown", Need::kAuthenticated, nullptr, std::move(error)}; }
+
+Route RouteObject(const Ctx& ctx) {
   const std::string& m = ctx.req.method;
   if (m == "GET" || m == "HEAD") {
-    if (auto* sub = UnknownSubresource(ctx, {"acl", "attributes"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetObjectAcl", GetAcl(ctx));
-    if (m == "GET" && ctx.HasQuery("attributes"))
-      return (ctx.resp.op = "GetObjectAttributes", GetObjectAttributes(ctx));
-    if (m == "GET" && ctx.HasQuery("uploadId")) return (ctx.resp.op = "ListParts", ListParts(ctx));
-    ctx.resp.op = m == "GET" ? "GetObject" : "HeadObject";
-    return GetObject(ctx, m == "HEAD");
+    if (auto* sub = UnknownSubresource(ctx, {"acl", "attributes"})) return Refused(NotImplemented(ctx, *sub));
+    if (ctx.HasQuery("acl")) return To("GetObjectAcl", Need::kOwner, GetAcl);
+    if (m == "GET" && ctx.HasQuery("attributes")) return To("GetObjectAttributes", Need::kRead, GetObjectAttributes);
+    if (m == "GET" && ctx.HasQuery("uploadId")) return To("ListParts", Need::kWrite, ListParts);
+    if (m == "GET") return To("GetObject", Need::kRead, [](Ctx& c) { return GetObject(c, false); });
+    return To("HeadObject", Need::kRead, [](Ctx& c) { return GetObject(c, true); });
   }
   if (m == "PUT") {
-    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
+    if (auto* sub = UnknownSubresource(ctx, {"acl"})) return Refused(NotImplemented(ctx, *sub));
+    if (ctx.HasQuery("acl")) return To("PutObjectAcl", Need::kOwner, PutObjectAcl);
     if (ctx.HasQuery("uploadId") || ctx.HasQuery("partNumber")) {
-      ctx.resp.op = ctx.Header("x-amz-copy-source") ? "UploadPartCopy" : "UploadPart";
-      return UploadPart(ctx);
+      return To(ctx.Header("x-amz-copy-source") ? "UploadPartCopy" : "UploadPart", Need::kWrite, UploadPart);
     }
-    if (ctx.Header("x-amz-copy-source")) return (ctx.resp.op = "CopyObject", CopyObject(ctx));
-    if (ctx.body_file) return (ctx.resp.op = "PutObject", PutObjectStreamed(ctx));
-    return (ctx.resp.op = "PutObject", PutObject(ctx));
+    if (ctx.Header("x-amz-copy-source")) return To("CopyObject", Need::kWrite, CopyObject);
+    if (ctx.body_file) return To("PutObject", Need::kWrite, PutObjectStreamed);
+    return To("PutObject", Need::kWrite, PutObject);
   }
   if (m == "DELETE") {
-    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("uploadId")) return (ctx.resp.op = "AbortMultipartUpload", AbortMultipartUpload(ctx));
-    return (ctx.resp.op = "DeleteObject", DeleteObject(ctx));
+    if (auto* sub = UnknownSubresource(ctx, {})) return Refused(NotImplemented(ctx, *sub));
+    if (ctx.HasQuery("uploadId")) return To("AbortMultipartUpload", Need::kWrite, AbortMultipartUpload);
+    return To("DeleteObject", Need::kDelete, DeleteObject);
   }
   if (m == "POST") {
-    if (auto* sub = UnknownSubresource(ctx, {"uploads"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("uploads")) return (ctx.resp.op = "CreateMultipartUpload", CreateMultipartUpload(ctx));
-    if (ctx.HasQuery("uploadId")) return (ctx.resp.op = "CompleteMultipartUpload", CompleteMultipartUpload(ctx));
-    return NotImplemented(ctx, "POST to an object without ?uploads or ?uploadId");
+    if (auto* sub = UnknownSubresource(ctx, {"uploads"})) return Refused(NotImplemented(ctx, *sub));
+    if (ctx.HasQuery("uploads")) return To("CreateMultipartUpload", Need::kWrite, CreateMultipartUpload);
+    if (ctx.HasQuery("uploadId")) return To("CompleteMultipartUpload", Need::kWrite, CompleteMultipartUpload);
+    return Refused(NotImplemented(ctx, "POST to an object without ?uploads or ?uploadId"));
   }
-  return MethodNotAllowed(ctx);
+  return Refused(MethodNotAllowed(ctx));
 }
 
-Status DispatchBucket(Ctx& ctx) {
+Route RouteBucket(const Ctx& ctx) {
   const std::string& m = ctx.req.method;
   if (m == "GET") {
     if (auto* sub = UnknownSubresource(ctx, {"location", "versioning", "versions", "uploads", "acl"})) {
-      return NotImplemented(ctx, *sub);
+      return Refused(NotImplemented(ctx, *sub));
     }
-    if (ctx.HasQuery("location")) return (ctx.resp.op = "GetBucketLocation", GetBucketLocation(ctx));
-    if (ctx.HasQuery("versioning")) return (ctx.resp.op = "GetBucketVersioning", GetBucketVersioning(ctx));
-    if (ctx.HasQuery("versions")) return (ctx.resp.op = "ListObjectVersions", ListObjectVersions(ctx));
-    if (ctx.HasQuery("uploads")) return (ctx.resp.op = "ListMultipartUploads", ListMultipartUploads(ctx));
-    if (ctx.HasQuery("acl")) return (ctx.resp.op = "GetBucketAcl", GetAcl(ctx));
+    if (ctx.HasQuery("location")) return To("GetBucketLocation", Need::kBucketAny, GetBucketLocation);
+    if (ctx.HasQuery("versioning")) return To("GetBucketVersioning", Need::kBucketAny, GetBucketVersioning);
+    if (ctx.HasQuery("versions")) return To("ListObjectVersions", Need::kList, ListObjectVersions);
+    if (ctx.HasQuery("uploads")) return To("ListMultipartUploads", Need::kList, ListMultipartUploads);
+    if (ctx.HasQuery("acl")) return To("GetBucketAcl", Need::kOwner, GetAcl);
     const std::string* lt = ctx.Query("list-type");
-    bool v2 = lt && *lt == "2";
-    ctx.resp.op = v2 ? "ListObjectsV2" : "ListObjects";
-    return ListObjects(ctx, v2);
+    if (lt && *lt == "2") return To("ListObjectsV2", Need::kList, [](Ctx& c) { return ListObjects(c, true); });
+    return To("ListObjects", Need::kList, [](Ctx& c) { return ListObjects(c, false); });
   }
-  if (m == "HEAD") return (ctx.resp.op = "HeadBucket", HeadBucket(ctx));
+  if (m == "HEAD") return To("HeadBucket", Need::kBucketAny, HeadBucket);
   if (m == "PUT") {
-    if (auto* sub = UnknownSubresource(ctx, {"versioning"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("versioning")) return (ctx.resp.op = "PutBucketVersioning", PutBucketVersioning(ctx));
-    return (ctx.resp.op = "CreateBucket", CreateBucket(ctx));
+    if (auto* sub = UnknownSubresource(ctx, {"versioning", "acl"})) return Refused(NotImplemented(ctx, *sub));
+    if (ctx.HasQuery("versioning")) return To("PutBucketVersioning", Need::kOwner, PutBucketVersioning);
+    if (ctx.HasQuery("acl")) return To("PutBucketAcl", Need::kOwner, PutBucketAcl);
+    return To("CreateBucket", Need::kCreateBucket, CreateBucket);
   }
   if (m == "DELETE") {
-    if (auto* sub = UnknownSubresource(ctx, {})) return NotImplemented(ctx, *sub);
-    return (ctx.resp.op = "DeleteBucket", DeleteBucket(ctx));
+    if (auto* sub = UnknownSubresource(ctx, {})) return Refused(NotImplemented(ctx, *sub));
+    return To("DeleteBucket", Need::kOwner, DeleteBucket);
   }
   if (m == "POST") {
-    if (auto* sub = UnknownSubresource(ctx, {"delete"})) return NotImplemented(ctx, *sub);
-    if (ctx.HasQuery("delete")) return (ctx.resp.op = "DeleteObjects", DeleteObjects(ctx));
-    return NotImplemented(ctx, "POST to a bucket without ?delete");
+    if (auto* sub = UnknownSubresource(ctx, {"delete"})) return Refused(NotImplemented(ctx, *sub));
+    if (ctx.HasQuery("delete")) return To("DeleteObjects", Need::kDelete, DeleteObjects);
+    return Refused(NotImplemented(ctx, "POST to a bucket without ?delete"));
   }
-  return MethodNotAllowed(ctx);
+  return Refused(MethodNotAllowed(ctx));
 }
 
-Status Dispatch(Ctx& ctx) {
+Route RouteFor(const Ctx& ctx) {
   if (ctx.target.bucket.empty()) {
-    if (ctx.req.method != "GET") return MethodNotAllowed(ctx);
-    ctx.resp.op = "ListBuckets";
-    return ListBuckets(ctx);
+    if (ctx.req.method != "GET") return Refused(MethodNotAllowed(ctx));
+    return To("ListBuckets", Need::kAuthenticated, ListBuckets);
   }
-  if (ctx.target.key.empty()) return DispatchBucket(ctx);
-  return DispatchObject(ctx);
+  return ctx.target.key.empty() ? RouteBucket(ctx) : RouteObject(ctx);
+}
+
+// Runs the routed operation once the requester may do what it needs.
+Status Dispatch(Ctx& ctx) {
+  Route route = RouteFor(ctx);
+  ctx.resp.op = route.op;
+  STRATA_RETURN_IF_ERROR(route.error);
+  STRATA_RETURN_IF_ERROR(Authorize(ctx, route.need));
+  return route.fn(ctx);
 }
 
 // What S3 says for the common codes; other messages come from the Status
@@ -259,19 +278,21 @@ GatewayResponse S3Handler::Error(int http_status, std::string_view s3_code, std:
 
 namespace {
 
-// Authenticates the request; *anonymous when it carries no signature and
-// anonymous access is allowed.
+// Authenticates the request; *anonymous when it carries no signature.
 Result<net::VerifiedRequest> Authenticate(const S3Handler& h, Clock& clock, const GatewayRequest& req,
                                           const ParsedTarget& t, bool* anonymous) {
   *anonymous = false;
   const std::string* authz = net::FindHeader(req.headers, "authorization");
   bool presigned = t.raw_query.find("Signature=") != std::string::npos;  // X-Amz-Signature (v4) or Signature (v2)
   if (!authz && !presigned) {
-    if (h.options().allow_anonymous) {
-      *anonymous = true;
-      return net::VerifiedRequest{};
+    // A web page can make a browser send requests here; unsigned, they could
+    // act with whatever the browser's network position allows. Refused.
+    if (net::FindHeader(req.headers, "origin")) {
+      return PermissionDeniedError("Access Denied (a browser request, with an Origin header, must be signed)")
+          .WithForeignCode("AccessDenied");
     }
-    return PermissionDeniedError("Access Denied (anonymous requests are not allowed)").WithForeignCode("AccessDenied");
+    *anonymous = true;  // what anonymous requests may do is decided per operation (Authorize)
+    return net::VerifiedRequest{};
   }
   net::HttpRequestParts parts{req.method, t.raw_path, t.raw_query, req.headers};
   const auto& keys = h.options().keys;
@@ -379,7 +400,8 @@ std::optional<GatewayResponse> S3Handler::PreCheck(GatewayRequest& req) {
     if (!v.ok()) return Handle(req);
     auth->verified = std::move(v).value();
     req.auth = std::move(auth);
-    return std::nullopt;
+    // Authorized from the headers too: a body the requester may not send is never read.
+    return Refusal(req);
   } catch (...) {
     return Internal(req, "PreCheck");
   }
@@ -406,8 +428,8 @@ GatewayResponse S3Handler::Internal(const GatewayRequest& req, std::string_view 
   } catch (...) {
   }
   try {
-    STRATA_LOG_ERROR("gateway: {} {} from {}: {}: {} (answered 500)", req.method, req.target.substr(0, 300), req.remote,
-                     where, what);
+    STRATA_LOG_ERROR("gateway: {} {} from {}: {}: {} (answered 500)", req.method, net::RedactTarget(req.target),
+                     req.remote, where, what);
   } catch (...) {
   }
   try {
@@ -423,50 +445,81 @@ GatewayResponse S3Handler::Internal(const GatewayRequest& req, std::string_view 
   }
 }
 
+namespace {
+
+// The target, the query and the requester (*auth), as Handle and PreCheck both need them.
+Status Prepare(S3Handler& h, Clock& clock, Ctx& ctx, RequestAuth* auth) {
+  const GatewayRequest& req = ctx.req;
+  STRATA_ASSIGN_OR_RETURN(ctx.target, ParseTarget(req.target));
+  ctx.resp.bucket = ctx.target.bucket;
+  ctx.resp.key = ctx.target.key;
+  auto q = net::ParseQueryString(ctx.target.raw_query, /*plus_is_space=*/true);
+  if (!q.ok()) return S3Error(Code::kInvalidArgument, "InvalidURI", "malformed query string");
+  ctx.query = std::move(q).value();
+  if (req.auth) {
+    *auth = *req.auth;  // decided when the headers arrived
+  } else {
+    STRATA_ASSIGN_OR_RETURN(auth->verified, Authenticate(h, clock, req, ctx.target, &auth->anonymous));
+  }
+  ctx.resp.access_key = auth->anonymous ? "-" : auth->verified.access_key_id;
+  if (!auth->anonymous) ctx.who.access_key = auth->verified.access_key_id;
+  return Status::Ok();
+}
+
+// Turns ctx.resp into the S3 error response for `st`.
+void RenderError(Ctx& ctx, const Status& st) {
+  const GatewayRequest& req = ctx.req;
+  GatewayResponse& r = ctx.resp;
+  net::S3ErrorInfo e = net::S3ErrorForStatus(st);
+  if (e.http_status >= 500 && e.http_status != 501)
+    STRATA_LOG_WARN("gateway: {} {}: {}", req.method, net::RedactTarget(req.target), st.ToString());
+  r.status = e.http_status;
+  r.error_code = e.code;
+  r.stream.reset();
+  r.headers.clear();
+  r.body.clear();
+  r.content_length = 0;
+  for (auto& h : ctx.error_headers) r.headers.push_back(std::move(h));
+  if (e.http_status != 304) {
+    r.body = net::EncodeS3Error({e.code, MessageFor(e.code, st), ctx.target.raw_path, ctx.request_id});
+    r.content_length = r.body.size();
+    r.headers.emplace_back("Content-Type", "application/xml");
+  }
+  // A HEAD error has no body, but says how long the GET's would have been.
+  r.send_body = req.method != "HEAD" && e.http_status != 304;
+  // After refusing a body we did not read, the connection cannot be reused.
+  if (e.http_status == 400 && (e.code == "IncompleteBody" || e.code == "EntityTooLarge")) r.close = true;
+}
+
+}  // namespace
+
+std::optional<GatewayResponse> S3Handler::Refusal(const GatewayRequest& req) {
+  Ctx ctx{*this, req, {}, {}, {}, {}, NextRequestId(), {}, {}, {}, {}, {}, false};
+  RequestAuth auth;
+  Status st = Prepare(*this, clock_, ctx, &auth);
+  if (st.ok()) {
+    Route route = RouteFor(ctx);
+    if (!route.error.ok()) return std::nullopt;  // Handle answers it
+    ctx.resp.op = route.op;
+    st = Authorize(ctx, route.need);
+  }
+  if (st.ok()) return std::nullopt;
+  RenderError(ctx, st);
+  ctx.resp.close = true;  // its body is not read
+  AddCommonHeaders(ctx.resp, ctx.request_id, clock_.WallNow());
+  return std::move(ctx.resp);
+}
+
 GatewayResponse S3Handler::HandleUnguarded(const GatewayRequest& req) {
-  Ctx ctx{*this, req, {}, {}, req.body, {}, NextRequestId(), {}, {}, {}};
+  Ctx ctx{*this, req, {}, {}, req.body, {}, NextRequestId(), {}, {}, {}, {}, {}, false};
   ctx.resp.bytes_in = req.body_file ? req.body_file->size() : req.body.size();
   ctx.resp.op = "Unknown";
-  Status st = [&]() -> Status {
-    STRATA_ASSIGN_OR_RETURN(ctx.target, ParseTarget(req.target));
-    ctx.resp.bucket = ctx.target.bucket;
-    ctx.resp.key = ctx.target.key;
-    auto q = net::ParseQueryString(ctx.target.raw_query, /*plus_is_space=*/true);
-    if (!q.ok()) return S3Error(Code::kInvalidArgument, "InvalidURI", "malformed query string");
-    ctx.query = std::move(q).value();
-    RequestAuth auth;
-    if (req.auth) {
-      auth = *req.auth;  // decided when the headers arrived
-    } else {
-      STRATA_ASSIGN_OR_RETURN(auth.verified, Authenticate(*this, clock_, req, ctx.target, &auth.anonymous));
-    }
-    ctx.resp.access_key = auth.anonymous ? "-" : auth.verified.access_key_id;
-    STRATA_RETURN_IF_ERROR(DecodePayload(ctx, auth.verified, auth.anonymous));
-    return Dispatch(ctx);
-  }();
-  GatewayResponse& r = ctx.resp;
-  if (!st.ok()) {
-    net::S3ErrorInfo e = net::S3ErrorForStatus(st);
-    if (e.http_status >= 500 && e.http_status != 501)
-      STRATA_LOG_WARN("gateway: {} {}: {}", req.method, req.target.substr(0, 300), st.ToString());
-    r.status = e.http_status;
-    r.error_code = e.code;
-    r.stream.reset();
-    r.headers.clear();
-    r.body.clear();
-    r.content_length = 0;
-    for (auto& h : ctx.error_headers) r.headers.push_back(std::move(h));
-    if (e.http_status != 304) {
-      r.body = net::EncodeS3Error({e.code, MessageFor(e.code, st), ctx.target.raw_path, ctx.request_id});
-      r.content_length = r.body.size();
-      r.headers.emplace_back("Content-Type", "application/xml");
-    }
-    // A HEAD error has no body, but says how long the GET's would have been.
-    r.send_body = req.method != "HEAD" && e.http_status != 304;
-    // After refusing a body we did not read, the connection cannot be reused.
-    if (e.http_status == 400 && (e.code == "IncompleteBody" || e.code == "EntityTooLarge")) r.close = true;
-  }
-  AddCommonHeaders(r, ctx.request_id, clock_.WallNow());
+  RequestAuth auth;
+  Status st = Prepare(*this, clock_, ctx, &auth);
+  if (st.ok()) st = DecodePayload(ctx, auth.verified, auth.anonymous);
+  if (st.ok()) st = Dispatch(ctx);
+  if (!st.ok()) RenderError(ctx, st);
+  AddCommonHeaders(ctx.resp, ctx.request_id, clock_.WallNow());
   return std::move(ctx.resp);
 }
 

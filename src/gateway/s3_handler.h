@@ -4,8 +4,10 @@
 // Addressing is path-style only: "/" (ListBuckets), "/bucket" (bucket
 // operations), "/bucket/key" (object operations). Authentication is SigV4
 // (header form, presigned URLs, aws-chunked streaming bodies signed or not,
-// UNSIGNED-PAYLOAD, hex payload hashes checked against the body); anonymous
-// requests only when allow_anonymous. Every failure becomes an S3 XML error
+// UNSIGNED-PAYLOAD, hex payload hashes checked against the body), then each
+// operation is authorized by the access policy (access.h): an unsigned
+// request is anonymous and gets only what public-read gives; one with an
+// Origin header (a browser's) is refused. Every failure becomes an S3 XML error
 // through S3ErrorForStatus (one place: ErrorResponse in s3_handler.cc).
 // Thread-safe: Handle may run on many threads at once.
 #pragma once
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "gateway/access.h"
 #include "gateway/buckets.h"
 #include "gateway/types.h"
 
@@ -24,7 +27,7 @@ namespace strata::gateway {
 struct S3HandlerOptions {
   std::string region = "us-east-1";
   std::map<std::string, std::string> keys;  // access key -> secret
-  bool allow_anonymous = false;
+  AccessPolicy access;  // keys' scopes, bucket settings (keys here without an entry there are unrestricted)
   Duration max_skew = std::chrono::minutes(15);
   uint64_t max_copy_bytes = 5ull << 30;  // CopyObject across buckets is read+write
   uint64_t stream_chunk = 4ull << 20;    // GET bodies are produced in pieces of this size (block aligned)
@@ -35,9 +38,10 @@ class S3Handler {
  public:
   S3Handler(BucketSet& buckets, S3HandlerOptions options);
 
-  // Runs on the headers alone, before a body is read: authenticates, so a
-  // bad signature is refused without reading (or 100-continuing) the body.
-  // nullopt means go on.
+  // Runs on the headers alone, before a body is read: authenticates and
+  // authorizes, so a bad signature, or a write the requester may not make
+  // (anonymous, another key's bucket, a read-only key), is refused without
+  // reading (or 100-continuing) the body. nullopt means go on.
   // On success records the outcome in headers_only.auth, which Handle then
   // trusts: authentication is decided once, when the headers arrive.
   std::optional<GatewayResponse> PreCheck(GatewayRequest& headers_only);
@@ -59,6 +63,8 @@ class S3Handler {
 
  private:
   GatewayResponse HandleUnguarded(const GatewayRequest& request);
+  // PreCheck's authorization: the error response when the requester may not do what the headers ask.
+  std::optional<GatewayResponse> Refusal(const GatewayRequest& request);
   // Inside a catch block: logs the exception and answers 500 InternalError.
   GatewayResponse Internal(const GatewayRequest& request, std::string_view where);
 

@@ -63,7 +63,9 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == s.size()) {
     return S3Error(Code::kInvalidArgument, "InvalidArgument", "x-amz-copy-source must be bucket/key");
   }
-  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(std::string(s.substr(0, slash))));
+  const std::string src_bucket(s.substr(0, slash));
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(src_bucket));
+  STRATA_RETURN_IF_ERROR(AuthorizeCopySource(ctx, src_bucket, std::string(s.substr(slash + 1)), *store));
   object::GetOptions o;
   if (const std::string* r = ctx.Header("x-amz-copy-source-range")) {
     auto parsed = net::ParseRangeHeader(*r);
@@ -133,6 +135,7 @@ Status CreateMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   object::PutOptions o;
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
+  STRATA_RETURN_IF_ERROR(ApplyRequestAcl(ctx, *store, &o.metadata));
   STRATA_RETURN_IF_ERROR(UploadChecksumOptions(ctx, *store, &o.metadata));
   auto id = store->CreateMultipartUpload(ctx.target.key, o);
   if (!id.ok()) return LiftS3Code(id.status(), "NoSuchKey");

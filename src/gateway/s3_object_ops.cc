@@ -125,6 +125,10 @@ Result<object::ObjectMetadata> RequestMetadata(const Ctx& ctx) {
     std::string name = raw_name;
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
     if (!name.starts_with(kUserPrefix)) continue;
+    if (name.substr(kUserPrefix.size()) == kObjectAclKey) {  // the object ACL's place: set with x-amz-acl
+      return S3Error(Code::kInvalidArgument, "InvalidArgument",
+                     std::string(name) + " is reserved by this gateway (use x-amz-acl)");
+    }
     auto [it, fresh] = m.user.try_emplace(name.substr(kUserPrefix.size()), value);
     if (!fresh) it->second += "," + value;  // a repeated header, as HTTP joins them
   }
@@ -144,7 +148,9 @@ void MetadataHeaders(Ctx& ctx, const object::ObjectMetadata& m) {
   for (const auto& [header, field] : kStandardHeaders) {
     if (header != "Content-Type" && !(m.*field).empty()) hs.emplace_back(std::string(header), m.*field);
   }
-  for (const auto& [name, value] : m.user) hs.emplace_back(std::string(kUserPrefix) + name, value);
+  for (const auto& [name, value] : m.user) {
+    if (name != kObjectAclKey) hs.emplace_back(std::string(kUserPrefix) + name, value);
+  }
 }
 
 namespace {
@@ -234,13 +240,18 @@ Status GetObject(Ctx& ctx, bool head) {
   object::ObjectInfo info;
   if (head) {
     auto r = store->Head(key);
+    STRATA_RETURN_IF_ERROR(ReadableObject(ctx, r));
     if (!r.ok()) return ReadError(r.status());
     info = std::move(r).value();
   } else {
     auto r = store->OpenStream(key);
-    if (!r.ok()) return ReadError(r.status());
+    if (!r.ok()) {
+      STRATA_RETURN_IF_ERROR(ReadableObject(ctx, r.status()));
+      return ReadError(r.status());
+    }
     stream = std::move(r).value();
     info = stream->info();
+    STRATA_RETURN_IF_ERROR(ReadableObject(ctx, info));
   }
   GatewayResponse& resp = ctx.resp;
   if (int cond = EvaluateConditions(ctx, info, "", /*read=*/true)) {
@@ -372,6 +383,7 @@ Status PutObject(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(object::PutOptions o, WriteConditions(ctx));
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
+  STRATA_RETURN_IF_ERROR(ApplyRequestAcl(ctx, *store, &o.metadata));
   KeepChecksum(checksum, *store, &o.metadata);
   auto info = store->Put(ctx.target.key, ctx.body, o);
   if (!info.ok()) return WriteConditionFailed(ctx, *store, o, info.status());
@@ -387,6 +399,7 @@ Status CopyObject(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto src, ParseCopySource(ctx));
   const auto& [src_bucket, src_key] = src;
   STRATA_ASSIGN_OR_RETURN(auto src_store, ctx.buckets().Get(src_bucket));
+  STRATA_RETURN_IF_ERROR(AuthorizeCopySource(ctx, src_bucket, src_key, *src_store));
   STRATA_ASSIGN_OR_RETURN(auto dst_store, ctx.buckets().Get(ctx.target.bucket));
   object::CopyOptions co;
   if (const std::string* directive = ctx.Header("x-amz-metadata-directive")) {
@@ -404,12 +417,24 @@ Status CopyObject(Ctx& ctx) {
     co.metadata.checksum_type = src_info->metadata.checksum_type;
     co.metadata.checksum = src_info->metadata.checksum;
   }
+  // The copy's ACL is its own (x-amz-acl, else private), never the source's:
+  // a COPY that changes it is a REPLACE with the source's other metadata.
+  const bool acl_only_change = co.directive == object::MetadataDirective::kCopy &&
+                               (ObjectAcl(src_info->metadata) != CannedAcl::kPrivate || ctx.Header("x-amz-acl"));
+  if (acl_only_change) {
+    co.directive = object::MetadataDirective::kReplace;
+    co.metadata = src_info->metadata;
+  }
+  if (co.directive == object::MetadataDirective::kReplace) {
+    STRATA_RETURN_IF_ERROR(ApplyRequestAcl(ctx, *dst_store, &co.metadata));
+  }
   if (EvaluateConditions(ctx, *src_info, "x-amz-copy-source-", /*read=*/false)) {
     return S3Error(Code::kPreconditionFailed, "PreconditionFailed",
                    "At least one of the pre-conditions you specified did not hold");
   }
   object::ObjectInfo info;
-  if (src_store == dst_store && src_key == ctx.target.key && co.directive != object::MetadataDirective::kReplace) {
+  if (src_store == dst_store && src_key == ctx.target.key &&
+      (co.directive != object::MetadataDirective::kReplace || acl_only_change)) {
     return S3Error(Code::kInvalidArgument, "InvalidRequest",
                    "This copy request is illegal because it is trying to copy an object to itself without "
                    "changing the object's metadata.");
@@ -452,6 +477,10 @@ Status DeleteObjects(Ctx& ctx) {
     const std::string& version = i < request.version_ids.size() ? request.version_ids[i] : std::string();
     if (!version.empty() && version != "null") {  // the only version an unversioned bucket has
       result.errors.push_back({key, "NoSuchVersion", "The specified version does not exist.", version});
+      continue;
+    }
+    if (!MayDelete(ctx, key)) {
+      result.errors.push_back({key, "AccessDenied", "Access Denied", version});
       continue;
     }
     Status st = store->Delete(key);
@@ -513,6 +542,7 @@ Status GetObjectAttributes(Ctx& ctx) {
   }
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   auto info = store->Head(ctx.target.key);
+  STRATA_RETURN_IF_ERROR(ReadableObject(ctx, info));
   if (!info.ok()) return ReadError(info.status());
   const object::ObjectMetadata& m = info->metadata;
   net::XmlWriter w;

@@ -10,6 +10,7 @@
 
 #include "base/buffer.h"
 #include "base/checksum.h"
+#include "gateway/access.h"
 #include "gateway/body_file.h"
 #include "gateway/s3_handler.h"
 #include "net/s3_xml.h"
@@ -28,6 +29,11 @@ struct Ctx {
   GatewayResponse resp;
   net::HttpHeaders error_headers;  // kept on an error response (Content-Range of a 416)
   net::HttpHeaders trailers;       // aws-chunked trailers (x-amz-checksum-*), lower-case names
+  Principal who;                   // the requester (anonymous: empty access key)
+  BucketRecord bucket_record;      // the target bucket's, as Authorize found it (bucket operations)
+  // Set by Authorize for a read the requester holds no read permission for:
+  // the object's own ACL decides (ReadableObject), once the operation has it.
+  bool read_by_object_acl = false;
 
   const std::string* Query(std::string_view name) const;
   bool HasQuery(std::string_view name) const { return Query(name) != nullptr; }
@@ -92,6 +98,43 @@ void MetadataHeaders(Ctx& ctx, const object::ObjectMetadata& m);
 // 0 to proceed, else 412 or (reads only) 304.
 int EvaluateConditions(const Ctx& ctx, const object::ObjectInfo& info, std::string_view prefix, bool read);
 
+// Access (s3_access.cc). What an operation needs of the requester, checked
+// by Authorize before it runs: AccessDenied otherwise, as S3 answers.
+enum class Need {
+  kAuthenticated,  // ListBuckets
+  kCreateBucket,   // an unrestricted key that is not read-only
+  kBucketAny,      // HeadBucket, location, versioning: any access to the bucket
+  kRead,           // the object (or its ACL, see read_by_object_acl)
+  kList,           // the listing's prefix
+  kWrite,          // the object; a public-read x-amz-acl also needs owner rights
+  kDelete,         // the object; DeleteObjects: some key, then each one
+  kOwner,          // ACLs, DeleteBucket, PutBucketVersioning
+};
+Status Authorize(Ctx& ctx, Need need);
+Status AccessDenied();
+// The object ACL kept in its user metadata under this name (never sent back as x-amz-meta-*).
+inline constexpr std::string_view kObjectAclKey = "strata-acl";
+CannedAcl ObjectAcl(const object::ObjectMetadata& m);
+// Records x-amz-acl in *m (private: nothing); NotImplemented where `store` keeps no metadata.
+Status ApplyRequestAcl(const Ctx& ctx, object::ObjectStore& store, object::ObjectMetadata* m);
+// For a read decided by the object's ACL: a readable object passes; a
+// missing one is the store's error (NoSuchKey) only for a requester who may
+// list the bucket, else AccessDenied, so nothing is learnt by probing.
+Status ReadableObject(const Ctx& ctx, const Result<object::ObjectInfo>& info);
+// A copy's source: read permission on it, or a public object.
+Status AuthorizeCopySource(const Ctx& ctx, const std::string& bucket, const std::string& key,
+                           object::ObjectStore& store);
+// x-amz-grant-* headers name grantees this gateway has no notion of: NotImplemented.
+Status NoExplicitGrants(const Ctx& ctx);
+// DeleteObjects: whether the requester may delete this one key.
+bool MayDelete(const Ctx& ctx, const std::string& key);
+
+// ACLs (s3_acl_ops.cc): GetBucketAcl/GetObjectAcl, PutBucketAcl/PutObjectAcl
+// with the canned private and public-read grants.
+Status GetAcl(Ctx& ctx);
+Status PutBucketAcl(Ctx& ctx);
+Status PutObjectAcl(Ctx& ctx);
+
 // Object operations (s3_object_ops.cc).
 Status GetObject(Ctx& ctx, bool head);
 Status PutObject(Ctx& ctx);
@@ -132,7 +175,6 @@ Status GetBucketLocation(Ctx& ctx);
 Status GetBucketVersioning(Ctx& ctx);
 Status PutBucketVersioning(Ctx& ctx);
 Status ListObjectVersions(Ctx& ctx);
-Status GetAcl(Ctx& ctx);
 Status ListObjects(Ctx& ctx, bool v2);
 
 }  // namespace strata::gateway

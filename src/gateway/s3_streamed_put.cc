@@ -82,6 +82,7 @@ Status PutObjectStreamed(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(ctx.target.bucket));
   STRATA_ASSIGN_OR_RETURN(object::PutOptions o, WriteConditions(ctx));
   STRATA_ASSIGN_OR_RETURN(o.metadata, RequestMetadata(ctx));
+  STRATA_RETURN_IF_ERROR(ApplyRequestAcl(ctx, *store, &o.metadata));
   KeepChecksum(checksum, *store, &o.metadata);
   // Conditions are checked before the upload (412 / 404 without sending a
   // byte) and by the store atomically with the Complete that commits it: a

@@ -11,7 +11,10 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "gateway/body_file.h"
+#include "gateway/connections.h"
 #include "net/s3_errors.h"
+#include "net/uri.h"
+#include "net/xml.h"
 
 namespace strata::gateway {
 
@@ -27,6 +30,11 @@ constexpr uint64_t kLingerMaxBytes = 64ull << 20;  // discarded after a refused 
 // What a spilled body holds of the in-flight budget: its read piece, and the
 // part the handler reads back and uploads (kStreamPartBytes) plus slack.
 constexpr uint64_t kSpillReserve = 10ull << 20;
+// Bodies held in memory that are not object bytes (XML: DeleteObjects,
+// CompleteMultipartUpload, ACLs, versioning): no larger than the parser takes.
+const uint64_t kMaxXmlBody = net::XmlLimits{}.max_input_bytes;
+// Descriptors kept for everything but client connections (cache files, the backend, spill files).
+constexpr uint64_t kReservedDescriptors = 256;
 
 // PutObject and UploadPart bodies may be spilled to a temp file; not a copy
 // (no body) nor a PUT of a sub-resource (?tagging, ?acl...), whose handlers
@@ -92,6 +100,8 @@ class GatewayServer::Impl {
       : options_(options),
         handler_(handler),
         observer_(observer),
+        table_(CapByDescriptors(options.limits.max_connections, kReservedDescriptors),
+               options.limits.max_connections_per_client),
         acceptor_(ioc_),
         workers_(std::make_unique<ThreadPool>(std::max(1, options.workers), "strata-gw-worker")) {}
 
@@ -100,20 +110,20 @@ class GatewayServer::Impl {
   void Shutdown();
   void Accept();
 
-  // Connection registry (for shutdown).
-  void Add(Conn* c, std::weak_ptr<Conn> w);
-  void Remove(Conn* c);
+  // Admits a new connection (the caps, connections.h), or refuses it with a short 503.
+  void Admit(tcp::socket socket);
 
   // The in-flight body budget: reserves n bytes, or refuses when that would
-  // pass limits.max_inflight_bytes while other bodies are held (a body larger
-  // than the whole budget is let in alone, so it is never refused forever).
+  // pass limits.max_inflight_bytes. Callers never ask for more than the whole
+  // budget (a body that large is refused, or spilled).
   bool Reserve(uint64_t n) {
     uint64_t cur = inflight_.load();
     do {
-      if (cur != 0 && cur + n > options_.limits.max_inflight_bytes) return false;
+      if (cur + n > options_.limits.max_inflight_bytes) return false;
     } while (!inflight_.compare_exchange_weak(cur, cur + n));
     return true;
   }
+
   void Unreserve(uint64_t n) { inflight_.fetch_sub(n); }
 
   ServerOptions options_;
@@ -123,10 +133,9 @@ class GatewayServer::Impl {
   std::atomic<uint64_t> inflight_{0};  // request body bytes reserved
   uint16_t port_ = 0;
 
-  // The live connections, for Shutdown to stop them and wait until gone.
+  // The live connections, their caps, and Shutdown's wait until they are gone.
+  ConnectionTable table_;
   Mutex mu_;
-  CondVar cv_;  // a connection unregistered
-  std::unordered_map<Conn*, std::weak_ptr<Conn>> conns_ GUARDED_BY(mu_);
   bool shut_down_ GUARDED_BY(mu_) = false;
 
   // Destroyed in reverse: the worker pool first (its tasks post into ioc_),
@@ -139,48 +148,95 @@ class GatewayServer::Impl {
   std::unique_ptr<ThreadPool> workers_;
 };
 
-class Conn : public std::enable_shared_from_this<Conn> {
+class Conn : public ServedConnection, public std::enable_shared_from_this<Conn> {
  public:
   Conn(GatewayServer::Impl& srv, tcp::socket socket)
       : srv_(srv), stream_(std::move(socket)), buf_(srv.options_.limits.max_header_bytes + kBodyPiece) {
     beast::error_code ec;
     auto ep = stream_.socket().remote_endpoint(ec);
-    if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+    if (!ec) {
+      client_ = ep.address().to_string();
+      remote_ = client_ + ":" + std::to_string(ep.port());
+    }
     srv_.observer_.ConnectionOpened();
   }
-  ~Conn() {
+  ~Conn() override {
     ReleaseBody();
     srv_.observer_.ConnectionClosed();
-    srv_.Remove(this);
+    srv_.table_.Remove(this);
   }
 
+  const std::string& client() const { return client_; }
+
   void Start() {
-    srv_.Add(this, weak_from_this());
+    // A new connection's first request has the header deadline from now: an idle newcomer is gone soon.
+    header_deadline_ = std::chrono::steady_clock::now() + limits().header_timeout;
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitRequest(); });
   }
 
+  // Over a cap with nothing to make room: a short 503, written without
+  // waiting (it fits the empty socket buffer), then closed.
+  void Refuse() {
+    static const std::string kBody =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Too many connections; "
+        "retry later.</Message></Error>";
+    static const std::string kResponse =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
+        "Content-Length: " +
+        std::to_string(kBody.size()) + "\r\nConnection: close\r\n\r\n" + kBody;
+    beast::error_code ec;
+    auto& socket = stream_.socket();
+    socket.non_blocking(true, ec);
+    if (!ec) socket.write_some(asio::buffer(kResponse), ec);
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
+  }
+
   // Shutdown: an idle connection is closed now; a busy one after its response.
-  void StopIfIdle() {
+  void StopIfIdle() override {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
       if (self->idle_) self->CloseNow();
     });
   }
-  void ForceClose() {
+  void ForceClose() override {
     asio::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
   }
 
  private:
   const GatewayLimits& limits() const { return srv_.options_.limits; }
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  // The deadline for transferring `bytes` more, having moved `done` since
+  // `since`: no I/O may stall past io_timeout, and after transfer_grace the
+  // average must keep up with min_transfer_rate.
+  void ExpireForTransfer(SteadyTime since, uint64_t done, uint64_t bytes) {
+    auto deadline = std::chrono::steady_clock::now() + limits().io_timeout;
+    if (uint64_t rate = limits().min_transfer_rate; rate > 0) {
+      auto need = std::chrono::duration<double>(static_cast<double>(done + bytes) / static_cast<double>(rate));
+      deadline = std::min(deadline, since + limits().transfer_grace +
+                                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(need));
+    }
+    stream_.expires_at(deadline);
+  }
 
   void WaitRequest() {
     if (srv_.stopping_) return CloseNow();
-    if (buf_.size() > 0) return ReadHeader();  // a pipelined request is already here
+    MarkIdle();
+    if (buf_.size() > 0) {  // a pipelined request is already here
+      header_deadline_ = std::chrono::steady_clock::now() + limits().header_timeout;
+      return ReadHeader();
+    }
     idle_ = true;
-    stream_.expires_after(limits().idle_timeout);
+    if (served_ == 0) {
+      stream_.expires_at(header_deadline_);
+    } else {
+      stream_.expires_after(limits().idle_timeout);
+    }
     stream_.async_read_some(buf_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
       self->buf_.commit(n);
       self->idle_ = false;
       if (ec || n == 0) return self->CloseNow();
+      if (self->served_ > 0) self->header_deadline_ = std::chrono::steady_clock::now() + self->limits().header_timeout;
       self->ReadHeader();
     });
   }
@@ -192,7 +248,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     parser_->body_limit(limits().max_body_bytes);
     start_ = std::chrono::steady_clock::now();
     start_wall_ = srv_.handler_.clock().WallNow();
-    stream_.expires_after(limits().header_timeout);
+    stream_.expires_at(header_deadline_);
     http::async_read_header(stream_, buf_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
@@ -210,6 +266,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (ec) {
       return RespondNow(srv_.handler_.Error(400, "BadRequest", "Malformed HTTP request: " + ec.message(), ""), true);
     }
+    MarkBusy();
     auto& h = parser_->get();
     req_ = GatewayRequest{};
     req_.method = std::string(h.method_string());
@@ -226,16 +283,19 @@ class Conn : public std::enable_shared_from_this<Conn> {
       return RespondNow(srv_.handler_.Error(400, "EntityTooLarge",
                                             "Your proposed upload exceeds the maximum allowed size (" +
                                                 std::to_string(limits().max_body_bytes) + " bytes).",
-                                            req_.target.substr(0, req_.target.find('?'))),
+                                            Resource()),
                         true);
     }
     // Refuse a bad signature before reading (or inviting) the body.
     if (auto refusal = srv_.handler_.PreCheck(req_)) return RespondNow(std::move(*refusal), true);
+    if (auto refusal = RefuseBody(cl ? std::optional<uint64_t>(*cl) : std::nullopt)) {
+      return RespondNow(std::move(*refusal), true);
+    }
     content_length_.reset();
     spill_.reset();
-    if (cl && *cl > limits().spill_bytes && Spillable(req_)) {
+    if (cl && *cl > MemoryBodyLimit() && Spillable(req_)) {
       // Too large to hold: to a temp file, holding only its pieces of the budget.
-      if (!ReserveBody(kSpillReserve)) return RespondSlowDown();
+      if (!ReserveBody(SpillReserve())) return RespondSlowDown();
       auto file = BodyFile::Create(limits().spill_dir);
       if (!file.ok()) return RespondNow(SpillError(srv_.handler_, file.status(), Resource()), true);
       spill_ = std::move(file).value();
@@ -245,6 +305,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (cl) content_length_ = *cl;
     if (cl && !spill_) body_ = MutableBuffer(*cl);
     body_len_ = 0;
+    body_seen_ = 0;
+    body_start_ = std::chrono::steady_clock::now();
     chunked_body_.clear();
     const auto expect = h[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
@@ -261,7 +323,11 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
   // Unsigned GET /healthz and /metrics.
   bool ServeOps() {
-    if (req_.method != "GET" || net::FindHeader(req_.headers, "authorization")) return false;
+    // A browser's (Origin) goes on to the S3 handler, which refuses it unsigned.
+    if (req_.method != "GET" || net::FindHeader(req_.headers, "authorization") ||
+        net::FindHeader(req_.headers, "origin")) {
+      return false;
+    }
     GatewayResponse r;
     if (req_.target == "/healthz") {
       r.body = "ok\n";
@@ -295,7 +361,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     }
     b.size = piece_;
     b.more = true;
-    stream_.expires_after(limits().io_timeout);
+    ExpireForTransfer(body_start_, body_seen_, piece_);
     http::async_read(stream_, buf_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
@@ -309,13 +375,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (ec) return CloseNow();
     auto& b = parser_->get().body();
     uint64_t got = piece_ - b.size;
+    body_seen_ += got;
     if (spill_) {
       Status st = spill_->Append(scratch_.data(), got);
       if (!st.ok()) return RespondNow(SpillError(srv_.handler_, st, Resource()), true);
       body_len_ += got;
     } else if (content_length_) {
       body_len_ += got;
-    } else if (chunked_body_.size() + got > limits().spill_bytes && Spillable(req_)) {
+    } else if (chunked_body_.size() + got > MemoryBodyLimit() && Spillable(req_)) {
       // A chunked body grown past the threshold: on to a temp file from here,
       // holding only the spill reservation of the budget.
       auto file = BodyFile::Create(limits().spill_dir);
@@ -324,11 +391,12 @@ class Conn : public std::enable_shared_from_this<Conn> {
       if (!st.ok()) return RespondNow(SpillError(srv_.handler_, st, Resource()), true);
       spill_ = std::move(file).value();
       chunked_body_ = std::string();
-      if (uint64_t held = reserved_.load(); held > kSpillReserve) {  // it held at least spill_bytes
-        srv_.Unreserve(held - kSpillReserve);
-        reserved_.store(kSpillReserve);
+      if (uint64_t held = reserved_.load(); held > SpillReserve()) {  // it held at least MemoryBodyLimit()
+        srv_.Unreserve(held - SpillReserve());
+        reserved_.store(SpillReserve());
       }
     } else {
+      if (chunked_body_.size() + got > MemoryCap()) return RespondNow(TooLargeForMemory(), true);
       if (chunked_body_.size() + got > reserved_ && !ReserveBody(kBodyPiece)) return RespondSlowDown();
       chunked_body_.append(scratch_.data(), got);
     }
@@ -357,7 +425,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
         self->next_ = Buffer();
         self->resp_ = self->srv_.handler_.Error(500, "InternalError", "We encountered an internal error.", "");
         self->resp_.close = true;
-        STRATA_LOG_ERROR("gateway: {} {}: {} (answered 500)", self->req_.method, self->req_.target.substr(0, 300),
+        STRATA_LOG_ERROR("gateway: {} {}: {} (answered 500)", self->req_.method, net::RedactTarget(self->req_.target),
                          CurrentExceptionText());
       }
       asio::post(self->stream_.get_executor(), [self] { self->Respond(); });
@@ -373,7 +441,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (r.stream && r.send_body && r.content_length > 0) {
       auto first = r.stream->Next();
       if (!first.ok()) {
-        STRATA_LOG_WARN("gateway: {} {}: {}", req_.method, req_.target, first.status().ToString());
+        STRATA_LOG_WARN("gateway: {} {}: {}", req_.method, net::RedactTarget(req_.target), first.status().ToString());
         std::string op = r.op, bucket = r.bucket, key = r.key;
         net::S3ErrorInfo e = net::S3ErrorForStatus(first.status());
         r = srv_.handler_.Error(e.http_status, e.code, first.status().message(), "");
@@ -390,6 +458,35 @@ class Conn : public std::enable_shared_from_this<Conn> {
     return true;
   }
   void ReleaseBody() { srv_.Unreserve(reserved_.exchange(0)); }
+
+  // A spillable body over this goes to a temp file: it could never be held
+  // next to others (or at all) within the budget.
+  uint64_t MemoryBodyLimit() const { return std::min(limits().spill_bytes, limits().max_inflight_bytes); }
+  // What a spilled body holds (the whole budget, when that is smaller: it then runs alone).
+  uint64_t SpillReserve() const { return std::min(kSpillReserve, limits().max_inflight_bytes); }
+  // The most a body held in memory may be: XML within the parser's limit, and within the budget.
+  uint64_t MemoryCap() const {
+    uint64_t cap = limits().max_inflight_bytes;
+    if (!Spillable(req_)) cap = std::min(cap, kMaxXmlBody);
+    return cap;
+  }
+  GatewayResponse TooLargeForMemory() {
+    return srv_.handler_.Error(400, "MaxMessageLengthExceeded",
+                               "Your request was too big: this request's body is held in memory, up to " +
+                                   std::to_string(MemoryCap()) + " bytes.",
+                               Resource());
+  }
+  // Bodies refused from the headers alone: one on a copy (S3 takes none), one
+  // that could not be held in memory and cannot be spilled.
+  std::optional<GatewayResponse> RefuseBody(std::optional<uint64_t> content_length) {
+    if (net::FindHeader(req_.headers, "x-amz-copy-source") && (!content_length || *content_length > 0)) {
+      return srv_.handler_.Error(400, "UnexpectedContent", "This request does not support content.", Resource());
+    }
+    if (content_length && *content_length > MemoryCap() && !(*content_length > MemoryBodyLimit() && Spillable(req_))) {
+      return TooLargeForMemory();
+    }
+    return std::nullopt;
+  }
 
   std::string Resource() const { return req_.target.substr(0, req_.target.find('?')); }
 
@@ -438,7 +535,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     size_t body_part = bufs[1].size();
     if (total_ > body_part && r.stream) FetchNext();
     pending_ += 1;
-    stream_.expires_after(limits().io_timeout);
+    ExpireForTransfer(std::chrono::steady_clock::now(), 0, head_.size() + body_part);
     asio::async_write(stream_, bufs, [self = shared_from_this(), body_part](beast::error_code ec, size_t) {
       if (ec) self->write_failed_ = true;
       self->sent_ += body_part;
@@ -467,8 +564,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
     if (--pending_ > 0) return;
     if (write_failed_) return CloseNow();
     if (!fetch_error_.ok()) {
-      STRATA_LOG_WARN("gateway: streaming {} {} failed after {} bytes: {}", req_.method, req_.target, sent_,
-                      fetch_error_.ToString());
+      STRATA_LOG_WARN("gateway: streaming {} {} failed after {} bytes: {}", req_.method, net::RedactTarget(req_.target),
+                      sent_, fetch_error_.ToString());
       return CloseNow();  // the status line is out: a short body is all we can signal
     }
     if (sent_ >= total_) return Finish();
@@ -477,7 +574,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     size_t n = std::min<uint64_t>(cur_.size(), total_ - sent_);
     if (sent_ + n < total_) FetchNext();
     pending_ += 1;
-    stream_.expires_after(limits().io_timeout);
+    ExpireForTransfer(std::chrono::steady_clock::now(), 0, n);
     asio::async_write(stream_, asio::buffer(cur_.data(), n),
                       [self = shared_from_this(), n](beast::error_code ec, size_t) {
                         if (ec) self->write_failed_ = true;
@@ -502,6 +599,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     srv_.observer_.Record(rec);
     bool keep = keep_alive_;
+    ++served_;
     resp_ = GatewayResponse{};
     cur_ = next_ = Buffer();
     if (!keep) return LingerClose();
@@ -542,8 +640,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
   beast::tcp_stream stream_;
   beast::flat_buffer buf_;
   std::optional<http::request_parser<http::buffer_body>> parser_;
-  std::string remote_;
+  std::string client_, remote_;  // the client's address; with its port
   bool idle_ = false;
+  uint64_t served_ = 0;           // responses finished on this connection
+  SteadyTime header_deadline_{};  // the current request's headers must be in by then
   bool http10_ = false;
   bool request_keep_alive_ = true;
   bool keep_alive_ = true;
@@ -555,6 +655,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
   MutableBuffer body_;
   std::shared_ptr<BodyFile> spill_;  // the body being spilled to a temp file, if it is
   uint64_t body_len_ = 0;
+  uint64_t body_seen_ = 0;  // raw body bytes read so far (the rate floor's count)
+  SteadyTime body_start_{};
   uint64_t piece_ = 0;
   std::string chunked_body_;
   std::atomic<uint64_t> reserved_{0};  // this request's share of the in-flight budget
@@ -570,15 +672,16 @@ class Conn : public std::enable_shared_from_this<Conn> {
   uint64_t sent_ = 0, total_ = 0;
 };
 
-void GatewayServer::Impl::Add(Conn* c, std::weak_ptr<Conn> w) {
-  MutexLock lock(mu_);
-  conns_[c] = std::move(w);
-}
-
-void GatewayServer::Impl::Remove(Conn* c) {
-  MutexLock lock(mu_);
-  conns_.erase(c);
-  cv_.NotifyAll();
+void GatewayServer::Impl::Admit(tcp::socket socket) {
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  auto conn = std::make_shared<Conn>(*this, std::move(socket));
+  switch (table_.Admit(conn.get(), conn, conn->client())) {
+    case ConnectionTable::Admission::kRefused: observer_.ConnectionRefused(); return conn->Refuse();
+    case ConnectionTable::Admission::kAdmittedByEviction: observer_.ConnectionEvicted(); break;
+    case ConnectionTable::Admission::kAdmitted: break;
+  }
+  conn->Start();
 }
 
 Status GatewayServer::Impl::Listen() {
@@ -601,15 +704,15 @@ void GatewayServer::Impl::Accept() {
   acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
     if (stopping_ || ec == asio::error::operation_aborted) return;
     if (ec) {
-      // Out of descriptors (EMFILE) and the like: back off briefly instead of spinning.
+      // Out of descriptors (EMFILE) and the like: make room by closing the
+      // longest-idle connection, and back off briefly instead of spinning.
+      if ((ec.value() == EMFILE || ec.value() == ENFILE) && table_.EvictOldestIdle()) observer_.ConnectionEvicted();
       STRATA_LOG_WARN("gateway: accept failed: {}", ec.message());
       auto timer = std::make_shared<asio::steady_timer>(ioc_, std::chrono::milliseconds(50));
       timer->async_wait([this, timer](beast::error_code) { Accept(); });
       return;
     }
-    beast::error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
-    std::make_shared<Conn>(*this, std::move(socket))->Start();
+    Admit(std::move(socket));
     Accept();
   });
 }
@@ -646,25 +749,10 @@ void GatewayServer::Impl::Shutdown() {
     beast::error_code ec;
     acceptor_.close(ec);
   });
-  auto each = [this](auto fn) {
-    std::vector<std::shared_ptr<Conn>> live;
-    {
-      MutexLock lock(mu_);
-      for (auto& [p, w] : conns_)
-        if (auto s = w.lock()) live.push_back(std::move(s));
-    }
-    for (auto& c : live) fn(*c);
-  };
-  each([](Conn& c) { c.StopIfIdle(); });
-  {
-    MutexLock lock(mu_);
-    cv_.WaitFor(lock, options_.limits.drain_timeout, [this]() REQUIRES(mu_) { return conns_.empty(); });
-  }
-  each([](Conn& c) { c.ForceClose(); });
-  {
-    MutexLock lock(mu_);
-    cv_.WaitFor(lock, std::chrono::seconds(5), [this]() REQUIRES(mu_) { return conns_.empty(); });
-  }
+  for (auto& c : table_.Live()) c->StopIfIdle();
+  table_.WaitEmpty(options_.limits.drain_timeout);
+  for (auto& c : table_.Live()) c->ForceClose();
+  table_.WaitEmpty(std::chrono::seconds(5));
   work_.reset();
   ioc_.stop();
   for (auto& t : threads_) t.join();

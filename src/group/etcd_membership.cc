@@ -131,6 +131,7 @@ Result<std::unique_ptr<EtcdMembership>> EtcdMembership::Join(EtcdOptions options
   std::unique_ptr<EtcdMembership> m(new EtcdMembership(std::move(options), std::move(on_change)));
   STRATA_RETURN_IF_ERROR(m->Grant());
   STRATA_RETURN_IF_ERROR(m->Register());
+  STRATA_RETURN_IF_ERROR(m->PutRecord(true));
   STRATA_ASSIGN_OR_RETURN(auto snap, m->Read());
   m->Adopt(std::move(snap));  // on_change runs here, before Join returns
   m->thread_ = std::thread([p = m.get()] { p->Loop(); });
@@ -206,6 +207,39 @@ Status EtcdMembership::Register() {
   return Call("/v3/kv/put", put.dump()).status();
 }
 
+Status EtcdMembership::PutRecord(bool force) {
+  if (!options_.record) return Status::Ok();
+  std::string value = options_.record();
+  if (!force && value == record_put_) return Status::Ok();
+  json put = {{"key", B64(RecordPrefix(options_.group) + options_.self.id)}, {"value", B64(value)}, {"lease", lease_}};
+  STRATA_RETURN_IF_ERROR(Call("/v3/kv/put", put.dump()).status());
+  record_put_ = std::move(value);
+  return Status::Ok();
+}
+
+Result<std::map<std::string, std::string>> EtcdMembership::ReadRecords(EtcdOptions options) {
+  if (!ValidGroupName(options.group)) {
+    return InvalidArgumentError("cache group name \"" + options.group + "\" must be 1-128 of [A-Za-z0-9._-]");
+  }
+  std::unique_ptr<EtcdMembership> m(new EtcdMembership(std::move(options), nullptr));
+  const std::string prefix = RecordPrefix(m->options_.group);
+  STRATA_ASSIGN_OR_RETURN(
+      std::string body,
+      m->Call("/v3/kv/range", json{{"key", B64(prefix)}, {"range_end", B64(PrefixEnd(prefix))}}.dump()));
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_object()) return UnavailableError("etcd sent a range answer that is not JSON", body.substr(0, 300));
+  std::map<std::string, std::string> out;
+  auto kvs = j.find("kvs");
+  if (kvs == j.end() || !kvs->is_array()) return out;
+  for (const auto& kv : *kvs) {
+    std::string key, value;
+    if (!Base64Decode(Field(kv, "key"), &key) || !Base64Decode(Field(kv, "value"), &value)) continue;
+    if (!key.starts_with(prefix) || key.size() == prefix.size()) continue;
+    out[key.substr(prefix.size())] = std::move(value);
+  }
+  return out;
+}
+
 Status EtcdMembership::KeepAlive() {
   STRATA_ASSIGN_OR_RETURN(std::string body, Call("/v3/lease/keepalive", json{{"ID", lease_}}.dump()));
   // One message of the gateway's stream: {"result":{"ID":...,"TTL":"5"}}.
@@ -215,9 +249,10 @@ Status EtcdMembership::KeepAlive() {
     // The lease is gone (expired during a pause, or etcd lost it): join again.
     STRATA_LOG_WARN("group: membership lease {} expired; registering again", lease_);
     STRATA_RETURN_IF_ERROR(Grant());
-    return Register();
+    STRATA_RETURN_IF_ERROR(Register());
+    return PutRecord(true);
   }
-  return Status::Ok();
+  return PutRecord(false);
 }
 
 Result<EtcdMembership::Snapshot> EtcdMembership::Read() {

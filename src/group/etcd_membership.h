@@ -45,6 +45,10 @@ struct EtcdOptions {
   std::chrono::milliseconds request_timeout{2000};
   std::chrono::milliseconds watch_rearm{300000};  // a watch stream is re-opened this often
   std::chrono::milliseconds watch_backoff_max{10000};
+  // What this member publishes beside its membership, under the same lease, at
+  // /strata/groups/<group>/cached/<id> (e.g. the bytes it caches per dataset, for
+  // the CSI scheduler extender): asked at every renewal, put when it changed.
+  std::function<std::string()> record;
 };
 
 class EtcdMembership {
@@ -70,6 +74,9 @@ class EtcdMembership {
   void StopWithoutLeaving();
 
   static std::string Prefix(const std::string& group) { return "/strata/groups/" + group + "/members/"; }
+  static std::string RecordPrefix(const std::string& group) { return "/strata/groups/" + group + "/cached/"; }
+  // Every member's record (EtcdOptions::record) now, by member id.
+  static Result<std::map<std::string, std::string>> ReadRecords(EtcdOptions options);
 
  private:
   EtcdMembership(EtcdOptions options, OnChange on_change);
@@ -77,6 +84,7 @@ class EtcdMembership {
   Status Grant();
   Status KeepAlive();
   Status Register();
+  Status PutRecord(bool force);  // the loop thread (and Join) only
   struct Snapshot {
     std::map<std::string, std::string> table;  // member id -> peer address
     int64_t revision = 0;                      // etcd's revision the table is at
@@ -101,7 +109,8 @@ class EtcdMembership {
   EtcdOptions options_;
   OnChange on_change_;
   net::HttpClient http_;
-  std::string lease_;  // the lease ID (decimal), touched by Join and then the loop thread only
+  std::string lease_;       // the lease ID (decimal), touched by Join and then the loop thread only
+  std::string record_put_;  // the record last put under lease_ (loop thread only)
   mutable Mutex mu_;
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;

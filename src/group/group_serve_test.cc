@@ -115,7 +115,7 @@ class GroupServeTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       const fs::path cache = dir_ / ("cache" + std::to_string(i));
       auto serve =
-          testing::StartStrataServe({"--backend", backend, "--listen", "127.0.0.1:0", "--allow-anonymous",
+          testing::StartStrataServe({"--backend", backend, "--listen", "127.0.0.1:0", "--public-read", rgw_->bucket(),
                                      "--cache-ram", "64MiB", "--cache-dir", cache.string(), "--cache-group", group,
                                      "--peer-listen", peers[i], "--group-secret-file", (dir_ / "secret").string()},
                                     (dir_ / ("member" + std::to_string(i) + ".log")).string(), rgw_->ClientEnv());

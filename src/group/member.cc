@@ -146,6 +146,7 @@ Result<std::unique_ptr<GroupMember>> GroupMember::Join(const JoinOptions& option
     eo.endpoint = url.etcd_endpoint;
     eo.group = url.group;
     eo.self = {go.self, go.self};
+    eo.record = options.record;
     auto group = m->group_;
     STRATA_ASSIGN_OR_RETURN(m->etcd_, EtcdMembership::Join(eo, [group](std::vector<Member> members) {
                               group->SetMembers(std::move(members));

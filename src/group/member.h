@@ -10,6 +10,7 @@
 // stop reading.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@ struct JoinOptions {
   std::string listen;  // --peer-listen HOST:PORT (port 0: any free port; static lists need a fixed one)
   std::string secret;  // the secret itself (read by the front end from the file or env)
   std::chrono::milliseconds deadline{2000};
+  std::function<std::string()> record;  // etcd groups: published beside the membership (EtcdOptions::record)
 };
 
 class GroupMember {

@@ -95,7 +95,32 @@ class FaultWritableFile : public WritableFile {
 };
 
 FaultFileSystem::FaultFileSystem(FileSystem& base) : base_(base) {}
-FaultFileSystem::~FaultFileSystem() = default;
+FaultFileSystem::~FaultFileSystem() { OpenWriteGate(); }
+
+void FaultFileSystem::CloseWriteGate() {
+  std::lock_guard lock(gate_mu_);
+  gate_closed_ = true;
+}
+
+void FaultFileSystem::OpenWriteGate() {
+  std::lock_guard lock(gate_mu_);
+  gate_closed_ = false;
+  gate_cv_.notify_all();
+}
+
+bool FaultFileSystem::WaitHeldWrites(int n, std::chrono::milliseconds deadline) {
+  std::unique_lock lock(gate_mu_);
+  return gate_cv_.wait_for(lock, deadline, [&] { return gate_held_ >= n; });
+}
+
+void FaultFileSystem::PassWriteGate() {
+  std::unique_lock lock(gate_mu_);
+  if (!gate_closed_) return;
+  ++gate_held_;
+  gate_cv_.notify_all();
+  gate_cv_.wait(lock, [&] { return !gate_closed_; });
+  --gate_held_;
+}
 
 void FaultFileSystem::SetWriteBudget(uint64_t bytes) {
   std::lock_guard lock(mu_);
@@ -144,6 +169,7 @@ bool FaultFileSystem::Stale(uint64_t epoch) const {
 
 Status FaultFileSystem::BeforeWrite(const std::string& path, uint64_t offset, size_t n, uint64_t epoch,
                                     uint64_t* allowed) {
+  PassWriteGate();
   std::lock_guard lock(mu_);
   if (epoch != epoch_) return IOError("write " + path + ": file handle predates SimulateCrash()");
   STRATA_RETURN_IF_ERROR(MaybeFailLocked(kFaultWrite, path, "write"));

@@ -10,6 +10,8 @@
 // target is kept in memory (tests use small files) so it can be restored.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -65,6 +67,13 @@ class FaultFileSystem : public FileSystem {
   void ClearErrors();
   FaultCounters Counters() const;
 
+  // A disk that cannot keep up: while the gate is closed, writes (Append,
+  // WriteAt) wait at it until OpenWriteGate(). The destructor opens it.
+  void CloseWriteGate();
+  void OpenWriteGate();
+  // Waits up to `deadline` (real time) until at least `n` writes wait at the gate.
+  bool WaitHeldWrites(int n, std::chrono::milliseconds deadline);
+
   // Undoes everything not made durable: truncates written files back to their
   // last synced size (restoring bytes overwritten in place), then undoes
   // creations and renames whose parent directory was not synced, newest
@@ -115,6 +124,7 @@ class FaultFileSystem : public FileSystem {
   bool Stale(uint64_t epoch) const;
   // Checks faults, takes up to n bytes of the budget (*allowed) and saves overwritten synced bytes.
   Status BeforeWrite(const std::string& path, uint64_t offset, size_t n, uint64_t epoch, uint64_t* allowed);
+  void PassWriteGate();
   void AfterWrite(size_t n);
   void AfterSync(const std::string& path, uint64_t size, uint64_t epoch);
   Status RestoreFile(const std::string& path, const FileState& state);
@@ -129,6 +139,10 @@ class FaultFileSystem : public FileSystem {
   std::map<std::string, FileState> files_;
   std::vector<DirOp> dir_ops_;
   uint64_t epoch_ = 0;
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool gate_closed_ = false;
+  int gate_held_ = 0;
 };
 
 }  // namespace strata::io

@@ -68,6 +68,24 @@ TEST_F(FaultFsTest, WriteBudgetGivesNoSpaceAfterPartialWrite) {
   EXPECT_TRUE((*g)->Append("fine now").ok());
 }
 
+TEST_F(FaultFsTest, ClosedWriteGateHoldsWritesUntilOpened) {
+  auto f = fs_.OpenForWrite(P("f"));
+  ASSERT_TRUE(f.ok());
+  fs_.CloseWriteGate();
+  std::atomic<bool> written{false};
+  std::thread writer([&] {
+    EXPECT_TRUE((*f)->Append("held").ok());
+    written = true;
+  });
+  ASSERT_TRUE(fs_.WaitHeldWrites(1, std::chrono::seconds(10)));
+  EXPECT_FALSE(written.load()) << "the write waits at the gate";
+  fs_.OpenWriteGate();
+  writer.join();
+  EXPECT_TRUE(written.load());
+  ASSERT_TRUE((*f)->Close().ok());
+  EXPECT_EQ(Contents(P("f")), "held");
+}
+
 TEST_F(FaultFsTest, BudgetIsSharedAcrossThreads) {
   constexpr uint64_t kBudget = 25000;
   fs_.SetWriteBudget(kBudget);

@@ -13,6 +13,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "io/uring_read.h"
+
 namespace strata::io {
 
 Result<Buffer> RandomAccessFile::Read(uint64_t offset, size_t n) {
@@ -20,6 +22,13 @@ Result<Buffer> RandomAccessFile::Read(uint64_t offset, size_t n) {
   STRATA_ASSIGN_OR_RETURN(size_t got, ReadAt(offset, n, buf.data()));
   buf.Resize(got);
   return std::move(buf).Freeze();
+}
+
+Result<size_t> RandomAccessFile::ReadAtParts(uint64_t offset, size_t n, void* dst, size_t /*part*/,
+                                             const std::function<void(size_t)>& landed) {
+  STRATA_ASSIGN_OR_RETURN(size_t got, ReadAt(offset, n, dst));
+  if (landed && got > 0) landed(got);
+  return got;
 }
 
 Result<FileStat> RandomAccessFile::Stat() {
@@ -123,6 +132,18 @@ class PosixRandomAccessFile : public RandomAccessFile {
       }
     }
     return PreadFull(fd_, offset, n, dst, path_);
+  }
+
+  Result<size_t> ReadAtParts(uint64_t offset, size_t n, void* dst, size_t part,
+                             const std::function<void(size_t)>& landed) override {
+    if (part > 0 && part < n &&
+        (!direct_ || (offset % PosixFileSystem::kDirectAlignment == 0 &&
+                      reinterpret_cast<uintptr_t>(dst) % PosixFileSystem::kDirectAlignment == 0 &&
+                      n % PosixFileSystem::kDirectAlignment == 0))) {
+      auto r = UringReadParts(fd_, offset, n, dst, part, landed, path_);
+      if (r.ok() || r.status().code() != Code::kNotSupported) return r;
+    }
+    return RandomAccessFile::ReadAtParts(offset, n, dst, part, landed);
   }
 
   Result<uint64_t> Size() override {

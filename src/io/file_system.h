@@ -40,6 +40,14 @@ class RandomAccessFile {
   // Reads up to n bytes at offset into dst. Returns fewer than n only at end
   // of file (0 at or past it). Thread-safe.
   virtual Result<size_t> ReadAt(uint64_t offset, size_t n, void* dst) = 0;
+  // Reads [offset, offset+n) into dst as reads of about `part` bytes in
+  // flight at once where the file system can (PosixFileSystem: io_uring; a
+  // local SSD serves them together faster than one read at queue depth 1),
+  // calling landed(bytes) as each leading run has arrived, in order, so the
+  // caller can work on it while the rest is read. Returns the bytes read,
+  // fewer only at end of file. Default: one ReadAt, then landed.
+  virtual Result<size_t> ReadAtParts(uint64_t offset, size_t n, void* dst, size_t part,
+                                     const std::function<void(size_t)>& landed);
   virtual Result<uint64_t> Size() = 0;
   // The open file's own metadata (not the path's: it may have been renamed over since). Default: the size only.
   virtual Result<FileStat> Stat();

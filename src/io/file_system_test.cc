@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "io/durable.h"
+#include "io/uring_read.h"
 
 namespace strata::io {
 namespace {
@@ -270,6 +272,53 @@ TEST_F(PosixFsTest, DirectReadNeedsAlignment) {
   EXPECT_EQ((*r)->ReadAt(1, 4096, buf.data()).status().code(), Code::kInvalidArgument);
   EXPECT_EQ((*r)->ReadAt(0, 100, buf.data()).status().code(), Code::kInvalidArgument);
   EXPECT_EQ((*r)->ReadAt(0, 4096, buf.data() + 1).status().code(), Code::kInvalidArgument);
+}
+
+// Parts in flight (io_uring) read exactly what one read does, buffered and
+// O_DIRECT, whole or ending early at end of file; `landed` grows in order.
+TEST_F(PosixFsTest, ReadAtPartsReadsWhatReadAtReads) {
+  std::string data((4 << 20) + 4096, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + (i >> 12));
+  Write(P("block"), data);
+  Write(P("short"), data.substr(0, (2 << 20) + 100));
+  for (bool direct : {false, true}) {
+    for (const char* name : {"block", "short"}) {
+      SCOPED_TRACE(std::string(name) + (direct ? " O_DIRECT" : " buffered"));
+      auto file = direct ? fs_.OpenForReadDirect(P(name)) : fs_.OpenForRead(P(name));
+      if (!file.ok() && file.status().code() == Code::kNotSupported) continue;
+      ASSERT_TRUE(file.ok()) << file.status();
+      std::shared_ptr<uint8_t> buf(static_cast<uint8_t*>(std::aligned_alloc(4096, data.size())), std::free);
+      std::vector<size_t> landed;
+      auto n = (*file)->ReadAtParts(0, data.size(), buf.get(), 1 << 20, [&](size_t b) { landed.push_back(b); });
+      const size_t want = std::string(name) == "block" ? data.size() : (2 << 20) + 100;
+      ASSERT_TRUE(n.ok()) << n.status();
+      ASSERT_EQ(*n, want);
+      EXPECT_EQ(std::memcmp(buf.get(), data.data(), want), 0);
+      ASSERT_FALSE(landed.empty());
+      EXPECT_TRUE(std::is_sorted(landed.begin(), landed.end()));
+      EXPECT_EQ(landed.back(), want);
+    }
+  }
+  EXPECT_TRUE(UringAvailable()) << "this kernel has io_uring: the parts should go through it";
+}
+
+// Where io_uring is off, the parts are read the plain way: the same bytes.
+TEST_F(PosixFsTest, ReadAtPartsWithoutUringReadsTheSame) {
+  std::string data((2 << 20) + 4096, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13 + (i >> 10));
+  Write(P("block"), data);
+  ScopedUringOff off;
+  EXPECT_FALSE(UringAvailable());
+  auto file = fs_.OpenForReadDirect(P("block"));
+  if (!file.ok() && file.status().code() == Code::kNotSupported) GTEST_SKIP() << file.status();
+  ASSERT_TRUE(file.ok()) << file.status();
+  std::shared_ptr<uint8_t> buf(static_cast<uint8_t*>(std::aligned_alloc(4096, data.size())), std::free);
+  size_t landed = 0;
+  auto n = (*file)->ReadAtParts(0, data.size(), buf.get(), 1 << 20, [&](size_t b) { landed = b; });
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, data.size());
+  EXPECT_EQ(landed, data.size());
+  EXPECT_EQ(std::memcmp(buf.get(), data.data(), data.size()), 0);
 }
 
 // Pages of `path` in the page cache, of its first `pages`.

@@ -245,8 +245,9 @@ Result<VerifiedRequest> VerifyHeaderForm(const HttpRequestParts& req, const std:
   }
   WallTime t = *ParseAmzDate(in.amz_date);
   if (t > now + max_skew || t + max_skew < now) {
-    return AuthError("RequestTimeTooSkewed", "the difference between the request time " + in.amz_date +
-                                                 " and the server time " + FormatAmzDate(now) + " is too large");
+    // Neither the server's time nor the offset: a stranger learns nothing of this host's clock.
+    return AuthError("RequestTimeTooSkewed",
+                     "The difference between the request time and the current time is too large.");
   }
   std::string payload;
   if (const std::string* h = FindHeader(req.headers, "x-amz-content-sha256")) {

@@ -1,5 +1,8 @@
 #include "net/uri.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace strata::net {
 
 std::string UriEncode(std::string_view in, bool encode_slash) {
@@ -43,6 +46,31 @@ bool UriDecode(std::string_view in, std::string* out, bool plus_is_space) {
     }
   }
   return true;
+}
+
+std::string RedactTarget(std::string_view target, size_t max_bytes) {
+  static constexpr std::string_view kSecretParams[] = {"x-amz-signature", "signature", "x-amz-security-token"};
+  size_t q = target.find('?');
+  std::string out(target.substr(0, q));
+  if (q != std::string_view::npos) {
+    out += '?';
+    std::string_view query = target.substr(q + 1);
+    while (true) {
+      size_t amp = query.find('&');
+      std::string_view param = query.substr(0, amp);
+      size_t eq = param.find('=');
+      std::string name(param.substr(0, eq));
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      bool secret = eq != std::string_view::npos &&
+                    std::find(std::begin(kSecretParams), std::end(kSecretParams), name) != std::end(kSecretParams);
+      out += secret ? std::string(param.substr(0, eq)) + "=REDACTED" : std::string(param);
+      if (amp == std::string_view::npos) break;
+      out += '&';
+      query.remove_prefix(amp + 1);
+    }
+  }
+  if (out.size() > max_bytes) out.resize(max_bytes);
+  return out;
 }
 
 }  // namespace strata::net

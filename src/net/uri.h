@@ -14,4 +14,9 @@ std::string UriEncode(std::string_view in, bool encode_slash = true);
 // a malformed escape.
 bool UriDecode(std::string_view in, std::string* out, bool plus_is_space = false);
 
+// A request target fit for a log line: the values of query parameters that
+// carry a credential (X-Amz-Signature, Signature, X-Amz-Security-Token; any
+// case) become "REDACTED", and it is cut to `max_bytes`.
+std::string RedactTarget(std::string_view target, size_t max_bytes = 300);
+
 }  // namespace strata::net

@@ -57,16 +57,23 @@ class ControlRefs {
       i = stop;
     };
     while (i < in.size()) {
-      if (in.substr(i, 4) == "<!--") {
+      const char c = in[i];
+      if (c == '<' && in.substr(i, 4) == "<!--") {
         copy_past("-->");
-      } else if (in.substr(i, 9) == "<![CDATA[") {
+      } else if (c == '<' && in.substr(i, 9) == "<![CDATA[") {
         copy_past("]]>");
-      } else if (in.substr(i, 2) == "<?") {
+      } else if (c == '<' && in.substr(i, 2) == "<?") {
         copy_past("?>");
-      } else if (in.substr(i, 2) == "&#") {
-        size_t semi = in.find(';', i);
+      } else if (c == '&' && i + 1 < in.size() && in[i + 1] == '#') {
+        // Only a reference short enough to name a control byte counts: the
+        // ';' is looked for within kMaxRefBytes, never further (a search to
+        // the end after every "&#" made "&#&#&#..." quadratic).
+        size_t semi = in.substr(i, kMaxRefBytes + 1).find(';');
         std::optional<unsigned> v;
-        if (semi != std::string_view::npos && semi - i <= 12) v = Value(in.substr(i + 2, semi - i - 2));
+        if (semi != std::string_view::npos) {
+          semi += i;
+          v = Value(in.substr(i + 2, semi - i - 2));
+        }
         if (v && Forbidden(*v)) {
           char hex[3];
           std::snprintf(hex, sizeof hex, "%02X", *v);
@@ -77,7 +84,11 @@ class ControlRefs {
           out += in[i++];
         }
       } else {
-        out += in[i++];
+        // Plain text up to the next '<' or '&' goes over in one piece.
+        size_t next = in.find_first_of("<&", i + 1);
+        if (next == std::string_view::npos) next = in.size();
+        out.append(in.substr(i, next - i));
+        i = next;
       }
     }
     return out;
@@ -105,6 +116,7 @@ class ControlRefs {
   bool In(std::string_view s) const { return active() && s.find(marker_) != std::string_view::npos; }
 
  private:
+  static constexpr size_t kMaxRefBytes = 12;  // "&#x" + 8 hex digits + ';' fits
   static bool Forbidden(unsigned v) { return v >= 1 && v < 0x20 && v != '\t' && v != '\n' && v != '\r'; }
   // "x1F" or "31": the value if small, else nullopt.
   static std::optional<unsigned> Value(std::string_view digits) {

@@ -55,6 +55,23 @@ TEST(Xml, ControlCharacterReferencesAsS3WritesThem) {
   EXPECT_FALSE(ParseXml("<a&#x1;/>").ok());
 }
 
+TEST(Xml, RunsOfAmpersandHashAreLinear) {
+  // The control-reference pre-pass searched to the end for ';' after every
+  // "&#": this 8 MB body took minutes (2M pairs: 110 s), now milliseconds.
+  std::string doc = "<Delete>";
+  for (int i = 0; i < 4000000; ++i) doc += "&#";
+  auto start = std::chrono::steady_clock::now();
+  auto r = ParseXml(doc);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().foreign_code(), "MalformedXML");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // The longest reference that can name a control byte is still one; a longer one is left to expat.
+  auto longest = ParseXml("<a>&#x0000001F;</a>");
+  ASSERT_TRUE(longest.ok()) << longest.status();
+  EXPECT_EQ(longest->text, "\x1F");
+  EXPECT_FALSE(ParseXml("<a>&#x00000001F;</a>").ok());
+}
+
 TEST(Xml, ManyAttributesFailFastInLinearTime) {
   // The hand-written parser this replaced was quadratic here.
   std::string doc = "<CompleteMultipartUpload";

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/random.h"
+#include "base/units.h"
 #include "object/store_wrapper.h"
 
 namespace strata::object {
@@ -99,66 +100,25 @@ class CloudStore : public StoreWrapper {
 
 Status BadSpec(std::string_view spec, const std::string& why) {
   return InvalidArgumentError("bad cloud profile '" + std::string(spec) + "': " + why +
-                              " (expected e.g. ttfb=30ms,bw=25MB/s,jitter=5ms)");
+                              " (a spec reads e.g. ttfb=30ms,bw=25MB/s,jitter=5ms)");
 }
 
-// Splits "12.5ms" into 12.5 and "ms". Only plain decimals (no exponent/sign).
-bool SplitNumber(std::string_view s, double* value, std::string_view* unit) {
-  size_t i = 0;
-  while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) ++i;
-  if (i == 0) return false;
-  std::string number(s.substr(0, i));
-  char* end = nullptr;
-  *value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size() || !std::isfinite(*value)) return false;
-  *unit = s.substr(i);
-  return true;
-}
+// An emulated first byte (or jitter) past a minute is no cloud bucket, and a
+// unit is required: "ttfb=30" could mean 30 ms as well as 30 s.
+constexpr DurationRules kLatencyRules{.unit_required = true, .max = std::chrono::minutes(1)};
+// "bw=" names a rate, so "bw=2GB" reads as 2GB/s.
+constexpr RateRules kBandwidthRules{.allow_unlimited = true, .per_second_implied = true, .max = 1e15};
 
-Result<Duration> ParseDuration(std::string_view spec, std::string_view s) {
-  double v = 0;
-  std::string_view unit;
-  if (!SplitNumber(s, &v, &unit)) return BadSpec(spec, "'" + std::string(s) + "' is not a duration");
-  double ns_per = 0;
-  if (unit == "ns")
-    ns_per = 1;
-  else if (unit == "us")
-    ns_per = 1e3;
-  else if (unit == "ms")
-    ns_per = 1e6;
-  else if (unit == "s")
-    ns_per = 1e9;
-  else
-    return BadSpec(spec, "duration '" + std::string(s) + "' needs a unit: ns, us, ms or s");
-  double ns = v * ns_per;
-  if (!(ns <= 1e15)) return BadSpec(spec, "duration '" + std::string(s) + "' is too long");
-  return Duration(static_cast<int64_t>(std::llround(ns)));
+Result<Duration> ParseLatency(std::string_view spec, std::string_view s) {
+  auto d = ParseDuration(s, kLatencyRules);
+  if (!d.ok()) return BadSpec(spec, d.status().message());
+  return *d;
 }
 
 Result<double> ParseBandwidth(std::string_view spec, std::string_view s) {
-  if (s == "unlimited" || s == "inf") return 0.0;
-  double v = 0;
-  std::string_view unit;
-  if (!SplitNumber(s, &v, &unit)) return BadSpec(spec, "'" + std::string(s) + "' is not a bandwidth");
-  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "/s") unit.remove_suffix(2);
-  static const std::pair<std::string_view, double> kUnits[] = {
-      {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit != name) continue;
-    double bps = v * scale;
-    if (!(bps <= 1e15)) return BadSpec(spec, "bandwidth '" + std::string(s) + "' is above 1 PB/s");
-    return bps;
-  }
-  if (unit.empty() && v == 0) return 0.0;
-  return BadSpec(spec, "bandwidth '" + std::string(s) + "' needs a unit: B, KB, MB, GB, KiB, MiB or GiB per second");
-}
-
-std::string FormatDuration(Duration d) {
-  int64_t ns = d.count();
-  if (ns % 1000000000 == 0) return std::to_string(ns / 1000000000) + "s";
-  if (ns % 1000000 == 0) return std::to_string(ns / 1000000) + "ms";
-  if (ns % 1000 == 0) return std::to_string(ns / 1000) + "us";
-  return std::to_string(ns) + "ns";
+  auto r = ParseRate(s, kBandwidthRules);
+  if (!r.ok()) return BadSpec(spec, r.status().message());
+  return std::isinf(*r) ? 0.0 : *r;  // the profile's 0: unlimited
 }
 
 }  // namespace
@@ -193,9 +153,9 @@ Result<CloudProfile> ParseCloudProfile(std::string_view spec) {
     if (eq == std::string_view::npos) return BadSpec(spec, "'" + std::string(item) + "' is not name=value");
     std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
     if (name == "ttfb" || name == "first_byte" || name == "latency") {
-      STRATA_ASSIGN_OR_RETURN(profile.first_byte, ParseDuration(spec, value));
+      STRATA_ASSIGN_OR_RETURN(profile.first_byte, ParseLatency(spec, value));
     } else if (name == "jitter") {
-      STRATA_ASSIGN_OR_RETURN(profile.jitter, ParseDuration(spec, value));
+      STRATA_ASSIGN_OR_RETURN(profile.jitter, ParseLatency(spec, value));
     } else if (name == "bw" || name == "bandwidth") {
       STRATA_ASSIGN_OR_RETURN(profile.bytes_per_second_per_connection, ParseBandwidth(spec, value));
     } else if (name == "seed") {
@@ -211,7 +171,7 @@ Result<CloudProfile> ParseCloudProfile(std::string_view spec) {
 }
 
 std::string FormatCloudProfile(const CloudProfile& profile) {
-  std::string out = "ttfb=" + FormatDuration(profile.first_byte) + ",bw=";
+  std::string out = "ttfb=" + FormatDurationExact(profile.first_byte) + ",bw=";
   if (profile.bytes_per_second_per_connection <= 0) {
     out += "unlimited";
   } else {
@@ -219,7 +179,7 @@ std::string FormatCloudProfile(const CloudProfile& profile) {
     // the text free of exponents the parser does not accept.
     out += std::to_string(static_cast<uint64_t>(std::llround(profile.bytes_per_second_per_connection))) + "B/s";
   }
-  if (profile.jitter.count() > 0) out += ",jitter=" + FormatDuration(profile.jitter);
+  if (profile.jitter.count() > 0) out += ",jitter=" + FormatDurationExact(profile.jitter);
   if (profile.seed != 1) out += ",seed=" + std::to_string(profile.seed);
   return out;
 }

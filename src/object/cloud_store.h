@@ -30,8 +30,9 @@ ObjectStorePtr EmulateCloud(ObjectStorePtr inner, CloudProfile profile, Clock& c
 ObjectStorePtr EmulateCloud(ObjectStorePtr inner, CloudProfile profile);
 
 // Parses "ttfb=30ms,bw=25MB/s,jitter=5ms,seed=7" (any subset, any order;
-// unset fields keep their defaults). Durations: ns, us, ms, s. Bandwidth:
-// B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB, each optionally "/s";
+// unset fields keep their defaults), in strata's one grammar (base/units.h).
+// ttfb and jitter: a duration with its unit (ns to m), at most 1m. bw: a rate
+// (25MB/s: MB is 10^6 bytes, MiB 2^20; 100Mbit/s; the "/s" may be left out),
 // "unlimited" or 0 for no cap. InvalidArgument naming the spec otherwise.
 Result<CloudProfile> ParseCloudProfile(std::string_view spec);
 

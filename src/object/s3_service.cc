@@ -1,5 +1,6 @@
 #include "object/s3_service.h"
 
+#include "base/hash.h"
 #include "net/s3_xml.h"
 #include "net/xml.h"
 #include "object/s3_request.h"
@@ -81,6 +82,40 @@ Status S3Service::DeleteBucket(const std::string& bucket) {
 Status S3Service::HeadBucket(const std::string& bucket) {
   STRATA_RETURN_IF_ERROR(CheckBucketName(bucket));
   return AsBucketStatus(r_->Execute(BucketCall("HeadBucket", "HEAD", bucket)).status(), bucket);
+}
+
+Result<std::map<std::string, std::string>> S3Service::GetBucketTags(const std::string& bucket) {
+  STRATA_RETURN_IF_ERROR(CheckBucketName(bucket));
+  S3Call call = BucketCall("GetBucketTagging", "GET", bucket);
+  call.query.emplace_back("tagging", "");
+  auto resp = r_->Execute(call);
+  std::map<std::string, std::string> tags;
+  if (!resp.ok()) {
+    // S3 answers NoSuchTagSet (RGW NoSuchTagSetError) for a bucket without tags.
+    if (resp.status().code() == Code::kNotFound && resp.status().foreign_code() != "NoSuchBucket") return tags;
+    return resp.status();
+  }
+  auto doc = net::ParseXml(resp->body.view());
+  if (!doc.ok()) return doc.status().WithContext("GetBucketTagging " + bucket);
+  const net::XmlElement* set = doc->Child("TagSet");
+  if (set == nullptr) return tags;
+  for (const net::XmlElement* tag : set->Children("Tag")) tags[tag->ChildText("Key")] = tag->ChildText("Value");
+  return tags;
+}
+
+Status S3Service::PutBucketTags(const std::string& bucket, const std::map<std::string, std::string>& tags) {
+  STRATA_RETURN_IF_ERROR(CheckBucketName(bucket));
+  S3Call call = BucketCall("PutBucketTagging", "PUT", bucket);
+  call.query.emplace_back("tagging", "");
+  net::XmlWriter w;
+  w.Open("Tagging", {{"xmlns", std::string(net::kS3XmlNamespace)}}).Open("TagSet");
+  for (const auto& [k, v] : tags) w.Open("Tag").Element("Key", k).Element("Value", v).Close();
+  std::string body = w.Finish();
+  Md5Digest md5 = Md5(body);
+  call.headers.emplace_back("Content-MD5", Base64Encode(md5.data(), md5.size()));  // S3 requires it here
+  call.headers.emplace_back("Content-Type", "application/xml");
+  call.body = Buffer::FromString(std::move(body));
+  return r_->Execute(call).status();
 }
 
 Result<ObjectStorePtr> S3Service::OpenBucket(const std::string& bucket) const {

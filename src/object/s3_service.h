@@ -5,6 +5,7 @@
 // first path segment), which every S3 server answers. Thread-safe.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ class S3Service {
   Status CreateBucket(const std::string& bucket);
   Status DeleteBucket(const std::string& bucket);
   Status HeadBucket(const std::string& bucket);
+  // The bucket's tags (GetBucketTagging); empty when it has none.
+  Result<std::map<std::string, std::string>> GetBucketTags(const std::string& bucket);
+  // Replaces all of its tags (PutBucketTagging).
+  Status PutBucketTags(const std::string& bucket, const std::map<std::string, std::string>& tags);
   // The store for `bucket` (not checked to exist; see HeadBucket).
   Result<ObjectStorePtr> OpenBucket(const std::string& bucket) const;
   // "s3://?endpoint=...", without credentials.

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Parses every manifest in deploy/kubernetes/, checks that the pieces that must agree
+do (socket paths, registration path, health port, driver name, secret keys), and prints
+the node plugin's command line and environment as JSON for csi_driver_test, which runs
+the plugin exactly so. Exit 1 with the reasons when a check fails."""
+import glob
+import json
+import os
+import sys
+
+import yaml
+
+root = sys.argv[1]
+docs = []
+for path in sorted(glob.glob(os.path.join(root, "*.yaml"))):
+    with open(path) as f:
+        for d in yaml.safe_load_all(f):
+            if d is not None:
+                docs.append((os.path.basename(path), d))
+problems = []
+by_kind = {}
+for name, d in docs:
+    for field in ("apiVersion", "kind", "metadata"):
+        if field not in d:
+            problems.append(f"{name}: a document without {field}")
+    by_kind.setdefault(d.get("kind"), []).append(d)
+
+for kind in ("Namespace", "CSIDriver", "DaemonSet", "Deployment", "StorageClass", "ServiceAccount", "ClusterRole",
+             "ClusterRoleBinding", "PersistentVolume", "PersistentVolumeClaim", "Job", "Pod", "Secret", "Service",
+             "ConfigMap"):
+    if kind not in by_kind:
+        problems.append(f"no {kind} in {root}")
+
+driver = by_kind["CSIDriver"][0]["metadata"]["name"]
+if driver != "csi.strata.dev":
+    problems.append(f"CSIDriver is {driver}")
+for sc in by_kind.get("StorageClass", []):
+    if sc.get("provisioner") != driver:
+        problems.append(f"StorageClass {sc['metadata']['name']} provisioner {sc.get('provisioner')}")
+for pv in by_kind.get("PersistentVolume", []):
+    if pv["spec"]["csi"]["driver"] != driver:
+        problems.append(f"PV {pv['metadata']['name']} driver {pv['spec']['csi']['driver']}")
+secret_keys = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "STRATA_GROUP_SECRET"}
+for s in by_kind.get("Secret", []):
+    if s["metadata"]["name"] == "strata-csi-state-key":
+        continue
+    unknown = set(s.get("stringData", {})) - secret_keys
+    if unknown:
+        problems.append(f"Secret {s['metadata']['name']} has keys the driver refuses: {sorted(unknown)}")
+
+
+def flag(args, name):
+    for a in args:
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+ds = by_kind["DaemonSet"][0]
+spec = ds["spec"]["template"]["spec"]
+containers = {c["name"]: c for c in spec["containers"]}
+plugin = containers.get("strata-csi")
+registrar = containers.get("node-driver-registrar")
+probe = containers.get("liveness-probe")
+if not (plugin and registrar and probe):
+    problems.append("the DaemonSet needs the containers strata-csi, node-driver-registrar and liveness-probe")
+    print("\n".join(problems), file=sys.stderr)
+    sys.exit(1)
+volumes = {v["name"]: v for v in spec["volumes"]}
+mounts = {m["mountPath"]: m["name"] for m in plugin["volumeMounts"]}
+endpoint = flag(plugin["args"], "--endpoint")
+sock = endpoint[len("unix://"):] if endpoint and endpoint.startswith("unix://") else None
+if sock is None:
+    problems.append(f"plugin --endpoint {endpoint} is not unix://")
+else:
+    for c in (registrar, probe):
+        if flag(c["args"], "--csi-address") != sock:
+            problems.append(f"{c['name']} --csi-address differs from the plugin's socket {sock}")
+    sock_dir = os.path.dirname(sock)
+    host_dir = volumes[mounts[sock_dir]]["hostPath"]["path"]
+    reg = flag(registrar["args"], "--kubelet-registration-path")
+    if reg != os.path.join(host_dir, os.path.basename(sock)):
+        problems.append(f"registration path {reg} is not the socket's host path {host_dir}")
+port = plugin["livenessProbe"]["httpGet"]["port"]
+ports = {p["name"]: p["containerPort"] for p in plugin.get("ports", [])}
+if str(ports.get(port, port)) != flag(probe["args"], "--health-port"):
+    problems.append("the plugin's livenessProbe port is not the liveness-probe sidecar's --health-port")
+kubelet = [m for m in plugin["volumeMounts"] if m["mountPath"] == "/var/lib/kubelet"]
+if not kubelet or kubelet[0].get("mountPropagation") != "Bidirectional":
+    problems.append("the plugin needs /var/lib/kubelet with mountPropagation: Bidirectional")
+if not plugin.get("securityContext", {}).get("privileged"):
+    problems.append("the plugin must be privileged (FUSE, bind mounts)")
+
+env = {}
+for e in plugin.get("env", []):
+    if "value" in e:
+        env[e["name"]] = e["value"]
+    else:
+        env[e["name"]] = "fieldRef:" + e["valueFrom"]["fieldRef"]["fieldPath"]
+out = {"command": plugin["command"], "args": plugin["args"], "env": env,
+       "mounts": {path: (volumes[name].get("hostPath") or {}).get("path", "") for path, name in mounts.items()}}
+if problems:
+    print("\n".join(problems), file=sys.stderr)
+    sys.exit(1)
+print(json.dumps(out))
