@@ -458,6 +458,8 @@ class LoaderSource : public RankSource {
             {"shards_skipped", s.shards_skipped},
             {"shards_from_cache", s.shards_from_cache},
             {"shards_parsed", s.shards_parsed},
+            {"cache_not_admitted_busy", s.cache_not_admitted_busy},
+            {"cache_not_admitted_no_reuse", s.cache_not_admitted_no_reuse},
             {"queue_depth", s.queue_depth},
             {"consumer_wait_s", Seconds(s.consumer_wait)},
             {"elapsed_s", Seconds(s.elapsed)}};
@@ -561,7 +563,8 @@ PrepareFn LoaderPrepare(object::ObjectStorePtr bucket, std::string prefix, loade
     p.memory_bytes = LoaderMemoryBytes(base, world, batch);
     p.store_bytes = [counted] { return counted->bytes(); };
     p.every_epoch_cold = no_cache;
-    p.factory = [open, open_all, guard, no_cache](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {
+    // `guard` first: it goes last, after the datasets have finished writing into its directory.
+    p.factory = [guard, open, open_all, no_cache](size_t rank, uint64_t epoch) -> Result<std::unique_ptr<RankSource>> {
       std::shared_ptr<loader::StreamingDataset> ds;
       {
         std::lock_guard lock(open->mu);

@@ -1,6 +1,7 @@
 #include "loader/shard_cache.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -31,6 +32,9 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'H', 'C', '0', '1'};
 constexpr uint64_t kFixedHeader = 8 + 8 + 8 + 4;
 constexpr std::string_view kSuffix = ".shard";
+// A disk found full of the dataset's own shards is taken to stay so this long
+// (shards fetched meanwhile are not queued); then a write looks again.
+constexpr auto kFullRecheck = std::chrono::seconds(1);
 
 void RaiseTo(std::atomic<uint64_t>& bound, uint64_t v) {
   uint64_t cur = bound.load();
@@ -115,15 +119,18 @@ ShardCache::ShardCache(object::ObjectStorePtr store, std::vector<std::string> ke
       users_(keys_.size(), 0),
       last_use_(keys_.size(), 0),
       released_at_(keys_.size(), 0),
-      generation_(keys_.size(), 0) {}
+      generation_(keys_.size(), 0) {
+  for (size_t k = 0; k < keys_.size(); ++k) dataset_disk_bytes_ += kFixedHeader + keys_[k].size() + sizes_[k];
+}
 
 ShardCache::~ShardCache() {
+  FlushDiskWrites();
   {
     MutexLock lock(write_mu_);
     stop_writes_ = true;
   }
   write_cv_.NotifyAll();
-  if (writer_.joinable()) writer_.join();  // (it drains the queue first)
+  if (writer_.joinable()) writer_.join();
   if (const size_t hung = hung_calls_->load(); hung > 0) {
     // Not waited for (that would block until the store answers): each thread
     // holds what its call uses and ends when the call returns.
@@ -135,10 +142,18 @@ ShardCache::~ShardCache() {
 void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generation,
                              std::unique_ptr<io::FileLock> lock) {
   if (options_.dir.empty()) return;
-  if (options_.async_disk_writes) {
+  if (!options_.async_disk_writes) return StoreToDisk(shard, data, generation);  // (the lock goes after)
+  {
     MutexLock guard(mu_);
-    const uint64_t limit = std::max<uint64_t>(ram_bytes_, 512ull << 20);
-    if (!writing_.count(shard) && writing_bytes_ + data.size() <= limit) {
+    if (writing_.count(shard)) return;  // queued by another flight already
+    if (full_of_ours_since_ && clock_.Now() - *full_of_ours_since_ < kFullRecheck) {
+      guard.Unlock();
+      return CountNotAdmitted(/*busy=*/false);
+    }
+    const uint64_t limit =
+        options_.write_behind_bytes ? options_.write_behind_bytes : std::max<uint64_t>(ram_bytes_, 64ull << 20);
+    // A shard larger than the whole queue still goes when the queue is empty.
+    if (writing_bytes_ == 0 || writing_bytes_ + data.size() <= limit) {
       writing_.emplace(shard, data);
       writing_bytes_ += data.size();
       MutexLock wl(write_mu_);
@@ -148,10 +163,65 @@ void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generati
       return;
     }
   }
-  StoreToDisk(shard, data, generation);  // (the lock, if any, goes after the file is written)
+  // The disk is behind the store: the reader goes on without a disk copy
+  // (the lock goes now, so processes waiting for the file fetch it themselves).
+  CountNotAdmitted(/*busy=*/true);
+}
+
+void ShardCache::CountNotAdmitted(bool busy) {
+  static Counter& busy_metric = MetricsRegistry::Global().GetCounter(
+      "strata_loader_shards_not_admitted_total", "Shards fetched but not kept in the loader's disk cache",
+      {{"reason", "disk_busy"}});
+  static Counter& no_reuse_metric = MetricsRegistry::Global().GetCounter(
+      "strata_loader_shards_not_admitted_total", "Shards fetched but not kept in the loader's disk cache",
+      {{"reason", "no_reuse"}});
+  (busy ? busy_metric : no_reuse_metric).Inc();
+  MutexLock lock(mu_);
+  ++(busy ? counters_.not_admitted_busy : counters_.not_admitted_no_reuse);
+}
+
+void ShardCache::FlushDiskWrites() {
+  MutexLock lock(write_mu_);
+  // The writer thread may get little CPU (it runs at idle priority): what is
+  // still queued is written here, on the caller's thread.
+  while (!writes_.empty()) {
+    DiskWrite w = std::move(writes_.front());
+    writes_.pop_front();
+    ++writes_running_;
+    lock.Unlock();
+    WriteQueued(std::move(w));
+    lock.Lock();
+    --writes_running_;
+  }
+  flushed_cv_.Wait(lock, [&] {
+    write_mu_.AssertHeld();  // the predicate runs under the lock
+    return writes_.empty() && writes_running_ == 0;
+  });
+  flushed_cv_.NotifyAll();  // (other flushers waiting for the writes this one ran)
+}
+
+void ShardCache::WriteQueued(DiskWrite w) {
+  // A writer thread's boundary: an exception loses this disk copy (the shard
+  // is fetched again next time), never the process.
+  RunGuarded("loader: writing shard " + std::to_string(w.shard) + " to the disk cache", [&] {
+    StoreToDisk(w.shard, w.data, w.generation);
+  }).IgnoreError();  // logged
+  w.lock.reset();    // other processes waiting for this shard find the file now
+  MutexLock guard(mu_);
+  auto it = writing_.find(w.shard);
+  if (it != writing_.end() && it->second.data() == w.data.data()) {
+    writing_bytes_ -= it->second.size();
+    writing_.erase(it);
+  }
 }
 
 void ShardCache::WriteLoop() {
+  // Behind the reader in CPU too: copying a shard into the page cache costs
+  // about a core-second per 2 GB here, which a cold epoch that already keeps
+  // the cores busy would lose. The writer runs only on CPU time nobody else
+  // wants; when that is too little, its queue fills and shards are not admitted.
+  sched_param idle{};
+  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   MutexLock lock(write_mu_);
   while (true) {
     write_cv_.Wait(lock, [&] {
@@ -161,22 +231,11 @@ void ShardCache::WriteLoop() {
     if (writes_.empty()) return;  // stopping, and nothing left to write
     DiskWrite w = std::move(writes_.front());
     writes_.pop_front();
+    ++writes_running_;
     lock.Unlock();
-    // The writer thread's boundary: an exception loses this disk copy (the
-    // shard is fetched again next time), never the process.
-    RunGuarded("loader: writing shard " + std::to_string(w.shard) + " to the disk cache", [&] {
-      StoreToDisk(w.shard, w.data, w.generation);
-    }).IgnoreError();  // logged
-    w.lock.reset();    // other processes waiting for this shard find the file now
-    {
-      MutexLock guard(mu_);
-      auto it = writing_.find(w.shard);
-      if (it != writing_.end() && it->second.data() == w.data.data()) {
-        writing_bytes_ -= it->second.size();
-        writing_.erase(it);
-      }
-    }
+    WriteQueued(std::move(w));
     lock.Lock();
+    if (--writes_running_ == 0 && writes_.empty()) flushed_cv_.NotifyAll();
   }
 }
 
@@ -437,7 +496,8 @@ void ShardCache::Invalidate(size_t shard) {
     auto it = ram_.find(shard);
     if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
     if (auto w = writing_.find(shard); w != writing_.end()) writing_bytes_ -= w->second.size(), writing_.erase(w);
-    flights_.Forget(shard);  // later Gets must not share its bytes
+    flights_.Forget(shard);       // later Gets must not share its bytes
+    full_of_ours_since_.reset();  // its file goes: room for another
   }
   if (!options_.dir.empty()) {
     // Under disk_mu_: a StoreToDisk that passed its generation check writes
@@ -681,6 +741,7 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   {
     MutexLock lock(mu_);
     ++counters_.verify_failures;
+    full_of_ours_since_.reset();  // its file goes: room for another
   }
   MutexLock lock(disk_mu_);
   (void)fs_.Remove(path);
@@ -710,11 +771,17 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   if (!entries.ok()) return;
   std::map<std::string, size_t> ours;
   for (size_t k = 0; k < keys_.size(); ++k) ours.emplace(FileName(k), k);
+  std::vector<uint64_t> priority(keys_.size());
+  {
+    MutexLock lock(mu_);  // once, not per file: this may run on the idle-priority writer
+    for (size_t k = 0; k < keys_.size(); ++k) priority[k] = Priority(k);
+  }
   std::string name = FileName(shard);
   struct Victim {
     uint64_t priority;
     std::string name;
     uint64_t size;
+    bool ours;  // one of this dataset's shards
   };
   std::vector<Victim> victims;
   uint64_t used = 0;
@@ -728,27 +795,37 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     if (e.name == name) return;  // another process cached it meanwhile
     used += e.size;
     auto it = ours.find(e.name);
-    uint64_t prio;
-    {
-      MutexLock lock(mu_);
-      prio = it != ours.end()
-                 ? Priority(it->second)
-                 : (1ull << 61) +
-                       static_cast<uint64_t>(
-                           std::chrono::duration_cast<std::chrono::seconds>(e.mtime.time_since_epoch()).count());
-    }
-    victims.push_back({prio, e.name, e.size});
+    const uint64_t prio =
+        it != ours.end()
+            ? priority[it->second]
+            : (1ull << 61) + static_cast<uint64_t>(
+                                 std::chrono::duration_cast<std::chrono::seconds>(e.mtime.time_since_epoch()).count());
+    victims.push_back({prio, e.name, e.size, it != ours.end()});
   }
   std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) { return a.priority < b.priority; });
+  // A dataset larger than the bound, streamed once per epoch, re-reads a
+  // shard evicted now as late as the one it would make room for: keep what
+  // is cached (every later epoch hits it) and admit the rest only into free
+  // room. Other files (another dataset, a replaced version) still make room.
+  const bool keep_ours = dataset_disk_bytes_ > disk_bytes_;
   for (const Victim& v : victims) {
     if (used + need <= disk_bytes_) break;
+    if (keep_ours && v.ours) continue;
     if (fs_.Remove(options_.dir + "/" + v.name).ok()) {
       used -= v.size;
       MutexLock lock(mu_);
       ++counters_.disk_evictions;
     }
   }
-  if (used + need > disk_bytes_ || stale()) return;
+  if (stale()) return;
+  if (used + need > disk_bytes_) {
+    if (!keep_ours) return;
+    {
+      MutexLock lock(mu_);
+      full_of_ours_since_ = clock_.Now();
+    }
+    return CountNotAdmitted(/*busy=*/false);
+  }
   std::string header(kMagic, 8);
   PutFixed64(&header, data.size());
   PutFixed64(&header, XxHash3(data.data(), data.size()));
@@ -762,6 +839,8 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   }
   MutexLock lock(mu_);
   counters_.disk_bytes = used + need;
+  ++counters_.disk_writes;
+  full_of_ours_since_.reset();
 }
 
 }  // namespace strata::loader

@@ -294,6 +294,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
   co.connections = std::max<size_t>(options.max_connections, 1);
   co.async_disk_writes = options.async_cache_writes;
+  co.write_behind_bytes = options.cache_write_behind_bytes;
   co.fetch_timeout = options.fetch_timeout;
   co.min_part_size = std::max<uint64_t>(options.min_part_bytes, 1);
   co.max_part_size = std::max(co.max_part_size, co.min_part_size);
