@@ -122,7 +122,8 @@ std::shared_ptr<CacheFlags> AddCacheFlags(CLI::App* sub, CacheFlagSpec spec) {
     CLI::Option* alias =
         sub->add_option(old_name, f->text_[IndexOf(flag)], "Deprecated: " + std::string(CacheFlagName(flag)));
     alias->group("");
-    alias->each([f, flag, line, warned = false](const std::string&) mutable {
+    // An init-capture: clang 14 cannot capture a structured binding by name.
+    alias->each([f, flag = flag, line, warned = false](const std::string&) mutable {
       f->given_old_ |= flag;
       if (!warned) std::cerr << line << std::endl;
       warned = true;

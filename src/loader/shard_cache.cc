@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <system_error>
+#include <thread>
 
 #include "base/buffer_pool.h"
 #include "base/coding.h"
@@ -125,13 +128,6 @@ ShardCache::ShardCache(object::ObjectStorePtr store, std::vector<std::string> ke
   for (size_t k = 0; k < keys_.size(); ++k) {
     dataset_disk_bytes_ += kFixedHeader + keys_[k].size() + sizes_[k] + SealOverhead();
   }
-  if (options_.fetch_timeout.count() > 0) {
-    // One thread per store call in flight: a fixed pool would cap fetches,
-    // and calls queued behind hung ones would spend their deadline waiting.
-    // Idle threads leave at once (a thread costs microseconds, a ranged GET
-    // milliseconds), so an idle dataset holds none.
-    wait_pool_ = std::make_unique<ElasticThreadPool>(1024, std::chrono::milliseconds(0), "strata-shard-wait");
-  }
 }
 
 ShardCache::~ShardCache() {
@@ -142,13 +138,11 @@ ShardCache::~ShardCache() {
   }
   write_cv_.NotifyAll();
   if (writer_.joinable()) writer_.join();
-  if (wait_pool_ && waits_running_->load() > 0) {
-    // Store calls given up on are still hung: joining them would block this
-    // (and the process's shutdown) until the store answers. Their threads
-    // hold what they use (the store, their result), so the pool is left to them.
-    STRATA_LOG_INFO("loader cache: {} store call(s) still waiting on {}; leaving them in the background",
-                    waits_running_->load(), store_->Url());
-    (void)wait_pool_.release();
+  if (const size_t hung = hung_calls_->load(); hung > 0) {
+    // Not waited for (that would block until the store answers): each thread
+    // holds what its call uses and ends when the call returns.
+    STRATA_LOG_INFO("loader cache: {} store call(s) given up on still waiting on {}; left to end in the background",
+                    hung, store_->Url());
   }
 }
 
@@ -667,33 +661,65 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard, bool* hashed) {
   return data;
 }
 
+namespace {
+
+// Store calls some cache gave up on (fetch_timeout) that have not returned yet,
+// in the whole process: each holds a thread until the store answers.
+Gauge& HungStoreCalls() {
+  static Gauge& g = MetricsRegistry::Global().GetGauge(
+      "strata_loader_hung_store_calls", "Loader store calls given up on (fetch_timeout) that have not returned");
+  return g;
+}
+Counter& RefusedStoreCalls() {
+  static Counter& c = MetricsRegistry::Global().GetCounter("strata_loader_refused_store_calls_total",
+                                                           "Loader store calls not started: max_hung_calls were hung");
+  return c;
+}
+
+}  // namespace
+
 Result<object::GetResult> ShardCache::BoundedGet(const std::string& key, const object::GetOptions& get,
                                                  std::chrono::steady_clock::time_point deadline) {
-  if (!wait_pool_) return store_->Get(key, get);
+  if (options_.fetch_timeout.count() <= 0) return store_->Get(key, get);
+  if (options_.max_hung_calls > 0 && hung_calls_->load() >= options_.max_hung_calls) {
+    RefusedStoreCalls().Inc();
+    return UnavailableError(std::to_string(hung_calls_->load()) + " store calls given up on have not returned" +
+                            " (max_hung_calls); not starting another for " + key);
+  }
   struct Call {
     std::mutex mu;
     std::condition_variable cv;
     std::optional<Result<object::GetResult>> result;
+    bool given_up = false;  // the caller left: the call counts as hung until it returns
   };
   auto call = std::make_shared<Call>();
-  ++*waits_running_;
-  // The task holds everything it touches: it may outlive this cache.
-  wait_pool_->Submit([call, store = store_, key, get, running = waits_running_] {
-    Result<object::GetResult> r = InternalError("not run");
-    Status threw = RunGuarded("loader: fetching " + key, [&] { r = store->Get(key, get); });
-    if (!threw.ok()) r = threw;
-    // Not running before the caller can see the result: a cache destroyed
-    // right after then finds the call over and joins this thread, no leak.
-    --*running;
-    {
+  // A thread of its own, detached: a call given up on keeps it until the store
+  // answers, then it ends and frees all it held (the store, the result). No
+  // pool outlives this cache; nothing waits for a hung store, nothing leaks.
+  // A thread costs microseconds, a ranged GET milliseconds.
+  try {
+    std::thread([call, store = store_, key, get, hung = hung_calls_] {
+      pthread_setname_np(pthread_self(), "strata-getwait");
+      Result<object::GetResult> r = InternalError("not run");
+      Status threw = RunGuarded("loader: fetching " + key, [&] { r = store->Get(key, get); });
+      if (!threw.ok()) r = threw;
       std::lock_guard lock(call->mu);
+      if (call->given_up) {
+        --*hung;
+        HungStoreCalls().Add(-1);
+      }
       call->result = std::move(r);
-    }
-    call->cv.notify_all();
-  });
+      call->cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {  // no thread to be had (a limit): fail this call only
+    return UnavailableError("cannot start a thread for a store call for " + key, e.what());
+  }
   std::unique_lock lock(call->mu);
   // Real time: a hung store does not advance a test's fake clock.
   if (!call->cv.wait_until(lock, deadline, [&] { return call->result.has_value(); })) {
+    call->given_up = true;
+    ++*hung_calls_;
+    HungStoreCalls().Add(1);
     std::string range = get.range && get.range->length ? " (bytes " + std::to_string(get.range->offset) + "+" +
                                                              std::to_string(*get.range->length) + ")"
                                                        : "";

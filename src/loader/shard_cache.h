@@ -57,7 +57,6 @@
 
 #include "base/buffer.h"
 #include "base/clock.h"
-#include "base/elastic_pool.h"
 #include "base/executor.h"
 #include "base/mutex.h"
 #include "base/single_flight.h"
@@ -117,6 +116,10 @@ struct ShardCacheOptions {
   // key, size and content id authenticated with it); null: clear. A
   // directory sealed with one key opens with that key only.
   std::shared_ptr<const cache::BlockSealer> sealer;
+  // At most this many calls given up on may still hold a thread each; past it
+  // a fetch fails at once (Unavailable, retryable) until one returns (0: no
+  // bound). The process's count is the gauge strata_loader_hung_store_calls.
+  size_t max_hung_calls = 256;
 };
 
 struct ShardFetch {
@@ -292,10 +295,9 @@ class ShardCache {
   // (a dataset that is only opened, or has small shards, starts none).
   std::once_flag parts_once_;
   std::unique_ptr<ThreadPool> parts_;
-  // fetch_timeout: the store calls, each on a thread of its own (a thread
-  // given up on stays with its hung call), and how many of them are running.
-  std::unique_ptr<ElasticThreadPool> wait_pool_;
-  std::shared_ptr<std::atomic<size_t>> waits_running_ = std::make_shared<std::atomic<size_t>>(0);
+  // fetch_timeout: the store calls given up on that still run, each on a
+  // detached thread of its own (shared with those threads: they may outlive this).
+  std::shared_ptr<std::atomic<size_t>> hung_calls_ = std::make_shared<std::atomic<size_t>>(0);
   // async_disk_writes: shards whose file is being written (guarded by mu_),
   // and the writer's queue (guarded by write_mu_, taken without mu_ held).
   std::map<size_t, Buffer> writing_ GUARDED_BY(mu_);
