@@ -336,10 +336,16 @@ class StreamingDataset(IterableDataset):
             self._yielded, self._yield_base = 0, start
         return it
 
-    def _finish(self, it, completed, in_main_process):
+    def _finish(self, it, completed, in_main_process, num_workers=1):
         self._last_stats = it.stats()
         self._last_iter = None
         it.close()
+        if not in_main_process:
+            # A DataLoader worker ends with os._exit (no destructors): the shard files still queued
+            # behind its reader are written now, or their download locks would go with it and the
+            # workers waiting on them would fetch those shards again (this also runs when the
+            # worker's generator is closed early, as its loop returns).
+            self._handle(num_workers).flush_cache_writes()
         if completed and in_main_process:
             self._resume = None  # the resumed epoch is done
 
@@ -368,7 +374,7 @@ class StreamingDataset(IterableDataset):
                     self._yielded += 1
                 yield self.transform(sample) if self.transform is not None else sample
         finally:
-            self._finish(it, completed, info is None)
+            self._finish(it, completed, info is None, num_workers)
 
     def _packed(self, worker, num_workers, info):
         """Whole batches for StreamingDataLoader's default collate, each a _PackedBatch.
@@ -401,7 +407,7 @@ class StreamingDataset(IterableDataset):
                     self._yielded += packed.count
                 yield packed
         finally:
-            self._finish(it, completed, info is None)
+            self._finish(it, completed, info is None, num_workers)
 
     def batches(self):
         """Iterates this rank's batches collated in C++, in this process (the fast path).

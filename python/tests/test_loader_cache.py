@@ -1,6 +1,7 @@
 """The loader's shard cache from Python: DataLoader workers share downloads through the default
 cache directory, a small cache_limit is kept while streaming, and ranks resume exactly."""
 
+import fcntl
 import gc
 import os
 import tempfile
@@ -64,6 +65,38 @@ def test_workers_share_downloads_through_the_default_cache_dir(dataset_url):
     ram = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, batch_size=5, cache_dir=False)
     assert ram.cache_dir is None
     assert sum(f for f, _ in fetches_per_worker(ram, 2).values()) > num_shards
+
+
+def test_a_workers_queued_shard_files_land_before_it_exits(dataset_url, tmp_path):
+    """A DataLoader worker ends with os._exit: the shard files still queued behind its reader are
+    written before it goes (their download locks go with it), so later workers read them."""
+    cache = tmp_path / "cache"
+    ds = strata.StreamingDataset(dataset_url, cache_dir=cache, seed=3, shuffle_window=4, batch_size=5)
+    num_shards = ds._handle(1).num_shards
+    held = {}
+
+    def hold_the_disk(_):  # in the worker, its cache open: no file can be written while this is held
+        ds._handle(1)
+        held["budget"] = open(cache / "budget.lock", "a")
+        fcntl.flock(held["budget"], fcntl.LOCK_EX)
+        held["samples"] = 0
+
+    def release_at_the_last_sample(sample):
+        held["samples"] += 1
+        if held["samples"] == NUM_SAMPLES:
+            held["queued_then"] = len(shard_files(cache))  # every shard read, none written yet
+            fcntl.flock(held["budget"], fcntl.LOCK_UN)
+        return {"i": sample["__index__"], "files": held.get("queued_then", -1)}
+
+    ds.transform = release_at_the_last_sample
+    seen, files_at_the_end = [], None
+    for batch in DataLoader(ds, batch_size=5, num_workers=1, worker_init_fn=hold_the_disk):
+        seen.extend(int(i) for i in batch["i"])
+        files_at_the_end = int(batch["files"][-1])
+    assert sorted(seen) == list(range(NUM_SAMPLES))
+    assert files_at_the_end == 0  # all were still queued when the worker's reading ended
+    assert len(shard_files(cache)) == num_shards  # ... and all landed before it exited
+    assert sum(f for f, _ in fetches_per_worker(ds, 2).values()) == 0  # the next workers fetch none
 
 
 def test_default_cache_dir_refuses_a_root_others_can_write(dataset_url, tmp_path, monkeypatch):
