@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -237,86 +238,72 @@ double TimeAws(const Args& args, const Target& target, uint64_t size, const std:
   return s;
 }
 
-int Main(int argc, char** argv) {
-  InitLoggingFromEnv();
-  Args args;
-  CLI::App app{"Download one large object with strata's parallel ranged GET and with `aws s3 cp`"};
-  app.add_option("--target", args.targets, "LABEL=ENDPOINT (repeatable), e.g. loopback=http://127.0.0.1:7480")
-      ->required();
-  app.add_option("--bucket", args.bucket, "Bucket (must exist)")->capture_default_str();
-  app.add_option("--region", args.region)->capture_default_str();
-  app.add_option("--key", args.key, "Object key (default bench/download-<size>MiB.bin)");
-  app.add_option("--size-mib", args.size_mib, "Object size in MiB")->capture_default_str()->check(CLI::Range(1, 65536));
-  app.add_option("--part-size-mib", args.part_size_mib, "Ranged GET part size")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  app.add_option("--concurrency", args.concurrency, "strata's ranges in flight")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  app.add_option("--runs", args.runs, "Downloads per tool and target (the best counts)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 20));
-  app.add_flag("--skip-aws", args.skip_aws, "Time strata alone (to profile it; no ratio is meaningful)");
-  app.add_option("--work-dir", args.work_dir, "Where downloaded files go (removed after each run)")
-      ->capture_default_str();
-  app.add_option("--out", args.out, "JSON output (a PNG is written beside it)")->capture_default_str();
-  app.add_option("--plot-script", args.plot_script, "bench/plot.py (default: beside --out's bench/)");
-  app.add_option("--repro", args.repro, "The command that reproduces this run (printed and recorded)");
-  CLI11_PARSE(app, argc, argv);
-  if (args.key.empty()) args.key = "bench/download-" + std::to_string(args.size_mib) + "MiB.bin";
-
+// LABEL=ENDPOINT flags into targets; nullopt (after saying why) if one is malformed.
+std::optional<std::vector<Target>> ParseTargets(const std::vector<std::string>& flags) {
   std::vector<Target> targets;
-  for (const auto& t : args.targets) {
+  for (const auto& t : flags) {
     size_t eq = t.find('=');
     if (eq == std::string::npos || eq == 0) {
       std::cerr << "download_bench: --target must be LABEL=ENDPOINT, got \"" << t << "\"\n";
-      return 2;
+      return std::nullopt;
     }
     targets.push_back({t.substr(0, eq), t.substr(eq + 1)});
   }
-  uint64_t size = args.size_mib << 20;
-  std::string file = args.work_dir + "/strata-download-bench-" + std::to_string(getpid()) + ".bin";
+  return targets;
+}
 
-  auto first = object::OpenStore(StoreUrl(args, targets[0].endpoint));
-  if (!first.ok()) Die("open " + targets[0].endpoint, first.status());
-  uint64_t hash = EnsureObject(args, **first, size);
+// One target's best of --runs for each way down, printed.
+struct TargetRates {
+  double strata_mbps = 0, aws_mbps = 0, memory_mbps = 0;
+  nlohmann::json json;
+};
 
+TargetRates MeasureTarget(const Args& args, const Target& target, uint64_t size, uint64_t hash,
+                          const std::string& file) {
+  auto store = object::OpenStore(StoreUrl(args, target.endpoint));
+  if (!store.ok()) Die("open " + target.endpoint, store.status());
+  Measured best{1e30, 1e30, 1e30, 0};
+  for (int run = 0; run < args.runs; ++run) {
+    double cpu = 0, s = TimeStrata(args, **store, size, hash, file, &cpu);
+    if (s < best.strata_s) best.strata_s = s, best.strata_cpu_s = cpu;
+    if (!args.skip_aws) best.aws_s = std::min(best.aws_s, TimeAws(args, target, size, file));
+    best.memory_s = std::min(best.memory_s, TimeStrataMemory(args, **store, size, hash));
+  }
+  TargetRates r;
+  r.strata_mbps = size / best.strata_s / 1e6;
+  r.aws_mbps = size / best.aws_s / 1e6;
+  r.memory_mbps = size / best.memory_s / 1e6;
+  std::printf(
+      "%-12s %s: strata %.1f MB/s (%.2f s, %d ranges of %llu MiB in flight) | aws s3 cp %.1f MB/s (%.2f s) | "
+      "strata/aws = %.2fx | strata into memory %.1f MB/s | strata's CPU %.2f s per GB\n",
+      target.label.c_str(), target.endpoint.c_str(), r.strata_mbps, best.strata_s, args.concurrency,
+      static_cast<unsigned long long>(args.part_size_mib), r.aws_mbps, best.aws_s, r.strata_mbps / r.aws_mbps,
+      r.memory_mbps, best.strata_cpu_s / (size / 1e9));
+  std::fflush(stdout);
+  r.json = {{"label", target.label},
+            {"endpoint", target.endpoint},
+            {"strata_seconds", best.strata_s},
+            {"aws_seconds", best.aws_s},
+            {"strata_memory_seconds", best.memory_s},
+            {"strata_memory_MBps", r.memory_mbps},
+            {"strata_cpu_seconds", best.strata_cpu_s},
+            {"strata_MBps", r.strata_mbps},
+            {"aws_MBps", r.aws_mbps},
+            {"ratio", r.strata_mbps / r.aws_mbps}};
+  return r;
+}
+
+// The JSON and, with matplotlib, a PNG beside it.
+void WriteResults(const Args& args, const std::vector<Target>& targets, const std::vector<TargetRates>& rates,
+                  uint64_t size) {
   nlohmann::json results = nlohmann::json::array();
   std::vector<double> strata_rates, aws_rates, memory_rates;
-  for (const auto& target : targets) {
-    auto store = object::OpenStore(StoreUrl(args, target.endpoint));
-    if (!store.ok()) Die("open " + target.endpoint, store.status());
-    Measured best{1e30, 1e30, 1e30, 0};
-    for (int run = 0; run < args.runs; ++run) {
-      double cpu = 0, s = TimeStrata(args, **store, size, hash, file, &cpu);
-      if (s < best.strata_s) best.strata_s = s, best.strata_cpu_s = cpu;
-      if (!args.skip_aws) best.aws_s = std::min(best.aws_s, TimeAws(args, target, size, file));
-      best.memory_s = std::min(best.memory_s, TimeStrataMemory(args, **store, size, hash));
-    }
-    double strata_mbps = size / best.strata_s / 1e6, aws_mbps = size / best.aws_s / 1e6;
-    double memory_mbps = size / best.memory_s / 1e6;
-    std::printf(
-        "%-12s %s: strata %.1f MB/s (%.2f s, %d ranges of %llu MiB in flight) | aws s3 cp %.1f MB/s (%.2f s) | "
-        "strata/aws = %.2fx | strata into memory %.1f MB/s | strata's CPU %.2f s per GB\n",
-        target.label.c_str(), target.endpoint.c_str(), strata_mbps, best.strata_s, args.concurrency,
-        static_cast<unsigned long long>(args.part_size_mib), aws_mbps, best.aws_s, strata_mbps / aws_mbps, memory_mbps,
-        best.strata_cpu_s / (size / 1e9));
-    std::fflush(stdout);
-    strata_rates.push_back(strata_mbps);
-    aws_rates.push_back(aws_mbps);
-    memory_rates.push_back(memory_mbps);
-    results.push_back({{"label", target.label},
-                       {"endpoint", target.endpoint},
-                       {"strata_seconds", best.strata_s},
-                       {"aws_seconds", best.aws_s},
-                       {"strata_memory_seconds", best.memory_s},
-                       {"strata_memory_MBps", memory_mbps},
-                       {"strata_cpu_seconds", best.strata_cpu_s},
-                       {"strata_MBps", strata_mbps},
-                       {"aws_MBps", aws_mbps},
-                       {"ratio", strata_mbps / aws_mbps}});
+  for (const auto& r : rates) {
+    strata_rates.push_back(r.strata_mbps);
+    aws_rates.push_back(r.aws_mbps);
+    memory_rates.push_back(r.memory_mbps);
+    results.push_back(r.json);
   }
-
   std::vector<std::string> labels;
   for (const auto& t : targets) labels.push_back(t.label);
   nlohmann::json doc = {{"benchmark", "download"},
@@ -348,6 +335,48 @@ int Main(int argc, char** argv) {
   } else {
     std::cout << "(no plot: /usr/bin/python3 with matplotlib is needed; the figures are in " << args.out << ")\n";
   }
+}
+
+int Main(int argc, char** argv) {
+  InitLoggingFromEnv();
+  Args args;
+  CLI::App app{"Download one large object with strata's parallel ranged GET and with `aws s3 cp`"};
+  app.add_option("--target", args.targets, "LABEL=ENDPOINT (repeatable), e.g. loopback=http://127.0.0.1:7480")
+      ->required();
+  app.add_option("--bucket", args.bucket, "Bucket (must exist)")->capture_default_str();
+  app.add_option("--region", args.region)->capture_default_str();
+  app.add_option("--key", args.key, "Object key (default bench/download-<size>MiB.bin)");
+  app.add_option("--size-mib", args.size_mib, "Object size in MiB")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--part-size-mib", args.part_size_mib, "Ranged GET part size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--concurrency", args.concurrency, "strata's ranges in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--runs", args.runs, "Downloads per tool and target (the best counts)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
+  app.add_flag("--skip-aws", args.skip_aws, "Time strata alone (to profile it; no ratio is meaningful)");
+  app.add_option("--work-dir", args.work_dir, "Where downloaded files go (removed after each run)")
+      ->capture_default_str();
+  app.add_option("--out", args.out, "JSON output (a PNG is written beside it)")->capture_default_str();
+  app.add_option("--plot-script", args.plot_script, "bench/plot.py (default: beside --out's bench/)");
+  app.add_option("--repro", args.repro, "The command that reproduces this run (printed and recorded)");
+  CLI11_PARSE(app, argc, argv);
+  if (args.key.empty()) args.key = "bench/download-" + std::to_string(args.size_mib) + "MiB.bin";
+
+  const auto targets = ParseTargets(args.targets);
+  if (!targets) return 2;
+  uint64_t size = args.size_mib << 20;
+  std::string file = args.work_dir + "/strata-download-bench-" + std::to_string(getpid()) + ".bin";
+
+  auto first = object::OpenStore(StoreUrl(args, (*targets)[0].endpoint));
+  if (!first.ok()) Die("open " + (*targets)[0].endpoint, first.status());
+  uint64_t hash = EnsureObject(args, **first, size);
+
+  std::vector<TargetRates> rates;
+  for (const auto& target : *targets) rates.push_back(MeasureTarget(args, target, size, hash, file));
+  WriteResults(args, *targets, rates, size);
   if (!args.repro.empty()) std::cout << "reproduce: " << args.repro << "\n";
   return 0;
 }

@@ -100,7 +100,7 @@ if [ "$MEMBERSHIP" = etcd ]; then
   for _ in $(seq 300); do grep -q "ready to serve client requests" "$WORK/etcd.log" && break; sleep 0.1; done
   grep -q "ready to serve client requests" "$WORK/etcd.log" || { tail "$WORK/etcd.log"; exit 1; }
 fi
-head -c 32 /dev/urandom | base64 > "$WORK/secret"
+(umask 077; head -c 32 /dev/urandom | base64 > "$WORK/secret")  # a group secret file must be private
 
 # ---- one configuration: N members, alone or grouped, all reading the dataset at once ----
 run() {  # run N MODE(alone|group)

@@ -175,47 +175,44 @@ double Throughput(object::ObjectStorePtr store, StreamingOptions o, uint64_t* sa
   return *samples / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int Main(int argc, char** argv) {
-  bool quick = false;
-  std::string out = "bench/out/shuffle.json";
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--quick"))
-      quick = true;
-    else if (!strcmp(argv[i], "--out") && i + 1 < argc)
-      out = argv[++i];
-    else {
-      fprintf(stderr, "usage: shuffle_bench [--quick] [--out FILE]\n");
-      return 2;
-    }
-  }
-  const size_t shards = 256, workers = 8, batch = 32;
-  const uint64_t per_shard = 200;
-  const std::vector<size_t> caches = {1, 4, 16, 64};
+// The dataset's shape: shards x samples, read by `workers` in batches.
+struct Shape {
+  size_t shards = 256, workers = 8, batch = 32;
+  uint64_t per_shard = 200;
+  std::vector<size_t> caches = {1, 4, 16, 64};  // simulated LRU sizes, in shards
+};
+
+// Every shuffle's quality and simulated cost, then its fetches measured by
+// the real loader over a mem store of the same shape (tiny samples: the fetch
+// counts are the point); `*measure_s` is how long those took.
+std::vector<Quality> MeasureShuffles(const Shape& s, double* measure_s) {
   std::vector<Quality> rows;
-  rows.push_back(Measure("none", {Shuffle::kNone, 1, 1}, shards, per_shard, workers, batch, caches));
-  rows.push_back(Measure("shards", {Shuffle::kShards, 1, 1}, shards, per_shard, workers, batch, caches));
+  rows.push_back(Measure("none", {Shuffle::kNone, 1, 1}, s.shards, s.per_shard, s.workers, s.batch, s.caches));
+  rows.push_back(Measure("shards", {Shuffle::kShards, 1, 1}, s.shards, s.per_shard, s.workers, s.batch, s.caches));
   for (size_t w : {1, 2, 4, 8, 16}) {
-    rows.push_back(
-        Measure("window " + std::to_string(w), {Shuffle::kWindow, 1, w}, shards, per_shard, workers, batch, caches));
+    rows.push_back(Measure("window " + std::to_string(w), {Shuffle::kWindow, 1, w}, s.shards, s.per_shard, s.workers,
+                           s.batch, s.caches));
   }
-  // The real loader over a mem store of the same shape (tiny samples: the fetch counts are the point).
   auto fetch_store = object::MakeMemStore("shuffle-bench-fetches");
-  testing::WriteDataset(*fetch_store, "ds/", dataset::ShardFormat::kTar, std::vector<uint64_t>(shards, per_shard),
+  testing::WriteDataset(*fetch_store, "ds/", dataset::ShardFormat::kTar, std::vector<uint64_t>(s.shards, s.per_shard),
                         [](uint64_t i) {
                           return std::vector<dataset::Field>{{"bin", Buffer::FromString(std::to_string(i))}};
                         });
   const std::string fetch_dir = *io::MakeTempDir("strata-shuffle-bench-");
   auto t_measure = std::chrono::steady_clock::now();
-  for (auto& q : rows) MeasureFetches(fetch_store, q, workers, batch, fetch_dir + "/" + q.name);
-  double measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_measure).count();
+  for (auto& q : rows) MeasureFetches(fetch_store, q, s.workers, s.batch, fetch_dir + "/" + q.name);
+  *measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_measure).count();
   (void)io::RemoveAll(io::DefaultFileSystem(), fetch_dir);
   object::DropMemStore("shuffle-bench-fetches");
+  return rows;
+}
 
-  printf("shuffle quality and cost: %zu shards x %llu samples, %zu workers, batch %zu\n", shards,
-         static_cast<unsigned long long>(per_shard), workers, batch);
+void PrintShuffles(const Shape& s, const std::vector<Quality>& rows, double measure_s) {
+  printf("shuffle quality and cost: %zu shards x %llu samples, %zu workers, batch %zu\n", s.shards,
+         static_cast<unsigned long long>(s.per_shard), s.workers, s.batch);
   printf("%-10s %9s %11s %12s | %14s %14s %12s |", "shuffle", "spearman", "same-shard%", "shards/batch",
          "fetched/worker", "(one stream)", "fetched/node");
-  for (size_t c : caches) printf(" sim LRU C=%-3zu", c);
+  for (size_t c : s.caches) printf(" sim LRU C=%-3zu", c);
   printf("\n");
   for (const auto& q : rows) {
     printf("%-10s %9.4f %11.1f %12.1f | %14.1f %14.1f %12llu |", q.name.c_str(), q.spearman, q.same_shard,
@@ -229,10 +226,18 @@ int Main(int argc, char** argv) {
       " Stats.shards_fetched, %.1f s; per worker: each with its own cache, and the same in the one-stream order of\n"
       " a plain DataLoader; per node: the workers at once sharing a cache directory; sim LRU: a reader keeping\n"
       " only C shards)\n",
-      workers, measure_s);
+      s.workers, measure_s);
+}
 
-  // Throughput from an emulated cloud bucket.
-  const uint64_t tp_shards = quick ? 8 : 24, tp_per_shard = 32, tp_bytes = 64 << 10;
+// Samples/s from an emulated cloud bucket three ways.
+struct Throughputs {
+  uint64_t sample_bytes = 64 << 10;
+  double off = 0, fixed = 0, demand = 0;
+};
+
+Throughputs MeasureThroughputs(bool quick) {
+  Throughputs t;
+  const uint64_t tp_shards = quick ? 8 : 24, tp_per_shard = 32, tp_bytes = t.sample_bytes;
   auto mem = object::MakeMemStore("shuffle-bench");
   testing::WriteDataset(
       *mem, "ds/", dataset::ShardFormat::kTar, std::vector<uint64_t>(tp_shards, tp_per_shard), [&](uint64_t i) {
@@ -246,19 +251,22 @@ int Main(int argc, char** argv) {
   StreamingOptions fixed = demand;  // the old default: a fixed count of shards ahead
   fixed.prefetch_shards = 4, fixed.fetch_concurrency = 16;
   uint64_t n_off = 0, n_fixed = 0, n_demand = 0;
-  double s_off = Throughput(cloud, off, &n_off);
-  double s_fixed = Throughput(cloud, fixed, &n_fixed);
-  double s_demand = Throughput(cloud, demand, &n_demand);
+  t.off = Throughput(cloud, off, &n_off);
+  t.fixed = Throughput(cloud, fixed, &n_fixed);
+  t.demand = Throughput(cloud, demand, &n_demand);
   double mb = static_cast<double>(tp_bytes) / 1e6;
   printf("\nthroughput from EmulateCloud (30 ms first byte, 25 MB/s per connection), %llu x %llu KiB samples:\n",
          static_cast<unsigned long long>(n_demand), static_cast<unsigned long long>(tp_bytes >> 10));
-  printf("  one request at a time:                         %8.0f samples/s %7.1f MB/s\n", s_off, s_off * mb);
-  printf("  fixed: 4 shards ahead, 16 ranged reads each:   %8.0f samples/s %7.1f MB/s  (x%.1f)\n", s_fixed,
-         s_fixed * mb, s_off > 0 ? s_fixed / s_off : 0);
-  printf("  demand-sized prefetch (the default):           %8.0f samples/s %7.1f MB/s  (x%.1f)\n", s_demand,
-         s_demand * mb, s_off > 0 ? s_demand / s_off : 0);
+  printf("  one request at a time:                         %8.0f samples/s %7.1f MB/s\n", t.off, t.off * mb);
+  printf("  fixed: 4 shards ahead, 16 ranged reads each:   %8.0f samples/s %7.1f MB/s  (x%.1f)\n", t.fixed,
+         t.fixed * mb, t.off > 0 ? t.fixed / t.off : 0);
+  printf("  demand-sized prefetch (the default):           %8.0f samples/s %7.1f MB/s  (x%.1f)\n", t.demand,
+         t.demand * mb, t.off > 0 ? t.demand / t.off : 0);
   object::DropMemStore("shuffle-bench");
+  return t;
+}
 
+nlohmann::json ResultsJson(const Shape& s, const std::vector<Quality>& rows, const Throughputs& t) {
   nlohmann::json j;
   j["title"] = "loader: shuffle quality vs cost, streaming throughput";
   std::vector<std::string> names;
@@ -269,26 +277,26 @@ int Main(int argc, char** argv) {
     per_node.push_back(static_cast<double>(q.fetched_per_node));
   }
   nlohmann::json fetch_series = nlohmann::json::array();
-  for (size_t c = 0; c < caches.size(); ++c) {
+  for (size_t c = 0; c < s.caches.size(); ++c) {
     std::vector<double> v;
     for (const auto& q : rows) v.push_back(q.fetches[c]);
-    fetch_series.push_back({{"label", "cache " + std::to_string(caches[c]) + " shards"}, {"values", v}});
+    fetch_series.push_back({{"label", "cache " + std::to_string(s.caches[c]) + " shards"}, {"values", v}});
   }
   j["charts"] = {{{"title", "consecutive samples from the same shard"},
                   {"ylabel", "%"},
                   {"groups", names},
                   {"series", {{{"label", "same-shard %"}, {"values", same}}}}},
-                 {{"title", "distinct shards per batch of " + std::to_string(batch)},
+                 {{"title", "distinct shards per batch of " + std::to_string(s.batch)},
                   {"ylabel", "shards"},
                   {"groups", names},
                   {"series", {{{"label", "shards/batch"}, {"values", spb}}}}},
-                 {{"title", "simulated: shard fetches per worker with an LRU of C shards (" + std::to_string(workers) +
-                                " workers)"},
+                 {{"title", "simulated: shard fetches per worker with an LRU of C shards (" +
+                                std::to_string(s.workers) + " workers)"},
                   {"ylabel", "fetches"},
                   {"groups", names},
                   {"series", fetch_series}},
-                 {{"title", "measured: shard fetches per epoch (" + std::to_string(shards) + " shards, " +
-                                std::to_string(workers) + " workers)"},
+                 {{"title", "measured: shard fetches per epoch (" + std::to_string(s.shards) + " shards, " +
+                                std::to_string(s.workers) + " workers)"},
                   {"ylabel", "fetches"},
                   {"groups", names},
                   {"series",
@@ -298,7 +306,7 @@ int Main(int argc, char** argv) {
                  {{"title", "throughput from a 30 ms / 25 MB/s bucket"},
                   {"ylabel", "samples/s"},
                   {"groups", {"one request at a time", "4 shards ahead", "demand-sized"}},
-                  {"series", {{{"label", "samples/s"}, {"values", {s_off, s_fixed, s_demand}}}}}}};
+                  {"series", {{{"label", "samples/s"}, {"values", {t.off, t.fixed, t.demand}}}}}}};
   j["rows"] = nlohmann::json::array();
   for (const auto& q : rows) {
     j["rows"].push_back({{"shuffle", q.name},
@@ -310,12 +318,33 @@ int Main(int argc, char** argv) {
                          {"fetched_per_worker_one_stream", q.fetched_one_stream},
                          {"fetched_per_node", q.fetched_per_node}});
   }
-  j["cache_sizes"] = caches;
-  j["throughput"] = {{"one_request_samples_per_s", s_off},
-                     {"fixed_prefetch_samples_per_s", s_fixed},
-                     {"demand_prefetch_samples_per_s", s_demand},
-                     {"sample_bytes", tp_bytes}};
-  std::ofstream(out) << j.dump(2) << "\n";
+  j["cache_sizes"] = s.caches;
+  j["throughput"] = {{"one_request_samples_per_s", t.off},
+                     {"fixed_prefetch_samples_per_s", t.fixed},
+                     {"demand_prefetch_samples_per_s", t.demand},
+                     {"sample_bytes", t.sample_bytes}};
+  return j;
+}
+
+int Main(int argc, char** argv) {
+  bool quick = false;
+  std::string out = "bench/out/shuffle.json";
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+      out = argv[++i];
+    else {
+      fprintf(stderr, "usage: shuffle_bench [--quick] [--out FILE]\n");
+      return 2;
+    }
+  }
+  const Shape shape;
+  double measure_s = 0;
+  const std::vector<Quality> rows = MeasureShuffles(shape, &measure_s);
+  PrintShuffles(shape, rows, measure_s);
+  const Throughputs throughputs = MeasureThroughputs(quick);
+  std::ofstream(out) << ResultsJson(shape, rows, throughputs).dump(2) << "\n";
   printf("\nwrote %s; plot: /usr/bin/python3 bench/plot.py %s bench/out/shuffle.png\n", out.c_str(), out.c_str());
   printf("reproduce: build/bench/shuffle_bench%s\n", quick ? " --quick" : "");
   return 0;

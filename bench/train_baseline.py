@@ -13,7 +13,7 @@ instead; samples/s over the same window; MiB/s = samples/s x record size / 2^20.
 (--accelerators 1,2,4,8) and stops after the first N whose AU is below --threshold in every
 epoch (unless --no-stop).
 
-Each result is checked against the run rules of `strata bench train` (src/cli/bench_train_rules.h):
+Each result is checked against the run rules of `strata bench train` (src/train/rules.h):
 at least 100 steps and 2 s; for a cold epoch (--cold-epochs first: the first epoch of a bucket
 path), a dataset at least 5 x the DataLoaders' memory (per rank W x prefetch_factor batches
 queued + the batch in use). Only valid results count toward the largest N. --rule-sized reads,
@@ -143,7 +143,7 @@ def run_epoch(args, paths, world, epoch):
     }
 
 
-# The run rules of `strata bench train` (src/cli/bench_train_rules.h), the same numbers.
+# The run rules of `strata bench train` (src/train/rules.h), the same numbers.
 MIN_STEPS, MIN_SECONDS, MEMORY_FACTOR = 100, 2.0, 5.0
 
 

@@ -19,7 +19,7 @@
 # the same MiB/s as the real one; samples per shard scaled the same way (1251 -> 100).
 # Each path sweeps N = 1,2,4,8,... until AU drops below the threshold (at least up to --min-n).
 #
-# Run rules (those of `strata bench train`, src/cli/bench_train_rules.h): each epoch is timed from
+# Run rules (those of `strata bench train`, src/train/rules.h): each epoch is timed from
 # empty loader queues and must last >= 100 steps and >= 2 s; a cold epoch's dataset must be >= 5 x
 # the loaders' memory (prefetch budgets + RAM cache; --prefetch-bytes and --cache-ram set strata's).
 # Without --samples the dataset is what the rules need at --max (strata sizes it, generated once

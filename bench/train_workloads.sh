@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The three MLPerf Storage training workloads through `strata bench train`, under its run rules
-# (src/cli/bench_train_rules.h), on this machine: each dataset generated once, sized by the rules
+# (src/train/rules.h), on this machine: each dataset generated once, sized by the rules
 # for the largest N asked, in a temporary directory, then read from an in-process emulated cloud
 # bucket (30 ms to first byte, 25 MB/s per connection) by N = 1, 2, 4, ... emulated accelerators:
 #

@@ -9,8 +9,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <sstream>
+#include <string_view>
 #include <tuple>
 
+#include "base/metrics.h"
 #include "bindings.h"
 #include "ckpt/location.h"
 #include "ckpt/reader.h"
@@ -35,7 +38,46 @@ py::dict StatsDict(const ckpt::SaveStats& s) {
   d["wait_s"] = Seconds(s.wait);
   d["copy_s"] = Seconds(s.copy);
   d["cold_staging"] = s.cold_staging;
+  d["backlog_wait_s"] = Seconds(s.backlog_wait);
+  d["tiered"] = s.tiered;
   return d;
+}
+
+py::object StepOrNone(int64_t step) { return step < 0 ? py::none() : py::object(py::int_(step)); }
+
+py::dict TierStatsDict(const ckpt::TierStats& t) {
+  py::dict d;
+  d["newest_local"] = StepOrNone(t.newest_local);
+  d["newest_remote"] = StepOrNone(t.newest_remote);
+  d["lag_steps"] = t.lag_steps;
+  d["lag_checkpoints"] = t.lag_checkpoints;
+  d["lag_s"] = Seconds(t.lag);
+  d["pending_steps"] = t.pending_steps;
+  d["pending_bytes"] = t.pending_bytes;
+  d["uploading"] = StepOrNone(t.uploading);
+  d["waiting_saves"] = t.waiting_saves;
+  d["uploaded"] = t.uploaded;
+  d["superseded"] = t.superseded;
+  d["not_tiered"] = t.not_tiered;
+  d["rejected"] = t.rejected;
+  d["failed"] = t.failed;
+  d["backlog_wait_s"] = Seconds(t.backlog_wait);
+  return d;
+}
+
+// The strata_ckpt_* families of this process's metrics, in the Prometheus text format.
+std::string CkptMetricsText() {
+  std::istringstream in(MetricsRegistry::Global().RenderPrometheus());
+  std::string out, line;
+  while (std::getline(in, line)) {
+    for (std::string_view prefix : {"strata_ckpt_", "# HELP strata_ckpt_", "# TYPE strata_ckpt_"}) {
+      if (line.rfind(prefix, 0) == 0) {
+        out += line + "\n";
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 struct PyWriter {
@@ -46,10 +88,12 @@ struct PyLocation {
   std::unique_ptr<ckpt::Location> loc;
 };
 
+// `policy`: what a save does when the upload backlog is full; `max_queued`:
+// saves staged ahead of the one persisting (1: a save waits for the previous one).
 PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int rank, int world_size, bool shared_dir,
                     const std::string& policy, int keep_local, int keep_remote, size_t io_threads, size_t stage_threads,
                     uint64_t shard_bytes, size_t max_queued, bool fsync, uint64_t staging_bytes,
-                    const std::string& attempt) {
+                    const std::string& attempt, std::optional<size_t> max_pending_steps, uint64_t max_pending_bytes) {
   ckpt::WriterOptions o;
   o.dir = dir;
   o.remote_url = remote_url;
@@ -57,12 +101,16 @@ PyWriter OpenWriter(const std::string& dir, const std::string& remote_url, int r
   o.world_size = world_size;
   o.shared_dir = shared_dir;
   if (policy == "wait") {
-    o.policy = ckpt::InflightPolicy::kWait;
-  } else if (policy == "queue") {
-    o.policy = ckpt::InflightPolicy::kQueue;
+    o.backlog_policy = ckpt::BacklogPolicy::kWait;
+  } else if (policy == "skip") {
+    o.backlog_policy = ckpt::BacklogPolicy::kSkip;
+  } else if (policy == "error") {
+    o.backlog_policy = ckpt::BacklogPolicy::kError;
   } else {
-    ThrowStatus(InvalidArgumentError("policy must be 'wait' or 'queue', not '" + policy + "'"));
+    ThrowStatus(InvalidArgumentError("policy must be 'wait', 'skip' or 'error', not '" + policy + "'"));
   }
+  o.policy = max_queued > 1 ? ckpt::InflightPolicy::kQueue : ckpt::InflightPolicy::kWait;
+  o.backlog = {max_pending_steps, max_pending_bytes};
   o.keep_local = keep_local;
   o.keep_remote = keep_remote;
   o.io_threads = io_threads;
@@ -208,6 +256,7 @@ void BindCkpt(py::module_& m) {
              }
              Check(st);
            })
+      .def("tier_stats", [](PyWriter& w) { return TierStatsDict(w.writer->tier_stats()); })
       .def("close", [](PyWriter& w) {
         py::gil_scoped_release release;
         w.writer.reset();  // waits for staged saves to persist
@@ -216,7 +265,10 @@ void BindCkpt(py::module_& m) {
         py::arg("world_size") = 1, py::arg("shared_dir") = true, py::arg("policy") = "wait", py::arg("keep_local") = 0,
         py::arg("keep_remote") = 0, py::arg("io_threads") = 4, py::arg("stage_threads") = 2,
         py::arg("shard_bytes") = 256ull << 20, py::arg("max_queued") = 2, py::arg("fsync") = true,
-        py::arg("staging_bytes") = 0, py::arg("attempt") = "");
+        py::arg("staging_bytes") = 0, py::arg("attempt") = "", py::arg("max_pending_steps") = py::none(),
+        py::arg("max_pending_bytes") = 0);
+  m.def("_no_tier_stats", [] { return TierStatsDict(ckpt::TierStats{}); });
+  m.def("_ckpt_metrics_text", &CkptMetricsText);
 
   py::class_<PyLocation>(m, "_Location")
       .def_property_readonly("description", [](const PyLocation& l) { return l.loc->Describe(); })

@@ -180,6 +180,8 @@ py::dict StatsToPy(const ld::Stats& s) {
   d["shards_from_cache"] = s.shards_from_cache;
   d["shards_parsed"] = s.shards_parsed;
   d["samples_skipped"] = s.samples_skipped;
+  d["cache_not_admitted_busy"] = s.cache_not_admitted_busy;
+  d["cache_not_admitted_no_reuse"] = s.cache_not_admitted_no_reuse;
   d["queue_depth"] = s.queue_depth;
   d["consumer_wait_s"] = Seconds(s.consumer_wait);
   d["elapsed_s"] = Seconds(s.elapsed);
@@ -276,6 +278,11 @@ void BindLoader(py::module_& m) {
           },
           py::arg("worker"), py::arg("epoch"), py::arg("samples_consumed"), py::arg("fingerprint") = "",
           py::arg("streams") = 1)
+      .def("flush_cache_writes",
+           [](PyDataset& d) {
+             py::gil_scoped_release release;
+             d.ds->FlushCacheWrites();
+           })
       .def("get", [](PyDataset& d, uint64_t index) {
         ld::DecodedSample s;
         {

@@ -18,15 +18,16 @@ FILES=(
   src/base/buffer_pool.cc src/base/metrics.cc
   src/cache/block_cache.cc src/cache/ram_tier.cc src/cache/disk_tier.cc src/cache/cached_store.cc
   src/cache/cached_store_meta.cc src/cache/meta_journal.cc src/cache/frequency_sketch.cc
-  src/fs/object_fs.cc src/fs/object_fs_attr.cc src/fs/object_fs_io.cc src/fs/object_fs_prefetch.cc
+  src/fs/inode_table.cc src/fs/write_buffers.cc src/fs/bounded_reads.cc src/fs/object_fs.cc src/fs/object_fs_list.cc
+  src/fs/object_fs_attr.cc src/fs/object_fs_names.cc src/fs/object_fs_io.cc src/fs/object_fs_prefetch.cc
   src/loader/shard_cache.cc src/loader/pipeline.cc src/loader/streaming_dataset.cc
   src/object/file_store.cc src/object/mem_store.cc src/object/s3_store.cc src/object/transfer.cc
-  src/net/http_client.cc
+  src/net/http_client.cc src/net/connection_table.cc
   src/ckpt/writer.cc src/ckpt/tiering.cc src/ckpt/staging.cc src/ckpt/location.cc
   src/gateway/buckets.cc src/gateway/bucket_records.cc src/gateway/connections.cc src/gateway/observer.cc
   src/gateway/server.cc
   src/group/cache_group.cc src/group/etcd_membership.cc src/group/peer_server.cc src/group/member.cc
-  src/group/group_store.cc
+  src/group/group_store.cc src/group/etcd_client.cc
   src/csi/node.cc
 )
 

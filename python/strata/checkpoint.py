@@ -287,7 +287,9 @@ class SaveFuture(concurrent.futures.Future):
     what training waited), of it ``wait_s`` (for the previous save or the staging memory) and
     ``copy_s`` (copying the tensors to RAM), ``cold_staging`` (the copy went to freshly mapped
     memory: see Checkpointer's ``staging_bytes``), ``persist_s`` (staged -> committed
-    locally), ``upload_s`` (-> committed remotely), ``bytes``, ``shards``."""
+    locally), ``upload_s`` (-> committed remotely), ``bytes``, ``shards``, ``tiered`` (queued for
+    upload; False without a remote or when policy "skip" kept it local), ``backlog_wait_s`` (part of
+    ``wait_s`` spent waiting for the upload backlog, policy "wait")."""
 
     def __init__(self, handle):
         super().__init__()
@@ -304,7 +306,10 @@ class SaveFuture(concurrent.futures.Future):
             self.set_exception(e)
 
     def wait_uploaded(self):
-        """Blocks until the checkpoint is committed in the remote store (at once without one)."""
+        """Blocks until the checkpoint is committed in the remote store (at once without one).
+        Raises strata.Cancelled if this writer will not upload it: superseded by newer steps
+        (keep_remote), kept local by policy "skip", or the Checkpointer closed first (the next
+        one opened on the directory resumes it)."""
         self._handle.wait_uploaded()
         return self._handle.stats()
 
@@ -323,9 +328,27 @@ class Checkpointer:
     torch.distributed when it is initialised (creating the Checkpointer is then a collective
     call); without torch.distributed pass it yourself (e.g. a launcher's run id + restart
     count). Ignored with one rank.
-    ``keep_local``/``keep_remote``: keep the newest N checkpoints (0 = all). ``policy``: a save
-    while the previous one is still persisting "wait"s, or is "queue"d (at most ``max_queued``).
-    Thread-safe. Use as a context manager or call ``close()`` to wait for staged saves.
+    ``keep_local``/``keep_remote``: keep the newest N checkpoints (0 = all).
+
+    Uploads to ``remote`` send the newest committed step first; a step that ``keep_remote`` would
+    delete as soon as the newer ones land is never sent (its ``wait_uploaded()`` raises
+    strata.Cancelled); a Checkpointer opened after a crash does the same with what it finds. The
+    *backlog* (checkpoints the bucket is behind on: queued, uploading, being saved, or passed over
+    while the bucket's newest is older) is at most ``max_pending_steps`` checkpoints (None:
+    ``keep_remote``, or 2 when keeping everything; 0: no bound) and, when given,
+    ``max_pending_bytes`` bytes (a single save always fits); the local directory holds at most
+    ``keep_local`` + ``max_pending_steps`` committed checkpoints. ``policy`` says what a save does
+    when it would exceed it, i.e. when the bucket is slower than the saves: "wait" (it blocks
+    until an upload lands: training waits for the bucket, which stays within
+    ``max_pending_steps`` checkpoints of the newest while uploads succeed), "skip" (it is saved
+    locally but never uploaded: training never waits, the bucket falls behind by the skipped
+    saves), or "error" (it raises strata.Throttled and nothing is saved: the caller decides).
+    With several ranks use "wait". ``stats()`` gives the lag and the backlog; ``metrics_text()``
+    the same as Prometheus metrics.
+    ``max_queued``: saves staged in RAM ahead of the one persisting (default 1: a save first waits
+    for the previous one to persist). ``policy="queue"`` (the old spelling) means "wait" with
+    ``max_queued=2``. Thread-safe. Use as a context manager or call ``close()`` to wait for staged
+    saves.
 
     ``cache_group`` (with ``peer_listen``, ``group_secret_file``, ``group_cache_dir``): loads from
     ``remote`` go through a cache group (see StreamingDataset): N nodes restoring one checkpoint
@@ -342,11 +365,16 @@ class Checkpointer:
     """
 
     def __init__(self, dir, remote=None, rank=None, world_size=None, keep_local=0, keep_remote=0,  # noqa: A002
-                 policy="wait", *, max_queued=2, io_threads=4, stage_threads=2, shard_bytes=256 << 20,
-                 shared_dir=True, fsync=True, staging_bytes=None, attempt=None, cache_group=None, peer_listen=None,
-                 group_secret_file=None, group_cache_dir=None):
-        if policy not in ("wait", "queue"):
-            raise ValueError(f"policy must be 'wait' or 'queue', not {policy!r}")
+                 policy="wait", *, max_pending_steps=None, max_pending_bytes=None, max_queued=None, io_threads=4,
+                 stage_threads=2, shard_bytes=256 << 20, shared_dir=True, fsync=True, staging_bytes=None,
+                 attempt=None, cache_group=None, peer_listen=None, group_secret_file=None, group_cache_dir=None):
+        if policy == "queue":
+            policy, max_queued = "wait", 2 if max_queued is None else max_queued
+        if policy not in ("wait", "skip", "error"):
+            raise ValueError(f"policy must be 'wait', 'skip' or 'error', not {policy!r}")
+        max_queued = _count("max_queued", 1 if max_queued is None else max_queued)
+        if max_queued < 1:
+            raise ValueError("max_queued must be at least 1")
         if staging_bytes is not None:
             try:
                 if isinstance(staging_bytes, bool) or operator.index(staging_bytes) < 0:
@@ -363,7 +391,9 @@ class Checkpointer:
             dir=self.dir, remote_url=self.remote or "", rank=self.rank, world_size=self.world_size,
             shared_dir=bool(shared_dir), policy=policy, keep_local=int(keep_local), keep_remote=int(keep_remote),
             io_threads=int(io_threads), stage_threads=int(stage_threads), shard_bytes=int(shard_bytes),
-            max_queued=int(max_queued), fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes))
+            max_queued=max_queued, fsync=bool(fsync), staging_bytes=_with_header_room(staging_bytes),
+            max_pending_steps=None if max_pending_steps is None else _count("max_pending_steps", max_pending_steps),
+            max_pending_bytes=_count("max_pending_bytes", max_pending_bytes or 0))
         self._writer = None
         self._lock = threading.Lock()
         self._local = _strata._open_location(self.dir)
@@ -406,6 +436,25 @@ class Checkpointer:
     def wait_for_uploads(self):
         if self._writer is not None:
             self._writer.wait_for_uploads()
+
+    def stats(self):
+        """The remote tier now (a dict; times in seconds): ``newest_local``/``newest_remote`` (the
+        newest step committed locally / in the bucket, None if none), ``lag_steps`` (the difference
+        while the bucket is behind: what resuming from the bucket would lose), ``lag_checkpoints``
+        (local checkpoints newer than the bucket's newest), ``lag_s`` (since the oldest of those was
+        committed), ``pending_steps``/``pending_bytes`` (the backlog), ``uploading`` (the step in
+        flight, or None), and since this process opened the writer: ``uploaded``, ``superseded``,
+        ``not_tiered`` ("skip"), ``rejected`` ("error"), ``failed``, ``backlog_wait_s`` ("wait").
+        Known once the first save opened the writer (or ``staging_bytes`` did); zeros before."""
+        with self._lock:
+            return self._writer.tier_stats() if self._writer is not None else _strata._no_tier_stats()
+
+    @staticmethod
+    def metrics_text():
+        """This process's checkpoint metrics (``strata_ckpt_*``, labelled with dir and rank) in the
+        Prometheus text format: the figures of ``stats()`` as gauges and counters, plus the save
+        stall histogram."""
+        return _strata._ckpt_metrics_text()
 
     def wait_staging_ready(self):
         """Blocks until the memory requested with ``staging_bytes`` is mapped and faulted in
@@ -533,6 +582,15 @@ def state_nbytes(state_dict):
         elif isinstance(obj, (list, tuple)):
             todo.extend(obj)
     return total
+
+
+def _count(name, value):
+    try:
+        if isinstance(value, bool) or operator.index(value) < 0:
+            raise TypeError
+    except TypeError:
+        raise ValueError(f"{name} must be a count >= 0, not {value!r}") from None
+    return operator.index(value)
 
 
 def _check_attempt(attempt):

@@ -6,7 +6,6 @@ its workers in turn) consumes a prefix of each rank's order. A resume state is t
 number of samples consumed in the epoch; ``StreamingDataLoader`` counts them for you.
 """
 
-import collections
 import hashlib
 import os
 import shutil
@@ -14,14 +13,14 @@ import stat
 import tempfile
 import weakref
 
-import numpy as np
-import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from torch.utils.data._utils.collate import default_collate
-from torch.utils.data._utils.pin_memory import pin_memory as _pin_memory
 
 from . import _strata
 from ._distributed import rank_world
+from ._transport import _RING_SLOTS  # noqa: F401 (tests read it here)
+from ._transport import (_RINGS, _CountedBatch, _PackedBatch, _PackedTree, _process_ring, _raw_as_bytes, _Ring,
+                         prime_malloc)
 from .store import to_url
 
 _SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
@@ -65,12 +64,14 @@ def _temp_cache_dir(url):
     return path
 
 
-def _release_temp_cache_dir(path, owner):
+def _release_temp_cache_dir(path, owner, handles):
     if os.getpid() != owner:  # a forked worker's copy of the dataset: the parent owns the dir
         return
     _TEMP_DIRS[path] -= 1
     if _TEMP_DIRS[path] == 0:
         del _TEMP_DIRS[path]
+        for handle in handles.values():
+            handle.flush_cache_writes()  # shard files still being written behind the reader land first
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -162,12 +163,13 @@ class StreamingDataset(IterableDataset):
         self.transform = transform
         url_id = "\n".join(self.url) if isinstance(self.url, list) else self.url
         index_cache_dir = ""
+        self._handles = {}
         if cache_dir is None:
             cache_dir = _temp_cache_dir(url_id)
             # Scans of shards without an index outlive this process's cache dir: keyed by ETag, so
             # the next process (or a spawned worker) does not rescan.
             index_cache_dir = os.path.join(os.path.dirname(cache_dir), "index")
-            weakref.finalize(self, _release_temp_cache_dir, cache_dir, os.getpid())
+            weakref.finalize(self, _release_temp_cache_dir, cache_dir, os.getpid(), self._handles)
             if cache_limit is None:
                 # Half the free space, shared by the ranks on this node (each has its own dir).
                 free = shutil.disk_usage(os.path.dirname(cache_dir)).free
@@ -197,10 +199,9 @@ class StreamingDataset(IterableDataset):
         self._ring = None  # a worker's shared buffers for _PackedBatch
         self._yielded = None  # samples this process's own iteration yielded this epoch (None: none)
         self._yield_base = 0  # samples consumed when that iteration started
-        self._handles = {}
         self._last_iter = None
         self._last_stats = None
-        self._handle(1)  # open now: a bad URL or index fails here, not in a worker
+        self._fingerprint = self._handle(1).fingerprint  # open now: a bad URL or index fails here, not in a worker
 
     # -- the C++ dataset, one per (process, worker count, batch size) ---------------------------
     def _handle(self, num_workers):
@@ -229,7 +230,9 @@ class StreamingDataset(IterableDataset):
     @property
     def fingerprint(self):
         """Identifies the dataset and order options (seed, shuffle, window)."""
-        return self._handle(1).fingerprint
+        if self._fingerprint is None:  # kept: a worker need not open the dataset a second time for it
+            self._fingerprint = self._handle(1).fingerprint
+        return self._fingerprint
 
     @property
     def size(self):
@@ -341,6 +344,7 @@ class StreamingDataset(IterableDataset):
             self._resume = None  # the resumed epoch is done
 
     def __iter__(self):
+        prime_malloc()  # sample dicts' bytes (a worker's, or this process's)
         info = get_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info is not None else (0, 1)
         if info is not None and 0 < self._active_workers < num_workers:
@@ -428,188 +432,6 @@ class StreamingDataset(IterableDataset):
         return self._last_stats
 
 
-# A collated batch and the number of samples collated into it, counted where the batch is made
-# (the worker, or the main process without workers). A namedtuple so that pin_memory and the
-# worker result queue pass it through unchanged apart from pinning the batch itself.
-_CountedBatch = collections.namedtuple("_CountedBatch", ["batch", "count"])
-
-
-_RING_SLOTS = 6  # shared buffers a worker keeps: its batches in flight or still viewed in the main process
-_SLOT_HEADER = 64  # byte 0: 1 while the main process has not copied the batch out yet
-_RINGS = {}  # main process: (worker pid, slot) -> (generation, uint8 tensor), as a worker sent them
-
-
-class _Ring:
-    """A worker's shared-memory buffers for its batches, reused.
-
-    Fresh shared memory per batch (what torch's own workers do for tensors) costs a page fault
-    per 4 KiB page in the worker and again in the main process, more than the copy itself;
-    a reused buffer is mapped once. The main process clears a buffer's busy byte once it has
-    copied the batch out; a worker never waits for one: with every buffer busy it sends a
-    one-off buffer instead.
-    """
-
-    def __init__(self, slots=_RING_SLOTS):
-        self.slots = [None] * slots  # (generation, tensor)
-        self.generation = 0
-
-    def acquire(self, nbytes):
-        """(slot, generation, tensor, send): a buffer of at least nbytes, marked busy."""
-        need = _SLOT_HEADER + nbytes
-        free = [i for i, s in enumerate(self.slots) if s is None or s[1][0].item() == 0]
-        fits = [i for i in free if self.slots[i] is not None and self.slots[i][1].numel() >= need]
-        self.generation += 1
-        if fits:
-            slot = fits[0]
-            gen, t = self.slots[slot]
-            send = False
-        else:
-            size = max(need + need // 4, 1 << 20)  # headroom: batches of varying size reuse it
-            t = torch.tensor((), dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(size))
-            slot, gen, send = (free[0] if free else -1), self.generation, True
-            if slot >= 0:
-                self.slots[slot] = (gen, t)
-        t[0] = 1
-        return slot, gen, t, send
-
-
-def _torch_dtype(dtype):
-    """The torch dtype default_collate would make of numpy ``dtype``; None if it cannot."""
-    try:
-        return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
-    except (TypeError, ValueError):
-        return None
-
-
-class _PackedBatch:
-    """A batch collated in C++, as StreamingDataLoader's default collate gives it.
-
-    In a worker, raw fields and fixed-shape arrays are copied into one reused shared-memory
-    buffer (_Ring) and only their offsets are pickled: the result queue carries neither a dict
-    nor a bytes object per sample. ``unpack()`` in the main process makes what
-    ``default_collate`` of the sample dicts would: ``__key__`` a list of str, ``__index__`` an
-    int64 tensor, raw fields a list of bytes, arrays stacked tensors, JSON/Example values
-    collated.
-    """
-
-    __slots__ = ("columns", "count", "slot", "buffer", "send")
-
-    def __init__(self, columns, count, slot=None, buffer=None, send=False):
-        self.columns = columns  # [(name, kind, value)], kind: "value" | "index" | "raw" | "array"
-        self.count = count
-        self.slot = slot  # (worker pid, slot, generation) when the columns are in a shared buffer
-        self.buffer = buffer  # uint8 tensor (shared) or None: raw/array values are local arrays
-        self.send = send  # pickle the buffer itself (first use of a slot, or a one-off)
-
-    @classmethod
-    def ready(cls, batch, count):
-        return cls([(None, "value", batch)], count)
-
-    @classmethod
-    def of(cls, batch, ring):
-        count = len(batch["__key__"])
-        cols = [("__key__", "value", batch["__key__"]), ("__index__", "index", batch["__index__"])]
-        big = []  # (position in cols, array)
-        for name, col in batch.items():
-            if name in ("__key__", "__index__", "__epoch__", "__position__"):
-                continue
-            if isinstance(col, tuple) and len(col) == 3 and col[0] == "raw":
-                big.append((len(cols), col[1]))
-                cols.append((name, "raw", (col[1], col[2].tolist())))
-            elif isinstance(col, np.ndarray) and _torch_dtype(col.dtype) is not None:
-                col = np.ascontiguousarray(col)
-                big.append((len(cols), col))
-                cols.append((name, "array", (col, col.dtype.str, col.shape)))
-            else:  # JSON / Example values, ragged arrays: as default_collate does
-                cols.append((name, "value", default_collate(list(col))))
-        if ring is None or not big:
-            return cls(cols, count)
-        spans, end = [], _SLOT_HEADER
-        for _, array in big:
-            spans.append(end)
-            end += (array.nbytes + 63) // 64 * 64
-        slot, gen, buffer, send = ring.acquire(end - _SLOT_HEADER)
-        view = buffer.numpy()
-        for (pos, array), start in zip(big, spans):
-            name, kind, value = cols[pos]
-            view[start:start + array.nbytes] = array.reshape(-1).view(np.uint8)
-            cols[pos] = (name, kind, ((start, array.nbytes),) + value[1:])
-        return cls(cols, count, (os.getpid(), slot, gen), buffer, send)
-
-    def __getstate__(self):
-        return self.columns, self.count, self.slot, self.buffer if self.send else None
-
-    def __setstate__(self, state):
-        self.columns, self.count, self.slot, buffer = state
-        self.send = False
-        if self.slot is not None:
-            pid, slot, gen = self.slot
-            if buffer is not None and slot >= 0:
-                _RINGS[(pid, slot)] = (gen, buffer)
-            elif buffer is None:  # bound now: batches of one worker arrive in order
-                known = _RINGS.get((pid, slot))
-                if known is None or known[0] != gen:
-                    raise RuntimeError(f"strata: worker {pid}'s batch names shared buffer {slot} generation {gen}, "
-                                       f"which this process did not receive")
-                buffer = known[1]
-        self.buffer = buffer
-
-    def unpack(self, pin=None):
-        """The batch dict. Raw values and arrays view the shared buffer (no copy); the worker may
-        reuse it once all of them are gone. ``pin``: pin_memory's device (pins tensors only)."""
-        if len(self.columns) == 1 and self.columns[0][0] is None:
-            value = self.columns[0][2]
-            return value if pin is None else _pin_memory(value, *pin)
-        view = None
-        if self.buffer is not None:
-            shared = self.buffer.numpy()
-            owner = shared.view()  # every view below keeps it alive; when it goes, the buffer is free
-            weakref.finalize(owner, _release_slot, shared)
-            view = memoryview(owner)
-            self.buffer = None
-        out = {}
-        for name, kind, value in self.columns:
-            if kind == "index":
-                value = torch.from_numpy(value.astype(np.int64))
-            elif kind == "raw":
-                data, offsets = value
-                if view is not None:
-                    data = view[data[0]:data[0] + data[1]].toreadonly()
-                else:
-                    data = memoryview(data)  # in-process: a view of strata's (read-only) batch buffer
-                value = [data[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
-                out[name] = value
-                continue
-            elif kind == "array":
-                data, dtype, shape = value
-                if view is not None and data[1]:
-                    value = torch.frombuffer(view[data[0]:data[0] + data[1]], dtype=_torch_dtype(dtype)).view(shape)
-                elif view is not None:
-                    value = torch.empty(shape, dtype=_torch_dtype(dtype))
-                else:
-                    value = torch.from_numpy(np.array(data))  # a copy: owned, writable
-            if pin is not None:
-                value = _pin_memory(value, *pin)
-            out[name] = value
-        return out
-
-    def pin_memory(self, device=None):  # the pin_memory thread (pin_memory=True): tensors only
-        return _CountedBatch(self.unpack(pin=(device,)), self.count)
-
-
-def _release_slot(shared):
-    shared[0] = 0  # the main process no longer views the batch: the worker may reuse its buffer
-
-
-def _raw_as_bytes(batch):
-    """The packed batch's raw fields (lists of memoryviews of a shared buffer) as bytes, as
-    ``default_collate`` of the sample dicts gives them; dropping the views frees the buffer."""
-    for name, value in batch.items():
-        if type(value) is list and value and type(value[0]) is memoryview:
-            batch[name] = [bytes(v) for v in value]
-    return batch
-
-
 def _packed_passthrough(item):
     """StreamingDataLoader's collate_fn over _PackedBatch items (not auto-collated)."""
     return item
@@ -622,7 +444,10 @@ class _CountingCollate:
         self.collate_fn = collate_fn
 
     def __call__(self, samples):
-        return _CountedBatch(self.collate_fn(samples), len(samples))
+        batch = self.collate_fn(samples)
+        if get_worker_info() is not None:  # a worker: large values go through a reused shared buffer
+            batch = _PackedTree.of(batch, _process_ring())
+        return _CountedBatch(batch, len(samples))
 
 
 class StreamingDataLoader(DataLoader):
@@ -680,6 +505,7 @@ class StreamingDataLoader(DataLoader):
         self._base = 0
 
     def __iter__(self):
+        prime_malloc()  # the bytes the default collate makes of every batch's raw fields
         ds = self.dataset
         self.num_samples_yielded = 0
         self._base = 0
@@ -714,6 +540,8 @@ class StreamingDataLoader(DataLoader):
                 batch, count = batch.unpack(), batch.count
             elif type(batch) is _CountedBatch:
                 batch, count = batch
+                if type(batch) is _PackedTree:
+                    batch = batch.unpack()
             else:  # no auto-collation: collate_fn sees one sample at a time
                 count = 1
             self.num_samples_yielded += count

@@ -282,3 +282,33 @@ def test_retention_keeps_newest(tmp_path):
     ckpt = sc.Checkpointer(tmp_path / "ckpt")
     assert ckpt.list() == [3, 4]
     assert ckpt.load()["x"].item() == 4
+
+
+def test_tiering_stats_metrics_and_backlog_options(tmp_path):
+    remote = strata.to_url(tmp_path / "remote")
+    with sc.Checkpointer(tmp_path / "ckpt", remote=remote) as ckpt:
+        before = ckpt.stats()  # no writer yet: nothing known
+        assert before["newest_local"] is None and before["pending_steps"] == 0
+        for step in (1, 2, 3):
+            fut = ckpt.save(step, {"w": torch.full((1000,), float(step))}, async_save=True)
+            fut.wait_uploaded()
+            assert fut.stats()["tiered"] and fut.stats()["backlog_wait_s"] >= 0
+        ckpt.wait_for_uploads()
+        stats = ckpt.stats()
+        assert stats["newest_local"] == 3 and stats["newest_remote"] == 3
+        assert stats["lag_steps"] == 0 and stats["lag_checkpoints"] == 0 and stats["lag_s"] == 0
+        assert stats["pending_steps"] == 0 and stats["uploading"] is None and stats["uploaded"] == 3
+        text = sc.Checkpointer.metrics_text()
+        label = f'dir="{ckpt.dir}",rank="0"'
+        assert f"strata_ckpt_uploads_total{{{label}}} 3\n" in text
+        assert f"strata_ckpt_upload_lag_steps{{{label}}} 0\n" in text
+        assert all(line.startswith(("strata_ckpt_", "# HELP strata_ckpt_", "# TYPE strata_ckpt_"))
+                   for line in text.splitlines())
+    for bad in ({"policy": "queue-ish"}, {"max_pending_steps": -1}, {"max_pending_bytes": "1G"}, {"max_queued": 0}):
+        with pytest.raises(ValueError):
+            sc.Checkpointer(tmp_path / "bad", remote=remote, **bad)
+    # The old spelling: "queue" is "wait" with saves staged ahead (max_queued=2).
+    with sc.Checkpointer(tmp_path / "q", remote=remote, policy="queue", keep_remote=5,
+                         max_pending_steps=4, max_pending_bytes=1 << 30) as ckpt:
+        assert ckpt._writer_args["policy"] == "wait" and ckpt._writer_args["max_queued"] == 2
+        ckpt.save(10, {"w": torch.zeros(10)}, async_save=True).wait_uploaded()

@@ -24,6 +24,7 @@ def test_members_stream_byte_exact_and_each_shard_is_stored_once(dataset_url, tm
     num_shards = strata.StreamingDataset(dataset_url, cache_dir=False)._handle(1).num_shards
     secret = tmp_path / "group-secret"
     secret.write_text("a secret the three members share\n")
+    secret.chmod(0o600)  # a group secret file must be private
     peers = [f"127.0.0.1:{free_loopback_port()}" for _ in range(3)]
     group = "static://" + ",".join(peers)
     # Every member joins before any reads, as the nodes of a job would.

@@ -12,24 +12,13 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/sanitizers.h"
 
 namespace strata {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 uint64_t DefaultIdleLimit() {
-  if (kSanitized) return 0;
+  if (kAddressSanitizer) return 0;
   if (const char* env = std::getenv("STRATA_BUFFER_POOL_MIB")) {
     char* end = nullptr;
     unsigned long long mib = std::strtoull(env, &end, 10);
@@ -83,6 +72,7 @@ class Pool {
     }
     void* p = ::mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
+    MarkMapped(p, cls);
     return p;
   }
 

@@ -52,9 +52,9 @@ TEST(ThreadPoolTest, ZeroThreadsMeansOne) {
 }
 
 TEST(ThreadPoolTest, QueueDepthCountsWaitingTasks) {
-  ThreadPool pool(1);
-  Gate gate;
+  Gate gate;  // declared first, destroyed last: the task may still be leaving Pass() when the test ends
   std::atomic<bool> started{false};
+  ThreadPool pool(1);
   pool.Submit([&] {
     started = true;
     gate.Pass();

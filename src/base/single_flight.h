@@ -3,8 +3,14 @@
 // backend fetch). The function must publish its result (e.g. insert into the
 // cache) before returning, so a caller arriving after the flight lands finds
 // it there. Thread-safe.
+//
+// DoAsync is the form for callers that must not wait past a deadline: the
+// call runs on another thread, each caller waits for it only until the
+// call's own deadline, and a result may be kept (a failure remembered for a
+// backoff) until ForgetIf drops it.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -72,13 +78,62 @@ class SingleFlight {
     return std::move(*result);
   }
 
+  // Joins the call for `key`, or starts `fn` on another thread through
+  // `spawn` (which must run the task it is given once, e.g. by submitting it
+  // to a pool); then waits until `timeout` after that call started. nullopt:
+  // no result by then; the call goes on, later callers join it, and those
+  // arriving after its deadline do not wait at all. When keep(result), the
+  // result stays in place once the call is over (callers take it at once,
+  // Do's included) until ForgetIf drops it. *shared: true unless this caller
+  // started the call.
+  std::optional<V> DoAsync(const K& key, std::function<V()> fn, const std::function<void(std::function<void()>)>& spawn,
+                           std::chrono::steady_clock::duration timeout, bool* shared = nullptr,
+                           std::function<bool(const V&)> keep = nullptr) {
+    std::unique_lock lock(mu_);
+    std::shared_ptr<Call> call;
+    if (auto it = calls_.find(key); it != calls_.end()) {
+      call = it->second;
+      ++call->waiters;
+      ++joins_;
+      if (shared) *shared = true;
+    } else {
+      call = std::make_shared<Call>();
+      calls_.emplace(key, call);
+      if (shared) *shared = false;
+      lock.unlock();
+      spawn([this, key, call, fn = std::move(fn), keep = std::move(keep)] {
+        std::optional<V> result;
+        try {
+          result.emplace(fn());
+        } catch (...) {
+          std::lock_guard held(mu_);
+          call->abandoned = true;
+          call->cv.notify_all();
+          EraseLocked(key, call);
+          throw;
+        }
+        std::lock_guard held(mu_);
+        call->result = *result;
+        call->cv.notify_all();
+        if (!keep || !keep(*call->result)) EraseLocked(key, call);
+      });
+      lock.lock();
+    }
+    call->cv.wait_until(lock, call->started + timeout, [&] { return call->result.has_value() || call->abandoned; });
+    return call->result;
+  }
+
   // Closes a flight that has its result but is still lingering, so later
   // callers start a call of their own (its result turned out bad). A flight
   // still running is left alone.
   void Forget(const K& key) {
+    ForgetIf(key, [](const V&) { return true; });
+  }
+  // Forget, only when stale(result) (a kept result whose time is over).
+  void ForgetIf(const K& key, const std::function<bool(const V&)>& stale) {
     std::lock_guard lock(mu_);
     auto it = calls_.find(key);
-    if (it != calls_.end() && it->second->result.has_value()) calls_.erase(it);
+    if (it != calls_.end() && it->second->result.has_value() && stale(*it->second->result)) calls_.erase(it);
   }
 
   // Callers currently waiting on another's call for `key` (tests use it).
@@ -106,6 +161,7 @@ class SingleFlight {
     std::optional<V> result;
     bool abandoned = false;  // fn threw: no result will come
     size_t waiters = 0;
+    const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   };
 
   // Only our own call: Forget may have replaced it with a newer one.

@@ -184,5 +184,71 @@ TEST(SingleFlight, ALeaderThatThrowsLeavesNoFlightBehind) {
   EXPECT_EQ(flights.Do("k", [] { return 2; }), 2);
 }
 
+// DoAsync's callers wait for the call only until its deadline; the call goes
+// on, and a caller arriving later joins it instead of starting another.
+TEST(SingleFlight, AsyncCallersStopWaitingAtTheCallsDeadline) {
+  SingleFlight<std::string, int> flights;
+  Gate gate;
+  std::atomic<int> calls{0};
+  std::vector<std::thread> threads;
+  auto spawn = [&](std::function<void()> task) { threads.emplace_back(std::move(task)); };
+  auto slow = [&] {
+    ++calls;
+    gate.Wait();
+    return 5;
+  };
+  constexpr auto kTimeout = std::chrono::seconds(1);
+  bool shared = true;
+  EXPECT_EQ(flights.DoAsync("k", slow, spawn, kTimeout, &shared), std::nullopt);
+  EXPECT_FALSE(shared) << "this caller started the call";
+  EXPECT_TRUE(flights.InFlight("k")) << "the call goes on";
+  // Past the call's deadline (its start + timeout): a new caller joins it and returns at once.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(flights.DoAsync("k", slow, spawn, kTimeout, &shared), std::nullopt);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, kTimeout * 0.8) << "the deadline runs from the call's start";
+  EXPECT_TRUE(shared);
+  EXPECT_EQ(flights.Joins(), 1u);
+  gate.Open();
+  for (auto& t : threads) t.join();
+  threads.clear();
+  EXPECT_FALSE(flights.InFlight("k")) << "not kept";
+  EXPECT_EQ(flights.DoAsync(
+                "k", [] { return 6; }, spawn, std::chrono::hours(1)),
+            6);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// A kept result (a failure remembered for a backoff) answers later callers at
+// once, without a call, until ForgetIf says it is stale.
+TEST(SingleFlight, AKeptResultAnswersUntilForgotten) {
+  SingleFlight<std::string, int> flights;
+  std::vector<std::thread> threads;
+  auto spawn = [&](std::function<void()> task) { threads.emplace_back(std::move(task)); };
+  auto keep_negative = [](const int& v) { return v < 0; };
+  EXPECT_EQ(flights.DoAsync(
+                "k", [] { return -1; }, spawn, std::chrono::hours(1), nullptr, keep_negative),
+            -1);
+  for (auto& t : threads) t.join();
+  threads.clear();
+  EXPECT_TRUE(flights.InFlight("k")) << "kept";
+  bool shared = false;
+  EXPECT_EQ(flights.DoAsync(
+                "k", [] { return 7; }, spawn, std::chrono::hours(1), &shared),
+            -1);
+  EXPECT_TRUE(shared);
+  EXPECT_TRUE(threads.empty()) << "no call started";
+  EXPECT_EQ(flights.Do("k", [] { return 8; }), -1) << "Do takes it too";
+  flights.ForgetIf("k", [](const int&) { return false; });
+  EXPECT_TRUE(flights.InFlight("k")) << "not stale yet";
+  flights.ForgetIf("k", [](const int& v) { return v == -1; });
+  EXPECT_FALSE(flights.InFlight("k"));
+  EXPECT_EQ(flights.DoAsync(
+                "k", [] { return 9; }, spawn, std::chrono::hours(1), nullptr, keep_negative),
+            9);
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(flights.InFlight("k")) << "a result the predicate does not keep goes";
+}
+
 }  // namespace
 }  // namespace strata

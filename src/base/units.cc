@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace strata {
@@ -106,7 +107,7 @@ int64_t NanosPer(std::string_view unit) {
   return 0;
 }
 
-std::string FormatRate(double bytes_per_second) {
+std::string FormatRateExact(double bytes_per_second) {
   if (!(bytes_per_second >= 0 && bytes_per_second < 1.8e19)) return std::to_string(bytes_per_second) + "B/s";
   const uint64_t whole = static_cast<uint64_t>(bytes_per_second);
   return double(whole) == bytes_per_second ? FormatSizeExact(whole) + "/s" : std::to_string(bytes_per_second) + "B/s";
@@ -220,7 +221,7 @@ Result<double> ParseRate(std::string_view text, const RateRules& rules) {
   }
   if (per == 0) return Refuse(forms, text, "unknown unit \"" + Shown(n.unit) + "\"");
   const double rate = n.value * per;
-  if (!(rate <= rules.max)) return Refuse(forms, text, "above " + FormatRate(rules.max));
+  if (!(rate <= rules.max)) return Refuse(forms, text, "above " + FormatRateExact(rules.max));
   return rate;
 }
 
@@ -261,6 +262,34 @@ std::string FormatDurationExact(Duration d) {
     if (ns % per == 0) return std::to_string(ns / per) + name;
   }
   return std::to_string(ns) + "ns";
+}
+
+std::string FormatBytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char out[32];
+  std::snprintf(out, sizeof(out), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return out;
+}
+
+std::string FormatRate(double bytes, double seconds) {
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.1f MB/s", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
+  return out;
+}
+
+std::string FormatDuration(double seconds) {
+  char out[32];
+  if (seconds < 1) {
+    std::snprintf(out, sizeof(out), "%.0f ms", seconds * 1e3);
+  } else {
+    std::snprintf(out, sizeof(out), "%.2f s", seconds);
+  }
+  return out;
 }
 
 }  // namespace strata

@@ -63,6 +63,11 @@ Result<double> ParseRate(std::string_view text, const RateRules& rules = {});
 std::string FormatSizeExact(uint64_t bytes);
 std::string FormatDurationExact(Duration d);
 
+// Figures for people reading a report, rounded (not meant to be parsed back):
+std::string FormatBytes(double bytes);                 // "1.5 MiB"
+std::string FormatRate(double bytes, double seconds);  // "25.0 MB/s" (decimal, as bandwidths are quoted)
+std::string FormatDuration(double seconds);            // "1.23 s", "45 ms"
+
 // The accepted forms, as the errors above name them (for callers that refuse
 // a value of the wrong JSON type, e.g. a list where a size belongs).
 std::string SizeForms();

@@ -214,6 +214,18 @@ TEST(UnitsFormat, RoundTripsExactly) {
   EXPECT_EQ(Time(FormatDurationExact(kForever), {.allow_forever = true}), kForever);
 }
 
+TEST(UnitsFormat, FiguresForPeopleAreRounded) {
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(1023), "1023 B");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(112.0 * (1 << 20)), "112.0 MiB");
+  EXPECT_EQ(FormatBytes(2048.0 * (1ull << 40)), "2048.0 TiB");  // TiB is the largest
+  EXPECT_EQ(FormatRate(50e6, 2), "25.0 MB/s");
+  EXPECT_EQ(FormatRate(1e6, 0), "0.0 MB/s");
+  EXPECT_EQ(FormatDuration(0.045), "45 ms");
+  EXPECT_EQ(FormatDuration(1.234), "1.23 s");
+}
+
 // Every spelling the four parsers this grammar replaced accepted (the CLI's,
 // the gateway config's, the emulation spec's and the planner's) still
 // parses, to the value it had, except that kB/MB/GB/TB in a flag or the

@@ -36,6 +36,8 @@ Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskO
     d.direct_io = cache->options_.direct_io;
     d.read_part_bytes = cache->options_.disk_read_part_bytes;
     d.read_only = cache->options_.read_only;
+    d.sealer = cache->options_.sealer;
+    d.headers_only = cache->options_.headers_only;
     STRATA_ASSIGN_OR_RETURN(cache->disk_, DiskTier::Open(d, &cache->metrics_, report));
     // Metadata is a convenience: a journal that cannot be opened costs revalidations, not the cache.
     io::FileSystem& fs = cache->options_.fs ? *cache->options_.fs : io::DefaultFileSystem();

@@ -73,9 +73,11 @@ struct CacheOptions {
   // With direct_io: parts of one disk block read in flight at once
   // (io_uring), its data hashed as they land; 0: one read (queue depth 1).
   uint64_t disk_read_part_bytes = 1ull << 20;
-  bool read_only = false;        // inspect a directory another process owns
-  io::FileSystem* fs = nullptr;  // default: DefaultFileSystem()
-  Clock* clock = nullptr;        // default: RealClock() (TTL uses WallNow)
+  bool read_only = false;                     // inspect a directory another process owns
+  std::shared_ptr<const BlockSealer> sealer;  // encrypts the disk tier's blocks (block_sealer.h); null: clear
+  bool headers_only = false;                  // a sealed directory without its key: evict and check only
+  io::FileSystem* fs = nullptr;               // default: DefaultFileSystem()
+  Clock* clock = nullptr;                     // default: RealClock() (TTL uses WallNow)
 };
 
 struct GetBlockOptions {

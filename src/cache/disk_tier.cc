@@ -17,7 +17,13 @@ constexpr std::string_view kTempSuffix = ".tmp";
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
-uint64_t FileBytes(uint64_t length) { return kBlockHeaderSize + length; }
+// What a sealed block's data is bound to: the block it is, its length and
+// when it was fetched (so a header moved onto it, or made to look fresher,
+// does not open).
+std::string SealAad(const BlockId& id, uint64_t length, int64_t created_ms) {
+  return "strata block v1\n" + id.store + "\n" + id.etag + "\n" + id.key + "\n" + std::to_string(id.block_size) + "\n" +
+         std::to_string(id.index) + "\n" + std::to_string(length) + "\n" + std::to_string(created_ms);
+}
 }  // namespace
 
 DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
@@ -54,6 +60,12 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
     STRATA_ASSIGN_OR_RETURN(bool exists, tier->fs_.Exists(options.dir));
     if (!exists) return NotFoundError("cache directory " + options.dir + " does not exist");
   }
+  auto sealed =
+      CheckSealedDir(tier->fs_, options.dir, options.sealer.get(),
+                     {.read_only = options.read_only, .key_optional = options.read_only || options.headers_only},
+                     [&tier] { return tier->HoldsBlocks(); });
+  if (!sealed.ok()) return sealed.status();
+  tier->sealed_ = *sealed;
   DiskOpenReport local;
   STRATA_RETURN_IF_ERROR(tier->Scan(&local));
   if (!options.read_only) {
@@ -68,6 +80,38 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
 Status DiskTier::EnsureLayout() {
   STRATA_RETURN_IF_ERROR(fs_.CreateDirs(io::JoinPath(options_.dir, "blocks")));
   return fs_.CreateDirs(io::JoinPath(options_.dir, "tmp"));
+}
+
+bool DiskTier::HoldsBlocks() {
+  auto subdirs = fs_.ListDir(io::JoinPath(options_.dir, "blocks"));
+  if (!subdirs.ok()) return false;
+  for (const auto& sub : *subdirs) {
+    auto files = fs_.ListDir(io::JoinPath(io::JoinPath(options_.dir, "blocks"), sub.name));
+    if (!sub.is_dir || (files.ok() && !files->empty())) return true;
+  }
+  return false;
+}
+
+Result<Buffer> DiskTier::Seal(const CachedBlock& block) const {
+  const size_t n = block.data.size() + BlockSealer::kOverhead;
+  std::shared_ptr<uint8_t> out = BufferPoolAllocate(n);
+  STRATA_RETURN_IF_ERROR(options_.sealer->Seal(SealAad(block.id, block.data.size(), block.created_ms),
+                                               block.data.data(), block.data.size(), out.get()));
+  uint8_t* data = out.get();
+  return Buffer::Wrap(std::move(out), data, n);
+}
+
+Result<Buffer> DiskTier::Unseal(const BlockId& id, int64_t created_ms, const Buffer& stored) const {
+  if (!options_.sealer) return NotSupportedError("the block is encrypted and no key was given");
+  const size_t n = stored.size() - BlockSealer::kOverhead;
+  // In place, in the read buffer ReadFile just filled (no other holder): the
+  // plaintext lands where the ciphertext was, and no second buffer is
+  // allocated and faulted in per block.
+  uint8_t* plain = const_cast<uint8_t*>(stored.data()) + kGcmNonceBytes;
+  STRATA_RETURN_IF_ERROR(
+      options_.sealer->Open(SealAad(id, n, created_ms), stored.data(), stored.size(), plain)
+          .WithContext("block " + std::to_string(id.index) + " of " + id.key + " does not open with this key"));
+  return stored.Slice(kGcmNonceBytes, n);
 }
 
 std::string DiskTier::PathOf(const BlockHash& h) const {
@@ -186,6 +230,7 @@ Result<DiskTier::FileData> DiskTier::ReadFile(const std::string& path, uint64_t 
 }
 
 Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64_t length) {
+  if (sealed_ && !options_.sealer) return NotSupportedError("cache directory is encrypted and no key was given");
   {
     MutexLock lock(mu_);
     auto* node = index_.Find(h);
@@ -215,6 +260,14 @@ Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64
       block.id = id;
       block.data = std::move(payload);
       block.created_ms = header->created_ms;
+      if (sealed_) {
+        auto plain = Unseal(id, header->created_ms, block.data);
+        if (plain.ok()) {
+          block.data = std::move(*plain);
+        } else {
+          failure = plain.status();
+        }
+      }
     }
   }
   MutexLock lock(mu_);
@@ -271,6 +324,7 @@ bool DiskTier::MakeRoomLocked(uint64_t need, const EvictFilter& may_evict, bool*
 
 Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned, const EvictFilter& may_evict) {
   if (options_.read_only) return NotSupportedError("cache directory opened read-only");
+  if (sealed_ && !options_.sealer) return NotSupportedError("cache directory is encrypted and no key was given");
   const uint64_t need = FileBytes(block.data.size());
   {
     MutexLock lock(mu_);
@@ -317,13 +371,17 @@ Status DiskTier::WriteFile(const BlockHash& h, const CachedBlock& block, const s
   std::string tmp =
       io::JoinPath(io::JoinPath(options_.dir, "tmp"), h.Hex() + "." + std::to_string(getpid()) + "." +
                                                           std::to_string(temp_seq_++) + std::string(kTempSuffix));
+  Buffer stored = block.data;  // what lands after the header: the data, or it sealed
+  if (sealed_) {
+    STRATA_ASSIGN_OR_RETURN(stored, Seal(block));
+  }
   MutableBuffer page(kBlockHeaderSize);
-  BlockHeader header{block.id, block.data.size(), XxHash3(block.data.data(), block.data.size()), block.created_ms};
+  BlockHeader header{block.id, block.data.size(), XxHash3(stored.data(), stored.size()), block.created_ms};
   STRATA_RETURN_IF_ERROR(EncodeBlockHeader(header, page.data()));
   auto file = fs_.CreateExclusive(tmp);
   if (!file.ok()) return file.status();
   Status st = (*file)->Append(page.data(), page.size());
-  if (st.ok()) st = (*file)->Append(block.data);
+  if (st.ok()) st = (*file)->Append(stored);
   Status closed = (*file)->Close();
   if (st.ok()) st = closed;
   if (st.ok()) st = fs_.Rename(tmp, final_path);

@@ -21,6 +21,10 @@
 // dropped and refetched, never served. Open rebuilds the index from headers
 // only (one 4 KiB read per block); data is verified lazily, on each read.
 //
+// Encryption at rest (`sealer`, block_sealer.h): each block's data is sealed
+// with AES-256-GCM, its header (clear) authenticated with it; the data
+// checksum covers the sealed bytes, so torn files are found without the key.
+//
 // Eviction: LRU, pinned blocks skipped; when a write would pass the high
 // watermark, blocks are evicted down to the low watermark (Alluxio-style) so
 // eviction runs in batches, not on every write; the capacity is never passed.
@@ -40,6 +44,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "cache/block_format.h"
+#include "cache/block_sealer.h"
 #include "cache/cache_metrics.h"
 #include "cache/lru_index.h"
 #include "cache/ram_tier.h"
@@ -60,6 +65,12 @@ struct DiskTierOptions {
   // they land; a lone reader otherwise waits at queue depth 1. 0: one read.
   uint64_t read_part_bytes = 1ull << 20;
   bool read_only = false;  // no lock, no writes, no cleanup (inspection beside a running owner)
+  // Seals blocks at rest; null: clear. A directory sealed with one key opens
+  // with that key only, or without a key for its headers only (read_only, or
+  // headers_only: evicting and checking blocks; their data is then neither
+  // read nor written).
+  std::shared_ptr<const BlockSealer> sealer;
+  bool headers_only = false;
 };
 
 struct DiskOpenReport {
@@ -142,8 +153,17 @@ class DiskTier {
   };
   Result<FileData> ReadFile(const std::string& path, uint64_t total);
   Status EnsureLayout();
+  // A block file's bytes: header page, data, and the seal's nonce and tag when sealed.
+  uint64_t FileBytes(uint64_t length) const {
+    return kBlockHeaderSize + length + (sealed_ ? BlockSealer::kOverhead : 0);
+  }
+  Result<Buffer> Seal(const CachedBlock& block) const;
+  // Opens `stored` (a buffer ReadFile made, held nowhere else) in place.
+  Result<Buffer> Unseal(const BlockId& id, int64_t created_ms, const Buffer& stored) const;
+  bool HoldsBlocks();
 
   const DiskTierOptions options_;
+  bool sealed_ = false;  // the directory's blocks are sealed (set by Open)
   io::FileSystem& fs_;
   Clock& clock_;
   CacheMetrics* metrics_;

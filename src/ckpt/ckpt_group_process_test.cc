@@ -34,18 +34,14 @@ TEST(CkptGroupProcessTest, ThreeNodesPullFromRgwAndNginxSeesEachShardByteOnce) {
   fs::remove_all(dir);
   fs::create_directories(dir / "sync");
   std::ofstream(dir / "secret") << kSecret << "\n";
+  fs::permissions(dir / "secret", fs::perms::owner_read | fs::perms::owner_write);  // a secret file must be private
 
-  auto rgw = strata::testing::S3TestServer::Start(strata::testing::S3TestServer::Kind::kRgw);
-  ASSERT_TRUE(rgw.ok()) << rgw.status();
-  strata::testing::CloudProxy::Options po;
-  po.ttfb_ms = 0;
-  po.rate = "0";
-  po.access_log = true;
-  auto proxy = strata::testing::CloudProxy::Start((*rgw)->endpoint(), po);
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  ASSERT_EQ(setenv("AWS_ACCESS_KEY_ID", (*rgw)->access_key().c_str(), 1), 0);
-  ASSERT_EQ(setenv("AWS_SECRET_ACCESS_KEY", (*rgw)->secret_key().c_str(), 1), 0);
-  auto bucket = object::OpenStore((*rgw)->StoreUrl("ckpt/"));  // written directly, not through the proxy
+  auto backend = strata::testing::StartProxiedRgw({.ttfb_ms = 0, .rate = "0", .access_log = true});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_TRUE(backend->ExportCredentials().ok());
+  const auto& rgw = backend->rgw;
+  const auto& proxy = backend->proxy;
+  auto bucket = object::OpenStore(rgw->StoreUrl("ckpt/"));  // written directly, not through the proxy
   ASSERT_TRUE(bucket.ok()) << bucket.status();
   const testing::OwnedState state = testing::MakeState(1, 0, 8);  // ~15 MiB in 4 MiB shards
   {
@@ -63,21 +59,15 @@ TEST(CkptGroupProcessTest, ThreeNodesPullFromRgwAndNginxSeesEachShardByteOnce) {
   auto info = OpenCheckpoint(*StoreLocation(*bucket), 1);
   ASSERT_TRUE(info.ok()) << info.status();
 
-  std::vector<std::string> peers;
-  std::string group = "static://";
-  for (int i = 0; i < kNodes; ++i) {
-    peers.push_back("127.0.0.1:" + std::to_string(strata::testing::FreeLoopbackPort()));
-    group += (i ? "," : "") + peers[i];
-  }
-  const std::string url = "s3://" + (*rgw)->bucket() + "/ckpt/?endpoint=" + (*proxy)->endpoint() +
-                          "&region=" + (*rgw)->region() + "&path_style=1";
+  const auto [peers, group] = strata::testing::MakeStaticGroup(kNodes);
+  const std::string url = backend->StoreUrl("ckpt/");
   std::vector<std::unique_ptr<strata::testing::BackgroundProcess>> nodes;
   for (int i = 0; i < kNodes; ++i) {
     const std::string n = std::to_string(i);
     auto p = strata::testing::BackgroundProcess::Start(
         {child, url, group, peers[i], (dir / "secret").string(), (dir / ("cache" + n)).string(),
          (dir / "sync").string(), n, std::to_string(kNodes), "1", (dir / ("pulled" + n)).string()},
-        (dir / ("node" + n + ".log")).string(), (*rgw)->ClientEnv());
+        (dir / ("node" + n + ".log")).string(), rgw->ClientEnv());
     ASSERT_TRUE(p.ok()) << p.status();
     nodes.push_back(std::move(*p));
   }
@@ -91,7 +81,7 @@ TEST(CkptGroupProcessTest, ThreeNodesPullFromRgwAndNginxSeesEachShardByteOnce) {
     ASSERT_TRUE(loaded.ok()) << "node " << i << ": " << loaded.status();
     EXPECT_EQ(testing::Compare(*loaded, state), "") << "node " << i;
   }
-  auto gets = (*proxy)->GetsFromAccessLog((*rgw)->bucket(), "ckpt/" + StepDirName(1) + "/");
+  auto gets = proxy->GetsFromAccessLog(rgw->bucket(), "ckpt/" + StepDirName(1) + "/");
   uint64_t total = 0, bytes = 0;
   int shard_gets = 0;
   for (const auto& shard : info->ranks[0].shards) {

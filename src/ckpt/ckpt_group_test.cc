@@ -19,38 +19,14 @@
 #include "object/mem_store.h"
 #include "object/store_wrapper.h"
 #include "testing/background_process.h"
+#include "testing/counting_bucket.h"
 
 namespace strata::ckpt {
 namespace {
 
 constexpr char kSecret[] = "ckpt-group-test-secret-0123456789";
 
-// GETs by (key, range offset) and the bytes they returned, as the bucket saw them.
-class CountingBucket : public object::StoreWrapper {
- public:
-  using object::StoreWrapper::Get;
-  using object::StoreWrapper::StoreWrapper;
-  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& o) override {
-    auto r = base_->Get(key, o);
-    std::lock_guard lock(mu_);
-    auto& c = gets_[{std::string(key), o.range ? o.range->offset : 0}];
-    ++c.first;
-    if (r.ok()) c.second += r->data.size();
-    return r;
-  }
-  std::map<std::pair<std::string, uint64_t>, std::pair<int, uint64_t>> Snapshot() {
-    std::lock_guard lock(mu_);
-    return gets_;
-  }
-  void Reset() {
-    std::lock_guard lock(mu_);
-    gets_.clear();
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::pair<std::string, uint64_t>, std::pair<int, uint64_t>> gets_;
-};
+using strata::testing::CountingBucket;
 
 using CkptGroupTest = testing::TempDirTest<>;
 
@@ -72,12 +48,7 @@ TEST_F(CkptGroupTest, ThreeNodesRestoreOneCheckpointAndTheBucketSendsEachByteOnc
   bucket->Reset();
 
   constexpr int kNodes = 3;
-  std::vector<std::string> peers;
-  std::string group = "static://";
-  for (int i = 0; i < kNodes; ++i) {
-    peers.push_back("127.0.0.1:" + std::to_string(strata::testing::FreeLoopbackPort()));
-    group += (i ? "," : "") + peers[i];
-  }
+  const auto [peers, group] = strata::testing::MakeStaticGroup(kNodes);
   // Every node joins before any reads (a node reading before the others
   // listen would find them refused and read the bucket itself).
   std::vector<std::shared_ptr<cache::CachedStore>> stores;

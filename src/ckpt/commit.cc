@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/executor.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "ckpt/reader.h"
@@ -32,6 +33,26 @@ Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::
   if (manifest_text) *manifest_text = std::move(text);
   return m;
 }
+
+namespace {
+
+// manifest.json over the rank parts (their digests as checked), then LAST the marker.
+Status WriteGlobalCommit(Location& loc, const std::vector<RankManifest>& ranks,
+                         const std::vector<std::string>& digests) {
+  GlobalManifest g;
+  g.step = ranks[0].step;
+  g.world_size = static_cast<int>(ranks.size());
+  g.attempt = ranks[0].attempt;
+  g.wall_time_ms = ranks[0].wall_time_ms;
+  g.metadata = ranks[0].metadata;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    g.ranks.push_back({static_cast<int>(r), RankManifestName(static_cast<int>(r)), digests[r]});
+  const std::string text = EncodeGlobalManifest(g);
+  STRATA_RETURN_IF_ERROR(loc.WriteFile(g.step, kManifestFile, Buffer::FromString(text)));
+  return loc.WriteFile(g.step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
+}
+
+}  // namespace
 
 Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
                     TimePoint deadline, Duration poll, const std::function<bool()>& cancelled) {
@@ -73,16 +94,12 @@ Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::stri
     }
     clock.SleepFor(poll);
   }
-  GlobalManifest g;
-  g.step = step;
-  g.world_size = world_size;
-  g.attempt = attempt;
-  g.wall_time_ms = ranks[0].wall_time_ms;
-  g.metadata = ranks[0].metadata;
-  for (int r = 0; r < world_size; ++r) g.ranks.push_back({r, RankManifestName(r), digests[r]});
-  const std::string text = EncodeGlobalManifest(g);
-  STRATA_RETURN_IF_ERROR(loc.WriteFile(step, kManifestFile, Buffer::FromString(text)));
-  return loc.WriteFile(step, kCommitFile, Buffer::FromString(EncodeCommit(ToHex(Sha256(text)))));
+  return WriteGlobalCommit(loc, ranks, digests);
+}
+
+Status CommitSingleRank(Location& loc, const RankManifest& manifest, const std::string& digest) {
+  if (manifest.world_size != 1) return InvalidArgumentError("CommitSingleRank is for a job of one rank");
+  return WriteGlobalCommit(loc, {manifest}, {digest});
 }
 
 Result<std::optional<int64_t>> NewestCommitted(Location& loc) {
@@ -102,52 +119,76 @@ Result<std::vector<int64_t>> RetainNewest(Location& loc, int keep, const std::se
   if (!valid) valid = [&loc](int64_t s) { return OpenCheckpoint(loc, s).status(); };
   if (!verified) verified = [&loc](int64_t s) { return Verify(loc, s, VerifyLevel::kBytes).ok(); };
   STRATA_ASSIGN_OR_RETURN(auto steps, loc.ListSteps());
-  std::vector<int64_t> good, torn, deleted;
-  for (int64_t s : steps) {
-    Status st = valid(s);
-    if (st.ok()) {
-      good.push_back(s);
-    } else if (ProvenTorn(st)) {
-      torn.push_back(s);
-    } else {
-      // Unknown, not torn: neither deleted nor counted as valid; the next pass looks again.
-      STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it could not be read ({}); retried at the next pass",
-                      loc.Describe(), StepDirName(s), st.ToString());
+  std::vector<int64_t> good, torn, deleted, beyond;
+  // Newest first: once `keep` steps proved valid, every older one is
+  // superseded whatever it holds, so it is not read (on a store, a round trip
+  // or more each). The steps still needed are read at once.
+  std::reverse(steps.begin(), steps.end());
+  for (size_t at = 0; at < steps.size();) {
+    if (good.size() >= static_cast<size_t>(keep)) {
+      beyond.assign(steps.begin() + at, steps.end());
+      break;
     }
+    const size_t n = std::min(steps.size() - at, static_cast<size_t>(keep) - good.size());
+    std::vector<Status> st(n);
+    ParallelFor(n, n, [&](size_t i) { st[i] = valid(steps[at + i]); });
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t s = steps[at + i];
+      if (st[i].ok()) {
+        good.push_back(s);
+      } else if (ProvenTorn(st[i])) {
+        torn.push_back(s);
+      } else {
+        // Unknown, not torn: neither deleted nor counted as valid; the next pass looks again.
+        STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it could not be read ({}); retried at the next pass",
+                        loc.Describe(), StepDirName(s), st[i].ToString());
+      }
+    }
+    at += n;
   }
   if (good.empty()) return deleted;  // nothing valid: keep everything for inspection
-  const int64_t newest = good.back();
-  std::vector<int64_t> doomed;
-  if (good.size() > static_cast<size_t>(keep)) doomed.assign(good.begin(), good.end() - keep);
+  const int64_t newest = good.front();
+  std::vector<int64_t> doomed = beyond;
+  std::sort(torn.begin(), torn.end());
   for (int64_t s : torn) {
     if (s < newest) doomed.push_back(s);
   }
   std::erase_if(doomed, [&](int64_t s) { return s == newest || protect.count(s) > 0; });
   if (doomed.empty()) return deleted;  // before verifying: on a remote store that reads every byte
-  std::optional<int64_t> safe;         // the newest whose bytes verify
-  for (auto it = good.rbegin(); it != good.rend() && !safe; ++it) {
+  std::optional<int64_t> safe;         // the newest whose bytes verify, among the kept ones
+  for (auto it = good.begin(); it != good.end() && !safe; ++it) {
     if (verified(*it)) safe = *it;
   }
   if (!safe) {
     STRATA_LOG_WARN("ckpt: retention in {} deletes nothing: no checkpoint verifies", loc.Describe());
     return deleted;
   }
+  std::erase(doomed, *safe);
   std::sort(doomed.begin(), doomed.end());
-  for (int64_t s : doomed) {
-    if (s == *safe) continue;
+  // On a store several at once: each deletion is round trips, not work. A
+  // local one at a time, so an interrupted pass leaves at most one half-deleted step.
+  std::vector<Status> st(doomed.size());
+  std::vector<std::string> kept(doomed.size());  // why a step that looked torn stays
+  ParallelFor(doomed.size(), loc.is_local() ? 1 : 4, [&](size_t i) {
+    const int64_t s = doomed[i];
     if (std::binary_search(torn.begin(), torn.end(), s)) {
       // Proven torn once; a second read must agree (a reply damaged in transit does not repeat).
       if (Status again = valid(s); !ProvenTorn(again)) {
-        STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it looked torn, then {}", loc.Describe(), StepDirName(s),
-                        again.ok() ? std::string("valid") : again.ToString());
-        continue;
+        kept[i] = again.ok() ? std::string("valid") : again.ToString();
+        return;
       }
     }
-    Status st = dry_run ? Status::Ok() : loc.RemoveStep(s);
-    if (st.ok()) {
-      deleted.push_back(s);
+    st[i] = dry_run ? Status::Ok() : loc.RemoveStep(s);
+  });
+  for (size_t i = 0; i < doomed.size(); ++i) {
+    if (!kept[i].empty()) {
+      STRATA_LOG_WARN("ckpt: retention in {} keeps {}: it looked torn, then {}", loc.Describe(), StepDirName(doomed[i]),
+                      kept[i]);
+    } else if (st[i].ok()) {
+      deleted.push_back(doomed[i]);
     } else {
-      STRATA_LOG_WARN("ckpt: retention could not delete {} in {}: {}", StepDirName(s), loc.Describe(), st.ToString());
+      STRATA_LOG_WARN("ckpt: retention could not delete {} in {}: {}", StepDirName(doomed[i]), loc.Describe(),
+                      st[i].ToString());
     }
   }
   return deleted;

@@ -34,6 +34,12 @@ Result<RankManifest> ReadRankCommit(Location& loc, int64_t step, int rank, std::
 Status CommitGlobal(Location& loc, int64_t step, int world_size, const std::string& attempt, Clock& clock,
                     TimePoint deadline, Duration poll, const std::function<bool()>& cancelled = nullptr);
 
+// The global commit of a job of one rank whose part (`manifest`, hashing to
+// `digest`) was just written to `loc`: what CommitGlobal writes, without
+// reading the part back (no other rank can have withdrawn it); on a store two
+// requests instead of seven.
+Status CommitSingleRank(Location& loc, const RankManifest& manifest, const std::string& digest);
+
 // The newest step in `loc` with a valid global commit marker (cheap: the
 // hash chain and shard sizes), or nullopt. A newer step that could not be
 // read (not ProvenTorn) gives its error instead of an older step.
@@ -43,7 +49,10 @@ Result<std::optional<int64_t>> NewestCommitted(Location& loc);
 // leftovers older than the newest valid one; never one in `protect`, and
 // never the newest checkpoint whose every byte verifies (a newer one may only
 // look valid, and deleting the last good one would lose everything): when
-// none verifies, nothing is deleted. `valid` (OK: valid) defaults to
+// none of the `keep` kept verifies, nothing is deleted. Steps are judged
+// newest first; those older than the `keep` newest valid ones are
+// superseded whatever they hold and are deleted without being read (the
+// others are read several at once, so `valid` must be thread-safe). `valid` (OK: valid) defaults to
 // OpenCheckpoint(loc, step).status(); a step is torn only when it is
 // ProvenTorn, twice (asked again just before the deletion, so a body damaged
 // in transit does not condemn it); any other error keeps the step, with a

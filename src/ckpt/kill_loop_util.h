@@ -27,4 +27,24 @@ inline WriterOptions KillLoopWriterOptions(const std::string& dir) {
   return o;
 }
 
+// The crash loop of ckpt_tier_crash_test (ckpt_tier_child): ~7.5 MiB a step
+// in 2 shards, saved faster than the bucket behind the cloud proxy takes it.
+// keep_local 2, keep_remote 3 as in issue 31; the backlog its default, keep_remote.
+inline OwnedState TierLoopState(int64_t step) { return MakeState(step, 0, 4); }
+
+inline constexpr int kTierKeepLocal = 2;
+inline constexpr int kTierKeepRemote = 3;
+inline constexpr size_t kTierBacklog = kTierKeepRemote;  // the default: BacklogLimit::Steps
+
+inline WriterOptions TierLoopWriterOptions(const std::string& dir) {
+  WriterOptions o;
+  o.dir = dir;
+  o.shard_bytes = 4 << 20;
+  o.upload_part_size = 5 << 20;  // S3's minimum part
+  o.keep_local = kTierKeepLocal;
+  o.keep_remote = kTierKeepRemote;
+  o.backlog_policy = BacklogPolicy::kWait;  // and the default backlog: kTierBacklog steps
+  return o;
+}
+
 }  // namespace strata::ckpt::testing

@@ -212,10 +212,16 @@ class StoreLocationImpl : public Location {
   Status RemoveStep(int64_t step) override {
     auto files = ListFiles(step);
     if (!files.ok()) return files.status().code() == Code::kNotFound ? Status::Ok() : files.status();
-    for (int pass = 0; pass < 2; ++pass) {  // markers first
+    // Markers first, so the step stops counting at once, then the rest; each
+    // group at once (a deletion on a store is a round trip, not work).
+    for (bool markers : {true, false}) {
+      std::vector<std::string> names;
       for (const auto& f : *files) {
-        if (IsCommitName(f.name) == (pass == 0)) STRATA_RETURN_IF_ERROR(Remove(step, f.name));
+        if (IsCommitName(f.name) == markers) names.push_back(f.name);
       }
+      std::vector<Status> results(names.size());
+      ParallelFor(names.size(), std::max(1, concurrency_), [&](size_t i) { results[i] = Remove(step, names[i]); });
+      for (const auto& st : results) STRATA_RETURN_IF_ERROR(st);
     }
     return Status::Ok();
   }

@@ -2,6 +2,8 @@
 // and can fail new objects after some appeared (a store going away mid-upload).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -77,6 +79,54 @@ class RecordingStore : public object::StoreWrapper {
   std::vector<Event> events_;
   int fail_after_ = -1;
   int objects_ = 0;
+};
+
+// Holds every new object (a Put or a multipart upload begins) while closed:
+// uploads that cannot finish yet, to see what a writer does meanwhile.
+class GatedStore : public object::StoreWrapper {
+ public:
+  explicit GatedStore(object::ObjectStorePtr inner) : object::StoreWrapper(std::move(inner)) {}
+  using object::StoreWrapper::CreateMultipartUpload;
+  using object::StoreWrapper::Put;
+
+  void Close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  void Open() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = false;
+    }
+    cv_.notify_all();
+  }
+  // Waits (up to `timeout`) until an upload is held at the gate.
+  bool WaitForHeld(std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return held_ > 0; });
+  }
+
+  Result<object::ObjectInfo> Put(std::string_view key, Buffer data, const object::PutOptions& o) override {
+    Pass();
+    return object::StoreWrapper::Put(key, std::move(data), o);
+  }
+  Result<std::string> CreateMultipartUpload(std::string_view key, const object::PutOptions& o) override {
+    Pass();
+    return object::StoreWrapper::CreateMultipartUpload(key, o);
+  }
+
+ private:
+  void Pass() {
+    std::unique_lock lock(mu_);
+    ++held_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !closed_; });
+    --held_;
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;
+  int held_ = 0;
 };
 
 }  // namespace strata::ckpt::testing

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/executor.h"
+#include "base/sanitizers.h"
 #include "ckpt/writer.h"
 
 #if defined(__x86_64__)
@@ -70,6 +71,7 @@ Result<StagingRegionPtr> StagingRegion::Map(size_t capacity) {
         errno == ENOMEM ? Code::kNoSpace : Code::kIOError,
         "mapping " + std::to_string(capacity >> 20) + " MiB of checkpoint staging memory: " + std::strerror(errno));
   }
+  MarkMapped(base, mapped);
   auto* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1));
   // Huge pages: 512x fewer faults and TLB misses; ignored where THP is off.
   ::madvise(data, capacity, MADV_HUGEPAGE);

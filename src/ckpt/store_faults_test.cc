@@ -137,7 +137,10 @@ class Campaign {
     auto h = writer_->Save(step, state.views);
     ASSERT_TRUE(h.ok()) << h.status();
     ASSERT_TRUE(h->Wait().ok()) << h->Wait();  // the local commit never depends on the store
-    Status up = h->WaitUploaded();             // (resumed uploads ran first: one queue)
+    Status up = h->WaitUploaded();
+    // The writer's background work (resumed uploads, retention) is over
+    // before the bucket is checked: checks of a step being deleted would see it half gone.
+    writer_->WaitForUploads().IgnoreError();  // failures are the handle's
     if (up.ok()) {
       ++fig_.uploads_ok;
     } else {

@@ -136,9 +136,15 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
     impl.remote = StoreLocation(impl.opts.remote, impl.opts.upload_part_size, impl.opts.upload_concurrency);
   }
   impl.pool.Prefault(impl.opts.staging_bytes);
+  if (impl.remote) {
+    MutexLock lock(impl.mu);  // (before any thread starts; taken for the analysis)
+    impl.metrics =
+        std::make_unique<TierMetrics>(Labels{{"dir", impl.opts.dir}, {"rank", std::to_string(impl.opts.rank)}});
+  }
   if (impl.remote && impl.opts.upload_on_open) impl.EnqueueRecoveredUploads();
   impl.persist_thread = std::thread([&impl] { impl.PersistLoop(); });
   if (impl.remote) impl.upload_thread = std::thread([&impl] { impl.UploadLoop(); });
+  if (impl.RetainsRemotely()) impl.retention_thread = std::thread([&impl] { impl.RetentionLoop(); });
   return w;
 }
 
@@ -154,16 +160,16 @@ CheckpointWriter::~CheckpointWriter() {
   impl_->cv.NotifyAll();
   impl_->persist_thread.join();
   if (impl_->upload_thread.joinable()) impl_->upload_thread.join();
+  if (impl_->retention_thread.joinable()) impl_->retention_thread.join();
   // Uploads still queued resume at the next Open; their handles learn it now
   // instead of waiting forever.
-  for (auto& [step, state] : impl_->uploads) {
-    if (!state) continue;
-    MutexLock lock(state->mu);
-    state->uploaded = true;
-    state->upload_status = CancelledError("writer closed before uploading " + StepDirName(step) +
-                                          "; the next writer opened on " + opts_.dir + " resumes it");
-    state->cv.NotifyAll();
+  std::vector<UploadQueue::Entry> queued;
+  {
+    MutexLock lock(impl_->mu);
+    queued = impl_->queue.TakeQueued();
   }
+  impl_->Settle(queued, CancelledError("writer closed before uploading it; the next writer opened on " + opts_.dir +
+                                       " resumes it"));
 }
 
 Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<TensorView>& tensors,
@@ -189,34 +195,6 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
   if (committed.ok() && *committed) {
     return AlreadyExistsError(StepDirName(step) + " is already committed in " + opts_.dir);
   }
-  const size_t limit = opts_.policy == InflightPolicy::kWait ? 1 : opts_.max_queued;
-  const TimePoint wait_start = impl.clock->Now();
-  std::optional<int64_t> previous_step;
-  {
-    MutexLock lock(impl.mu);
-    if (impl.last_step && step <= *impl.last_step) {
-      return InvalidArgumentError("step " + std::to_string(step) + " is not newer than the last saved step " +
-                                  std::to_string(*impl.last_step));
-    }
-    previous_step = impl.last_step;
-    impl.last_step = step;  // reserved now, so concurrent saves keep their order
-    impl.cv.Wait(lock, [&] {
-      impl.mu.AssertHeld();  // the predicate runs under the lock
-      return impl.jobs.size() + impl.reserved < limit;
-    });
-    ++impl.reserved;
-  }
-  Duration waited = impl.clock->Now() - wait_start;
-  // Staging failed: nothing of this step exists, so it may be saved again.
-  auto release = [&impl, step, previous_step] {
-    {
-      MutexLock lock(impl.mu);
-      --impl.reserved;
-      if (impl.last_step == step) impl.last_step = previous_step;
-    }
-    impl.cv.NotifyAll();
-  };
-
   SaveJob job;
   job.step = step;
   job.metadata = std::move(metadata_json);
@@ -248,6 +226,27 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
     region_bytes += AlignUp(shard.size);
     job.shards.push_back(std::move(shard));
   }
+  const size_t limit = opts_.policy == InflightPolicy::kWait ? 1 : opts_.max_queued;
+  uint64_t bytes = 0;
+  for (const auto& shard : job.shards) bytes += shard.size;
+  job.tiered = impl.remote != nullptr;
+  const TimePoint wait_start = impl.clock->Now();
+  std::optional<int64_t> previous_step;
+  Duration backlog_waited{0};
+  STRATA_RETURN_IF_ERROR(impl.Admit(job, bytes, limit, &previous_step, &backlog_waited));
+  Duration waited = impl.clock->Now() - wait_start;
+  // Staging failed: nothing of this step exists, so it may be saved again.
+  auto release = [&impl, step, previous_step] {
+    {
+      MutexLock lock(impl.mu);
+      --impl.reserved;
+      impl.queue.Unreserve(step);
+      if (impl.last_step == step) impl.last_step = previous_step;
+      impl.PublishLocked();
+    }
+    impl.cv.NotifyAll();
+  };
+
   impl.pool.SetLimit((limit + 1) * (region_bytes + (2u << 20)));  // regions round up to 2 MiB
   const TimePoint take_start = impl.clock->Now();
   bool cold = false;
@@ -282,6 +281,14 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
     state->stats.wait = waited;
     state->stats.copy = end - copy_start;
     state->stats.cold_staging = cold;
+    state->stats.backlog_wait = backlog_waited;
+    state->stats.tiered = job.tiered;
+    if (state->want_upload && !job.tiered) {  // kSkip: WaitUploaded says so once persisted
+      state->uploaded = true;
+      state->upload_status = CancelledError(StepDirName(step) +
+                                            " is kept locally only: the upload backlog was full "
+                                            "(backlog policy: skip)");
+    }
   }
   job.state = state;
   StallHistogram().Observe(Seconds(end - start));
@@ -292,6 +299,53 @@ Result<SaveHandle> CheckpointWriter::Save(int64_t step, const std::vector<Tensor
   }
   impl.cv.NotifyAll();
   return SaveHandle(state);
+}
+
+Status CheckpointWriter::Impl::Admit(SaveJob& job, uint64_t bytes, size_t limit, std::optional<int64_t>* previous,
+                                     Duration* backlog_waited) {
+  const int64_t step = job.step;
+  MutexLock lock(mu);
+  if (last_step && step <= *last_step) {
+    return InvalidArgumentError("step " + std::to_string(step) + " is not newer than the last saved step " +
+                                std::to_string(*last_step));
+  }
+  *previous = last_step;
+  last_step = step;  // reserved now, so concurrent saves keep their order
+  const bool wait_backlog = job.tiered && opts.backlog_policy == BacklogPolicy::kWait;
+  const bool full = wait_backlog && !queue.Fits(step, bytes);
+  const TimePoint start = clock->Now();
+  if (full) {
+    admitting[step] = bytes;  // the uploader lets it go first once it fits
+    PublishLocked();
+  }
+  cv.Wait(lock, [&] {
+    mu.AssertHeld();  // the predicate runs under the lock
+    return jobs.size() + reserved < limit && (!wait_backlog || queue.Fits(step, bytes));
+  });
+  admitting.erase(step);
+  if (full) {
+    *backlog_waited = clock->Now() - start;
+    backlog_wait += *backlog_waited;
+  }
+  if (job.tiered && !queue.Fits(step, bytes)) {
+    if (opts.backlog_policy == BacklogPolicy::kError) {
+      last_step = *previous;
+      ++rejected;
+      PublishLocked();
+      const TierStats t = queue.Stats(clock->WallNow());
+      return Status(Code::kThrottled, "the upload backlog is full (" + std::to_string(t.pending_steps) + " steps, " +
+                                          std::to_string(t.pending_bytes) +
+                                          " bytes pending): the bucket is slower "
+                                          "than the saves; " +
+                                          StepDirName(step) + " was not saved (backlog policy: error)");
+    }
+    job.tiered = false;  // kSkip: kept locally only
+    ++not_tiered;
+  }
+  if (job.tiered) queue.Reserve(step, bytes);
+  ++reserved;
+  PublishLocked();
+  return Status::Ok();
 }
 
 Status CheckpointWriter::WaitStagingReady() { return impl_->pool.WaitReady(); }
@@ -312,7 +366,7 @@ Status CheckpointWriter::WaitForUploads() {
   MutexLock lock(impl_->mu);
   impl_->cv.Wait(lock, [&] {
     impl_->mu.AssertHeld();  // the predicate runs under the lock
-    return impl_->uploads.empty() && !impl_->uploading;
+    return impl_->queue.Idle() && !impl_->remote_retention_wanted && !impl_->remote_retention_running;
   });
   Status st = impl_->first_upload_error;
   impl_->first_upload_error = Status::Ok();
@@ -353,15 +407,25 @@ void CheckpointWriter::Impl::PersistLoop() {
       }
     }
     state->cv.NotifyAll();
+    std::vector<UploadQueue::Entry> superseded;
     {
       MutexLock lock(mu);
       if (!st.ok() && first_error.ok()) first_error = st;
-      if (st.ok() && remote) uploads.emplace_back(state->step, state);
-      if (st.ok()) verified_local.insert(state->step);  // hashed while writing
+      if (st.ok()) {
+        verified_local.insert(job->step);  // hashed while writing
+        queue.NoteLocalCommit(job->step, clock->WallNow());
+      }
+      if (st.ok() && job->tiered) {
+        superseded = queue.Enqueue({job->step, bytes, state});
+      } else {
+        queue.Unreserve(job->step);
+      }
+      PublishLocked();
       jobs.pop_front();
     }
+    Settle(superseded, SupersededError());
     cv.NotifyAll();
-    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyRetention(); }).IgnoreError();  // logged
+    if (st.ok()) RunGuarded("ckpt: retention", [this] { ApplyLocalRetention(); }).IgnoreError();  // logged
   }
 }
 

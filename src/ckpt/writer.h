@@ -12,8 +12,14 @@
 // a remote store is configured, committed checkpoints are uploaded in the
 // background in bounded parts, each shard checked against its manifest hash
 // before it appears (remote markers last), and resumed after a restart
-// (shards the upload journal records are not sent again). Retention keeps
-// the last N local / M remote, never deleting the newest fully verified one.
+// (shards the upload journal records are not sent again). The newest
+// committed step goes first, and a step that keep_remote would delete as soon
+// as the newer ones land is never sent (upload_queue.h); a restarted writer
+// does the same with what its predecessor left. The backlog of steps waiting
+// for the bucket is bounded (BacklogLimit, BacklogPolicy), so the local
+// directory holds at most keep_local + the bound. Retention keeps the last N
+// local / M remote (remote after each upload), never deleting the newest
+// fully verified one.
 // A failed persist removes what it wrote; a failed staging leaves the step free.
 //
 // Distributed: every rank opens a writer on the same dir (and/or store) with
@@ -42,6 +48,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +63,48 @@ namespace strata::ckpt {
 enum class InflightPolicy {
   kWait,   // Save blocks until the previous save has persisted locally
   kQueue,  // Save stages at once unless max_queued saves are already staged
+};
+
+// The upload backlog: checkpoints committed (or being persisted) locally that
+// the bucket is behind on (TierStats::pending_steps), which the local
+// directory keeps beyond keep_local. With BacklogPolicy::kWait and uploads
+// succeeding, the bucket's newest is at most `steps` checkpoints behind.
+struct BacklogLimit {
+  // At most this many; unset: keep_remote (what the bucket keeps anyway), or 2
+  // when it keeps everything; 0: no bound by count.
+  std::optional<size_t> steps;
+  uint64_t bytes = 0;  // and at most this many shard bytes (0: no bound by size)
+  size_t Steps(int keep_remote) const { return steps.value_or(keep_remote > 0 ? keep_remote : 2); }
+};
+
+// What Save does when one more save would exceed the BacklogLimit (the bucket
+// is slower than the saves). A save always fits when nothing else is pending.
+enum class BacklogPolicy {
+  kWait,   // it blocks until uploads make room: training waits for the bucket
+  kSkip,   // it is saved locally but never uploaded: the bucket falls behind
+  kError,  // it fails with Throttled and nothing is saved: the caller decides
+};
+
+// The remote tier as this writer sees it (CheckpointWriter::tier_stats()).
+struct TierStats {
+  int64_t newest_local = -1;   // newest step committed locally (-1: none)
+  int64_t newest_remote = -1;  // newest step committed in the bucket (-1: none known)
+  int64_t lag_steps = 0;       // newest_local - newest_remote while the bucket is behind, else 0
+  size_t lag_checkpoints = 0;  // checkpoints committed locally newer than the bucket's newest
+  Duration lag{0};             // since the oldest of those was committed (wall time; 0: current)
+  // The backlog: tiered steps queued, uploading, admitted and persisting, or
+  // superseded but newer than the bucket's newest (kept until a newer one lands).
+  size_t pending_steps = 0;
+  uint64_t pending_bytes = 0;
+  int64_t uploading = -1;    // the step in flight (-1: none)
+  size_t waiting_saves = 0;  // saves blocked on the backlog now (kWait)
+  // Since Open:
+  uint64_t uploaded = 0;
+  uint64_t superseded = 0;   // dropped from the queue, never sent (keep_remote)
+  uint64_t not_tiered = 0;   // kept local only: kSkip, or beyond the bound at Open
+  uint64_t rejected = 0;     // saves refused by kError
+  uint64_t failed = 0;       // uploads that failed (resumed by the next writer)
+  Duration backlog_wait{0};  // time saves blocked on the backlog (kWait)
 };
 
 struct WriterOptions {
@@ -80,9 +129,13 @@ struct WriterOptions {
   // as fast as later ones). 0: the first save maps its region (page faults
   // inside the stall); later saves reuse it either way.
   uint64_t staging_bytes = 0;
-  uint64_t shard_bytes = 256ull << 20;                 // target shard size (a bigger tensor gets its own shard)
-  int keep_local = 0;                                  // keep the newest N committed checkpoints locally; 0 = all
-  int keep_remote = 0;                                 // and M remotely; 0 = all
+  uint64_t shard_bytes = 256ull << 20;  // target shard size (a bigger tensor gets its own shard)
+  int keep_local = 0;                   // keep the newest N committed checkpoints locally; 0 = all
+  int keep_remote = 0;                  // and M remotely; 0 = all
+  // With a remote: the upload backlog's bound and what a save beyond it does.
+  // Local disk: at most keep_local + the backlog's steps committed checkpoints.
+  BacklogLimit backlog;
+  BacklogPolicy backlog_policy = BacklogPolicy::kWait;
   Duration commit_timeout = std::chrono::minutes(10);  // rank 0 waiting for the other ranks
   Duration poll_interval = std::chrono::milliseconds(20);
   uint64_t upload_part_size = 16ull << 20;
@@ -113,6 +166,8 @@ struct SaveStats {
   Duration wait{0};           // part of the stall spent waiting: previous save (kWait/kQueue full) or the prefault
   Duration copy{0};           // part of the stall spent copying tensors into staging
   bool cold_staging = false;  // the staging region was freshly mapped (page faults in `copy`)
+  Duration backlog_wait{0};   // part of `wait` spent on the upload backlog (BacklogPolicy::kWait)
+  bool tiered = false;        // queued for upload (false: no remote, or kSkip kept it local)
 };
 
 class SaveHandle {
@@ -122,7 +177,10 @@ class SaveHandle {
   // Blocks until the checkpoint is committed locally (or failed).
   Status Wait() const;
   bool Done() const;
-  // Blocks until uploaded and committed remotely; OK at once without a remote.
+  // Blocks until uploaded and committed remotely; OK at once without a
+  // remote. Cancelled when it will not be uploaded by this writer: superseded
+  // (a newer step lands instead), kept local by BacklogPolicy::kSkip, or the
+  // writer closed first (the next writer resumes it).
   Status WaitUploaded() const;
   SaveStats stats() const;
 
@@ -145,12 +203,17 @@ class CheckpointWriter {
   // `metadata_json`: user metadata (a JSON value; other text is stored as a
   // string). Errors: InvalidArgument (bad tensor, duplicate name, step not
   // newer than the last save staged), AlreadyExists (step already committed),
-  // NoSpace (no staging memory; the same step may be saved again).
+  // NoSpace (no staging memory; the same step may be saved again), Throttled
+  // (BacklogPolicy::kError and the backlog is full; nothing saved).
   Result<SaveHandle> Save(int64_t step, const std::vector<TensorView>& tensors, std::string metadata_json = "{}");
   // Waits for every staged save to commit locally; the first failure since the last Flush.
   Status Flush();
-  // Waits for every queued upload (including those resumed at Open).
+  // Waits for every queued upload (including those resumed at Open) and the
+  // remote retention passes they asked for.
   Status WaitForUploads();
+  // The remote tier's figures now (also exported as strata_ckpt_* metrics
+  // labelled with dir and rank).
+  TierStats tier_stats() const;
   // Waits until the staging memory requested by options().staging_bytes is
   // mapped and faulted in (OK at once without it); the error if mapping failed.
   Status WaitStagingReady();

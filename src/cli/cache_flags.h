@@ -6,7 +6,8 @@
 //   sub->callback([cache] { const CacheSettings s = cache->Settings(); ... });
 //
 // --cache-ram, --cache-disk, --cache-dir, --block-size, --metadata-ttl,
-// --cache-group, --peer-listen, --group-secret-file, --peer-deadline: one
+// --cache-group, --peer-listen, --group-secret-file, --peer-deadline,
+// --cache-encryption-key-file: one
 // spelling and one grammar (base/units.h) everywhere. A flag the command
 // cannot honour is hidden from its --help and refused with the command's
 // reason when given, never ignored. Old spellings (--cache-mem, --cache-size,
@@ -25,6 +26,10 @@
 
 #include "base/clock.h"
 
+namespace strata::cache {
+class BlockSealer;
+}  // namespace strata::cache
+
 namespace strata::cli {
 
 enum CacheFlag : uint32_t {
@@ -37,8 +42,9 @@ enum CacheFlag : uint32_t {
   kPeerListen = 1u << 6,
   kGroupSecretFile = 1u << 7,
   kPeerDeadline = 1u << 8,
+  kCacheEncryptionKeyFile = 1u << 9,
 };
-inline constexpr size_t kNumCacheFlags = 9;
+inline constexpr size_t kNumCacheFlags = 10;
 inline constexpr uint32_t kGroupMemberFlags = kPeerListen | kGroupSecretFile | kPeerDeadline;
 
 // "--cache-ram" for kCacheRam, and so on.
@@ -55,6 +61,7 @@ struct CacheSettings {
   std::string peer_listen = "127.0.0.1:0";
   std::string group_secret_file{};  // empty: $STRATA_GROUP_SECRET
   Duration peer_deadline = std::chrono::seconds(2);
+  std::string encryption_key_file{};  // a 32-byte key (mode 0600) sealing the disk tier; empty: clear
 };
 
 struct CacheFlagSpec {
@@ -86,7 +93,13 @@ class CacheFlags {
   uint32_t given_old_ = 0;  // under an old spelling
 };
 
-// Adds the nine flags (and the spec's deprecated spellings) to `sub`. Keep the
+// The sealer of --cache-encryption-key-file (nullptr without it). Exits
+// with the flag's error when the key file is bad or there is no cache
+// directory to encrypt (`dir`: the one the command will use).
+std::shared_ptr<const cache::BlockSealer> CacheSealer(const std::string& command, const CacheSettings& s,
+                                                      const std::string& dir);
+
+// Adds the ten flags (and the spec's deprecated spellings) to `sub`. Keep the
 // result for the command's callback: the options write into it.
 std::shared_ptr<CacheFlags> AddCacheFlags(CLI::App* sub, CacheFlagSpec spec);
 

@@ -12,18 +12,18 @@
 #include "ckpt/test_fixture.h"
 #include "ckpt/test_util.h"
 #include "ckpt/writer.h"
-#include "cli/cli_test_util.h"
 #include "io/durable.h"
 #include "testing/background_process.h"
+#include "testing/strata_binary.h"
 
 namespace strata::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
-using cli_test::CliRun;
+using strata::testing::CliRun;
 using testing::FlipByte;
 
-class CkptCliTest : public cli_test::StrataBinaryTest {
+class CkptCliTest : public strata::testing::StrataBinaryTest {
  protected:
   CliRun Strata(const std::vector<std::string>& args) { return RunStrata(args, std::chrono::minutes(2)); }
   std::string Dir(const std::string& rel) { return (dir_ / rel).string(); }

@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_test_util.h"
 #include "testing/s3_server.h"
+#include "testing/strata_binary.h"
 
 namespace {
 namespace fs = std::filesystem;
 
-using strata::cli_test::CliRun;
+using strata::testing::CliRun;
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -51,7 +51,7 @@ std::map<std::string, std::string> Tree(const fs::path& dir) {
   return tree;
 }
 
-class CliTest : public strata::cli_test::StrataBinaryTest {
+class CliTest : public strata::testing::StrataBinaryTest {
  protected:
   CliRun Strata(const std::vector<std::string>& args) { return RunStrata(args, std::chrono::minutes(2)); }
 

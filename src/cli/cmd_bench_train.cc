@@ -1,6 +1,6 @@
 // strata bench train: accelerator utilisation (AU) with emulated accelerators,
 // as DLIO / MLPerf Storage measure it, fed by strata's streaming loader over
-// packed shards (cli/bench_train_engine.h has the method).
+// packed shards (train/engine.h has the method, train/rules.h the run rules).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -13,18 +13,21 @@
 #include <sstream>
 
 #include "base/units.h"
-#include "cli/bench_train_engine.h"
 #include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
 #include "object/cloud_store.h"
+#include "train/engine.h"
+#include "train/generate.h"
+#include "train/report.h"
+#include "train/rules.h"
 
 namespace strata::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace strata::cli::train;
+using namespace strata::train;
 
 constexpr const char* kCmd = "bench train";
 
@@ -151,20 +154,6 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
   return s.str();
 }
 
-nlohmann::json WorkloadJson(const TrainArgs& a, const Plan& p) {
-  return {{"name", p.w.name},
-          {"accelerator", a.accelerator},
-          {"format", std::string(dataset::FormatName(p.w.format))},
-          {"record_size", p.w.record_size},
-          {"samples_per_file", p.w.samples_per_file},
-          {"batch", p.w.batch},
-          {"compute_time_s", p.compute_s},
-          {"threshold", p.threshold},
-          {"samples", p.w.samples},
-          {"per_accelerator_demand_mib_s",
-           p.compute_s > 0 ? double(p.w.batch) * double(p.w.record_size) / p.compute_s / double(1 << 20) : 0}};
-}
-
 void Say(const TrainArgs& a, const std::string& line) {
   if (!a.quiet) std::cout << line << std::endl;
 }
@@ -186,46 +175,13 @@ loader::StreamingOptions LoaderOptions(const TrainArgs& a, const Plan& plan) {
   if (!a.prefetch_bytes.empty()) base.prefetch_bytes = Check(ParseSize(a.prefetch_bytes), kCmd, "--prefetch-bytes");
   base.cache_limit_bytes = a.cache.disk_bytes;
   base.ram_cache_bytes = a.cache.ram_bytes;
+  base.cache_encryption_key_file = a.cache.encryption_key_file;  // a temporary cache root is encrypted too
   return base;
 }
 
-// What the run rules need of the dataset at the largest N asked.
-struct Sizing {
-  size_t largest_n = 1;
-  uint64_t memory_bytes = 0;  // the loaders' at that N
-  uint64_t steps = 0;         // per rank
-  uint64_t samples = 0;
-  std::string Explain(const RunRules& rules, uint64_t batch) const {
-    return "what the run rules need at N=" + std::to_string(largest_n) + ": " + std::to_string(steps) + " steps of " +
-           std::to_string(batch) + " per accelerator, and " + FormatNumber(rules.memory_factor) +
-           " x the loaders' memory of " + FormatBytes(double(memory_bytes));
-  }
-  static std::string FormatNumber(double v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%g", v);
-    return b;
-  }
-};
-
-Sizing SizeFor(const RunRules& rules, const Plan& p, const loader::StreamingOptions& base, size_t largest_n,
-               uint64_t record_bytes) {
-  Sizing z;
-  z.largest_n = largest_n;
-  z.memory_bytes = LoaderMemoryBytes(base, largest_n, p.w.batch * record_bytes);
-  z.steps = MinStepsFor(rules, p.compute_s);
-  z.samples =
-      RequiredSamples(rules, largest_n, p.w.batch, p.compute_s, record_bytes, p.w.samples_per_file, z.memory_bytes);
-  return z;
-}
-
-// The largest N of `counts` whose epochs a dataset of `samples` can make valid (0: none).
-size_t LargestSizedN(const RunRules& rules, const Plan& p, const loader::StreamingOptions& base,
-                     const std::vector<size_t>& counts, uint64_t samples, uint64_t record_bytes) {
-  size_t best = 0;
-  for (size_t n : counts) {
-    if (SizeFor(rules, p, base, n, record_bytes).samples <= samples) best = std::max(best, n);
-  }
-  return best;
+// The workload's dataset as the run rules size it, with `record_bytes` per sample.
+DatasetShape ShapeOf(const Plan& p, uint64_t record_bytes) {
+  return {p.w.batch, p.compute_s, record_bytes, p.w.samples_per_file};
 }
 
 std::string TempRoot() {
@@ -237,27 +193,6 @@ std::string TempRoot() {
 std::string LocalPath(const std::string& url) {
   auto parsed = ParseObjectUrl(url);
   return parsed.ok() && parsed->kind == ObjectUrl::Kind::kFile ? parsed->path : std::string();
-}
-
-// The parameters a generated dataset was made with, kept beside it so a later
-// run with the same ones reuses it instead of generating again.
-nlohmann::json GeneratedWith(const GenerateOptions& g) {
-  return {{"samples", g.samples},
-          {"record_size", g.record_size},
-          {"samples_per_file", g.samples_per_file},
-          {"format", std::string(dataset::FormatName(g.format))},
-          {"field", g.field},
-          {"seed", g.seed},
-          {"files", g.write_files}};
-}
-constexpr const char* kGeneratedWith = "bench-train.json";
-
-bool CanReuse(object::ObjectStore& store, const std::string& prefix, const GenerateOptions& g) {
-  auto marker = store.Get(prefix + kGeneratedWith);
-  if (!marker.ok() || !store.Head(prefix + "shards/manifest.json").ok()) return false;
-  const auto& d = marker->data;
-  const nlohmann::json j = nlohmann::json::parse(d.data(), d.data() + d.size(), nullptr, /*allow_exceptions=*/false);
-  return j == GeneratedWith(g);
 }
 
 struct DatasetSource {
@@ -281,7 +216,7 @@ DatasetSource GenerateDataset(const TrainArgs& a, const Plan& plan, const loader
   Endpoint dst;
   if (!a.generate_to.empty())
     dst = Check(OpenTreeDestination(Check(ParseObjectUrl(a.generate_to), kCmd, a.generate_to)), kCmd, a.generate_to);
-  const bool reuse = dst.store && CanReuse(*dst.store, dst.key, g);
+  const bool reuse = dst.store && GeneratedAlready(*dst.store, dst.key, g);
   std::vector<DiskNeed> needs;
   const std::string data_dir = a.generate_to.empty() ? TempRoot() : LocalPath(a.generate_to);
   const uint64_t shard_bytes = g.samples * g.record_size + g.samples * 2048;  // framing: generously
@@ -310,8 +245,7 @@ DatasetSource GenerateDataset(const TrainArgs& a, const Plan& plan, const loader
                std::to_string(gen.shards) + " " + std::string(dataset::FormatName(plan.w.format)) + " shards (" +
                FormatBytes(double(gen.shard_bytes)) + ") under " + dst.UrlOf(dst.key + "shards/") + " in " +
                FormatDuration(gen.seconds));
-    const std::string marker = GeneratedWith(g).dump();
-    Check(dst.store->Put(dst.key + kGeneratedWith, Buffer::Copy(marker)).status(), kCmd, dst.UrlOf(dst.key));
+    Check(MarkGenerated(*dst.store, dst.key, g), kCmd, dst.UrlOf(dst.key));
   }
   src.json = {{"generated", dst.UrlOf(dst.key)}, {"reused", reuse}};
   src.store = dst.store;
@@ -333,111 +267,99 @@ DatasetSource OpenDataset(const TrainArgs& a) {
   return d;
 }
 
-// What the emulated bucket can give one rank: its connections, each paying
-// the first byte per request of the size the loader asks for.
+// What the emulated bucket can give one rank (said, and kept in the JSON).
 void SayBucketCeiling(const TrainArgs& a, const loader::StreamingOptions& base, nlohmann::json* dataset_json) {
   if (a.emulate == "none") return;
   const object::CloudProfile cp = Check(object::ParseCloudProfile(a.emulate), kCmd, "--emulate");
   const uint64_t shard =
       (*dataset_json)["shard_bytes"].get<uint64_t>() / std::max<uint64_t>(1, (*dataset_json)["shards"].get<uint64_t>());
-  const uint64_t conc = std::max<size_t>(base.fetch_concurrency, 1);
-  const uint64_t part =
-      std::min<uint64_t>(shard, std::clamp<uint64_t>((shard + conc - 1) / conc, base.min_part_bytes, 16ull << 20));
-  if (cp.bytes_per_second_per_connection <= 0 || part == 0) return;
-  const double per_conn = double(part) / (Seconds(cp.first_byte) + double(part) / cp.bytes_per_second_per_connection);
-  const double ceiling = per_conn * double(base.max_connections);
-  (*dataset_json)["bucket_ceiling_mib_s_per_rank"] = ceiling / double(1 << 20);
-  Say(a, "emulated bucket ceiling per rank: " + std::to_string(base.max_connections) + " connections x " +
-             FormatBytes(per_conn) + "/s (requests of " + FormatBytes(double(part)) + ") = " + FormatBytes(ceiling) +
-             "/s");
+  const auto ceiling = EmulatedBucketCeiling(cp, base, shard);
+  if (!ceiling) return;
+  (*dataset_json)["bucket_ceiling_mib_s_per_rank"] = ceiling->bytes_s / double(1 << 20);
+  Say(a, "emulated bucket ceiling per rank: " + ceiling->Line());
 }
 
-// Peak RSS against what the loaders may hold at the largest N that ran.
-std::string MemoryLine(const std::vector<EpochResult>& results, const loader::StreamingOptions& base,
-                       uint64_t batch_bytes, uint64_t* budget_out) {
-  size_t most_ranks = 1;
-  for (const auto& r : results) most_ranks = std::max<size_t>(most_ranks, r.accelerators);
-  const uint64_t prefetch = loader::PrefetchBudgetBytes(base);
-  const uint64_t budget = LoaderMemoryBytes(base, most_ranks, batch_bytes);
-  const uint64_t peak = PeakRssBytes();
-  *budget_out = budget;
-  const std::string parts = " (" + std::to_string(most_ranks) + " x (prefetch " + FormatBytes(double(prefetch)) +
-                            " or two batches, + the batch in use) + RAM cache " +
-                            FormatBytes(double(base.ram_cache_bytes)) + ")";
-  return "peak RSS " + FormatBytes(double(peak)) +
-         (peak <= budget ? ", within the loaders' budgets of " + FormatBytes(double(budget)) + parts
-                         : ", the loaders' budgets of " + FormatBytes(double(budget)) + parts + " + " +
-                               FormatBytes(double(peak - budget)) + " fixed overhead");
-}
-
-void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags are resolved here
-  Plan plan = MakePlan(a);
-  const auto counts = Check(AcceleratorCounts(a.accelerators, a.max_accelerators), kCmd, "--accelerators");
-  if (!a.url.empty() && !a.generate_to.empty()) {
+// Refuses flags that do not go together; fills the defaults that depend on others.
+void ResolveFlags(TrainArgs* a) {
+  if (!a->url.empty() && !a->generate_to.empty()) {
     Fail(kCmd, "--url", InvalidArgumentError("give either --url (an existing packed dataset) or --generate-to"));
   }
-  if (a.generate_only && a.generate_to.empty()) {
+  if (a->generate_only && a->generate_to.empty()) {
     Fail(kCmd, "--generate-only", InvalidArgumentError("--generate-only needs --generate-to"));
   }
-  if (a.emulate.empty()) a.emulate = a.url.empty() ? "ttfb=30ms,bw=25MB/s" : "none";
-  if (a.collate != "view" && a.collate != "copy") {
-    Fail(kCmd, "--collate", InvalidArgumentError("--collate is view or copy, not '" + a.collate + "'"));
+  if (a->emulate.empty()) a->emulate = a->url.empty() ? "ttfb=30ms,bw=25MB/s" : "none";
+  if (a->collate != "view" && a->collate != "copy") {
+    Fail(kCmd, "--collate", InvalidArgumentError("--collate is view or copy, not '" + a->collate + "'"));
   }
-  const RunRules rules;
-  const loader::StreamingOptions base = LoaderOptions(a, plan);
-  const size_t largest_n = *std::max_element(counts.begin(), counts.end());
-  const Sizing needed = SizeFor(rules, plan, base, largest_n, plan.w.record_size);
-  if (a.url.empty() && !a.samples && !a.quick) plan.w.samples = needed.samples;  // else as given, or --quick's
-  if (a.url.empty() && !a.quick) {
-    Say(a,
-        "dataset: " + std::to_string(plan.w.samples) + " samples" +
-            (plan.w.samples >= needed.samples ? " (" : " (fewer than the " + std::to_string(needed.samples) + " of ") +
-            needed.Explain(rules, plan.w.batch) + ")");
-  }
+}
 
-  std::string cache_root = a.cache.dir;
-  TempDir temp, cache_temp;
-  DatasetSource data = a.url.empty()
-                           ? GenerateDataset(a, plan, base, temp, cache_root.empty() ? TempRoot() : cache_root)
-                           : OpenDataset(a);
-  if (a.generate_only) return;
-  if (cache_root.empty()) {
-    cache_temp.path = MakeTemp("the loader's shard cache");
-    cache_root = cache_temp.path;
-  }
-  // The dataset's real size and field names, before any timing.
-  auto probe = Check(loader::StreamingDataset::Open(data.store, data.prefix, base), kCmd, data.where);
-  const uint64_t total = probe->size();
-  const uint64_t shard_bytes = probe->index().total_shard_bytes();
-  data.json["samples"] = total;
-  data.json["shards"] = probe->index().shards.size();
-  data.json["shard_bytes"] = shard_bytes;
+// A dataset to generate has, unless --samples or --quick say otherwise, what
+// the run rules need at the largest N (and says so).
+void SizeDataset(const TrainArgs& a, const RunRules& rules, const loader::StreamingOptions& base, size_t largest_n,
+                 Plan* plan) {
+  const Sizing needed = SizeFor(rules, base, ShapeOf(*plan, plan->w.record_size), largest_n);
+  if (a.url.empty() && !a.samples && !a.quick) plan->w.samples = needed.samples;  // else as given, or --quick's
+  if (!a.url.empty() || a.quick) return;
+  Say(a,
+      "dataset: " + std::to_string(plan->w.samples) + " samples" +
+          (plan->w.samples >= needed.samples ? " (" : " (fewer than the " + std::to_string(needed.samples) + " of ") +
+          needed.Explain(rules, plan->w.batch) + ")");
+}
+
+// The dataset as it is, read before any timing.
+struct Probed {
+  uint64_t samples = 0;
+  uint64_t shard_bytes = 0;
+  uint64_t record_bytes = 0;  // payload per sample: as generated, else from the shards (framing included)
+};
+
+Probed ProbeDataset(const TrainArgs& a, const Plan& plan, const loader::StreamingOptions& base,
+                    const std::string& cache_root, DatasetSource* data) {
+  auto probe = Check(loader::StreamingDataset::Open(data->store, data->prefix, base), kCmd, data->where);
+  Probed p;
+  p.samples = probe->size();
+  p.shard_bytes = probe->index().total_shard_bytes();
+  data->json["samples"] = p.samples;
+  data->json["shards"] = probe->index().shards.size();
+  data->json["shard_bytes"] = p.shard_bytes;
   probe.reset();
   if (!a.url.empty() && !a.no_cache) {  // a generated dataset's cache was checked with it
-    Check(CheckDiskSpace({{cache_root, std::min(base.cache_limit_bytes, shard_bytes), "shard cache"}},
+    Check(CheckDiskSpace({{cache_root, std::min(base.cache_limit_bytes, p.shard_bytes), "shard cache"}},
                          "point --cache-dir elsewhere or run with --no-cache"),
           kCmd, "--cache-dir");
   }
-  // Payload bytes per sample: as generated, else from the shards (framing included).
-  const uint64_t record_bytes = a.url.empty() || !total ? plan.w.record_size : shard_bytes / total;
-  // Whether the dataset as it is suffices (no rounding up to whole shards: it has its own).
-  Plan as_is = plan;
-  as_is.w.samples_per_file = 1;
-  const size_t sized_n = LargestSizedN(rules, as_is, base, counts, total, record_bytes);
+  p.record_bytes = a.url.empty() || !p.samples ? plan.w.record_size : p.shard_bytes / p.samples;
+  return p;
+}
+
+// Says up to which N the dataset as it is (its own shards, no rounding up)
+// can give valid results, or that --quick's never are.
+void SayValidity(const TrainArgs& a, const RunRules& rules, const Plan& plan, const loader::StreamingOptions& base,
+                 const std::vector<size_t>& counts, const Probed& probed) {
+  const size_t largest_n = *std::max_element(counts.begin(), counts.end());
+  DatasetShape as_is = ShapeOf(plan, probed.record_bytes);
+  as_is.samples_per_file = 1;
+  const size_t sized_n = LargestSizedN(rules, base, as_is, counts, probed.samples);
   if (a.quick) {
-    Say(a,
-        "--quick: a smoke run on " + std::to_string(total) + " samples; its figures are not valid under the run rules");
+    Say(a, "--quick: a smoke run on " + std::to_string(probed.samples) +
+               " samples; its figures are not valid under the run rules");
   } else if (sized_n < largest_n) {
-    const Sizing full = SizeFor(rules, as_is, base, largest_n, record_bytes);
-    Say(a, "note: " + std::to_string(total) +
+    const Sizing full = SizeFor(rules, base, as_is, largest_n);
+    Say(a, "note: " + std::to_string(probed.samples) +
                " samples make valid results possible up to N=" + std::to_string(sized_n) + " only (" +
                full.Explain(rules, plan.w.batch) + ": " + std::to_string(full.samples) + " samples)");
   }
+}
 
+// Every N and epoch asked, each result said as it comes; `*note` says why the sweep stopped early.
+std::vector<EpochResult> RunSweep(const TrainArgs& a, const RunRules& rules, const Plan& plan,
+                                  const loader::StreamingOptions& base, const std::vector<size_t>& counts,
+                                  const std::string& cache_root, const Probed& probed, DatasetSource* data,
+                                  std::string* note) {
   Say(a, "workload " + plan.w.name + " (" + a.accelerator + "): batch " + std::to_string(plan.w.batch) + ", compute " +
              FormatDuration(plan.compute_s) + " per batch, AU threshold " +
-             std::to_string(int(plan.threshold * 100 + 0.5)) + "%; " + std::to_string(total) + " samples from " +
-             data.where);
+             std::to_string(int(plan.threshold * 100 + 0.5)) + "%; " + std::to_string(probed.samples) +
+             " samples from " + data->where);
   SweepOptions so;
   so.counts = counts;
   so.epochs = a.epochs;
@@ -445,38 +367,29 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   so.threshold = plan.threshold;
   so.stop_below = !a.no_stop;
   so.min_n = a.min_accelerators;
-  so.samples = total;
+  so.samples = probed.samples;
   so.batch = plan.w.batch;
   so.rules = rules;
   so.smoke = a.quick;
-  SayBucketCeiling(a, base, &data.json);
+  SayBucketCeiling(a, base, &data->json);
   so.on_result = [&](const EpochResult& r) { Say(a, FormatResultLine(r)); };
-  std::string note;
-  auto results =
-      Check(Sweep(so, LoaderPrepare(data.store, data.prefix, base, cache_root, a.no_cache, plan.w.batch * record_bytes),
-                  &note),
-            kCmd, data.where);
-  if (!note.empty()) Say(a, note);
+  auto results = Check(
+      Sweep(so,
+            LoaderPrepare(data->store, data->prefix, base, cache_root, a.no_cache, plan.w.batch * probed.record_bytes),
+            note),
+      kCmd, data->where);
+  if (!note->empty()) Say(a, *note);
+  return results;
+}
 
-  nlohmann::json best = nlohmann::json::object();
-  std::string summary =
-      "largest N with AU >= " + std::to_string(int(plan.threshold * 100 + 0.5)) + "% and a valid result:";
-  for (uint64_t e = 1; e <= a.epochs; ++e) {
-    size_t n = LargestPassing(results, e, plan.threshold);
-    best[std::to_string(e)] = n;
-    summary += (e > 1 ? "," : "") + std::string(" epoch ") + std::to_string(e) +
-               (e == 1 || a.no_cache ? " (cold): " : " (warm): ") + std::to_string(n);
-  }
-  Say(a, summary);
-  if (a.quick) Say(a, "(--quick: no result is valid; run without it for figures to quote)");
-  uint64_t budget = 0;
-  Say(a, MemoryLine(results, base, plan.w.batch * record_bytes, &budget));
-  const std::string command = ReproduceCommand(a, plan);
-  Say(a, "reproduce: " + command);
-  if (a.json_path.empty()) return;
+// The run as `strata plan --from-bench` and bench/plot_train.py read it.
+nlohmann::json ResultsJson(const TrainArgs& a, const Plan& plan, const RunRules& rules,
+                           const loader::StreamingOptions& base, const DatasetSource& data,
+                           const std::vector<EpochResult>& results, const nlohmann::json& best, uint64_t budget,
+                           const std::string& note, const std::string& command) {
   nlohmann::json doc = {{"tool", "strata"},
                         {"label", a.label},
-                        {"workload", WorkloadJson(a, plan)},
+                        {"workload", WorkloadJson(plan.w, a.accelerator, plan.compute_s, plan.threshold)},
                         {"dataset", data.json},
                         {"threshold", plan.threshold},
                         {"rules", rules.ToJson()},
@@ -504,8 +417,42 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
                         {"command", command}};
   if (!note.empty()) doc["note"] = note;
   for (const auto& r : results) doc["results"].push_back(r.ToJson());
+  return doc;
+}
+
+void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags are resolved here
+  Plan plan = MakePlan(a);
+  const auto counts = Check(AcceleratorCounts(a.accelerators, a.max_accelerators), kCmd, "--accelerators");
+  ResolveFlags(&a);
+  const RunRules rules;
+  const loader::StreamingOptions base = LoaderOptions(a, plan);
+  SizeDataset(a, rules, base, *std::max_element(counts.begin(), counts.end()), &plan);
+
+  std::string cache_root = a.cache.dir;
+  TempDir temp, cache_temp;
+  DatasetSource data = a.url.empty()
+                           ? GenerateDataset(a, plan, base, temp, cache_root.empty() ? TempRoot() : cache_root)
+                           : OpenDataset(a);
+  if (a.generate_only) return;
+  if (cache_root.empty()) {
+    cache_temp.path = MakeTemp("the loader's shard cache");
+    cache_root = cache_temp.path;
+  }
+  const Probed probed = ProbeDataset(a, plan, base, cache_root, &data);
+  SayValidity(a, rules, plan, base, counts, probed);
+  std::string note;
+  const auto results = RunSweep(a, rules, plan, base, counts, cache_root, probed, &data, &note);
+
+  nlohmann::json best = nlohmann::json::object();
+  Say(a, LargestPassingLine(results, a.epochs, plan.threshold, a.no_cache, &best));
+  if (a.quick) Say(a, "(--quick: no result is valid; run without it for figures to quote)");
+  uint64_t budget = 0;
+  Say(a, MemoryLine(results, base, plan.w.batch * probed.record_bytes, PeakRssBytes(), &budget));
+  const std::string command = ReproduceCommand(a, plan);
+  Say(a, "reproduce: " + command);
+  if (a.json_path.empty()) return;
   std::ofstream out(a.json_path);
-  out << doc.dump(2) << "\n";
+  out << ResultsJson(a, plan, rules, base, data, results, best, budget, note, command).dump(2) << "\n";
   out.close();
   if (!out) Fail(kCmd, a.json_path, IOError("cannot write " + a.json_path));
 }

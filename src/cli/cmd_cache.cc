@@ -32,6 +32,7 @@ std::shared_ptr<cache::BlockCache> OpenDir(const CacheArgs& args, const char* cm
   options.ram_bytes = 0;
   options.disk_bytes = UINT64_MAX / 4;  // the owner's limit is not ours to apply
   options.read_only = !write;
+  options.headers_only = true;  // lists, evicts and checks headers and checksums: no key needed
   return Check(cache::BlockCache::Open(options), cmd, args.dir);
 }
 
@@ -127,10 +128,14 @@ void RunVerify(const CacheArgs& args) {
 
 void RunGroup(const CacheArgs& args) {
   const char* cmd = "cache group";
-  auto members = Check(group::ListGroupMembers(args.group_url), cmd, args.group_url);
   auto secret = group::ReadGroupSecret(args.group_secret_file);
   if (!secret.ok() && !args.group_secret_file.empty()) Fail(cmd, "--group-secret-file", secret.status());
-  const bool etcd = args.group_url.starts_with("etcd://");
+  const bool etcd = !args.group_url.starts_with("static://");
+  if (!secret.ok() && etcd) {
+    // etcd's records count only when their signature verifies, which needs the secret.
+    Fail(cmd, "--group-secret-file", secret.status().WithContext("an etcd group's members are known by its secret"));
+  }
+  auto members = Check(group::ListGroupMembers(args.group_url, secret.value_or("")), cmd, args.group_url);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& m : members) {
     nlohmann::json row{{"id", m.id}, {"address", m.address}};
@@ -143,8 +148,6 @@ void RunGroup(const CacheArgs& args) {
       } else {
         row["error"] = st.ok() ? "status is not JSON" : st.status().ToString();
       }
-    } else if (etcd) {
-      row["alive"] = true;  // its lease is live (a dead member's key expires)
     }
     out.push_back(std::move(row));
   }

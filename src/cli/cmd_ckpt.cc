@@ -138,6 +138,7 @@ std::unique_ptr<Location> OpenGroupSource(const CkptArgs& a, const CacheSettings
   go.disk_bytes = c.disk_bytes;
   go.ram_bytes = c.ram_bytes;
   go.block_size = c.block_size;
+  go.sealer = CacheSealer(cmd, c, c.dir);
   auto store = Check(group::JoinGroupStore(bucket, go), cmd, c.group);
   return StoreLocation(std::move(store));
 }
@@ -221,7 +222,7 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
                     .block_size = go.block_size,
                     .peer_deadline = go.deadline},
        .refused = {{kMetadataTtl, "a checkpoint is read once; its metadata is not kept"}},
-       .needs_group = kGroupMemberFlags | kCacheRam | kCacheDisk | kCacheDir | kBlockSize,
+       .needs_group = kGroupMemberFlags | kCacheRam | kCacheDisk | kCacheDir | kBlockSize | kCacheEncryptionKeyFile,
        .help = {{kCacheGroup,
                  "Read the source through a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,... "
                  "(N nodes pulling one checkpoint fetch each block from the bucket once; keep every member "

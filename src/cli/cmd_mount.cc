@@ -11,6 +11,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -142,12 +143,9 @@ Duration ParseTtl(const std::string& text, const char* flag) {
   return Check(ParseDuration(text, {.allow_forever = true}), "mount", flag);
 }
 
-void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
+// The file system's options from the flags (the cache's TTL flag sets the three TTLs not given).
+fs::FsOptions FsOptionsFrom(const MountArgs& a, const CacheFlags& cache_flags, const CacheSettings& c) {
   const char* cmd = "mount";
-  if (a.secrets_fd >= 0) ReadSecretsFd(a.secrets_fd);
-  const CacheSettings c = cache_flags.Settings();
-  const std::string mountpoint = Absolute(a.mountpoint);
-  if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, AlreadyExistsError("already a mount point"));
   fs::FsOptions fo;
   fo.attr_ttl = ParseTtl(a.attr_ttl, "--attr-ttl");
   fo.entry_ttl = ParseTtl(a.entry_ttl, "--entry-ttl");
@@ -174,60 +172,61 @@ void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
   fo.write_dir = !a.write_dir.empty() ? a.write_dir : !c.dir.empty() ? c.dir + "/writes" : "/tmp";
   // Bytes that could not be uploaded outlive the mount beside the cache.
   if (!c.dir.empty()) fo.lost_found_dir = c.dir + "/lost+found";
-  cache::CacheOptions co;
-  co.ram_bytes = c.ram_bytes;
-  co.dir = c.dir;
-  co.disk_bytes = c.disk_bytes;
-  co.block_size = c.block_size;
-  object::CloudProfile profile;
-  if (!a.emulate.empty()) profile = Check(object::ParseCloudProfile(a.emulate), cmd, "--emulate");
-  if (!a.log_level.empty()) SetLogLevel(a.log_level);
+  return fo;
+}
 
-  int ready_fd = a.foreground ? -1 : Daemonize();
-  // From here on threads may start: they must not take the stop signals.
-  fuse::BlockStopSignals();
-  object::ObjectStorePtr backend = Check(object::OpenStore(a.url), cmd, a.url);
-  // Fail now, with a clear message, rather than with EIO on the first ls.
+// The bucket, checked with one LIST (a clear message now rather than EIO on
+// the first ls), behind the cloud emulation when asked.
+object::ObjectStorePtr OpenBackend(const MountArgs& a, const object::CloudProfile& profile) {
+  object::ObjectStorePtr backend = Check(object::OpenStore(a.url), "mount", a.url);
   object::ListOptions probe;
   probe.max_keys = 1;
-  Check(backend->List(probe).status(), cmd, a.url);
+  Check(backend->List(probe).status(), "mount", a.url);
   if (!a.emulate.empty()) backend = object::EmulateCloud(backend, profile);
-  if (!fo.read_only) Check(io::DefaultFileSystem().CreateDirs(fo.write_dir), cmd, fo.write_dir);
-  auto cache = Check(cache::BlockCache::Open(co), cmd, c.dir.empty() ? "cache" : c.dir);
+  return backend;
+}
+
+std::shared_ptr<cache::CachedStore> OpenCachedStore(const MountArgs& a, const fs::FsOptions& fo,
+                                                    object::ObjectStorePtr backend,
+                                                    std::shared_ptr<cache::BlockCache> cache) {
+  const char* cmd = "mount";
   cache::CachedStoreOptions so;
   so.metadata_ttl = fo.attr_ttl;  // one staleness bound for attributes, whichever layer answers
   so.readahead_max_window = Check(ParseSize(a.readahead_max), cmd, "--readahead-max");
   so.readahead_global_bytes = Check(ParseSize(a.prefetch_budget), cmd, "--prefetch-budget");
   // A file read from its start is fetched in parallel blocks up to here at once.
   so.open_window = std::min<uint64_t>(so.readahead_max_window, 16ull << 20);
-  auto store = std::make_shared<cache::CachedStore>(backend, cache, so);
-  std::unique_ptr<group::GroupMember> member;  // destroyed after the file system stops reading
-  if (!c.group.empty()) {
-    group::JoinOptions jo;
-    jo.url = c.group;
-    jo.listen = c.peer_listen;
-    jo.secret = Check(group::ReadGroupSecret(c.group_secret_file), cmd, "--group-secret-file");
-    jo.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
-    if (!a.publish_dataset.empty()) {
-      // The bytes of this dataset this member caches, for the scheduler extender (src/csi/extender.h).
-      jo.record = [cache, dataset = a.publish_dataset, node = a.publish_node.empty() ? jo.listen : a.publish_node] {
-        const cache::CacheStats s = cache->Stats();
-        return nlohmann::json{{"node", node}, {"datasets", {{dataset, std::max(s.disk_bytes, s.ram_bytes)}}}}.dump();
-      };
-    }
-    member = Check(group::GroupMember::Join(jo), cmd, c.group);
-    member->Attach(store);
-    STRATA_LOG_INFO("mount: joined cache group {} as {}", c.group, member->address());
-  }
-  fs::ObjectFs filesystem(store, fo);
+  return std::make_shared<cache::CachedStore>(std::move(backend), std::move(cache), so);
+}
 
-  fuse::MountOptions mo;
-  mo.mountpoint = mountpoint;
-  mo.fsname = "strata:" + backend->Url();
-  mo.read_only = a.read_only;
-  mo.allow_other = a.allow_other;
-  mo.max_threads = static_cast<unsigned>(std::max(2, a.max_threads));
-  mo.on_mounted = [&] {
+// Joins the cache group, if one is given, and serves `store`'s blocks to it.
+std::unique_ptr<group::GroupMember> JoinGroup(const MountArgs& a, const CacheSettings& c,
+                                              const std::shared_ptr<cache::BlockCache>& cache,
+                                              const std::shared_ptr<cache::CachedStore>& store) {
+  if (c.group.empty()) return nullptr;
+  const char* cmd = "mount";
+  group::JoinOptions jo;
+  jo.url = c.group;
+  jo.listen = c.peer_listen;
+  jo.secret = Check(group::ReadGroupSecret(c.group_secret_file), cmd, "--group-secret-file");
+  jo.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
+  if (!a.publish_dataset.empty()) {
+    // The bytes of this dataset this member caches, for the scheduler extender (src/csi/extender.h).
+    jo.record = [cache, dataset = a.publish_dataset, node = a.publish_node.empty() ? jo.listen : a.publish_node] {
+      const cache::CacheStats s = cache->Stats();
+      return nlohmann::json{{"node", node}, {"datasets", {{dataset, std::max(s.disk_bytes, s.ram_bytes)}}}}.dump();
+    };
+  }
+  auto member = Check(group::GroupMember::Join(jo), cmd, c.group);
+  member->Attach(store);
+  STRATA_LOG_INFO("mount: joined cache group {} as {}", c.group, member->address());
+  return member;
+}
+
+// Once mounted: a daemon tells its parent (which exits) and detaches its output;
+// in the foreground, how to unmount.
+std::function<void()> OnMounted(const MountArgs& a, const std::string& mountpoint, int ready_fd) {
+  return [&a, mountpoint, ready_fd] {
     if (ready_fd >= 0) {
       std::cout << "strata: mounted " << a.url << " at " << mountpoint << " (pid " << getpid() << ")" << std::endl;
       DetachOutput(a.log_file);
@@ -239,6 +238,43 @@ void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
                 << "` to unmount" << std::endl;
     }
   };
+}
+
+void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
+  const char* cmd = "mount";
+  if (a.secrets_fd >= 0) ReadSecretsFd(a.secrets_fd);
+  const CacheSettings c = cache_flags.Settings();
+  const std::string mountpoint = Absolute(a.mountpoint);
+  if (fuse::IsMounted(mountpoint)) Fail(cmd, mountpoint, AlreadyExistsError("already a mount point"));
+  const fs::FsOptions fo = FsOptionsFrom(a, cache_flags, c);
+  cache::CacheOptions co;
+  co.ram_bytes = c.ram_bytes;
+  co.dir = c.dir;
+  co.disk_bytes = c.disk_bytes;
+  co.block_size = c.block_size;
+  co.sealer = CacheSealer(cmd, c, c.dir);
+  object::CloudProfile profile;
+  if (!a.emulate.empty()) profile = Check(object::ParseCloudProfile(a.emulate), cmd, "--emulate");
+  if (!a.log_level.empty()) SetLogLevel(a.log_level);
+
+  int ready_fd = a.foreground ? -1 : Daemonize();
+  // From here on threads may start: they must not take the stop signals.
+  fuse::BlockStopSignals();
+  object::ObjectStorePtr backend = OpenBackend(a, profile);
+  if (!fo.read_only) Check(io::DefaultFileSystem().CreateDirs(fo.write_dir), cmd, fo.write_dir);
+  auto cache = Check(cache::BlockCache::Open(co), cmd, c.dir.empty() ? "cache" : c.dir);
+  auto store = OpenCachedStore(a, fo, backend, cache);
+  // Destroyed after the file system stops reading.
+  std::unique_ptr<group::GroupMember> member = JoinGroup(a, c, cache, store);
+  fs::ObjectFs filesystem(store, fo);
+
+  fuse::MountOptions mo;
+  mo.mountpoint = mountpoint;
+  mo.fsname = "strata:" + backend->Url();
+  mo.read_only = a.read_only;
+  mo.allow_other = a.allow_other;
+  mo.max_threads = static_cast<unsigned>(std::max(2, a.max_threads));
+  mo.on_mounted = OnMounted(a, mountpoint, ready_fd);
   Status served = fuse::ServeMount(filesystem, mo);
   Status saved = filesystem.Shutdown();
   {

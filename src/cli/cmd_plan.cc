@@ -1,6 +1,6 @@
 // strata plan: sizes and prices the storage a training job needs, from flags,
 // a JSON file and measurements (`strata bench train --json`, the cache and
-// checkpoint benches, `strata profile --json`). The arithmetic is in plan_model.h.
+// checkpoint benches, `strata profile --json`). The arithmetic is in src/plan/model.h.
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -11,9 +11,9 @@
 
 #include "cli/command.h"
 #include "cli/demo.h"
-#include "cli/plan_input.h"
-#include "cli/plan_model.h"
-#include "cli/plan_yaml.h"
+#include "plan/input.h"
+#include "plan/model.h"
+#include "plan/yaml.h"
 
 namespace strata::cli {
 namespace {
@@ -98,40 +98,7 @@ void RunPlan(const PlanArgs& a) {
   auto input = Check(std::move(parsed), kCmd, where);
   auto report = Check(plan::MakePlan(input), kCmd, where);
   if (!a.png.empty()) {
-    // Three charts comparing the options (bench/plot.py).
-    nlohmann::json groups = nlohmann::json::array(), util = groups, all_in = groups, effective = groups;
-    nlohmann::json compute = groups, storage = groups, requests = groups, egress = groups;
-    const nlohmann::json j = plan::ToJson(report);
-    for (const auto& o : j["options"]) {
-      groups.push_back(o["name"]);
-      util.push_back(o["utilisation"].get<double>() * 100);
-      all_in.push_back(o["all_in_useful_hour_price"]);
-      effective.push_back(o["effective_hour_price"]);
-      compute.push_back(o["monthly"]["compute"]);
-      storage.push_back(o["monthly"]["storage"]);
-      requests.push_back(o["monthly"]["requests"]);
-      egress.push_back(o["monthly"]["egress"]);
-    }
-    nlohmann::json charts = {
-        {"title", "strata plan: " + std::to_string(input.accelerators) + " x " + input.accelerator_type},
-        {"charts",
-         {{{"title", "Accelerator utilisation"},
-           {"ylabel", "%"},
-           {"groups", groups},
-           {"series", {{{"label", "utilisation"}, {"values", util}}}}},
-          {{"title", "Cost per useful accelerator-hour"},
-           {"ylabel", "USD"},
-           {"groups", groups},
-           {"series",
-            {{{"label", "all in"}, {"values", all_in}}, {{"label", "compute / util"}, {"values", effective}}}}},
-          {{"title", "Monthly cost"},
-           {"ylabel", "USD"},
-           {"groups", groups},
-           {"series",
-            {{{"label", "compute"}, {"values", compute}},
-             {{"label", "storage"}, {"values", storage}},
-             {{"label", "requests"}, {"values", requests}},
-             {{"label", "egress"}, {"values", egress}}}}}}}};
+    const nlohmann::json charts = plan::Charts(report);
     Status st = PlotCharts(charts, a.png);
     if (!st.ok()) std::cerr << "strata: plan: no PNG: " << st.message() << "\n";
   }

@@ -1,6 +1,6 @@
 // strata profile: runs a command, records its file accesses under the given
 // directories (a strata mount's access log, else fanotify), and says what that pattern would cost against an
-// object store and what to do about it (profile_model.h).
+// object store and what to do about it (src/profile/model.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,10 +10,9 @@
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/demo.h"
-#include "cli/plan_model.h"
-#include "cli/profile_model.h"
-#include "cli/profile_record.h"
 #include "cli/util.h"
+#include "profile/model.h"
+#include "profile/record.h"
 
 namespace strata::cli {
 namespace {
@@ -60,49 +59,7 @@ void RunProfile(const ProfileArgs& a) {
     }
   }
   if (!a.png.empty()) {
-    nlohmann::json groups = nlohmann::json::array(), counts = groups;
-    for (const auto& b : report["size_histogram"]) {
-      groups.push_back("<= " + FormatBytes(b["le"].get<double>()));
-      counts.push_back(b["count"]);
-    }
-    const nlohmann::json& os = report["object_store"];
-    nlohmann::json charts = {
-        {"title", "strata profile"},
-        {"charts",
-         {{{"title", "File sizes (files read)"},
-           {"ylabel", "files"},
-           {"groups", groups},
-           {"series", {{{"label", "files"}, {"values", counts}}}}},
-          {{"title", "GETs against an object store"},
-           {"ylabel", "requests"},
-           {"groups", {"as files", "as shards"}},
-           {"series", {{{"label", "requests"}, {"values", {os["requests"], os["requests_if_sharded"]}}}}}}}}};
-    if (groups.empty()) charts["charts"].erase(0);
-    if (report.value("exact_reads", false)) {
-      // Exact reads: their sizes, and bytes over time.
-      const nlohmann::json& rd = report["reads"];
-      nlohmann::json rg = nlohmann::json::array(), rc = rg, tg = rg, tb = rg;
-      for (const auto& b : rd["size_histogram"]) {
-        rg.push_back("<= " + FormatBytes(b["le"].get<double>()));
-        rc.push_back(b["count"]);
-      }
-      const double w = rd["timeline"]["bucket_s"].get<double>();
-      size_t i = 0;
-      for (const auto& b : rd["timeline"]["bytes"]) {
-        char label[32];
-        std::snprintf(label, sizeof label, "%g", double(i++) * w);
-        tg.push_back(label);
-        tb.push_back(b.get<double>() / (1 << 20));
-      }
-      charts["charts"].push_back({{"title", "Read sizes (exact)"},
-                                  {"ylabel", "reads"},
-                                  {"groups", rg},
-                                  {"series", {{{"label", "reads"}, {"values", rc}}}}});
-      charts["charts"].push_back({{"title", "Read timeline (MiB per " + FormatDuration(w) + ", from second 0)"},
-                                  {"ylabel", "MiB"},
-                                  {"groups", tg},
-                                  {"series", {{{"label", "MiB read"}, {"values", tb}}}}});
-    }
+    const nlohmann::json charts = profile::Charts(report);
     Status st = PlotCharts(charts, a.png);
     if (!st.ok()) std::cerr << "strata: profile: no PNG: " << st.message() << "\n";
   }

@@ -94,6 +94,7 @@ gateway::GatewayConfig BuildConfig(const ServeArgs& a, const CacheFlags& cache, 
   if (cache.given(kCacheDisk)) c.cache.disk_bytes = s.disk_bytes;
   if (cache.given(kBlockSize)) c.cache.block_size = s.block_size;
   if (cache.given(kMetadataTtl)) c.cache.metadata_ttl = s.metadata_ttl;
+  if (cache.given(kCacheEncryptionKeyFile)) c.cache.encryption_key_file = s.encryption_key_file;
   ApplyDuration(a.backend_timeout, &c.cache.backend_timeout, "--backend-timeout");
   if (a.strict_revalidate) c.cache.strict_revalidate = true;
   ApplySize(a.max_header, &c.limits.max_header_bytes, "--max-header-bytes");

@@ -29,21 +29,22 @@ struct WarmArgs {
   int parallel = 16;
 };
 
-// This member's share: blocks whose owner among `members` is `self`.
+// This member's share: blocks whose owner among `members` is `self` (ownership is keyed by the group secret).
 class Share {
  public:
-  Share(std::vector<group::Member> members, std::string self) : self_(std::move(self)) {
+  Share(std::vector<group::Member> members, std::string self, std::string secret)
+      : self_(std::move(self)), secret_(std::move(secret)) {
     members.push_back({self_, self_});
     members_ = group::Canonical(std::move(members));
   }
   bool Owns(const cache::BlockId& id) const {
-    const group::Member* m = group::OwnerOf(members_, cache::HashBlockId(id));
+    const group::Member* m = group::OwnerOf(members_, group::BlockSeed(secret_, cache::HashBlockId(id)));
     return !m || m->id == self_;
   }
   size_t size() const { return members_.size(); }
 
  private:
-  std::string self_;
+  std::string self_, secret_;
   std::vector<group::Member> members_;
 };
 
@@ -85,6 +86,7 @@ void RunWarm(const WarmArgs& args, const CacheSettings& c) {
   options.disk_bytes = c.disk_bytes;
   options.block_size = c.block_size;
   options.ram_bytes = 0;  // warming targets the disk; RAM would only hold a copy
+  options.sealer = CacheSealer(cmd, c, c.dir);
   auto cache = Check(cache::BlockCache::Open(options), cmd, c.dir);
   cache::CachedStoreOptions store_options;
   store_options.readahead_threads = 0;
@@ -96,7 +98,9 @@ void RunWarm(const WarmArgs& args, const CacheSettings& c) {
       Fail(cmd, "--peer-listen", InvalidArgumentError("--cache-group needs this member's --peer-listen HOST:PORT"));
     }
     const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
-    share.emplace(Check(group::ListGroupMembers(c.group, deadline), cmd, c.group), c.peer_listen);
+    std::string secret = Check(group::ReadGroupSecret(c.group_secret_file), cmd, "--group-secret-file");
+    share.emplace(Check(group::ListGroupMembers(c.group, secret, deadline), cmd, c.group), c.peer_listen,
+                  std::move(secret));
     std::cerr << "strata: warm: warming this member's share (" << c.peer_listen << ", 1 of " << share->size()
               << " members of " << c.group << ")\n";
   }
@@ -140,10 +144,9 @@ CommandRegistrar registrar("warm", [](CLI::App& root) {
       {.command = "warm",
        .defaults = {.peer_listen = ""},
        .refused = {{kCacheRam, "warm fills the disk tier (--cache-dir); a RAM copy would be dropped at exit"},
-                   {kMetadataTtl, "warm lists and reads each object once"},
-                   {kGroupSecretFile, "warm reads the group's member list only, it asks no peer for blocks"}},
+                   {kMetadataTtl, "warm lists and reads each object once"}},
        .required = kCacheDir,
-       .needs_group = kPeerListen | kPeerDeadline,
+       .needs_group = kPeerListen | kPeerDeadline | kGroupSecretFile,
        .help = {{kCacheDir, "Cache directory (created if missing)"},
                 {kBlockSize, "Cache block size (default 4MiB; must match the readers')"},
                 {kCacheGroup,

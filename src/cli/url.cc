@@ -210,18 +210,14 @@ Result<Endpoint> OpenListing(const ObjectUrl& url) {
 namespace {
 
 // "s3://b/dir/name?q" -> ("s3://b/dir?q", "name"), splitting at the last '/'
-// at or before `before`.
+// at or before `before`; a bare name's directory is ".".
 std::pair<std::string, std::string> SplitDirName(std::string_view url, size_t before) {
-  std::string_view query;
-  if (url.starts_with("s3://")) {
-    size_t q = url.find('?');
-    if (q != std::string_view::npos) query = url.substr(q), url = url.substr(0, q);
-  }
-  size_t slash = url.rfind('/', std::min(before, url.size()));
-  if (slash == std::string_view::npos) return {"." + std::string(query), std::string(url)};
-  std::string dir(url.substr(0, slash));
+  const object::UrlDirName split = object::SplitUrlDirName(url, before);
+  const std::string query(split.query);
+  if (!split.dir) return {"." + query, std::string(split.name)};
+  std::string dir(*split.dir);
   if (dir.empty() || dir.ends_with(":/") || dir.ends_with(":")) dir += "/";
-  return {dir + std::string(query), std::string(url.substr(slash + 1))};
+  return {dir + query, std::string(split.name)};
 }
 
 }  // namespace

@@ -14,40 +14,12 @@
 
 namespace strata::cli {
 
-std::string FormatBytes(double bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char out[32];
-  std::snprintf(out, sizeof(out), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
-  return out;
-}
-
-std::string FormatRate(double bytes, double seconds) {
-  char out[32];
-  std::snprintf(out, sizeof(out), "%.1f MB/s", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
-  return out;
-}
-
 std::string FormatTime(WallTime t) {
   std::time_t secs = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char out[32];
   std::strftime(out, sizeof(out), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return out;
-}
-
-std::string FormatDuration(double seconds) {
-  char out[32];
-  if (seconds < 1) {
-    std::snprintf(out, sizeof(out), "%.0f ms", seconds * 1e3);
-  } else {
-    std::snprintf(out, sizeof(out), "%.2f s", seconds);
-  }
   return out;
 }
 

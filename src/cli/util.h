@@ -1,6 +1,6 @@
-// Small helpers shared by the strata commands: human-readable figures and a
+// Small helpers shared by the strata commands: a timestamp, whole writes and a
 // progress line on stderr for terminals. Values (sizes, durations, rates) are
-// parsed by base/units.h.
+// parsed and shown by base/units.h.
 #pragma once
 
 #include <atomic>
@@ -13,14 +13,12 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/units.h"
 #include "object/object_store.h"
 
 namespace strata::cli {
 
-std::string FormatBytes(double bytes);                 // "1.5 MiB"
-std::string FormatRate(double bytes, double seconds);  // "25.0 MB/s" (decimal, as bandwidths are quoted)
-std::string FormatTime(WallTime t);                    // "2026-11-21T10:00:00Z"
-std::string FormatDuration(double seconds);            // "1.23 s", "45 ms"
+std::string FormatTime(WallTime t);  // "2026-11-21T10:00:00Z"
 
 // Writes all of `data` to fd, retrying short writes and EINTR.
 Status WriteAll(int fd, std::string_view data);

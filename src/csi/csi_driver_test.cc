@@ -97,7 +97,7 @@ class CsiDriverTest : public ::testing::Test {
   static StringMap Secrets() {
     return {{"AWS_ACCESS_KEY_ID", rgw_->access_key()},
             {"AWS_SECRET_ACCESS_KEY", rgw_->secret_key()},
-            {"STRATA_GROUP_SECRET", "grp-5e3a7c1d9b"}};
+            {"STRATA_GROUP_SECRET", "grp-5e3a7c1d9b-a-group-secret-of-32-bytes"}};
   }
 
   void SetUp() override {

@@ -91,7 +91,7 @@ TEST_F(CsiExtenderTest, FilterAndPrioritizeFollowWhatMembersCache) {
     std::ofstream(data + "/s" + std::to_string(i)) << body;
   }
   std::filesystem::create_directories(dir_ + "/mnt");
-  testing::EnvOverrides env = {{"STRATA_GROUP_SECRET", "extender-test-secret"}};
+  testing::EnvOverrides env = {{"STRATA_GROUP_SECRET", "extender-test-secret-of-32-bytes-at-least"}};
   auto m = BackgroundProcess::Start(
       {std::string(std::getenv("STRATA_BINARY_DIR")) + "/src/cli/strata", "mount", "file://" + data, dir_ + "/mnt",
        "--foreground", "--cache-dir", dir_ + "/cache-a", "--cache-group", group_, "--peer-listen", "127.0.0.1:0",
@@ -109,7 +109,7 @@ TEST_F(CsiExtenderTest, FilterAndPrioritizeFollowWhatMembersCache) {
     group::JoinOptions jo;
     jo.url = group_;
     jo.listen = "127.0.0.1:0";
-    jo.secret = "extender-test-secret";
+    jo.secret = "extender-test-secret-of-32-bytes-at-least";
     jo.record = [node] { return json{{"node", node}, {"datasets", json::object()}}.dump(); };
     auto member = group::GroupMember::Join(jo);
     ASSERT_TRUE(member.ok()) << member.status();

@@ -27,7 +27,7 @@ Result<ClusterCache> ReadClusterCache(const std::vector<std::string>& groups) {
     STRATA_ASSIGN_OR_RETURN(group::GroupUrl g, group::ParseGroupUrl(url));
     if (g.scheme != "etcd") return InvalidArgumentError("--cache-group must be etcd://HOST:PORT/GROUP: " + url);
     group::EtcdOptions eo;
-    eo.endpoint = g.etcd_endpoint;
+    eo.endpoint = g.etcd;
     eo.group = g.group;
     STRATA_ASSIGN_OR_RETURN(auto records, group::EtcdMembership::ReadRecords(eo));
     for (const auto& [member, record] : records) {

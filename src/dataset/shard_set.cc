@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "base/coding.h"
 #include "base/executor.h"
 #include "base/hash.h"
 #include "dataset/byte_source.h"
@@ -159,12 +160,6 @@ class RangedSource : public ByteSource {
 
 constexpr uint64_t kScanChunk = 1 << 20;  // small members: ~1 GET per MiB; large ones: 1 per member
 
-uint64_t Le(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= uint64_t(p[i]) << (8 * i);
-  return v;
-}
-
 Result<ShardScan> ScanTar(RangedSource& src, ReadLimits limits) {
   ShardScan scan;
   std::set<std::string> fields;
@@ -189,10 +184,11 @@ Result<ShardScan> ScanTfRecord(RangedSource& src, ReadLimits limits) {
   };
   while (src.remaining() > 0) {
     uint64_t at = src.position();
-    if (src.remaining() < 12) return bad(at, "truncated record header (truncated shard?)");
-    STRATA_ASSIGN_OR_RETURN(Buffer head, src.Read(12));
-    uint64_t len = Le(head.data(), 8);
-    if (MaskCrc32c(Crc32c(head.data(), 8)) != Le(head.data() + 8, 4)) return bad(at, "length CRC mismatch");
+    if (src.remaining() < kTfRecordHeaderBytes) return bad(at, "truncated record header (truncated shard?)");
+    STRATA_ASSIGN_OR_RETURN(Buffer head, src.Read(kTfRecordHeaderBytes));
+    const std::optional<uint64_t> header_len = DecodeTfRecordHeader(head.data());
+    if (!header_len) return bad(at, "length CRC mismatch");
+    const uint64_t len = *header_len;
     if (len > limits.max_field_bytes) return bad(at, "record of " + std::to_string(len) + " bytes exceeds the limit");
     if (len + 4 > src.remaining()) {
       return bad(at, "record of " + std::to_string(len) + " bytes but only " + std::to_string(src.remaining()) +
@@ -214,11 +210,8 @@ Result<ShardScan> ScanTfRecord(RangedSource& src, ReadLimits limits) {
   return scan;
 }
 
-void PutLe(std::string* out, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
 void PutBytes(std::string* out, std::string_view s) {
-  PutLe(out, s.size(), 4);
+  PutFixed32(out, static_cast<uint32_t>(s.size()));
   out->append(s);
 }
 
@@ -280,14 +273,14 @@ Result<ShardScan> ScanShard(object::ObjectStore& store, const std::string& key, 
 
 Buffer EncodeShardScan(const ShardScan& scan) {
   std::string out(kScanMagic, 8);
-  PutLe(&out, static_cast<uint32_t>(scan.format) + 1, 4);
-  PutLe(&out, scan.size, 8);
+  PutFixed32(&out, static_cast<uint32_t>(scan.format) + 1);
+  PutFixed64(&out, scan.size);
   PutBytes(&out, scan.etag);
-  PutLe(&out, scan.offsets.size(), 8);
-  for (uint64_t o : scan.offsets) PutLe(&out, o, 8);
-  PutLe(&out, scan.fields.size(), 4);
+  PutFixed64(&out, scan.offsets.size());
+  for (uint64_t o : scan.offsets) PutFixed64(&out, o);
+  PutFixed32(&out, static_cast<uint32_t>(scan.fields.size()));
   for (const auto& f : scan.fields) PutBytes(&out, f);
-  PutLe(&out, MaskCrc32c(Crc32c(out.data(), out.size())), 4);
+  PutFixed32(&out, MaskCrc32c(Crc32c(out.data(), out.size())));
   return Buffer::FromString(std::move(out));
 }
 
@@ -296,40 +289,39 @@ Result<ShardScan> DecodeShardScan(const Buffer& data, const std::string& name) {
   const uint8_t* p = data.data();
   const size_t n = data.size();
   if (n < 8 + 4 + 8 + 4 + 8 + 4 + 4 || std::memcmp(p, kScanMagic, 8) != 0) return bad("wrong magic or too short");
-  if (MaskCrc32c(Crc32c(p, n - 4)) != Le(p + n - 4, 4)) return bad("checksum mismatch");
-  size_t pos = 8;
-  const size_t end = n - 4;
-  auto take = [&](int bytes, uint64_t* v) {
-    if (end - pos < static_cast<size_t>(bytes)) return false;
-    *v = Le(p + pos, bytes);
-    pos += bytes;
+  if (MaskCrc32c(Crc32c(p, n - 4)) != DecodeFixed32(p + n - 4)) return bad("checksum mismatch");
+  std::string_view in(reinterpret_cast<const char*>(p) + 8, n - 8 - 4);  // after the magic, before the CRC
+  auto take32 = [&](uint64_t* v) {
+    uint32_t v32 = 0;
+    if (!GetFixed32(&in, &v32)) return false;
+    *v = v32;
     return true;
   };
   auto take_string = [&](std::string* s) {
     uint64_t len = 0;
-    if (!take(4, &len) || end - pos < len) return false;
-    s->assign(reinterpret_cast<const char*>(p + pos), len);
-    pos += len;
+    if (!take32(&len) || in.size() < len) return false;
+    s->assign(in.substr(0, len));
+    in.remove_prefix(len);
     return true;
   };
   ShardScan scan;
   uint64_t format = 0, count = 0, nfields = 0;
-  if (!take(4, &format) || format < 1 || format > 3) return bad("unknown format");
+  if (!take32(&format) || format < 1 || format > 3) return bad("unknown format");
   scan.format = static_cast<ShardFormat>(format - 1);
-  if (!take(8, &scan.size) || !take_string(&scan.etag) || !take(8, &count)) return bad("truncated");
-  if (count > (end - pos) / 8) return bad("offset count " + std::to_string(count) + " exceeds the data");
+  if (!GetFixed64(&in, &scan.size) || !take_string(&scan.etag) || !GetFixed64(&in, &count)) return bad("truncated");
+  if (count > in.size() / 8) return bad("offset count " + std::to_string(count) + " exceeds the data");
   scan.offsets.resize(count);
   for (uint64_t i = 0; i < count; ++i) {
-    take(8, &scan.offsets[i]);
+    GetFixed64(&in, &scan.offsets[i]);
     if ((i > 0 && scan.offsets[i] < scan.offsets[i - 1]) || scan.offsets[i] > scan.size) return bad("bad offsets");
   }
   if (count == 1) return bad("one offset (needs none or at least two)");
-  if (!take(4, &nfields) || nfields > (end - pos) / 4) return bad("bad field count");
+  if (!take32(&nfields) || nfields > in.size() / 4) return bad("bad field count");
   scan.fields.resize(nfields);
   for (auto& f : scan.fields) {
     if (!take_string(&f)) return bad("truncated field name");
   }
-  if (pos != end) return bad("trailing bytes");
+  if (!in.empty()) return bad("trailing bytes");
   return scan;
 }
 

@@ -240,6 +240,11 @@ bool ParseInt64(std::string_view s, int64_t* v) {
 
 }  // namespace
 
+std::optional<uint64_t> DecodeTfRecordHeader(const uint8_t* head) {
+  if (MaskCrc32c(Crc32c(head, 8)) != DecodeFixed32(head + 8)) return std::nullopt;
+  return DecodeFixed64(head);
+}
+
 Status TfRecordWriter::Write(const Buffer& payload) {
   std::string head;
   PutFixed64(&head, payload.size());
@@ -259,12 +264,11 @@ Result<std::optional<Buffer>> TfRecordReader::Next() {
   uint64_t offset = src_.position();
   record_offset_ = offset;
   if (src_.remaining() == 0) return std::optional<Buffer>();
-  if (src_.remaining() < 12) return Error(offset, "truncated record header");
-  STRATA_ASSIGN_OR_RETURN(Buffer head, src_.Read(12));
-  uint64_t len = DecodeFixed64(head.data());
-  if (MaskCrc32c(Crc32c(head.data(), 8)) != DecodeFixed32(head.data() + 8)) {
-    return Error(offset, "length CRC mismatch (corrupt length field)");
-  }
+  if (src_.remaining() < kTfRecordHeaderBytes) return Error(offset, "truncated record header");
+  STRATA_ASSIGN_OR_RETURN(Buffer head, src_.Read(kTfRecordHeaderBytes));
+  const std::optional<uint64_t> header_len = DecodeTfRecordHeader(head.data());
+  if (!header_len) return Error(offset, "length CRC mismatch (corrupt length field)");
+  const uint64_t len = *header_len;
   if (len > src_.remaining() || src_.remaining() - len < 4) {
     return Error(offset, "record of " + std::to_string(len) + " bytes but only " + std::to_string(src_.remaining()) +
                              " remain (truncated shard?)");

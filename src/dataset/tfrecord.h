@@ -18,6 +18,11 @@
 namespace strata::dataset {
 
 inline constexpr uint64_t kTfRecordOverhead = 16;
+inline constexpr uint64_t kTfRecordHeaderBytes = 12;  // the length and its CRC
+
+// A record's header (kTfRecordHeaderBytes at `head`): its payload length, or
+// nullopt when the length's CRC does not match (a corrupt length field).
+std::optional<uint64_t> DecodeTfRecordHeader(const uint8_t* head);
 
 class TfRecordWriter {
  public:

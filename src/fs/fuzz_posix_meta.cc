@@ -9,8 +9,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  std::map<std::string, std::string> user = {
-      {"mode", std::string(in)}, {"uid", std::string(in)}, {"gid", std::string(in)}, {"mtime", std::string(in)}};
+  std::map<std::string, std::string> user = {{"mode", std::string(in)},
+                                             {"uid", std::string(in)},
+                                             {"gid", std::string(in)},
+                                             {"mtime", std::string(in)},
+                                             {"rdev", std::string(in)}};
   strata::fs::PosixMeta m = strata::fs::DecodePosixMeta(user);
   if (m.mtime) {
     auto again = strata::fs::ParseMtime(strata::fs::FormatMtime(*m.mtime));

@@ -1,4 +1,4 @@
-// ObjectFs: the cold path across files, and versions kept apart.
+// ObjectFs: files fetched ahead of their opens.
 //
 // A process that reads the files of a directory one after another (`cat
 // dir/*`, cp -r, a tar of a tree) opens them in listing order. Each open
@@ -8,6 +8,8 @@
 // an open follows the previous one in listing order, the next files are
 // fetched into the cache ahead of their opens (within CachedStore's global
 // read-ahead budget). Opens in any other order fetch nothing ahead.
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "base/log.h"
@@ -16,84 +18,69 @@
 
 namespace strata::fs {
 
-std::vector<std::pair<std::string, object::ObjectInfo>> ObjectFs::NoteOpenLocked(const Inode& inode) {
-  std::vector<std::pair<std::string, object::ObjectInfo>> ahead;
+ObjectFs::Prefetches ObjectFs::NoteOpen(const Inode& inode) {
+  Prefetches ahead;
   if (options_.prefetch_files == 0 || inode.is_dir || !inode.attached) return ahead;
-  Inode* dir = FindLocked(inode.parent);
-  if (dir == nullptr || !dir->is_dir) return ahead;
+  Inode* dir = inodes_.FindDir(inode.parent);
+  if (dir == nullptr) return ahead;
+  OpenOrder& order = dir->dir->opens;
+  const std::map<std::string, Ino>& children = dir->dir->children;
   const std::string& name = inode.name;
-  if (name == dir->last_open) return ahead;  // opened again: says nothing about the order
+  if (name == order.last_open) return ahead;  // opened again: says nothing about the order
   auto is_file = [&](Ino ino) {
-    mu_.AssertHeld();  // called right here, under the caller's lock
-    const Inode* c = FindLocked(ino);
+    AssertInodeLockHeld();  // called right here, under the caller's lock
+    const Inode* c = inodes_.Find(ino);
     return c != nullptr && !c->is_dir;
   };
   // In order: the next file after the last one opened, or one already
   // fetched ahead (the reader is catching up with the prefetch).
   bool in_order = false;
-  if (!dir->last_open.empty() && name > dir->last_open) {
-    if (!dir->prefetched_until.empty() && name <= dir->prefetched_until) {
+  if (!order.last_open.empty() && name > order.last_open) {
+    if (!order.prefetched_until.empty() && name <= order.prefetched_until) {
       in_order = true;
     } else {
-      for (auto it = dir->children.upper_bound(dir->last_open); it != dir->children.end(); ++it) {
+      for (auto it = children.upper_bound(order.last_open); it != children.end(); ++it) {
         if (!is_file(it->second)) continue;
         in_order = it->first == name;
         break;
       }
     }
   }
-  dir->last_open = name;
-  dir->opens_in_order = in_order ? dir->opens_in_order + 1 : 0;
+  order.last_open = name;
+  order.in_order = in_order ? order.in_order + 1 : 0;
   if (!in_order) {
-    dir->prefetched_until.clear();
+    order.prefetched_until.clear();
     return ahead;
   }
   // The window: the next prefetch_files files after this one; those not
   // issued by an earlier open are fetched now.
   size_t seen = 0;
-  std::string until = dir->prefetched_until;
-  for (auto it = dir->children.upper_bound(name); it != dir->children.end() && seen < options_.prefetch_files; ++it) {
-    const Inode* c = FindLocked(it->second);
+  std::string until = order.prefetched_until;
+  for (auto it = children.upper_bound(name); it != children.end() && seen < options_.prefetch_files; ++it) {
+    const Inode* c = inodes_.Find(it->second);
     if (c == nullptr || c->is_dir) continue;
     ++seen;
-    if (!dir->prefetched_until.empty() && it->first <= dir->prefetched_until) continue;
+    if (!order.prefetched_until.empty() && it->first <= order.prefetched_until) continue;
     until = it->first;
-    if (c->symlink || c->writer || c->etag.empty() || c->size == 0) continue;
+    const FileState& f = *c->file;
+    if (f.type != S_IFREG || f.writer || f.etag.empty() || f.size == 0) continue;
     object::ObjectInfo info;
     info.key = c->path;
-    info.size = c->size;
-    info.etag = c->etag;
-    info.mtime = c->mtime;
+    info.size = f.size;
+    info.etag = f.etag;
+    info.mtime = f.mtime;
     ahead.emplace_back(c->path, std::move(info));
   }
-  dir->prefetched_until = until;
+  order.prefetched_until = until;
   return ahead;
 }
 
-void ObjectFs::PrefetchFiles(const std::vector<std::pair<std::string, object::ObjectInfo>>& files) {
+void ObjectFs::PrefetchFiles(const Prefetches& files) {
   uint64_t issued = 0;
   for (const auto& [path, info] : files) {
     if (store_->Prefetch(path, info, options_.prefetch_file_bytes) > 0) ++issued;
   }
-  if (issued == 0) return;
-  MutexLock lock(mu_);
   counters_.prefetched_files += issued;
-}
-
-ObjectFs::Inode& ObjectFs::NewVersionLocked(Inode& parent, Inode& child) {
-  ++counters_.new_versions;
-  const std::string name = child.name;
-  const uint32_t perm = child.perm, uid = child.uid, gid = child.gid;
-  // The old inode stays, unattached, while its handles and kernel
-  // references last: it keeps answering with the version they opened.
-  DetachLocked(parent, name);
-  child.superseded = true;
-  Inode& fresh = UpsertLocked(parent, name, false);
-  fresh.perm = perm;  // until the new version's own attributes are read
-  fresh.uid = uid;
-  fresh.gid = gid;
-  STRATA_LOG_DEBUG("mount: /{} was replaced while open; the new version is inode {}", fresh.path, fresh.ino);
-  return fresh;
 }
 
 }  // namespace strata::fs

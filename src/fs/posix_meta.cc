@@ -97,8 +97,17 @@ std::optional<uint32_t> ParseMode(std::string_view s) {
   auto v = ParseDecimal(s, 0177777);
   if (!v) return std::nullopt;
   const uint32_t type = static_cast<uint32_t>(*v) & S_IFMT;
-  if (type != 0 && type != S_IFREG && type != S_IFDIR && type != S_IFLNK) return std::nullopt;
-  return static_cast<uint32_t>(*v);
+  switch (type) {
+    case 0:
+    case S_IFREG:
+    case S_IFDIR:
+    case S_IFLNK:
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK: return static_cast<uint32_t>(*v);
+    default: return std::nullopt;
+  }
 }
 
 std::optional<WallTime> ParseMtime(std::string_view s) {
@@ -145,6 +154,7 @@ PosixMeta DecodePosixMeta(const std::map<std::string, std::string>& user) {
   if (const std::string* v = get(kMetaGid))
     if (auto n = ParseDecimal(*v, 0xfffffffe)) m.gid = static_cast<uint32_t>(*n);
   if (const std::string* v = get(kMetaMtime)) m.mtime = ParseMtime(*v);
+  if (const std::string* v = get(kMetaRdev)) m.rdev = ParseDecimal(*v, UINT32_MAX);
   return m;
 }
 
@@ -153,6 +163,7 @@ void EncodePosixMeta(const PosixMeta& meta, std::map<std::string, std::string>* 
   if (meta.uid) (*user)[std::string(kMetaUid)] = std::to_string(*meta.uid);
   if (meta.gid) (*user)[std::string(kMetaGid)] = std::to_string(*meta.gid);
   if (meta.mtime) (*user)[std::string(kMetaMtime)] = FormatMtime(*meta.mtime);
+  if (meta.rdev) (*user)[std::string(kMetaRdev)] = std::to_string(*meta.rdev);
 }
 
 }  // namespace strata::fs

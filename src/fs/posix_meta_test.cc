@@ -21,6 +21,14 @@ TEST(PosixMetaTest, ReadsWhatS3fsAndRcloneWrite) {
   EXPECT_EQ(DecodePosixMeta({{"mode", "41471"}}).mode, S_IFLNK | 0777u) << "an s3fs symlink";
   EXPECT_EQ(DecodePosixMeta({{"mode", "16877"}}).mode, S_IFDIR | 0755u) << "an s3fs directory";
   EXPECT_EQ(DecodePosixMeta({{"mode", "493"}}).mode, 0755u) << "permission bits only";
+  // s3fs's special files: empty objects whose mode carries the type.
+  EXPECT_EQ(DecodePosixMeta({{"mode", "4516"}}).mode, S_IFIFO | 0644u) << "an s3fs FIFO";
+  EXPECT_EQ(DecodePosixMeta({{"mode", "49645"}}).mode, S_IFSOCK | 0755u) << "an s3fs socket";
+  PosixMeta dev = DecodePosixMeta({{"mode", "8576"}, {"rdev", "259"}});
+  EXPECT_EQ(dev.mode, S_IFCHR | 0600u);
+  EXPECT_EQ(dev.rdev, 259u);
+  EXPECT_EQ(DecodePosixMeta({{"mode", "25008"}}).mode, S_IFBLK | 0660u);
+  EXPECT_EQ(DecodePosixMeta({{"rdev", "-1"}}).rdev, std::nullopt);
   // rclone: float seconds (nanoseconds); RFC 3339 too.
   EXPECT_EQ(ParseMtime("1577836800.123456789"), At(1577836800, 123456789));
   EXPECT_EQ(ParseMtime("1577836800.5"), At(1577836800, 500000000));
@@ -31,7 +39,7 @@ TEST(PosixMetaTest, ReadsWhatS3fsAndRcloneWrite) {
 
 TEST(PosixMetaTest, BadValuesAreLeftUnset) {
   for (const char* bad : {"", "-1", "+5", "12a", "0x10", " 33188", "33188 ", "99999999999999999999999", "65536",
-                          "4516" /* S_IFIFO|0644: not stored here */, "8612" /* S_IFCHR */}) {
+                          "12708" /* 0030644: no such type */, "61860" /* 0170644 */}) {
     EXPECT_EQ(ParseMode(bad), std::nullopt) << bad;
   }
   PosixMeta m = DecodePosixMeta({{"mode", "junk"}, {"uid", "4294967295"}, {"gid", "-3"}, {"mtime", "yesterday"}});
@@ -48,7 +56,7 @@ TEST(PosixMetaTest, BadValuesAreLeftUnset) {
 
 TEST(PosixMetaTest, EncodesAsS3fsDoesAndRoundTrips) {
   std::map<std::string, std::string> user = {{"other", "kept"}, {"mode", "1"}};
-  PosixMeta m{S_IFREG | 0640, 7, 8, At(1700000000)};
+  PosixMeta m{S_IFREG | 0640, 7, 8, At(1700000000), std::nullopt};
   EncodePosixMeta(m, &user);
   EXPECT_EQ(user["mode"], "33184");
   EXPECT_EQ(user["uid"], "7");
@@ -61,8 +69,13 @@ TEST(PosixMetaTest, EncodesAsS3fsDoesAndRoundTrips) {
   EXPECT_EQ(user["mtime"], "1700000000.000000042");
   EXPECT_EQ(DecodePosixMeta(user), m);
   std::map<std::string, std::string> only;
-  EncodePosixMeta(PosixMeta{std::nullopt, 5, std::nullopt, std::nullopt}, &only);
+  EncodePosixMeta(PosixMeta{std::nullopt, 5, std::nullopt, std::nullopt, std::nullopt}, &only);
   EXPECT_EQ(only.size(), 1u) << "unset fields are not written";
+  PosixMeta dev{S_IFBLK | 0660, 0, 0, At(1), 2049};
+  EncodePosixMeta(dev, &only);
+  EXPECT_EQ(only["mode"], "25008");
+  EXPECT_EQ(only["rdev"], "2049");
+  EXPECT_EQ(DecodePosixMeta(only), dev);
 }
 
 }  // namespace

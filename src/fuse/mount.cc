@@ -29,6 +29,7 @@ namespace {
 using fs::Attr;
 using fs::Ino;
 using fs::ObjectFs;
+using fs::Owner;
 
 struct Context {
   ObjectFs* fs;
@@ -40,6 +41,14 @@ struct Context {
 Context& Ctx(fuse_req_t req) { return *static_cast<Context*>(fuse_req_userdata(req)); }
 ObjectFs& Fs(fuse_req_t req) { return *Ctx(req).fs; }
 
+// The owner of what the caller creates: the caller where other users share
+// the mount; else the mount's --uid/--gid (the only user is its owner).
+std::optional<Owner> Caller(fuse_req_t req) {
+  if (!Ctx(req).options->allow_other) return std::nullopt;
+  const fuse_ctx* c = fuse_req_ctx(req);
+  return Owner{static_cast<uint32_t>(c->uid), static_cast<uint32_t>(c->gid)};
+}
+
 double Secs(Duration d) { return std::chrono::duration<double>(d).count(); }
 
 struct stat ToStat(const Attr& a) {
@@ -49,6 +58,7 @@ struct stat ToStat(const Attr& a) {
   st.st_nlink = a.nlink;
   st.st_uid = a.uid;
   st.st_gid = a.gid;
+  st.st_rdev = static_cast<dev_t>(a.rdev);
   st.st_size = static_cast<off_t>(a.size);
   st.st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
   st.st_blksize = 1 << 20;  // tools size their buffers from it (cat, cp: 1 MiB reads)
@@ -239,7 +249,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
-  auto r = Fs(req).Create(parent, name, mode, fi->flags);
+  auto r = Fs(req).Create(parent, name, mode, fi->flags, Caller(req));
   if (!r.ok()) return Fail(req, r.status());
   FillOpen(fi, r->second);
   LogOpen(req, r->first.attr.ino, fi);
@@ -283,7 +293,7 @@ void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) { Fail(req, F
 void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) { Fail(req, Fs(req).Rmdir(parent, name)); }
 
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-  auto e = Fs(req).Mkdir(parent, name, mode);
+  auto e = Fs(req).Mkdir(parent, name, mode, Caller(req));
   if (!e.ok()) return Fail(req, e.status());
   fuse_entry_param p = ToEntry(*e);
   if (fuse_reply_entry(req, &p) != 0) Fs(req).Forget(e->attr.ino, 1);
@@ -299,7 +309,7 @@ void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* ne
 }
 
 void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
-  auto e = Fs(req).Symlink(parent, name, link);
+  auto e = Fs(req).Symlink(parent, name, link, Caller(req));
   if (!e.ok()) return Fail(req, e.status());
   fuse_entry_param p = ToEntry(*e);
   if (fuse_reply_entry(req, &p) != 0) Fs(req).Forget(e->attr.ino, 1);
@@ -311,8 +321,11 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
   fuse_reply_readlink(req, target->c_str());
 }
 
-void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
-  Fail(req, Fs(req).Mknod(parent, name, mode));
+void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  auto e = Fs(req).Mknod(parent, name, mode, rdev, Caller(req));
+  if (!e.ok()) return Fail(req, e.status());
+  fuse_entry_param p = ToEntry(*e);
+  if (fuse_reply_entry(req, &p) != 0) Fs(req).Forget(e->attr.ino, 1);
 }
 
 // The profiling switch (access_log.h): only kProfileXattr on the root, only

@@ -67,7 +67,7 @@ class BucketSet {
   // AlreadyExists when two backends claim the same bucket name.
   static Result<std::unique_ptr<BucketSet>> Open(const std::vector<std::string>& backend_urls,
                                                  std::shared_ptr<cache::BlockCache> cache, Options options);
-  // For tests: fixed buckets over given stores (no file root: CreateBucket is NotSupported).
+  // Fixed buckets over given stores, e.g. mem:// ones (no file root: CreateBucket is NotSupported).
   static std::unique_ptr<BucketSet> FromStores(const std::map<std::string, object::ObjectStorePtr>& stores,
                                                std::shared_ptr<cache::BlockCache> cache, Options options = {});
 

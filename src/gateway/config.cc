@@ -109,6 +109,7 @@ Status ReadCache(const Json& doc, GatewayCacheConfig* c) {
     if (!it->is_boolean()) return Bad("cache.strict_revalidate", "expected true or false");
     c->strict_revalidate = it->get<bool>();
   }
+  STRATA_RETURN_IF_ERROR(ReadString(o, "encryption_key_file", &c->encryption_key_file));
   return ReadString(o, "dir", &c->dir);
 }
 
@@ -170,6 +171,9 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   STRATA_RETURN_IF_ERROR(ParseListenAddress(c.listen, &host, &port));
   if (c.limits.max_header_bytes < 1024) return InvalidArgumentError("limits.max_header_bytes must be >= 1024");
   if (c.cache.block_size < 4096) return InvalidArgumentError("cache.block_size must be >= 4 KiB");
+  if (!c.cache.encryption_key_file.empty() && c.cache.dir.empty()) {
+    return InvalidArgumentError("cache.encryption_key_file needs cache.dir (only a disk tier is encrypted)");
+  }
   return Status::Ok();
 }
 

@@ -11,7 +11,8 @@
 //   "emulate": "ttfb=30ms,bw=25MB/s",
 //   "cache": {"ram": "1GiB", "dir": "/var/cache/strata", "disk": "10GiB",
 //             "block_size": "4MiB", "metadata_ttl": "10s", "backend_timeout": "60s",
-//             "revalidate_timeout": "1s", "strict_revalidate": false},
+//             "revalidate_timeout": "1s", "strict_revalidate": false,
+//             "encryption_key_file": "/etc/strata/cache.key"},   (32 bytes, mode 0600; "": clear)
 //   "access_log": "/var/log/strata-access.log"   ("-" = stderr, "" = off)
 //   "io_threads": 2, "workers": 32,
 //   "limits": {"max_header_bytes": 65536, "max_body_bytes": "5GiB", "max_inflight_bytes": "256MiB",
@@ -85,6 +86,8 @@ struct GatewayCacheConfig {
   Duration backend_timeout = std::chrono::seconds(60);
   Duration revalidate_timeout = std::chrono::seconds(1);
   bool strict_revalidate = false;
+  // A 32-byte key file (mode 0600) encrypting `dir` at rest; empty: clear.
+  std::string encryption_key_file;
 };
 
 struct GatewayConfig {

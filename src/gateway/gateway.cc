@@ -17,7 +17,11 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(
     const GatewayConfig& config, std::function<void(const std::shared_ptr<cache::CachedStore>&)> on_store) {
   STRATA_RETURN_IF_ERROR(ValidateGatewayConfig(config));
   std::unique_ptr<Gateway> g(new Gateway());
-  STRATA_ASSIGN_OR_RETURN(g->cache_, cache::BlockCache::Open(CacheOptionsFor(config)));
+  cache::CacheOptions co = CacheOptionsFor(config);
+  if (!config.cache.encryption_key_file.empty()) {
+    STRATA_ASSIGN_OR_RETURN(co.sealer, cache::BlockSealer::FromKeyFile(config.cache.encryption_key_file));
+  }
+  STRATA_ASSIGN_OR_RETURN(g->cache_, cache::BlockCache::Open(co));
   BucketSet::Options bo;
   if (!config.emulate.empty()) {
     STRATA_ASSIGN_OR_RETURN(object::CloudProfile profile, object::ParseCloudProfile(config.emulate));

@@ -42,7 +42,7 @@ class Gateway {
   std::unique_ptr<GatewayServer> server_;
 };
 
-// The CacheOptions / handler options a config implies (exposed for tests).
+// The CacheOptions a config implies (what Gateway::Create opens its cache with).
 cache::CacheOptions CacheOptionsFor(const GatewayConfig& config);
 
 }  // namespace strata::gateway

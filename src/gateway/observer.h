@@ -45,10 +45,11 @@ class GatewayObserver {
   void ConnectionRefused() { refused_->Inc(); }
   // Refreshes derived gauges, then renders the whole registry.
   std::string RenderMetrics();
-  // One access-log line (no newline), exposed for tests.
-  static std::string FormatLogLine(const RequestRecord& r);
 
  private:
+  friend class GatewayObserverTestPeer;
+  // One access-log line (no newline).
+  static std::string FormatLogLine(const RequestRecord& r);
   GatewayObserver() = default;
   cache::BlockCache* cache_ = nullptr;
   Mutex log_mu_;  // one line at a time (the pointer is set once, at Create)

@@ -127,24 +127,41 @@ Status HeadBucket(Ctx& ctx) {
   return Status::Ok();
 }
 
+namespace {
+
+// CreateBucket of a bucket that exists. Whose it is decides, as S3 answers:
+// another's is BucketAlreadyExists; the requester's is BucketAlreadyOwnedByYou,
+// except in us-east-1, where (for legacy compatibility) S3 answers 200 and
+// resets the bucket's ACL to the request's.
+Status RecreateBucket(Ctx& ctx, CannedAcl acl) {
+  const AccessPolicy& policy = ctx.handler.options().access;
+  auto existing = ctx.buckets().Record(ctx.target.bucket);
+  if (!existing.ok() || !policy.OwnerRights(ctx.who, policy.Effective(ctx.target.bucket, *existing))) {
+    return S3Error(Code::kAlreadyExists, "BucketAlreadyExists",
+                   "The requested bucket name is not available. Please select a different name and try again.");
+  }
+  if (ctx.handler.options().region != "us-east-1") {
+    return S3Error(Code::kAlreadyExists, "BucketAlreadyOwnedByYou",
+                   "Your previous request to create the named bucket succeeded and you already own it.");
+  }
+  if (existing->acl == acl) return Status::Ok();
+  BucketRecord reset = *existing;  // the owner stays
+  reset.acl = acl;
+  return ctx.buckets().SetRecord(ctx.target.bucket, reset);
+}
+
+}  // namespace
+
 Status CreateBucket(Ctx& ctx) {
   BucketRecord record{ctx.who.access_key, CannedAcl::kPrivate};
   if (const std::string* acl = ctx.Header("x-amz-acl")) {
     STRATA_ASSIGN_OR_RETURN(record.acl, ParseCannedAcl(*acl));
   }
   Status st = ctx.buckets().Create(ctx.target.bucket, record);
-  if (st.code() == Code::kAlreadyExists) {
-    // Whose it is decides the code, as S3 answers: BucketAlreadyOwnedByYou or BucketAlreadyExists.
-    const AccessPolicy& policy = ctx.handler.options().access;
-    auto existing = ctx.buckets().Record(ctx.target.bucket);
-    bool mine = existing.ok() && policy.OwnerRights(ctx.who, policy.Effective(ctx.target.bucket, *existing));
-    return mine ? S3Error(Code::kAlreadyExists, "BucketAlreadyOwnedByYou",
-                          "Your previous request to create the named bucket succeeded and you already own it.")
-                : S3Error(Code::kAlreadyExists, "BucketAlreadyExists",
-                          "The requested bucket name is not available. Please select a different name and try "
-                          "again.");
-  }
-  STRATA_RETURN_IF_ERROR(st);
+  if (st.code() == Code::kAlreadyExists)
+    STRATA_RETURN_IF_ERROR(RecreateBucket(ctx, record.acl));
+  else
+    STRATA_RETURN_IF_ERROR(st);
   ctx.resp.headers.emplace_back("Location", "/" + ctx.target.bucket);
   return Status::Ok();
 }
@@ -192,11 +209,12 @@ Status ListObjects(Ctx& ctx, bool v2) {
   STRATA_ASSIGN_OR_RETURN(bool url, UrlEncoding(ctx));
   object::ListOptions o = ListScope(ctx);
   o.max_keys = std::max(max_keys, 1);
-  std::string marker, token, start_after;
+  std::string marker, start_after;
+  std::optional<std::string> token;
   if (v2) {
     if (const std::string* t = ctx.Query("continuation-token")) {
-      token = *t;
-      if (!DecodeToken(*t, &o.continuation_token)) {
+      token = *t;  // echoed, even empty: an empty one is no token (S3 lists from the start)
+      if (!t->empty() && !DecodeToken(*t, &o.continuation_token)) {
         return InvalidArg("The continuation token provided is incorrect");
       }
     }

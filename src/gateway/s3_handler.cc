@@ -5,6 +5,7 @@
 
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "gateway/s3_ops.h"
 #include "gateway/sigv2.h"
 #include "net/s3_errors.h"
@@ -13,6 +14,14 @@
 #include "net/uri.h"
 
 namespace strata::gateway {
+namespace {
+
+// S3's answer to a URI it cannot read (a key that is not UTF-8 among them).
+Status UnparseableUri() {
+  return InvalidArgumentError("Couldn't parse the specified URI.").WithForeignCode("InvalidURI");
+}
+
+}  // namespace
 
 Result<ParsedTarget> ParseTarget(std::string_view target) {
   auto bad = [&](std::string why) {  // the path only: a query may hold a presigned signature
@@ -32,6 +41,8 @@ Result<ParsedTarget> ParseTarget(std::string_view target) {
   if (slash != std::string_view::npos) {
     if (!net::UriDecode(rest.substr(slash + 1), &t.key)) return bad("malformed percent-escape in the key");
   }
+  // Keys are Unicode text (UTF-8 on the wire): other bytes name no object.
+  if (!IsValidUtf8(t.bucket) || !IsValidUtf8(t.key)) return UnparseableUri();
   return t;
 }
 
@@ -456,6 +467,9 @@ Status Prepare(S3Handler& h, Clock& clock, Ctx& ctx, RequestAuth* auth) {
   auto q = net::ParseQueryString(ctx.target.raw_query, /*plus_is_space=*/true);
   if (!q.ok()) return S3Error(Code::kInvalidArgument, "InvalidURI", "malformed query string");
   ctx.query = std::move(q).value();
+  for (const auto& [name, value] : ctx.query) {
+    if (!IsValidUtf8(name) || !IsValidUtf8(value)) return UnparseableUri();  // prefixes, markers: keys too
+  }
   if (req.auth) {
     *auth = *req.auth;  // decided when the headers arrived
   } else {

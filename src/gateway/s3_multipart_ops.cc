@@ -52,20 +52,9 @@ Result<std::string> UploadId(const Ctx& ctx) {
 
 // The bytes a part copy takes: x-amz-copy-source (+ -range) of a source object.
 Result<Buffer> CopySourceBytes(Ctx& ctx) {
-  std::string_view raw = *ctx.Header("x-amz-copy-source");
-  if (size_t q = raw.find('?'); q != std::string_view::npos) raw = raw.substr(0, q);
-  std::string decoded;
-  if (!net::UriDecode(raw, &decoded))
-    return S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-copy-source");
-  std::string_view s = decoded;
-  if (s.starts_with('/')) s.remove_prefix(1);
-  size_t slash = s.find('/');
-  if (slash == std::string_view::npos || slash == 0 || slash + 1 == s.size()) {
-    return S3Error(Code::kInvalidArgument, "InvalidArgument", "x-amz-copy-source must be bucket/key");
-  }
-  const std::string src_bucket(s.substr(0, slash));
-  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(src_bucket));
-  STRATA_RETURN_IF_ERROR(AuthorizeCopySource(ctx, src_bucket, std::string(s.substr(slash + 1)), *store));
+  STRATA_ASSIGN_OR_RETURN(CopySource src, ParseCopySource(ctx));
+  STRATA_ASSIGN_OR_RETURN(auto store, ctx.buckets().Get(src.bucket));
+  STRATA_RETURN_IF_ERROR(AuthorizeCopySource(ctx, src.bucket, src.key, *store));
   object::GetOptions o;
   if (const std::string* r = ctx.Header("x-amz-copy-source-range")) {
     auto parsed = net::ParseRangeHeader(*r);
@@ -81,7 +70,7 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
   if (o.range) {
     copy_bytes = *o.range->length;
   } else {
-    auto info = store->Head(s.substr(slash + 1));
+    auto info = store->Head(src.key);
     if (!info.ok()) {
       if (info.status().code() == Code::kInvalidArgument)
         return S3Error(Code::kNotFound, "NoSuchKey", "no such source key");
@@ -94,7 +83,7 @@ Result<Buffer> CopySourceBytes(Ctx& ctx) {
                    "The specified copy source is larger than the maximum allowable size for a copy source: " +
                        std::to_string(max_copy));
   }
-  auto got = store->Get(s.substr(slash + 1), o);
+  auto got = store->Get(src.key, o);
   if (!got.ok()) {
     if (got.status().code() == Code::kInvalidArgument)
       return S3Error(Code::kNotFound, "NoSuchKey", "no such source key");
@@ -121,6 +110,20 @@ std::optional<ChecksumAlgorithm> UploadChecksumAlgorithm(object::ObjectStore& st
     if (u.key == key && u.upload_id == upload_id) return ParseChecksumAlgorithm(u.checksum_algorithm);
   }
   return std::nullopt;
+}
+
+// CompleteMultipartUpload's answer for the object it made.
+Status CompleteAnswer(Ctx& ctx, const object::ObjectInfo& info) {
+  const std::string* host = ctx.Header("host");
+  std::string location = "http://" + (host ? *host : std::string("localhost")) + ctx.target.raw_path;
+  net::CompleteMultipartUploadResult result{location, ctx.target.bucket, ctx.target.key, Quote(info.etag), {}, {}};
+  const object::ObjectMetadata& m = info.metadata;  // the stores combined the parts' checksums
+  if (!m.checksum.empty()) {
+    result.checksum = {m.checksum_algorithm, m.checksum};
+    result.checksum_type = m.checksum_type;
+  }
+  ctx.Xml(net::EncodeCompleteMultipartUploadResult(result));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -191,12 +194,20 @@ Status CompleteMultipartUpload(Ctx& ctx) {
   STRATA_ASSIGN_OR_RETURN(auto wire_parts, net::DecodeCompleteMultipartUpload(ctx.body.view()));
   std::vector<object::CompletedPart> parts;
   for (const auto& p : wire_parts) {
-    if (!parts.empty() && p.part_number <= parts.back().part_number) {
+    if (!parts.empty() && p.part_number < parts.back().part_number) {
       return S3Error(Code::kInvalidArgument, "InvalidPartOrder",
                      "The list of parts was not in ascending order. Parts must be ordered by part number.");
     }
+    // A part number listed again (a client that re-sent the part lists each
+    // answer it got, the last one last): its last entry is the one that counts.
+    if (!parts.empty() && p.part_number == parts.back().part_number) parts.pop_back();
     parts.push_back({p.part_number, Unquote(p.etag)});
   }
+  // Sent again after it succeeded (an SDK retrying a lost answer): S3 answers
+  // 200 with the same object, before any condition (it holds the object now).
+  auto done = store->FindCompletedUpload(ctx.target.key, upload_id, parts);
+  if (!done.ok()) return LiftS3Code(done.status(), "NoSuchUpload");
+  if (*done) return CompleteAnswer(ctx, **done);
   // Checked first (412, or 404 for If-Match on a missing key), then again
   // by the store atomically with its commit: failing only there means a
   // write raced this one, which AWS answers 409 ConditionalRequestConflict.
@@ -213,16 +224,7 @@ Status CompleteMultipartUpload(Ctx& ctx) {
   }
   auto info = store->CompleteMultipartUpload(ctx.target.key, upload_id, parts, co);
   if (!info.ok()) return ConditionalConflict(LiftS3Code(info.status(), "NoSuchUpload"));
-  const std::string* host = ctx.Header("host");
-  std::string location = "http://" + (host ? *host : std::string("localhost")) + ctx.target.raw_path;
-  net::CompleteMultipartUploadResult result{location, ctx.target.bucket, ctx.target.key, Quote(info->etag), {}, {}};
-  const object::ObjectMetadata& m = info->metadata;  // the stores combined the parts' checksums
-  if (!m.checksum.empty()) {
-    result.checksum = {m.checksum_algorithm, m.checksum};
-    result.checksum_type = m.checksum_type;
-  }
-  ctx.Xml(net::EncodeCompleteMultipartUploadResult(result));
-  return Status::Ok();
+  return CompleteAnswer(ctx, *info);
 }
 
 Status AbortMultipartUpload(Ctx& ctx) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "base/utf8.h"
 #include "gateway/s3_ops.h"
 #include "net/s3_errors.h"
 #include "net/s3_xml.h"
@@ -185,35 +186,43 @@ Status ReadError(Status s) {
   return s;
 }
 
-Result<std::pair<std::string, std::string>> ParseCopySource(const Ctx& ctx) {
+// Buckets are unversioned: "null" names the one version of every object.
+Status CheckVersionId(const std::string* version_id) {
+  if (version_id && *version_id != "null") {
+    return S3Error(Code::kInvalidArgument, "InvalidArgument", "Invalid version id specified");
+  }
+  return Status::Ok();
+}
+Status CheckVersionId(const Ctx& ctx) { return CheckVersionId(ctx.Query("versionId")); }
+
+}  // namespace
+
+// One rule for CopyObject and UploadPartCopy. The '?' is looked for before
+// decoding, so a key's encoded %3F stays in the key.
+Result<CopySource> ParseCopySource(const Ctx& ctx) {
   std::string_view raw = *ctx.Header("x-amz-copy-source");
+  std::string_view params;
   if (size_t q = raw.find('?'); q != std::string_view::npos) {
-    std::string_view params = raw.substr(q + 1);
-    if (params != "versionId=null" && !params.empty()) {
-      return S3Error(Code::kNotSupported, "NotImplemented", "copying a specific object version is not supported");
-    }
+    params = raw.substr(q + 1);
     raw = raw.substr(0, q);
   }
+  auto bad = [](std::string why) { return S3Error(Code::kInvalidArgument, "InvalidArgument", std::move(why)); };
+  auto query = net::ParseQueryString(params, /*plus_is_space=*/true);
+  if (!query.ok()) return bad("x-amz-copy-source has a malformed query after '?'");
+  for (const auto& [name, value] : *query) {
+    if (name == "versionId") STRATA_RETURN_IF_ERROR(CheckVersionId(&value));
+  }
   std::string decoded;
-  if (!net::UriDecode(raw, &decoded))
-    return S3Error(Code::kInvalidArgument, "InvalidArgument", "bad x-amz-copy-source");
+  if (!net::UriDecode(raw, &decoded)) return bad("x-amz-copy-source has a malformed percent-escape");
+  if (!IsValidUtf8(decoded)) return bad("x-amz-copy-source names a key that is not UTF-8");
   std::string_view s = decoded;
   if (s.starts_with('/')) s.remove_prefix(1);
   size_t slash = s.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == s.size()) {
-    return S3Error(Code::kInvalidArgument, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+    return bad("Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
   }
-  return std::make_pair(std::string(s.substr(0, slash)), std::string(s.substr(slash + 1)));
+  return CopySource{std::string(s.substr(0, slash)), std::string(s.substr(slash + 1))};
 }
-
-// Buckets are unversioned: "null" names the one version of every object.
-Status CheckVersionId(const Ctx& ctx) {
-  const std::string* v = ctx.Query("versionId");
-  if (v && *v != "null") return S3Error(Code::kInvalidArgument, "InvalidArgument", "Invalid version id specified");
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status GetObject(Ctx& ctx, bool head) {
   STRATA_RETURN_IF_ERROR(CheckVersionId(ctx));
@@ -396,7 +405,7 @@ Status PutObject(Ctx& ctx) {
 }
 
 Status CopyObject(Ctx& ctx) {
-  STRATA_ASSIGN_OR_RETURN(auto src, ParseCopySource(ctx));
+  STRATA_ASSIGN_OR_RETURN(CopySource src, ParseCopySource(ctx));
   const auto& [src_bucket, src_key] = src;
   STRATA_ASSIGN_OR_RETURN(auto src_store, ctx.buckets().Get(src_bucket));
   STRATA_RETURN_IF_ERROR(AuthorizeCopySource(ctx, src_bucket, src_key, *src_store));

@@ -121,6 +121,16 @@ Status ApplyRequestAcl(const Ctx& ctx, object::ObjectStore& store, object::Objec
 // missing one is the store's error (NoSuchKey) only for a requester who may
 // list the bucket, else AccessDenied, so nothing is learnt by probing.
 Status ReadableObject(const Ctx& ctx, const Result<object::ObjectInfo>& info);
+// x-amz-copy-source of CopyObject and UploadPartCopy: "[/]bucket/key",
+// URL-encoded, optionally followed by "?versionId=V". Buckets are
+// unversioned: no version or "null" names the object, another is
+// InvalidArgument (as for GetObject); other parameters are ignored.
+// InvalidArgument for a malformed value or a key that is not UTF-8.
+struct CopySource {
+  std::string bucket;
+  std::string key;
+};
+Result<CopySource> ParseCopySource(const Ctx& ctx);
 // A copy's source: read permission on it, or a public object.
 Status AuthorizeCopySource(const Ctx& ctx, const std::string& bucket, const std::string& key,
                            object::ObjectStore& store);

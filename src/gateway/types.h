@@ -72,7 +72,8 @@ struct ParsedTarget {
   std::string key;        // decoded; empty for bucket-level requests
 };
 // InvalidArgument (foreign code "InvalidURI") for a target that is not an
-// origin-form path or has a malformed escape.
+// origin-form path, has a malformed escape, or names a bucket or key that is
+// not UTF-8 (S3 keys are Unicode text).
 Result<ParsedTarget> ParseTarget(std::string_view target);
 
 }  // namespace strata::gateway

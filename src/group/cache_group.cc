@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "base/hash.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "group/peer_protocol.h"
@@ -21,9 +20,24 @@ Counter& PeerMisses() {
   return c;
 }
 
+Counter& BadAnswers() {
+  static Counter& c = GlobalCounter("strata_group_peer_bad_answers_total",
+                                    "Peer answers refused because their group MAC (or length) did not verify");
+  return c;
+}
+
 Gauge& MembersGauge() {
   static Gauge& g = MetricsRegistry::Global().GetGauge("strata_group_members", "Members of the cache group seen now");
   return g;
+}
+
+// A peer's error text, for our log: bounded, one line.
+std::string Excerpt(const Buffer& body) {
+  std::string s = body.ToString().substr(0, 200);
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  return s;
 }
 
 }  // namespace
@@ -42,7 +56,12 @@ CacheGroup::CacheGroup(GroupOptions options)
 CacheGroup::~CacheGroup() = default;
 
 void CacheGroup::SetMembers(std::vector<Member> members) {
-  auto list = std::make_shared<const std::vector<Member>>(Canonical(std::move(members)));
+  members = Canonical(std::move(members));
+  if (members.size() > kMaxMembers) {
+    STRATA_LOG_WARN("group: {} members; considering the first {} by id", members.size(), kMaxMembers);
+    members.resize(kMaxMembers);
+  }
+  auto list = std::make_shared<const std::vector<Member>>(std::move(members));
   MembersGauge().Set(static_cast<int64_t>(list->size()));
   MutexLock lock(mu_);
   members_ = std::move(list);
@@ -59,7 +78,8 @@ std::optional<Member> CacheGroup::OwnerOf(const cache::BlockId& id) const {
     MutexLock lock(mu_);
     list = members_;
   }
-  const Member* m = group::OwnerOf(*list, cache::HashBlockId(id));
+  if (list->empty()) return std::nullopt;
+  const Member* m = group::OwnerOf(*list, BlockSeed(options_.secret, cache::HashBlockId(id)));
   if (!m) return std::nullopt;
   return *m;
 }
@@ -119,11 +139,12 @@ Result<Buffer> CacheGroup::Ask(const Member& owner, const cache::BlockId& id, ui
   BlockRequest br{id.store, id.key, id.etag, id.block_size, id.index, object_size};
   const std::string target = FormatBlockTarget(br);
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(clock_.WallNow().time_since_epoch()).count();
+  const std::string auth = SignPeerRequest(options_.secret, "GET", target, now);
   net::HttpRequest req;
   req.method = "GET";
   req.url = "http://" + owner.address + target;
   req.headers.emplace_back(std::string(kPeerTimeHeader), std::to_string(now));
-  req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(options_.secret, "GET", target, now));
+  req.headers.emplace_back(std::string(kPeerAuthHeader), auth);
   req.timeout = options_.deadline;
   const std::string what = "block " + std::to_string(id.index) + " of " + id.key + " from peer " + owner.id;
   auto resp = http_->Send(std::move(req));
@@ -136,17 +157,21 @@ Result<Buffer> CacheGroup::Ask(const Member& owner, const cache::BlockId& id, ui
     return UnavailableError(what + ": HTTP " + std::to_string(resp->status));
   }
   if (resp->status != 200) {
-    Status st = UnavailableError(what + ": HTTP " + std::to_string(resp->status), resp->body.ToString().substr(0, 200));
+    Status st = UnavailableError(what + ": HTTP " + std::to_string(resp->status), Excerpt(resp->body));
     MarkSuspect(owner.id, st);
     return st;
   }
-  uint64_t want = 0;
-  auto sum = resp->Header(kBlockChecksumHeader);
-  if (resp->body.size() != length || !sum || !ParseChecksum(*sum, &want) ||
-      XxHash3(resp->body.data(), resp->body.size()) != want) {
+  // Nothing of the body is used before its MAC verifies: a stranger at the
+  // owner's address, or anyone on the path, cannot make us cache their bytes.
+  Status verified = resp->body.size() != length
+                        ? CorruptionError("answer has " + std::to_string(resp->body.size()) + " of " +
+                                          std::to_string(length) + " bytes")
+                        : VerifyPeerAnswer(options_.secret, auth, target, resp->Header(kPeerNonceHeader).value_or(""),
+                                           resp->Header(kPeerAnswerHeader).value_or(""), resp->body.view());
+  if (!verified.ok()) {
     ++bad_checksums_;
-    Status st = CorruptionError(what + " failed its checksum (" + std::to_string(resp->body.size()) + " of " +
-                                std::to_string(length) + " bytes); reading the bucket instead");
+    BadAnswers().Inc();
+    Status st = verified.WithContext(what + " refused (reading the bucket instead)");
     MarkSuspect(owner.id, st);
     return st;
   }

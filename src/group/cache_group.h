@@ -1,8 +1,9 @@
 // CacheGroup: this node's view of a cache group, and the cache::BlockRouter
 // that CachedStore asks on a miss. The owner of a block is chosen by
-// rendezvous hashing over the current members (rendezvous.h); a block owned
-// by another member is asked of it over the peer protocol with a deadline,
-// its checksum verified, and kept in RAM only. A peer that fails (refuses,
+// rendezvous hashing, keyed by the group secret, over the current members
+// (rendezvous.h; at most kMaxMembers of them); a block owned by another
+// member is asked of it over the peer protocol with a deadline, its answer's
+// MAC verified (peer_protocol.h) before a byte is used, and kept in RAM only. A peer that fails (refuses,
 // errs, sends a bad block) is marked suspect for `suspect_for`: its blocks are
 // read from the bucket directly meanwhile, so nothing waits on a dead node. A
 // peer that only misses the deadline may be alive but busy: it is suspect for
@@ -38,6 +39,9 @@ struct GroupOptions {
 
 class CacheGroup : public cache::BlockRouter {
  public:
+  // Members considered at most (the first by id): ownership costs a hash
+  // per member per block, and every member truncates the same way.
+  static constexpr size_t kMaxMembers = 1024;
   explicit CacheGroup(GroupOptions options);
   ~CacheGroup() override;
 
@@ -54,7 +58,7 @@ class CacheGroup : public cache::BlockRouter {
   struct Stats {
     uint64_t peer_hits = 0;      // blocks got from their owner
     uint64_t peer_misses = 0;    // asks that failed (the bucket was read instead)
-    uint64_t bad_checksums = 0;  // blocks refused for a checksum mismatch
+    uint64_t bad_checksums = 0;  // answers refused: their MAC (or length) did not verify
     uint64_t suspect_skips = 0;  // blocks read from the bucket because their owner was suspect
   };
   Stats stats() const;

@@ -51,18 +51,12 @@ Buffer Pattern(uint64_t seed, uint64_t size) {
 class GroupServeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto rgw = testing::S3TestServer::Start(testing::S3TestServer::Kind::kRgw);
-    ASSERT_TRUE(rgw.ok()) << rgw.status();
-    rgw_ = rgw->release();
-    testing::CloudProxy::Options po;
-    po.ttfb_ms = 0;
-    po.rate = "0";
-    po.access_log = true;
-    auto proxy = testing::CloudProxy::Start(rgw_->endpoint(), po);
-    ASSERT_TRUE(proxy.ok()) << proxy.status();
-    proxy_ = proxy->release();
-    ASSERT_EQ(setenv("AWS_ACCESS_KEY_ID", rgw_->access_key().c_str(), 1), 0);
-    ASSERT_EQ(setenv("AWS_SECRET_ACCESS_KEY", rgw_->secret_key().c_str(), 1), 0);
+    auto backend = testing::StartProxiedRgw({.ttfb_ms = 0, .rate = "0", .access_log = true});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = new testing::ProxiedRgw(std::move(*backend));
+    rgw_ = backend_->rgw.get();
+    proxy_ = backend_->proxy.get();
+    ASSERT_TRUE(backend_->ExportCredentials().ok());
     auto bucket = object::OpenStore(rgw_->StoreUrl());
     ASSERT_TRUE(bucket.ok()) << bucket.status();
     for (const char* set : {"all", "kill", "etcd", "warm"}) {
@@ -75,9 +69,8 @@ class GroupServeTest : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
-    delete proxy_;
-    delete rgw_;
-    proxy_ = nullptr, rgw_ = nullptr;
+    delete backend_;  // the proxy first
+    backend_ = nullptr, proxy_ = nullptr, rgw_ = nullptr;
   }
 
   void SetUp() override {
@@ -85,6 +78,7 @@ class GroupServeTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "secret") << kSecret << "\n";
+    fs::permissions(dir_ / "secret", fs::perms::owner_read | fs::perms::owner_write);  // a secret file must be private
   }
   void TearDown() override {
     for (auto& m : members_) {
@@ -104,14 +98,10 @@ class GroupServeTest : public ::testing::Test {
 
   // Starts n members over the proxied bucket in group `url` (nullopt: a static list of their peer ports).
   void StartMembers(int n, std::optional<std::string> url = std::nullopt) {
-    std::vector<std::string> peers;
-    for (int i = 0; i < n; ++i) peers.push_back("127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()));
-    std::string group = url.value_or("static://");
-    if (!url) {
-      for (int i = 0; i < n; ++i) group += (i ? "," : "") + peers[i];
-    }
-    const std::string backend =
-        "s3://" + rgw_->bucket() + "?endpoint=" + proxy_->endpoint() + "&region=" + rgw_->region() + "&path_style=1";
+    const testing::StaticGroup ports = testing::MakeStaticGroup(n);
+    const std::vector<std::string>& peers = ports.peers;
+    const std::string group = url.value_or(ports.url);
+    const std::string backend = backend_->StoreUrl();
     for (int i = 0; i < n; ++i) {
       const fs::path cache = dir_ / ("cache" + std::to_string(i));
       auto serve =
@@ -202,13 +192,15 @@ class GroupServeTest : public ::testing::Test {
               << kObjects * kBlocksPerObject << "), peer hits " << hits << ", peer misses " << misses << std::endl;
   }
 
-  static testing::S3TestServer* rgw_;
+  static testing::ProxiedRgw* backend_;
+  static testing::S3TestServer* rgw_;  // backend_'s parts
   static testing::CloudProxy* proxy_;
   static std::map<std::string, Buffer> data_;
   fs::path dir_;
   std::vector<MemberProc> members_;
 };
 
+testing::ProxiedRgw* GroupServeTest::backend_ = nullptr;
 testing::S3TestServer* GroupServeTest::rgw_ = nullptr;
 testing::CloudProxy* GroupServeTest::proxy_ = nullptr;
 std::map<std::string, Buffer> GroupServeTest::data_;
@@ -301,19 +293,13 @@ std::string Strata() { return std::string(std::getenv("STRATA_BINARY_DIR")) + "/
 // dataset leaves the bucket once; then `strata cache group` sees the running members.
 TEST_F(GroupServeTest, WarmSpreadsTheDatasetAndCacheGroupShowsTheMembers) {
   ASSERT_NE(std::getenv("STRATA_BINARY_DIR"), nullptr) << "run under ctest";
-  const std::string backend = "s3://" + rgw_->bucket() + "/warm/?endpoint=" + proxy_->endpoint() +
-                              "&region=" + rgw_->region() + "&path_style=1";
-  std::vector<std::string> peers;
-  std::string group = "static://";
+  const std::string backend = backend_->StoreUrl("warm/");
+  const auto [peers, group] = testing::MakeStaticGroup(3);
   for (int i = 0; i < 3; ++i) {
-    peers.push_back("127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()));
-    group += (i ? "," : "") + peers[i];
-  }
-  for (int i = 0; i < 3; ++i) {
-    auto r =
-        testing::RunCommand({Strata(), "warm", backend, "--cache-dir", (dir_ / ("cache" + std::to_string(i))).string(),
-                             "--cache-group", group, "--peer-listen", peers[i]},
-                            rgw_->ClientEnv());
+    auto r = testing::RunCommand(
+        {Strata(), "warm", backend, "--cache-dir", (dir_ / ("cache" + std::to_string(i))).string(), "--cache-group",
+         group, "--peer-listen", peers[i], "--group-secret-file", (dir_ / "secret").string()},
+        rgw_->ClientEnv());
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
   }
@@ -334,7 +320,7 @@ TEST_F(GroupServeTest, WarmSpreadsTheDatasetAndCacheGroupShowsTheMembers) {
   for (size_t at = 0; (at = shown->stdout_text.find("\"alive\": true", at)) != std::string::npos; ++at) ++alive;
   EXPECT_EQ(alive, 3u) << shown->stdout_text;
   auto refused = testing::RunCommand({Strata(), "cache", "group", members, "--json"},
-                                     {{"STRATA_GROUP_SECRET", "not-the-group-secret-at-all"}});
+                                     {{"STRATA_GROUP_SECRET", "not-the-group-secret-at-all-though-as-long"}});
   ASSERT_TRUE(refused.ok()) << refused.status();
   EXPECT_EQ(refused->stdout_text.find("\"alive\": true"), std::string::npos) << refused->stdout_text;
   EXPECT_NE(refused->stdout_text.find("403"), std::string::npos) << refused->stdout_text;

@@ -39,6 +39,7 @@ Result<std::shared_ptr<Joined>> JoinNew(const GroupStoreOptions& o, const std::s
   co.block_size = o.block_size;
   co.ram_bytes = o.ram_bytes;
   co.dir = as_client ? "" : o.cache_dir;  // a client owns nothing: every block is another's, kept in RAM only
+  co.sealer = o.sealer;
   co.disk_bytes = o.disk_bytes;
   STRATA_ASSIGN_OR_RETURN(joined->cache, cache::BlockCache::Open(co));
   if (!as_client) {
@@ -51,7 +52,7 @@ Result<std::shared_ptr<Joined>> JoinNew(const GroupStoreOptions& o, const std::s
     STRATA_LOG_INFO("joined cache group {} as {}", o.url, joined->member->address());
     return joined;
   }
-  STRATA_ASSIGN_OR_RETURN(std::vector<Member> members, ListGroupMembers(o.url));
+  STRATA_ASSIGN_OR_RETURN(std::vector<Member> members, ListGroupMembers(o.url, secret));
   STRATA_ASSIGN_OR_RETURN(GroupUrl url, ParseGroupUrl(o.url));
   if (url.scheme == "static") members.push_back({o.listen, o.listen});  // the parent, listed or not
   GroupOptions go;
@@ -73,6 +74,9 @@ Result<std::shared_ptr<cache::CachedStore>> JoinGroupStore(object::ObjectStorePt
   std::string secret = options.secret;
   if (secret.empty()) {
     STRATA_ASSIGN_OR_RETURN(secret, ReadGroupSecret(options.secret_file));
+  }
+  if (secret.size() < kMinSecretBytes) {
+    return InvalidArgumentError("a cache group secret must be at least " + std::to_string(kMinSecretBytes) + " bytes");
   }
   const std::string key = options.url + "\n" + options.listen;
   const pid_t pid = getpid();

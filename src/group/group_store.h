@@ -39,7 +39,8 @@ struct GroupStoreOptions {
   std::string cache_dir;
   uint64_t disk_bytes = 10ull << 30;
   uint64_t ram_bytes = 256ull << 20;
-  uint64_t block_size = 4ull << 20;  // must be the group's (peers refuse another)
+  uint64_t block_size = 4ull << 20;                  // must be the group's (peers refuse another)
+  std::shared_ptr<const cache::BlockSealer> sealer;  // encrypts cache_dir's blocks at rest; null: clear
 };
 
 // `backend` read through the group (see above). InvalidArgument for a bad

@@ -2,6 +2,7 @@
 // own cache directory and its own peer endpoint on a 127.0.0.1 ephemeral
 // port, over one in-memory bucket that counts every ranged GET it answers.
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -62,6 +63,7 @@ TEST_F(GroupTest, WrongSecretIsRefused) {
   const std::string target =
       FormatBlockTarget(BlockRequest{bucket_->Url(), "data/shard-0", etag, kBlock, 0, 4ull << 20});
   net::HttpClient http;
+  std::string body;
   auto send = [&](const std::string& secret, int64_t t) {
     net::HttpRequest req;
     req.url = "http://" + nodes_[0]->server->address() + target;
@@ -69,14 +71,19 @@ TEST_F(GroupTest, WrongSecretIsRefused) {
     req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(secret, "GET", target, t));
     auto r = http.Send(std::move(req));
     EXPECT_TRUE(r.ok());
+    body = r.ok() ? r->body.ToString() : "";
     return r.ok() ? r->status : 0;
   };
   const int64_t now =
       std::chrono::duration_cast<std::chrono::seconds>(RealClock().WallNow().time_since_epoch()).count();
   EXPECT_EQ(send("not-the-secret", now), 403);
-  EXPECT_EQ(send("group-secret", now - 600), 403);  // stale: a replay
-  EXPECT_EQ(bucket_->Total(), 0);                   // refused before anything was read
-  EXPECT_EQ(send("group-secret", now), 200);
+  const std::string wrong_secret_body = body;
+  EXPECT_EQ(send(kGroupSecret, now - 600), 403);  // stale: a replay
+  // The same words for both: a stranger learns neither which check failed nor this member's clock.
+  EXPECT_EQ(body, wrong_secret_body);
+  EXPECT_EQ(body.find("600"), std::string::npos) << body;
+  EXPECT_EQ(bucket_->Total(), 0);  // refused before anything was read
+  EXPECT_EQ(send(kGroupSecret, now), 200);
   EXPECT_EQ(nodes_[0]->service->stats().refused, 2u);
 
   // A member configured with another secret gets nothing from the group, and still reads correctly.
@@ -93,7 +100,7 @@ TEST_F(GroupTest, WrongSecretIsRefused) {
 
 TEST_F(GroupTest, StoppedMemberIsBypassedWithinTheDeadline) {
   PutObjects(2, 16ull << 20);
-  StartNodes(3, "group-secret", std::chrono::milliseconds(1000));
+  StartNodes(3, kGroupSecret, std::chrono::milliseconds(1000));
   const std::string gone = nodes_[2]->server->address();
   nodes_[2]->server.reset();  // stopped: its address refuses connections
   auto start = std::chrono::steady_clock::now();
@@ -106,7 +113,7 @@ TEST_F(GroupTest, StoppedMemberIsBypassedWithinTheDeadline) {
 
 TEST_F(GroupTest, HungMemberCostsOneDeadline) {
   PutObjects(2, 16ull << 20);
-  StartNodes(2, "group-secret", std::chrono::milliseconds(500));
+  StartNodes(2, kGroupSecret, std::chrono::milliseconds(500));
   // A member that accepts connections (the kernel's backlog) but never answers.
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
@@ -151,7 +158,7 @@ TEST(GroupSuspicion, TimeoutsBackOffWhileRefusalsCountAtOnce) {
   FakeClock clock;
   GroupOptions o;
   o.self = "me";
-  o.secret = "group-secret";
+  o.secret = kGroupSecret;
   o.deadline = std::chrono::milliseconds(200);
   o.clock = &clock;
   CacheGroup group(o);
@@ -184,6 +191,88 @@ TEST(GroupSuspicion, TimeoutsBackOffWhileRefusalsCountAtOnce) {
   EXPECT_TRUE(group.IsSuspect(gone));
   clock.Advance(std::chrono::seconds(2));
   EXPECT_FALSE(group.IsSuspect(gone));
+}
+
+// Opens a TCP connection to `address` ("127.0.0.1:port"); -1 on failure.
+int Connect(const std::string& address) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+// Whether the server closed `fd` (a read returns end of file) within `deadline`.
+bool ClosedWithin(int fd, std::chrono::milliseconds deadline) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(deadline.count())) <= 0) return false;
+  char c;
+  return ::recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+// Strangers holding connections open, or trickling a request's headers,
+// keep no peer out of a member's endpoint: at the connection caps the
+// longest-idle connection is closed for a newcomer, and headers must arrive
+// within the header deadline.
+TEST_F(GroupTest, IdleAndSlowConnectionsDoNotKeepPeersOut) {
+  PutObjects(1, 4ull << 20);
+  PeerServerOptions po;
+  po.secret = kGroupSecret;
+  po.max_connections = 64;
+  po.max_connections_per_client = 48;
+  po.header_timeout = std::chrono::milliseconds(500);
+  PeerService service(po);
+  cache::CacheOptions co;
+  co.block_size = kBlock;
+  co.ram_bytes = 64ull << 20;
+  auto cache = cache::BlockCache::Open(co);
+  ASSERT_TRUE(cache.ok());
+  auto store = std::make_shared<cache::CachedStore>(bucket_, *cache);
+  service.AddStore(store.get());
+  auto server = PeerServer::Start(service);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string address = (*server)->address();
+
+  // A header sent a byte at a time is cut at the deadline, not kept for the 30 s idle time.
+  int slow = Connect(address);
+  ASSERT_GE(slow, 0);
+  ASSERT_EQ(::send(slow, "G", 1, MSG_NOSIGNAL), 1);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ClosedWithin(slow, std::chrono::seconds(5)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  ::close(slow);
+
+  // 300 idle connections from one address: the per-client and listener caps evict the oldest.
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    int fd = Connect(address);
+    ASSERT_GE(fd, 0) << i;
+    idle.push_back(fd);
+  }
+  ASSERT_TRUE(WaitFor([&] { return (*server)->stats().evicted >= 300 - 48; }, std::chrono::seconds(10)))
+      << (*server)->stats().evicted;
+  EXPECT_LE((*server)->stats().connections, 48u);
+  // A signed request still gets its block, at once.
+  const std::string etag = bucket_->Head("data/shard-0")->etag;
+  const std::string target =
+      FormatBlockTarget(BlockRequest{bucket_->Url(), "data/shard-0", etag, kBlock, 0, 4ull << 20});
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(RealClock().WallNow().time_since_epoch()).count();
+  net::HttpRequest req;
+  req.url = "http://" + address + target;
+  req.headers.emplace_back(std::string(kPeerTimeHeader), std::to_string(now));
+  req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(kGroupSecret, "GET", target, now));
+  t0 = std::chrono::steady_clock::now();
+  net::HttpClient http;
+  auto r = http.Send(std::move(req));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body.size(), kBlock);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  for (int fd : idle) ::close(fd);
 }
 
 }  // namespace

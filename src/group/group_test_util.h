@@ -24,7 +24,29 @@
 namespace strata::group {
 
 namespace fs = std::filesystem;
+
+// Reaches PeerService's test-only state.
+class PeerServiceTestPeer {
+ public:
+  // Makes `service` a lying peer: `tamper` rewrites each block after its
+  // checksum was computed. Call before the service serves.
+  static void SetTamper(PeerService& service, std::function<Buffer(Buffer)> tamper) {
+    service.tamper_ = std::move(tamper);
+  }
+};
+
 constexpr uint64_t kBlock = 1 << 20;
+constexpr char kGroupSecret[] = "group-test-secret-0123456789abcdef";
+
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds deadline) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a condition, with a deadline
+  }
+  return pred();
+}
 
 // Counts GETs per (key, range offset): "each block left the bucket once" is
 // that every count is 1.
@@ -95,7 +117,7 @@ class GroupTest : public ::testing::Test {
     bucket_->mu.unlock();
   }
 
-  void StartNodes(int n, std::string secret = "group-secret",
+  void StartNodes(int n, std::string secret = kGroupSecret,
                   std::chrono::milliseconds deadline = std::chrono::seconds(10), bool static_members = true) {
     for (int i = 0; i < n; ++i) {
       auto node = std::make_unique<Node>();
@@ -113,13 +135,13 @@ class GroupTest : public ::testing::Test {
       PeerServerOptions po;
       po.secret = secret;
       Node* raw = node.get();
-      po.tamper_for_test = [raw](Buffer b) {
+      node->service = std::make_unique<PeerService>(po);
+      PeerServiceTestPeer::SetTamper(*node->service, [raw](Buffer b) {
         if (!raw->corrupt || b.empty()) return b;
         std::string s = b.ToString();
         s[s.size() / 2] ^= 0x5a;
         return Buffer::FromString(std::move(s));
-      };
-      node->service = std::make_unique<PeerService>(po);
+      });
       node->service->AddStore(node->store.get());
       auto server = PeerServer::Start(*node->service);
       ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -154,7 +176,7 @@ class GroupTest : public ::testing::Test {
     }
   }
 
-  // Index of the member owning block `index` of `key`.
+  // Index of the member owning block `index` of `key` (the ownership node 0 computes).
   int OwnerIndex(const std::string& key, uint64_t index) {
     cache::BlockId id{bucket_->Url(), key, "", kBlock, index};
     auto info = bucket_->Head(key);

@@ -1,43 +1,39 @@
 #include "group/member.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
-#include "base/hash.h"
+#include "group/address.h"
+#include "io/secret_file.h"
 #include "net/http_client.h"
 
 namespace strata::group {
 namespace {
 
-Result<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view hp) {
-  auto colon = hp.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == hp.size() || hp.size() - colon > 6) {
-    return InvalidArgumentError("\"" + std::string(hp) + "\" is not HOST:PORT");
+Status CheckSecret(const std::string& secret) {
+  if (secret.size() < kMinSecretBytes) {
+    return InvalidArgumentError("a cache group secret must be at least " + std::to_string(kMinSecretBytes) +
+                                " bytes (e.g. head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE)");
   }
-  uint32_t port = 0;
-  for (char c : hp.substr(colon + 1)) {
-    if (c < '0' || c > '9') return InvalidArgumentError("\"" + std::string(hp) + "\" has a bad port");
-    port = port * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (port > 65535) return InvalidArgumentError("\"" + std::string(hp) + "\" has a bad port");
-  return std::make_pair(std::string(hp.substr(0, colon)), static_cast<uint16_t>(port));
+  return Status::Ok();
 }
 
 }  // namespace
 
 Result<GroupUrl> ParseGroupUrl(std::string_view url) {
   GroupUrl g;
-  if (url.starts_with("etcd://")) {
-    std::string_view rest = url.substr(7);
-    auto slash = rest.find('/');
-    if (slash == std::string_view::npos || slash + 1 == rest.size()) {
-      return InvalidArgumentError("cache group URL " + std::string(url) + " lacks a group: etcd://HOST:PORT/GROUP");
+  const bool tls = url.starts_with("etcds://");
+  if (tls || url.starts_with("etcd://")) {
+    std::string_view rest = url.substr(tls ? 8 : 7);
+    const auto slash = rest.find('/');
+    const auto query = rest.find('?');
+    if (slash == std::string_view::npos || slash + 1 == rest.size() || slash + 1 == query) {
+      return InvalidArgumentError("cache group URL lacks a group: etcd://HOST:PORT/GROUP or etcds://HOST:PORT/GROUP");
     }
-    STRATA_RETURN_IF_ERROR(SplitHostPort(rest.substr(0, slash)).status());
     g.scheme = "etcd";
-    g.etcd_endpoint = "http://" + std::string(rest.substr(0, slash));
-    g.group = std::string(rest.substr(slash + 1));
+    const std::string_view group = rest.substr(slash + 1, query == std::string_view::npos ? query : query - slash - 1);
+    g.group = std::string(group);
+    STRATA_ASSIGN_OR_RETURN(g.etcd, ParseEtcdEndpoint(tls, rest.substr(0, slash),
+                                                      query == std::string_view::npos ? "" : rest.substr(query + 1)));
     return g;
   }
   if (url.starts_with("static://")) {
@@ -46,17 +42,19 @@ Result<GroupUrl> ParseGroupUrl(std::string_view url) {
     while (!rest.empty()) {
       auto comma = rest.find(',');
       std::string_view one = rest.substr(0, comma);
-      STRATA_RETURN_IF_ERROR(SplitHostPort(one).status());
+      STRATA_RETURN_IF_ERROR(ParseHostPort(one).status());
       g.peers.emplace_back(one);
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
     if (g.peers.empty()) return InvalidArgumentError("static:// cache group lists no peers");
     return g;
   }
-  return InvalidArgumentError("cache group URL must be etcd://HOST:PORT/GROUP or static://HOST:PORT,...");
+  return InvalidArgumentError(
+      "cache group URL must be etcd://HOST:PORT/GROUP, etcds://HOST:PORT/GROUP[?ca=...] or static://HOST:PORT,...");
 }
 
-Result<std::vector<Member>> ListGroupMembers(const std::string& url_text, std::chrono::milliseconds deadline) {
+Result<std::vector<Member>> ListGroupMembers(const std::string& url_text, const std::string& secret,
+                                             std::chrono::milliseconds deadline) {
   STRATA_ASSIGN_OR_RETURN(GroupUrl url, ParseGroupUrl(url_text));
   if (url.scheme == "static") {
     std::vector<Member> members;
@@ -64,8 +62,9 @@ Result<std::vector<Member>> ListGroupMembers(const std::string& url_text, std::c
     return Canonical(std::move(members));
   }
   EtcdOptions eo;
-  eo.endpoint = url.etcd_endpoint;
+  eo.endpoint = url.etcd;
   eo.group = url.group;
+  eo.secret = secret;
   eo.request_timeout = deadline;
   return EtcdMembership::List(eo);
 }
@@ -79,22 +78,21 @@ Result<std::string> FetchMemberStatus(const Member& member, const std::string& s
   const std::string target(kPeerStatusPath);
   const int64_t now =
       std::chrono::duration_cast<std::chrono::seconds>(RealClock().WallNow().time_since_epoch()).count();
+  const std::string auth = SignPeerRequest(secret, "GET", target, now);
   net::HttpRequest req;
   req.method = "GET";
   req.url = "http://" + member.address + target;
   req.headers.emplace_back(std::string(kPeerTimeHeader), std::to_string(now));
-  req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(secret, "GET", target, now));
+  req.headers.emplace_back(std::string(kPeerAuthHeader), auth);
   req.timeout = deadline;
   STRATA_ASSIGN_OR_RETURN(auto resp, http.Send(std::move(req)));
   if (resp.status != 200) {
     return UnavailableError("member " + member.id + " answered HTTP " + std::to_string(resp.status),
                             resp.body.ToString().substr(0, 200));
   }
-  uint64_t want = 0;
-  auto sum = resp.Header(kBlockChecksumHeader);
-  if (!sum || !ParseChecksum(*sum, &want) || XxHash3(resp.body.data(), resp.body.size()) != want) {
-    return CorruptionError("member " + member.id + " sent a status that fails its checksum");
-  }
+  Status st = VerifyPeerAnswer(secret, auth, target, resp.Header(kPeerNonceHeader).value_or(""),
+                               resp.Header(kPeerAnswerHeader).value_or(""), resp.body.view());
+  if (!st.ok()) return st.WithContext("status of member " + member.id);
   return resp.body.ToString();
 }
 
@@ -102,28 +100,26 @@ Result<std::string> ReadGroupSecret(const std::string& file) {
   if (file.empty()) {
     const char* env = std::getenv("STRATA_GROUP_SECRET");
     if (!env || !*env) return InvalidArgumentError("a cache group needs --group-secret-file or STRATA_GROUP_SECRET");
-    return std::string(env);
+    std::string secret(env);
+    STRATA_RETURN_IF_ERROR(CheckSecret(secret).WithContext("STRATA_GROUP_SECRET"));
+    return secret;
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFoundError("cannot read the group secret file " + file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  if (s.size() < 16) return InvalidArgumentError("the group secret in " + file + " is shorter than 16 bytes");
-  return s;
+  STRATA_ASSIGN_OR_RETURN(std::string secret,
+                          io::ReadSecretFile(file, {.what = "the group secret", .min_bytes = kMinSecretBytes}));
+  return secret;
 }
 
 Result<std::unique_ptr<GroupMember>> GroupMember::Join(const JoinOptions& options) {
   STRATA_ASSIGN_OR_RETURN(GroupUrl url, ParseGroupUrl(options.url));
-  STRATA_ASSIGN_OR_RETURN(auto hp, SplitHostPort(options.listen));
-  if (url.scheme == "static" && hp.second == 0) {
+  STRATA_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(options.listen, /*allow_port_zero=*/true));
+  STRATA_RETURN_IF_ERROR(CheckSecret(options.secret));
+  if (url.scheme == "static" && hp.port == 0) {
     return InvalidArgumentError("a static cache group needs a fixed --peer-listen port (the others list it)");
   }
   std::unique_ptr<GroupMember> m(new GroupMember());
   PeerServerOptions po;
-  po.host = hp.first;
-  po.port = hp.second;
+  po.host = hp.host;
+  po.port = hp.port;
   po.secret = options.secret;
   m->service_ = std::make_unique<PeerService>(po);
   STRATA_ASSIGN_OR_RETURN(m->server_, PeerServer::Start(*m->service_));
@@ -143,8 +139,9 @@ Result<std::unique_ptr<GroupMember>> GroupMember::Join(const JoinOptions& option
     m->group_->SetMembers(std::move(members));
   } else {
     EtcdOptions eo;
-    eo.endpoint = url.etcd_endpoint;
+    eo.endpoint = url.etcd;
     eo.group = url.group;
+    eo.secret = options.secret;
     eo.self = {go.self, go.self};
     eo.record = options.record;
     auto group = m->group_;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "base/aead.h"
 #include "base/constant_time.h"
 #include "base/hash.h"
 #include "cache/block_format.h"
@@ -79,35 +80,65 @@ std::string SignPeerRequest(std::string_view secret, std::string_view method, st
 Status VerifyPeerRequest(std::string_view secret, std::string_view method, std::string_view target,
                          std::string_view time_header, std::string_view auth_header, WallTime now,
                          std::chrono::seconds max_skew) {
+  // One message for every reason: a stranger learns neither which check
+  // failed nor how far this member's clock is from theirs.
+  const auto refuse = [](std::string why) {
+    return PermissionDeniedError(
+        "peer request refused: signature missing, wrong, or outside the allowed clock skew (another group "
+        "secret, or clocks not synchronised?)",
+        std::move(why));
+  };
   int64_t t = 0;
-  if (!ParseI64(time_header, &t)) return PermissionDeniedError("peer request without a valid time");
+  if (!ParseI64(time_header, &t)) return refuse("no valid time");
   const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   if (t < now_s - max_skew.count() || t > now_s + max_skew.count()) {
-    return PermissionDeniedError("peer request time is " + std::to_string(now_s - t) +
-                                 " s off this clock (stale, replayed, or clocks not synchronised)");
+    return refuse("time " + std::to_string(now_s - t) + " s off this clock");
   }
   const std::string want = SignPeerRequest(secret, method, target, t);
-  if (!ConstantTimeEquals(want, auth_header))
-    return PermissionDeniedError("peer request signature does not match (another group secret?)");
+  if (!ConstantTimeEquals(want, auth_header)) return refuse("MAC does not match");
   return Status::Ok();
 }
 
-std::string FormatChecksum(uint64_t xxh3) {
-  uint8_t be[8];
-  for (int i = 0; i < 8; ++i) be[i] = static_cast<uint8_t>(xxh3 >> (56 - 8 * i));
-  return ToHex(be, 8);
+namespace {
+
+constexpr std::string_view kAnswerContext = "strata peer answer v1\n";
+
+// The answer's one-time GMAC key.
+AesKey AnswerKey(std::string_view secret, std::string_view request_mac, std::string_view nonce) {
+  std::string msg;
+  msg.reserve(kAnswerContext.size() + request_mac.size() + nonce.size() + 1);
+  msg.append(kAnswerContext).append(request_mac).append("\n").append(nonce);
+  return HmacSha256(secret, msg);
 }
 
-bool ParseChecksum(std::string_view s, uint64_t* out) {
-  if (s.size() != 16) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return false;
-    v = (v << 4) | static_cast<uint64_t>(d);
+Result<std::string> AnswerMac(std::string_view secret, std::string_view request_mac, std::string_view target,
+                              std::string_view nonce, std::string_view body) {
+  const std::string length = std::to_string(body.size());
+  STRATA_ASSIGN_OR_RETURN(
+      GcmTag tag, Gmac(AnswerKey(secret, request_mac, nonce), {kAnswerContext, target, "\n", length, "\n", body}));
+  return ToHex(tag);
+}
+
+}  // namespace
+
+Result<AnswerSeal> SealPeerAnswer(std::string_view secret, std::string_view request_mac, std::string_view target,
+                                  std::string_view body) {
+  uint8_t raw[16];
+  STRATA_RETURN_IF_ERROR(RandomBytes(raw, sizeof raw));
+  AnswerSeal seal;
+  seal.nonce = ToHex(raw, sizeof raw);
+  STRATA_ASSIGN_OR_RETURN(seal.mac, AnswerMac(secret, request_mac, target, seal.nonce, body));
+  return seal;
+}
+
+Status VerifyPeerAnswer(std::string_view secret, std::string_view request_mac, std::string_view target,
+                        std::string_view nonce, std::string_view mac, std::string_view body) {
+  if (nonce.size() != 32 || mac.size() != 2 * kGcmTagBytes) {
+    return CorruptionError("peer answer without a group MAC");
   }
-  *out = v;
-  return true;
+  STRATA_ASSIGN_OR_RETURN(std::string want, AnswerMac(secret, request_mac, target, nonce, body));
+  if (!ConstantTimeEquals(want, mac)) return CorruptionError("peer answer fails its group MAC");
+  return Status::Ok();
 }
 
 }  // namespace strata::group

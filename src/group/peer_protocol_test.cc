@@ -57,13 +57,59 @@ TEST(PeerProtocol, SignatureVerifiesAndRefusesTampering) {
                                        SignPeerRequest("secret", "GET", target, future), now)));
 }
 
-TEST(PeerProtocol, Checksum) {
-  uint64_t v = 0;
-  ASSERT_TRUE(ParseChecksum(FormatChecksum(0x0123456789abcdefull), &v));
-  EXPECT_EQ(v, 0x0123456789abcdefull);
-  EXPECT_FALSE(ParseChecksum("0123", &v));
-  EXPECT_FALSE(ParseChecksum("0123456789abcdeg", &v));
-  EXPECT_FALSE(ParseChecksum("0123456789ABCDEF", &v));
+// The refusal says the same thing whatever failed, and never this member's clock.
+TEST(PeerProtocol, RefusalTellsAStrangerNothing) {
+  const std::string target = FormatBlockTarget(Sample());
+  const WallTime now{std::chrono::seconds(1700000000)};
+  const int64_t late = 1700000000 - 3600;
+  Status stale = VerifyPeerRequest("secret", "GET", target, std::to_string(late),
+                                   SignPeerRequest("secret", "GET", target, late), now);
+  Status wrong = VerifyPeerRequest("secret", "GET", target, "1700000000", "00", now);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.message(), wrong.message());
+  EXPECT_EQ(stale.message().find("3600"), std::string::npos) << stale.message();
+  EXPECT_NE(stale.cause().find("3600"), std::string::npos) << "the member's own log may say it";
+}
+
+constexpr char kSecret[] = "peer-protocol-test-secret-0123456789";
+
+TEST(PeerProtocol, AnswerMacBindsTheBodyTheRequestAndTheBlock) {
+  const std::string target = FormatBlockTarget(Sample());
+  const std::string request_mac = SignPeerRequest(kSecret, "GET", target, 1700000000);
+  const std::string body(1 << 20, 'b');
+  auto seal = SealPeerAnswer(kSecret, request_mac, target, body);
+  ASSERT_TRUE(seal.ok()) << seal.status();
+  EXPECT_EQ(seal->nonce.size(), 32u);
+  EXPECT_EQ(seal->mac.size(), 32u);
+  EXPECT_TRUE(VerifyPeerAnswer(kSecret, request_mac, target, seal->nonce, seal->mac, body).ok());
+  auto refused = [](const Status& s) { return s.code() == Code::kCorruption; };
+  std::string flipped = body;
+  flipped[body.size() / 2] ^= 1;
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, request_mac, target, seal->nonce, seal->mac, flipped)));
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, request_mac, target, seal->nonce, seal->mac, body + "x")));
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, request_mac, target, seal->nonce, seal->mac, body.substr(1))));
+  EXPECT_TRUE(refused(
+      VerifyPeerAnswer("another-secret-of-the-same-length-xx", request_mac, target, seal->nonce, seal->mac, body)));
+  // Another request (another time, so another MAC) or another block: not this answer.
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, SignPeerRequest(kSecret, "GET", target, 1700000001), target,
+                                       seal->nonce, seal->mac, body)));
+  BlockRequest other = Sample();
+  other.index = 1;
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, request_mac, FormatBlockTarget(other), seal->nonce, seal->mac, body)));
+  std::string nonce = seal->nonce;
+  nonce[0] = nonce[0] == '0' ? '1' : '0';
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, request_mac, target, nonce, seal->mac, body)));
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, request_mac, target, seal->nonce, "", body)));
+  EXPECT_TRUE(refused(VerifyPeerAnswer(kSecret, request_mac, target, "", seal->mac, body)));
+  // Each answer has its own nonce, so its own one-time key.
+  auto again = SealPeerAnswer(kSecret, request_mac, target, body);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->nonce, seal->nonce);
+  EXPECT_NE(again->mac, seal->mac);
+  // An empty body (an empty object's block does not exist, but a status may be short) verifies too.
+  auto empty = SealPeerAnswer(kSecret, request_mac, target, "");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(VerifyPeerAnswer(kSecret, request_mac, target, empty->nonce, empty->mac, "").ok());
 }
 
 }  // namespace

@@ -9,9 +9,11 @@
 namespace strata::group {
 namespace {
 
-cache::BlockHash Block(int i) {
-  return cache::HashBlockId(
-      cache::BlockId{"mem://b", "data/" + std::to_string(i / 16), "etag", 4 << 20, static_cast<uint64_t>(i % 16)});
+constexpr char kSecret[] = "rendezvous-test-secret-0123456789abcdef";
+
+uint64_t Block(int i, std::string_view secret = kSecret) {
+  return BlockSeed(secret, cache::HashBlockId(cache::BlockId{"mem://b", "data/" + std::to_string(i / 16), "etag",
+                                                             4 << 20, static_cast<uint64_t>(i % 16)}));
 }
 
 std::vector<Member> Members(int n) {
@@ -79,6 +81,19 @@ TEST(Rendezvous, EmptyAndCanonical) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].id, "a");
   EXPECT_EQ(c[1].id, "b");
+}
+
+// Keyed by the secret: under another secret the same blocks have other
+// owners (about 4 in 5 of them with 5 members), so the ownership one group
+// computes says nothing about another's, and none can be computed without it.
+TEST(Rendezvous, OwnershipDependsOnTheSecret) {
+  auto members = Members(5);
+  int moved = 0;
+  for (int i = 0; i < 2000; ++i) moved += OwnerOf(members, Block(i))->id != OwnerOf(members, Block(i, "x"))->id;
+  EXPECT_GT(moved, 2000 * 7 / 10);
+  EXPECT_LT(moved, 2000 * 9 / 10);
+  EXPECT_EQ(Block(1), Block(1));
+  EXPECT_NE(Block(1), Block(1, "rendezvous-test-secret-0123456789abcdeF"));
 }
 
 }  // namespace

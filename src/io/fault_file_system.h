@@ -98,6 +98,8 @@ class FaultFileSystem : public FileSystem {
   // Fails like an open (kFaultOpen) when an injected fault matches the path.
   Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path, const LockWaitOptions& options) override;
   Status Truncate(const std::string& path, uint64_t size) override;
+  Result<std::string> RealPath(const std::string& path) override { return base_.RealPath(path); }
+  Result<int> OpenDirectory(const std::string& path) override { return base_.OpenDirectory(path); }
 
  private:
   friend class FaultWritableFile;

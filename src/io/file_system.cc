@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstring>
 
 #include "io/uring_read.h"
@@ -432,6 +433,18 @@ Status PosixFileSystem::SyncDir(const std::string& path) {
   if (::fsync(fd) != 0) s = Errno("fsync directory", path);
   ::close(fd);
   return s;
+}
+
+Result<std::string> FileSystem::RealPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (!::realpath(path.c_str(), resolved)) return Errno("realpath", path);
+  return std::string(resolved);
+}
+
+Result<int> FileSystem::OpenDirectory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("open directory", path);
+  return fd;
 }
 
 Result<bool> PosixFileSystem::Exists(const std::string& path) {

@@ -142,6 +142,12 @@ class FileSystem {
   virtual Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path,
                                                              const LockWaitOptions& options) = 0;
   virtual Status Truncate(const std::string& path, uint64_t size) = 0;
+  // The absolute path with symlinks resolved (realpath(3)). Default: the OS's.
+  virtual Result<std::string> RealPath(const std::string& path);
+  // A directory's descriptor for fd-relative walks (openat, fdopendir); the
+  // caller closes it. NotFound with ENOTDIR's text as the cause when `path`
+  // is not a directory. Default: the OS's.
+  virtual Result<int> OpenDirectory(const std::string& path);
 };
 
 // The operating system's file system: pread/pwrite, O_CLOEXEC, fdatasync.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,6 +131,29 @@ TEST_F(PosixFsTest, ConcurrentReadsAtDifferentOffsets) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST_F(PosixFsTest, RealPathAndOpenDirectory) {
+  ASSERT_TRUE(fs_.CreateDirs(P("d")).ok());
+  ASSERT_EQ(::symlink(P("d").c_str(), P("link").c_str()), 0);
+  auto real = fs_.RealPath(P("link/../link"));
+  ASSERT_TRUE(real.ok()) << real.status();
+  auto expected = fs_.RealPath(P("d"));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(*real, *expected);
+  EXPECT_EQ(fs_.RealPath(P("missing")).status().code(), Code::kNotFound);
+
+  auto fd = fs_.OpenDirectory(P("link"));
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  Write(P("d/inner"), "x");
+  struct stat st {};
+  EXPECT_EQ(::fstatat(*fd, "inner", &st, 0), 0);  // the descriptor walks the directory
+  EXPECT_EQ(st.st_size, 1);
+  ::close(*fd);
+  auto file = fs_.OpenDirectory(P("d/inner"));
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().cause(), std::strerror(ENOTDIR));
+  EXPECT_EQ(fs_.OpenDirectory(P("missing")).status().code(), Code::kNotFound);
 }
 
 TEST_F(PosixFsTest, ErrorCodesNameThePath) {

@@ -53,6 +53,7 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   std::string fingerprint() const override { return fingerprint_; }
   Result<std::unique_ptr<Iterator>> Iterate(size_t worker, const State& state) override;
   Result<DecodedSample> Get(uint64_t index) override;
+  void FlushCacheWrites() override { cache_->FlushDiskWrites(); }
 
   // Shared, memoised epoch order of `streams` (the last few are kept).
   std::shared_ptr<const std::vector<uint64_t>> Order(uint64_t epoch, uint64_t streams = 1) const;

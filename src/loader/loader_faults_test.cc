@@ -10,11 +10,14 @@
 // with the other faults): every sample delivered is the new dataset's, or
 // the epoch fails with a clear error naming the shard; never an old sample.
 // LoaderHungStore: a store that stops answering bounds each shard fetch by
-// fetch_timeout, and the loader recovers when it answers again.
+// fetch_timeout, and the loader recovers when it answers again; the threads
+// of calls given up on are bounded and end when the store answers.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -25,8 +28,10 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "io/durable.h"
 #include "loader/loader_test_util.h"
+#include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
 #include "object/fault_store.h"
 #include "object/mem_store.h"
@@ -336,6 +341,30 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+bool WaitUntil(const std::function<bool()>& cond) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Store calls given up on that have not returned, in this process (the loader's gauge).
+int64_t HungCalls() { return MetricsRegistry::Global().GetGauge("strata_loader_hung_store_calls", "").Value(); }
+
+// This process's threads named `name` (/proc/self/task/*/comm).
+size_t ThreadsNamed(const std::string& name) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    if (std::getline(comm, got) && got == name) ++n;
+  }
+  return n;
+}
+
 TEST(LoaderHungStore, ShardFetchFailsWithinTheBoundAndRecovers) {
   SetLogLevel("error");
   HungStore h;
@@ -406,6 +435,54 @@ TEST(LoaderHungStore, SkipCorruptSkipsHungShardsAndClosingDoesNotWaitForThem) {
   ds->reset();
   EXPECT_LT(SecondsSince(start), 20.0);
   EXPECT_GE(h.store->counters().stalls, h.counts.size());
+  // Their threads (and all they hold) go once the store answers.
+  h.Answer();
+  EXPECT_TRUE(WaitUntil([] { return HungCalls() == 0 && ThreadsNamed("strata-getwait") == 0; }))
+      << HungCalls() << " hung calls, " << ThreadsNamed("strata-getwait") << " threads";
+  SetLogLevel("warn");
+}
+
+// A cache holds at most max_hung_calls threads of calls given up on: past it a
+// fetch fails at once (Unavailable) without a store call. Counted in the
+// process's gauge; freed when the store answers, after which fetches work.
+TEST(LoaderHungStore, HungCallsAreBoundedAndEndWhenTheStoreAnswers) {
+  SetLogLevel("error");
+  HungStore h;
+  ASSERT_TRUE(WaitUntil([] { return HungCalls() == 0 && ThreadsNamed("strata-getwait") == 0; }))
+      << "earlier tests' calls still hung";
+  std::vector<std::string> keys;
+  std::vector<uint64_t> sizes;
+  for (size_t k = 0; k < h.counts.size(); ++k) {
+    keys.push_back("ds/shard-0000" + std::to_string(k) + ".tar");
+    sizes.push_back(h.mem->Head(keys.back())->size);
+  }
+  ShardCacheOptions co;
+  co.fetch_concurrency = 1;  // one store call per fetch
+  co.fetch_timeout = std::chrono::milliseconds(200);
+  co.max_hung_calls = 2;
+  auto cache = ShardCache::Open(h.store, keys, sizes, co);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+
+  h.Hang();
+  for (size_t k = 0; k < 2; ++k) {
+    auto r = (*cache)->Get(k);
+    EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded) << r.status();
+    EXPECT_EQ(HungCalls(), static_cast<int64_t>(k + 1));
+  }
+  EXPECT_EQ(ThreadsNamed("strata-getwait"), 2u);
+  auto refused = (*cache)->Get(2);
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status();
+  EXPECT_NE(refused.status().message().find("max_hung_calls"), std::string::npos) << refused.status();
+  EXPECT_EQ(h.store->counters().stalls, 2u);  // the refused fetch made no store call
+
+  h.Answer();
+  EXPECT_TRUE(WaitUntil([] { return HungCalls() == 0 && ThreadsNamed("strata-getwait") == 0; }))
+      << HungCalls() << " hung calls, " << ThreadsNamed("strata-getwait") << " threads";
+  for (size_t k = 0; k < 3; ++k) {
+    auto r = (*cache)->Get(k);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->data.ToString(), h.mem->Get(keys[k], {})->data.ToString());
+  }
   SetLogLevel("warn");
 }
 

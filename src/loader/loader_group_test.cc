@@ -16,6 +16,7 @@
 #include "loader/streaming_dataset.h"
 #include "object/mem_store.h"
 #include "testing/background_process.h"
+#include "testing/counting_bucket.h"
 
 namespace strata::loader {
 namespace {
@@ -28,32 +29,7 @@ constexpr size_t kShards = 6;
 constexpr uint64_t kPerShard = 10;
 std::string SampleBytes(uint64_t i) { return testing::GroupSampleBytes(i); }
 
-// GETs by (key, range offset) and the bytes they returned, as the bucket saw them.
-class CountingBucket : public object::StoreWrapper {
- public:
-  using object::StoreWrapper::Get;
-  using object::StoreWrapper::StoreWrapper;
-  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& o) override {
-    auto r = base_->Get(key, o);
-    std::lock_guard lock(mu_);
-    auto& c = gets_[{std::string(key), o.range ? o.range->offset : 0}];
-    ++c.first;
-    if (r.ok()) c.second += r->data.size();
-    return r;
-  }
-  std::map<std::pair<std::string, uint64_t>, std::pair<int, uint64_t>> Snapshot() {
-    std::lock_guard lock(mu_);
-    return gets_;
-  }
-  void Reset() {
-    std::lock_guard lock(mu_);
-    gets_.clear();
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::pair<std::string, uint64_t>, std::pair<int, uint64_t>> gets_;
-};
+using strata::testing::CountingBucket;
 
 class LoaderGroupTest : public ::testing::Test {
  protected:
@@ -82,12 +58,7 @@ class LoaderGroupTest : public ::testing::Test {
 
 TEST_F(LoaderGroupTest, ThreeMembersStreamTheDatasetAndTheBucketSendsEachShardByteOnce) {
   constexpr int kMembers = 3;
-  std::vector<std::string> peers;
-  std::string group = "static://";
-  for (int i = 0; i < kMembers; ++i) {
-    peers.push_back("127.0.0.1:" + std::to_string(strata::testing::FreeLoopbackPort()));
-    group += (i ? "," : "") + peers[i];
-  }
+  const auto [peers, group] = strata::testing::MakeStaticGroup(kMembers);
   // Every member joins before any reads: a member reading before the others
   // listen would find their endpoints refused and read the bucket itself.
   std::vector<std::shared_ptr<StreamingDataset>> members;

@@ -116,8 +116,11 @@ class IteratorImpl : public Iterator {
   strata::Clock& sizer_clock() const { return opt_.clock ? *opt_.clock : RealClock(); }
 
   Stats stats() const override {
+    const ShardCache::Counters cache = ds_->cache().counters();
     MutexLock lock(mu_);
     Stats s = stats_;
+    s.cache_not_admitted_busy = cache.not_admitted_busy;
+    s.cache_not_admitted_no_reuse = cache.not_admitted_no_reuse;
     s.queue_depth = ready_.size();
     s.elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_);
     return s;

@@ -1,22 +1,28 @@
 #include "loader/shard_cache.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <system_error>
+#include <thread>
 
 #include "base/buffer_pool.h"
 #include "base/coding.h"
 #include "base/executor.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "io/durable.h"
 #include "io/file_system.h"
 
@@ -26,6 +32,14 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'H', 'C', '0', '1'};
 constexpr uint64_t kFixedHeader = 8 + 8 + 8 + 4;
 constexpr std::string_view kSuffix = ".shard";
+// A disk found full of the dataset's own shards is taken to stay so this long
+// (shards fetched meanwhile are not queued); then a write looks again.
+constexpr auto kFullRecheck = std::chrono::seconds(1);
+
+// What a sealed shard file's data is bound to: the shard it is and the dataset's content.
+std::string SealAad(const std::string& key, uint64_t size, const std::string& content_id) {
+  return "strata shard v1\n" + key + "\n" + std::to_string(size) + "\n" + content_id;
+}
 
 void RaiseTo(std::atomic<uint64_t>& bound, uint64_t v) {
   uint64_t cur = bound.load();
@@ -111,39 +125,42 @@ ShardCache::ShardCache(object::ObjectStorePtr store, std::vector<std::string> ke
       last_use_(keys_.size(), 0),
       released_at_(keys_.size(), 0),
       generation_(keys_.size(), 0) {
-  if (options_.fetch_timeout.count() > 0) {
-    // One thread per store call in flight: a fixed pool would cap fetches,
-    // and calls queued behind hung ones would spend their deadline waiting.
-    // Idle threads leave at once (a thread costs microseconds, a ranged GET
-    // milliseconds), so an idle dataset holds none.
-    wait_pool_ = std::make_unique<ElasticThreadPool>(1024, std::chrono::milliseconds(0), "strata-shard-wait");
+  for (size_t k = 0; k < keys_.size(); ++k) {
+    dataset_disk_bytes_ += kFixedHeader + keys_[k].size() + sizes_[k] + SealOverhead();
   }
 }
 
 ShardCache::~ShardCache() {
+  FlushDiskWrites();
   {
     MutexLock lock(write_mu_);
     stop_writes_ = true;
   }
   write_cv_.NotifyAll();
-  if (writer_.joinable()) writer_.join();  // (it drains the queue first)
-  if (wait_pool_ && waits_running_->load() > 0) {
-    // Store calls given up on are still hung: joining them would block this
-    // (and the process's shutdown) until the store answers. Their threads
-    // hold what they use (the store, their result), so the pool is left to them.
-    STRATA_LOG_INFO("loader cache: {} store call(s) still waiting on {}; leaving them in the background",
-                    waits_running_->load(), store_->Url());
-    (void)wait_pool_.release();
+  if (writer_.joinable()) writer_.join();
+  if (const size_t hung = hung_calls_->load(); hung > 0) {
+    // Not waited for (that would block until the store answers): each thread
+    // holds what its call uses and ends when the call returns.
+    STRATA_LOG_INFO("loader cache: {} store call(s) given up on still waiting on {}; left to end in the background",
+                    hung, store_->Url());
   }
 }
 
 void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generation,
                              std::unique_ptr<io::FileLock> lock) {
   if (options_.dir.empty()) return;
-  if (options_.async_disk_writes) {
+  if (!options_.async_disk_writes) return StoreToDisk(shard, data, generation);  // (the lock goes after)
+  {
     MutexLock guard(mu_);
-    const uint64_t limit = std::max<uint64_t>(ram_bytes_, 512ull << 20);
-    if (!writing_.count(shard) && writing_bytes_ + data.size() <= limit) {
+    if (writing_.count(shard)) return;  // queued by another flight already
+    if (full_of_ours_since_ && clock_.Now() - *full_of_ours_since_ < kFullRecheck) {
+      guard.Unlock();
+      return CountNotAdmitted(/*busy=*/false);
+    }
+    const uint64_t limit =
+        options_.write_behind_bytes ? options_.write_behind_bytes : std::max<uint64_t>(ram_bytes_, 64ull << 20);
+    // A shard larger than the whole queue still goes when the queue is empty.
+    if (writing_bytes_ == 0 || writing_bytes_ + data.size() <= limit) {
       writing_.emplace(shard, data);
       writing_bytes_ += data.size();
       MutexLock wl(write_mu_);
@@ -153,10 +170,65 @@ void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generati
       return;
     }
   }
-  StoreToDisk(shard, data, generation);  // (the lock, if any, goes after the file is written)
+  // The disk is behind the store: the reader goes on without a disk copy
+  // (the lock goes now, so processes waiting for the file fetch it themselves).
+  CountNotAdmitted(/*busy=*/true);
+}
+
+void ShardCache::CountNotAdmitted(bool busy) {
+  static Counter& busy_metric = MetricsRegistry::Global().GetCounter(
+      "strata_loader_shards_not_admitted_total", "Shards fetched but not kept in the loader's disk cache",
+      {{"reason", "disk_busy"}});
+  static Counter& no_reuse_metric = MetricsRegistry::Global().GetCounter(
+      "strata_loader_shards_not_admitted_total", "Shards fetched but not kept in the loader's disk cache",
+      {{"reason", "no_reuse"}});
+  (busy ? busy_metric : no_reuse_metric).Inc();
+  MutexLock lock(mu_);
+  ++(busy ? counters_.not_admitted_busy : counters_.not_admitted_no_reuse);
+}
+
+void ShardCache::FlushDiskWrites() {
+  MutexLock lock(write_mu_);
+  // The writer thread may get little CPU (it runs at idle priority): what is
+  // still queued is written here, on the caller's thread.
+  while (!writes_.empty()) {
+    DiskWrite w = std::move(writes_.front());
+    writes_.pop_front();
+    ++writes_running_;
+    lock.Unlock();
+    WriteQueued(std::move(w));
+    lock.Lock();
+    --writes_running_;
+  }
+  flushed_cv_.Wait(lock, [&] {
+    write_mu_.AssertHeld();  // the predicate runs under the lock
+    return writes_.empty() && writes_running_ == 0;
+  });
+  flushed_cv_.NotifyAll();  // (other flushers waiting for the writes this one ran)
+}
+
+void ShardCache::WriteQueued(DiskWrite w) {
+  // A writer thread's boundary: an exception loses this disk copy (the shard
+  // is fetched again next time), never the process.
+  RunGuarded("loader: writing shard " + std::to_string(w.shard) + " to the disk cache", [&] {
+    StoreToDisk(w.shard, w.data, w.generation);
+  }).IgnoreError();  // logged
+  w.lock.reset();    // other processes waiting for this shard find the file now
+  MutexLock guard(mu_);
+  auto it = writing_.find(w.shard);
+  if (it != writing_.end() && it->second.data() == w.data.data()) {
+    writing_bytes_ -= it->second.size();
+    writing_.erase(it);
+  }
 }
 
 void ShardCache::WriteLoop() {
+  // Behind the reader in CPU too: copying a shard into the page cache costs
+  // about a core-second per 2 GB here, which a cold epoch that already keeps
+  // the cores busy would lose. The writer runs only on CPU time nobody else
+  // wants; when that is too little, its queue fills and shards are not admitted.
+  sched_param idle{};
+  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   MutexLock lock(write_mu_);
   while (true) {
     write_cv_.Wait(lock, [&] {
@@ -166,22 +238,11 @@ void ShardCache::WriteLoop() {
     if (writes_.empty()) return;  // stopping, and nothing left to write
     DiskWrite w = std::move(writes_.front());
     writes_.pop_front();
+    ++writes_running_;
     lock.Unlock();
-    // The writer thread's boundary: an exception loses this disk copy (the
-    // shard is fetched again next time), never the process.
-    RunGuarded("loader: writing shard " + std::to_string(w.shard) + " to the disk cache", [&] {
-      StoreToDisk(w.shard, w.data, w.generation);
-    }).IgnoreError();  // logged
-    w.lock.reset();    // other processes waiting for this shard find the file now
-    {
-      MutexLock guard(mu_);
-      auto it = writing_.find(w.shard);
-      if (it != writing_.end() && it->second.data() == w.data.data()) {
-        writing_bytes_ -= it->second.size();
-        writing_.erase(it);
-      }
-    }
+    WriteQueued(std::move(w));
     lock.Lock();
+    if (--writes_running_ == 0 && writes_.empty()) flushed_cv_.NotifyAll();
   }
 }
 
@@ -191,6 +252,14 @@ Result<std::shared_ptr<ShardCache>> ShardCache::Open(object::ObjectStorePtr stor
   if (!options.dir.empty()) {
     Status s = cache->fs_.CreateDirs(options.dir);
     if (!s.ok()) return s.WithContext("creating the loader's cache directory " + options.dir);
+    auto holds_shards = [&] {
+      auto entries = cache->fs_.ListDir(options.dir);
+      return entries.ok() && std::any_of(entries->begin(), entries->end(), [](const io::DirEntry& e) {
+               return std::string_view(e.name).ends_with(kSuffix);
+             });
+    };
+    STRATA_RETURN_IF_ERROR(
+        cache::CheckSealedDir(cache->fs_, options.dir, options.sealer.get(), {}, holds_shards).status());
     cache->SweepDeadTemps();
   }
   return cache;
@@ -442,7 +511,8 @@ void ShardCache::Invalidate(size_t shard) {
     auto it = ram_.find(shard);
     if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
     if (auto w = writing_.find(shard); w != writing_.end()) writing_bytes_ -= w->second.size(), writing_.erase(w);
-    flights_.Forget(shard);  // later Gets must not share its bytes
+    flights_.Forget(shard);       // later Gets must not share its bytes
+    full_of_ours_since_.reset();  // its file goes: room for another
   }
   if (!options_.dir.empty()) {
     // Under disk_mu_: a StoreToDisk that passed its generation check writes
@@ -591,33 +661,65 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard, bool* hashed) {
   return data;
 }
 
+namespace {
+
+// Store calls some cache gave up on (fetch_timeout) that have not returned yet,
+// in the whole process: each holds a thread until the store answers.
+Gauge& HungStoreCalls() {
+  static Gauge& g = MetricsRegistry::Global().GetGauge(
+      "strata_loader_hung_store_calls", "Loader store calls given up on (fetch_timeout) that have not returned");
+  return g;
+}
+Counter& RefusedStoreCalls() {
+  static Counter& c = MetricsRegistry::Global().GetCounter("strata_loader_refused_store_calls_total",
+                                                           "Loader store calls not started: max_hung_calls were hung");
+  return c;
+}
+
+}  // namespace
+
 Result<object::GetResult> ShardCache::BoundedGet(const std::string& key, const object::GetOptions& get,
                                                  std::chrono::steady_clock::time_point deadline) {
-  if (!wait_pool_) return store_->Get(key, get);
+  if (options_.fetch_timeout.count() <= 0) return store_->Get(key, get);
+  if (options_.max_hung_calls > 0 && hung_calls_->load() >= options_.max_hung_calls) {
+    RefusedStoreCalls().Inc();
+    return UnavailableError(std::to_string(hung_calls_->load()) + " store calls given up on have not returned" +
+                            " (max_hung_calls); not starting another for " + key);
+  }
   struct Call {
     std::mutex mu;
     std::condition_variable cv;
     std::optional<Result<object::GetResult>> result;
+    bool given_up = false;  // the caller left: the call counts as hung until it returns
   };
   auto call = std::make_shared<Call>();
-  ++*waits_running_;
-  // The task holds everything it touches: it may outlive this cache.
-  wait_pool_->Submit([call, store = store_, key, get, running = waits_running_] {
-    Result<object::GetResult> r = InternalError("not run");
-    Status threw = RunGuarded("loader: fetching " + key, [&] { r = store->Get(key, get); });
-    if (!threw.ok()) r = threw;
-    // Not running before the caller can see the result: a cache destroyed
-    // right after then finds the call over and joins this thread, no leak.
-    --*running;
-    {
+  // A thread of its own, detached: a call given up on keeps it until the store
+  // answers, then it ends and frees all it held (the store, the result). No
+  // pool outlives this cache; nothing waits for a hung store, nothing leaks.
+  // A thread costs microseconds, a ranged GET milliseconds.
+  try {
+    std::thread([call, store = store_, key, get, hung = hung_calls_] {
+      pthread_setname_np(pthread_self(), "strata-getwait");
+      Result<object::GetResult> r = InternalError("not run");
+      Status threw = RunGuarded("loader: fetching " + key, [&] { r = store->Get(key, get); });
+      if (!threw.ok()) r = threw;
       std::lock_guard lock(call->mu);
+      if (call->given_up) {
+        --*hung;
+        HungStoreCalls().Add(-1);
+      }
       call->result = std::move(r);
-    }
-    call->cv.notify_all();
-  });
+      call->cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {  // no thread to be had (a limit): fail this call only
+    return UnavailableError("cannot start a thread for a store call for " + key, e.what());
+  }
   std::unique_lock lock(call->mu);
   // Real time: a hung store does not advance a test's fake clock.
   if (!call->cv.wait_until(lock, deadline, [&] { return call->result.has_value(); })) {
+    call->given_up = true;
+    ++*hung_calls_;
+    HungStoreCalls().Add(1);
     std::string range = get.range && get.range->length ? " (bytes " + std::to_string(get.range->offset) + "+" +
                                                              std::to_string(*get.range->length) + ")"
                                                        : "";
@@ -635,7 +737,7 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   auto file = fs_.OpenForRead(path);
   if (!file.ok()) return file.status();
   const std::string& key = keys_[shard];
-  uint64_t expect = kFixedHeader + key.size() + sizes_[shard];
+  uint64_t expect = kFixedHeader + key.size() + sizes_[shard] + SealOverhead();
   auto size = (*file)->Size();
   Result<Buffer> data = size.ok() && *size == expect ? (*file)->Read(0, expect) : Result<Buffer>(Buffer());
   bool good = data.ok() && data->size() == expect && std::memcmp(data->data(), kMagic, 8) == 0;
@@ -645,7 +747,12 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
            std::memcmp(p + kFixedHeader, key.data(), key.size()) == 0;
     if (good) {
       Buffer body = data->Slice(kFixedHeader + key.size());
-      if (XxHash3(body.data(), body.size()) == DecodeFixed64(p + 16)) return body;
+      if (XxHash3(body.data(), body.size()) == DecodeFixed64(p + 16)) {
+        if (!options_.sealer) return body;
+        auto plain = Unseal(shard, body);
+        if (plain.ok()) return plain;
+        STRATA_LOG_WARN("loader cache: {}: {}", path, plain.status().ToString());
+      }
       good = false;
     }
   }
@@ -654,6 +761,7 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   {
     MutexLock lock(mu_);
     ++counters_.verify_failures;
+    full_of_ours_since_.reset();  // its file goes: room for another
   }
   MutexLock lock(disk_mu_);
   (void)fs_.Remove(path);
@@ -667,7 +775,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     return generation_[shard] != generation;
   };
   const std::string& key = keys_[shard];
-  uint64_t need = kFixedHeader + key.size() + data.size();
+  uint64_t need = kFixedHeader + key.size() + data.size() + SealOverhead();
   if (need > disk_bytes_) return;
   MutexLock disk(disk_mu_);
   // Caches in other processes (DataLoader workers) share the directory and
@@ -683,11 +791,17 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   if (!entries.ok()) return;
   std::map<std::string, size_t> ours;
   for (size_t k = 0; k < keys_.size(); ++k) ours.emplace(FileName(k), k);
+  std::vector<uint64_t> priority(keys_.size());
+  {
+    MutexLock lock(mu_);  // once, not per file: this may run on the idle-priority writer
+    for (size_t k = 0; k < keys_.size(); ++k) priority[k] = Priority(k);
+  }
   std::string name = FileName(shard);
   struct Victim {
     uint64_t priority;
     std::string name;
     uint64_t size;
+    bool ours;  // one of this dataset's shards
   };
   std::vector<Victim> victims;
   uint64_t used = 0;
@@ -701,40 +815,75 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     if (e.name == name) return;  // another process cached it meanwhile
     used += e.size;
     auto it = ours.find(e.name);
-    uint64_t prio;
-    {
-      MutexLock lock(mu_);
-      prio = it != ours.end()
-                 ? Priority(it->second)
-                 : (1ull << 61) +
-                       static_cast<uint64_t>(
-                           std::chrono::duration_cast<std::chrono::seconds>(e.mtime.time_since_epoch()).count());
-    }
-    victims.push_back({prio, e.name, e.size});
+    const uint64_t prio =
+        it != ours.end()
+            ? priority[it->second]
+            : (1ull << 61) + static_cast<uint64_t>(
+                                 std::chrono::duration_cast<std::chrono::seconds>(e.mtime.time_since_epoch()).count());
+    victims.push_back({prio, e.name, e.size, it != ours.end()});
   }
   std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) { return a.priority < b.priority; });
+  // A dataset larger than the bound, streamed once per epoch, re-reads a
+  // shard evicted now as late as the one it would make room for: keep what
+  // is cached (every later epoch hits it) and admit the rest only into free
+  // room. Other files (another dataset, a replaced version) still make room.
+  const bool keep_ours = dataset_disk_bytes_ > disk_bytes_;
   for (const Victim& v : victims) {
     if (used + need <= disk_bytes_) break;
+    if (keep_ours && v.ours) continue;
     if (fs_.Remove(options_.dir + "/" + v.name).ok()) {
       used -= v.size;
       MutexLock lock(mu_);
       ++counters_.disk_evictions;
     }
   }
-  if (used + need > disk_bytes_ || stale()) return;
+  if (stale()) return;
+  if (used + need > disk_bytes_) {
+    if (!keep_ours) return;
+    {
+      MutexLock lock(mu_);
+      full_of_ours_since_ = clock_.Now();
+    }
+    return CountNotAdmitted(/*busy=*/false);
+  }
+  Result<Buffer> stored = options_.sealer ? Seal(shard, data) : Result<Buffer>(data);
+  if (!stored.ok()) {
+    STRATA_LOG_WARN("loader cache: could not seal {}: {}", key, stored.status().ToString());
+    return;
+  }
   std::string header(kMagic, 8);
   PutFixed64(&header, data.size());
-  PutFixed64(&header, XxHash3(data.data(), data.size()));
+  PutFixed64(&header, XxHash3(stored->data(), stored->size()));
   PutFixed32(&header, key.size());
   header += key;
   // Header and body written one after the other: no copy of the shard to join them.
-  Status s = io::WriteFileAtomic(fs_, options_.dir + "/" + name, {Buffer::FromString(header), data});
+  Status s = io::WriteFileAtomic(fs_, options_.dir + "/" + name, {Buffer::FromString(header), *stored});
   if (!s.ok()) {
     STRATA_LOG_WARN("loader cache: could not keep {} on disk: {}", key, s.ToString());
     return;
   }
   MutexLock lock(mu_);
   counters_.disk_bytes = used + need;
+  ++counters_.disk_writes;
+  full_of_ours_since_.reset();
+}
+
+Result<Buffer> ShardCache::Seal(size_t shard, const Buffer& data) const {
+  const size_t n = data.size() + cache::BlockSealer::kOverhead;
+  std::shared_ptr<uint8_t> out = BufferPoolAllocate(n);
+  STRATA_RETURN_IF_ERROR(options_.sealer->Seal(SealAad(keys_[shard], data.size(), options_.content_id), data.data(),
+                                               data.size(), out.get()));
+  uint8_t* p = out.get();
+  return Buffer::Wrap(std::move(out), p, n);
+}
+
+Result<Buffer> ShardCache::Unseal(size_t shard, const Buffer& stored) const {
+  const size_t n = stored.size() - cache::BlockSealer::kOverhead;
+  // In place, in the buffer LoadFromDisk just read (no other holder).
+  uint8_t* plain = const_cast<uint8_t*>(stored.data()) + kGcmNonceBytes;
+  STRATA_RETURN_IF_ERROR(
+      options_.sealer->Open(SealAad(keys_[shard], n, options_.content_id), stored.data(), stored.size(), plain));
+  return stored.Slice(kGcmNonceBytes, n);
 }
 
 }  // namespace strata::loader

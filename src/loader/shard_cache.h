@@ -5,15 +5,20 @@
 // Every byte served is verified: a fetch must return the index's size and
 // one ETag across all its ranged parts; disk files carry a header (magic,
 // key, size, XXH3 of the data) checked on every load, and a mismatch is a
-// miss (the file is removed, the shard refetched). Bytes so checked are
+// miss (the file is removed, the shard refetched); with a sealer the data is
+// encrypted at rest and its GCM tag checked too. Bytes so checked are
 // passed to the parser as verified, which then skips the format's per-record
 // CRCs (one verification per byte, not two); bytes from the store are
 // verified by those CRCs before their disk copy is written (GetParsed parses
 // them first), and bytes that fail them are invalidated. Files are written
-// temp + fsync + rename + fsync(dir). Eviction takes shards released by the
-// loader (consumed) first, in release order, then the least recently used;
-// files other processes wrote into the same directory count towards the
-// bound (the directory is rescanned before each write).
+// temp + fsync + rename + fsync(dir), behind the reader (async_disk_writes):
+// a shard the disk cannot keep up with is not admitted, and counted.
+// Eviction takes shards released by the loader (consumed) first, in release
+// order, then the least recently used; files other processes wrote into the
+// same directory count towards the bound (the directory is rescanned before
+// each write). A dataset larger than the disk bound does not evict its own
+// shards to admit others (each is read once per epoch: that would only churn
+// the disk); its shards fill the free room and stay.
 // Thread-safe. Concurrent Gets of one shard share one fetch (a "flight"):
 // callers that arrive while it runs get its bytes, even when the RAM tier
 // cannot keep them; the flight lasts until the disk copy is written, so no
@@ -45,17 +50,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/buffer.h"
 #include "base/clock.h"
-#include "base/elastic_pool.h"
 #include "base/executor.h"
 #include "base/mutex.h"
 #include "base/single_flight.h"
 #include "base/status.h"
+#include "cache/block_sealer.h"
 #include "dataset/manifest.h"
 #include "io/file_system.h"
 #include "object/object_store.h"
@@ -87,19 +93,33 @@ struct ShardCacheOptions {
   uint64_t max_part_size = 16ull << 20;
   io::FileSystem* fs = nullptr;  // the disk tier's; nullptr: DefaultFileSystem()
   Clock* clock = nullptr;        // ages temp files for the start-up sweep; nullptr: RealClock()
-  // Write disk copies on a background thread, so a fetch is delivered
-  // without waiting for its file (written and fsynced one at a time). Until
-  // the file is written the shard's bytes are served from memory (Gets never
-  // refetch it) and its download lock is held (other processes wait for the
-  // file); at most max(ram_bytes, 512 MiB) of writes wait, beyond which the
-  // fetch writes its own copy as without this. The destructor finishes them.
-  bool async_disk_writes = false;
+  // Write-behind: disk copies are written on a background thread, so a fetch
+  // is delivered without waiting for its file (written and fsynced one at a
+  // time): the disk never throttles a cold read. Until the file is written
+  // the shard's bytes are served from memory (Gets never refetch it) and its
+  // download lock is held (other processes wait for the file). At most
+  // write_behind_bytes of writes wait; a shard fetched while they are full is
+  // not admitted to disk (counted: not_admitted_busy) rather than slowing
+  // the fetch. The destructor finishes the queued writes. false: each fetch
+  // writes its own copy before it returns (a disk known to outpace the store).
+  bool async_disk_writes = true;
+  // 0: max(ram_bytes, 64 MiB). Memory the process holds beyond the RAM tier
+  // while the disk is behind (one shard at least: a larger one queues alone).
+  uint64_t write_behind_bytes = 0;
   // A fetch from the store (all its ranged parts) waits at most this long in
   // total, then fails with a retryable DeadlineExceeded naming the shard; the
   // store calls still running are left to finish on background threads (a
   // hung store holds neither the caller nor the cache's destruction).
   // 0: wait as long as the store's own timeouts.
   std::chrono::milliseconds fetch_timeout{60000};
+  // Seals shard files at rest (cache/block_sealer.h: AES-256-GCM, the file's
+  // key, size and content id authenticated with it); null: clear. A
+  // directory sealed with one key opens with that key only.
+  std::shared_ptr<const cache::BlockSealer> sealer;
+  // At most this many calls given up on may still hold a thread each; past it
+  // a fetch fails at once (Unavailable, retryable) until one returns (0: no
+  // bound). The process's count is the gauge strata_loader_hung_store_calls.
+  size_t max_hung_calls = 256;
 };
 
 struct ShardFetch {
@@ -144,6 +164,8 @@ class ShardCache {
                                                         std::vector<std::string> keys, std::vector<uint64_t> sizes,
                                                         ShardCacheOptions options);
   ~ShardCache();  // finishes pending disk writes (async_disk_writes)
+  // Waits until the disk writes queued so far are done (written or given up).
+  void FlushDiskWrites();
 
   // The shard's bytes, from RAM, disk or the store (in that order). Bytes this
   // call fetches from the store are written to disk only if `check` (when
@@ -169,6 +191,13 @@ class ShardCache {
     uint64_t temps_swept = 0;             // dead writers' temp files Open removed
     uint64_t sha256_bytes = 0;            // bytes from the store checked against the manifest's sha256
     uint64_t crc32c_bytes = 0;            // ... against its crc32c
+    uint64_t disk_writes = 0;             // shard files written (admitted to the disk tier)
+    // Shards fetched from the store and not kept on disk: the write-behind
+    // queue was full (the disk could not keep up with the store), or the
+    // disk tier was full of this dataset's shards while the dataset is larger
+    // than it (streamed once per epoch, any shard evicted for another is
+    // re-read as late as the other: admitting it would only churn the disk).
+    uint64_t not_admitted_busy = 0, not_admitted_no_reuse = 0;
   };
   Counters counters() const;
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
@@ -195,6 +224,14 @@ class ShardCache {
     bool verified = false;  // loaded with a whole-shard hash checked (ShardFetch::verified)
   };
 
+  // A disk copy waiting for the writer (async_disk_writes); `lock` is the shard's download lock.
+  struct DiskWrite {
+    size_t shard;
+    Buffer data;
+    uint64_t generation;
+    std::unique_ptr<io::FileLock> lock;
+  };
+
   // Removes temp files of dead writers from `dir` (at Open, under the budget lock).
   void SweepDeadTemps();
   // `*hashed`: the bytes were checked whole against the manifest's hash here
@@ -206,9 +243,17 @@ class ShardCache {
   Result<Buffer> LoadFromDisk(size_t shard);
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
   void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
-  // StoreToDisk now, or queued for the writer thread (async_disk_writes); `lock` is held until written.
+  // Encryption at rest (options_.sealer): a file's data sealed, and opened back.
+  uint64_t SealOverhead() const { return options_.sealer ? cache::BlockSealer::kOverhead : 0; }
+  Result<Buffer> Seal(size_t shard, const Buffer& data) const;
+  Result<Buffer> Unseal(size_t shard, const Buffer& stored) const;  // in place: `stored` is held nowhere else
+  // StoreToDisk now, or queued for the writer thread (async_disk_writes), or
+  // not at all when the queue is full; `lock` is held until written.
   void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<io::FileLock> lock);
-  void WriteLoop();
+  // One shard not admitted to the disk tier: counted here and in the process's metrics.
+  void CountNotAdmitted(bool busy);
+  void WriteLoop();  // the writer thread
+  void WriteQueued(DiskWrite w);
   void PutInRam(size_t shard, const Buffer& data, bool verified) REQUIRES(mu_);
   // Keeps `parsed` with the shard's bytes if the RAM bound allows.
   void PutParsedLocked(size_t shard, const Buffer& data, const ParsedValue& parsed) REQUIRES(mu_);
@@ -250,24 +295,25 @@ class ShardCache {
   // (a dataset that is only opened, or has small shards, starts none).
   std::once_flag parts_once_;
   std::unique_ptr<ThreadPool> parts_;
-  // fetch_timeout: the store calls, each on a thread of its own (a thread
-  // given up on stays with its hung call), and how many of them are running.
-  std::unique_ptr<ElasticThreadPool> wait_pool_;
-  std::shared_ptr<std::atomic<size_t>> waits_running_ = std::make_shared<std::atomic<size_t>>(0);
+  // fetch_timeout: the store calls given up on that still run, each on a
+  // detached thread of its own (shared with those threads: they may outlive this).
+  std::shared_ptr<std::atomic<size_t>> hung_calls_ = std::make_shared<std::atomic<size_t>>(0);
   // async_disk_writes: shards whose file is being written (guarded by mu_),
   // and the writer's queue (guarded by write_mu_, taken without mu_ held).
   std::map<size_t, Buffer> writing_ GUARDED_BY(mu_);
   uint64_t writing_bytes_ GUARDED_BY(mu_) = 0;
-  struct DiskWrite {
-    size_t shard;
-    Buffer data;
-    uint64_t generation;
-    std::unique_ptr<io::FileLock> lock;
-  };
   Mutex write_mu_;
   CondVar write_cv_;
   std::deque<DiskWrite> writes_ GUARDED_BY(write_mu_);
+  size_t writes_running_ GUARDED_BY(write_mu_) = 0;  // writes taken off the queue, not done yet
+  CondVar flushed_cv_;                               // the queue went empty and no write is running
   bool stop_writes_ GUARDED_BY(write_mu_) = false;
+  // The dataset's shard files together (headers included): larger than the
+  // disk bound, this dataset's files are not evicted to admit its others.
+  uint64_t dataset_disk_bytes_ = 0;
+  // When a write last found the disk full of this dataset's shards (so
+  // larger ones are not queued for a while, only to be refused), if since.
+  std::optional<TimePoint> full_of_ours_since_ GUARDED_BY(mu_);
   std::thread writer_ GUARDED_BY(mu_);  // started by the first queued write
 };
 

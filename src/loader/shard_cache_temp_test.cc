@@ -92,6 +92,7 @@ TEST_F(ShardCacheTempTest, DeadWritersTempFilesAreSweptLiveOnesCounted) {
 
   // The kept temp files count towards the bound: the shard just fits beside them.
   ASSERT_TRUE((*cache)->Get(0).ok());
+  (*cache)->FlushDiskWrites();
   EXPECT_TRUE(Exists((*cache)->FilePath(0)));
   EXPECT_EQ((*cache)->counters().disk_bytes, ShardFileBytes() + 4010);
   EXPECT_TRUE(Exists(live_old));  // counted, never evicted
@@ -133,6 +134,7 @@ TEST_F(ShardCacheTempTest, LiveTempFilesLeaveNoRoomBeyondTheBound) {
   auto got = (*cache)->Get(0);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->data.ToString(), std::string(1000, 's'));
+  (*cache)->FlushDiskWrites();
   EXPECT_FALSE(Exists((*cache)->FilePath(0)));  // served, not kept: the bound holds
   EXPECT_TRUE(Exists(live));
   EXPECT_EQ((*cache)->counters().temps_swept, 0u);

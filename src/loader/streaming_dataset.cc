@@ -294,11 +294,15 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
   co.connections = std::max<size_t>(options.max_connections, 1);
   co.async_disk_writes = options.async_cache_writes;
+  co.write_behind_bytes = options.cache_write_behind_bytes;
   co.fetch_timeout = options.fetch_timeout;
   co.min_part_size = std::max<uint64_t>(options.min_part_bytes, 1);
   co.max_part_size = std::max(co.max_part_size, co.min_part_size);
   co.fs = options.fs;
   co.clock = options.clock;
+  if (!options.cache_encryption_key_file.empty()) {
+    STRATA_ASSIGN_OR_RETURN(co.sealer, cache::BlockSealer::FromKeyFile(options.cache_encryption_key_file));
+  }
   object::ObjectStorePtr shard_store = store;
   if (!options.cache_group.empty()) {
     group::GroupStoreOptions go;
@@ -310,6 +314,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
     go.cache_dir = options.cache_dir.empty() ? "" : options.cache_dir + "/group";
     go.disk_bytes = options.cache_limit_bytes;
     go.ram_bytes = options.ram_cache_bytes;
+    go.sealer = co.sealer;
     auto joined = group::JoinGroupStore(store, go);
     if (!joined.ok()) return joined.status().WithContext("joining cache group " + options.cache_group);
     shard_store = std::move(*joined);
@@ -320,7 +325,8 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
     // differs in. A group's readers share only with readers of that group,
     // and a reader asking for another check (verify) gets a cache doing it.
     std::string identity = store->Url() + "\n" + prefix + "\n" + co.content_id + "\n" + options.cache_dir + "\n" +
-                           options.cache_group + "\nverify " + std::to_string(static_cast<int>(options.verify));
+                           options.cache_group + "\nverify " + std::to_string(static_cast<int>(options.verify)) +
+                           "\nkey " + (co.sealer ? co.sealer->key_id() : "none");
     STRATA_ASSIGN_OR_RETURN(d->cache_,
                             ShardCache::OpenShared(identity, shard_store, std::move(keys), std::move(sizes), co));
   } else {
@@ -406,19 +412,15 @@ Result<std::shared_ptr<StreamingDataset>> StreamingDataset::Open(object::ObjectS
 
 namespace {
 
-// "s3://b/dir/name?endpoint=..." -> ("s3://b/dir?endpoint=...", "name"):
+// "s3://b/dir/name?endpoint=..." -> ("s3://b/dir/?endpoint=...", "name"):
 // the directory's store URL (the query kept) and the last path component.
 std::pair<std::string, std::string> SplitLast(std::string_view url, size_t before = std::string_view::npos) {
-  std::string_view query;
-  if (url.starts_with("s3://")) {
-    size_t q = url.find('?');
-    if (q != std::string_view::npos) query = url.substr(q), url = url.substr(0, q);
-  }
-  size_t slash = url.rfind('/', before == std::string_view::npos ? url.size() : before);
-  if (slash == std::string_view::npos) return {std::string(query), std::string(url)};
+  const object::UrlDirName split = object::SplitUrlDirName(url, before);
+  const std::string query(split.query);
+  if (!split.dir) return {query, std::string(split.name)};
   // mem:// and s3:// take the path as a literal key prefix: keep its '/'.
-  size_t keep = url.starts_with("file:") ? slash : slash + 1;
-  return {std::string(url.substr(0, keep)) + std::string(query), std::string(url.substr(slash + 1))};
+  const std::string slash = url.starts_with("file:") ? "" : "/";
+  return {std::string(*split.dir) + slash + query, std::string(split.name)};
 }
 
 }  // namespace

@@ -75,6 +75,10 @@ struct StreamingOptions {
   uint64_t cache_limit_bytes = 16ull << 30;
   uint64_t ram_cache_bytes = 256ull << 20;
   bool share_cache = true;
+  // A 32-byte key file (mode 0600): shard files in cache_dir, and the group
+  // member's blocks in cache_dir/group, are encrypted at rest with it
+  // (cache/block_sealer.h). Empty: clear.
+  std::string cache_encryption_key_file;
 
   Shuffle shuffle = Shuffle::kWindow;
   uint64_t seed = 0;
@@ -116,11 +120,14 @@ struct StreamingOptions {
   size_t max_connections =
       128;  // store requests in flight per iterator (a 3 GB/s consumer at 25 MB/s per connection needs ~120)
   uint64_t min_part_bytes = 4ull << 20;  // a ranged read is at least this (unless the shard is smaller)
-  // Write cache_dir copies on a background thread (ShardCacheOptions::async_disk_writes): a cold
-  // fetch is delivered without waiting for its file's fsync, but a file may appear after the
-  // iterator that fetched it is done (until the dataset's cache goes).
-  bool async_cache_writes = false;
-  std::map<std::string, Decode> decode;  // per field; unlisted fields use kAuto
+  // Write cache_dir copies behind the reader (ShardCacheOptions::async_disk_writes): a cold
+  // fetch is delivered without waiting for its file, a shard the disk cannot keep up with is
+  // not kept on disk (Stats::cache_not_admitted_busy), and a file may appear after the
+  // iterator that fetched it is done (until the dataset's cache goes). false: every fetch
+  // writes its file before it is delivered.
+  bool async_cache_writes = true;
+  uint64_t cache_write_behind_bytes = 0;  // writes waiting at most; 0: max(ram_cache_bytes, 64 MiB)
+  std::map<std::string, Decode> decode;   // per field; unlisted fields use kAuto
   ShardVerify verify = ShardVerify::kAuto;
 
   // Bad input: a shard that fails to fetch or parse is retried `retries`
@@ -237,9 +244,14 @@ struct Stats {
   uint64_t shards_fetched = 0;
   uint64_t shard_fetch_retries = 0;
   uint64_t shards_skipped = 0;
-  uint64_t shards_from_cache = 0;             // shards served by the local cache (RAM or disk), not the store
-  uint64_t shards_parsed = 0;                 // shards this iterator parsed (others shared another's parse)
-  uint64_t samples_skipped = 0;               // skip_corrupt: samples whose fields failed to decode
+  uint64_t shards_from_cache = 0;  // shards served by the local cache (RAM or disk), not the store
+  uint64_t shards_parsed = 0;      // shards this iterator parsed (others shared another's parse)
+  uint64_t samples_skipped = 0;    // skip_corrupt: samples whose fields failed to decode
+  // The dataset's shard cache (shared by its iterators) since it opened: shards fetched but not
+  // kept on disk, because the disk was behind the store (its write-behind queue full), or
+  // because the dataset is larger than the disk bound and the disk is full of its shards.
+  uint64_t cache_not_admitted_busy = 0;
+  uint64_t cache_not_admitted_no_reuse = 0;
   uint64_t queue_depth = 0;                   // batches ready now
   std::chrono::nanoseconds consumer_wait{0};  // total time Next() blocked
   std::chrono::nanoseconds elapsed{0};        // since the iterator started
@@ -299,6 +311,10 @@ class StreamingDataset {
   virtual Result<std::unique_ptr<Iterator>> Iterate(size_t worker, const State& state) = 0;
   // Random access to one decoded sample (global index).
   virtual Result<DecodedSample> Get(uint64_t index) = 0;
+  // Waits until the shard cache's disk writes queued so far (async_cache_writes) are done, on
+  // this thread if the writer is behind. For a process about to end without destructors (a
+  // forked DataLoader worker exits with os._exit), whose queued writes would be lost.
+  virtual void FlushCacheWrites() = 0;
 };
 
 }  // namespace strata::loader

@@ -336,18 +336,10 @@ Result<ParsedUrl> ParseUrl(std::string_view url) {
 
 Result<std::vector<std::pair<std::string, std::string>>> ParseQueryString(std::string_view query, bool plus_is_space) {
   std::vector<std::pair<std::string, std::string>> out;
-  size_t pos = 0;
-  while (pos <= query.size()) {
-    size_t amp = query.find('&', pos);
-    if (amp == std::string_view::npos) amp = query.size();
-    std::string_view part = query.substr(pos, amp - pos);
-    pos = amp + 1;
-    if (part.empty()) continue;
-    size_t eq = part.find('=');
+  for (const RawQueryParam& p : SplitQuery(query)) {
     std::string k, v;
-    if (!UriDecode(part.substr(0, eq), &k, plus_is_space) ||
-        (eq != std::string_view::npos && !UriDecode(part.substr(eq + 1), &v, plus_is_space))) {
-      return InvalidArgumentError("malformed percent-escape in query parameter '" + std::string(part.substr(0, 64)) +
+    if (!UriDecode(p.name, &k, plus_is_space) || !UriDecode(p.value, &v, plus_is_space)) {
+      return InvalidArgumentError("malformed percent-escape in query parameter '" + std::string(p.text.substr(0, 64)) +
                                   "'");
     }
     out.emplace_back(std::move(k), std::move(v));

@@ -353,6 +353,10 @@ struct HttpClient::Impl {
       curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     if (!opts.ca_bundle.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, opts.ca_bundle.c_str());
+    if (!opts.client_cert.empty()) {
+      curl_easy_setopt(e, CURLOPT_SSLCERT, opts.client_cert.c_str());
+      curl_easy_setopt(e, CURLOPT_SSLKEY, opts.client_key.c_str());
+    }
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, HeaderCb);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, WriteCb);

@@ -86,6 +86,9 @@ struct HttpClientOptions {
   int max_connections = 64;                    // in flight at once; more wait
   bool verify_tls = true;
   std::string ca_bundle;  // empty: curl's default
+  // A client certificate (PEM) and its private key, for servers that ask for
+  // one (etcd --client-cert-auth). Empty: none.
+  std::string client_cert, client_key;
 };
 
 using HttpCallback = std::function<void(Result<HttpResponse>)>;

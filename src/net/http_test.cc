@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "net/uri.h"
+
 namespace strata::net {
 namespace {
 
@@ -132,6 +134,21 @@ TEST(HttpQuery, ParsesAndDecodes) {
   EXPECT_TRUE(ParseQueryString("").value().empty());
   EXPECT_FALSE(ParseQueryString("a=%zz").ok());
   EXPECT_FALSE(ParseQueryString("a=%2").ok());
+}
+
+// The one splitter under ParseQueryString, SigV4's canonical query and store URLs.
+TEST(HttpQuery, SplitKeepsEveryParameterAsWrittenInOrder) {
+  const auto params = SplitQuery("b=x%20y&&a&c=&=v&d=1=2&");
+  ASSERT_EQ(params.size(), 5u);
+  std::vector<std::string> got;
+  for (const auto& p : params)
+    got.push_back(std::string(p.text) + "|" + std::string(p.name) + "|" + std::string(p.value));
+  EXPECT_EQ(got, (std::vector<std::string>{"b=x%20y|b|x%20y", "a|a|", "c=|c|", "=v||v", "d=1=2|d|1=2"}));
+  EXPECT_TRUE(SplitQuery("").empty());
+  EXPECT_TRUE(SplitQuery("&&").empty());
+  // A malformed escape is the caller's to judge: kept raw here, refused by the strict parser.
+  EXPECT_EQ(SplitQuery("a=%zz")[0].value, "%zz");
+  EXPECT_NE(ParseQueryString("x=1&a%zz=2").status().message().find("'a%zz=2'"), std::string::npos);
 }
 
 TEST(HttpHeaders, CaseInsensitive) {

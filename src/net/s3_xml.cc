@@ -90,7 +90,7 @@ std::string EncodeListObjectsV2(const ListObjectsV2Result& r) {
   w.Element("KeyCount", std::to_string(r.contents.size() + r.common_prefixes.size()));
   w.Element("IsTruncated", r.is_truncated ? "true" : "false");
   if (!r.encoding_type.empty()) w.Element("EncodingType", r.encoding_type);
-  if (!r.continuation_token.empty()) w.Element("ContinuationToken", r.continuation_token);
+  if (r.continuation_token) w.Element("ContinuationToken", *r.continuation_token);
   if (!r.next_continuation_token.empty()) w.Element("NextContinuationToken", r.next_continuation_token);
   if (!r.start_after.empty()) w.Element("StartAfter", UrlEncodeField(url, r.start_after));
   for (const auto& o : r.contents) {
@@ -115,7 +115,7 @@ Result<ListObjectsV2Result> DecodeListObjectsV2(std::string_view xml) {
   r.prefix = root.ChildText("Prefix");
   r.delimiter = root.ChildText("Delimiter");
   r.start_after = root.ChildText("StartAfter");
-  r.continuation_token = root.ChildText("ContinuationToken");
+  if (root.Child("ContinuationToken")) r.continuation_token = root.ChildText("ContinuationToken");
   r.next_continuation_token = root.ChildText("NextContinuationToken");
   r.encoding_type = root.ChildText("EncodingType");
   bool url = r.encoding_type == "url";

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +33,7 @@ struct ListObjectsV2Result {
   std::string prefix;
   std::string delimiter;
   std::string start_after;
-  std::string continuation_token;
+  std::optional<std::string> continuation_token;  // the request's, echoed when it had one (empty or not)
   std::string next_continuation_token;
   std::string encoding_type;  // "" or "url"
   int max_keys = 1000;

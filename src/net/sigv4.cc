@@ -350,19 +350,11 @@ std::string CanonicalUri(std::string_view raw_path, bool normalize_path) {
 
 std::string CanonicalQuery(std::string_view raw_query, bool exclude_signature) {
   std::vector<std::pair<std::string, std::string>> pairs;
-  size_t pos = 0;
-  while (pos <= raw_query.size()) {
-    size_t amp = raw_query.find('&', pos);
-    if (amp == std::string_view::npos) amp = raw_query.size();
-    std::string_view part = raw_query.substr(pos, amp - pos);
-    pos = amp + 1;
-    if (part.empty()) continue;
-    size_t eq = part.find('=');
-    std::string_view k = part.substr(0, eq);
-    std::string_view v = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+  for (const RawQueryParam& p : SplitQuery(raw_query)) {
+    // Signing is lenient: a malformed escape is taken as it stands.
     std::string dk, dv;
-    if (!UriDecode(k, &dk, false)) dk = std::string(k);
-    if (!UriDecode(v, &dv, false)) dv = std::string(v);
+    if (!UriDecode(p.name, &dk, false)) dk = std::string(p.name);
+    if (!UriDecode(p.value, &dv, false)) dv = std::string(p.value);
     if (exclude_signature && dk == "X-Amz-Signature") continue;
     pairs.emplace_back(UriEncode(dk, true), UriEncode(dv, true));
   }

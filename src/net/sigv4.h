@@ -52,7 +52,7 @@ struct SigV4Options {
   std::string verify_payload_sha256;  // only for verifying without the header
 };
 
-// ---- Building blocks (exposed for tests and for the chunk decoder) ----
+// ---- Building blocks (the chunk decoder signs with them too) ----
 
 // Canonical URI: the path percent-decoded, optionally normalised, and
 // re-encoded with RFC 3986 unreserved characters only ('/' kept).

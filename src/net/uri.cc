@@ -48,6 +48,22 @@ bool UriDecode(std::string_view in, std::string* out, bool plus_is_space) {
   return true;
 }
 
+std::vector<RawQueryParam> SplitQuery(std::string_view query) {
+  std::vector<RawQueryParam> params;
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string_view::npos) amp = query.size();
+    std::string_view part = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    params.push_back(
+        {part, part.substr(0, eq), eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1)});
+  }
+  return params;
+}
+
 std::string RedactTarget(std::string_view target, size_t max_bytes) {
   static constexpr std::string_view kSecretParams[] = {"x-amz-signature", "signature", "x-amz-security-token"};
   size_t q = target.find('?');

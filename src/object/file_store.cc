@@ -19,6 +19,7 @@
 #include "io/durable.h"
 #include "io/file_system.h"
 #include "net/uri.h"
+#include "object/completed_uploads.h"
 #include "object/file_util.h"
 #include "object/list_util.h"
 #include "object/part_reader.h"
@@ -32,7 +33,8 @@ constexpr char kPartsXattr[] = "user.strata.parts";            // EncodePartSize
 constexpr char kPartChecksumXattr[] = "user.strata.checksum";  // a part's "<algorithm>:<base64>"; absent: none
 const std::string kStaging(kFileStoreStagingDir);
 const std::string kUploads = kStaging + "/uploads";
-constexpr size_t kChunk = 1 << 20;  // copy and hash buffer
+const std::string kCompleted = kStaging + "/completed";  // one record per completed upload
+constexpr size_t kChunk = kFileChunk;
 
 int64_t MtimeNs(const io::FileStat& st) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(st.mtime.time_since_epoch()).count();
@@ -47,37 +49,6 @@ std::string ParentOf(const std::string& rel) {
 
 bool IsHex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-// Reads [offset, offset+n) exactly; Unavailable if the file got shorter.
-Status ReadExactly(io::RandomAccessFile& file, uint64_t offset, size_t n, void* dst, std::string_view what) {
-  STRATA_ASSIGN_OR_RETURN(size_t got, file.ReadAt(offset, n, dst));
-  if (got != n) return UnavailableError(std::string(what) + " got shorter while being read", "unexpected EOF");
-  return Status::Ok();
-}
-
-// Appends the first `size` bytes of `in` to `out`.
-Status CopyInto(io::RandomAccessFile& in, uint64_t size, io::WritableFile& out, std::string_view what) {
-  std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kChunk)), '\0');
-  for (uint64_t offset = 0; offset < size;) {
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - offset, buf.size()));
-    STRATA_RETURN_IF_ERROR(ReadExactly(in, offset, chunk, buf.data(), what));
-    STRATA_RETURN_IF_ERROR(out.Append(buf.data(), chunk));
-    offset += chunk;
-  }
-  return Status::Ok();
-}
-
-Result<std::string> Md5HexOf(io::RandomAccessFile& file, uint64_t size, std::string_view what) {
-  Md5Hasher hasher;
-  std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kChunk)), '\0');
-  for (uint64_t offset = 0; offset < size;) {
-    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - offset, buf.size()));
-    STRATA_RETURN_IF_ERROR(ReadExactly(file, offset, chunk, buf.data(), what));
-    hasher.Update(buf.data(), chunk);
-    offset += chunk;
-  }
-  return ToHex(hasher.Finish());
 }
 
 class FileStore : public ObjectStore, public PartStreamer {
@@ -181,6 +152,8 @@ class FileStore : public ObjectStore, public PartStreamer {
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts,
                                              const CompleteOptions& options) override;
+  Result<std::optional<ObjectInfo>> FindCompletedUpload(std::string_view key, std::string_view upload_id,
+                                                        const std::vector<CompletedPart>& parts) override;
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
@@ -512,6 +485,8 @@ class FileStore : public ObjectStore, public PartStreamer {
   }
 
   Result<Upload> FindUpload(std::string_view key, std::string_view upload_id);
+  Result<ObjectInfo> CompleteInProgress(std::string_view key, std::string_view upload_id,
+                                        const std::vector<CompletedPart>& parts, const CompleteOptions& options);
   Result<Upload> ReadUpload(std::string_view upload_id, Status missing);
 
   std::string root_;
@@ -698,6 +673,26 @@ Result<std::vector<PartInfo>> FileStore::ListParts(std::string_view key, std::st
 Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                                       const std::vector<CompletedPart>& parts,
                                                       const CompleteOptions& options) {
+  auto info = CompleteInProgress(key, upload_id, parts, options);
+  if (info.ok() || info.status().code() != Code::kNotFound) return info;
+  // No such upload (any more): a Complete sent again after it succeeded gets the same answer.
+  STRATA_ASSIGN_OR_RETURN(std::optional<ObjectInfo> done, FindCompletedUpload(key, upload_id, parts));
+  if (done) return std::move(*done);
+  return info;
+}
+
+Result<std::optional<ObjectInfo>> FileStore::FindCompletedUpload(std::string_view key, std::string_view upload_id,
+                                                                 const std::vector<CompletedPart>& parts) {
+  if (upload_id.size() != 32 || !IsHex(upload_id)) return std::optional<ObjectInfo>();  // never one of ours
+  STRATA_ASSIGN_OR_RETURN(auto done, ReadCompletedRecord(fs_, Abs(kCompleted), std::string(upload_id)));
+  if (!done) return std::optional<ObjectInfo>();
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo info, AnswerCompleted(*done, key, upload_id, parts));
+  return std::optional<ObjectInfo>(std::move(info));
+}
+
+Result<ObjectInfo> FileStore::CompleteInProgress(std::string_view key, std::string_view upload_id,
+                                                 const std::vector<CompletedPart>& parts,
+                                                 const CompleteOptions& options) {
   STRATA_ASSIGN_OR_RETURN(Upload upload, FindUpload(key, upload_id));
   STRATA_ASSIGN_OR_RETURN(std::vector<PartInfo> uploaded, ListParts(key, upload_id));
   STRATA_RETURN_IF_ERROR(CheckCompleteParts(key, parts, uploaded, options_.min_part_size));
@@ -732,7 +727,11 @@ Result<ObjectInfo> FileStore::CompleteMultipartUpload(std::string_view key, std:
   // The conditions are checked under the namespace lock, with the rename.
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Commit(tmp, key, MultipartEtag(md5s), upload.options, &options));
   info.part_sizes = std::move(sizes);
-  RemoveFlatDir(upload.dir).IgnoreError();  // the object is committed either way
+  // Recorded before the upload goes: until then a retry completes it again
+  // from its parts (the same object), so a failure here only keeps it longer.
+  Status recorded = WriteCompletedRecord(fs_, Abs(kCompleted), std::string(upload_id), CompletedWith(parts, info),
+                                         options_.completed_uploads_kept);
+  if (recorded.ok()) RemoveFlatDir(upload.dir).IgnoreError();  // the object is committed either way
   return info;
 }
 
@@ -783,17 +782,20 @@ Result<ObjectStorePtr> OpenFileStore(const std::string& root_dir, FileStoreOptio
     return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
   }
   STRATA_RETURN_IF_ERROR(made.WithContext("creating file store root '" + root_dir + "'"));
-  char resolved[PATH_MAX];
-  if (!::realpath(root_dir.c_str(), resolved)) return ErrnoToStatus(errno, "resolving '" + root_dir + "'");
-  UniqueFd fd(::open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) {
-    if (errno == ENOTDIR) return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
-    return ErrnoToStatus(errno, "opening file store root '" + root_dir + "'");
+  Result<std::string> resolved = fs.RealPath(root_dir);
+  if (!resolved.ok()) return resolved.status().WithContext("resolving '" + root_dir + "'");
+  Result<int> dir_fd = fs.OpenDirectory(*resolved);
+  if (!dir_fd.ok()) {
+    if (dir_fd.status().cause() == std::strerror(ENOTDIR)) {
+      return InvalidArgumentError("file store root '" + root_dir + "' is not a directory");
+    }
+    return dir_fd.status().WithContext("opening file store root '" + root_dir + "'");
   }
+  UniqueFd fd(*dir_fd);
   // The staging directory is made by the first write: opening (to list or
   // read) leaves the tree as it was.
-  RemoveStaleTemps(fs, resolved, options.clock ? *options.clock : RealClock());
-  return ObjectStorePtr(std::make_shared<FileStore>(resolved, std::move(fd), options));
+  RemoveStaleTemps(fs, *resolved, options.clock ? *options.clock : RealClock());
+  return ObjectStorePtr(std::make_shared<FileStore>(*resolved, std::move(fd), options));
 }
 
 }  // namespace strata::object

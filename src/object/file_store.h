@@ -24,7 +24,9 @@
 //    respect to this process only (one process serves a root).
 // Empty directories left by deletes are removed; temp files of crashed puts
 // are removed when a store is opened a day later. Abandoned multipart uploads
-// stay in .strata-tmp/uploads until aborted (S3 needs a lifecycle rule too).
+// stay in .strata-tmp/uploads until aborted (S3 needs a lifecycle rule too);
+// the most recent completed ones are recorded in .strata-tmp/completed, so a
+// Complete sent again answers as the first did.
 // Staging is created by the first write: reads and listings create nothing.
 // Thread-safe.
 #pragma once
@@ -45,6 +47,8 @@ struct FileStoreOptions {
   // a FaultFileSystem); listing walks the root directory itself. nullptr: DefaultFileSystem().
   io::FileSystem* fs = nullptr;
   Clock* clock = nullptr;  // ages staged temp files; nullptr: RealClock()
+  // Completed uploads remembered (.strata-tmp/completed/) for a Complete sent again.
+  size_t completed_uploads_kept = 1000;  // kCompletedUploadsKept
 };
 
 // Creates `root_dir` (and parents) if missing; `options.fs` must outlive the store. InvalidArgument if it is empty
@@ -62,7 +66,7 @@ Status ValidateFileKey(std::string_view key);
 // directories and internal names do not count); its staging directory (temp files, in-progress multipart uploads, which
 // S3 also drops with their bucket) goes with it. PreconditionFailed when anything else is in it, NotFound when there is
 // no such directory.
-Status RemoveEmptyFileStore(const std::string& root_dir);
+Status RemoveEmptyFileStore(const std::string& root_dir, io::FileSystem& fs = io::DefaultFileSystem());
 
 // The hidden staging directory inside the root, never listed.
 inline constexpr std::string_view kFileStoreStagingDir = ".strata-tmp";

@@ -2,8 +2,6 @@
 // the key check `strata cp` uses to write keys as plain paths, and removing
 // an empty store (DeleteBucket). Split from file_store.cc, which holds the
 // store itself.
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -41,13 +39,12 @@ Status ValidateFileKey(std::string_view key) {
   return Status::Ok();
 }
 
-Status RemoveEmptyFileStore(const std::string& root_dir) {
-  io::FileSystem& fs = io::DefaultFileSystem();
+Status RemoveEmptyFileStore(const std::string& root_dir, io::FileSystem& fs) {
   UniqueFd root_fd;
   auto has_keys = [&]() -> Result<bool> {
     if (!root_fd.valid()) {
-      root_fd = UniqueFd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (!root_fd.valid()) return ErrnoToStatus(errno, "opening '" + root_dir + "'");
+      STRATA_ASSIGN_OR_RETURN(int fd, fs.OpenDirectory(root_dir));
+      root_fd = UniqueFd(fd);
     }
     return HasAnyKey(root_fd.get());
   };

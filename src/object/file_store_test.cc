@@ -7,11 +7,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "base/hash.h"
+#include "object/part_reader.h"
 #include "object/store_url.h"
 #include "object/transfer.h"
 
@@ -281,6 +284,76 @@ TEST_F(FileStoreTest, StateSurvivesReopening) {
   // The multipart ETag is what Head reports after another reopen.
   auto third = OpenFileStore(root_.string());
   EXPECT_EQ((*third)->Head("persist/mp")->etag, info->etag);
+}
+
+// Completions are recorded on disk for a Complete sent again: across a
+// reopen, and only the most recent `completed_uploads_kept` of them.
+TEST_F(FileStoreTest, CompletedUploadsAreRecordedDurablyAndBounded) {
+  store_.reset();
+  auto opened = OpenFileStore(root_.string(), FileStoreOptions{.min_part_size = 4, .completed_uploads_kept = 2});
+  ASSERT_TRUE(opened.ok());
+  std::vector<std::pair<std::string, std::vector<CompletedPart>>> done;
+  for (int i = 0; i < 3; ++i) {
+    auto id = (*opened)->CreateMultipartUpload("mp");
+    ASSERT_TRUE(id.ok());
+    auto e = (*opened)->UploadPart("mp", *id, 1, Buffer::Copy("v" + std::to_string(i)));
+    ASSERT_TRUE(e.ok());
+    ASSERT_TRUE((*opened)->CompleteMultipartUpload("mp", *id, {{1, *e}}).ok());
+    done.push_back({*id, {{1, *e}}});
+    // A record older than the last one may share its mtime: the order of removal needs distinct times.
+    fs::last_write_time(root_ / ".strata-tmp/completed" / *id,
+                        fs::file_time_type::clock::now() - std::chrono::minutes(10 - i));
+  }
+  EXPECT_TRUE(fs::is_empty(root_ / ".strata-tmp/uploads"));
+  auto reopened = OpenFileStore(root_.string(), FileStoreOptions{.min_part_size = 4, .completed_uploads_kept = 2});
+  ASSERT_TRUE(reopened.ok());
+  for (int i = 0; i < 3; ++i) {
+    auto again = (*reopened)->CompleteMultipartUpload("mp", done[i].first, done[i].second);
+    if (i == 0) {
+      EXPECT_EQ(again.status().code(), Code::kNotFound) << "the oldest record was dropped";
+    } else {
+      ASSERT_TRUE(again.ok()) << i << ": " << again.status();
+      EXPECT_EQ(again->etag, MultipartEtag({ToHex(Md5("v" + std::to_string(i)))}));
+    }
+  }
+  EXPECT_EQ((*reopened)->Get("mp")->data.ToString(), "v2");  // the retries wrote nothing
+}
+
+// Part 1 sent twice at once: the upload that finishes last is the part (its
+// rename comes last), whichever started first.
+TEST_F(FileStoreTest, APartUploadedTwiceAtOnceIsTheOneThatFinishedLast) {
+  auto id = store_->CreateMultipartUpload("race");
+  ASSERT_TRUE(id.ok());
+  std::promise<void> in_flight, other_done;
+  std::shared_future<void> other_finished = other_done.get_future().share();
+  const std::string a(8 << 20, 'A');  // more than one read of the source
+  PartReader slow;
+  slow.size = a.size();
+  slow.read = [&](uint64_t offset, void* dst, size_t n) -> Status {
+    if (offset + n == a.size()) {  // the last piece waits for the other upload
+      in_flight.set_value();
+      if (other_finished.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+        return DeadlineExceededError("the other upload never finished");
+      }
+    }
+    std::memcpy(dst, a.data() + offset, n);
+    return Status::Ok();
+  };
+  Result<std::string> ea = NotFoundError("not run");
+  std::future<void> started = in_flight.get_future();
+  std::thread first([&] { ea = UploadPartFromSource(*store_, "race", *id, 1, slow, {}); });
+  ASSERT_EQ(started.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  auto eb = store_->UploadPart("race", *id, 1, Buffer::Copy("B"));
+  other_done.set_value();
+  first.join();
+  ASSERT_TRUE(ea.ok() && eb.ok()) << ea.status() << eb.status();
+  auto parts = store_->ListParts("race", *id);
+  ASSERT_TRUE(parts.ok());
+  ASSERT_EQ(parts->size(), 1u);
+  EXPECT_EQ((*parts)[0].etag, *ea);
+  EXPECT_EQ(store_->CompleteMultipartUpload("race", *id, {{1, *eb}}).status().code(), Code::kInvalidArgument);
+  ASSERT_TRUE(store_->CompleteMultipartUpload("race", *id, {{1, *ea}}).ok());
+  EXPECT_EQ(ReadFile(root_ / "race"), a);
 }
 
 TEST_F(FileStoreTest, ReopeningRemovesTempFilesOfCrashedPuts) {

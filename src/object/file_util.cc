@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 
+#include "base/hash.h"
 #include "object/file_store.h"
 
 namespace strata::object {
@@ -296,5 +297,34 @@ bool PruneDir(int root_fd, const std::string& rel, int depth) {
 }  // namespace
 
 void PruneNonKeys(int root_fd) { PruneDir(root_fd, "", 0); }
+
+Status ReadExactly(io::RandomAccessFile& file, uint64_t offset, size_t n, void* dst, std::string_view what) {
+  STRATA_ASSIGN_OR_RETURN(size_t got, file.ReadAt(offset, n, dst));
+  if (got != n) return UnavailableError(std::string(what) + " got shorter while being read", "unexpected EOF");
+  return Status::Ok();
+}
+
+Status CopyInto(io::RandomAccessFile& in, uint64_t size, io::WritableFile& out, std::string_view what) {
+  std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kFileChunk)), '\0');
+  for (uint64_t offset = 0; offset < size;) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - offset, buf.size()));
+    STRATA_RETURN_IF_ERROR(ReadExactly(in, offset, chunk, buf.data(), what));
+    STRATA_RETURN_IF_ERROR(out.Append(buf.data(), chunk));
+    offset += chunk;
+  }
+  return Status::Ok();
+}
+
+Result<std::string> Md5HexOf(io::RandomAccessFile& file, uint64_t size, std::string_view what) {
+  Md5Hasher hasher;
+  std::string buf(static_cast<size_t>(std::min<uint64_t>(size, kFileChunk)), '\0');
+  for (uint64_t offset = 0; offset < size;) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - offset, buf.size()));
+    STRATA_RETURN_IF_ERROR(ReadExactly(file, offset, chunk, buf.data(), what));
+    hasher.Update(buf.data(), chunk);
+    offset += chunk;
+  }
+  return ToHex(hasher.Finish());
+}
 
 }  // namespace strata::object

@@ -21,6 +21,7 @@
 
 #include "base/buffer.h"
 #include "base/status.h"
+#include "io/file_system.h"
 #include "object/list_util.h"
 
 namespace strata::object {
@@ -120,5 +121,14 @@ class FileCursor : public ListCursor {
   bool started_ = false;
   std::vector<Frame> frames_;
 };
+
+// Whole-file helpers over io::FileSystem files, in pieces of kFileChunk bytes.
+inline constexpr size_t kFileChunk = 1 << 20;
+// Reads [offset, offset+n) exactly; Unavailable if the file got shorter.
+Status ReadExactly(io::RandomAccessFile& file, uint64_t offset, size_t n, void* dst, std::string_view what);
+// Appends the first `size` bytes of `in` to `out`.
+Status CopyInto(io::RandomAccessFile& in, uint64_t size, io::WritableFile& out, std::string_view what);
+// Hex MD5 of the first `size` bytes of `file`.
+Result<std::string> Md5HexOf(io::RandomAccessFile& file, uint64_t size, std::string_view what);
 
 }  // namespace strata::object

@@ -1,9 +1,12 @@
 // libFuzzer target: DecodeMetadata and DecodePartSizes (the file store's xattr record and
 // multipart upload state) must never crash, and whatever it accepts must
-// encode back to the same bytes.
+// encode back to the same bytes; DecodeCompletedUpload (its record of a
+// completed upload) must never crash, and what it accepts must decode again
+// from its encoding to the same record.
 #include <cstdlib>
 #include <string_view>
 
+#include "object/completed_uploads.h"
 #include "object/metadata.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -11,6 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The part sizes record (file:// keeps it beside the metadata): same contract.
   if (auto parts = strata::object::DecodePartSizes(in); parts.ok()) {
     if (strata::object::EncodePartSizes(*parts) != in) std::abort();
+  }
+  if (auto done = strata::object::DecodeCompletedUpload(in); done.ok()) {
+    std::string text = strata::object::EncodeCompletedUpload(*done);
+    auto again = strata::object::DecodeCompletedUpload(text);
+    if (!again.ok() || strata::object::EncodeCompletedUpload(*again) != text) std::abort();
   }
   auto m = strata::object::DecodeMetadata(in);
   if (!m.ok()) return 0;

@@ -7,6 +7,7 @@
 
 #include "base/hash.h"
 #include "base/mutex.h"
+#include "object/completed_uploads.h"
 #include "object/list_util.h"
 
 namespace strata::object {
@@ -37,6 +38,7 @@ struct MemBucket {
   std::map<std::string, MemObject, std::less<>> objects GUARDED_BY(mu);
   std::map<std::string, MemUpload, std::less<>> uploads GUARDED_BY(mu);
   uint64_t next_upload GUARDED_BY(mu) = 1;
+  CompletedUploads completed;  // for a Complete sent again (its own lock)
 };
 
 // Named buckets are held strongly (process-global); anonymous ones weakly, so
@@ -173,7 +175,12 @@ class MemStore : public ObjectStore {
                                              const std::vector<CompletedPart>& parts,
                                              const CompleteOptions& complete) override {
     MutexLock lock(bucket_->mu);
-    STRATA_ASSIGN_OR_RETURN(MemUpload * upload, FindUpload(key, upload_id));
+    auto found = FindUpload(key, upload_id);
+    if (!found.ok()) {
+      auto done = bucket_->completed.Find(upload_id);
+      return done ? AnswerCompleted(*done, key, upload_id, parts) : found.status();
+    }
+    MemUpload* upload = *found;
     STRATA_RETURN_IF_ERROR(CheckCompleteParts(key, parts, PartList(*upload), options_.min_part_size));
     {  // under the bucket's lock, as the commit below: atomic with it
       auto it = bucket_->objects.find(key);
@@ -198,8 +205,19 @@ class MemStore : public ObjectStore {
     for (const PartInfo& p : done) sizes.push_back(p.size);
     auto info = Store(key, Concat(buffers), MultipartEtag(md5s), options, std::move(sizes));
     // A failed precondition leaves the upload in place, as S3 does.
-    if (info.ok()) bucket_->uploads.erase(std::string(upload_id));
+    if (info.ok()) {
+      bucket_->uploads.erase(std::string(upload_id));
+      bucket_->completed.Record(std::string(upload_id), CompletedWith(parts, *info));
+    }
     return info;
+  }
+
+  Result<std::optional<ObjectInfo>> FindCompletedUpload(std::string_view key, std::string_view upload_id,
+                                                        const std::vector<CompletedPart>& parts) override {
+    auto done = bucket_->completed.Find(upload_id);
+    if (!done) return std::optional<ObjectInfo>();
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, AnswerCompleted(*done, key, upload_id, parts));
+    return std::optional<ObjectInfo>(std::move(info));
   }
 
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {

@@ -28,6 +28,12 @@ Status ObjectStore::ReadRangeTo(std::string_view key, std::string_view etag, uin
   return consume(offset, got.data.data(), got.data.size());
 }
 
+Result<std::optional<ObjectInfo>> ObjectStore::FindCompletedUpload(std::string_view /*key*/,
+                                                                   std::string_view /*upload_id*/,
+                                                                   const std::vector<CompletedPart>& /*parts*/) {
+  return std::optional<ObjectInfo>();
+}
+
 Result<std::vector<UploadInfo>> ObjectStore::ListMultipartUploads(std::string_view /*prefix*/) {
   return NotSupportedError("listing multipart uploads is not supported by " + Url());
 }

@@ -233,6 +233,15 @@ class ObjectStore {
                                              const std::vector<CompletedPart>& parts) {
     return CompleteMultipartUpload(key, upload_id, parts, CompleteOptions{});
   }
+  // An upload that already completed, for a CompleteMultipartUpload sent
+  // again (an SDK retrying one whose answer was lost; S3 answers it 200): the
+  // object that completion made when `parts` are the ones it completed with,
+  // NotFound (NoSuchUpload) when they are not, nullopt when the store has no
+  // record of the upload completing (in progress, aborted, unknown, or older
+  // than the most recent kCompletedUploadsKept). Complete itself answers such
+  // a retry the same way. The default: nullopt (decorators forward it).
+  virtual Result<std::optional<ObjectInfo>> FindCompletedUpload(std::string_view key, std::string_view upload_id,
+                                                                const std::vector<CompletedPart>& parts);
   virtual Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) = 0;
   virtual Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) = 0;
   uint64_t MinPartSize() const { return Capabilities().min_part_size; }

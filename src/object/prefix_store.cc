@@ -51,6 +51,12 @@ class PrefixStore : public StoreWrapper {
                                              const CompleteOptions& options) override {
     return Strip(base_->CompleteMultipartUpload(Full(key), upload_id, parts, options));
   }
+  Result<std::optional<ObjectInfo>> FindCompletedUpload(std::string_view key, std::string_view upload_id,
+                                                        const std::vector<CompletedPart>& parts) override {
+    STRATA_ASSIGN_OR_RETURN(std::optional<ObjectInfo> done, base_->FindCompletedUpload(Full(key), upload_id, parts));
+    if (done) done->key.erase(0, prefix_.size());
+    return done;
+  }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {
     return base_->AbortMultipartUpload(Full(key), upload_id);
   }

@@ -92,4 +92,39 @@ std::vector<uint64_t> CompletedPartSizes(const std::vector<PartInfo>& listed, co
   return sizes;
 }
 
+Status CheckContentRange(const net::HttpResponse& r, uint64_t first, uint64_t last_max, std::optional<uint64_t> suffix,
+                         net::ContentRange* out) {
+  auto header = r.Header("Content-Range");
+  if (!header) return CorruptionError("206 response without Content-Range");
+  auto cr = net::ParseContentRange(*header);
+  if (!cr.ok() || cr->unsatisfied || !cr->total) {
+    return CorruptionError("bad Content-Range '" + *header + "'");
+  }
+  bool ok = r.body_bytes == cr->last - cr->first + 1;
+  if (suffix) {
+    uint64_t want = std::min(*suffix, *cr->total);
+    ok = ok && cr->last + 1 == *cr->total && cr->last - cr->first + 1 == want;
+  } else {
+    ok = ok && cr->first == first && cr->last <= last_max;
+  }
+  if (!ok) {
+    return CorruptionError("server answered Content-Range '" + *header + "' with " + std::to_string(r.body_bytes) +
+                               " bytes for the requested range" +
+                               (suffix ? " (last " + std::to_string(*suffix) + " bytes)"
+                                       : " " + std::to_string(first) + "-" + std::to_string(last_max)),
+                           "ContentRangeMismatch");
+  }
+  *out = *cr;
+  return Status::Ok();
+}
+
+Status RejectEmptyObjectRange(int status, const net::HttpHeaders& headers) {
+  if (status != 206) return Status::Ok();
+  const std::string* cr = net::FindHeader(headers, "Content-Range");
+  if (cr && cr->size() >= 2 && cr->substr(cr->size() - 2) == "/0") {
+    return OutOfRangeError("ranged read of an empty object").WithForeignCode("InvalidRange");
+  }
+  return Status::Ok();
+}
+
 }  // namespace strata::object

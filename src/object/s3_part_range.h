@@ -1,11 +1,14 @@
-// GetObject/HeadObject ?partNumber=N against an S3 upstream: what its answer
-// says about the part. Internal to object/ (the s3:// store).
+// Byte ranges in an S3 upstream's answers: what GetObject/HeadObject
+// ?partNumber=N says about the part, and whether a ranged GET's answer is the
+// range asked for. Internal to object/ (the s3:// store).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "net/http.h"
+#include "net/http_client.h"
 #include "object/object_store.h"
 
 namespace strata::object {
@@ -26,5 +29,14 @@ Result<PartRange> PartRangeFromHeaders(int status, const net::HttpHeaders& heade
 // same ETag and the sizes add up to the completed object's `size`.
 std::vector<uint64_t> CompletedPartSizes(const std::vector<PartInfo>& listed, const std::vector<CompletedPart>& parts,
                                          uint64_t size);
+
+// Checks a 206 answer against the range asked for: [first, last_max] (or the
+// last `suffix` bytes), filling *out. Data from a mismatching range is never returned.
+Status CheckContentRange(const net::HttpResponse& r, uint64_t first, uint64_t last_max, std::optional<uint64_t> suffix,
+                         net::ContentRange* out);
+
+// A 206 for an object of zero bytes ("bytes 0-0/0" from s3rver, with a
+// Content-Length its body never fills) is treated like S3's 416.
+Status RejectEmptyObjectRange(int status, const net::HttpHeaders& headers);
 
 }  // namespace strata::object

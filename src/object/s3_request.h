@@ -60,14 +60,14 @@ class S3Requester {
   const S3Config& config() const { return config_; }
   Clock& clock() { return *clock_; }
 
-  // Maps an error response to a Status (exposed for tests).
-  static Status ErrorFromResponse(const net::HttpResponse& resp, std::string_view what, std::string_view resource);
   // Full-jitter backoff before retry `attempt` (0-based): uniform in
   // [0, min(cap, base * 2^attempt)].
   Duration Backoff(int attempt);
 
  private:
   S3Requester(const S3Config& config, S3Endpoint endpoint);
+  // Maps an error response to a Status.
+  static Status ErrorFromResponse(const net::HttpResponse& resp, std::string_view what, std::string_view resource);
   net::HttpRequest Sign(const S3Call& call, const std::string& payload_sha256) const;
   void Count(const std::string& op, const std::string& status);
 

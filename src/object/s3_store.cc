@@ -14,6 +14,7 @@
 #include "net/s3_errors.h"
 #include "net/s3_xml.h"
 #include "net/uri.h"
+#include "object/completed_uploads.h"
 #include "object/part_reader.h"
 #include "object/s3_metadata.h"
 #include "object/s3_part_range.h"
@@ -76,45 +77,6 @@ Status ErrorInOkBody(const net::HttpResponse& resp, std::string_view resource) {
                                 err.ok() ? err->message : "", resource);
 }
 
-// Checks a 206 answer against the range asked for: [first, last_max] (or the
-// last `suffix` bytes). Data from a mismatching range is never returned.
-Status CheckContentRange(const net::HttpResponse& r, uint64_t first, uint64_t last_max, std::optional<uint64_t> suffix,
-                         net::ContentRange* out) {
-  auto header = r.Header("Content-Range");
-  if (!header) return CorruptionError("206 response without Content-Range");
-  auto cr = net::ParseContentRange(*header);
-  if (!cr.ok() || cr->unsatisfied || !cr->total) {
-    return CorruptionError("bad Content-Range '" + *header + "'");
-  }
-  bool ok = r.body_bytes == cr->last - cr->first + 1;
-  if (suffix) {
-    uint64_t want = std::min(*suffix, *cr->total);
-    ok = ok && cr->last + 1 == *cr->total && cr->last - cr->first + 1 == want;
-  } else {
-    ok = ok && cr->first == first && cr->last <= last_max;
-  }
-  if (!ok) {
-    return CorruptionError("server answered Content-Range '" + *header + "' with " + std::to_string(r.body_bytes) +
-                               " bytes for the requested range" +
-                               (suffix ? " (last " + std::to_string(*suffix) + " bytes)"
-                                       : " " + std::to_string(first) + "-" + std::to_string(last_max)),
-                           "ContentRangeMismatch");
-  }
-  *out = *cr;
-  return Status::Ok();
-}
-
-// A 206 for an object of zero bytes ("bytes 0-0/0" from s3rver, with a
-// Content-Length its body never fills) is treated like S3's 416.
-Status RejectEmptyObjectRange(int status, const net::HttpHeaders& headers) {
-  if (status != 206) return Status::Ok();
-  const std::string* cr = net::FindHeader(headers, "Content-Range");
-  if (cr && cr->size() >= 2 && cr->substr(cr->size() - 2) == "/0") {
-    return OutOfRangeError("ranged read of an empty object").WithForeignCode("InvalidRange");
-  }
-  return Status::Ok();
-}
-
 S3Call MakeCall(std::string op, std::string method, std::optional<std::string> key,
                 std::vector<std::pair<std::string, std::string>> query = {}, Buffer body = {}) {
   S3Call call;
@@ -143,6 +105,14 @@ class S3Store : public ObjectStore, public PartStreamer {
   Result<ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view upload_id,
                                              const std::vector<CompletedPart>& parts,
                                              const CompleteOptions& options) override;
+  // This store's completions (in memory): the upstream keeps its own.
+  Result<std::optional<ObjectInfo>> FindCompletedUpload(std::string_view key, std::string_view upload_id,
+                                                        const std::vector<CompletedPart>& parts) override {
+    auto done = completed_.Find(upload_id);
+    if (!done) return std::optional<ObjectInfo>();
+    STRATA_ASSIGN_OR_RETURN(ObjectInfo info, AnswerCompleted(*done, key, upload_id, parts));
+    return std::optional<ObjectInfo>(std::move(info));
+  }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<PartInfo>> ListParts(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<UploadInfo>> ListMultipartUploads(std::string_view prefix) override;
@@ -186,6 +156,7 @@ class S3Store : public ObjectStore, public PartStreamer {
   std::unique_ptr<S3Requester> r_;
   Mutex mu_;
   std::map<std::string, PutOptions, std::less<>> upload_conditions_ GUARDED_BY(mu_);  // by upload id, sent on Complete
+  CompletedUploads completed_;
 };
 
 Result<GetResult> S3Store::Get(std::string_view key, const GetOptions& options) {
@@ -637,6 +608,7 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
   if (parts.empty()) {
     return InvalidArgumentError("CompleteMultipartUpload " + r_->Resource(full) + ": no parts");
   }
+  if (auto done = completed_.Find(upload_id)) return AnswerCompleted(*done, key, upload_id, parts);
   std::vector<net::S3CompletedPart> wire;
   for (size_t i = 0; i < parts.size(); ++i) {
     net::S3CompletedPart w{parts[i].part_number, QuoteEtag(parts[i].etag), {}};
@@ -688,6 +660,7 @@ Result<ObjectInfo> S3Store::CompleteMultipartUpload(std::string_view key, std::s
   STRATA_ASSIGN_OR_RETURN(ObjectInfo info, Head(key));
   if (!etag.empty()) info.etag = etag;
   if (listed.ok()) info.part_sizes = CompletedPartSizes(*listed, parts, info.size);
+  completed_.Record(std::string(upload_id), CompletedWith(parts, info));
   return info;
 }
 

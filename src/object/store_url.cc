@@ -1,5 +1,6 @@
 #include "object/store_url.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "net/uri.h"
@@ -18,16 +19,10 @@ Status BadUrl(std::string_view url, const std::string& why) {
 }
 
 Status ParseParams(std::string_view url, std::string_view query, StoreUrl* out) {
-  while (!query.empty()) {
-    size_t amp = query.find('&');
-    std::string_view item = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
+  for (const net::RawQueryParam& p : net::SplitQuery(query)) {
     std::string name, value;
-    if (!net::UriDecode(item.substr(0, eq), &name) ||
-        (eq != std::string_view::npos && !net::UriDecode(item.substr(eq + 1), &value))) {
-      return BadUrl(url, "malformed %-escape in parameter '" + std::string(item) + "'");
+    if (!net::UriDecode(p.name, &name) || !net::UriDecode(p.value, &value)) {
+      return BadUrl(url, "malformed %-escape in parameter '" + std::string(p.text) + "'");
     }
     if (name.empty()) return BadUrl(url, "a parameter has no name");
     for (const auto& [existing, v] : out->params) {
@@ -148,5 +143,21 @@ Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock) {
 }
 
 Result<ObjectStorePtr> OpenStore(std::string_view url) { return OpenStore(url, RealClock()); }
+
+UrlDirName SplitUrlDirName(std::string_view url, size_t before) {
+  UrlDirName out;
+  if (url.starts_with("s3://")) {
+    const size_t q = url.find('?');
+    if (q != std::string_view::npos) out.query = url.substr(q), url = url.substr(0, q);
+  }
+  const size_t slash = url.rfind('/', std::min(before, url.size()));
+  if (slash == std::string_view::npos) {
+    out.name = url;
+  } else {
+    out.dir = url.substr(0, slash);
+    out.name = url.substr(slash + 1);
+  }
+  return out;
+}
 
 }  // namespace strata::object

@@ -9,6 +9,7 @@
 // mem also takes min_part_size=BYTES. Thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,16 @@ struct StoreUrl {
 
 // Pure parsing (no I/O). InvalidArgument naming the URL when malformed.
 Result<StoreUrl> ParseStoreUrl(std::string_view url);
+
+// A store URL split at its last '/' at or before `before`:
+// "s3://b/dir/name?q" -> dir "s3://b/dir", name "name", query "?q" (an s3://
+// URL's query belongs to its store, not to the name). Without a '/' there, dir
+// is nullopt and name is the whole URL. Views into `url`; no I/O.
+struct UrlDirName {
+  std::optional<std::string_view> dir;
+  std::string_view name, query;
+};
+UrlDirName SplitUrlDirName(std::string_view url, size_t before = std::string_view::npos);
 
 // Opens the store `url` names. Emulated latency sleeps on `clock` (without it: RealClock()).
 Result<ObjectStorePtr> OpenStore(std::string_view url, Clock& clock);

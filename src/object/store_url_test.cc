@@ -100,5 +100,24 @@ TEST(OpenStore, BadParametersAreInvalidArgument) {
   }
 }
 
+// The one split under the CLI's and the loader's shard lists.
+TEST(SplitUrlDirName, SplitsAtTheLastSlashKeepingAnS3QueryApart) {
+  UrlDirName s = SplitUrlDirName("s3://b/dir/a-{0..3}.tar?endpoint=http://127.0.0.1:1/x");
+  ASSERT_TRUE(s.dir);
+  EXPECT_EQ(*s.dir, "s3://b/dir");
+  EXPECT_EQ(s.name, "a-{0..3}.tar");
+  EXPECT_EQ(s.query, "?endpoint=http://127.0.0.1:1/x");
+  // `before` picks the last '/' ahead of it, so a pattern's own '/' is the name's.
+  const std::string_view braces = "file:///d/x/{a,b/c}.tar";
+  s = SplitUrlDirName(braces, braces.find('{'));
+  ASSERT_TRUE(s.dir);
+  EXPECT_EQ(*s.dir, "file:///d/x");
+  EXPECT_EQ(s.name, "{a,b/c}.tar");
+  EXPECT_EQ(s.query, "");  // only s3:// carries a query
+  s = SplitUrlDirName("name.tar");
+  EXPECT_FALSE(s.dir);
+  EXPECT_EQ(s.name, "name.tar");
+}
+
 }  // namespace
 }  // namespace strata::object

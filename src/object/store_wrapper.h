@@ -49,6 +49,10 @@ class StoreWrapper : public ObjectStore {
                                              const CompleteOptions& options) override {
     return base_->CompleteMultipartUpload(key, upload_id, parts, options);
   }
+  Result<std::optional<ObjectInfo>> FindCompletedUpload(std::string_view key, std::string_view upload_id,
+                                                        const std::vector<CompletedPart>& parts) override {
+    return base_->FindCompletedUpload(key, upload_id, parts);
+  }
   Status AbortMultipartUpload(std::string_view key, std::string_view upload_id) override {
     return base_->AbortMultipartUpload(key, upload_id);
   }

@@ -5,9 +5,11 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -170,22 +172,85 @@ uint16_t FreeLoopbackPort() {
   return port;
 }
 
-Result<EtcdProcess> StartEtcd(const std::string& dir) {
+StaticGroup MakeStaticGroup(int n) {
+  StaticGroup group;
+  group.url = "static://";
+  for (int i = 0; i < n; ++i) {
+    group.peers.push_back("127.0.0.1:" + std::to_string(FreeLoopbackPort()));
+    group.url += (i ? "," : "") + group.peers.back();
+  }
+  return group;
+}
+
+Result<EtcdProcess> StartEtcd(const std::string& dir, const EtcdOptions& options) {
   if (::access("/usr/bin/etcd", X_OK) != 0)
     return NotFoundError("etcd not installed (scripts/setup.sh installs etcd-server)");
-  const std::string client = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  const bool tls = !options.cert_file.empty();
+  const uint16_t port = options.client_port ? options.client_port : FreeLoopbackPort();
+  const std::string client = (tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port);
   const std::string peer = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  std::vector<std::string> argv = {"/usr/bin/etcd",
+                                   "--name",
+                                   "t",
+                                   "--data-dir",
+                                   dir + "/" + options.name,
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer,
+                                   "--initial-advertise-peer-urls",
+                                   peer,
+                                   "--initial-cluster",
+                                   "t=" + peer};
+  if (tls) {
+    argv.insert(argv.end(), {"--cert-file", options.cert_file, "--key-file", options.key_file});
+  }
+  if (!options.client_ca_file.empty()) {
+    argv.insert(argv.end(), {"--trusted-ca-file", options.client_ca_file, "--client-cert-auth"});
+  }
   EtcdProcess etcd;
   etcd.client_url = client;
-  STRATA_ASSIGN_OR_RETURN(
-      etcd.process,
-      BackgroundProcess::Start({"/usr/bin/etcd", "--name", "t", "--data-dir", dir + "/etcd", "--listen-client-urls",
-                                client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
-                                "--initial-advertise-peer-urls", peer, "--initial-cluster", "t=" + peer},
-                               dir + "/etcd.log"));
+  STRATA_ASSIGN_OR_RETURN(etcd.process, BackgroundProcess::Start(argv, dir + "/" + options.name + ".log"));
   STRATA_RETURN_IF_ERROR(
       etcd.process->WaitForLine("ready to serve client requests", std::chrono::seconds(30)).status());
   return etcd;
+}
+
+Result<TlsFiles> MakeTestTlsFiles(const std::string& dir) {
+  TlsFiles f{dir + "/ca.pem", dir + "/server.pem", dir + "/server.key", dir + "/client.pem", dir + "/client.key"};
+  const std::string ca_key = dir + "/ca.key";
+  auto run = [](const std::vector<std::string>& argv) -> Status {
+    STRATA_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv));
+    if (r.exit_code != 0) return IOError("making test certificates failed: " + DescribeRun(argv, r));
+    return Status::Ok();
+  };
+  const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"};
+  auto req = [&](std::vector<std::string> argv) {
+    argv.insert(argv.begin() + 2, ec.begin(), ec.end());
+    return run(argv);
+  };
+  STRATA_RETURN_IF_ERROR(
+      req({"openssl", "req", "-x509", "-keyout", ca_key, "-out", f.ca, "-days", "2", "-subj", "/CN=strata-test-ca"}));
+  // One certificate per role; the server's names 127.0.0.1, the only address tests use.
+  const struct {
+    std::string cert, key, cn, ext;
+  } leaves[] = {
+      {f.server_cert, f.server_key, "etcd", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n"},
+      {f.client_cert, f.client_key, "strata-member", "extendedKeyUsage=clientAuth\n"}};
+  for (const auto& leaf : leaves) {
+    const std::string csr = leaf.cert + ".csr", ext = leaf.cert + ".ext";
+    STRATA_RETURN_IF_ERROR(req({"openssl", "req", "-keyout", leaf.key, "-out", csr, "-subj", "/CN=" + leaf.cn}));
+    FILE* out = std::fopen(ext.c_str(), "w");
+    if (!out) return IOError("cannot write " + ext);
+    std::fputs(leaf.ext.c_str(), out);
+    std::fclose(out);
+    STRATA_RETURN_IF_ERROR(run({"openssl", "x509", "-req", "-in", csr, "-CA", f.ca, "-CAkey", ca_key, "-CAcreateserial",
+                                "-out", leaf.cert, "-days", "2", "-extfile", ext}));
+    if (::chmod(leaf.key.c_str(), 0600) != 0) return IOError("cannot chmod " + leaf.key);
+  }
+  return f;
 }
 
 }  // namespace strata::testing

@@ -69,13 +69,38 @@ bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, 
 // the ephemeral port they bound (etcd); another process may take it in between.
 uint16_t FreeLoopbackPort();
 
+// A static:// cache group of `n` members on free loopback ports: each member's
+// peer address ("127.0.0.1:PORT") and the group URL naming them all.
+struct StaticGroup {
+  std::vector<std::string> peers;
+  std::string url;
+};
+StaticGroup MakeStaticGroup(int n);
+
 struct EtcdProcess {
   std::unique_ptr<BackgroundProcess> process;
   std::string client_url;  // "http://127.0.0.1:PORT"
 };
 
+struct EtcdOptions {
+  uint16_t client_port = 0;   // 0: a free one (a restart passes the old one)
+  std::string name = "etcd";  // its data dir `dir`/NAME and log `dir`/NAME.log
+  // Set: clients talk TLS (https://), with etcd's certificate and key.
+  std::string cert_file{}, key_file{};
+  std::string client_ca_file{};  // set: etcd asks clients for a certificate signed by it (--client-cert-auth)
+};
+
 // A one-node etcd (/usr/bin/etcd, Debian's etcd-server) on 127.0.0.1 with its data in
 // `dir`/etcd and its log in `dir`/etcd.log, once it serves clients. NotFound without etcd.
-Result<EtcdProcess> StartEtcd(const std::string& dir);
+Result<EtcdProcess> StartEtcd(const std::string& dir, const EtcdOptions& options = {});
+
+struct TlsFiles {
+  std::string ca;                       // the test CA's certificate
+  std::string server_cert, server_key;  // for 127.0.0.1 (its IP SAN)
+  std::string client_cert, client_key;  // CN=strata-member, signed by the CA; keys mode 0600
+};
+// A throwaway CA and a server and a client certificate it signed (EC P-256,
+// made with the openssl command in `dir`). IOError naming the command that failed.
+Result<TlsFiles> MakeTestTlsFiles(const std::string& dir);
 
 }  // namespace strata::testing

@@ -308,6 +308,14 @@ std::string ProxiedRgw::StoreUrl(const std::string& prefix) const {
   return url + "?endpoint=" + proxy->endpoint() + "&region=" + rgw->region() + "&path_style=1";
 }
 
+Status ProxiedRgw::ExportCredentials() const {
+  if (::setenv("AWS_ACCESS_KEY_ID", rgw->access_key().c_str(), 1) != 0 ||
+      ::setenv("AWS_SECRET_ACCESS_KEY", rgw->secret_key().c_str(), 1) != 0) {
+    return ErrnoToStatus(errno, "setenv");
+  }
+  return Status::Ok();
+}
+
 Result<ProxiedRgw> StartProxiedRgw(const CloudProxy::Options& options) {
   ProxiedRgw out;
   STRATA_ASSIGN_OR_RETURN(out.rgw, S3TestServer::Start(S3TestServer::Kind::kRgw));

@@ -121,6 +121,9 @@ struct ProxiedRgw {
   std::unique_ptr<CloudProxy> proxy;
   // An OpenStore URL for rgw's bucket through the proxy (rgw->StoreUrl() goes past it).
   std::string StoreUrl(const std::string& prefix = "") const;
+  // Sets AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to rgw's user, for the
+  // s3:// stores this process opens (children take rgw->ClientEnv()).
+  Status ExportCredentials() const;
 };
 Result<ProxiedRgw> StartProxiedRgw(const CloudProxy::Options& options);
 

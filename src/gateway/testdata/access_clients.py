@@ -81,8 +81,8 @@ if phase == "setup":
     bob.put_object(Bucket="bob-data", Key="b.txt", Body=b"bob private")
     check(error_code(lambda: bob.create_bucket(Bucket="alice-data")) == "BucketAlreadyExists",
           "bob re-creating alice's bucket")
-    check(error_code(lambda: alice.create_bucket(Bucket="alice-data")) == "BucketAlreadyOwnedByYou",
-          "alice re-creating her bucket")
+    # us-east-1 (the gateway's default region): S3 answers its owner 200 (gateway_compat_test checks the rest).
+    check(error_code(lambda: alice.create_bucket(Bucket="alice-data")) == "ok", "alice re-creating her bucket")
     # A deleted bucket takes its owner with it: the name is free for another key, which then owns it.
     alice.create_bucket(Bucket="short-lived")
     alice.put_object(Bucket="short-lived", Key="k", Body=b"k")

@@ -1,0 +1,237 @@
+// The shard cache's disk tier never throttles a read: its files are written
+// behind the reader, a shard the disk cannot take in time is not admitted
+// (counted), and what it took is byte-exact. A dataset larger than the disk
+// bound keeps the shards it cached instead of churning them every epoch.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/durable.h"
+#include "io/fault_file_system.h"
+#include "loader/loader_test_util.h"
+#include "loader/shard_cache.h"
+#include "loader/streaming_dataset.h"
+#include "object/mem_store.h"
+
+namespace strata::loader {
+namespace {
+
+using testing::CountingStore;
+
+constexpr size_t kShards = 10;
+constexpr uint64_t kSize = 64 << 10;
+constexpr auto kDeadline = std::chrono::seconds(60);  // catches a read stuck behind the disk, never reached otherwise
+
+Buffer BytesOf(size_t shard) {
+  std::string s(kSize, '\0');
+  uint64_t x = shard * 0x9e3779b97f4a7c15ull + 1;
+  for (char& c : s) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  return Buffer::FromString(s);
+}
+
+// Gets fail: whatever a cache over it serves came from its disk tier.
+class NoGetStore : public CountingStore {
+ public:
+  using CountingStore::CountingStore;
+  using CountingStore::Get;
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions&) override {
+    return NotFoundError("no store behind this cache: " + std::string(key));
+  }
+};
+
+// Lets a stalled disk go when it leaves scope (declared after the caches, so
+// it goes first: a cache's destructor waits for its queued writes).
+struct ResumeOnExit {
+  io::FaultFileSystem& fs;
+  ~ResumeOnExit() { fs.OpenWriteGate(); }
+};
+
+class ShardCacheWriteBehindTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = io::MakeTempDir("strata-shard-write-behind-");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    mem_ = object::MakeMemStore(testing::UniqueName("write-behind"));
+    store_ = std::make_shared<CountingStore>(mem_);
+    for (size_t k = 0; k < kShards; ++k) {
+      keys_.push_back("ds/shard-" + std::to_string(k));
+      sizes_.push_back(kSize);
+      ASSERT_TRUE(mem_->Put(keys_[k], BytesOf(k)).ok());
+    }
+  }
+  void TearDown() override {
+    fs_.OpenWriteGate();
+    EXPECT_TRUE(io::RemoveAll(io::DefaultFileSystem(), dir_).ok());
+  }
+
+  ShardCacheOptions Options(uint64_t disk_bytes, uint64_t write_behind_bytes) {
+    ShardCacheOptions co;
+    co.dir = dir_;
+    co.fs = &fs_;
+    co.ram_bytes = 0;  // every reuse comes from disk (or the write queue)
+    co.disk_bytes = disk_bytes;
+    co.write_behind_bytes = write_behind_bytes;
+    co.fetch_timeout = std::chrono::milliseconds(0);
+    return co;
+  }
+  // What one shard's file takes on disk: header (28 bytes + key) + data.
+  uint64_t FileBytes(size_t shard) const { return 28 + keys_[shard].size() + kSize; }
+  bool OnDisk(const ShardCache& cache, size_t shard) {
+    return io::DefaultFileSystem().Exists(cache.FilePath(shard)).value_or(false);
+  }
+
+  std::string dir_;
+  object::ObjectStorePtr mem_;
+  std::shared_ptr<CountingStore> store_;
+  std::vector<std::string> keys_;
+  std::vector<uint64_t> sizes_;
+  io::FaultFileSystem fs_{io::DefaultFileSystem()};
+};
+
+TEST_F(ShardCacheWriteBehindTest, AStalledDiskNeitherSlowsAColdReadNorKeepsWrongBytes) {
+  auto cache = ShardCache::Open(store_, keys_, sizes_, Options(1 << 30, 2 * kSize));  // two shards queue
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  fs_.CloseWriteGate();
+  ResumeOnExit resume{fs_};
+  // The cold read runs on its own thread: one that waited for the disk would never end.
+  auto read = std::async(std::launch::async, [&] {
+    size_t exact = 0;
+    for (size_t k = 0; k < kShards; ++k) {
+      auto got = (*cache)->Get(k);
+      exact += got.ok() && got->from_store && got->data.ToString() == BytesOf(k).ToString();
+    }
+    return exact;
+  });
+  if (read.wait_for(kDeadline) != std::future_status::ready) {
+    fs_.OpenWriteGate();  // (lets the stuck read end)
+    FAIL() << "a cold read waited for the stalled disk";
+  }
+  EXPECT_EQ(read.get(), kShards);
+  EXPECT_EQ(store_->gets(), kShards);             // one fetch per shard: the store's pace, nothing else
+  ASSERT_TRUE(fs_.WaitHeldWrites(1, kDeadline));  // the writer still stuck on the first file
+  ShardCache::Counters c = (*cache)->counters();
+  EXPECT_EQ(c.not_admitted_busy, kShards - 2);  // the queue held two; the disk took none yet
+  EXPECT_EQ(c.disk_writes, 0u);
+  // The queued shards are served from memory meanwhile, never refetched.
+  auto again = (*cache)->Get(1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->from_store);
+  EXPECT_EQ(store_->gets(), kShards);
+
+  fs_.OpenWriteGate();
+  (*cache)->FlushDiskWrites();
+  c = (*cache)->counters();
+  EXPECT_EQ(c.disk_writes, 2u);
+  EXPECT_EQ(c.not_admitted_busy, kShards - 2);
+  std::set<size_t> kept;
+  for (size_t k = 0; k < kShards; ++k)
+    if (OnDisk(**cache, k)) kept.insert(k);
+  EXPECT_EQ(kept, (std::set<size_t>{0, 1}));
+
+  // What the disk took is byte-exact: a cache on the directory with no store behind it serves exactly those.
+  auto no_store = std::make_shared<NoGetStore>(mem_);
+  auto reopened = ShardCache::Open(no_store, keys_, sizes_, Options(1 << 30, 2 * kSize));
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  for (size_t k = 0; k < kShards; ++k) {
+    auto got = (*reopened)->Get(k);
+    if (!kept.count(k)) {
+      EXPECT_EQ(got.status().code(), Code::kNotFound) << k;
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_FALSE(got->from_store);
+    EXPECT_TRUE(got->verified);
+    EXPECT_EQ(got->data.ToString(), BytesOf(k).ToString()) << k;
+  }
+  EXPECT_EQ((*reopened)->counters().disk_hits, kept.size());
+  EXPECT_EQ((*reopened)->counters().verify_failures, 0u);
+}
+
+// Epoch after epoch in one order, a disk bound of four shards over ten: the
+// first four stay and hit every later epoch. Evicting the consumed ones for
+// the next (least recently used) would leave none to hit, ever.
+TEST_F(ShardCacheWriteBehindTest, ADatasetLargerThanTheDiskKeepsWhatItCached) {
+  // A file of another dataset in the directory: it still makes room.
+  const std::string foreign = dir_ + "/00000000feedface.shard";
+  ASSERT_TRUE(io::WriteFileAtomic(io::DefaultFileSystem(), foreign, std::string(FileBytes(0), 'f')).ok());
+  auto cache = ShardCache::Open(store_, keys_, sizes_, Options(4 * FileBytes(0), 0));
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    const uint64_t hits = (*cache)->counters().disk_hits;
+    for (size_t k = 0; k < kShards; ++k) {
+      auto got = (*cache)->Get(k);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->data.ToString(), BytesOf(k).ToString());
+      (*cache)->FlushDiskWrites();  // one admission decision at a time
+      (*cache)->Release(k);         // consumed (what eviction used to take first)
+    }
+    EXPECT_EQ((*cache)->counters().disk_hits - hits, epoch == 0 ? 0u : 4u) << "epoch " << epoch;
+  }
+  ShardCache::Counters c = (*cache)->counters();
+  EXPECT_FALSE(io::DefaultFileSystem().Exists(foreign).value_or(true));
+  EXPECT_EQ(c.disk_evictions, 1u);  // the foreign file, and none of ours
+  EXPECT_EQ(c.disk_writes, 4u);
+  EXPECT_EQ(c.not_admitted_no_reuse, 6u + 6u + 6u);
+  for (size_t k = 0; k < kShards; ++k) EXPECT_EQ(OnDisk(**cache, k), k < 4) << k;
+}
+
+// A dataset that fits is admitted whole, however its shards were consumed.
+TEST_F(ShardCacheWriteBehindTest, ADatasetThatFitsIsAdmittedWhole) {
+  auto cache = ShardCache::Open(store_, keys_, sizes_, Options(kShards * FileBytes(0) + 64, 0));
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  for (size_t k = 0; k < kShards; ++k) {
+    ASSERT_TRUE((*cache)->Get(k).ok());
+    (*cache)->Release(k);
+  }
+  (*cache)->FlushDiskWrites();
+  for (size_t k = 0; k < kShards; ++k) EXPECT_TRUE(OnDisk(**cache, k)) << k;
+  EXPECT_EQ((*cache)->counters().not_admitted_no_reuse, 0u);
+  EXPECT_EQ((*cache)->counters().not_admitted_busy, 0u);
+}
+
+// Through the loader: an epoch over a stalled disk ends, and its Stats count what was not admitted.
+TEST_F(ShardCacheWriteBehindTest, AnEpochOverAStalledDiskEndsAndCountsTheShardsNotAdmitted) {
+  auto data = object::MakeMemStore(testing::UniqueName("write-behind-ds"));
+  const std::vector<uint64_t> counts(8, 4);
+  dataset::Manifest m = testing::WriteDataset(*data, "ds/", dataset::ShardFormat::kIndexed, counts, [](uint64_t i) {
+    return std::vector<dataset::Field>{{"bin", Buffer::FromString(std::string(16 << 10, char('a' + i % 26)))}};
+  });
+  uint64_t largest = 0;
+  for (const auto& s : m.shards) largest = std::max(largest, s.size);
+  StreamingOptions o;
+  o.cache_dir = dir_ + "/loader";
+  o.fs = &fs_;
+  o.cache_write_behind_bytes = 2 * largest;
+  o.batch_size = 4;
+  auto ds = StreamingDataset::Open(data, "ds/", o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  fs_.CloseWriteGate();
+  ResumeOnExit resume{fs_};
+  auto it = (*ds)->Iterate(0, (*ds)->MakeState(0, 0));
+  ASSERT_TRUE(it.ok()) << it.status();
+  auto read = std::async(std::launch::async, [&] {
+    uint64_t n = 0;
+    Status s = testing::NextUntilError(**it, &n);
+    return s.ok() ? n : 0;
+  });
+  if (read.wait_for(kDeadline) != std::future_status::ready) {
+    fs_.OpenWriteGate();  // (lets the stuck epoch end)
+    FAIL() << "the epoch waited for the stalled disk";
+  }
+  EXPECT_EQ(read.get(), 32u);
+  Stats s = (*it)->stats();
+  EXPECT_EQ(s.shards_fetched, 8u);
+  EXPECT_EQ(s.cache_not_admitted_busy, 6u);
+  EXPECT_EQ(s.cache_not_admitted_no_reuse, 0u);
+}
+
+}  // namespace
+}  // namespace strata::loader
