@@ -12,7 +12,7 @@
 #     tests before them run (those mostly wait on servers: they keep the CPU whenever they want it).
 #   scripts/test.sh --sanitize   setup, then step 2 alone
 #   scripts/test.sh --tsan       setup, build-tsan/: every unit and integration test (on demand: too
-#                                slow for CI, see README, Reliability)
+#                                slow for CI, see docs/contributing.md)
 #
 # Environment: STRATA_STRESS=1 adds the stress label; STRATA_SANITIZERS=0 skips steps 2 and 3 (and
 # checks the locking annotations with scripts/thread_safety.sh instead); STRATA_TSAN_TESTS (test

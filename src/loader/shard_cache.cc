@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <system_error>
@@ -25,6 +24,7 @@
 #include "base/metrics.h"
 #include "io/durable.h"
 #include "io/file_system.h"
+#include "io/process.h"
 
 namespace strata::loader {
 namespace {
@@ -84,28 +84,6 @@ pid_t TempOwner(std::string_view name) {
   if (ec != std::errc() || pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return 0;
   if (end == rest.data() + rest.size() || *end != '.') return 0;
   return static_cast<pid_t>(pid);
-}
-
-// Dead only when the kernel says no such process: EPERM (another user's) and
-// a reused pid count as alive, so a temp file is at worst kept, never taken
-// from a live writer.
-bool ProcessAlive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
-
-// When this machine booted (/proc/stat btime), or the epoch if unknown. A temp
-// file written before it has a dead writer whatever its pid names now: after a
-// reboot that pid may belong to an unrelated live process.
-WallTime BootTime() {
-  static const WallTime boot = [] {
-    std::ifstream stat("/proc/stat");
-    std::string line;
-    while (std::getline(stat, line)) {
-      long long seconds = 0;
-      if (line.rfind("btime ", 0) == 0 && std::sscanf(line.c_str() + 6, "%lld", &seconds) == 1 && seconds > 0)
-        return WallTime(std::chrono::seconds(seconds));
-    }
-    return WallTime{};
-  }();
-  return boot;
 }
 
 }  // namespace
@@ -278,8 +256,8 @@ void ShardCache::SweepDeadTemps() {
     const pid_t pid = e.is_dir ? 0 : TempOwner(e.name);
     if (pid == 0 || pid == ::getpid() || now - e.mtime < kTempGrace) continue;
     // Boot time is a fact of the real clock: under a fake one, mtimes say nothing about it.
-    const bool before_boot = &clock_ == &RealClock() && e.mtime < BootTime();
-    if (!before_boot && ProcessAlive(pid)) continue;
+    const bool before_boot = &clock_ == &RealClock() && e.mtime < io::BootTime();
+    if (!before_boot && io::ProcessAlive(pid)) continue;
     Status removed = fs_.Remove(io::JoinPath(options_.dir, e.name));
     if (removed.ok()) {
       MutexLock lock(mu_);
@@ -584,6 +562,8 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard, bool* hashed) {
   const size_t n = Parts(shard);
   std::vector<Result<object::GetResult>> results(n, InternalError("not run"));
   // One deadline for the whole fetch: parts queued behind others spend it too.
+  // Real monotonic time, not clock_: it bounds a condition-variable wait on a
+  // real store thread, which a FakeClock's time would end at once or never.
   const auto deadline = std::chrono::steady_clock::now() + options_.fetch_timeout;
   // The parts land in one buffer: where the store can read into it (the
   // file store), directly; else each part is copied in on its own thread.

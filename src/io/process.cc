@@ -1,0 +1,28 @@
+#include "io/process.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace strata::io {
+
+bool ProcessAlive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+WallTime BootTime() {
+  static const WallTime boot = [] {
+    std::ifstream stat("/proc/stat");
+    std::string line;
+    while (std::getline(stat, line)) {
+      long long seconds = 0;
+      if (line.rfind("btime ", 0) == 0 && std::sscanf(line.c_str() + 6, "%lld", &seconds) == 1 && seconds > 0)
+        return WallTime(std::chrono::seconds(seconds));
+    }
+    return WallTime{};
+  }();
+  return boot;
+}
+
+}  // namespace strata::io
