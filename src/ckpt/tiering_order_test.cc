@@ -260,6 +260,9 @@ TEST_F(TieringOrderTest, LagAndBacklogInStatsAndMetrics) {
   clock.Advance(std::chrono::seconds(3));
   Save(*w, 20);
   clock.Advance(std::chrono::seconds(2));
+  // A save's Wait() returns at its local commit; the writer queues its upload
+  // just after (a slow machine, or ASan, shows the gap).
+  ASSERT_TRUE(Eventually([&] { return w->tier_stats().newest_local == 20; }));
   TierStats t = w->tier_stats();
   EXPECT_EQ(t.newest_local, 20);
   EXPECT_EQ(t.newest_remote, -1);
