@@ -24,7 +24,7 @@ FILES=(
   src/object/file_store.cc src/object/mem_store.cc src/object/s3_store.cc src/object/transfer.cc
   src/net/http_client.cc src/net/connection_table.cc
   src/ckpt/writer.cc src/ckpt/tiering.cc src/ckpt/staging.cc src/ckpt/location.cc
-  src/gateway/buckets.cc src/gateway/bucket_records.cc src/gateway/connections.cc src/gateway/observer.cc
+  src/gateway/buckets.cc src/gateway/bucket_records.cc src/gateway/observer.cc
   src/gateway/server.cc
   src/group/cache_group.cc src/group/etcd_membership.cc src/group/peer_server.cc src/group/member.cc
   src/group/group_store.cc src/group/etcd_client.cc

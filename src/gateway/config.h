@@ -62,7 +62,7 @@ struct GatewayLimits {
   Duration idle_timeout = std::chrono::seconds(60);    // keep-alive wait for the next request
   Duration io_timeout = std::chrono::seconds(120);     // any one body read/write making no progress
   Duration drain_timeout = std::chrono::seconds(30);   // graceful shutdown: in-flight requests
-  // Connection caps (connections.h): on the listener and per client address;
+  // Connection caps (net/connection_table.h): on the listener and per client address;
   // at a cap the longest-idle connection is closed for the newcomer, which is
   // refused (503 SlowDown) only when none is idle.
   uint64_t max_connections = 4096;

@@ -1,5 +1,7 @@
 #include "gateway/server.h"
 
+#include <sys/resource.h>
+
 #include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -11,7 +13,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "gateway/body_file.h"
-#include "gateway/connections.h"
+#include "net/connection_table.h"
 #include "net/s3_errors.h"
 #include "net/uri.h"
 #include "net/xml.h"
@@ -24,6 +26,21 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+// `wanted` connections, or fewer when the descriptor limit (ulimit -n) minus
+// `reserved` (cache files, backend and spill files) allows fewer: then a
+// warning says so once (the caps, not EMFILE, should decide who is served).
+uint64_t CapByDescriptors(uint64_t wanted, uint64_t reserved) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return wanted;
+  const uint64_t fds = rl.rlim_cur > 2 * reserved ? rl.rlim_cur - reserved : rl.rlim_cur / 2;
+  if (fds >= wanted) return wanted;
+  STRATA_LOG_WARN(
+      "gateway: limits.max_connections is {} but the descriptor limit (ulimit -n) is {}: at most {} connections "
+      "are kept (raise ulimit -n for more)",
+      wanted, static_cast<uint64_t>(rl.rlim_cur), fds);
+  return fds;
+}
 
 constexpr size_t kBodyPiece = 1 << 20;             // request bodies are read in pieces of this size
 constexpr uint64_t kLingerMaxBytes = 64ull << 20;  // discarded after a refused body before closing
@@ -110,7 +127,7 @@ class GatewayServer::Impl {
   void Shutdown();
   void Accept();
 
-  // Admits a new connection (the caps, connections.h), or refuses it with a short 503.
+  // Admits a new connection (the caps, net/connection_table.h), or refuses it with a short 503.
   void Admit(tcp::socket socket);
 
   // The in-flight body budget: reserves n bytes, or refuses when that would
@@ -134,7 +151,7 @@ class GatewayServer::Impl {
   uint16_t port_ = 0;
 
   // The live connections, their caps, and Shutdown's wait until they are gone.
-  ConnectionTable table_;
+  net::ConnectionTable table_;
   Mutex mu_;
   bool shut_down_ GUARDED_BY(mu_) = false;
 
@@ -148,7 +165,7 @@ class GatewayServer::Impl {
   std::unique_ptr<ThreadPool> workers_;
 };
 
-class Conn : public ServedConnection, public std::enable_shared_from_this<Conn> {
+class Conn : public net::ServedConnection, public std::enable_shared_from_this<Conn> {
  public:
   Conn(GatewayServer::Impl& srv, tcp::socket socket)
       : srv_(srv), stream_(std::move(socket)), buf_(srv.options_.limits.max_header_bytes + kBodyPiece) {
@@ -677,9 +694,9 @@ void GatewayServer::Impl::Admit(tcp::socket socket) {
   socket.set_option(tcp::no_delay(true), ignored);
   auto conn = std::make_shared<Conn>(*this, std::move(socket));
   switch (table_.Admit(conn.get(), conn, conn->client())) {
-    case ConnectionTable::Admission::kRefused: observer_.ConnectionRefused(); return conn->Refuse();
-    case ConnectionTable::Admission::kAdmittedByEviction: observer_.ConnectionEvicted(); break;
-    case ConnectionTable::Admission::kAdmitted: break;
+    case net::ConnectionTable::Admission::kRefused: observer_.ConnectionRefused(); return conn->Refuse();
+    case net::ConnectionTable::Admission::kAdmittedByEviction: observer_.ConnectionEvicted(); break;
+    case net::ConnectionTable::Admission::kAdmitted: break;
   }
   conn->Start();
 }
