@@ -104,6 +104,11 @@ TEST(VolumeRecord, RoundTripsAndRejectsDamage) {
   EXPECT_EQ(back->targets, r.targets);
   EXPECT_EQ(back->sealed_secrets, r.sealed_secrets);
   EXPECT_EQ(ParseVolumeRecord("{").status().code(), Code::kCorruption);
+  // A version of another type is a corrupt record, not an exception (found by fuzz_csi_volume).
+  EXPECT_EQ(ParseVolumeRecord(R"({"version":"/c","volume_id":"v","staging_path":"/s","cache_dir":"c","context":{}})")
+                .status()
+                .code(),
+            Code::kCorruption);
   EXPECT_EQ(ParseVolumeRecord(R"({"version":1,"volume_id":"v","staging_path":"rel","cache_dir":"c","context":{}})")
                 .status()
                 .code(),

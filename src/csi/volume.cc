@@ -151,7 +151,11 @@ std::string SerializeVolumeRecord(const VolumeRecord& r) {
 Result<VolumeRecord> ParseVolumeRecord(std::string_view text) {
   if (text.size() > (1 << 20)) return CorruptionError("volume record over 1 MiB");
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("version", 0) != 1) return CorruptionError("not a version-1 volume record");
+  // value() would throw on a "version" of another type; the record comes from disk.
+  const auto version = j.is_object() ? j.find("version") : j.end();
+  if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != 1) {
+    return CorruptionError("not a version-1 volume record");
+  }
   auto str = [&](const char* k) -> Result<std::string> {
     auto it = j.find(k);
     if (it == j.end() || !it->is_string()) return CorruptionError(std::string("volume record without \"") + k + "\"");
