@@ -39,3 +39,35 @@ def other_dataset_url(tmp_path_factory):
     write_samples(str(root / "raw"), 40)
     strata.pack(str(root / "raw"), str(root / "packed"), format="tar", shard_size=16 << 10)
     return strata.to_url(str(root / "packed"))
+
+
+if os.environ.get("STRATA_PY_ASAN") == "1":
+    # The sanitizer tree's ASan runtime (clang-14) takes no lock of its allocator around fork (LLVM
+    # 18's does): a DataLoader worker forked while another thread of this process is inside malloc
+    # can wait forever at its own first malloc (seen: a worker stuck in operator new). Before each
+    # fork, wait (bounded) until every other thread here is asleep, so none is inside the
+    # allocator; a thread that stays busy past the bound is forked over (a test that keeps threads
+    # busy across forks is skipped under ASan: test_loader_fork.py).
+    import threading
+    import time
+
+    def _other_threads_running():
+        me = str(threading.get_native_id())
+        running = 0
+        for tid in os.listdir("/proc/self/task"):
+            if tid == me:
+                continue
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:  # the thread ended
+                continue
+            running += state in ("R", "D")
+        return running
+
+    def _let_threads_settle_before_fork():
+        deadline = time.monotonic() + 2.0
+        while _other_threads_running() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    os.register_at_fork(before=_let_threads_settle_before_fork)
