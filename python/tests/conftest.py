@@ -43,11 +43,11 @@ def other_dataset_url(tmp_path_factory):
 
 if os.environ.get("STRATA_PY_ASAN") == "1":
     # The sanitizer tree's ASan runtime (clang-14) takes no lock of its allocator around fork (LLVM
-    # 18's does): a DataLoader worker forked while another thread of this process is inside malloc
-    # can wait forever at its own first malloc (seen: a worker stuck in operator new). Before each
-    # fork, wait (bounded) until every other thread here is asleep, so none is inside the
-    # allocator; a thread that stays busy past the bound is forked over (a test that keeps threads
-    # busy across forks is skipped under ASan: test_loader_fork.py).
+    # 18's does): a child forked while another thread of this process is inside malloc can wait
+    # forever at its own first malloc (seen: a forked child stuck in operator new). Before each
+    # fork, wait (bounded) until every other thread here sleeps, so none is amid an allocation: the
+    # window left is the check's to the fork's. A thread busy past the bound is forked over (a test
+    # that keeps threads busy across forks is skipped under ASan: test_loader_fork.py).
     import threading
     import time
 
@@ -66,7 +66,7 @@ if os.environ.get("STRATA_PY_ASAN") == "1":
         return running
 
     def _let_threads_settle_before_fork():
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 10.0
         while _other_threads_running() and time.monotonic() < deadline:
             time.sleep(0.001)
 
