@@ -724,16 +724,40 @@ Result<object::GetResult> ShardCache::BoundedGet(const std::string& key, const o
   return std::move(*call->result);
 }
 
+Result<std::unique_ptr<io::RandomAccessFile>> ShardCache::OpenShardFile(const std::string& path, uint64_t data_offset) {
+  // Files written around the page cache are read around it too: a buffered
+  // read of a 140 MiB file not in the page cache ran at a quarter of the
+  // device's speed here (the kernel's read-ahead, one window at a time), the
+  // same read in 8 MiB O_DIRECT parts in flight together at its speed.
+  if (data_offset % kBlock == 0) {
+    if (auto* posix = dynamic_cast<io::PosixFileSystem*>(&fs_)) {
+      auto direct = posix->OpenForReadDirect(path);
+      if (direct.ok() || direct.status().code() == Code::kNotFound) return direct;
+    }
+  }
+  return fs_.OpenForRead(path);
+}
+
+Result<Buffer> ShardCache::ReadShardFile(io::RandomAccessFile& file, uint64_t size) {
+  constexpr size_t kPart = 8 << 20;
+  const uint64_t rounded = (size + kBlock - 1) / kBlock * kBlock;  // O_DIRECT reads whole blocks (short at the end)
+  std::shared_ptr<uint8_t> buf =
+      BufferPoolAllocate(rounded, BufferFit::kExact);  // page-aligned; the RAM tier may keep it
+  uint8_t* data = buf.get();
+  STRATA_ASSIGN_OR_RETURN(size_t n, file.ReadAtParts(0, rounded, data, kPart, [](size_t) {}));
+  return Buffer::Wrap(std::move(buf), data, std::min<uint64_t>(n, size));
+}
+
 Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
   if (options_.dir.empty()) return NotFoundError("no disk tier");
   std::string path = options_.dir + "/" + FileName(shard);
-  auto file = fs_.OpenForRead(path);
-  if (!file.ok()) return file.status();
   const std::string& key = keys_[shard];
   const uint64_t offset = DataOffset(shard);
   uint64_t expect = offset + sizes_[shard] + SealOverhead();
+  auto file = OpenShardFile(path, offset);
+  if (!file.ok()) return file.status();
   auto size = (*file)->Size();
-  Result<Buffer> data = size.ok() && *size == expect ? (*file)->Read(0, expect) : Result<Buffer>(Buffer());
+  Result<Buffer> data = size.ok() && *size == expect ? ReadShardFile(**file, expect) : Result<Buffer>(Buffer());
   bool good = data.ok() && data->size() == expect && std::memcmp(data->data(), kMagic, 8) == 0;
   if (good) {
     const uint8_t* p = data->data();

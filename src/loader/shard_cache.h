@@ -243,6 +243,10 @@ class ShardCache {
   Result<object::GetResult> BoundedGet(const std::string& key, const object::GetOptions& get,
                                        std::chrono::steady_clock::time_point deadline);
   Result<Buffer> LoadFromDisk(size_t shard);
+  // A shard file, opened O_DIRECT when its data is block-aligned (written so) and the file system allows.
+  Result<std::unique_ptr<io::RandomAccessFile>> OpenShardFile(const std::string& path, uint64_t data_offset);
+  // Its `size` bytes, read as parts in flight together into page-aligned memory.
+  static Result<Buffer> ReadShardFile(io::RandomAccessFile& file, uint64_t size);
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
   void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
   // Encryption at rest (options_.sealer): a file's data sealed, and opened back.
