@@ -1,8 +1,8 @@
 #include "loader/shard_cache.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,7 +174,7 @@ void ShardCache::CountNotAdmitted(bool busy) {
 
 void ShardCache::FlushDiskWrites() {
   MutexLock lock(write_mu_);
-  // The writer thread may get little CPU (it runs at idle priority): what is
+  // The writer thread may get little CPU (it runs at nice 10): what is
   // still queued is written here, on the caller's thread.
   while (!writes_.empty()) {
     DiskWrite w = std::move(writes_.front());
@@ -208,12 +208,13 @@ void ShardCache::WriteQueued(DiskWrite w) {
 }
 
 void ShardCache::WriteLoop() {
-  // Behind the reader in CPU too: copying a shard into the page cache costs
-  // about a core-second per 2 GB here, which a cold epoch that already keeps
-  // the cores busy would lose. The writer runs only on CPU time nobody else
-  // wants; when that is too little, its queue fills and shards are not admitted.
-  sched_param idle{};
-  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+  // Behind the reader in CPU too, but not starved: a large shard's file goes
+  // around the page cache (O_DIRECT), so what is left of a write on the CPU
+  // is its XXH3 (tens of GB/s) and the system calls. At nice 10 it
+  // yields to the reader's threads (a tenth of their weight) yet still runs
+  // on a machine kept busy by others (at idle priority, SCHED_IDLE, it got no
+  // CPU at all while any nice'd process was runnable).
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
   MutexLock lock(write_mu_);
   while (true) {
     write_cv_.Wait(lock, [&] {
@@ -811,7 +812,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   for (size_t k = 0; k < keys_.size(); ++k) ours.emplace(FileName(k), k);
   std::vector<uint64_t> priority(keys_.size());
   {
-    MutexLock lock(mu_);  // once, not per file: this may run on the idle-priority writer
+    MutexLock lock(mu_);  // once, not per file: this may run on the low-priority writer
     for (size_t k = 0; k < keys_.size(); ++k) priority[k] = Priority(k);
   }
   std::string name = FileName(shard);
