@@ -6,7 +6,7 @@ would hide the answer under test), a tally of checks, and a call's answer withou
     check(answer(s3.head_bucket, Bucket="b")[0] == 200, "the bucket is there")
     finish()   # prints "N check(s), M failure(s)"; exits 1 on any failure
 
-The C++ side (serve_clients_fixture.h) looks for ", 0 failure(s)" in the output.
+The C++ tests that run these scripts look for " check(s), 0 failure(s)" in the output.
 """
 import sys
 
