@@ -63,6 +63,12 @@ Status WriteFileAtomicStreaming(FileSystem& fs, const std::string& path, const s
   return WriteAtomic(fs, path, views, /*streaming=*/true);
 }
 
+Status WriteFileAtomicCreatingDirs(FileSystem& fs, const std::string& path, std::string_view data) {
+  if (path.empty()) return InvalidArgumentError("write a file: empty path");
+  STRATA_RETURN_IF_ERROR(fs.CreateDirs(ParentDir(path)).WithContext("write " + path));
+  return WriteFileAtomic(fs, path, data);
+}
+
 AtomicFileWriter::AtomicFileWriter(FileSystem& fs, std::string path, std::string tmp,
                                    std::unique_ptr<WritableFile> file)
     : fs_(fs), path_(std::move(path)), tmp_(std::move(tmp)), file_(std::move(file)) {}

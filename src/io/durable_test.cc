@@ -50,6 +50,27 @@ TEST_F(DurableTest, WriteFileAtomicCreatesAndReplacesLeavingNoTemp) {
   EXPECT_EQ(Names(), std::vector<std::string>{"manifest"});
 }
 
+// A bare file name (no directory part) is written in the working directory; std::filesystem's
+// create_directories("") threw there and ended the benchmarks that wrote `--out cache.json`.
+TEST_F(DurableTest, WriteFileAtomicCreatingDirsTakesBareNamesNestedDirsAndReportsBadParents) {
+  char previous[4096];
+  ASSERT_NE(::getcwd(previous, sizeof previous), nullptr);
+  ASSERT_EQ(::chdir(dir_.c_str()), 0);
+  Status bare = WriteFileAtomicCreatingDirs(posix_, "bare.json", "{}");
+  Status nested = WriteFileAtomicCreatingDirs(posix_, "out/deeper/result.json", "[1]");
+  Status under_a_file = WriteFileAtomicCreatingDirs(posix_, "bare.json/x.json", "no");
+  Status empty = WriteFileAtomicCreatingDirs(posix_, "", "no");
+  ASSERT_EQ(::chdir(previous), 0);
+  EXPECT_TRUE(bare.ok()) << bare;
+  EXPECT_EQ(Read(P("bare.json")), "{}");
+  EXPECT_TRUE(nested.ok()) << nested;
+  EXPECT_EQ(Read(P("out/deeper/result.json")), "[1]");
+  EXPECT_FALSE(under_a_file.ok());
+  EXPECT_NE(under_a_file.message().find("bare.json"), std::string::npos) << under_a_file;
+  EXPECT_EQ(Read(P("bare.json")), "{}");  // the file in the way is untouched
+  EXPECT_EQ(empty.code(), Code::kInvalidArgument) << empty;
+}
+
 TEST_F(DurableTest, WriteFileAtomicJoinsPartsInOrder) {
   ASSERT_TRUE(
       WriteFileAtomic(posix_, P("joined"), std::vector<Buffer>{Buffer::Copy("head|"), Buffer(), Buffer::Copy("body")})
