@@ -252,7 +252,7 @@ finish() {
 run_sanitize_tests() {
   ctest_step asan-unit "$BUILD_SANITIZE" '^unit$' -j "$JOBS"
   "$@"
-  # With the Python suite (torch uninstrumented, the runtime preloaded): 3-6 minutes on 2 cores.
+  # With the Python suite (torch uninstrumented, the runtime preloaded): 1-6 minutes on 2 cores.
   ctest_step asan-integration "$BUILD_SANITIZE" '^integration$'
   fuzz_seeds
   step asan-leaks check_leaks
