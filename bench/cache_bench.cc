@@ -59,7 +59,9 @@ struct Args {
   uint64_t size = 4ull << 20;
   int cold_readers = 4;
   std::string dir = "/tmp/strata-cache-bench";
-  std::string out = "bench/out/cache.json";
+  std::string out;               // default: bench/out/cache.json (cache_encryption.json with --encryption-only)
+  bool encryption_only = false;  // only the encrypted-against-clear runs and the codec rates
+  int encryption_rounds = 5;
 };
 
 Args Parse(int argc, char** argv) {
@@ -79,12 +81,18 @@ Args Parse(int argc, char** argv) {
       a.out = next();
     else if (s == "--quick")
       a.objects = 32;
+    else if (s == "--encryption-only")
+      a.encryption_only = true;
+    else if (s == "--encryption-rounds")
+      a.encryption_rounds = std::max(1, std::stoi(next()));
     else {
-      std::fprintf(
-          stderr, "usage: cache_bench [--objects N] [--size-mib M] [--cold-readers R] [--dir D] [--out F] [--quick]\n");
+      std::fprintf(stderr,
+                   "usage: cache_bench [--objects N] [--size-mib M] [--cold-readers R] [--dir D] [--out F] [--quick] "
+                   "[--encryption-only] [--encryption-rounds N]\n");
       std::exit(2);
     }
   }
+  if (a.out.empty()) a.out = a.encryption_only ? "bench/out/cache_encryption.json" : "bench/out/cache.json";
   return a;
 }
 
@@ -241,7 +249,7 @@ std::shared_ptr<cache::CachedStore> Open(object::ObjectStorePtr backend, const A
                                          const std::string& dir = "") {
   cache::CacheOptions o;
   o.dir = dir.empty() ? a.dir : dir;
-  if (sealer) o.disk_write_queue_bytes = 0;  // the encrypted fill writes inline: every block lands
+  if (!dir.empty()) o.disk_write_queue_bytes = 0;  // the encryption runs' fills write inline: every block lands
   o.sealer = std::move(sealer);
   o.ram_bytes = ram;
   o.disk_bytes = a.objects * (a.size + cache::kBlockHeaderSize + cache::BlockSealer::kOverhead) * 2;
@@ -388,33 +396,75 @@ void MeasureDirect(const Bucket& b, const Args& a, const Rows& row, Timings* t, 
       {{"name", "O_DIRECT pread 4 MiB"}, {"readers", 4}, {"seconds", t->fio4}, {"mb_per_s", fio_mb4}});
 }
 
-// Encrypted at rest: the same warm disk-tier reads, the directory filled
-// (unmeasured) straight from memory, the page cache holding both.
+// Encrypted at rest against clear, in the same run: two directories filled
+// (unmeasured) straight from memory and read warm from the disk tier alone,
+// clear then encrypted back to back, over rounds: through the page cache
+// (both directories held in it) with 1 and 4 readers, and with O_DIRECT
+// (reopened) with 1 reader. Medians of the seconds; encrypted/clear rate
+// ratios taken round by round.
 struct Encryption {
-  double sealed1 = 0, sealed4 = 0;
+  double clear1 = 0, sealed1 = 0, clear4 = 0, sealed4 = 0, direct_clear1 = 0, direct_sealed1 = 0;
+  double ratio1 = 0, ratio4 = 0, direct_ratio1 = 0;  // encrypted rate / clear rate
+  int rounds = 0;
   CodecRates codec;
 };
 
+// A disk tier alone (RAM 0) on `dir`, written inline while filled, so every block lands.
+std::shared_ptr<cache::CachedStore> OpenDiskOnly(const Bucket& b, const Args& a, const std::string& dir, bool direct,
+                                                 std::shared_ptr<const cache::BlockSealer> sealer) {
+  return Open(b.mem, a, 0, direct, cache::CacheOptions{}.disk_read_part_bytes, std::move(sealer), dir);
+}
+
+void FillAndCheck(const Bucket& b, const Args& a, const std::string& dir,
+                  const std::shared_ptr<const cache::BlockSealer>& sealer) {
+  fs::remove_all(dir);
+  auto store = OpenDiskOnly(b, a, dir, false, sealer);
+  ReadAll(*store, a, 4, b.hashes, true);  // fill
+  store->cache().Flush();                 // the disk writes behind the fill land
+  ReadAll(*store, a, 1, b.hashes, true);  // verify everything once from disk
+  const uint64_t blocks = a.objects * ((a.size + cache::kDefaultBlockSize - 1) / cache::kDefaultBlockSize);
+  if (store->cache().Stats()[cache::CacheCounter::kMisses] != blocks) {  // the fill's, none after
+    std::fprintf(stderr, "unexpected misses from the disk tier in %s\n", dir.c_str());
+    std::exit(1);
+  }
+}
+
 Encryption MeasureEncryption(const Bucket& b, const Args& a, const Rows& row) {
   Encryption e;
-  const std::string sealed_dir = a.dir + "-sealed";
-  fs::remove_all(sealed_dir);
-  {
-    AesKey key;
-    if (!RandomBytes(key.data(), key.size()).ok()) std::exit(1);
-    auto store = Open(b.mem, a, 0, false, cache::CacheOptions{}.disk_read_part_bytes, cache::BlockSealer::FromKey(key),
-                      sealed_dir);
-    ReadAll(*store, a, 4, b.hashes, true);  // fill
-    store->cache().Flush();                 // the disk writes behind the fill land
-    ReadAll(*store, a, 1, b.hashes, true);  // verify everything once from disk
-    e.sealed1 = ReadAll(*store, a, 1, b.hashes, false);
-    row("warm, disk tier only, encrypted", e.sealed1, 1);
-    e.sealed4 = ReadAll(*store, a, 4, b.hashes, false);
-    row("warm, disk tier only, encrypted", e.sealed4, 4);
-    const uint64_t blocks = a.objects * ((a.size + cache::kDefaultBlockSize - 1) / cache::kDefaultBlockSize);
-    if (store->cache().Stats()[cache::CacheCounter::kMisses] != blocks)  // the fill's, none after
-      std::fprintf(stderr, "unexpected misses from the encrypted disk tier\n");
+  const std::string clear_dir = a.dir + "-clear", sealed_dir = a.dir + "-sealed";
+  AesKey key;
+  if (!RandomBytes(key.data(), key.size()).ok()) std::exit(1);
+  const auto sealer = cache::BlockSealer::FromKey(key);
+  FillAndCheck(b, a, clear_dir, nullptr);
+  FillAndCheck(b, a, sealed_dir, sealer);
+  e.rounds = a.encryption_rounds;
+  std::vector<double> c1, s1, c4, s4, dc1, ds1;
+  for (int round = 0; round < e.rounds; ++round) {
+    {
+      auto clear = OpenDiskOnly(b, a, clear_dir, false, nullptr);
+      auto sealed = OpenDiskOnly(b, a, sealed_dir, false, sealer);
+      c1.push_back(ReadAll(*clear, a, 1, b.hashes, false));
+      s1.push_back(ReadAll(*sealed, a, 1, b.hashes, false));
+      c4.push_back(ReadAll(*clear, a, 4, b.hashes, false));
+      s4.push_back(ReadAll(*sealed, a, 4, b.hashes, false));
+    }
+    auto clear = OpenDiskOnly(b, a, clear_dir, true, nullptr);
+    auto sealed = OpenDiskOnly(b, a, sealed_dir, true, sealer);
+    dc1.push_back(ReadAll(*clear, a, 1, b.hashes, false));
+    ds1.push_back(ReadAll(*sealed, a, 1, b.hashes, false));
   }
+  e.clear1 = Median(c1), e.sealed1 = Median(s1), e.clear4 = Median(c4), e.sealed4 = Median(s4);
+  e.direct_clear1 = Median(dc1), e.direct_sealed1 = Median(ds1);
+  e.ratio1 = PairedRatio(c1, s1), e.ratio4 = PairedRatio(c4, s4), e.direct_ratio1 = PairedRatio(dc1, ds1);
+  row("warm, disk tier only, clear", e.clear1, 1);
+  row("warm, disk tier only, encrypted", e.sealed1, 1);
+  row("warm, disk tier only, clear", e.clear4, 4);
+  row("warm, disk tier only, encrypted", e.sealed4, 4);
+  row("warm, disk tier, O_DIRECT, clear", e.direct_clear1, 1);
+  row("warm, disk tier, O_DIRECT, encrypted", e.direct_sealed1, 1);
+  std::printf("  (encryption rows: medians of %d rounds, clear and encrypted back to back, ratios round by round)\n",
+              e.rounds);
+  fs::remove_all(clear_dir);
   fs::remove_all(sealed_dir);
   e.codec = MeasureCodec(b.data, a.objects >= 64 ? 2 : 8);
   std::printf("  %-34s %9.2f GB/s per core (XXH3 %.2f, memcpy %.2f, same thread)\n", "AES-256-GCM seal 4 MiB",
@@ -423,13 +473,23 @@ Encryption MeasureEncryption(const Bucket& b, const Args& a, const Rows& row) {
   return e;
 }
 
-nlohmann::json EncryptionJson(const Encryption& e, const Timings& t) {
+nlohmann::json EncryptionJson(const Encryption& e) {
   return {{"seal_gb_per_core_s", e.codec.seal},
           {"open_gb_per_core_s", e.codec.open},
           {"xxh3_gb_per_core_s", e.codec.xxh3},
           {"memcpy_gb_per_core_s", e.codec.memcpy},
-          {"warm_disk_encrypted_over_clear_1", t.disk1 / e.sealed1},
-          {"warm_disk_encrypted_over_clear_4", t.disk4 / e.sealed4}};
+          {"rounds", e.rounds},
+          {"warm_disk_encrypted_over_clear_1", e.ratio1},
+          {"warm_disk_encrypted_over_clear_4", e.ratio4},
+          {"warm_disk_direct_encrypted_over_clear_1", e.direct_ratio1}};
+}
+
+void PrintEncryption(const Encryption& e) {
+  std::printf(
+      "encryption at rest: seal %.2f GB/s, open %.2f GB/s per core (XXH3 %.2f, memcpy %.2f); warm disk tier "
+      "encrypted = %.0f%% (1 reader), %.0f%% (4 readers) of clear through the page cache, %.0f%% (1 reader) with "
+      "O_DIRECT\n",
+      e.codec.seal, e.codec.open, e.codec.xxh3, e.codec.memcpy, 100 * e.ratio1, 100 * e.ratio4, 100 * e.direct_ratio1);
 }
 
 nlohmann::json SummaryJson(const Timings& t) {
@@ -456,15 +516,28 @@ void PrintSummary(const Timings& t, const Encryption& e, bool every_warm_faster)
       100 * t.tier_of_fio, 100 * t.fio4 / t.direct4, 100 * t.one_read_of_fio);
   std::printf("store requests by the reopened cache's two warm passes: %llu (each pass starts with a LIST)\n",
               static_cast<unsigned long long>(t.requests_after_reopen));
-  std::printf(
-      "encryption at rest: seal %.2f GB/s, open %.2f GB/s per core (XXH3 %.2f, memcpy %.2f); warm disk tier "
-      "encrypted = %.0f%% (1 reader), %.0f%% (4 readers) of clear\n",
-      e.codec.seal, e.codec.open, e.codec.xxh3, e.codec.memcpy, 100 * t.disk1 / e.sealed1, 100 * t.disk4 / e.sealed4);
+  PrintEncryption(e);
   std::printf("slowest warm run %.3f s vs cold %.2f s: %s\n", t.SlowestWarm(), t.cold,
               every_warm_faster ? "every warm run beat cold" : "A WARM RUN WAS SLOWER THAN COLD");
 }
 
 }  // namespace
+
+// Every run: the baselines, cold, each warm tier, and encryption at rest.
+void MeasureAll(const Bucket& bucket, const Args& a, const Rows& row, nlohmann::json* j) {
+  Timings t;
+  t.memcpy1 = MemcpyAll(bucket.data, a.size, 1);
+  t.memcpy4 = MemcpyAll(bucket.data, a.size, 4);
+  row("memcpy (baseline)", t.memcpy1, 1);
+  row("memcpy (baseline)", t.memcpy4, 4);
+  MeasureColdAndRam(bucket, a, row, &t, j);
+  MeasureDiskPageCache(bucket, a, row, &t);
+  MeasureDirect(bucket, a, row, &t, j);
+  const Encryption enc = MeasureEncryption(bucket, a, row);
+  (*j)["encryption"] = EncryptionJson(enc);
+  (*j)["summary"] = SummaryJson(t);
+  PrintSummary(t, enc, (*j)["summary"]["every_warm_faster_than_cold"].get<bool>());
+}
 
 int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
@@ -482,24 +555,19 @@ int main(int argc, char** argv) {
   j["profile"] = object::FormatCloudProfile(bucket.profile);
   const Rows row{total / 1e6, &j};
 
-  Timings t;
-  t.memcpy1 = MemcpyAll(bucket.data, a.size, 1);
-  t.memcpy4 = MemcpyAll(bucket.data, a.size, 4);
-  row("memcpy (baseline)", t.memcpy1, 1);
-  row("memcpy (baseline)", t.memcpy4, 4);
-  MeasureColdAndRam(bucket, a, row, &t, &j);
-  MeasureDiskPageCache(bucket, a, row, &t);
-  MeasureDirect(bucket, a, row, &t, &j);
-  const Encryption enc = MeasureEncryption(bucket, a, row);
-  j["encryption"] = EncryptionJson(enc, t);
-
-  j["summary"] = SummaryJson(t);
-  PrintSummary(t, enc, j["summary"]["every_warm_faster_than_cold"].get<bool>());
+  if (a.encryption_only) {
+    const Encryption enc = MeasureEncryption(bucket, a, row);
+    j["encryption"] = EncryptionJson(enc);
+    PrintEncryption(enc);
+  } else {
+    MeasureAll(bucket, a, row, &j);
+  }
   fs::create_directories(fs::path(a.out).parent_path());
   std::ofstream(a.out) << j.dump(2) << "\n";
   std::printf(
-      "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu\n",
-      a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20));
+      "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu%s\n",
+      a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20),
+      a.encryption_only ? " --encryption-only" : "");
   fs::remove_all(a.dir);
   return 0;
 }
