@@ -503,6 +503,10 @@ nlohmann::json EncryptionJson(const Encryption& e) {
   for (const ClearVsSealed& r : e.runs) {
     j["warm_disk"].push_back({{"read", r.name},
                               {"readers", r.readers},
+                              {"clear_seconds", Median(r.clear)},
+                              {"encrypted_seconds", Median(r.sealed)},
+                              {"clear_cpu_seconds", Median(r.clear_cpu)},
+                              {"encrypted_cpu_seconds", Median(r.sealed_cpu)},
                               {"encrypted_over_clear", r.Ratio()},
                               {"clear_cpu_over_encrypted_cpu", r.CpuRatio()}});
   }
