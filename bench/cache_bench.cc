@@ -18,7 +18,9 @@
 // measured in the same run.
 // Encryption at rest (--cache-encryption-key-file): the codec's seal and open
 // rates per core (thread CPU time, against XXH3 and memcpy on the same
-// thread), and the warm disk tier encrypted against clear, in the same run.
+// thread), and the warm disk tier encrypted against clear, back to back over
+// rounds (page cache, 1 and 4 readers; O_DIRECT, 1), by wall and reader CPU
+// time; --encryption-only runs just these.
 // Output: a table on stdout, JSON in bench/out/cache.json (`strata plan
 // --from-bench` reads its warm and device rates).
 #include <fcntl.h>

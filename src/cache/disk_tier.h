@@ -24,6 +24,10 @@
 // Encryption at rest (`sealer`, block_sealer.h): each block's data is sealed
 // with AES-256-GCM, its header (clear) authenticated with it; the data
 // checksum covers the sealed bytes, so torn files are found without the key.
+// A read with the key opens the seal as the file lands (each O_DIRECT part
+// while the rest is in flight, each buffered step while it is in the CPU's
+// cache), and the GCM tag, which covers every byte, is its check: the XXH3
+// is not computed again.
 //
 // Eviction: LRU, pinned blocks skipped; when a write would pass the high
 // watermark, blocks are evicted down to the low watermark (Alluxio-style) so
