@@ -604,9 +604,10 @@ int main(int argc, char** argv) {
   }
   if (!bench::WriteResultsJson("cache_bench", a.out, j)) return 1;
   std::printf(
-      "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu%s\n",
+      "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu%s%s\n",
       a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20),
-      a.encryption_only ? " --encryption-only" : "");
+      a.encryption_only ? " --encryption-only" : "",
+      a.encryption_rounds != 5 ? (" --encryption-rounds " + std::to_string(a.encryption_rounds)).c_str() : "");
   fs::remove_all(a.dir);
   return 0;
 }
