@@ -185,7 +185,11 @@ Status RunExtender(const ExtenderOptions& o) {
     if (ec) break;  // closed by the signal
     try {
       std::thread([state, session_io, s = std::move(socket)]() mutable {
-        Session(state, session_io, std::move(s));
+        try {
+          Session(state, session_io, std::move(s));
+        } catch (const std::exception& e) {  // a thread must not end the process
+          STRATA_LOG_WARN("extender: connection ended: {}", e.what());
+        }
       }).detach();
     } catch (const std::system_error& e) {
       STRATA_LOG_WARN("extender: connection refused (no thread for it): {}", e.what());
