@@ -14,7 +14,8 @@
 # REPEAT times: the cold passes one mount at a time, alternating which goes first; the warm passes
 # paired file by file (each file through both mounts in turn), since one warm pass is ~1 s of
 # `cat`s from the page cache and, on a shared machine, the load moves it more than any difference
-# between the mounts. Medians and csi/direct ratios. Then two pods on one node: one staged
+# between the mounts. Medians and csi/direct ratios, and for warm the median of the per-file
+# ratios (the figure to compare: preemption by other work is a long tail). Then two pods on one node: one staged
 # volume published twice, both pods' `cat` loops at once on an empty cache: the bucket's bytes
 # (proxy log) over the dataset's.
 #   SEED_N=64 REPEAT=1 bench/csi_bench.sh       (a quick run)
