@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,7 @@
 #include "base/executor.h"
 #include "base/hash.h"
 #include "base/random.h"
+#include "bench_output.h"
 #include "cache/block_cache.h"
 #include "cache/block_sealer.h"
 #include "cache/cached_store.h"
@@ -62,30 +65,30 @@ struct Args {
   std::string out = "bench/out/cache.json";
 };
 
-Args Parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--objects")
-      a.objects = std::stoi(next());
-    else if (s == "--size-mib")
-      a.size = std::stoull(next()) << 20;
-    else if (s == "--cold-readers")
-      a.cold_readers = std::stoi(next());
-    else if (s == "--dir")
-      a.dir = next();
-    else if (s == "--out")
-      a.out = next();
-    else if (s == "--quick")
-      a.objects = 32;
-    else {
-      std::fprintf(
-          stderr, "usage: cache_bench [--objects N] [--size-mib M] [--cold-readers R] [--dir D] [--out F] [--quick]\n");
-      std::exit(2);
-    }
+// The command line into `a`: nullopt to run, or the exit code once CLI11 has printed help or a
+// clear error (a malformed number is a message and exit code 2, not an uncaught exception).
+std::optional<int> Parse(int argc, char** argv, Args* a) {
+  CLI::App app("strata's block cache: cold, warm RAM, warm disk and encrypted reads against memcpy and fio");
+  uint64_t size_mib = a->size >> 20;
+  bool quick = false;
+  app.add_option("--objects", a->objects, "Objects in the emulated bucket")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--size-mib", size_mib, "Object size")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  app.add_option("--cold-readers", a->cold_readers, "Readers of the cold pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--dir", a->dir, "Cache directory (removed at the end)")->capture_default_str();
+  app.add_option("--out", a->out, "JSON output")->capture_default_str();
+  app.add_flag("--quick", quick, "32 objects");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
   }
-  return a;
+  a->size = size_mib << 20;
+  if (quick) a->objects = 32;
+  return std::nullopt;
 }
 
 std::string Key(int i) {
@@ -467,7 +470,8 @@ void PrintSummary(const Timings& t, const Encryption& e, bool every_warm_faster)
 }  // namespace
 
 int main(int argc, char** argv) {
-  Args a = Parse(argc, argv);
+  Args a;
+  if (const std::optional<int> exit_code = Parse(argc, argv, &a)) return *exit_code;
   const double total = static_cast<double>(a.objects) * a.size;
   fs::remove_all(a.dir);
   const Bucket bucket = Populate(a);
@@ -495,8 +499,7 @@ int main(int argc, char** argv) {
 
   j["summary"] = SummaryJson(t);
   PrintSummary(t, enc, j["summary"]["every_warm_faster_than_cold"].get<bool>());
-  fs::create_directories(fs::path(a.out).parent_path());
-  std::ofstream(a.out) << j.dump(2) << "\n";
+  if (!bench::WriteResultsJson("cache_bench", a.out, j)) return 1;
   std::printf(
       "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu\n",
       a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20));

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -36,6 +37,7 @@
 #include "base/buffer.h"
 #include "base/clock.h"
 #include "base/hash.h"
+#include "bench_output.h"
 #include "ckpt/reader.h"
 #include "ckpt/writer.h"
 #include "io/durable.h"
@@ -178,39 +180,31 @@ nlohmann::json RunTorch(const Args& a, const std::vector<uint64_t>& sizes) {
   return j;
 }
 
-// The command line into `a`; false (usage printed) on an unknown flag.
-bool ParseArgs(int argc, char** argv, Args* a) {
+// The command line into `a`: nullopt to run, or the exit code once CLI11 has printed help or a
+// clear error (a malformed number is a message and exit code 2, not an uncaught exception).
+std::optional<int> ParseArgs(int argc, char** argv, Args* a) {
   a->torch_script = std::string(STRATA_BENCH_DIR) + "/ckpt_bench_torch.py";
   if (const char* env = std::getenv("STRATA_SOURCE_DIR"))
     a->torch_script = std::string(env) + "/bench/ckpt_bench_torch.py";
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--gib")
-      a->gib = std::stod(next());
-    else if (k == "--dir")
-      a->dir = next();
-    else if (k == "--out")
-      a->out = next();
-    else if (k == "--python")
-      a->python = next();
-    else if (k == "--no-torch")
-      a->torch = false;
-    else if (k == "--no-cold")
-      a->cold = false;
-    else if (k == "--torch-script")
-      a->torch_script = next();
-    else if (k == "--io-threads")
-      a->io_threads = std::stoul(next());
-    else if (k == "--reps")
-      a->reps = std::max(1, std::stoi(next()));
-    else {
-      std::cerr << "usage: ckpt_bench [--gib N] [--reps N] [--dir D] [--out F] [--python P] [--no-torch] [--no-cold] "
-                   "[--io-threads N]\n";
-      return false;
-    }
+  CLI::App app("strata's checkpoint writer and reader against torch.save and plain write+fsync");
+  bool no_torch = false, no_cold = false;
+  app.add_option("--gib", a->gib, "Checkpoint size")->capture_default_str()->check(CLI::Range(0.001, 1024.0));
+  app.add_option("--reps", a->reps, "Best of N")->capture_default_str()->check(CLI::Range(1, 100));
+  app.add_option("--dir", a->dir, "Work directory")->capture_default_str();
+  app.add_option("--out", a->out, "JSON output")->capture_default_str();
+  app.add_option("--python", a->python, "Python with torch, for the baseline")->capture_default_str();
+  app.add_flag("--no-torch", no_torch, "No torch.save baseline");
+  app.add_flag("--no-cold", no_cold, "No writer without staging_bytes");
+  app.add_option("--torch-script", a->torch_script, "The torch baseline's script")->capture_default_str();
+  app.add_option("--io-threads", a->io_threads, "Writer I/O threads")->capture_default_str()->check(CLI::Range(1, 256));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
   }
-  return true;
+  a->torch = !no_torch;
+  a->cold = !no_cold;
+  return std::nullopt;
 }
 
 // 1. torch.save, in its own process, before we allocate our copy.
@@ -467,7 +461,7 @@ void PrintSummary(const Args& a, const StrataSaves& s, const MemorySpeed& memory
 int main(int argc, char** argv) {
   std::error_code ignore_ec;
   Args a;
-  if (!ParseArgs(argc, argv, &a)) return 2;
+  if (const std::optional<int> exit_code = ParseArgs(argc, argv, &a)) return *exit_code;
   std::filesystem::remove_all(a.dir, ignore_ec);
   if (!io::DefaultFileSystem().CreateDirs(a.dir).ok()) return 1;
   const uint64_t total = static_cast<uint64_t>(a.gib * (1ull << 30));
@@ -499,8 +493,7 @@ int main(int argc, char** argv) {
   PrintSummary(a, *saves, memory, plain_s, gb, &result);
 
   std::filesystem::remove_all(a.dir, ignore_ec);
-  io::DefaultFileSystem().CreateDirs(io::ParentDir(a.out)).IgnoreError();
-  std::ofstream(a.out) << result.dump(2) << "\n";
+  if (!bench::WriteResultsJson("ckpt_bench", a.out, result)) return 1;
   std::printf("wrote %s\n", a.out.c_str());
   return *exact ? 0 : 1;
 }

@@ -30,6 +30,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "bench_output.h"
 #include "object/store_url.h"
 #include "object/transfer.h"
 
@@ -294,7 +295,7 @@ TargetRates MeasureTarget(const Args& args, const Target& target, uint64_t size,
 }
 
 // The JSON and, with matplotlib, a PNG beside it.
-void WriteResults(const Args& args, const std::vector<Target>& targets, const std::vector<TargetRates>& rates,
+bool WriteResults(const Args& args, const std::vector<Target>& targets, const std::vector<TargetRates>& rates,
                   uint64_t size) {
   nlohmann::json results = nlohmann::json::array();
   std::vector<double> strata_rates, aws_rates, memory_rates;
@@ -323,8 +324,7 @@ void WriteResults(const Args& args, const std::vector<Target>& targets, const st
                              {{"label", "aws s3 cp"}, {"values", aws_rates}},
                              {{"label", "strata into memory (no file)"}, {"values", memory_rates}}}}}}}};
   std::filesystem::path out(args.out);
-  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  std::ofstream(args.out) << doc.dump(2) << "\n";
+  if (!bench::WriteResultsJson("download_bench", args.out, doc)) return false;
   std::cout << "wrote " << args.out << "\n";
   std::string script = args.plot_script;
   if (script.empty()) script = std::string(STRATA_BENCH_DIR) + "/plot.py";
@@ -335,6 +335,7 @@ void WriteResults(const Args& args, const std::vector<Target>& targets, const st
   } else {
     std::cout << "(no plot: /usr/bin/python3 with matplotlib is needed; the figures are in " << args.out << ")\n";
   }
+  return true;
 }
 
 int Main(int argc, char** argv) {
@@ -376,7 +377,7 @@ int Main(int argc, char** argv) {
 
   std::vector<TargetRates> rates;
   for (const auto& target : *targets) rates.push_back(MeasureTarget(args, target, size, hash, file));
-  WriteResults(args, *targets, rates, size);
+  if (!WriteResults(args, *targets, rates, size)) return 1;
   if (!args.repro.empty()) std::cout << "reproduce: " << args.repro << "\n";
   return 0;
 }

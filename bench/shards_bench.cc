@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/executor.h"
 #include "base/random.h"
+#include "bench_output.h"
 #include "dataset/dataset.h"
 #include "dataset/pack.h"
 #include "object/cloud_store.h"
@@ -80,7 +81,7 @@ struct Args {
   uint64_t count = 100000;
   uint64_t size = 100 << 10;
   int concurrency = 64;
-  std::string shard_size = "64";  // MiB
+  uint64_t shard_size_mib = 64;
   std::string format = "tar";
   int pack_parallel = 8;
   int read_streams = 16;
@@ -294,9 +295,8 @@ nlohmann::json ResultsJson(const Args& a, const Results& r) {
 }
 
 // The JSON, a PNG through bench/plot.py when it is there, and the command line.
-void WriteResults(const Args& a, const nlohmann::json& j) {
-  std::filesystem::create_directories(std::filesystem::path(a.out).parent_path());
-  std::ofstream(a.out) << j.dump(2) << "\n";
+bool WriteResults(const Args& a, const nlohmann::json& j) {
+  if (!bench::WriteResultsJson("shards_bench", a.out, j)) return false;
   std::string png = a.out.substr(0, a.out.rfind('.')) + ".png";
   if (std::filesystem::exists("bench/plot.py")) {
     std::system(("/usr/bin/python3 bench/plot.py " + a.out + " " + png + " >/dev/null 2>&1").c_str());
@@ -306,6 +306,7 @@ void WriteResults(const Args& a, const nlohmann::json& j) {
       "--concurrency %d --format %s\n",
       a.out.c_str(), static_cast<unsigned long long>(a.count), static_cast<unsigned long long>(a.size), a.concurrency,
       a.format.c_str());
+  return true;
 }
 
 int Main(int argc, char** argv) {
@@ -314,7 +315,9 @@ int Main(int argc, char** argv) {
   app.add_option("--count", a.count, "Number of files")->capture_default_str();
   app.add_option("--size", a.size, "Mean file size in bytes (each file is size +-10%)")->capture_default_str();
   app.add_option("--concurrency", a.concurrency, "GETs in flight for the small-file read")->capture_default_str();
-  app.add_option("--shard-size-mib", a.shard_size, "Shard size")->capture_default_str();
+  app.add_option("--shard-size-mib", a.shard_size_mib, "Shard size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--format", a.format, "tar | tfrecord | indexed")->capture_default_str();
   app.add_option("--pack-parallel", a.pack_parallel, "Shards packed at once (sharing --concurrency input GETs)")
       ->capture_default_str();
@@ -329,7 +332,7 @@ int Main(int argc, char** argv) {
   auto format = dataset::ParseShardFormat(a.format);
   if (!format.ok()) Die("--format", format.status());
   Results r;
-  r.shard_bytes = std::stoull(a.shard_size) << 20;
+  r.shard_bytes = a.shard_size_mib << 20;
 
   // The packed shards are real bytes, so that much RAM is needed.
   uint64_t need = a.count * a.size * 11 / 10 + (2ull << 30);
@@ -358,8 +361,7 @@ int Main(int argc, char** argv) {
   std::printf("shards vs small files: %.1fx samples/s with %.0fx fewer requests\n",
               (a.count / r.read.seconds) / (a.count / r.small.seconds),
               static_cast<double>(r.small.requests) / r.read.requests);
-  WriteResults(a, ResultsJson(a, r));
-  return 0;
+  return WriteResults(a, ResultsJson(a, r)) ? 0 : 1;
 }
 
 }  // namespace

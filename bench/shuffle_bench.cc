@@ -35,6 +35,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "bench_output.h"
 #include "io/durable.h"
 #include "io/file_system.h"
 #include "loader/loader_test_util.h"
@@ -344,7 +345,7 @@ int Main(int argc, char** argv) {
   const std::vector<Quality> rows = MeasureShuffles(shape, &measure_s);
   PrintShuffles(shape, rows, measure_s);
   const Throughputs throughputs = MeasureThroughputs(quick);
-  std::ofstream(out) << ResultsJson(shape, rows, throughputs).dump(2) << "\n";
+  if (!bench::WriteResultsJson("shuffle_bench", out, ResultsJson(shape, rows, throughputs))) return 1;
   printf("\nwrote %s; plot: /usr/bin/python3 bench/plot.py %s bench/out/shuffle.png\n", out.c_str(), out.c_str());
   printf("reproduce: build/bench/shuffle_bench%s\n", quick ? " --quick" : "");
   return 0;

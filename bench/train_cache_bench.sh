@@ -2,9 +2,10 @@
 # What the loader's shard cache costs a cold epoch and gives a warm one: `strata bench train`
 # over one packed dataset read through the in-process cloud emulation, each accelerator count
 # run with --no-cache (every epoch cold) and with the default shard cache (epoch 1 cold,
-# epoch 2 warm), alternately, RUNS times. Prints the median AU of each and the ratios:
+# epochs 2 and 3 warm), alternately, RUNS times. Prints the median AU of each and the ratios:
 #   cold with the cache / --no-cache   (the cache must not throttle a cold epoch)
-#   warm with the cache                (epoch 2 reads what the cache admitted in epoch 1)
+#   warm with the cache, epochs 2, 3   (epoch 2 reads what epoch 1 admitted and admits more;
+#                                       epoch 3 what the two admitted)
 #
 #   bash bench/train_cache_bench.sh [--workload unet3d] [--samples 84] [--accelerators 1,2]
 #        [--runs 3] [--emulate ttfb=30ms,bw=25MB/s] [--data DIR] [--build-dir DIR]
@@ -55,7 +56,7 @@ IFS=, read -r -a NS <<<"$COUNTS"
 for n in "${NS[@]}"; do
   for r in $(seq "$RUNS"); do
     for mode in nocache cache; do
-      extra=(); epochs=2
+      extra=(); epochs=3
       if [ "$mode" = nocache ]; then extra=(--no-cache); epochs=1; fi
       log "N=$n run $r/$RUNS: $mode"
       "$STRATA" bench train --workload "$WORKLOAD" --url "file://$DATA/shards/" --emulate "$EMULATE" \
@@ -85,16 +86,16 @@ def counted(n, epoch, field):
                 values = [s.get(field, 0) for s in x["sources"]]
                 out.append(max(values) if field.startswith("cache_") else sum(values))
     return statistics.median(out)
-print(f"{'N':>3} {'cold --no-cache':>16} {'cold cache':>11} {'ratio':>7} {'warm cache':>11} {'warm hits':>10} "
-      f"{'not admitted (disk behind / no reuse)':>38}")
+print(f"{'N':>3} {'cold --no-cache':>16} {'cold cache':>11} {'ratio':>7} {'warm 2':>7} {'hits 2':>7} "
+      f"{'warm 3':>7} {'hits 3':>7} {'not admitted in epoch 1 (disk behind / no reuse)':>50}")
 for n in counts:
-    nc, cc, wc = au(n, "nocache", 1), au(n, "cache", 1), au(n, "cache", 2)
-    m_nc, m_cc, m_wc = statistics.median(nc), statistics.median(cc), statistics.median(wc)
-    hits = counted(n, 2, "shards_from_cache")
+    nc, cc, w2, w3 = au(n, "nocache", 1), au(n, "cache", 1), au(n, "cache", 2), au(n, "cache", 3)
+    m_nc, m_cc, m_w2, m_w3 = (statistics.median(x) for x in (nc, cc, w2, w3))
+    hits2, hits3 = counted(n, 2, "shards_from_cache"), counted(n, 3, "shards_from_cache")
     busy, no_reuse = counted(n, 1, "cache_not_admitted_busy"), counted(n, 1, "cache_not_admitted_no_reuse")
-    print(f"{n:>3} {100 * m_nc:>15.1f}% {100 * m_cc:>10.1f}% {m_cc / m_nc:>7.2f} {100 * m_wc:>10.1f}% {hits:>10.0f} "
-          f"{busy:>30.0f} / {no_reuse:.0f}")
+    print(f"{n:>3} {100 * m_nc:>15.1f}% {100 * m_cc:>10.1f}% {m_cc / m_nc:>7.2f} {100 * m_w2:>6.1f}% {hits2:>7.0f} "
+          f"{100 * m_w3:>6.1f}% {hits3:>7.0f} {busy:>42.0f} / {no_reuse:.0f}")
     print(f"    runs (AU %): no-cache {[round(100 * x, 1) for x in nc]}, cache cold {[round(100 * x, 1) for x in cc]}, "
-          f"warm {[round(100 * x, 1) for x in wc]}")
+          f"epoch 2 {[round(100 * x, 1) for x in w2]}, epoch 3 {[round(100 * x, 1) for x in w3]}")
 EOF
 echo "command: bash bench/train_cache_bench.sh ${ARGS[*]}"

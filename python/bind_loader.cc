@@ -72,6 +72,7 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("cache_group", o.cache_group);
   get("peer_listen", o.peer_listen);
   get("group_secret_file", o.group_secret_file);
+  get("cache_encryption_key_file", o.cache_encryption_key_file);
   if (kw.contains("decode") && !kw["decode"].is_none()) {
     for (auto [k, v] : kw["decode"].cast<py::dict>())
       o.decode[k.cast<std::string>()] = ParseDecode(v.cast<std::string>());

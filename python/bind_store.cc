@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "cache/block_cache.h"
+#include "cache/block_sealer.h"
 #include "cache/cached_store.h"
 #include "object/store_url.h"
 
@@ -100,7 +101,8 @@ Buffer CopyBytes(const py::buffer& data) {
   return Buffer::Copy(bi.ptr, static_cast<size_t>(bi.itemsize * bi.size));
 }
 
-PyStore Open(const std::string& url, std::optional<std::string> cache_dir, uint64_t cache_limit, uint64_t ram_cache) {
+PyStore Open(const std::string& url, std::optional<std::string> cache_dir, uint64_t cache_limit, uint64_t ram_cache,
+             const std::string& cache_encryption_key_file) {
   py::gil_scoped_release release;
   object::ObjectStorePtr store = Unwrap(object::OpenStore(url));
   if (cache_dir || ram_cache > 0) {
@@ -108,6 +110,8 @@ PyStore Open(const std::string& url, std::optional<std::string> cache_dir, uint6
     co.dir = cache_dir.value_or("");
     co.disk_bytes = cache_limit;
     co.ram_bytes = ram_cache;
+    if (!cache_encryption_key_file.empty())
+      co.sealer = Unwrap(cache::BlockSealer::FromKeyFile(cache_encryption_key_file));
     auto cache = Unwrap(cache::BlockCache::Open(co));
     store = std::make_shared<cache::CachedStore>(store, std::move(cache));
   }
@@ -189,7 +193,7 @@ void BindStore(py::module_& m) {
       .def("__repr__", [](const PyStore& s) { return "<strata.Store " + s.store->Url() + ">"; });
 
   m.def("_open_store", &Open, py::arg("url"), py::arg("cache_dir") = py::none(), py::arg("cache_limit") = 10ull << 30,
-        py::arg("ram_cache") = 0);
+        py::arg("ram_cache") = 0, py::arg("cache_encryption_key_file") = "");
 }
 
 }  // namespace strata::python

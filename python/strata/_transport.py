@@ -250,6 +250,17 @@ def _is_container(x):
     return t is dict or t is list or t is tuple or (isinstance(x, tuple) and hasattr(x, "_fields") and t is not _Leaf)
 
 
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain_sequence(x):
+    """A list or tuple of plain values only (a batch's keys, labels): nothing in it goes to a slot.
+    Kept whole rather than mapped item by item (a batch's 32 keys cost as much as the rest of the
+    tree, in the worker and again in the main process)."""
+    t = type(x)
+    return (t is list or t is tuple) and all(type(e) in _PLAIN for e in x)
+
+
 def _map_tree(x, fn):
     """``x`` with ``fn``'s answer for each value, descending into dicts, lists, tuples and
     namedtuples where ``fn`` answers _DESCEND. (Module-level recursion: a closure calling itself
@@ -280,7 +291,7 @@ def _collect(x, found):
         offsets = np.cumsum([0] + [len(e) for e in x]).tolist()
         found.append(("bytes", x, offsets[-1], offsets))
     else:
-        return _DESCEND if _is_container(x) else x
+        return _DESCEND if _is_container(x) and not _plain_sequence(x) else x
     return _Leaf(found[-1][0], len(found) - 1, 0, None)  # placed once the slot is known
 
 
@@ -302,7 +313,7 @@ def _leaf_or_descend(x, value):
     """For _map_tree: ``value(x)`` for a _Leaf, _DESCEND for a container, else ``x``."""
     if type(x) is _Leaf:
         return value(x)
-    return _DESCEND if _is_container(x) else x
+    return _DESCEND if _is_container(x) and not _plain_sequence(x) else x
 
 
 class _PackedTree(_InRing):

@@ -14,7 +14,7 @@ def to_url(path_or_url):
     return "file://" + os.path.abspath(s)
 
 
-def open(url, *, cache_dir=None, cache_limit=10 << 30, ram_cache=None):  # noqa: A001
+def open(url, *, cache_dir=None, cache_limit=10 << 30, ram_cache=None, cache_encryption_key_file=None):  # noqa: A001
     """Opens the store ``url`` names (``file:///dir``, a plain path, ``mem://name``, ``s3://bucket/prefix?...``).
 
     With ``cache_dir`` (or ``ram_cache`` bytes) reads go through strata's verified block cache:
@@ -22,12 +22,18 @@ def open(url, *, cache_dir=None, cache_limit=10 << 30, ram_cache=None):  # noqa:
     ``cache_limit`` bytes. Returns a :class:`strata.Store` with ``get(key, start=None, end=None)``
     (a read-only memoryview, no copy), ``put(key, data)``, ``head(key)``, ``delete(key)``,
     ``copy(src, dst)`` and ``list(prefix="", delimiter="")`` iterating ``(key, size, etag)``.
+    ``cache_encryption_key_file``: the path of a 32-byte key (mode 0600) encrypting the blocks in
+    ``cache_dir`` at rest (AES-256-GCM, the CLI's ``--cache-encryption-key-file``); the path is
+    kept, never the key's bytes.
     """
+    if cache_encryption_key_file and cache_dir is None:
+        raise ValueError("cache_encryption_key_file encrypts cache_dir: give cache_dir too")
     if ram_cache is None:
         ram_cache = (256 << 20) if cache_dir is not None else 0
     if cache_dir is not None:
         cache_dir = os.fspath(cache_dir)
-    return _strata._open_store(to_url(url), cache_dir, int(cache_limit), int(ram_cache))
+    return _strata._open_store(to_url(url), cache_dir, int(cache_limit), int(ram_cache),
+                               os.fspath(cache_encryption_key_file or ""))
 
 
 def pack(src, dst, *, format="tar", shard_size=64 << 20, parallel=4, zstd=False,  # noqa: A002

@@ -114,7 +114,11 @@ class StreamingDataset(IterableDataset):
     default, None, is a directory under the system temp dir shared by this process's DataLoader
     workers (each shard is downloaded once, not once per worker), bounded by 16 GiB or half the
     free space there (divided by LOCAL_WORLD_SIZE ranks per node), and removed with the dataset;
-    False keeps shards in RAM only (per process).
+    False keeps shards in RAM only (per process). ``cache_encryption_key_file``: the path of a
+    32-byte key (``head -c 32 /dev/urandom > FILE; chmod 600 FILE``) that encrypts the shard files
+    in ``cache_dir`` at rest (AES-256-GCM, as the CLI's ``--cache-encryption-key-file``); a
+    directory sealed with one key opens with that key only (another is a PermissionError). Only the
+    path is kept and handed to workers, never the key's bytes.
 
     ``cache_group``: share shard fetches with the other nodes of a cache group
     (``"etcd://127.0.0.1:2379/train"`` or ``"static://host:port,..."``): each block is asked of its
@@ -143,13 +147,15 @@ class StreamingDataset(IterableDataset):
                  shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=0,
                  prefetch_batches=8, prefetch_bytes=0, max_connections=128, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None, cache_group=None, peer_listen=None,
-                 group_secret_file=None, fetch_timeout=60.0, verify="auto"):
+                 group_secret_file=None, fetch_timeout=60.0, verify="auto", cache_encryption_key_file=None):
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
         if fetch_timeout is None or fetch_timeout < 0:
             raise ValueError(f"fetch_timeout must be >= 0 seconds (0: no bound), not {fetch_timeout!r}")
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+        if cache_encryption_key_file and cache_dir is False:
+            raise ValueError("cache_encryption_key_file encrypts cache_dir: not with cache_dir=False (RAM only)")
         if decode is not None and not isinstance(decode, dict):
             raise ValueError("decode must be a dict {field: 'raw'|'json'|'npy'|'example'|'auto'}")
         # One URL (a prefix, or a brace pattern such as ".../train-{000000..000099}.tar"), or a list of
@@ -186,7 +192,8 @@ class StreamingDataset(IterableDataset):
             skip_corrupt=bool(skip_corrupt), retries=int(retries), decode_threads=int(decode_threads),
             fetch_concurrency=int(fetch_concurrency), cache_group=cache_group or "",
             peer_listen=peer_listen or "127.0.0.1:0", group_secret_file=os.fspath(group_secret_file or ""),
-            fetch_timeout=float(fetch_timeout), verify=verify)
+            fetch_timeout=float(fetch_timeout), verify=verify,
+            cache_encryption_key_file=os.fspath(cache_encryption_key_file or ""))
         self.epoch = 0
         self._resume = None  # (epoch, samples_consumed, streams): where the next iteration of that epoch starts
         # The order's stream count (plan.h EpochOrder) per epoch, as this process last iterated or

@@ -163,7 +163,8 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   sub->add_option("--config", a->config_file, "JSON config file (flags override it); see src/gateway/config.h");
   sub->add_option("--listen", a->listen, "HOST:PORT to listen on (default 127.0.0.1:9000; port 0 = any)");
   sub->add_option("--access-key", a->access_key, "Access key clients sign with (or \"keys\" in --config)");
-  sub->add_option("--secret-key", a->secret_key, "Its secret (prefer --config: flags show up in ps)");
+  sub->add_option("--secret-key", a->secret_key,
+                  "Its secret, 16 characters or more (prefer --config: flags show up in ps)");
   sub->add_flag("--allow-anonymous", a->allow_anonymous,
                 "Retired (an error): unsigned requests read only public buckets and objects, see --public-read");
   sub->add_option("--public-read", a->public_read,
@@ -207,7 +208,8 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
                   "Time a transfer gets before --min-transfer-rate applies (default 10s)");
   sub->footer([] {
     return std::string(
-        "Example: strata serve --backend file:///data --access-key AK --secret-key SK --emulate ttfb=30ms,bw=25MB/s\n"
+        "Example: strata serve --backend file:///data --access-key AK --secret-key \"$(cat sk)\" --emulate "
+        "ttfb=30ms,bw=25MB/s\n"
         "Clients use path-style addressing (aws --endpoint-url http://127.0.0.1:9000). Unsigned GET /healthz and\n"
         "/metrics (Prometheus) are served on the same port.");
   });

@@ -4,7 +4,7 @@
 //   "listen": "127.0.0.1:9000",
 //   "backend": "file:///data"            (or a list: ["s3://b1?endpoint=..", "mem://scratch"])
 //   "region": "us-east-1",
-//   "keys": [{"access_key": "AK", "secret_key": "SK"},
+//   "keys": [{"access_key": "AK", "secret_key": "16 characters or more"},
 //            {"access_key": "RO", "secret_key": "..", "read_only": true,
 //             "grants": [{"bucket": "data", "prefix": "train/", "allow": ["read", "list"]}]}],
 //   "buckets": {"data": {"owner": "AK", "public_read": false}},
@@ -34,6 +34,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -90,6 +91,13 @@ struct GatewayCacheConfig {
   std::string encryption_key_file;
 };
 
+// The shortest secret key a gateway accepts. Anyone who sees one signed request (a log, a proxy,
+// plain http) can test guessed secrets against its SigV4 signature offline, as fast as HMAC
+// runs: 16 random characters (96 bits in base64) are past that; "SK" or "secret" fall at once.
+// Not AWS's 40 (what RGW and AWS issue): other S3 servers' keys (MinIO's floor is 8) must move
+// over, and 16 already rules out typed passwords.
+constexpr size_t kMinSecretKeyChars = 16;
+
 struct GatewayConfig {
   std::string listen = "127.0.0.1:9000";
   std::vector<std::string> backends;  // store URLs; see buckets.h for the bucket model
@@ -119,7 +127,8 @@ Status ValidateGatewayConfig(const GatewayConfig& config);
 // "buckets", the limits above; the retired "allow_anonymous" is an error
 // that says what replaced it.
 Status ParseGatewayAccessJson(std::string_view json, GatewayConfig* config);
-// Checks them: every grant names a bucket and known permissions, owners are known keys.
+// Checks them: every grant names a bucket and known permissions, owners are known keys, every
+// secret has kMinSecretKeyChars or more.
 Status ValidateGatewayAccess(const GatewayConfig& config);
 
 // "127.0.0.1:9000", "[::1]:9000", ":9000" (loopback). Port 0: any free port.

@@ -151,6 +151,12 @@ Status ValidateGatewayAccess(const GatewayConfig& c) {
   }
   for (const auto& [ak, sk] : c.keys) {
     if (ak.empty() || sk.empty()) return InvalidArgumentError("access and secret keys must not be empty");
+    if (sk.size() < kMinSecretKeyChars) {
+      return InvalidArgumentError("the secret key of access key " + ak + " has " + std::to_string(sk.size()) +
+                                  " characters; at least " + std::to_string(kMinSecretKeyChars) +
+                                  " are needed (a short secret is guessed offline from one signed request): make "
+                                  "one with `head -c 30 /dev/urandom | base64`");
+    }
   }
   for (const auto& [ak, access] : c.key_access) {
     if (!c.keys.count(ak)) return Bad("keys[" + ak + "]", "has grants but no secret");

@@ -8,118 +8,38 @@
 // gateway restarts and every check runs again: owners and ACLs are kept with
 // the buckets.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "testing/background_process.h"
-#include "testing/s3_server.h"
-#include "testing/subprocess.h"
+#include "gateway/serve_clients_fixture.h"
 
 namespace strata::gateway {
 namespace {
 
-using strata::testing::operator+=;  // EnvOverrides is a std::vector: ADL cannot find it
-
 namespace fs = std::filesystem;
 
-struct Key {
-  const char* id;
-  const char* secret;
-};
-constexpr Key kAlice{"ALICEKEY", "alice-secret-key-0001"};
-constexpr Key kBob{"BOBKEY", "bob-secret-key-0002"};
-constexpr Key kReader{"READERKEY", "reader-secret-key-0003"};
+constexpr TestKey kReader{"READERKEY", "reader-secret-key-0003"};
 
-enum class BackendKind { kFile, kRgwEndpoint };
-
-class GatewayAccessClientsTest : public ::testing::TestWithParam<BackendKind> {
+class GatewayAccessClientsTest : public ServeClientsTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("strata-gwacc-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "data");
-    gw_env_ = testing::WithoutCaBundles();
-    if (GetParam() == BackendKind::kFile) {
-      backend_ = "file://" + (dir_ / "data").string();
-    } else {
-      auto server = testing::S3TestServer::Start(testing::S3TestServer::Kind::kRgw);
-      ASSERT_TRUE(server.ok()) << server.status();
-      rgw_ = std::move(server).value();
-      backend_ = "s3://?endpoint=" + rgw_->endpoint() + "&region=" + rgw_->region();
-      gw_env_ = rgw_->ClientEnv();
-    }
-    std::ofstream(dir_ / "gateway.json") << R"({"keys": [
-      {"access_key": ")" << kAlice.id << R"(", "secret_key": ")"
-                                         << kAlice.secret << R"("},
-      {"access_key": ")" << kBob.id << R"(", "secret_key": ")"
-                                         << kBob.secret << R"("},
-      {"access_key": ")" << kReader.id << R"(", "secret_key": ")"
-                                         << kReader.secret << R"(", "read_only": true,
-       "grants": [{"bucket": "alice-data"}]}]})";
-  }
-  void TearDown() override {
-    StopGateway();
-    if (rgw_) {
-      EXPECT_TRUE(rgw_->Stop().ok());
-    }
-    fs::remove_all(dir_);
-  }
-
   void StartGateway() {
-    auto serve = testing::StartStrataServe({"--backend", backend_, "--listen", "127.0.0.1:0", "--config",
-                                            (dir_ / "gateway.json").string(), "--cache-ram", "64MiB"},
-                                           (dir_ / ("gateway" + std::to_string(starts_++) + ".log")).string(), gw_env_);
-    ASSERT_TRUE(serve.ok()) << serve.status();
-    url_ = serve->endpoint;
-    gateway_ = std::move(serve->process);
-  }
-  void StopGateway() {
-    if (!gateway_) return;
-    EXPECT_EQ(gateway_->Stop(), 0) << gateway_->Log();
-    gateway_.reset();
+    ServeClientsTest::StartGateway(
+        "gateway.json", R"({"keys": [)" + KeyJson(kAlice) + ", " + KeyJson(kBob) + ", " +
+                            KeyJson(kReader, R"(, "read_only": true, "grants": [{"bucket": "alice-data"}])") + "]}");
   }
 
   void Boto3(const std::string& phase) {
-    const char* src = std::getenv("STRATA_SOURCE_DIR");
-    ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
-    std::vector<std::string> argv{"/usr/bin/python3",
-                                  std::string(src) + "/src/gateway/testdata/access_clients.py",
-                                  url_,
-                                  phase,
-                                  kAlice.id,
-                                  kAlice.secret,
-                                  kBob.id,
-                                  kBob.secret,
-                                  kReader.id,
-                                  kReader.secret};
-    if (rgw_) argv.insert(argv.end(), {rgw_->endpoint(), rgw_->access_key(), rgw_->secret_key()});
-    auto r = testing::RunCommand(argv, ClientEnv());
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->exit_code, 0) << testing::DescribeRun(argv, *r) << "\ngateway log:\n" << gateway_->Log();
-    EXPECT_NE(("\n" + r->stdout_text).find(", 0 failure(s)"), std::string::npos) << r->stdout_text;
-  }
-
-  testing::EnvOverrides ClientEnv(const Key* key = nullptr) const {
-    testing::EnvOverrides env = testing::WithoutCaBundles();
-    env += {{"AWS_CONFIG_FILE", "/dev/null"},
-            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
-            {"AWS_EC2_METADATA_DISABLED", "true"},
-            {"AWS_DEFAULT_REGION", "us-east-1"},
-            {"AWS_PAGER", ""},
-            {"NO_PROXY", "127.0.0.1"},
-            {"AWS_SESSION_TOKEN", std::nullopt},
-            {"AWS_PROFILE", std::nullopt}};
-    if (key) env += {{"AWS_ACCESS_KEY_ID", key->id}, {"AWS_SECRET_ACCESS_KEY", key->secret}};
-    return env;
+    std::vector<std::string> args{phase, kAlice.id, kAlice.secret, kBob.id, kBob.secret, kReader.id, kReader.secret};
+    if (rgw_) args.insert(args.end(), {rgw_->endpoint(), rgw_->access_key(), rgw_->secret_key()});
+    RunChecks("access_clients.py", args, ClientEnv(nullptr));
   }
 
   // curl without a signature: "<status> <body>".
   std::string Curl(const std::vector<std::string>& args) {
     std::vector<std::string> argv{"/usr/bin/curl", "-sS", "-o", "-", "-w", " %{http_code}"};
     argv.insert(argv.end(), args.begin(), args.end());
-    auto r = testing::RunCommand(argv, ClientEnv());
+    auto r = testing::RunCommand(argv, ClientEnv(nullptr));
     EXPECT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->stderr_text : r.status().ToString());
     if (!r.ok()) return "";
     const std::string& out = r->stdout_text;
@@ -163,13 +83,6 @@ class GatewayAccessClientsTest : public ::testing::TestWithParam<BackendKind> {
     EXPECT_NE(reader->exit_code, 0) << "a read-only key uploaded";
     EXPECT_NE(reader->stderr_text.find("AccessDenied"), std::string::npos) << reader->stderr_text;
   }
-
-  fs::path dir_;
-  std::string backend_, url_;
-  testing::EnvOverrides gw_env_;
-  std::unique_ptr<testing::S3TestServer> rgw_;
-  std::unique_ptr<testing::BackgroundProcess> gateway_;
-  int starts_ = 0;
 };
 
 TEST_P(GatewayAccessClientsTest, OwnersGrantsAndCannedAclsSurviveARestart) {
@@ -192,8 +105,7 @@ TEST_P(GatewayAccessClientsTest, OwnersGrantsAndCannedAclsSurviveARestart) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GatewayAccessClientsTest,
-                         ::testing::Values(BackendKind::kFile, BackendKind::kRgwEndpoint),
-                         [](const auto& info) { return info.param == BackendKind::kFile ? "File" : "RgwEndpoint"; });
+                         ::testing::Values(BackendKind::kFile, BackendKind::kRgwEndpoint), BackendName);
 
 }  // namespace
 }  // namespace strata::gateway

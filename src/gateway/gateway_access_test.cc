@@ -16,7 +16,7 @@ namespace strata::gateway {
 namespace {
 
 const net::AwsCredentials kAlice{"AKIDALICE", "alice-secret-key", ""};
-const net::AwsCredentials kBob{"AKIDBOB", "bob-secret-key", ""};
+const net::AwsCredentials kBob{"AKIDBOB", "bob-secret-key-01", ""};
 const net::AwsCredentials kReader{"AKIDREADER", "reader-secret-key", ""};
 const net::AwsCredentials kScoped{"AKIDSCOPED", "scoped-secret-key", ""};
 
@@ -318,8 +318,8 @@ TEST(GatewayAccessConfigTest, KeysGrantsBucketsAndLimitsFromJson) {
   GatewayConfig c;
   c.backends = {"mem://x"};
   ASSERT_TRUE(ParseGatewayConfigJson(R"({
-    "keys": [{"access_key": "A", "secret_key": "sa"},
-             {"access_key": "R", "secret_key": "sr", "read_only": true,
+    "keys": [{"access_key": "A", "secret_key": "secret-of-key-A-01"},
+             {"access_key": "R", "secret_key": "secret-of-key-R-01", "read_only": true,
               "grants": [{"bucket": "data", "prefix": "train/", "allow": ["read", "list"]}, {"bucket": "*"}]}],
     "buckets": {"data": {"owner": "A"}, "open": {"public_read": true}},
     "limits": {"max_connections": 100, "max_connections_per_client": 10, "min_transfer_rate": "64KiB/s",
@@ -350,17 +350,48 @@ TEST(GatewayAccessConfigTest, KeysGrantsBucketsAndLimitsFromJson) {
     return st.ok() ? ValidateGatewayConfig(x) : st;
   };
   EXPECT_NE(bad(R"({"allow_anonymous": true})").message().find("public_read"), std::string::npos);
-  EXPECT_FALSE(bad(R"({"keys": [{"access_key": "A", "secret_key": "s", "grants": [{"allow": ["read"]}]}]})").ok());
   EXPECT_FALSE(
-      bad(R"({"keys": [{"access_key": "A", "secret_key": "s", "grants": [{"bucket": "b", "allow": ["admin"]}]}]})")
+      bad(R"({"keys": [{"access_key": "A", "secret_key": "secret-of-key-A-01", "grants": [{"allow": ["read"]}]}]})")
           .ok());
-  EXPECT_FALSE(bad(R"({"keys": [{"access_key": "A", "secret_key": "s"}], "buckets": {"b": {"owner": "Z"}}})").ok());
-  EXPECT_FALSE(bad(R"({"keys": [{"access_key": "A", "secret_key": "s"}], "limits": {"max_connections": 0}})").ok());
   EXPECT_FALSE(
-      bad(R"({"keys": [{"access_key": "A", "secret_key": "s"}], "limits": {"min_transfer_rate": "fast"}})").ok());
+      bad(R"({"keys": [{"access_key": "A", "secret_key": "secret-of-key-A-01", "grants": [{"bucket": "b", "allow": ["admin"]}]}]})")
+          .ok());
+  EXPECT_FALSE(
+      bad(R"({"keys": [{"access_key": "A", "secret_key": "secret-of-key-A-01"}], "buckets": {"b": {"owner": "Z"}}})")
+          .ok());
+  EXPECT_FALSE(
+      bad(R"({"keys": [{"access_key": "A", "secret_key": "secret-of-key-A-01"}], "limits": {"max_connections": 0}})")
+          .ok());
+  EXPECT_FALSE(
+      bad(R"({"keys": [{"access_key": "A", "secret_key": "secret-of-key-A-01"}], "limits": {"min_transfer_rate": "fast"}})")
+          .ok());
   // No keys is fine when a bucket is public (anonymous readers only); no keys and nothing public is not.
   EXPECT_TRUE(bad(R"({"buckets": {"open": {"public_read": true}}})").ok());
   EXPECT_FALSE(bad(R"({})").ok());
+}
+
+// A secret short enough to guess offline from one signed request is refused by name and length,
+// without echoing it; kMinSecretKeyChars characters are enough.
+TEST(GatewayAccessConfigTest, SecretKeysShorterThanTheMinimumAreRefused) {
+  auto with_secret = [](const std::string& secret) {
+    GatewayConfig c;
+    c.backends = {"mem://x"};
+    c.keys["SHORTKEY"] = secret;
+    return ValidateGatewayConfig(c);
+  };
+  const std::string minimum(kMinSecretKeyChars, 'k');
+  EXPECT_TRUE(with_secret(minimum).ok()) << with_secret(minimum);
+  for (const std::string& secret : {std::string("SK"), std::string("hunter2"), minimum.substr(1)}) {
+    const Status st = with_secret(secret);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << secret;
+    EXPECT_NE(st.message().find("SHORTKEY"), std::string::npos) << st;
+    EXPECT_NE(st.message().find("at least " + std::to_string(kMinSecretKeyChars)), std::string::npos) << st;
+    EXPECT_EQ(st.message().find(secret), std::string::npos) << "the error echoes the secret: " << st;
+  }
+  GatewayConfig from_json;
+  from_json.backends = {"mem://x"};
+  ASSERT_TRUE(ParseGatewayConfigJson(R"({"keys": [{"access_key": "J", "secret_key": "short"}]})", &from_json).ok());
+  EXPECT_FALSE(ValidateGatewayConfig(from_json).ok());
 }
 
 }  // namespace

@@ -7,114 +7,39 @@
 // UTF-8, and x-amz-copy-source with ?versionId=. boto3 (testdata/s3_compat.py)
 // checks every item; the aws CLI checks the three a CLI user meets.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
-#include "testing/background_process.h"
-#include "testing/s3_server.h"
-#include "testing/subprocess.h"
+#include "gateway/serve_clients_fixture.h"
 
 namespace strata::gateway {
 namespace {
 
-using strata::testing::operator+=;  // EnvOverrides is a std::vector: ADL cannot find it
-
 namespace fs = std::filesystem;
 
-struct Key {
-  const char* id;
-  const char* secret;
-};
-constexpr Key kAlice{"ALICEKEY", "alice-secret-key-0001"};
-constexpr Key kBob{"BOBKEY", "bob-secret-key-0002"};
-
-enum class BackendKind { kFile, kRgwEndpoint };
-
-class GatewayCompatTest : public ::testing::TestWithParam<BackendKind> {
+class GatewayCompatTest : public ServeClientsTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("strata-gwcompat-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "data");
-    gw_env_ = testing::WithoutCaBundles();
-    if (GetParam() == BackendKind::kFile) {
-      backend_ = "file://" + (dir_ / "data").string();
-    } else {
-      auto server = testing::S3TestServer::Start(testing::S3TestServer::Kind::kRgw);
-      ASSERT_TRUE(server.ok()) << server.status();
-      rgw_ = std::move(server).value();
-      backend_ = "s3://?endpoint=" + rgw_->endpoint() + "&region=" + rgw_->region();
-      gw_env_ = rgw_->ClientEnv();
-    }
-  }
-  void TearDown() override {
-    StopGateway();
-    if (rgw_) {
-      EXPECT_TRUE(rgw_->Stop().ok());
-    }
-    fs::remove_all(dir_);
-  }
-
   // The gateway with two keys, answering as S3's `region`.
   void StartGateway(const std::string& region) {
     region_ = region;
-    const fs::path config = dir_ / ("gateway-" + region + ".json");
-    std::ofstream(config) << R"({"region": ")" << region << R"(", "keys": [
-      {"access_key": ")" << kAlice.id
-                          << R"(", "secret_key": ")" << kAlice.secret << R"("},
-      {"access_key": ")" << kBob.id
-                          << R"(", "secret_key": ")" << kBob.secret << R"("}]})";
-    auto serve = testing::StartStrataServe(
-        {"--backend", backend_, "--listen", "127.0.0.1:0", "--config", config.string(), "--cache-ram", "64MiB"},
-        (dir_ / ("gateway" + std::to_string(starts_++) + ".log")).string(), gw_env_);
-    ASSERT_TRUE(serve.ok()) << serve.status();
-    url_ = serve->endpoint;
-    gateway_ = std::move(serve->process);
-  }
-  void StopGateway() {
-    if (!gateway_) return;
-    EXPECT_EQ(gateway_->Stop(), 0) << gateway_->Log();
-    gateway_.reset();
+    ServeClientsTest::StartGateway("gateway-" + region + ".json", R"({"region": ")" + region + R"(", "keys": [)" +
+                                                                      KeyJson(kAlice) + ", " + KeyJson(kBob) + "]}");
   }
 
+  // Alice's, in the gateway's region, with the state file of s3_compat.py's "retry".
   testing::EnvOverrides ClientEnv() const {
-    testing::EnvOverrides env = testing::WithoutCaBundles();
-    env += {{"AWS_CONFIG_FILE", "/dev/null"},
-            {"AWS_SHARED_CREDENTIALS_FILE", "/dev/null"},
-            {"AWS_EC2_METADATA_DISABLED", "true"},
-            {"AWS_DEFAULT_REGION", region_},
-            {"AWS_ACCESS_KEY_ID", kAlice.id},
-            {"AWS_SECRET_ACCESS_KEY", kAlice.secret},
-            {"AWS_PAGER", ""},
-            {"NO_PROXY", "127.0.0.1"},
-            {"AWS_SESSION_TOKEN", std::nullopt},
-            {"AWS_PROFILE", std::nullopt},
-            {"STATE_FILE", (dir_ / "completed.json").string()}};
+    testing::EnvOverrides env = ServeClientsTest::ClientEnv(&kAlice, region_);
+    env += {{"STATE_FILE", (dir_ / "completed.json").string()}};
     return env;
   }
 
   // testdata/s3_compat.py PHASE: exits 0 and prints its tally with no failure.
   void Boto3(const std::string& phase, testing::EnvOverrides extra = {}) {
-    const char* src = std::getenv("STRATA_SOURCE_DIR");
-    ASSERT_NE(src, nullptr) << "run under ctest (STRATA_SOURCE_DIR)";
-    std::vector<std::string> argv{"/usr/bin/python3",
-                                  std::string(src) + "/src/gateway/testdata/s3_compat.py",
-                                  url_,
-                                  phase,
-                                  region_,
-                                  kAlice.id,
-                                  kAlice.secret,
-                                  kBob.id,
-                                  kBob.secret};
     testing::EnvOverrides env = ClientEnv();
     env += extra;
-    auto r = testing::RunCommand(argv, env);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->exit_code, 0) << testing::DescribeRun(argv, *r) << "\ngateway log:\n" << gateway_->Log();
-    EXPECT_NE(("\n" + r->stdout_text).find(", 0 failure(s)"), std::string::npos) << r->stdout_text;
-    std::cout << r->stdout_text;  // the "observed" lines: each item's status and code
+    std::cout << RunChecks("s3_compat.py", {phase, region_, kAlice.id, kAlice.secret, kBob.id, kBob.secret}, env);
   }
 
   // `aws s3api ARGS`: {exit code, stdout + stderr}.
@@ -163,14 +88,7 @@ class GatewayCompatTest : public ::testing::TestWithParam<BackendKind> {
     EXPECT_EQ(Aws({"delete-bucket", "--bucket", bucket}).first, 0);
   }
 
-  fs::path dir_;
-  std::string backend_;
   std::string region_;
-  testing::EnvOverrides gw_env_;
-  std::unique_ptr<testing::S3TestServer> rgw_;
-  std::unique_ptr<testing::BackgroundProcess> gateway_;
-  std::string url_;
-  int starts_ = 0;
 };
 
 // Every item in us-east-1, then the completed upload completes again after a
@@ -191,7 +109,7 @@ TEST_P(GatewayCompatTest, Boto3AndAwsCliGetS3sAnswers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GatewayCompatTest, ::testing::Values(BackendKind::kFile, BackendKind::kRgwEndpoint),
-                         [](const auto& info) { return info.param == BackendKind::kFile ? "File" : "RgwEndpoint"; });
+                         BackendName);
 
 }  // namespace
 }  // namespace strata::gateway

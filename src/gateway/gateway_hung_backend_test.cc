@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kKey = "GWHUNGKEY";
-constexpr const char* kSecret = "gw-hung-secret";
+constexpr const char* kSecret = "gw-hung-secret-key";
 
 class GatewayHungBackendTest : public ::testing::Test {
  protected:

@@ -16,7 +16,7 @@
 namespace strata::gateway {
 namespace {
 
-const net::AwsCredentials kCreds{"AKIDSAFE", "secret-safe-key", ""};
+const net::AwsCredentials kCreds{"AKIDSAFE", "secret-safe-key-01", ""};
 
 // A FakeClock whose WallNow can be made to throw once (std::bad_alloc), to
 // reach the handler's exception boundary from inside an operation.

@@ -20,7 +20,7 @@
 namespace strata::gateway {
 namespace {
 
-const net::AwsCredentials kCreds{"AKIDSERVER", "server-secret", ""};
+const net::AwsCredentials kCreds{"AKIDSERVER", "server-secret-key-01", ""};
 using Clock_ = std::chrono::steady_clock;
 
 int CountFds() {

@@ -676,13 +676,13 @@ TEST(GatewayBuckets, NameRules) {
 TEST(GatewayConfigTest, JsonAndFlags) {
   GatewayConfig c;
   Status st = ParseGatewayConfigJson(R"({"listen": "127.0.0.1:0", "backend": "mem://b1",
-      "keys": [{"access_key": "a", "secret_key": "s"}], "emulate": "ttfb=5ms",
+      "keys": [{"access_key": "a", "secret_key": "secret-of-key-a-01"}], "emulate": "ttfb=5ms",
       "cache": {"ram": "64MiB", "block_size": "1MiB", "metadata_ttl": "2s"},
       "limits": {"header_timeout": "250ms", "max_body_bytes": 1048576}})",
                                      &c);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(c.backends, std::vector<std::string>{"mem://b1"});
-  EXPECT_EQ(c.keys.at("a"), "s");
+  EXPECT_EQ(c.keys.at("a"), "secret-of-key-a-01");
   EXPECT_EQ(c.cache.ram_bytes, 64ull << 20);
   EXPECT_EQ(c.limits.header_timeout, std::chrono::milliseconds(250));
   EXPECT_EQ(c.limits.max_body_bytes, 1048576u);

@@ -18,8 +18,9 @@ std::string TempNameFor(const std::string& path) {
 }
 
 Status WriteAndCommit(FileSystem& fs, const std::string& tmp, const std::string& path,
-                      const std::vector<std::string_view>& parts) {
-  STRATA_ASSIGN_OR_RETURN(auto file, fs.CreateExclusive(tmp));
+                      const std::vector<std::string_view>& parts, bool streaming) {
+  // (The temp name is unique to this call: the streaming open's O_TRUNC replaces nobody's file.)
+  STRATA_ASSIGN_OR_RETURN(auto file, streaming ? fs.OpenForStreamingWrite(tmp) : fs.CreateExclusive(tmp));
   for (std::string_view part : parts) STRATA_RETURN_IF_ERROR(file->Append(part));
   STRATA_RETURN_IF_ERROR(file->Sync());
   STRATA_RETURN_IF_ERROR(file->Close());
@@ -27,9 +28,10 @@ Status WriteAndCommit(FileSystem& fs, const std::string& tmp, const std::string&
   return Status::Ok();
 }
 
-Status WriteAtomic(FileSystem& fs, const std::string& path, const std::vector<std::string_view>& parts) {
+Status WriteAtomic(FileSystem& fs, const std::string& path, const std::vector<std::string_view>& parts,
+                   bool streaming = false) {
   std::string tmp = TempNameFor(path);
-  Status s = WriteAndCommit(fs, tmp, path, parts);
+  Status s = WriteAndCommit(fs, tmp, path, parts, streaming);
   if (!s.ok()) {
     // The rename did not happen (or failed): the temp file is garbage. Best effort.
     fs.Remove(tmp).IgnoreError();
@@ -53,6 +55,18 @@ Status WriteFileAtomic(FileSystem& fs, const std::string& path, const std::vecto
   std::vector<std::string_view> views;
   for (const Buffer& part : parts) views.push_back(part.view());
   return WriteAtomic(fs, path, views);
+}
+
+Status WriteFileAtomicStreaming(FileSystem& fs, const std::string& path, const std::vector<Buffer>& parts) {
+  std::vector<std::string_view> views;
+  for (const Buffer& part : parts) views.push_back(part.view());
+  return WriteAtomic(fs, path, views, /*streaming=*/true);
+}
+
+Status WriteFileAtomicCreatingDirs(FileSystem& fs, const std::string& path, std::string_view data) {
+  if (path.empty()) return InvalidArgumentError("write a file: empty path");
+  STRATA_RETURN_IF_ERROR(fs.CreateDirs(ParentDir(path)).WithContext("write " + path));
+  return WriteFileAtomic(fs, path, data);
 }
 
 AtomicFileWriter::AtomicFileWriter(FileSystem& fs, std::string path, std::string tmp,

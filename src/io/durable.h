@@ -24,6 +24,14 @@ Status WriteFileAtomic(FileSystem& fs, const std::string& path, std::string_view
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, const Buffer& data);
 // The same for a file made of `parts` in order, written one after another (no joined copy).
 Status WriteFileAtomic(FileSystem& fs, const std::string& path, const std::vector<Buffer>& parts);
+// The same through FileSystem::OpenForStreamingWrite: the parts' whole 4 KiB
+// blocks at aligned offsets from aligned memory go to the device without the
+// page cache (a large file written once: no copy into, and no eviction of, the
+// page cache), until the first part that is not so aligned.
+Status WriteFileAtomicStreaming(FileSystem& fs, const std::string& path, const std::vector<Buffer>& parts);
+// WriteFileAtomic after creating the directories `path` is in ("out/a.json" creates out/; a bare
+// "a.json" needs none): for result files a user names on a command line. Errors, never throws.
+Status WriteFileAtomicCreatingDirs(FileSystem& fs, const std::string& path, std::string_view data);
 
 // Builds a file from positional writes (any order, from any thread) under a
 // temp name beside `path`; Commit() then publishes it as WriteFileAtomic

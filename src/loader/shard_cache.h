@@ -12,7 +12,9 @@
 // verified by those CRCs before their disk copy is written (GetParsed parses
 // them first), and bytes that fail them are invalidated. Files are written
 // temp + fsync + rename + fsync(dir), behind the reader (async_disk_writes):
-// a shard the disk cannot keep up with is not admitted, and counted.
+// a shard the disk cannot keep up with is not admitted, and counted. Shards of
+// 1 MiB or more start at a 4 KiB boundary of their file and are written with
+// O_DIRECT where the file system takes it (no copy through the page cache).
 // Eviction takes shards released by the loader (consumed) first, in release
 // order, then the least recently used; files other processes wrote into the
 // same directory count towards the bound (the directory is rescanned before
@@ -241,6 +243,10 @@ class ShardCache {
   Result<object::GetResult> BoundedGet(const std::string& key, const object::GetOptions& get,
                                        std::chrono::steady_clock::time_point deadline);
   Result<Buffer> LoadFromDisk(size_t shard);
+  // A shard file, opened O_DIRECT when its data is block-aligned (written so) and the file system allows.
+  Result<std::unique_ptr<io::RandomAccessFile>> OpenShardFile(const std::string& path, uint64_t data_offset);
+  // Its `size` bytes, read as parts in flight together into page-aligned memory.
+  static Result<Buffer> ReadShardFile(io::RandomAccessFile& file, uint64_t size);
   // Writes the disk copy unless the shard was invalidated after `generation` was read.
   void StoreToDisk(size_t shard, const Buffer& data, uint64_t generation);
   // Encryption at rest (options_.sealer): a file's data sealed, and opened back.
@@ -262,6 +268,8 @@ class ShardCache {
   std::shared_ptr<const ParsedShard> TakeParsedLocked(size_t shard) REQUIRES(mu_);
   void CountParseHitLocked(size_t shard) REQUIRES(mu_);
   std::string FileName(size_t shard) const;
+  // Where the shard's data starts in its file (after the header and its padding).
+  uint64_t DataOffset(size_t shard) const;
   uint64_t Priority(size_t shard) const REQUIRES(mu_);  // lower: evicted first
 
   object::ObjectStorePtr store_;

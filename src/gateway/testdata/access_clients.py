@@ -12,46 +12,26 @@ Prints "N check(s), 0 failure(s)" at the end; exits non-zero on any failure.
 """
 import sys
 
-import boto3
-import botocore
 from botocore import UNSIGNED
-from botocore.config import Config
+
+from boto3_checks import answer, check, client, finish
 
 url, phase = sys.argv[1:3]
 alice_key, alice_secret, bob_key, bob_secret, reader_key, reader_secret = sys.argv[3:9]
 upstream = sys.argv[9:12]
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
 
-
-def client(key, secret, endpoint=url):
-    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret,
-                        region_name="us-east-1", config=cfg)
-
-
-alice = client(alice_key, alice_secret)
-bob = client(bob_key, bob_secret)
-reader = client(reader_key, reader_secret)
-anonymous = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
-                         config=cfg.merge(Config(signature_version=UNSIGNED)))
-
-checks = 0
-failures = 0
-
-
-def check(cond, what):
-    global checks, failures
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
+alice = client(url, alice_key, alice_secret)
+bob = client(url, bob_key, bob_secret)
+reader = client(url, reader_key, reader_secret)
+anonymous = client(url, None, None, signature_version=UNSIGNED)
 
 
 def error_code(fn):
-    try:
-        fn()
-    except botocore.exceptions.ClientError as e:
-        return e.response["Error"]["Code"] or str(e.response["ResponseMetadata"]["HTTPStatusCode"])
-    return "ok"
+    """"ok", or the error's code (its HTTP status when it has none: HEAD)."""
+    status, code, _ = answer(fn)
+    if status < 300:
+        return "ok"
+    return code or str(status)
 
 
 def denied(fn, what):
@@ -148,7 +128,7 @@ elif phase == "check":
     denied(lambda: anonymous.list_buckets(), "anonymous ListBuckets")
     check(body(alice, "alice-data", "pub.txt") == b"public bytes", "pub.txt unchanged")
     if upstream:
-        rgw = client(upstream[1], upstream[2], upstream[0])
+        rgw = client(upstream[0], upstream[1], upstream[2])
         tags = {t["Key"]: t["Value"] for t in rgw.get_bucket_tagging(Bucket="alice-data")["TagSet"]}
         check(tags.get("strata-owner") == alice_key, "alice-data's owner tag upstream: %s" % tags)
         tags = {t["Key"]: t["Value"] for t in rgw.get_bucket_tagging(Bucket="alice-public")["TagSet"]}
@@ -156,5 +136,4 @@ elif phase == "check":
 else:
     sys.exit("unknown phase " + phase)
 
-print("%d check(s), %d failure(s)" % (checks, failures))
-sys.exit(1 if failures else 0)
+finish()

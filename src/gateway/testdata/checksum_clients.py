@@ -13,23 +13,15 @@ import sys
 import urllib.parse
 import zlib
 
-import boto3
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
-from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
+from boto3_checks import check, client, finish
+
 ENDPOINT, KEY, SECRET, BUCKET = sys.argv[1:5]
-s3 = boto3.client("s3", endpoint_url=ENDPOINT, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                  region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+s3 = client(ENDPOINT, KEY, SECRET)
 
 
 @functools.lru_cache(maxsize=None)
@@ -243,5 +235,4 @@ got = s3.get_object(Bucket=BUCKET, Key="mp/full-CRC32", ChecksumMode="ENABLED")
 check(got.get("ChecksumCRC32") == value("CRC32", whole) and got["Body"].read() == whole,
       "GetObject (validated by botocore) returns the full-object CRC32 and the bytes")
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+finish()

@@ -6,26 +6,17 @@ InvalidPartNumber past the last part; a single PUT answers part 1 as the whole
 object without PartsCount. With the gateway's s3:// upstream named, a 3-part
 object uploaded to the upstream directly answers through the gateway as the
 upstream itself answers (its parts where it knows ?partNumber=, else one
-part, the whole object). Exits non-zero on any failure; prints "N failure(s)"
+part, the whole object). Exits non-zero on any failure; prints "N check(s), M failure(s)"
 last."""
 import sys
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from boto3_checks import check, client, finish
 
 ENDPOINT, KEY, SECRET, BUCKET = sys.argv[1:5]
 MiB = 1 << 20
-failures = []
-s3 = boto3.client("s3", endpoint_url=ENDPOINT, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                  region_name="us-east-1",
-                  config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+s3 = client(ENDPOINT, KEY, SECRET)
 
 
 def error_of(fn, **kw):
@@ -88,9 +79,7 @@ status, code = error_of(s3.get_object, Bucket=BUCKET, Key="single", PartNumber=2
 check(status == 416 and code == "InvalidPartNumber", "single PUT part 2: %s %s" % (status, code))
 
 if len(sys.argv) >= 8:
-    up_s3 = boto3.client("s3", endpoint_url=sys.argv[5], aws_access_key_id=sys.argv[6],
-                         aws_secret_access_key=sys.argv[7], region_name="us-east-1",
-                         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    up_s3 = client(sys.argv[5], sys.argv[6], sys.argv[7])
     direct = "direct/object"
     up = up_s3.create_multipart_upload(Bucket=BUCKET, Key=direct)
     done = []
@@ -110,5 +99,4 @@ if len(sys.argv) >= 8:
         status, code = error_of(s3.get_object, Bucket=BUCKET, Key=direct, PartNumber=2)
         check(status == 416 and code == "InvalidPartNumber", "uploaded upstream: part 2: %s %s" % (status, code))
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -31,48 +31,22 @@ import sys
 import urllib.parse
 import uuid
 
-import boto3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
-from botocore.config import Config
 from botocore.credentials import Credentials
-from botocore.exceptions import ClientError
+
+from boto3_checks import answer, check, client, finish
 
 url, phase, region, alice_key, alice_secret = sys.argv[1:6]
 bob_args = sys.argv[6:8]
 MiB = 1 << 20
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
 
-
-def client(key, secret, **extra):
-    return boto3.client("s3", endpoint_url=url, aws_access_key_id=key, aws_secret_access_key=secret,
-                        region_name=region, config=cfg.merge(Config(**extra)) if extra else cfg)
-
-
-alice = client(alice_key, alice_secret)
-bob = client(*bob_args) if bob_args else None
-checks = failures = 0
-
-
-def check(cond, what):
-    global checks, failures
-    checks += 1
-    if not cond:
-        failures += 1
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
+alice = client(url, alice_key, alice_secret, region)
+bob = client(url, *bob_args, region) if bob_args else None
 
 
 def observe(item, what):
     print("observed %s: %s" % (item, what), flush=True)
-
-
-def answer(fn, **kw):
-    """(status, code, response) of a call; code is "" on success."""
-    try:
-        r = fn(**kw)
-        return r["ResponseMetadata"]["HTTPStatusCode"], "", r
-    except ClientError as e:
-        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"].get("Code", ""), e.response
 
 
 def unique(prefix):
@@ -218,7 +192,7 @@ def empty_token():
 
 
 def not_utf8():
-    raw = client(alice_key, alice_secret, parameter_validation=False)
+    raw = client(url, alice_key, alice_secret, region, parameter_validation=False)
     bad = b"\xae\x8a-"
     calls = {
         "GetObject": lambda: raw.get_object(Bucket=bucket, Key=bad),
@@ -282,5 +256,4 @@ elif phase == "retry":
 else:
     sys.exit("unknown phase " + phase)
 
-print("%d check(s), %d failure(s)" % (checks, failures))
-sys.exit(1 if failures else 0)
+finish()

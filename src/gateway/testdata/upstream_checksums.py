@@ -9,23 +9,13 @@ import os
 import sys
 import zlib
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from boto3_checks import check, client, finish
+
 GW, KEY, SECRET, BUCKET, RGW, RGW_KEY, RGW_SECRET = sys.argv[1:8]
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
-gw = boto3.client("s3", endpoint_url=GW, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                  region_name="us-east-1", config=cfg)
-rgw = boto3.client("s3", endpoint_url=RGW, aws_access_key_id=RGW_KEY, aws_secret_access_key=RGW_SECRET,
-                   region_name="us-east-1", config=cfg)
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+gw = client(GW, KEY, SECRET)
+rgw = client(RGW, RGW_KEY, RGW_SECRET)
 
 
 def b64(b):
@@ -87,5 +77,4 @@ done = gw.complete_multipart_upload(
 check(done.get("ETag", "").endswith('-1"'), "Complete with part checksums succeeds through RGW")
 check(gw.get_object(Bucket=BUCKET, Key="ck/mp")["Body"].read() == p1, "  and the object reads back")
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

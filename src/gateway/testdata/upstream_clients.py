@@ -12,35 +12,17 @@ import re
 import sys
 import urllib.request
 
-import boto3
-import botocore
-from botocore.config import Config
+from boto3_checks import answer, check, client, finish
 
 gw_url, gw_key, gw_secret, rgw_url, rgw_key, rgw_secret = sys.argv[1:7]
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
-gw = boto3.client("s3", endpoint_url=gw_url, aws_access_key_id=gw_key, aws_secret_access_key=gw_secret,
-                  region_name="us-east-1", config=cfg)
-rgw = boto3.client("s3", endpoint_url=rgw_url, aws_access_key_id=rgw_key, aws_secret_access_key=rgw_secret,
-                   region_name="us-east-1", config=cfg)
-
-checks = 0
-failures = 0
-
-
-def check(cond, what):
-    global checks, failures
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
+gw = client(gw_url, gw_key, gw_secret)
+rgw = client(rgw_url, rgw_key, rgw_secret)
 
 
 def error_code(fn):
-    try:
-        fn()
-    except botocore.exceptions.ClientError as e:
-        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
-    return None, 200
+    """(the error's code or None, the HTTP status)."""
+    status, code, _ = answer(fn)
+    return code or None, status
 
 
 def metric(name, labels=""):
@@ -118,5 +100,4 @@ check(a not in names and b in names, "ListBuckets after the delete: %s" % names)
 code, status = error_code(lambda: gw.get_object(Bucket=a, Key="dir/obj"))
 check(code == "NoSuchBucket", "GET in the deleted bucket: NoSuchBucket, got %s" % code)
 
-print("%d check(s), %d failure(s)" % (checks, failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -3,7 +3,7 @@ checksums and GetObjectAttributes through `strata serve`, driven by boto3.
 Usage: write_conditions.py ENDPOINT KEY SECRET BUCKET. Debian's boto3 has no
 IfMatch/IfNoneMatch parameters on writes: they are added as headers before
 signing. Expected values are computed here (zlib, hashlib). Exits non-zero
-on any failure; prints "N failure(s)" last."""
+on any failure; prints "N check(s), M failure(s)" last."""
 import base64
 import hashlib
 import os
@@ -11,28 +11,13 @@ import sys
 import threading
 import zlib
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from boto3_checks import check, client, finish
 
 ENDPOINT, KEY, SECRET, BUCKET = sys.argv[1:5]
 MiB = 1 << 20
-failures = []
-
-
-def client():
-    return boto3.client("s3", endpoint_url=ENDPOINT, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                        region_name="us-east-1",
-                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
-
-
-s3 = client()
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+s3 = client(ENDPOINT, KEY, SECRET)
 
 
 def b64(b):
@@ -62,7 +47,7 @@ def call(c, op, headers, **kw):
 
 def race(key, headers, bodies):
     """Each body PUT by its own client at once with `headers`; [(status, code)]."""
-    clients = [client() for _ in bodies]
+    clients = [client(ENDPOINT, KEY, SECRET) for _ in bodies]
     barrier = threading.Barrier(len(bodies))
     results = [None] * len(bodies)
 
@@ -198,5 +183,4 @@ check((st, code) == (404, "NoSuchKey"), "attributes of a missing key: NoSuchKey 
 st, code, _ = call(s3, "get_object_attributes", {}, Bucket=BUCKET, Key="attr/single", ObjectAttributes=["Colour"])
 check((st, code) == (400, "InvalidArgument"), "attributes: an unknown attribute is InvalidArgument (%s)" % code)
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()
