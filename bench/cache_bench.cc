@@ -18,7 +18,9 @@
 // measured in the same run.
 // Encryption at rest (--cache-encryption-key-file): the codec's seal and open
 // rates per core (thread CPU time, against XXH3 and memcpy on the same
-// thread), and the warm disk tier encrypted against clear, in the same run.
+// thread), and the warm disk tier encrypted against clear, back to back over
+// rounds (page cache, 1 and 4 readers; O_DIRECT, 1), by wall and reader CPU
+// time; --encryption-only runs just these.
 // Output: a table on stdout, JSON in bench/out/cache.json (`strata plan
 // --from-bench` reads its warm and device rates).
 #include <fcntl.h>
@@ -62,7 +64,9 @@ struct Args {
   uint64_t size = 4ull << 20;
   int cold_readers = 4;
   std::string dir = "/tmp/strata-cache-bench";
-  std::string out = "bench/out/cache.json";
+  std::string out;               // default: bench/out/cache.json (cache_encryption.json with --encryption-only)
+  bool encryption_only = false;  // only the encrypted-against-clear runs and the codec rates
+  int encryption_rounds = 5;
 };
 
 // The command line into `a`: nullopt to run, or the exit code once CLI11 has printed help or a
@@ -79,8 +83,15 @@ std::optional<int> Parse(int argc, char** argv, Args* a) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   app.add_option("--dir", a->dir, "Cache directory (removed at the end)")->capture_default_str();
-  app.add_option("--out", a->out, "JSON output")->capture_default_str();
+  app.add_option("--out", a->out,
+                 "JSON output (default: bench/out/cache.json; bench/out/cache_encryption.json with "
+                 "--encryption-only)");
   app.add_flag("--quick", quick, "32 objects");
+  app.add_flag("--encryption-only", a->encryption_only,
+               "Only the encrypted-against-clear warm disk reads and the codec's rates");
+  app.add_option("--encryption-rounds", a->encryption_rounds, "Rounds of the encrypted-against-clear reads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -88,6 +99,7 @@ std::optional<int> Parse(int argc, char** argv, Args* a) {
   }
   a->size = size_mib << 20;
   if (quick) a->objects = 32;
+  if (a->out.empty()) a->out = a->encryption_only ? "bench/out/cache_encryption.json" : "bench/out/cache.json";
   return std::nullopt;
 }
 
@@ -107,20 +119,35 @@ Buffer Content(uint64_t size, uint64_t seed) {
   return std::move(b).Freeze();
 }
 
+// This thread's CPU time: what a core spent, whatever else the machine runs.
+double ThreadSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec / 1e9;
+}
+
 // Reads every object through `store` with `readers` threads; each read is
-// copied into the reader's own buffer. Returns seconds; exits on a mismatch.
+// copied into the reader's own buffer (faulted in beforehand). Returns
+// seconds, and in *cpu the readers' CPU seconds; exits on a mismatch.
 // Each pass starts with one List of the prefix, as a loader does per epoch: it
 // refreshes the metadata cache (size, ETag) for every object in one request,
 // instead of one Head per object once the metadata TTL has passed.
-double ReadAll(object::ObjectStore& store, const Args& a, int readers, const std::vector<uint64_t>& hashes,
-               bool verify) {
+double ReadAll(object::ObjectStore& store, const Args& a, int readers, const std::vector<uint64_t>& hashes, bool verify,
+               double* cpu = nullptr) {
   std::atomic<int> next{0};
+  std::atomic<double> cpu_total{0};
+  std::vector<MutableBuffer> dsts;
+  for (int t = 0; t < readers; ++t) {
+    dsts.emplace_back(a.size);
+    std::memset(dsts.back().data(), 0, a.size);
+  }
   auto start = RealClock().Now();
   object::ListOptions lo;
   lo.prefix = "data/";
   if (!store.List(lo).ok()) std::exit(1);
-  ParallelFor(readers, readers, [&](size_t) {
-    MutableBuffer dst(a.size);
+  ParallelFor(readers, readers, [&](size_t t) {
+    const double cpu0 = ThreadSeconds();
+    MutableBuffer& dst = dsts[t];
     for (int i = next++; i < a.objects; i = next++) {
       auto r = store.Get(Key(i));
       if (!r.ok()) {
@@ -133,7 +160,9 @@ double ReadAll(object::ObjectStore& store, const Args& a, int readers, const std
         std::exit(1);
       }
     }
+    cpu_total += ThreadSeconds() - cpu0;
   });
+  if (cpu) *cpu = cpu_total;
   return Seconds(RealClock().Now() - start);
 }
 
@@ -193,13 +222,6 @@ double DirectReadAll(const std::vector<std::string>& files, size_t chunk, int th
   return Seconds(RealClock().Now() - start);
 }
 
-// This thread's CPU time: what a core spent, whatever else the machine runs.
-double ThreadSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + t.tv_nsec / 1e9;
-}
-
 struct CodecRates {
   double seal = 0, open = 0, xxh3 = 0, memcpy = 0;  // GB per CPU-second of one thread
 };
@@ -244,7 +266,7 @@ std::shared_ptr<cache::CachedStore> Open(object::ObjectStorePtr backend, const A
                                          const std::string& dir = "") {
   cache::CacheOptions o;
   o.dir = dir.empty() ? a.dir : dir;
-  if (sealer) o.disk_write_queue_bytes = 0;  // the encrypted fill writes inline: every block lands
+  if (!dir.empty()) o.disk_write_queue_bytes = 0;  // the encryption runs' fills write inline: every block lands
   o.sealer = std::move(sealer);
   o.ram_bytes = ram;
   o.disk_bytes = a.objects * (a.size + cache::kBlockHeaderSize + cache::BlockSealer::kOverhead) * 2;
@@ -391,33 +413,86 @@ void MeasureDirect(const Bucket& b, const Args& a, const Rows& row, Timings* t, 
       {{"name", "O_DIRECT pread 4 MiB"}, {"readers", 4}, {"seconds", t->fio4}, {"mb_per_s", fio_mb4}});
 }
 
-// Encrypted at rest: the same warm disk-tier reads, the directory filled
-// (unmeasured) straight from memory, the page cache holding both.
+// Encrypted at rest against clear, in the same run: two directories filled
+// (unmeasured) straight from memory and read warm from the disk tier alone,
+// clear then encrypted back to back, over rounds: through the page cache
+// (both directories held in it) with 1 and 4 readers, and with O_DIRECT
+// (reopened) with 1 reader. Medians of the seconds; encrypted/clear rate
+// ratios taken round by round.
+// One encrypted-against-clear comparison over rounds: wall and reader CPU seconds.
+struct ClearVsSealed {
+  const char* name;
+  int readers;
+  std::vector<double> clear = {}, sealed = {}, clear_cpu = {}, sealed_cpu = {};
+
+  void Round(object::ObjectStore& clear_store, object::ObjectStore& sealed_store, const Bucket& b, const Args& a) {
+    double cpu = 0;
+    clear.push_back(ReadAll(clear_store, a, readers, b.hashes, false, &cpu));
+    clear_cpu.push_back(cpu);
+    sealed.push_back(ReadAll(sealed_store, a, readers, b.hashes, false, &cpu));
+    sealed_cpu.push_back(cpu);
+  }
+  // Encrypted rate / clear rate, and clear / encrypted reader CPU, round by round.
+  double Ratio() const { return PairedRatio(clear, sealed); }
+  double CpuRatio() const { return PairedRatio(clear_cpu, sealed_cpu); }
+};
+
 struct Encryption {
-  double sealed1 = 0, sealed4 = 0;
+  std::vector<ClearVsSealed> runs;
+  int rounds = 0;
   CodecRates codec;
 };
 
+// A disk tier alone (RAM 0) on `dir`, written inline while filled, so every block lands.
+std::shared_ptr<cache::CachedStore> OpenDiskOnly(const Bucket& b, const Args& a, const std::string& dir, bool direct,
+                                                 std::shared_ptr<const cache::BlockSealer> sealer) {
+  return Open(b.mem, a, 0, direct, cache::CacheOptions{}.disk_read_part_bytes, std::move(sealer), dir);
+}
+
+void FillAndCheck(const Bucket& b, const Args& a, const std::string& dir,
+                  const std::shared_ptr<const cache::BlockSealer>& sealer) {
+  fs::remove_all(dir);
+  auto store = OpenDiskOnly(b, a, dir, false, sealer);
+  ReadAll(*store, a, 4, b.hashes, true);  // fill
+  store->cache().Flush();                 // the disk writes behind the fill land
+  ReadAll(*store, a, 1, b.hashes, true);  // verify everything once from disk
+  const uint64_t blocks = a.objects * ((a.size + cache::kDefaultBlockSize - 1) / cache::kDefaultBlockSize);
+  if (store->cache().Stats()[cache::CacheCounter::kMisses] != blocks) {  // the fill's, none after
+    std::fprintf(stderr, "unexpected misses from the disk tier in %s\n", dir.c_str());
+    std::exit(1);
+  }
+}
+
 Encryption MeasureEncryption(const Bucket& b, const Args& a, const Rows& row) {
   Encryption e;
-  const std::string sealed_dir = a.dir + "-sealed";
-  fs::remove_all(sealed_dir);
-  {
-    AesKey key;
-    if (!RandomBytes(key.data(), key.size()).ok()) std::exit(1);
-    auto store = Open(b.mem, a, 0, false, cache::CacheOptions{}.disk_read_part_bytes, cache::BlockSealer::FromKey(key),
-                      sealed_dir);
-    ReadAll(*store, a, 4, b.hashes, true);  // fill
-    store->cache().Flush();                 // the disk writes behind the fill land
-    ReadAll(*store, a, 1, b.hashes, true);  // verify everything once from disk
-    e.sealed1 = ReadAll(*store, a, 1, b.hashes, false);
-    row("warm, disk tier only, encrypted", e.sealed1, 1);
-    e.sealed4 = ReadAll(*store, a, 4, b.hashes, false);
-    row("warm, disk tier only, encrypted", e.sealed4, 4);
-    const uint64_t blocks = a.objects * ((a.size + cache::kDefaultBlockSize - 1) / cache::kDefaultBlockSize);
-    if (store->cache().Stats()[cache::CacheCounter::kMisses] != blocks)  // the fill's, none after
-      std::fprintf(stderr, "unexpected misses from the encrypted disk tier\n");
+  const std::string clear_dir = a.dir + "-clear", sealed_dir = a.dir + "-sealed";
+  AesKey key;
+  if (!RandomBytes(key.data(), key.size()).ok()) std::exit(1);
+  const auto sealer = cache::BlockSealer::FromKey(key);
+  FillAndCheck(b, a, clear_dir, nullptr);
+  FillAndCheck(b, a, sealed_dir, sealer);
+  e.rounds = a.encryption_rounds;
+  e.runs = {{"page cache", 1}, {"page cache", 4}, {"O_DIRECT", 1}};
+  for (int round = 0; round < e.rounds; ++round) {
+    {
+      auto clear = OpenDiskOnly(b, a, clear_dir, false, nullptr);
+      auto sealed = OpenDiskOnly(b, a, sealed_dir, false, sealer);
+      e.runs[0].Round(*clear, *sealed, b, a);
+      e.runs[1].Round(*clear, *sealed, b, a);
+    }
+    auto clear = OpenDiskOnly(b, a, clear_dir, true, nullptr);
+    auto sealed = OpenDiskOnly(b, a, sealed_dir, true, sealer);
+    e.runs[2].Round(*clear, *sealed, b, a);
   }
+  for (const ClearVsSealed& r : e.runs) {
+    const std::string name = std::string("warm, disk tier, ") + r.name;
+    row((name + ", clear").c_str(), Median(r.clear), r.readers);
+    row((name + ", encrypted").c_str(), Median(r.sealed), r.readers);
+  }
+  std::printf(
+      "  (encryption rows: medians of %d rounds, clear and encrypted back to back, ratios taken round by round)\n",
+      e.rounds);
+  fs::remove_all(clear_dir);
   fs::remove_all(sealed_dir);
   e.codec = MeasureCodec(b.data, a.objects >= 64 ? 2 : 8);
   std::printf("  %-34s %9.2f GB/s per core (XXH3 %.2f, memcpy %.2f, same thread)\n", "AES-256-GCM seal 4 MiB",
@@ -426,13 +501,34 @@ Encryption MeasureEncryption(const Bucket& b, const Args& a, const Rows& row) {
   return e;
 }
 
-nlohmann::json EncryptionJson(const Encryption& e, const Timings& t) {
-  return {{"seal_gb_per_core_s", e.codec.seal},
-          {"open_gb_per_core_s", e.codec.open},
-          {"xxh3_gb_per_core_s", e.codec.xxh3},
-          {"memcpy_gb_per_core_s", e.codec.memcpy},
-          {"warm_disk_encrypted_over_clear_1", t.disk1 / e.sealed1},
-          {"warm_disk_encrypted_over_clear_4", t.disk4 / e.sealed4}};
+nlohmann::json EncryptionJson(const Encryption& e) {
+  nlohmann::json j = {{"seal_gb_per_core_s", e.codec.seal},
+                      {"open_gb_per_core_s", e.codec.open},
+                      {"xxh3_gb_per_core_s", e.codec.xxh3},
+                      {"memcpy_gb_per_core_s", e.codec.memcpy},
+                      {"rounds", e.rounds}};
+  for (const ClearVsSealed& r : e.runs) {
+    j["warm_disk"].push_back({{"read", r.name},
+                              {"readers", r.readers},
+                              {"clear_seconds", Median(r.clear)},
+                              {"encrypted_seconds", Median(r.sealed)},
+                              {"clear_cpu_seconds", Median(r.clear_cpu)},
+                              {"encrypted_cpu_seconds", Median(r.sealed_cpu)},
+                              {"encrypted_over_clear", r.Ratio()},
+                              {"clear_cpu_over_encrypted_cpu", r.CpuRatio()}});
+  }
+  return j;
+}
+
+void PrintEncryption(const Encryption& e) {
+  std::printf("encryption at rest: seal %.2f GB/s, open %.2f GB/s per core (XXH3 %.2f, memcpy %.2f)\n", e.codec.seal,
+              e.codec.open, e.codec.xxh3, e.codec.memcpy);
+  for (const ClearVsSealed& r : e.runs) {
+    std::printf(
+        "  warm disk tier (%s, %d reader%s): encrypted = %.0f%% of clear's rate; clear's reader CPU = %.0f%% "
+        "of encrypted's\n",
+        r.name, r.readers, r.readers == 1 ? "" : "s", 100 * r.Ratio(), 100 * r.CpuRatio());
+  }
 }
 
 nlohmann::json SummaryJson(const Timings& t) {
@@ -459,15 +555,28 @@ void PrintSummary(const Timings& t, const Encryption& e, bool every_warm_faster)
       100 * t.tier_of_fio, 100 * t.fio4 / t.direct4, 100 * t.one_read_of_fio);
   std::printf("store requests by the reopened cache's two warm passes: %llu (each pass starts with a LIST)\n",
               static_cast<unsigned long long>(t.requests_after_reopen));
-  std::printf(
-      "encryption at rest: seal %.2f GB/s, open %.2f GB/s per core (XXH3 %.2f, memcpy %.2f); warm disk tier "
-      "encrypted = %.0f%% (1 reader), %.0f%% (4 readers) of clear\n",
-      e.codec.seal, e.codec.open, e.codec.xxh3, e.codec.memcpy, 100 * t.disk1 / e.sealed1, 100 * t.disk4 / e.sealed4);
+  PrintEncryption(e);
   std::printf("slowest warm run %.3f s vs cold %.2f s: %s\n", t.SlowestWarm(), t.cold,
               every_warm_faster ? "every warm run beat cold" : "A WARM RUN WAS SLOWER THAN COLD");
 }
 
 }  // namespace
+
+// Every run: the baselines, cold, each warm tier, and encryption at rest.
+void MeasureAll(const Bucket& bucket, const Args& a, const Rows& row, nlohmann::json* j) {
+  Timings t;
+  t.memcpy1 = MemcpyAll(bucket.data, a.size, 1);
+  t.memcpy4 = MemcpyAll(bucket.data, a.size, 4);
+  row("memcpy (baseline)", t.memcpy1, 1);
+  row("memcpy (baseline)", t.memcpy4, 4);
+  MeasureColdAndRam(bucket, a, row, &t, j);
+  MeasureDiskPageCache(bucket, a, row, &t);
+  MeasureDirect(bucket, a, row, &t, j);
+  const Encryption enc = MeasureEncryption(bucket, a, row);
+  (*j)["encryption"] = EncryptionJson(enc);
+  (*j)["summary"] = SummaryJson(t);
+  PrintSummary(t, enc, (*j)["summary"]["every_warm_faster_than_cold"].get<bool>());
+}
 
 int main(int argc, char** argv) {
   Args a;
@@ -486,23 +595,19 @@ int main(int argc, char** argv) {
   j["profile"] = object::FormatCloudProfile(bucket.profile);
   const Rows row{total / 1e6, &j};
 
-  Timings t;
-  t.memcpy1 = MemcpyAll(bucket.data, a.size, 1);
-  t.memcpy4 = MemcpyAll(bucket.data, a.size, 4);
-  row("memcpy (baseline)", t.memcpy1, 1);
-  row("memcpy (baseline)", t.memcpy4, 4);
-  MeasureColdAndRam(bucket, a, row, &t, &j);
-  MeasureDiskPageCache(bucket, a, row, &t);
-  MeasureDirect(bucket, a, row, &t, &j);
-  const Encryption enc = MeasureEncryption(bucket, a, row);
-  j["encryption"] = EncryptionJson(enc, t);
-
-  j["summary"] = SummaryJson(t);
-  PrintSummary(t, enc, j["summary"]["every_warm_faster_than_cold"].get<bool>());
+  if (a.encryption_only) {
+    const Encryption enc = MeasureEncryption(bucket, a, row);
+    j["encryption"] = EncryptionJson(enc);
+    PrintEncryption(enc);
+  } else {
+    MeasureAll(bucket, a, row, &j);
+  }
   if (!bench::WriteResultsJson("cache_bench", a.out, j)) return 1;
   std::printf(
-      "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu\n",
-      a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20));
+      "wrote %s\nreproduce: ninja -C build cache_bench && build/bench/cache_bench --objects %d --size-mib %llu%s%s\n",
+      a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20),
+      a.encryption_only ? " --encryption-only" : "",
+      a.encryption_rounds != 5 ? (" --encryption-rounds " + std::to_string(a.encryption_rounds)).c_str() : "");
   fs::remove_all(a.dir);
   return 0;
 }

@@ -7,6 +7,7 @@
 #     2. build-sanitize/ (clang-14, ASan+UBSan, libFuzzer's coverage; it also proves the locking
 #        annotations in every file: -Werror=thread-safety): labels unit and integration (with the
 #        Python tests, the ASan runtime preloaded), then every libFuzzer target on its seed corpus
+#        and a fixed-seed exploration
 #     3. build-tsan/ (ThreadSanitizer): the concurrent tests ($TSAN_TESTS below)
 #     The sanitizer trees build in the background at idle CPU priority while the serial integration
 #     tests before them run (those mostly wait on servers: they keep the CPU whenever they want it).
@@ -17,9 +18,11 @@
 # Environment: STRATA_STRESS=1 adds the stress label; STRATA_SANITIZERS=0 skips steps 2 and 3 (and
 # checks the locking annotations with scripts/thread_safety.sh instead); STRATA_TSAN_TESTS (test
 # names, space-separated) replaces step 3's tests; STRATA_TSAN_BUDGET_MIN (default 50): minutes into
-# the run past which step 3 skips its integration tests (said in the summary); STRATA_FUZZ_SECONDS
-# (default 5) per fuzz target; STRATA_JOBS (default: cores) build/unit-test parallelism; STRATA_BUILD_DIR, STRATA_SANITIZE_BUILD_DIR,
-# STRATA_TSAN_BUILD_DIR override the build dirs.
+# the run past which step 3 skips its integration tests (said in the summary); STRATA_FUZZ_RUNS
+# (default 100000) and STRATA_FUZZ_SEED (default 1) per fuzz target in the default mode,
+# STRATA_FUZZ_SECONDS (default 5) of random exploration with --sanitize; STRATA_JOBS (default: cores)
+# build/unit-test/fuzz parallelism; STRATA_BUILD_DIR, STRATA_SANITIZE_BUILD_DIR, STRATA_TSAN_BUILD_DIR
+# override the build dirs.
 # Never reads stdin. Exits non-zero if any step failed; the last line is a one-line summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,12 +34,14 @@ case "${1:-}" in
   "") ;;
   --sanitize) MODE=sanitize ;;
   --tsan) MODE=tsan ;;
-  -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--sanitize|--tsan]" >&2; exit 2 ;;
 esac
 
 JOBS=${STRATA_JOBS:-$(nproc)}
 FUZZ_SECONDS=${STRATA_FUZZ_SECONDS:-5}
+FUZZ_SEED=${STRATA_FUZZ_SEED:-1}
+FUZZ_RUNS=${STRATA_FUZZ_RUNS:-100000}
 SANITIZERS=${STRATA_SANITIZERS:-1}
 BUILD=${STRATA_BUILD_DIR:-build}
 BUILD_SANITIZE=${STRATA_SANITIZE_BUILD_DIR:-build-sanitize}
@@ -156,9 +161,35 @@ stop_background() {
 }
 trap stop_background EXIT
 
-# Runs every registered libFuzzer target (built in build-sanitize/) over a copy of its seed corpus.
+# The fuzz step: every registered libFuzzer target (built in build-sanitize/) over a copy of its seed
+# corpus, then exploring mutations, $JOBS targets at a time. CI's default mode explores a fixed
+# number of mutations from a fixed seed (-seed, -runs), the same inputs every run, so a failure there
+# follows from a change to the code or the seeds, not from luck; --sanitize explores at random for
+# STRATA_FUZZ_SECONDS per target. The fixed runs trace no comparisons (-use_cmp=0) and run without
+# address randomisation (setarch -R): traced operands include heap addresses, which differ between
+# runs and would steer the mutations apart. FUZZ_RUNS_OF: targets whose one input costs 10-1000x the
+# others' (a whole gateway per request; seeds of up to 1 MiB by design) run fewer: the step stays
+# under ~2 min on 2 cores.
+declare -A FUZZ_RUNS_OF=([fuzz_gateway_request]=15000 [fuzz_etcd_json]=60000 [fuzz_manifest]=60000
+  [fuzz_xml]=60000 [fuzz_xml_linear]=200)
+fuzz_budget() {  # fuzz_budget NAME: the flags that bound one target's exploration
+  if [ "$MODE" = default ]; then
+    echo "-seed=$FUZZ_SEED -runs=${FUZZ_RUNS_OF[$1]:-$FUZZ_RUNS} -use_cmp=0"
+  else
+    echo "-max_total_time=$FUZZ_SECONDS"
+  fi
+}
+fuzz_one() {  # fuzz_one NAME BIN SEEDS WORK: libFuzzer's exit code goes to WORK/NAME.rc
+  local name=$1 bin=$2 seeds=$3 work=$4 fixed=()
+  mkdir -p "$work/$name"
+  if [ "$MODE" = default ] && setarch "$(uname -m)" -R true 2>/dev/null; then fixed=(setarch "$(uname -m)" -R); fi
+  # New inputs go to the scratch dir (first), seeds are only read: the tree stays clean.
+  "${fixed[@]}" "$bin" $(fuzz_budget "$name") -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$work/$name-" "$work/$name" ${seeds:+"$seeds"} >"$LOGDIR/fuzz-$name.log" 2>&1
+  echo $? >"$work/$name.rc"
+}
 fuzz_seeds() {
-  local dir=$BUILD_SANITIZE names name bin seeds ok=0 bad=()
+  local dir=$BUILD_SANITIZE names name bin seeds ok=0 bad=() running=() t0=$(date +%s)
   mapfile -t names < <(fuzz_targets)
   if [ ${#names[@]} -eq 0 ]; then
     echo "no fuzz targets registered"
@@ -170,25 +201,33 @@ fuzz_seeds() {
   for name in "${names[@]}"; do
     bin=$(find "$dir" -type f -name "$name" -perm -u+x | head -1)
     if [ -z "$bin" ]; then
-      echo "fuzz $name: not built"; bad+=("$name(build)"); continue
+      echo "fuzz $name: not built"; bad+=("$name(build)"); echo build >"$work/$name.rc"; continue
     fi
     seeds=""
     for d in "fuzz/corpus/$name" "fuzz/corpus/${name#fuzz_}"; do
       [ -d "$d" ] && { seeds=$d; break; }
     done
     [ -n "$seeds" ] || echo "fuzz $name: WARNING no seed corpus in fuzz/corpus/$name/"
-    mkdir -p "$work/$name"
-    # New inputs go to the scratch dir (first), seeds are only read: the tree stays clean.
-    echo "fuzz $name: ${FUZZ_SECONDS}s over ${seeds:-(no seeds)}"
-    if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$work/$name-" "$work/$name" ${seeds:+"$seeds"} >"$LOGDIR/fuzz-$name.log" 2>&1; then
-      ok=$((ok + 1))
-      grep -E '^stat::number_of_executed_units' "$LOGDIR/fuzz-$name.log" | sed "s/^/  $name /"
-    else
-      echo "fuzz $name: FAILED (artifacts in $work, log below)"
-      tail -60 "$LOGDIR/fuzz-$name.log"
-      bad+=("$name")
-    fi
+    while [ ${#running[@]} -ge "$JOBS" ]; do
+      wait -n "${running[@]}"
+      mapfile -t running < <(for p in "${running[@]}"; do kill -0 "$p" 2>/dev/null && echo "$p"; done)
+    done
+    echo "fuzz $name: $(fuzz_budget "$name") over ${seeds:-(no seeds)}"
+    fuzz_one "$name" "$bin" "$seeds" "$work" &
+    running+=($!)
+  done
+  [ ${#running[@]} -eq 0 ] || wait "${running[@]}"
+  for name in "${names[@]}"; do
+    case "$(cat "$work/$name.rc" 2>/dev/null)" in
+      build) ;;
+      0)
+        ok=$((ok + 1))
+        grep -E '^stat::number_of_executed_units' "$LOGDIR/fuzz-$name.log" | sed "s/^/  $name /" ;;
+      *)
+        echo "fuzz $name: FAILED (artifacts in $work, log below)"
+        tail -60 "$LOGDIR/fuzz-$name.log"
+        bad+=("$name") ;;
+    esac
   done
   if [ ${#bad[@]} -gt 0 ]; then
     SUMMARY+=("fuzz FAILED: ${bad[*]}")
@@ -196,7 +235,9 @@ fuzz_seeds() {
     return 0
   fi
   rm -rf "$work"
-  SUMMARY+=("fuzz $ok/${#names[@]} targets clean (${FUZZ_SECONDS}s each, ASan+UBSan)")
+  local how="${FUZZ_SECONDS}s each"
+  [ "$MODE" = default ] && how="seed $FUZZ_SEED, $FUZZ_RUNS runs each, fewer for ${#FUZZ_RUNS_OF[@]}"
+  SUMMARY+=("fuzz $ok/${#names[@]} targets clean ($how, ASan+UBSan, $(( $(date +%s) - t0 ))s)")
 }
 
 # Servers the test fixtures start live in $TMPDIR/strata-{rgw,s3rver,proxy}-*: any left

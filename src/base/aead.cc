@@ -19,7 +19,7 @@ constexpr size_t kPiece = 1u << 30;
 
 Status CipherError(const char* what) { return InternalError(std::string("AES-256-GCM: ") + what + " failed"); }
 
-Ctx Start(bool encrypt, const AesKey& key, const uint8_t* nonce) {
+Ctx StartCipher(bool encrypt, const AesKey& key, const uint8_t* nonce) {
   Ctx c(EVP_CIPHER_CTX_new());
   if (!c) return c;
   const int enc = encrypt ? 1 : 0;
@@ -56,7 +56,7 @@ bool Crypt(EVP_CIPHER_CTX* c, const uint8_t* in, uint8_t* out, size_t size) {
 
 Status AesGcmSeal(const AesKey& key, const GcmNonce& nonce, std::string_view aad, const uint8_t* in, uint8_t* out,
                   size_t size, GcmTag* tag) {
-  Ctx c = Start(true, key, nonce.data());
+  Ctx c = StartCipher(true, key, nonce.data());
   int len = 0;
   if (!c || !AddAad(c.get(), aad) || !Crypt(c.get(), in, out, size) || EVP_EncryptFinal_ex(c.get(), out, &len) != 1 ||
       EVP_CIPHER_CTX_ctrl(c.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(kGcmTagBytes), tag->data()) != 1) {
@@ -67,14 +67,33 @@ Status AesGcmSeal(const AesKey& key, const GcmNonce& nonce, std::string_view aad
 
 Status AesGcmOpen(const AesKey& key, const GcmNonce& nonce, std::string_view aad, const uint8_t* in, uint8_t* out,
                   size_t size, const GcmTag& tag) {
-  Ctx c = Start(false, key, nonce.data());
-  if (!c || !AddAad(c.get(), aad) || !Crypt(c.get(), in, out, size) ||
-      EVP_CIPHER_CTX_ctrl(c.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(kGcmTagBytes),
-                          const_cast<uint8_t*>(tag.data())) != 1) {
+  STRATA_ASSIGN_OR_RETURN(GcmOpener opener, GcmOpener::Start(key, nonce, aad));
+  STRATA_RETURN_IF_ERROR(opener.Update(in, out, size));
+  return opener.Finish(tag);
+}
+
+void GcmOpener::CtxFree::operator()(evp_cipher_ctx_st* c) const { EVP_CIPHER_CTX_free(c); }
+
+Result<GcmOpener> GcmOpener::Start(const AesKey& key, const GcmNonce& nonce, std::string_view aad) {
+  Ctx c = StartCipher(false, key, nonce.data());
+  if (!c || !AddAad(c.get(), aad)) return CipherError("opening");
+  return GcmOpener(c.release());
+}
+
+Status GcmOpener::Update(const uint8_t* in, uint8_t* out, size_t size) {
+  if (!ctx_ || !Crypt(ctx_.get(), in, out, size)) return CipherError("opening");
+  return Status::Ok();
+}
+
+Status GcmOpener::Finish(const GcmTag& tag) {
+  std::unique_ptr<evp_cipher_ctx_st, CtxFree> c = std::move(ctx_);
+  if (!c || EVP_CIPHER_CTX_ctrl(c.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(kGcmTagBytes),
+                                const_cast<uint8_t*>(tag.data())) != 1) {
     return CipherError("opening");
   }
+  uint8_t none[16];
   int len = 0;
-  if (EVP_DecryptFinal_ex(c.get(), out + size, &len) != 1) {
+  if (EVP_DecryptFinal_ex(c.get(), none, &len) != 1) {
     return CorruptionError("AES-256-GCM tag mismatch: a different key, or the bytes were altered");
   }
   return Status::Ok();
@@ -82,7 +101,7 @@ Status AesGcmOpen(const AesKey& key, const GcmNonce& nonce, std::string_view aad
 
 Result<GcmTag> Gmac(const AesKey& key, std::initializer_list<std::string_view> parts) {
   static constexpr GcmNonce kZero{};
-  Ctx c = Start(true, key, kZero.data());
+  Ctx c = StartCipher(true, key, kZero.data());
   if (!c) return CipherError("GMAC setup");
   for (std::string_view p : parts) {
     if (!AddAad(c.get(), p)) return CipherError("GMAC");

@@ -10,9 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string_view>
 
 #include "base/status.h"
+
+struct evp_cipher_ctx_st;  // OpenSSL's EVP_CIPHER_CTX
 
 namespace strata {
 
@@ -35,6 +38,28 @@ Status AesGcmSeal(const AesKey& key, const GcmNonce& nonce, std::string_view aad
 // not be used.
 Status AesGcmOpen(const AesKey& key, const GcmNonce& nonce, std::string_view aad, const uint8_t* in, uint8_t* out,
                   size_t size, const GcmTag& tag);
+
+// Opens one message piece by piece, in order, as its bytes arrive, so
+// decryption overlaps reading the rest. What Update writes must not be used
+// unless Finish succeeds. Each opener owns its cipher state (a fresh context
+// per message: ~3 us, against ~0.8 ms to open 4 MiB), so several may be open
+// at once on one thread. Not thread-safe; move-only.
+class GcmOpener {
+ public:
+  static Result<GcmOpener> Start(const AesKey& key, const GcmNonce& nonce, std::string_view aad);
+  // Decrypts the message's next `size` bytes from `in` into `out` (the same buffer is fine).
+  Status Update(const uint8_t* in, uint8_t* out, size_t size);
+  // Checks `tag` over everything given; Corruption when it does not match
+  // (as AesGcmOpen). The opener is spent either way.
+  Status Finish(const GcmTag& tag);
+
+ private:
+  struct CtxFree {
+    void operator()(evp_cipher_ctx_st* c) const;
+  };
+  explicit GcmOpener(evp_cipher_ctx_st* ctx) : ctx_(ctx) {}
+  std::unique_ptr<evp_cipher_ctx_st, CtxFree> ctx_;
+};
 
 // The GCM tag over `parts` (as associated data, concatenated) with nothing
 // encrypted. The nonce is fixed, so `key` must authenticate one message only:

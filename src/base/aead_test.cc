@@ -56,6 +56,84 @@ TEST(Aead, AnythingWrongIsCorruption) {
   EXPECT_EQ(open(Key(1), nonce, "aad", sealed, bad), Code::kCorruption);
 }
 
+// Seals `plain` under `nonce` for the opener tests.
+std::string SealForTest(const AesKey& key, const GcmNonce& nonce, std::string_view aad, const std::string& plain,
+                        GcmTag* tag) {
+  std::string sealed(plain.size(), '\0');
+  EXPECT_TRUE(AesGcmSeal(key, nonce, aad, reinterpret_cast<const uint8_t*>(plain.data()),
+                         reinterpret_cast<uint8_t*>(sealed.data()), plain.size(), tag)
+                  .ok());
+  return sealed;
+}
+
+// Feeds `sealed` to `opener` in place, from `at` to `to`.
+void Feed(GcmOpener& opener, std::string& sealed, size_t at, size_t to) {
+  auto* p = reinterpret_cast<uint8_t*>(sealed.data());
+  ASSERT_TRUE(opener.Update(p + at, p + at, to - at).ok());
+}
+
+// Opened piece by piece, in any split (pieces of 0, 1, odd and whole-block
+// sizes), a message reads as it was sealed.
+TEST(Aead, OpenerInPiecesMatchesTheWhole) {
+  std::string plain(200003, '\0');
+  for (size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<char>(i * 7 + i / 251);
+  const GcmNonce nonce = *RandomNonce();
+  GcmTag tag;
+  const std::string sealed = SealForTest(Key(5), nonce, "aad", plain, &tag);
+  for (size_t piece : {size_t{1}, size_t{15}, size_t{16}, size_t{4097}, size_t{65536}, plain.size()}) {
+    std::string buf = sealed;
+    auto opener = GcmOpener::Start(Key(5), nonce, "aad");
+    ASSERT_TRUE(opener.ok()) << opener.status();
+    Feed(*opener, buf, 0, 0);
+    for (size_t at = 0; at < buf.size(); at += piece) Feed(*opener, buf, at, std::min(buf.size(), at + piece));
+    ASSERT_TRUE(opener->Finish(tag).ok()) << piece;
+    EXPECT_TRUE(buf == plain) << "piece " << piece;
+  }
+}
+
+// Each opener keeps its own state: two messages opened interleaved on one
+// thread both come out right, and a tampered message between good ones is
+// rejected without tainting the ones after it.
+TEST(Aead, InterleavedOpenersDoNotShareState) {
+  const std::string plain_a(100000, 'a'), plain_b(70001, 'b');
+  const GcmNonce na = *RandomNonce(), nb = *RandomNonce();
+  GcmTag ta, tb;
+  std::string a = SealForTest(Key(1), na, "A", plain_a, &ta);
+  std::string b = SealForTest(Key(1), nb, "B", plain_b, &tb);
+  const std::string sealed_a = a, sealed_b = b;
+  auto oa = GcmOpener::Start(Key(1), na, "A");
+  auto ob = GcmOpener::Start(Key(1), nb, "B");
+  ASSERT_TRUE(oa.ok() && ob.ok());
+  for (size_t at = 0; at < a.size() || at < b.size(); at += 4099) {
+    if (at < a.size()) Feed(*oa, a, at, std::min(a.size(), at + 4099));
+    if (at < b.size()) Feed(*ob, b, at, std::min(b.size(), at + 4099));
+  }
+  ASSERT_TRUE(ob->Finish(tb).ok());
+  ASSERT_TRUE(oa->Finish(ta).ok());
+  EXPECT_TRUE(a == plain_a);
+  EXPECT_TRUE(b == plain_b);
+
+  auto open_whole = [&](const std::string& sealed, const GcmNonce& n, std::string_view aad, const GcmTag& t) {
+    std::string buf = sealed;
+    auto o = GcmOpener::Start(Key(1), n, aad);
+    EXPECT_TRUE(o.ok());
+    Feed(*o, buf, 0, buf.size());
+    return o->Finish(t).code();
+  };
+  std::string tampered = sealed_b;
+  tampered[50000] ^= 0x20;
+  EXPECT_EQ(open_whole(sealed_a, na, "A", ta), Code::kOk);
+  EXPECT_EQ(open_whole(tampered, nb, "B", tb), Code::kCorruption);
+  EXPECT_EQ(open_whole(sealed_b, nb, "B", tb), Code::kOk);
+  EXPECT_EQ(open_whole(sealed_a, na, "B", ta), Code::kCorruption) << "another message's AAD";
+  // A spent opener opens nothing more.
+  auto spent = GcmOpener::Start(Key(1), na, "A");
+  std::string buf = sealed_a;
+  Feed(*spent, buf, 0, buf.size());
+  ASSERT_TRUE(spent->Finish(ta).ok());
+  EXPECT_FALSE(spent->Finish(ta).ok());
+}
+
 TEST(Aead, GmacCoversEveryPartAndTheirBoundaries) {
   auto a = Gmac(Key(3), {"ab", "c"});
   auto b = Gmac(Key(3), {"abc"});

@@ -1,5 +1,6 @@
 #include "cache/block_sealer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/hash.h"
@@ -46,13 +47,40 @@ Status BlockSealer::Seal(std::string_view aad, const uint8_t* plain, size_t size
 }
 
 Status BlockSealer::Open(std::string_view aad, const uint8_t* sealed, size_t sealed_size, uint8_t* out) const {
-  if (sealed_size < kOverhead) return CorruptionError("sealed data shorter than its nonce and tag");
-  const size_t size = sealed_size - kOverhead;
-  GcmNonce nonce;
+  Opening opening(*this, std::string(aad), sealed, sealed_size, out);
+  return opening.Finish();
+}
+
+BlockSealer::Opening::Opening(const BlockSealer& sealer, std::string aad, const uint8_t* sealed, size_t sealed_size,
+                              uint8_t* out)
+    : sealer_(sealer), aad_(std::move(aad)), sealed_(sealed), sealed_size_(sealed_size), out_(out) {}
+
+void BlockSealer::Opening::Landed(size_t landed) {
+  if (!failure_.ok() || sealed_size_ < kOverhead || landed < kGcmNonceBytes) return;
+  if (!opener_) {
+    GcmNonce nonce;
+    std::memcpy(nonce.data(), sealed_, nonce.size());
+    auto started = GcmOpener::Start(sealer_.key_, nonce, aad_);
+    if (!started.ok()) {
+      failure_ = started.status();
+      return;
+    }
+    opener_.emplace(std::move(started).value());
+  }
+  // The ciphertext lies between the nonce and the tag.
+  const size_t upto = std::min(landed, sealed_size_ - kGcmTagBytes) - kGcmNonceBytes;
+  if (upto <= opened_) return;
+  failure_ = opener_->Update(sealed_ + kGcmNonceBytes + opened_, out_ + opened_, upto - opened_);
+  opened_ = upto;
+}
+
+Status BlockSealer::Opening::Finish() {
+  if (sealed_size_ < kOverhead) return CorruptionError("sealed data shorter than its nonce and tag");
+  Landed(sealed_size_);
+  if (!failure_.ok()) return failure_;
   GcmTag tag;
-  std::memcpy(nonce.data(), sealed, nonce.size());
-  std::memcpy(tag.data(), sealed + kGcmNonceBytes + size, tag.size());
-  return AesGcmOpen(key_, nonce, aad, sealed + kGcmNonceBytes, out, size, tag);
+  std::memcpy(tag.data(), sealed_ + sealed_size_ - kGcmTagBytes, tag.size());
+  return opener_->Finish(tag);
 }
 
 Result<bool> CheckSealedDir(io::FileSystem& fs, const std::string& dir, const BlockSealer* sealer, SealedDirUse use,

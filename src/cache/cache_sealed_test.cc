@@ -77,6 +77,29 @@ class SealedCacheTest : public ::testing::Test {
     }
     return all;
   }
+  // Flips the byte `at` past the header of block file `f` and fixes the
+  // file's unkeyed XXH3 (as someone with write access could): only the GCM
+  // tag can tell. Returns the block's index.
+  uint64_t AlterSealedByte(const fs::path& f, uint64_t at) {
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekg(static_cast<std::streamoff>(kBlockHeaderSize + at));
+    char c = 0;
+    io.get(c);
+    io.seekp(static_cast<std::streamoff>(kBlockHeaderSize + at));
+    io.put(static_cast<char>(c ^ 0x01));
+    io.close();
+    std::ifstream in(f, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto h = DecodeBlockHeader(reinterpret_cast<const uint8_t*>(bytes.data()), kBlockHeaderSize);
+    EXPECT_TRUE(h.ok()) << h.status();
+    if (!h.ok()) return UINT64_MAX;
+    h->data_hash = XxHash3(bytes.data() + kBlockHeaderSize, bytes.size() - kBlockHeaderSize);
+    std::string page(kBlockHeaderSize, '\0');
+    EXPECT_TRUE(EncodeBlockHeader(*h, reinterpret_cast<uint8_t*>(page.data())).ok());
+    std::fstream out(f, std::ios::in | std::ios::out | std::ios::binary);
+    out.write(page.data(), static_cast<std::streamsize>(page.size()));
+    return h->id.index;
+  }
   std::vector<fs::path> BlockFiles() {
     std::vector<fs::path> out;
     for (auto& e : fs::recursive_directory_iterator(dir_ / "cache" / "blocks")) {
@@ -160,26 +183,7 @@ TEST_F(SealedCacheTest, AlteredSealedBlockIsAMissNeverWrongBytes) {
   (*store)->cache().Flush();  // the disk writes behind the read land
   ASSERT_EQ(BlockFiles().size(), 4u);
   const int gets = counting_->gets.load();
-  // Flip a ciphertext byte and fix the file's unkeyed XXH3 (as someone with
-  // write access could): only the GCM tag can tell.
-  for (const auto& f : BlockFiles()) {
-    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
-    io.seekg(kBlockHeaderSize + 100);
-    char c = 0;
-    io.get(c);
-    io.seekp(kBlockHeaderSize + 100);
-    io.put(static_cast<char>(c ^ 0x01));
-    io.close();
-    std::ifstream in(f, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto h = DecodeBlockHeader(reinterpret_cast<const uint8_t*>(bytes.data()), kBlockHeaderSize);
-    ASSERT_TRUE(h.ok()) << h.status();
-    h->data_hash = XxHash3(bytes.data() + kBlockHeaderSize, bytes.size() - kBlockHeaderSize);
-    std::string page(kBlockHeaderSize, '\0');
-    ASSERT_TRUE(EncodeBlockHeader(*h, reinterpret_cast<uint8_t*>(page.data())).ok());
-    std::fstream out(f, std::ios::in | std::ios::out | std::ios::binary);
-    out.write(page.data(), static_cast<std::streamsize>(page.size()));
-  }
+  for (const auto& f : BlockFiles()) AlterSealedByte(f, 100);
   // Block by block, so each altered block is met by its own read (a whole-object
   // read may refetch the rest at the first failure).
   for (uint64_t off = 0; off < data_.size(); off += kBlock) {
@@ -192,6 +196,75 @@ TEST_F(SealedCacheTest, AlteredSealedBlockIsAMissNeverWrongBytes) {
   }
   EXPECT_EQ(counting_->gets.load(), gets + 4) << "each altered block was refetched";
   EXPECT_EQ((*store)->cache().Stats()[CacheCounter::kChecksumFailures], 4u);
+}
+
+// Blocks of several buffered read steps, or of many O_DIRECT parts in
+// flight, are opened as their bytes land: exact from disk both ways. A block
+// altered past its first part is a miss (refetched) between good blocks,
+// which still open from disk.
+TEST_F(SealedCacheTest, LargeBlocksOpenAsTheyLandBufferedAndDirect) {
+  constexpr uint64_t kLarge = 1 << 20;
+  std::string bytes(3 * kLarge + 12345, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  const Buffer big = Buffer::FromString(bytes);
+  ASSERT_TRUE(mem_->Put("big", big).ok());
+  auto open = [&](bool direct) -> std::shared_ptr<CachedStore> {
+    CacheOptions o;
+    o.block_size = kLarge;
+    o.dir = (dir_ / "cache").string();
+    o.disk_bytes = 10 * (kLarge + kBlockHeaderSize + BlockSealer::kOverhead);
+    o.ram_bytes = 0;
+    o.direct_io = direct;
+    o.disk_read_part_bytes = 64 << 10;  // 16 parts per block
+    o.sealer = Sealer(kKeyA);
+    auto cache = BlockCache::Open(o);
+    EXPECT_TRUE(cache.ok()) << cache.status();
+    if (!cache.ok()) return nullptr;
+    CachedStoreOptions so;
+    so.readahead_threads = 0;
+    so.fetch_part_size = 0;
+    return std::make_shared<CachedStore>(counting_, *cache, so);
+  };
+  {
+    auto fill = open(false);
+    ASSERT_TRUE(fill);
+    ASSERT_TRUE(fill->Get("big")->data == big);
+    fill->cache().Flush();
+  }
+  const int gets = counting_->gets.load();
+  for (bool direct : {false, true}) {
+    auto store = open(direct);
+    ASSERT_TRUE(store);
+    auto got = store->Get("big");
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(got->data == big) << (direct ? "O_DIRECT" : "buffered");
+    EXPECT_EQ(store->cache().Stats()[CacheCounter::kDiskHits], 4u) << (direct ? "O_DIRECT" : "buffered");
+  }
+  EXPECT_EQ(counting_->gets.load(), gets) << "every block came from disk";
+  // Block 1: read after a good block and before another.
+  fs::path second;
+  for (const auto& f : BlockFiles()) {
+    std::ifstream in(f, std::ios::binary);
+    std::string page(kBlockHeaderSize, '\0');
+    in.read(page.data(), static_cast<std::streamsize>(page.size()));
+    auto h = DecodeBlockHeader(reinterpret_cast<const uint8_t*>(page.data()), page.size());
+    if (h.ok() && h->id.index == 1) second = f;
+  }
+  ASSERT_FALSE(second.empty());
+  ASSERT_EQ(AlterSealedByte(second, 700 << 10), 1u);
+  auto store = open(true);
+  ASSERT_TRUE(store);
+  for (uint64_t index = 0; index < 4; ++index) {
+    const uint64_t off = index * kLarge, n = std::min<uint64_t>(kLarge, big.size() - off);
+    object::GetOptions range;
+    range.range = object::ByteRange::Of(off, n);
+    auto got = store->Get("big", range);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(got->data == big.Slice(off, n)) << "block " << index;
+  }
+  EXPECT_EQ(counting_->gets.load(), gets + 1) << "only the altered block was refetched";
+  EXPECT_EQ(store->cache().Stats()[CacheCounter::kChecksumFailures], 1u);
+  EXPECT_EQ(store->cache().Stats()[CacheCounter::kDiskHits], 3u);
 }
 
 TEST_F(SealedCacheTest, KeyFilesMustBePrivateAnd32Bytes) {

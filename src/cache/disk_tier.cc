@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "base/buffer_pool.h"
 #include "base/hash.h"
@@ -24,6 +25,82 @@ std::string SealAad(const BlockId& id, uint64_t length, int64_t created_ms) {
   return "strata block v1\n" + id.store + "\n" + id.etag + "\n" + id.key + "\n" + std::to_string(id.block_size) + "\n" +
          std::to_string(id.index) + "\n" + std::to_string(length) + "\n" + std::to_string(created_ms);
 }
+
+// Buffered reads go in steps this size, each checked (hashed, or opened)
+// right after it lands, while it is still in the CPU's cache: one read of a
+// whole 4 MiB block, then a pass over it, fetches every byte from memory twice.
+constexpr size_t kBufferedStep = 256 << 10;
+
+// Reads [0, n) of `file` in `step`s, calling landed(bytes) after each.
+Result<size_t> ReadInSteps(io::RandomAccessFile& file, size_t n, uint8_t* dst, size_t step,
+                           const std::function<void(size_t)>& landed) {
+  size_t at = 0;
+  while (at < n) {
+    const size_t want = std::min(step, n - at);
+    STRATA_ASSIGN_OR_RETURN(size_t got, file.ReadAt(at, want, dst + at));
+    at += got;
+    if (got > 0) landed(at);
+    if (got < want) break;  // end of file
+  }
+  return at;
+}
+
+// The XXH3 of a block file's bytes after the header, taken as they land.
+class HashAsLanded {
+ public:
+  void operator()(const uint8_t* file, size_t bytes) {
+    if (bytes > hashed_) hasher_.Update(file + hashed_, bytes - hashed_);
+    hashed_ = std::max<uint64_t>(hashed_, bytes);
+  }
+  uint64_t Digest() const { return hasher_.Digest(); }
+
+ private:
+  XxHash3Hasher hasher_;
+  uint64_t hashed_ = kBlockHeaderSize;
+};
+
+// Opens a sealed block in place as its file lands: the header first (the
+// seal's AAD is what it names), then the data, whose tag covers every byte
+// as the XXH3 would (so a read with the key needs no XXH3).
+class OpenAsLanded {
+ public:
+  OpenAsLanded(const BlockSealer& sealer, const BlockId& id, uint64_t length)
+      : sealer_(sealer), id_(id), length_(length) {}
+
+  void operator()(uint8_t* file, size_t bytes) {
+    if (!failure_.ok() || bytes < kBlockHeaderSize) return;
+    if (!opening_) {
+      auto header = DecodeBlockHeader(file, kBlockHeaderSize);
+      if (!header.ok()) {
+        failure_ = header.status();
+        return;
+      }
+      if (!(header->id == id_) || header->length != length_) {
+        failure_ = CorruptionError("block file header names another block");
+        return;
+      }
+      uint8_t* sealed = file + kBlockHeaderSize;
+      opening_.emplace(sealer_, SealAad(id_, length_, header->created_ms), sealed, length_ + BlockSealer::kOverhead,
+                       sealed + kGcmNonceBytes);
+    }
+    opening_->Landed(bytes - kBlockHeaderSize);
+  }
+
+  // Once the whole file has landed: whether it opened.
+  Status Finish() {
+    if (!failure_.ok()) return failure_;
+    if (!opening_) return CorruptionError("short block file");
+    return opening_->Finish().WithContext("block " + std::to_string(id_.index) + " of " + id_.key +
+                                          " does not open with this key");
+  }
+
+ private:
+  const BlockSealer& sealer_;
+  const BlockId& id_;
+  const uint64_t length_;
+  std::optional<BlockSealer::Opening> opening_;
+  Status failure_;
+};
 }  // namespace
 
 DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
@@ -101,19 +178,6 @@ Result<Buffer> DiskTier::Seal(const CachedBlock& block) const {
   return Buffer::Wrap(std::move(out), data, n);
 }
 
-Result<Buffer> DiskTier::Unseal(const BlockId& id, int64_t created_ms, const Buffer& stored) const {
-  if (!options_.sealer) return NotSupportedError("the block is encrypted and no key was given");
-  const size_t n = stored.size() - BlockSealer::kOverhead;
-  // In place, in the read buffer ReadFile just filled (no other holder): the
-  // plaintext lands where the ciphertext was, and no second buffer is
-  // allocated and faulted in per block.
-  uint8_t* plain = const_cast<uint8_t*>(stored.data()) + kGcmNonceBytes;
-  STRATA_RETURN_IF_ERROR(
-      options_.sealer->Open(SealAad(id, n, created_ms), stored.data(), stored.size(), plain)
-          .WithContext("block " + std::to_string(id.index) + " of " + id.key + " does not open with this key"));
-  return stored.Slice(kGcmNonceBytes, n);
-}
-
 std::string DiskTier::PathOf(const BlockHash& h) const {
   std::string hex = h.Hex();
   return io::JoinPath(io::JoinPath(io::JoinPath(options_.dir, "blocks"), hex.substr(0, 2)),
@@ -186,7 +250,7 @@ Status DiskTier::CheckFile(const std::string& path, const std::string& expected_
   return Status::Ok();
 }
 
-Result<DiskTier::FileData> DiskTier::ReadFile(const std::string& path, uint64_t total) {
+Result<Buffer> DiskTier::ReadFile(const std::string& path, uint64_t total, const Landed& landed) {
   std::unique_ptr<io::RandomAccessFile> file;
   size_t read_size = total;
   bool direct = false;
@@ -209,24 +273,19 @@ Result<DiskTier::FileData> DiskTier::ReadFile(const std::string& path, uint64_t 
   // since the RAM tier may keep it.
   std::shared_ptr<uint8_t> buf = BufferPoolAllocate(read_size, BufferFit::kExact);
   uint8_t* data = buf.get();
-  // The data is hashed as it lands, while the rest is still being read.
-  XxHash3Hasher hasher;
-  uint64_t hashed = kBlockHeaderSize;
-  auto landed = [&](size_t bytes) {
-    const uint64_t end = std::min<uint64_t>(bytes, total);
-    if (end > hashed) hasher.Update(data + hashed, end - hashed);
-    hashed = std::max(hashed, end);
-  };
+  // The bytes are checked as they land, while the rest is still being read.
+  auto on_landed = [&](size_t bytes) { landed(data, std::min<uint64_t>(bytes, total)); };
   // Parts in flight for O_DIRECT reads (the device's queue); a buffered read
   // is served from the page cache or by the kernel's own read-ahead.
-  const uint64_t part = direct ? options_.read_part_bytes : 0;
-  STRATA_ASSIGN_OR_RETURN(size_t n, file->ReadAtParts(0, read_size, data, part, landed));
+  Result<size_t> n = direct ? file->ReadAtParts(0, read_size, data, options_.read_part_bytes, on_landed)
+                            : ReadInSteps(*file, read_size, data, kBufferedStep, on_landed);
+  if (!n.ok()) return n.status();
   // A longer file is as wrong as a shorter one: it is not the block we wrote.
-  if (n != total) {
-    return CorruptionError("block file " + path + " has " + std::to_string(n) + " bytes, expected " +
+  if (*n != total) {
+    return CorruptionError("block file " + path + " has " + std::to_string(*n) + " bytes, expected " +
                            std::to_string(total));
   }
-  return FileData{Buffer::Wrap(std::move(buf), data, n), hasher.Digest()};
+  return Buffer::Wrap(std::move(buf), data, *n);
 }
 
 Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64_t length) {
@@ -242,32 +301,35 @@ Result<CachedBlock> DiskTier::Read(const BlockHash& h, const BlockId& id, uint64
     }
   }
   std::string path = PathOf(h);
-  auto file = ReadFile(path, FileBytes(length));
+  HashAsLanded hash;
+  std::optional<OpenAsLanded> open;
+  if (sealed_) open.emplace(*options_.sealer, id, length);
+  auto file = ReadFile(path, FileBytes(length), [&](uint8_t* data, size_t bytes) {
+    if (open) {
+      (*open)(data, bytes);
+    } else {
+      hash(data, bytes);
+    }
+  });
   Status failure;
   CachedBlock block;
   if (!file.ok()) {
     failure = file.status();
   } else {
-    auto header = DecodeBlockHeader(file->data.data(), kBlockHeaderSize);
-    Buffer payload = file->data.Slice(kBlockHeaderSize);
+    auto header = DecodeBlockHeader(file->data(), kBlockHeaderSize);
     if (!header.ok()) {
       failure = header.status();
     } else if (!(header->id == id) || header->length != length) {
       failure = CorruptionError("block file header names another block");
-    } else if (file->data_hash != header->data_hash) {
+    } else if (open) {
+      failure = open->Finish();
+    } else if (hash.Digest() != header->data_hash) {
       failure = CorruptionError("block data checksum mismatch");
-    } else {
+    }
+    if (failure.ok()) {
       block.id = id;
-      block.data = std::move(payload);
+      block.data = file->Slice(kBlockHeaderSize + (open ? kGcmNonceBytes : 0), length);
       block.created_ms = header->created_ms;
-      if (sealed_) {
-        auto plain = Unseal(id, header->created_ms, block.data);
-        if (plain.ok()) {
-          block.data = std::move(*plain);
-        } else {
-          failure = plain.status();
-        }
-      }
     }
   }
   MutexLock lock(mu_);
@@ -431,16 +493,17 @@ VerifyReport DiskTier::Verify(bool drop_bad) {
     ++report.checked;
     BlockHash h = HashBlockId(info.id);
     Status st;
-    auto file = ReadFile(info.path, FileBytes(info.length));
+    HashAsLanded hash;  // with or without the key: the XXH3 covers the sealed bytes too
+    auto file = ReadFile(info.path, FileBytes(info.length), [&](uint8_t* data, size_t bytes) { hash(data, bytes); });
     if (!file.ok()) {
       st = file.status();
     } else {
-      auto header = DecodeBlockHeader(file->data.data(), kBlockHeaderSize);
+      auto header = DecodeBlockHeader(file->data(), kBlockHeaderSize);
       if (!header.ok())
         st = header.status();
       else if (!(header->id == info.id))
         st = CorruptionError("header names another block");
-      else if (file->data_hash != header->data_hash)
+      else if (hash.Digest() != header->data_hash)
         st = CorruptionError("checksum mismatch");
     }
     if (st.ok()) {

@@ -24,6 +24,10 @@
 // Encryption at rest (`sealer`, block_sealer.h): each block's data is sealed
 // with AES-256-GCM, its header (clear) authenticated with it; the data
 // checksum covers the sealed bytes, so torn files are found without the key.
+// A read with the key opens the seal as the file lands (each O_DIRECT part
+// while the rest is in flight, each buffered step while it is in the CPU's
+// cache), and the GCM tag, which covers every byte, is its check: the XXH3
+// is not computed again.
 //
 // Eviction: LRU, pinned blocks skipped; when a write would pass the high
 // watermark, blocks are evicted down to the low watermark (Alluxio-style) so
@@ -147,19 +151,17 @@ class DiskTier {
   bool MakeRoomLocked(uint64_t need, const EvictFilter& may_evict = {}, bool* refused = nullptr) REQUIRES(mu_);
   void DropLocked(const BlockHash& h, bool evicted) REQUIRES(mu_);
   Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);
-  struct FileData {
-    Buffer data;             // the whole file: header page, then the block's bytes
-    uint64_t data_hash = 0;  // XxHash3 of the bytes after the header
-  };
-  Result<FileData> ReadFile(const std::string& path, uint64_t total);
+  // Reads a whole block file (header page, then the block's bytes), calling
+  // landed(file, bytes) as each leading run of its bytes arrives, in order,
+  // so the caller checks them while the rest is read.
+  using Landed = std::function<void(uint8_t* file, size_t bytes)>;
+  Result<Buffer> ReadFile(const std::string& path, uint64_t total, const Landed& landed);
   Status EnsureLayout();
   // A block file's bytes: header page, data, and the seal's nonce and tag when sealed.
   uint64_t FileBytes(uint64_t length) const {
     return kBlockHeaderSize + length + (sealed_ ? BlockSealer::kOverhead : 0);
   }
   Result<Buffer> Seal(const CachedBlock& block) const;
-  // Opens `stored` (a buffer ReadFile made, held nowhere else) in place.
-  Result<Buffer> Unseal(const BlockId& id, int64_t created_ms, const Buffer& stored) const;
   bool HoldsBlocks();
 
   const DiskTierOptions options_;

@@ -133,7 +133,10 @@ Status CheckpointWriter::Impl::UploadFile(int64_t step, const RankManifest& m, u
   MutexLock lock(journal_mu);
   (*journal)[shard.file] = etag;
   const nlohmann::json j = {{"manifest", digest}, {"etags", *journal}};
-  return io::WriteFileAtomic(*fs, io::JoinPath(StepDir(step), UploadJournalName(opts.rank)), j.dump());
+  // The ETag is the store's bytes: a strict dump() throws on one that is not UTF-8. A replaced
+  // byte only makes the ETag unequal at a resume, which uploads that shard again.
+  return io::WriteFileAtomic(*fs, io::JoinPath(StepDir(step), UploadJournalName(opts.rank)),
+                             j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 Status CheckpointWriter::Impl::Upload(int64_t step) {

@@ -142,6 +142,45 @@ TEST_F(TieringTest, DamagedUploadJournalRestartsTheUpload) {
   EXPECT_EQ(Compare(*loaded, state), "");
 }
 
+// The store answers with ETags that are not UTF-8 (any bytes may come back in
+// a header): the upload journal records them and the upload succeeds.
+class OddEtagStore : public object::StoreWrapper {
+ public:
+  using object::StoreWrapper::CreateMultipartUpload;
+  using object::StoreWrapper::Put;
+  using object::StoreWrapper::StoreWrapper;
+  Result<object::ObjectInfo> Put(std::string_view key, Buffer data, const object::PutOptions& o) override {
+    return Odd(object::StoreWrapper::Put(key, std::move(data), o));
+  }
+  Result<object::ObjectInfo> CompleteMultipartUpload(std::string_view key, std::string_view id,
+                                                     const std::vector<object::CompletedPart>& parts,
+                                                     const object::CompleteOptions& o) override {
+    return Odd(object::StoreWrapper::CompleteMultipartUpload(key, id, parts, o));
+  }
+
+ private:
+  static Result<object::ObjectInfo> Odd(Result<object::ObjectInfo> r) {
+    if (r.ok()) r->etag = "\xff\xfe-" + r->etag;
+    return r;
+  }
+};
+
+TEST_F(TieringTest, EtagThatIsNotUtf8IsJournaledAndTheUploadCommits) {
+  WriterOptions o = Options();
+  o.remote = std::make_shared<OddEtagStore>(inner_);
+  const OwnedState state = MakeState(10);
+  {
+    auto w = std::move(CheckpointWriter::Open(o)).value();
+    auto h = w->Save(10, state.views);
+    ASSERT_TRUE(h.ok() && h->Wait().ok());
+    Status up = h->WaitUploaded();
+    EXPECT_TRUE(up.ok()) << up;
+  }
+  auto loaded = Load(*StoreLocation(inner_), 10);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Compare(*loaded, state), "");
+}
+
 // A part of a crashed attempt at the same step is in the store. The new
 // attempt's coordinator must not pair it; the rank re-saving withdraws its
 // stale commit before replacing any shard; the retry then commits.

@@ -13,6 +13,7 @@
 #include "csi/driver.h"
 #include "csi/extender_server.h"
 #include "csi/sealed.h"
+#include "group/member.h"
 
 namespace strata::cli {
 namespace {
@@ -115,12 +116,27 @@ CommandRegistrar extender_registrar("scheduler-extender", [](CLI::App& root) {
   sub->add_option("--listen", o->listen, "HOST:PORT (default 127.0.0.1:8888)");
   sub->add_option("--cache-group", o->cache_groups, "etcd://HOST:PORT/GROUP whose members publish what they cache")
       ->required();
+  auto secret_files = std::make_shared<std::vector<std::string>>();
+  sub->add_option("--group-secret-file", *secret_files,
+                  "The group secret that signs the members' records (a Kubernetes Secret's file; default: "
+                  "STRATA_GROUP_SECRET): once for every --cache-group, or once per --cache-group in order");
   sub->add_option("--min-fraction", o->min_fraction,
                   "filter: nodes holding less than this fraction of the pod's cached data fail (default 0: none)");
+  auto idle = std::make_shared<std::string>("120s");
+  sub->add_option("--idle-timeout", *idle,
+                  "A connection that sends no whole request for this long is closed (default 120s: longer than "
+                  "the scheduler's HTTP client keeps an idle connection, so the client closes it first)");
   sub->add_option("--log-level", *level, "trace, debug, info, warn (default), error");
-  sub->callback([o, level] {
+  sub->callback([o, level, secret_files, idle] {
     SetLogLevel(*level);
-    Check(csi::RunExtender(*o), "scheduler-extender", o->listen);
+    const char* cmd = "scheduler-extender";
+    o->idle_timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Check(ParseDuration(*idle), cmd, "--idle-timeout"));
+    if (secret_files->empty()) secret_files->push_back("");  // STRATA_GROUP_SECRET
+    for (const auto& f : *secret_files) {
+      o->group_secrets.push_back(Check(group::ReadGroupSecret(f), cmd, f.empty() ? "STRATA_GROUP_SECRET" : f));
+    }
+    Check(csi::RunExtender(*o), cmd, o->listen);
   });
 });
 

@@ -121,7 +121,7 @@ class CsiDriverTest : public ::testing::Test {
     for (auto& e : stdfs::directory_iterator(dir_ + "/state/volumes", ec_)) {
       auto r = ParseVolumeRecord(ReadFile(e.path()));
       if (!r.ok()) continue;
-      if (r->pid > 0) kill(r->pid, SIGKILL);
+      if (r->pid > 0 && !pid_namespace_) kill(r->pid, SIGKILL);  // a namespace's pids mean nothing here
       for (auto& t : r->targets) RunCommand({"umount", "-l", t.path}).status().IgnoreError();
       RunCommand({"umount", "-l", r->staging_path}).status().IgnoreError();
     }
@@ -183,6 +183,20 @@ class CsiDriverTest : public ::testing::Test {
     driver_argv_ = argv;
     driver_env_ = env;
     Restart();
+  }
+
+  // From now on the driver runs as in its container: PID 1 of its own PID namespace
+  // (the DaemonSet shares no host PID namespace), with its own /proc, its mount
+  // namespace's kubelet tree a peer of the host's (mountPropagation: Bidirectional).
+  // Killing it kills every process of the namespace at once: the mounts too.
+  void RunDriverAsAContainer() {
+    pid_namespace_ = true;
+    std::vector<std::string> wrapped = {
+        "unshare", "--mount", "--propagation", "unchanged", "--pid", "--fork", "--kill-child", "--", "sh", "-c",
+        // Only this namespace's /proc is replaced (private, so nothing propagates to the host's).
+        "mount --make-private /proc && mount -t proc proc /proc && exec \"$@\"", "container"};
+    wrapped.insert(wrapped.end(), driver_argv_.begin(), driver_argv_.end());
+    driver_argv_ = wrapped;
   }
 
   void Restart() {
@@ -308,6 +322,7 @@ class CsiDriverTest : public ::testing::Test {
   std::unique_ptr<v1::Controller::Stub> controller_;
   std::string last_error_;
   std::error_code ec_;
+  bool pid_namespace_ = false;  // the driver runs as a container's processes do (RunDriverAsAContainer)
 };
 testing::S3TestServer* CsiDriverTest::rgw_ = nullptr;
 std::map<std::string, std::string>* CsiDriverTest::sums_ = new std::map<std::string, std::string>();
@@ -520,6 +535,89 @@ TEST_F(CsiDriverTest, MountsThatDiedWithTheDriverComeBackFromSealedSecrets) {
   for (auto& p : pods_) p->WaitExit(std::chrono::seconds(30));
   EXPECT_EQ(Unpublish(vol, "pod-a"), grpc::OK) << last_error_;
   EXPECT_EQ(Unstage(vol), grpc::OK) << last_error_;
+}
+
+// A node-plugin container restart: the runtime kills every process of the
+// container at once (PID 1 of its PID namespace dies, the kernel kills the rest),
+// so the driver and the mount processes of every staged volume go together and
+// the pods' reads fail (ENOTCONN) until the next container's driver remounts each
+// volume from its sealed secrets and repairs the pods' bind mounts.
+TEST_F(CsiDriverTest, ContainerRestartKillsEveryMountAtOnceAndTheNextDriverHealsThemAll) {
+  driver_->Stop(std::chrono::seconds(5));
+  RunDriverAsAContainer();
+  Restart();
+  const std::vector<std::string> vols = {"vol-ctr-1", "vol-ctr-2"};
+  const std::vector<std::string> pods = {"pod-c1", "pod-c2"};
+  for (size_t i = 0; i < vols.size(); ++i) {
+    ASSERT_EQ(Stage(vols[i]), grpc::OK) << last_error_;
+    ASSERT_EQ(Publish(vols[i], pods[i]), grpc::OK) << last_error_;
+  }
+  std::vector<BackgroundProcess*> readers;
+  for (const auto& pod : pods) readers.push_back(StartReader(pod));
+  auto oks = [&](BackgroundProcess* p) { return Count(p->Log(), "ok "); };
+  auto all_ok = [&](int n) {
+    for (auto* r : readers)
+      if (oks(r) < n) return false;
+    return true;
+  };
+  ASSERT_TRUE(WaitFor([&] { return all_ok(2); }, std::chrono::seconds(60))) << readers[0]->Log();
+  // Every mount process is in the driver's PID namespace (their pids there are small).
+  for (const auto& v : vols) EXPECT_LT(Record(v).pid, 100) << v;
+
+  const auto killed_at = std::chrono::steady_clock::now();
+  kill(driver_->pid(), SIGKILL);
+  driver_->WaitExit(std::chrono::seconds(10));
+  // Every staged volume is dead now: statfs says ENOTCONN, the pods read errors.
+  for (const auto& v : vols) {
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          return Exec({"stat", "-f", Staging(v)}).exit_code != 0;
+        },
+        std::chrono::seconds(10)))
+        << v << " still answers: its mount outlived the container";
+    EXPECT_NE(Exec({"stat", "-f", Staging(v)}).stderr_text.find("Transport endpoint is not connected"),
+              std::string::npos);
+  }
+  std::vector<int> bad_before;
+  for (auto* r : readers) bad_before.push_back(Count(r->Log(), "bad "));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (size_t i = 0; i < readers.size(); ++i)
+          if (Count(readers[i]->Log(), "bad ") <= bad_before[i]) return false;
+        return true;
+      },
+      std::chrono::seconds(30)))
+      << "the pods' reads did not fail while the volumes were down";
+
+  // The next container: its driver finds the records, remounts every volume and repairs every bind.
+  std::vector<int> ok_before;
+  for (auto* r : readers) ok_before.push_back(oks(r));
+  const auto restarted_at = std::chrono::steady_clock::now();
+  Restart();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (size_t i = 0; i < readers.size(); ++i)
+          if (oks(readers[i]) < ok_before[i] + 2) return false;
+        return true;
+      },
+      std::chrono::seconds(90)))
+      << "not healed:\n"
+      << driver_->Log();
+  const auto healed_at = std::chrono::steady_clock::now();
+  std::cout << "container restart: " << std::chrono::duration<double>(healed_at - killed_at).count()
+            << " s from the kill to two good passes of each pod, "
+            << std::chrono::duration<double>(healed_at - restarted_at).count() << " s of it after the driver started\n";
+  for (size_t i = 0; i < vols.size(); ++i) {
+    EXPECT_NE(driver_->Log().find("repaired the bind mount of volume " + vols[i]), std::string::npos) << driver_->Log();
+    EXPECT_EQ(PodSums(pods[i]), ExpectedSums()) << pods[i];
+  }
+  std::ofstream(dir_ + "/stop") << "";
+  for (auto& p : pods_) p->WaitExit(std::chrono::seconds(30));
+  for (size_t i = 0; i < vols.size(); ++i) {
+    EXPECT_EQ(Unpublish(vols[i], pods[i]), grpc::OK) << last_error_;
+    EXPECT_EQ(Unstage(vols[i]), grpc::OK) << last_error_;
+    EXPECT_FALSE(stdfs::exists(dir_ + "/state/volumes/" + VolumeKey(vols[i]) + ".json"));
+  }
 }
 
 // Secrets are in no command line (ps), no environment block, no log and no file

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "csi/extender.h"
 #include "group/etcd_membership.h"
 #include "group/member.h"
@@ -21,33 +22,64 @@ namespace http = beast::http;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-Result<ClusterCache> ReadClusterCache(const std::vector<std::string>& groups) {
+// What every session shares: the options (a copy: a session may outlive RunExtender
+// at shutdown) and the counters /metrics shows.
+struct ExtenderState {
+  explicit ExtenderState(ExtenderOptions o) : options(std::move(o)) {}
+  const ExtenderOptions options;
+  MetricsRegistry metrics;
+  Counter& records_used = metrics.GetCounter("strata_extender_records_used_total",
+                                             "Members' signed cache records the answers were computed from");
+  Counter& records_refused =
+      metrics.GetCounter("strata_extender_records_refused_total",
+                         "Cache records ignored: unsigned, signed with another secret, expired or malformed");
+  Counter& idle_closed = metrics.GetCounter("strata_extender_connections_idle_closed_total",
+                                            "Connections closed after sending nothing for the idle timeout");
+};
+
+Result<ClusterCache> ReadClusterCache(ExtenderState& state) {
+  const ExtenderOptions& o = state.options;
   ClusterCache cache;
-  for (const auto& url : groups) {
+  for (size_t i = 0; i < o.cache_groups.size(); ++i) {
+    const std::string& url = o.cache_groups[i];
     STRATA_ASSIGN_OR_RETURN(group::GroupUrl g, group::ParseGroupUrl(url));
     if (g.scheme != "etcd") return InvalidArgumentError("--cache-group must be etcd://HOST:PORT/GROUP: " + url);
     group::EtcdOptions eo;
     eo.endpoint = g.etcd;
     eo.group = g.group;
+    eo.secret = o.group_secrets.size() == 1 ? o.group_secrets[0] : o.group_secrets.at(i);
     STRATA_ASSIGN_OR_RETURN(auto records, group::EtcdMembership::ReadRecords(eo));
-    for (const auto& [member, record] : records) {
+    for (const auto& [member, why] : records.refused) {
+      state.records_refused.Inc();
+      STRATA_LOG_WARN("extender: group {}: member {}'s record ignored: {}", g.group, member, why.ToString());
+    }
+    for (const auto& [member, record] : records.payloads) {
       Status st = AddMemberRecord(record, &cache);
-      if (!st.ok()) STRATA_LOG_WARN("extender: member {}'s record skipped: {}", member, st.ToString());
+      if (st.ok()) {
+        state.records_used.Inc();
+      } else {
+        state.records_refused.Inc();
+        STRATA_LOG_WARN("extender: group {}: member {}'s record skipped: {}", g.group, member, st.ToString());
+      }
     }
   }
   return cache;
 }
 
-http::response<http::string_body> Answer(const ExtenderOptions& o, const http::request<http::string_body>& req) {
+http::response<http::string_body> Answer(ExtenderState& state, const http::request<http::string_body>& req) {
+  const ExtenderOptions& o = state.options;
   http::response<http::string_body> res{http::status::ok, req.version()};
   res.set(http::field::content_type, "application/json");
   res.keep_alive(req.keep_alive());
   const std::string target(req.target());
   if (req.method() == http::verb::get && target == "/healthz") {
     res.body() = "{\"ok\":true}";
+  } else if (req.method() == http::verb::get && target == "/metrics") {
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.body() = state.metrics.RenderPrometheus();
   } else if (req.method() == http::verb::post && (target == "/filter" || target == "/prioritize")) {
     auto args = ParseExtenderArgs(req.body());
-    auto cache = args.ok() ? ReadClusterCache(o.cache_groups) : Result<ClusterCache>(args.status());
+    auto cache = args.ok() ? ReadClusterCache(state) : Result<ClusterCache>(args.status());
     if (!cache.ok()) {
       // The scheduler treats an extender error as a failed extender; an
       // unreadable etcd must not stop scheduling: no preference is an answer.
@@ -70,22 +102,35 @@ http::response<http::string_body> Answer(const ExtenderOptions& o, const http::r
   return res;
 }
 
-void Session(const ExtenderOptions& o, tcp::socket socket) {
-  try {
-    beast::flat_buffer buf;
-    for (;;) {
-      http::request_parser<http::string_body> parser;
-      parser.body_limit(64 << 20);
-      parser.header_limit(16 << 10);
-      beast::error_code ec;
-      http::read(socket, buf, parser, ec);
-      if (ec) return;
-      auto res = Answer(o, parser.get());
-      http::write(socket, res, ec);
-      if (ec || !res.keep_alive()) return;
-    }
-  } catch (const std::exception& e) {
-    STRATA_LOG_WARN("extender: connection ended: {}", e.what());
+// Runs one asynchronous operation on the session's own io_context to its end.
+template <typename Start>
+beast::error_code RunOne(asio::io_context& io, Start start) {
+  beast::error_code ec;
+  start([&ec](beast::error_code e, size_t) { ec = e; });
+  io.restart();
+  io.run();
+  return ec;
+}
+
+// One connection, on its own thread and io_context. Each request must arrive
+// whole, and each answer be taken, within the idle timeout: a client that opens
+// and never sends (or stalls mid-request) holds a thread and a socket only that long.
+void Session(const std::shared_ptr<ExtenderState>& state, const std::shared_ptr<asio::io_context>& io,
+             tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buf;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    parser.header_limit(16 << 10);
+    stream.expires_after(state->options.idle_timeout);
+    beast::error_code ec = RunOne(*io, [&](auto done) { http::async_read(stream, buf, parser, std::move(done)); });
+    if (ec == beast::error::timeout) state->idle_closed.Inc();
+    if (ec) return;
+    auto res = Answer(*state, parser.get());
+    stream.expires_after(state->options.idle_timeout);
+    ec = RunOne(*io, [&](auto done) { http::async_write(stream, res, std::move(done)); });
+    if (ec || !res.keep_alive()) return;
   }
 }
 
@@ -93,6 +138,10 @@ void Session(const ExtenderOptions& o, tcp::socket socket) {
 
 Status RunExtender(const ExtenderOptions& o) {
   if (o.cache_groups.empty()) return InvalidArgumentError("--cache-group etcd://HOST:PORT/GROUP is required");
+  if (o.group_secrets.size() != 1 && o.group_secrets.size() != o.cache_groups.size()) {
+    return InvalidArgumentError("give one group secret for every --cache-group, or one per --cache-group");
+  }
+  if (o.idle_timeout.count() <= 0) return InvalidArgumentError("--idle-timeout must be positive");
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
@@ -127,15 +176,24 @@ Status RunExtender(const ExtenderOptions& o) {
     beast::error_code ignored;
     acceptor.close(ignored);
   });
+  auto state = std::make_shared<ExtenderState>(o);
   for (;;) {
-    tcp::socket socket(io);
+    // One thread and io_context per connection: the scheduler keeps one or two open.
+    auto session_io = std::make_shared<asio::io_context>();
+    tcp::socket socket(*session_io);
     acceptor.accept(socket, ec);
     if (ec) break;  // closed by the signal
-    // One thread per connection: the scheduler keeps one or two connections open.
-    // Sessions own a copy of the options: one may outlive this function at shutdown.
-    std::thread([opts = std::make_shared<ExtenderOptions>(o), s = std::move(socket)]() mutable {
-      Session(*opts, std::move(s));
-    }).detach();
+    try {
+      std::thread([state, session_io, s = std::move(socket)]() mutable {
+        try {
+          Session(state, session_io, std::move(s));
+        } catch (const std::exception& e) {  // a thread must not end the process
+          STRATA_LOG_WARN("extender: connection ended: {}", e.what());
+        }
+      }).detach();
+    } catch (const std::system_error& e) {
+      STRATA_LOG_WARN("extender: connection refused (no thread for it): {}", e.what());
+    }
   }
   waiter.join();
   return Status::Ok();

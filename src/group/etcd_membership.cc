@@ -146,13 +146,18 @@ Status EtcdMembership::PutRecord(bool force) {
   if (!options_.record) return Status::Ok();
   std::string value = options_.record();
   if (!force && value == record_put_) return Status::Ok();
-  json put = {{"key", B64(RecordPrefix(options_.group) + options_.self.id)}, {"value", B64(value)}, {"lease", lease_}};
+  // Signed like the membership record, and signed again with it (a reader takes it only while it is valid).
+  const int64_t issued = UnixSeconds(clock_.WallNow());
+  const std::string signed_value = FormatPublishedRecord(options_.secret, options_.group, options_.self.id, value,
+                                                         issued, issued + options_.record_validity.count());
+  json put = {
+      {"key", B64(RecordPrefix(options_.group) + options_.self.id)}, {"value", B64(signed_value)}, {"lease", lease_}};
   STRATA_RETURN_IF_ERROR(etcd_->Call("/v3/kv/put", put.dump()).status());
   record_put_ = std::move(value);
   return Status::Ok();
 }
 
-Result<std::map<std::string, std::string>> EtcdMembership::ReadRecords(EtcdOptions options) {
+Result<EtcdMembership::PublishedRecords> EtcdMembership::ReadRecords(EtcdOptions options) {
   if (!ValidGroupName(options.group)) {
     return InvalidArgumentError("cache group name \"" + options.group + "\" must be 1-128 of [A-Za-z0-9._-]");
   }
@@ -161,10 +166,17 @@ Result<std::map<std::string, std::string>> EtcdMembership::ReadRecords(EtcdOptio
   json range = {{"key", B64(prefix)}, {"range_end", B64(EtcdPrefixEnd(prefix))}, {"limit", kMaxRecords}};
   STRATA_ASSIGN_OR_RETURN(std::string body, etcd->Call("/v3/kv/range", range.dump()));
   STRATA_ASSIGN_OR_RETURN(EtcdRange answer, ParseEtcdRange(body));
-  std::map<std::string, std::string> out;
+  PublishedRecords out;
+  const WallTime now = (options.clock ? options.clock : &RealClock())->WallNow();
   for (EtcdKv& kv : answer.kvs) {
     if (!kv.key.starts_with(prefix) || kv.key.size() == prefix.size()) continue;
-    out[kv.key.substr(prefix.size())] = std::move(kv.value);
+    const std::string id = kv.key.substr(prefix.size());
+    auto payload = ParsePublishedRecord(options.secret, options.group, id, kv.value, now, options.max_skew);
+    if (!payload.ok()) {
+      out.refused[id] = payload.status();
+      continue;
+    }
+    out.payloads[id] = std::move(*payload);
   }
   return out;
 }
@@ -420,6 +432,7 @@ void EtcdMembership::Loop() {
       }
       if (Clock::now() >= next_resign) {
         Status st = Register();
+        if (st.ok()) st = PutRecord(true);
         if (!st.ok()) STRATA_LOG_WARN("group: could not sign this member's record again: {}", st.ToString());
         next_resign = Clock::now() + (st.ok() ? resign_every : renew_every);
       }

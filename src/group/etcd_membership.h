@@ -67,7 +67,8 @@ struct EtcdOptions {
   Clock* clock = nullptr;  // WallNow dates records; default RealClock()
   // What this member publishes beside its membership, under the same lease, at
   // /strata/groups/<group>/cached/<id> (e.g. the bytes it caches per dataset, for
-  // the CSI scheduler extender): asked at every renewal, put when it changed.
+  // the CSI scheduler extender): asked at every renewal, put when it changed,
+  // signed (member_record.h) and signed again with the membership record.
   std::function<std::string()> record;
 };
 
@@ -104,8 +105,13 @@ class EtcdMembership {
 
   static std::string Prefix(const std::string& group) { return "/strata/groups/" + group + "/members/"; }
   static std::string RecordPrefix(const std::string& group) { return "/strata/groups/" + group + "/cached/"; }
-  // Every member's record (EtcdOptions::record) now, by member id.
-  static Result<std::map<std::string, std::string>> ReadRecords(EtcdOptions options);
+  // Every member's record (EtcdOptions::record) now, by member id: the payloads
+  // signed with options.secret and valid now; the others refused, with the reason.
+  struct PublishedRecords {
+    std::map<std::string, std::string> payloads;
+    std::map<std::string, Status> refused;
+  };
+  static Result<PublishedRecords> ReadRecords(EtcdOptions options);
 
  private:
   EtcdMembership(EtcdOptions options, std::unique_ptr<EtcdClient> client, OnChange on_change);

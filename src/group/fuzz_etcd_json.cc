@@ -4,7 +4,9 @@
 // stream's splitter in two pieces (split where its first byte says), and its
 // lines become the id and address of a member record that is signed here and
 // placed in a range answer: that record must come back out, verified, iff
-// its id and address are valid, and every other entry must be refused.
+// its id and address are valid, and every other entry must be refused. A
+// published record (the scheduler extender's) signed here with the input as its
+// payload must come back whole, and under another id not at all.
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -34,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& kv : range->kvs) {
       // Nobody here has the secret's MAC for arbitrary input: nothing verifies.
       if (ParseMemberRecord(kSecret, "g", kv.key, kv.value, kNow, std::chrono::seconds(60)).ok()) std::abort();
+      if (ParsePublishedRecord(kSecret, "g", kv.key, kv.value, kNow, std::chrono::seconds(60)).ok()) std::abort();
     }
   }
   (void)ParseEtcdWatchMessage(in);
@@ -77,5 +80,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool valid = !r.id.empty() && r.id.size() <= kMaxMemberIdLength && ParseHostPort(r.address).ok() &&
                      r.address.find(' ') == std::string::npos;
   if (verified != (valid ? 1 : 0)) std::abort();
+
+  // A published record (the extender's input) with the input as its payload comes back whole.
+  if (in.size() < (64 << 10) && !r.id.empty() && r.id.size() <= kMaxMemberIdLength) {
+    const std::string published = FormatPublishedRecord(kSecret, "g", r.id, in, 1700000000, 1700000090);
+    auto payload = ParsePublishedRecord(kSecret, "g", r.id, published, kNow, std::chrono::seconds(60));
+    if (!payload.ok() || *payload != in) std::abort();
+    if (ParsePublishedRecord(kSecret, "g", r.id + "x", published, kNow, std::chrono::seconds(60)).ok()) std::abort();
+  }
   return 0;
 }

@@ -75,4 +75,57 @@ bool RecordLive(const MemberRecord& r, WallTime now, std::chrono::seconds max_sk
   return UnixSeconds(now) <= r.expires + max_skew.count();
 }
 
+namespace {
+
+constexpr std::string_view kPublishedVersion = "strata-cached-v1";
+
+std::string PublishedMac(std::string_view secret, std::string_view group, std::string_view id, int64_t issued,
+                         int64_t expires, std::string_view payload) {
+  std::string msg;
+  msg.reserve(64 + group.size() + id.size() + payload.size());
+  msg.append(kPublishedVersion).append("\n").append(group).append("\n").append(id);
+  msg.append("\n").append(std::to_string(issued)).append("\n").append(std::to_string(expires));
+  msg.append("\n").append(payload);
+  return ToHex(HmacSha256(secret, msg));
+}
+
+}  // namespace
+
+std::string FormatPublishedRecord(std::string_view secret, std::string_view group, std::string_view id,
+                                  std::string_view payload, int64_t issued, int64_t expires) {
+  return std::string(kPublishedVersion) + " " + std::to_string(issued) + " " + std::to_string(expires) + " " +
+         PublishedMac(secret, group, id, issued, expires, payload) + " " + std::string(payload);
+}
+
+Result<std::string> ParsePublishedRecord(std::string_view secret, std::string_view group, std::string_view id,
+                                         std::string_view value, WallTime now, std::chrono::seconds max_skew) {
+  if (value.size() > kMaxPublishedRecordBytes) return InvalidArgumentError("published record too long");
+  if (id.empty() || id.size() > kMaxMemberIdLength) return InvalidArgumentError("member id empty or too long");
+  // Four fields, then the payload (which may hold spaces).
+  std::string_view fields[4];
+  std::string_view rest = value;
+  for (auto& f : fields) {
+    const size_t sp = rest.find(' ');
+    if (sp == std::string_view::npos) return InvalidArgumentError("not a signed published record");
+    f = rest.substr(0, sp);
+    rest.remove_prefix(sp + 1);
+  }
+  if (fields[0] != kPublishedVersion) {
+    return InvalidArgumentError("not a signed published record (" + std::string(kPublishedVersion) + ")");
+  }
+  int64_t issued = 0, expires = 0;
+  if (!ParseTime(fields[1], &issued) || !ParseTime(fields[2], &expires) || expires < issued ||
+      expires - issued > kMaxRecordValidity.count()) {
+    return InvalidArgumentError("published record has a bad validity window");
+  }
+  const std::string want = PublishedMac(secret, group, id, issued, expires, rest);
+  if (!ConstantTimeEquals(want, fields[3])) {
+    return PermissionDeniedError("published record is not signed with this group's secret");
+  }
+  const int64_t now_s = UnixSeconds(now);
+  if (issued > now_s + max_skew.count()) return DeadlineExceededError("published record issued in the future");
+  if (now_s > expires + max_skew.count()) return DeadlineExceededError("published record expired");
+  return std::string(rest);
+}
+
 }  // namespace strata::group

@@ -47,4 +47,17 @@ Result<MemberRecord> ParseMemberRecord(std::string_view secret, std::string_view
 // Whether `r` is still valid at `now` (its expiry plus the skew not passed).
 bool RecordLive(const MemberRecord& r, WallTime now, std::chrono::seconds max_skew);
 
+// What a member publishes beside its registration (the bytes it caches per
+// dataset, read by the CSI scheduler extender), signed the same way so that a
+// writer to etcd without the secret cannot steer pods to a node of its choice:
+// Value under /strata/groups/<group>/cached/<id>:
+//   strata-cached-v1 <issued unix s> <expires unix s> <hex HMAC-SHA256> <payload>
+//   MAC over "strata-cached-v1\n" + group + "\n" + id + "\n" + issued + "\n" + expires + "\n" + payload
+inline constexpr size_t kMaxPublishedRecordBytes = 1 << 20;
+std::string FormatPublishedRecord(std::string_view secret, std::string_view group, std::string_view id,
+                                  std::string_view payload, int64_t issued, int64_t expires);
+// The payload of `value` stored under member id `id`, with ParseMemberRecord's errors.
+Result<std::string> ParsePublishedRecord(std::string_view secret, std::string_view group, std::string_view id,
+                                         std::string_view value, WallTime now, std::chrono::seconds max_skew);
+
 }  // namespace strata::group

@@ -62,5 +62,35 @@ TEST(MemberRecord, ReplayIsBoundedByTheRecordsLife) {
             Code::kInvalidArgument);
 }
 
+// The bytes a member says it caches (read by the CSI scheduler extender): a
+// writer to etcd without the secret cannot claim a node holds a dataset.
+TEST(PublishedRecord, SignedPayloadRoundTripsAndForgeriesAreRefused) {
+  const std::string payload = R"({"node": "node-a", "datasets": {"imagenet": 12582912}})";
+  const std::string id = "127.0.0.1:7001";
+  const std::string v = FormatPublishedRecord(kSecret, "train", id, payload, 1700000000, 1700000090);
+  auto r = ParsePublishedRecord(kSecret, "train", id, v, kNow, kSkew);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, payload);
+  auto code = [&](std::string_view secret, std::string_view group, std::string_view key, std::string_view value,
+                  WallTime now = kNow) {
+    return ParsePublishedRecord(secret, group, key, value, now, kSkew).status().code();
+  };
+  EXPECT_EQ(code(kSecret, "train", id, payload), Code::kInvalidArgument);  // unsigned, as published before
+  EXPECT_EQ(code("another-secret-0123456789abcdefghij", "train", id, v), Code::kPermissionDenied);
+  EXPECT_EQ(code(kSecret, "other", id, v), Code::kPermissionDenied);
+  EXPECT_EQ(code(kSecret, "train", "127.0.0.1:7002", v), Code::kPermissionDenied);  // moved to another member
+  std::string more = v;
+  more.replace(more.find("12582912"), 8, "99999999");  // a bigger claim, same MAC
+  EXPECT_EQ(code(kSecret, "train", id, more), Code::kPermissionDenied);
+  EXPECT_EQ(code(kSecret, "train", id, v, kNow + std::chrono::seconds(151)), Code::kDeadlineExceeded);
+  EXPECT_EQ(
+      code(kSecret, "train", id, FormatPublishedRecord(kSecret, "train", id, payload, 1700000000, 1700000000 + 601)),
+      Code::kInvalidArgument);  // no record lives longer than 10 minutes
+  for (std::string bad : {std::string(""), std::string("strata-cached-v1 1 2"),
+                          std::string("strata-cached-v1 x 2 00 {}"), std::string((1 << 20) + 1, 'a')}) {
+    EXPECT_EQ(code(kSecret, "train", id, bad), Code::kInvalidArgument) << bad.substr(0, 40);
+  }
+}
+
 }  // namespace
 }  // namespace strata::group

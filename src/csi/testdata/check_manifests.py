@@ -91,6 +91,28 @@ if not kubelet or kubelet[0].get("mountPropagation") != "Bidirectional":
 if not plugin.get("securityContext", {}).get("privileged"):
     problems.append("the plugin must be privileged (FUSE, bind mounts)")
 
+# The scheduler extender verifies the members' records with the group secret, read
+# from a file of a Secret volume that holds that key and only its owner may read.
+extenders = [d for d in by_kind.get("Deployment", []) if d["metadata"]["name"] == "strata-scheduler-extender"]
+if not extenders:
+    problems.append("no strata-scheduler-extender Deployment")
+else:
+    xspec = extenders[0]["spec"]["template"]["spec"]
+    xc = xspec["containers"][0]
+    secret_file = flag(xc["args"], "--group-secret-file")
+    xvolumes = {v["name"]: v for v in xspec.get("volumes", [])}
+    found = False
+    for m in xc.get("volumeMounts", []):
+        if secret_file and secret_file.startswith(m["mountPath"].rstrip("/") + "/"):
+            sv = xvolumes.get(m["name"], {}).get("secret", {})
+            rel = secret_file[len(m["mountPath"].rstrip("/")) + 1:]
+            items = {i["path"]: i["key"] for i in sv.get("items", [])}
+            mode = sv.get("defaultMode", 0o644)
+            found = items.get(rel) == "STRATA_GROUP_SECRET" and mode & 0o077 == 0
+    if not found:
+        problems.append("the extender's --group-secret-file is not the STRATA_GROUP_SECRET key of a Secret volume "
+                        "with an owner-only defaultMode")
+
 env = {}
 for e in plugin.get("env", []):
     if "value" in e:
