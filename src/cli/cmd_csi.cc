@@ -126,6 +126,9 @@ CommandRegistrar extender_registrar("scheduler-extender", [](CLI::App& root) {
   sub->add_option("--idle-timeout", *idle,
                   "A connection that sends no whole request for this long is closed (default 120s: longer than "
                   "the scheduler's HTTP client keeps an idle connection, so the client closes it first)");
+  sub->add_option("--max-connections", o->max_connections,
+                  "Connections open at once (default 64); one past it is closed on arrival")
+      ->check(CLI::Range(1, 100000));
   sub->add_option("--log-level", *level, "trace, debug, info, warn (default), error");
   sub->callback([o, level, secret_files, idle] {
     SetLogLevel(*level);

@@ -265,5 +265,40 @@ TEST_F(CsiExtenderTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
   EXPECT_EQ(Metric("strata_extender_connections_idle_closed_total"), 2u);
 }
 
+TEST_F(CsiExtenderTest, ConnectionsPastTheCapAreClosedOnArrival) {
+  StartExtender({"--idle-timeout", "60s", "--max-connections", "2"});
+  const std::string hostport = url_.substr(url_.find("//") + 2);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(hostport.substr(hostport.rfind(':') + 1))));
+  ASSERT_EQ(inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr), 1);
+  auto connect_to = [&] {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << strerror(errno);
+    return fd;
+  };
+  // Two silent clients hold both places; a third is closed long before the 60 s idle timeout.
+  const int first = connect_to();
+  const int second = connect_to();
+  const int third = connect_to();
+  pollfd p{third, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 15000), 1) << "a connection past the cap was kept";
+  char c;
+  EXPECT_EQ(read(third, &c, 1), 0);
+  close(third);
+  // A place frees when a client leaves: the next request is served.
+  close(first);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  bool served = false;
+  while (!served && std::chrono::steady_clock::now() < deadline) {
+    auto health = testing::RunCommand({"curl", "-sS", "--fail", "--max-time", "5", url_ + "/healthz"});
+    served = health.ok() && health->exit_code == 0 && health->stdout_text == "{\"ok\":true}";
+  }
+  EXPECT_TRUE(served) << "no request served after a place was freed";
+  close(second);
+  EXPECT_GE(Metric("strata_extender_connections_refused_total"), 1u);
+}
+
 }  // namespace
 }  // namespace strata::csi

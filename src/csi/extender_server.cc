@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -35,6 +36,9 @@ struct ExtenderState {
                          "Cache records ignored: unsigned, signed with another secret, expired or malformed");
   Counter& idle_closed = metrics.GetCounter("strata_extender_connections_idle_closed_total",
                                             "Connections closed after sending nothing for the idle timeout");
+  Counter& over_limit = metrics.GetCounter("strata_extender_connections_refused_total",
+                                           "Connections closed on arrival: max_connections were open");
+  std::atomic<int> open_connections{0};
 };
 
 Result<ClusterCache> ReadClusterCache(ExtenderState& state) {
@@ -142,6 +146,7 @@ Status RunExtender(const ExtenderOptions& o) {
     return InvalidArgumentError("give one group secret for every --cache-group, or one per --cache-group");
   }
   if (o.idle_timeout.count() <= 0) return InvalidArgumentError("--idle-timeout must be positive");
+  if (o.max_connections <= 0) return InvalidArgumentError("--max-connections must be positive");
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
@@ -183,6 +188,11 @@ Status RunExtender(const ExtenderOptions& o) {
     tcp::socket socket(*session_io);
     acceptor.accept(socket, ec);
     if (ec) break;  // closed by the signal
+    if (state->open_connections.fetch_add(1) >= o.max_connections) {
+      state->open_connections.fetch_sub(1);
+      state->over_limit.Inc();
+      continue;  // the socket closes here: no thread for a client past the cap
+    }
     try {
       std::thread([state, session_io, s = std::move(socket)]() mutable {
         try {
@@ -190,8 +200,10 @@ Status RunExtender(const ExtenderOptions& o) {
         } catch (const std::exception& e) {  // a thread must not end the process
           STRATA_LOG_WARN("extender: connection ended: {}", e.what());
         }
+        state->open_connections.fetch_sub(1);
       }).detach();
     } catch (const std::system_error& e) {
+      state->open_connections.fetch_sub(1);
       STRATA_LOG_WARN("extender: connection refused (no thread for it): {}", e.what());
     }
   }

@@ -5,7 +5,8 @@
 // (group/member_record.h) count: one unsigned, forged or expired is ignored, logged
 // and counted (strata_extender_records_refused_total), so a writer to etcd without
 // the secret cannot draw pods to a node. A connection that sends nothing for
-// idle_timeout (no request started, or one stalled mid-way) is closed.
+// idle_timeout (no request started, or one stalled mid-way) is closed; past
+// max_connections open at once, a new one is closed at once (each holds a thread).
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,7 @@ struct ExtenderOptions {
   std::vector<std::string> group_secrets;
   double min_fraction = 0;  // filter: nodes holding less of the pod's cached data fail
   std::chrono::milliseconds idle_timeout{60000};
+  int max_connections = 64;  // the scheduler keeps one or two open
 };
 
 // Serves until SIGINT/SIGTERM. Prints "listening on http://HOST:PORT" once bound.
