@@ -370,8 +370,10 @@ def test_stats_count_skipped_samples_waits_and_rates(dataset_url, tmp_path):
     assert int(key) not in got
     assert st["samples"] == len(got)
     assert st["shards_parsed"] == len(shards) - 1 and st["shards_from_cache"] == 0
-    # The consumer waited at least the backoff (>= 25 ms) before the first shard was given up.
-    assert 0.025 <= st["consumer_wait_s"] <= st["elapsed_s"]
+    # The consumer's waits are counted (the first unit comes after a retry's backoff). Not ">= the
+    # backoff": the pipeline starts with the iterator, and a loaded machine can spend the backoff
+    # before the consumer's first call (0.002 s once under ASan).
+    assert 0 < st["consumer_wait_s"] <= st["elapsed_s"]
     assert st["samples_per_second"] == pytest.approx(st["samples"] / st["elapsed_s"], rel=1e-9)
     assert st["bytes_per_second"] == pytest.approx(st["bytes"] / st["elapsed_s"], rel=1e-9)
     assert st["bytes"] > 0
