@@ -15,6 +15,7 @@
 #include "cache/cached_store.h"
 #include "io/fault_file_system.h"
 #include "object/mem_store.h"
+#include "testing/fork.h"
 
 namespace strata::cache {
 namespace {
@@ -389,7 +390,7 @@ TEST_F(DiskCacheTest, KillNineDuringFillsLeavesAConsistentCache) {
   for (int iteration = 0; iteration < 40; ++iteration) {
     int pipefd[2];
     ASSERT_EQ(pipe(pipefd), 0);
-    pid_t pid = fork();
+    pid_t pid = strata::testing::ForkForTest();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       close(pipefd[0]);

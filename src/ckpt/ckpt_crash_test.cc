@@ -18,6 +18,7 @@
 #include "ckpt/test_util.h"
 #include "ckpt/writer.h"
 #include "io/durable.h"
+#include "testing/fork.h"
 
 namespace strata::ckpt {
 namespace {
@@ -54,7 +55,7 @@ TEST(CkptCrash, LatestIsAlwaysValidAfterSigkill) {
   int i = 0;
   for (; i < kIterations && std::chrono::steady_clock::now() < deadline; ++i) {
     const int64_t first = last_latest + 1;
-    pid_t pid = fork();
+    pid_t pid = strata::testing::ForkForTest();
     ASSERT_GE(pid, 0);
     if (pid == 0) ChildSaveLoop(dir, first);
     // The point of this test is a kill at an arbitrary moment: wait a random time.

@@ -13,6 +13,7 @@
 #include "object/mem_store.h"
 #include "object/store_wrapper.h"
 #include "testing/background_process.h"
+#include "testing/fork.h"
 
 namespace strata::group {
 namespace {
@@ -80,7 +81,7 @@ TEST(GroupStoreTest, AForkedChildReadsThroughItsParentsMember) {
   auto parent = JoinGroupStore(bucket, Options(listen, dir / "cache"));
   ASSERT_TRUE(parent.ok()) << parent.status();
   const int before = bucket->gets.load();
-  pid_t pid = fork();
+  pid_t pid = strata::testing::ForkForTest();  // the member's threads run: see testing/fork.h
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     // The child's copy of the bucket counts the child's GETs only: it must make none.
@@ -91,8 +92,9 @@ TEST(GroupStoreTest, AForkedChildReadsThroughItsParentsMember) {
     if (got->data.view() != data) _exit(4);
     _exit(bucket->gets.load() == before ? 0 : 5);
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const auto waited = strata::testing::WaitForChild(pid);
+  ASSERT_TRUE(waited.has_value()) << "the forked child did not exit within 60 s (killed)";
+  const int status = *waited;
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no store, 3: read failed, 4: wrong bytes, 5: the child read the bucket";
   EXPECT_EQ(bucket->gets.load(), before + 9) << "the parent, the owner, fetched the blocks (1 MiB parts) once";

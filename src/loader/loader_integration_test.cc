@@ -30,6 +30,7 @@
 #include "object/cloud_store.h"
 #include "object/mem_store.h"
 #include "object/store_url.h"
+#include "testing/fork.h"
 
 namespace strata::loader {
 namespace {
@@ -257,7 +258,7 @@ TEST_F(LoaderIntegrationTest, ProcessesOnOneDirectoryDownloadEachShardOnce) {
   co.dir = root_ + "/cache";
   std::vector<pid_t> children;
   for (int i = 0; i < 2; ++i) {
-    pid_t pid = fork();
+    pid_t pid = strata::testing::ForkForTest();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       int code = 100;
@@ -299,7 +300,7 @@ TEST_F(LoaderIntegrationTest, TheDiskBoundHoldsAcrossProcesses) {
   co.disk_bytes = 3 * shard_bytes_ + 3 * 1024;  // about three shard files
   std::vector<pid_t> children;
   for (size_t p = 0; p < 4; ++p) {
-    pid_t pid = fork();
+    pid_t pid = strata::testing::ForkForTest();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       auto cache = ShardCache::Open(store_, keys_, sizes_, co);
@@ -376,7 +377,7 @@ TEST_F(LoaderIntegrationTest, AForkedChildOpensItsOwnSharedCache) {
   ShardCacheOptions co;
   auto parent = *ShardCache::OpenShared("fork-test", store_, keys_, sizes_, co);
   ASSERT_TRUE(parent->Get(0).ok());
-  pid_t child = fork();
+  pid_t child = strata::testing::ForkForTest();
   ASSERT_GE(child, 0);
   if (child == 0) {
     auto mine = ShardCache::OpenShared("fork-test", store_, keys_, sizes_, co);
@@ -402,7 +403,7 @@ TEST_F(LoaderIntegrationTest, AWaiterDownloadsWhenTheLockHolderDies) {
   const std::string lock_path = cache->FilePath(0) + ".lock";
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
-  pid_t holder = fork();
+  pid_t holder = strata::testing::ForkForTest();
   ASSERT_GE(holder, 0);
   if (holder == 0) {  // only async-signal-safe calls here
     int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
