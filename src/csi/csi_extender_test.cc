@@ -109,6 +109,18 @@ class CsiExtenderTest : public ::testing::Test {
     auto r = testing::RunCommand({"curl", "-sS", "--fail", "--data-binary", put.dump(), etcd_url_ + "/v3/kv/put"});
     ASSERT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->stderr_text : r.status().ToString());
   }
+  // A bare TCP connection to the extender (for clients that send nothing or part of a request).
+  int ConnectRaw() {
+    const std::string hostport = url_.substr(url_.find("//") + 2);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(std::stoi(hostport.substr(hostport.rfind(':') + 1))));
+    EXPECT_EQ(inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr), 1);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << strerror(errno);
+    return fd;
+  }
   // A counter from the extender's /metrics.
   uint64_t Metric(const std::string& name) {
     auto r = testing::RunCommand({"curl", "-sS", "--fail", url_ + "/metrics"});
@@ -232,21 +244,10 @@ TEST_F(CsiExtenderTest, RecordsNotSignedWithTheGroupSecretAreIgnoredAndCounted) 
 // after the idle timeout; others are served meanwhile.
 TEST_F(CsiExtenderTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
   StartExtender({"--idle-timeout", "1s"});
-  const std::string hostport = url_.substr(url_.find("//") + 2);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(hostport.substr(hostport.rfind(':') + 1))));
-  ASSERT_EQ(inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr), 1);
-  auto connect_to = [&] {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << strerror(errno);
-    return fd;
-  };
   // Before the connections: the server's timer starts after it accepts them, so neither can close before 1 s from here.
   const auto start = std::chrono::steady_clock::now();
-  const int silent = connect_to();
-  const int stalled = connect_to();
+  const int silent = ConnectRaw();
+  const int stalled = ConnectRaw();
   const std::string partial = "POST /filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"Pod\":";
   ASSERT_EQ(write(stalled, partial.data(), partial.size()), static_cast<ssize_t>(partial.size()));
   // Served while the two hold their connections.
@@ -267,21 +268,10 @@ TEST_F(CsiExtenderTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
 
 TEST_F(CsiExtenderTest, ConnectionsPastTheCapAreClosedOnArrival) {
   StartExtender({"--idle-timeout", "60s", "--max-connections", "2"});
-  const std::string hostport = url_.substr(url_.find("//") + 2);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(hostport.substr(hostport.rfind(':') + 1))));
-  ASSERT_EQ(inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr), 1);
-  auto connect_to = [&] {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << strerror(errno);
-    return fd;
-  };
   // Two silent clients hold both places; a third is closed long before the 60 s idle timeout.
-  const int first = connect_to();
-  const int second = connect_to();
-  const int third = connect_to();
+  const int first = ConnectRaw();
+  const int second = ConnectRaw();
+  const int third = ConnectRaw();
   pollfd p{third, POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 15000), 1) << "a connection past the cap was kept";
   char c;
