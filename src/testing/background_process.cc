@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -158,18 +160,27 @@ bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, 
 }
 
 uint16_t FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
+  // The kernel hands a just-closed ephemeral port out again soon (CI once got the same port for two
+  // members of one static group), so ports this process already returned are skipped.
+  static std::mutex mu;
+  static std::set<uint16_t> handed_out;
+  std::lock_guard<std::mutex> lock(mu);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    uint16_t port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+      port = ntohs(addr.sin_port);
+    ::close(fd);
+    if (port == 0) return 0;
+    if (handed_out.insert(port).second) return port;
+  }
+  return 0;
 }
 
 StaticGroup MakeStaticGroup(int n) {

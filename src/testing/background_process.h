@@ -66,7 +66,8 @@ Result<ServeProcess> StartStrataServe(const std::vector<std::string>& args, cons
 bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, std::chrono::milliseconds timeout);
 
 // A TCP port on 127.0.0.1 free at the time of the call, for servers that cannot report
-// the ephemeral port they bound (etcd); another process may take it in between.
+// the ephemeral port they bound (etcd); another process may take it in between. Never the
+// same port twice in one process.
 uint16_t FreeLoopbackPort();
 
 // A static:// cache group of `n` members on free loopback ports: each member's
