@@ -10,10 +10,16 @@ import strata
 from conftest import NUM_SAMPLES
 
 
-def free_loopback_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_loopback_ports(n):
+    # All bound at once: a port closed and picked again could come back twice.
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def block_files(path):
@@ -25,7 +31,7 @@ def test_members_stream_byte_exact_and_each_shard_is_stored_once(dataset_url, tm
     secret = tmp_path / "group-secret"
     secret.write_text("a secret the three members share\n")
     secret.chmod(0o600)  # a group secret file must be private
-    peers = [f"127.0.0.1:{free_loopback_port()}" for _ in range(3)]
+    peers = [f"127.0.0.1:{port}" for port in free_loopback_ports(3)]
     group = "static://" + ",".join(peers)
     # Every member joins before any reads, as the nodes of a job would.
     members = [strata.StreamingDataset(dataset_url, cache_dir=str(tmp_path / f"node{i}"), seed=i, shuffle_window=4,
