@@ -37,6 +37,10 @@ ld::Shuffle ParseShuffle(const std::string& s) {
   ThrowStatus(InvalidArgumentError("unknown shuffle '" + s + "' (expected none, shards or window)"));
 }
 
+struct PyDataset {
+  std::shared_ptr<ld::StreamingDataset> ds;
+};
+
 // Options arrive as a dict of keyword arguments (streaming.py validates types).
 ld::StreamingOptions ParseOptions(const py::dict& kw) {
   ld::StreamingOptions o;
@@ -73,6 +77,9 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("peer_listen", o.peer_listen);
   get("group_secret_file", o.group_secret_file);
   get("cache_encryption_key_file", o.cache_encryption_key_file);
+  if (kw.contains("same_index_as") && !kw["same_index_as"].is_none()) {
+    o.same_index_as = kw["same_index_as"].cast<const PyDataset&>().ds;
+  }
   if (kw.contains("decode") && !kw["decode"].is_none()) {
     for (auto [k, v] : kw["decode"].cast<py::dict>())
       o.decode[k.cast<std::string>()] = ParseDecode(v.cast<std::string>());
@@ -193,10 +200,6 @@ py::dict StatsToPy(const ld::Stats& s) {
 
 struct PyIterator {
   std::unique_ptr<ld::Iterator> it;
-};
-
-struct PyDataset {
-  std::shared_ptr<ld::StreamingDataset> ds;
 };
 
 // `url`: one URL (a prefix, or a brace pattern of shards) or a list of shard URLs.

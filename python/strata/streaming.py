@@ -215,6 +215,9 @@ class StreamingDataset(IterableDataset):
         key = (os.getpid(), num_workers, self.batch_size, self.drop_last, self.even_batches)
         h = self._handles.get(key)
         if h is None:
+            # Another handle of this dataset (a forked worker's parent's too): the new one takes its
+            # index as it is, without the store's round trips (the listing, index probes).
+            same = next(iter(self._handles.values()), None)
             if any(k[0] != key[0] for k in self._handles):
                 # A forked worker: the parent's handles own threads that do not exist here, so
                 # they must never be destroyed (or used) in this process.
@@ -224,7 +227,7 @@ class StreamingDataset(IterableDataset):
                         batch_size=self.batch_size, drop_last=self.drop_last, even_batches=self.even_batches)
             if num_workers > 1:
                 opts.update(_worker_share(opts, num_workers))
-            h = self._handles[key] = _strata._open_dataset(self.url, opts)
+            h = self._handles[key] = _strata._open_dataset(self.url, dict(opts, same_index_as=same))
         return h
 
     def __getstate__(self):  # for spawned workers: the C++ handles stay behind

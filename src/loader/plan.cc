@@ -104,7 +104,12 @@ std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, con
       i += n, pos += n;
     }
   }
-  const size_t window = spec.shuffle == Shuffle::kWindow ? std::max<size_t>(spec.shuffle_window, 1) : 1;
+  // Each stream's windows hold its share of shuffle_window's shards, so the streams together draw
+  // from about shuffle_window shards at a time as one stream does: a worker's first batch then
+  // waits for 1/streams of them, not for a whole window of its own (2 workers x 8 of 16 shards:
+  // the whole dataset fetched before the first batch, no fetch overlapping the consumer).
+  const size_t window =
+      spec.shuffle == Shuffle::kWindow ? (std::max<size_t>(spec.shuffle_window, 1) + streams - 1) / streams : 1;
   const uint64_t fp = XxHash3(fingerprint);
   std::vector<std::vector<uint64_t>> orders(streams);
   for (size_t s = 0; s < streams; ++s) {

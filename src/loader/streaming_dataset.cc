@@ -233,7 +233,17 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
                                                           : "";
   std::optional<DiskScanCache> scan_cache;
   if (!scan_dir.empty()) open.scan.cache = &scan_cache.emplace(scan_dir);
-  STRATA_ASSIGN_OR_RETURN(d->ds_, dataset::Dataset::Open(store, prefix, open));
+  d->prefix_ = prefix;
+  const auto* same = dynamic_cast<const DatasetImpl*>(options.same_index_as.get());
+  d->options_.same_index_as = nullptr;  // not kept: it may be a forked parent's, never to be destroyed here
+  if (options.same_index_as && (!same || same->prefix_ != prefix || same->store_->Url() != store->Url())) {
+    return InvalidArgumentError("same_index_as is a handle of another dataset than " + store->Url() + prefix);
+  }
+  if (same) {
+    d->ds_ = same->ds_->Reopen(store);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(d->ds_, dataset::Dataset::Open(store, prefix, open));
+  }
   const auto& shards = d->ds_->index().shards;
   d->first_.push_back(0);
   std::vector<std::string> keys;
@@ -257,10 +267,15 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   const uint64_t batch_bytes = std::max<uint64_t>(options.batch_size, 1) * per_sample;
   d->pool_reserve_ = std::make_unique<BufferPoolReservation>(batch_bytes + std::max(batch_bytes, largest));
   // Scanned shard sets have no manifest.json: their ETags identify the content.
-  dataset::Manifest hashed = d->ds_->index();
-  if (!d->ds_->scanned()) {
-    STRATA_ASSIGN_OR_RETURN(hashed, WithContentHashes(*store, prefix, d->ds_->index()));
+  if (same) {
+    d->hashed_ = same->hashed_;
+  } else if (d->ds_->scanned()) {
+    d->hashed_ = std::make_shared<const dataset::Manifest>(d->ds_->index());
+  } else {
+    STRATA_ASSIGN_OR_RETURN(dataset::Manifest m, WithContentHashes(*store, prefix, d->ds_->index()));
+    d->hashed_ = std::make_shared<const dataset::Manifest>(std::move(m));
   }
+  const dataset::Manifest& hashed = *d->hashed_;
   d->fingerprint_ = Fingerprint(hashed, d->spec_);
 
   // A window's shards are all read at once, so a disk cache that cannot hold

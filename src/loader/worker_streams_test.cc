@@ -91,6 +91,33 @@ TEST(WorkerStreamsTest, EachWorkerReadsOnlyItsRunOfShards) {
   }
 }
 
+// Each stream's windows hold ceil(shuffle_window / streams) of its shards, so
+// the streams together draw from about shuffle_window shards: a worker's first
+// batch waits for its share of a window, not for a window of its own (2
+// workers x 8 of 16 shards was the whole dataset before the first batch).
+TEST(WorkerStreamsTest, StreamsShareTheShuffleWindow) {
+  const std::vector<uint64_t> counts(16, 40);
+  std::vector<uint64_t> first(counts.size() + 1, 0);
+  for (size_t k = 0; k < counts.size(); ++k) first[k + 1] = first[k] + counts[k];
+  const OrderSpec spec{Shuffle::kWindow, 9, 8};
+  for (size_t streams : {1, 2, 3, 4}) {
+    SCOPED_TRACE(::testing::Message() << "streams " << streams);
+    const uint64_t chunk = 4;
+    const auto order = EpochOrder(counts, spec, "fp", 0, streams, chunk);
+    const size_t per_stream = (8 + streams - 1) / streams;
+    // Stream 0's first window: its first per_stream x 40 samples, every streams-th chunk of the order.
+    std::set<size_t> shards;
+    for (uint64_t c = 0; c < per_stream * 40 / chunk; ++c) {
+      for (uint64_t p = c * streams * chunk; p < c * streams * chunk + chunk; ++p) {
+        shards.insert(std::upper_bound(first.begin(), first.end(), order[p]) - first.begin() - 1);
+      }
+    }
+    // A shard split at the stream's end may add one; a window of its own would span 8.
+    EXPECT_LE(shards.size(), per_stream + 1);
+    EXPECT_GE(shards.size(), per_stream);
+  }
+}
+
 struct Fixture {
   std::string name = UniqueName("worker-streams-test");
   object::ObjectStorePtr store = object::MakeMemStore(name);
@@ -166,6 +193,37 @@ TEST(WorkerStreamsTest, ResumeWithAnotherWorkerCountKeepsTheEpochsOrder) {
       EXPECT_EQ(RoundRobin(its), std::vector<uint64_t>(order.begin() + consumed, order.end()));
     }
   }
+}
+
+// A DataLoader worker's handle opened with same_index_as (its parent's) asks
+// the store nothing at open, and is the same dataset: size, fingerprint,
+// order and samples. Another dataset's handle is refused.
+TEST(WorkerStreamsTest, AHandleOpenedLikeAnotherAsksTheStoreNothing) {
+  Fixture f({40, 33, 40, 17});
+  StreamingOptions base;
+  base.batch_size = 4, base.seed = 5, base.shuffle_window = 2;
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto parent = *StreamingDataset::Open(counting, "ds", base);
+  StreamingOptions o = base;
+  o.num_workers = 2;
+  o.same_index_as = parent;
+  const uint64_t before = counting->gets();
+  auto worker = StreamingDataset::Open(counting, "ds", o);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(counting->gets(), before) << "the worker's open went to the store";
+  EXPECT_EQ((*worker)->size(), parent->size());
+  EXPECT_EQ((*worker)->fingerprint(), parent->fingerprint());
+  EXPECT_EQ((*worker)->options().same_index_as, nullptr) << "the other handle is not kept";
+  std::vector<std::unique_ptr<Iterator>> its;
+  for (size_t w = 0; w < 2; ++w) its.push_back(*(*worker)->Iterate(w, parent->MakeState(0, 0, 2)));
+  EXPECT_EQ(RoundRobin(its), parent->EpochOrder(0, 2));
+  EXPECT_EQ((*(*worker)->Get(57)).key, (*parent->Get(57)).key);
+
+  Fixture other({5, 5});
+  auto stranger = *StreamingDataset::Open(other.store, "ds", base);
+  StreamingOptions wrong = base;
+  wrong.same_index_as = stranger;
+  EXPECT_EQ(StreamingDataset::Open(counting, "ds", wrong).status().code(), Code::kInvalidArgument);
 }
 
 TEST(WorkerStreamsTest, StatesWithoutStreamsAreOneStreamAndBadStreamsAreRefused) {
