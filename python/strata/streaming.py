@@ -24,7 +24,8 @@ from ._transport import (_RINGS, _CountedBatch, _PackedBatch, _PackedTree, _proc
 from .store import to_url
 
 _SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
-_STATE_FORMAT = "strata.StreamingDataset/1"
+_STATE_FORMAT = "strata.StreamingDataset/2"  # 2: the order's streams share the shuffle window
+_STATE_FORMAT_ONE_STREAM = "strata.StreamingDataset/1"  # the same order with one stream
 _FORK_INHERITED = []  # C++ handles inherited from the parent process through fork(): never freed
 _DEFAULT_CACHE_LIMIT = 16 << 30
 _TEMP_DIRS = {}  # default cache dir -> datasets of this process using it
@@ -318,8 +319,12 @@ class StreamingDataset(IterableDataset):
 
     def load_state_dict(self, state):
         """Resumes at ``state`` on the next iteration; ValueError for another dataset's state."""
-        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+        if not isinstance(state, dict) or state.get("format") not in (_STATE_FORMAT, _STATE_FORMAT_ONE_STREAM):
             raise ValueError(f"not a strata.StreamingDataset state: {state!r:.200}")
+        if state["format"] == _STATE_FORMAT_ONE_STREAM and state.get("streams", 1) != 1:
+            raise ValueError(f"this state was saved by an earlier strata, whose order with several DataLoader workers "
+                             f"differs from this one's ({state.get('streams')} streams): resume it with that version, "
+                             f"or start epoch {state.get('epoch')} over")
         if state.get("fingerprint") != self.fingerprint:
             raise ValueError(
                 f"resume state is from another dataset or order options (state fingerprint "

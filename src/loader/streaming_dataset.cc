@@ -16,7 +16,7 @@ namespace strata::loader {
 // ---- State / Stats ----------------------------------------------------------
 
 std::string State::ToJson() const {
-  return nlohmann::json{{"version", 1},
+  return nlohmann::json{{"version", 2},
                         {"epoch", epoch},
                         {"samples_consumed", samples_consumed},
                         {"fingerprint", fingerprint},
@@ -30,9 +30,12 @@ Result<State> State::FromJson(std::string_view json) {
     return InvalidArgumentError("loader state: " + why + " (got: " + std::string(json.substr(0, 200)) + ")");
   };
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1) {
-    return bad("unsupported or missing \"version\" (expected 1)");
+  // Version 2: streams share the shuffle window (plan.h EpochOrder); version 1's order of one stream is the same.
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() < 1 ||
+      j["version"].get<int64_t>() > 2) {
+    return bad("unsupported or missing \"version\" (expected 1 or 2)");
   }
+  const bool version1 = j["version"].get<int64_t>() == 1;
   State s;
   for (const char* k : {"epoch", "samples_consumed"}) {
     if (!j.contains(k) || !j[k].is_number_unsigned())
@@ -51,6 +54,11 @@ Result<State> State::FromJson(std::string_view json) {
       return bad("\"streams\" must be an integer in [1, " + std::to_string(kMaxStreams) + "]");
     }
     s.streams = j["streams"].get<uint64_t>();
+  }
+  if (version1 && s.streams > 1) {
+    return bad(
+        "saved by an earlier strata, whose order with several DataLoader workers differs from this one's: "
+        "resume it with that version, or start the epoch over");
   }
   return s;
 }

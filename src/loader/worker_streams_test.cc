@@ -238,6 +238,11 @@ TEST(WorkerStreamsTest, StatesWithoutStreamsAreOneStreamAndBadStreamsAreRefused)
   Fixture f({4, 4});
   auto ds = *StreamingDataset::Open(f.store, "ds", StreamingOptions{});
   EXPECT_EQ(ds->Iterate(0, ds->MakeState(0, 0, 0)).status().code(), Code::kInvalidArgument);
+  // Version 1's order of several streams had a window per stream: not resumed as this order.
+  auto v1 = State::FromJson(R"({"version":1,"epoch":2,"samples_consumed":5,"fingerprint":"ab","streams":2})");
+  EXPECT_EQ(v1.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(v1.status().message().find("earlier strata"), std::string::npos) << v1.status();
+  EXPECT_TRUE(State::FromJson(R"({"version":1,"epoch":2,"samples_consumed":5,"fingerprint":"ab","streams":1})").ok());
 }
 
 }  // namespace
