@@ -104,20 +104,19 @@ std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, con
       i += n, pos += n;
     }
   }
-  // Each stream's windows hold its share of shuffle_window's shards, so the streams together draw
-  // from about shuffle_window shards at a time as one stream does: a worker's first batch then
-  // waits for 1/streams of them, not for a whole window of its own (2 workers x 8 of 16 shards:
-  // the whole dataset fetched before the first batch, no fetch overlapping the consumer).
-  const size_t window =
-      spec.shuffle == Shuffle::kWindow ? (std::max<size_t>(spec.shuffle_window, 1) + streams - 1) / streams : 1;
+  const size_t window = spec.shuffle == Shuffle::kWindow ? std::max<size_t>(spec.shuffle_window, 1) : 1;
   const uint64_t fp = XxHash3(fingerprint);
   std::vector<std::vector<uint64_t>> orders(streams);
   for (size_t s = 0; s < streams; ++s) {
     std::vector<uint64_t>& order = orders[s];
     const std::vector<Segment>& segs = pieces[s];
-    for (size_t w = 0; w < segs.size(); w += window) {
+    // With several streams, each has at least two windows: its first batch waits for its first
+    // window's shards, and only a second one's fetch overlaps the consumer (2 workers x a window
+    // of 8 of 16 shards fetched the whole dataset before their first batch).
+    const size_t span = streams > 1 ? std::clamp<size_t>((segs.size() + 1) / 2, 1, window) : window;
+    for (size_t w = 0; w < segs.size(); w += span) {
       size_t begin = order.size();
-      for (size_t k = w; k < std::min(segs.size(), w + window); ++k) {
+      for (size_t k = w; k < std::min(segs.size(), w + span); ++k) {
         for (uint64_t i = segs[k].begin; i < segs[k].end; ++i) order.push_back(i);
       }
       if (spec.shuffle == Shuffle::kWindow) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "loader/loader_test_util.h"
 #include "loader/plan.h"
@@ -91,30 +92,28 @@ TEST(WorkerStreamsTest, EachWorkerReadsOnlyItsRunOfShards) {
   }
 }
 
-// Each stream's windows hold ceil(shuffle_window / streams) of its shards, so
-// the streams together draw from about shuffle_window shards: a worker's first
-// batch waits for its share of a window, not for a window of its own (2
-// workers x 8 of 16 shards was the whole dataset before the first batch).
-TEST(WorkerStreamsTest, StreamsShareTheShuffleWindow) {
-  const std::vector<uint64_t> counts(16, 40);
-  std::vector<uint64_t> first(counts.size() + 1, 0);
-  for (size_t k = 0; k < counts.size(); ++k) first[k + 1] = first[k] + counts[k];
+// With several streams each run has at least two windows: 16 shards of 40
+// and a window of 8 dealt to 2 streams give each windows of 4 shards (a window
+// of 8 was each run's every shard: the whole dataset fetched before the first
+// batch); 64 shards keep windows of 8; one stream is the classic order.
+TEST(WorkerStreamsTest, EachStreamHasAtLeastTwoWindows) {
   const OrderSpec spec{Shuffle::kWindow, 9, 8};
-  for (size_t streams : {1, 2, 3, 4}) {
-    SCOPED_TRACE(::testing::Message() << "streams " << streams);
+  for (auto [shards, streams, expect] :
+       {std::tuple<size_t, size_t, size_t>{16, 2, 4}, {16, 4, 2}, {64, 2, 8}, {16, 1, 8}, {64, 4, 8}}) {
+    SCOPED_TRACE(::testing::Message() << shards << " shards, streams " << streams);
+    const std::vector<uint64_t> counts(shards, 40);
+    std::vector<uint64_t> first(counts.size() + 1, 0);
+    for (size_t k = 0; k < counts.size(); ++k) first[k + 1] = first[k] + counts[k];
     const uint64_t chunk = 4;
     const auto order = EpochOrder(counts, spec, "fp", 0, streams, chunk);
-    const size_t per_stream = (8 + streams - 1) / streams;
-    // Stream 0's first window: its first per_stream x 40 samples, every streams-th chunk of the order.
-    std::set<size_t> shards;
-    for (uint64_t c = 0; c < per_stream * 40 / chunk; ++c) {
-      for (uint64_t p = c * streams * chunk; p < c * streams * chunk + chunk; ++p) {
-        shards.insert(std::upper_bound(first.begin(), first.end(), order[p]) - first.begin() - 1);
+    // Stream 0's first window: its first expect x 40 samples, every streams-th chunk of the order.
+    std::set<size_t> seen;
+    for (uint64_t c = 0; c < expect * 40 / chunk; ++c) {
+      for (uint64_t p = c * streams * chunk; p < (c * streams + 1) * chunk; ++p) {
+        seen.insert(std::upper_bound(first.begin(), first.end(), order[p]) - first.begin() - 1);
       }
     }
-    // A shard split at the stream's end may add one; a window of its own would span 8.
-    EXPECT_LE(shards.size(), per_stream + 1);
-    EXPECT_GE(shards.size(), per_stream);
+    EXPECT_EQ(seen.size(), expect);
   }
 }
 
