@@ -1,7 +1,8 @@
 // `strata csi` driven as a kubelet drives it: a gRPC client (the spec's csi.v1
 // stubs) over the driver's unix socket, against a real Ceph RGW bucket. The
-// driver runs with the command line and environment deploy/kubernetes/node.yaml
-// gives it (read from the YAML, paths mapped into the test's directory). "Pods"
+// driver and the mount host that launches its mounts run with the command lines
+// and environments deploy/kubernetes/node.yaml and mounts.yaml give them (read
+// from the YAML, paths mapped into the test's directory). "Pods"
 // are processes in their own mount namespaces (unshare -m, slave propagation as
 // a container with mountPropagation: HostToContainer) reading through their
 // target paths; the kubelet's directory is a shared mount, as the kubelet's is.
