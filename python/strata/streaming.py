@@ -24,7 +24,7 @@ from ._transport import (_RINGS, _CountedBatch, _PackedBatch, _PackedTree, _proc
 from .store import to_url
 
 _SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
-_STATE_FORMAT = "strata.StreamingDataset/2"  # 2: the order's streams share the shuffle window
+_STATE_FORMAT = "strata.StreamingDataset/2"  # 2: each of several streams keeps at least two windows
 _STATE_FORMAT_ONE_STREAM = "strata.StreamingDataset/1"  # the same order with one stream
 _FORK_INHERITED = []  # C++ handles inherited from the parent process through fork(): never freed
 _DEFAULT_CACHE_LIMIT = 16 << 30

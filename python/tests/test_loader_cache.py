@@ -225,7 +225,7 @@ def test_surplus_workers_read_nothing_and_resume_stays_exact(dataset_url):
 
 
 def test_a_state_of_the_earlier_order_of_several_workers_is_refused(dataset_url):
-    """Format 1 states were saved when each worker's stream had a shuffle window of its own: with
+    """Format 1 states were saved when a worker's run of shards could be one shuffle window: with
     several streams that order is not this one, so resuming it would repeat and skip samples."""
     ds = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, cache_dir=False)
     state = ds.state_dict(10)

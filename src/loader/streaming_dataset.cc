@@ -30,7 +30,7 @@ Result<State> State::FromJson(std::string_view json) {
     return InvalidArgumentError("loader state: " + why + " (got: " + std::string(json.substr(0, 200)) + ")");
   };
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
-  // Version 2: streams share the shuffle window (plan.h EpochOrder); version 1's order of one stream is the same.
+  // Version 2: each of several streams keeps at least two windows (plan.h EpochOrder); one stream: as version 1.
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() < 1 ||
       j["version"].get<int64_t>() > 2) {
     return bad("unsupported or missing \"version\" (expected 1 or 2)");
