@@ -98,8 +98,9 @@ TEST(WorkerStreamsTest, EachWorkerReadsOnlyItsRunOfShards) {
 // batch); 64 shards keep windows of 8; one stream is the classic order.
 TEST(WorkerStreamsTest, EachStreamHasAtLeastTwoWindows) {
   const OrderSpec spec{Shuffle::kWindow, 9, 8};
+  // (17, 2): 17 x 40 = 680 samples, runs of 340 (8 shards and half of the 9th): windows of 4.
   for (auto [shards, streams, expect] :
-       {std::tuple<size_t, size_t, size_t>{16, 2, 4}, {16, 4, 2}, {64, 2, 8}, {16, 1, 8}, {64, 4, 8}}) {
+       {std::tuple<size_t, size_t, size_t>{16, 2, 4}, {16, 4, 2}, {64, 2, 8}, {16, 1, 8}, {64, 4, 8}, {17, 2, 4}}) {
     SCOPED_TRACE(::testing::Message() << shards << " shards, streams " << streams);
     const std::vector<uint64_t> counts(shards, 40);
     std::vector<uint64_t> first(counts.size() + 1, 0);
