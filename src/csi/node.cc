@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "base/utf8.h"
+#include "csi/mount_host.h"
 #include "csi/mounts.h"
 #include "csi/sealed.h"
 #include "io/durable.h"
@@ -179,7 +180,8 @@ Status NodeManager::StartMount(Volume& v) {
   l.log_file = options_.state_dir + "/logs/" + VolumeKey(v.record.volume_id) + ".log";
   l.timeout = options_.mount_timeout;
   STRATA_RETURN_IF_ERROR(io::DefaultFileSystem().CreateDirs(v.record.cache_dir));
-  STRATA_ASSIGN_OR_RETURN(MountProcess p, LaunchMount(l));
+  STRATA_ASSIGN_OR_RETURN(MountProcess p,
+                          options_.mount_host.empty() ? LaunchMount(l) : LaunchMountVia(options_.mount_host, l));
   v.record.pid = p.pid;
   v.record.pid_start_time = p.start_time;
   return Save(v.record);
