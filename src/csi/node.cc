@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "base/utf8.h"
 #include "csi/mount_host.h"
 #include "csi/mounts.h"
 #include "csi/sealed.h"
@@ -24,6 +25,8 @@ Result<std::string> NeedAbsolute(const std::string& path, const char* field) {
   if (path[0] != '/' || path.find('\0') != std::string::npos || path.size() > 4096) {
     return InvalidArgumentError(std::string(field) + " must be an absolute path");
   }
+  // The volume record (JSON) keeps the path: protobuf's string fields are UTF-8 too.
+  if (!IsValidUtf8(path)) return InvalidArgumentError(std::string(field) + " is not UTF-8");
   std::string normal = fs::path(path).lexically_normal().string();
   while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
   return normal;
@@ -32,6 +35,7 @@ Result<std::string> NeedAbsolute(const std::string& path, const char* field) {
 Status NeedId(const std::string& id) {
   if (id.empty()) return InvalidArgumentError("volume_id is required");
   if (id.size() > 4096) return InvalidArgumentError("volume_id is over 4096 bytes");
+  if (!IsValidUtf8(id)) return InvalidArgumentError("volume_id is not UTF-8");
   return Status::Ok();
 }
 
