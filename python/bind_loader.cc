@@ -65,6 +65,7 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("prefetch_bytes", o.prefetch_bytes);
   get("max_connections", o.max_connections);
   get("decode_threads", o.decode_threads);
+  get("batch_views", o.batch_views);
   get("fetch_concurrency", o.fetch_concurrency);
   get("retries", o.retries);
   get("skip_corrupt", o.skip_corrupt);
@@ -146,6 +147,15 @@ py::object ColumnToPy(ld::Column& c, size_t rows) {
 // offsets). StreamingDataLoader's workers move it to the main process as one shared-memory
 // tensor, not as one pickled bytes object per sample.
 py::object PackedRawToPy(ld::Column& c, size_t rows) {
+  if (!c.views.empty()) {  // batch_views: ("rows", one memoryview per row, offsets), copied once, by the caller
+    py::list out;
+    std::vector<uint64_t> offsets{0};
+    for (Buffer& v : c.views) {
+      offsets.push_back(offsets.back() + v.size());
+      out.append(MemoryView(std::move(v)));
+    }
+    return py::make_tuple("rows", out, py::array_t<uint64_t>(offsets.size(), offsets.data()));
+  }
   std::vector<uint64_t> offsets(c.offsets);
   if (offsets.empty()) {  // fixed-size items
     const uint64_t item = rows ? c.data.size() / rows : 0;
@@ -170,6 +180,10 @@ py::dict BatchToPy(ld::Batch& b, bool packed = false) {
   d["__position__"] = b.first_position;
   for (auto& [name, col] : b.columns) {
     const bool raw = col.kind == ld::Decode::kRaw || col.kind == ld::Decode::kAuto;
+    if (!col.views.empty() && !(packed && raw)) {  // batch_views: only packed raw columns take rows as they are
+      col.data = Concat(col.views);
+      col.views.clear();
+    }
     d[py::str(name)] = packed && raw ? PackedRawToPy(col, b.indices.size()) : ColumnToPy(col, b.indices.size());
   }
   return d;

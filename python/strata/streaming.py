@@ -226,8 +226,11 @@ class StreamingDataset(IterableDataset):
                 self._handles = {}
             opts = dict(self._options, world_size=self.world_size, rank=self.rank, num_workers=num_workers,
                         batch_size=self.batch_size, drop_last=self.drop_last, even_batches=self.even_batches)
-            if num_workers > 1:
+            if num_workers > 1:  # a DataLoader worker's
                 opts.update(_worker_share(opts, num_workers))
+                # Its packed batches go to a shared buffer (_PackedBatch) row by row from the shards'
+                # bytes: collating them into a buffer of their own first was a second copy.
+                opts["batch_views"] = True
             h = self._handles[key] = _strata._open_dataset(self.url, dict(opts, same_index_as=same))
         return h
 
