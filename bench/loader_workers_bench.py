@@ -14,8 +14,8 @@ timed. The paths, interleaved RUNS times (the machine's load drifts; medians are
   StreamingDataLoader, default collate
   StreamingDataLoader, collate_fn=default_collate   (given explicitly: samples as dicts)
   StreamingDataLoader, collate_fn=stack_bytes       (a user's own: the raw bytes as one uint8 tensor)
-Prints samples/s, CPU time per sample (all processes of the run), each loader's ratio to
-ds.batches(), and the command that reproduces it.
+Prints samples/s, CPU time per sample (all processes of the run), seconds to the first batch,
+each loader's ratio to ds.batches(), and the command that reproduces it.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/loader_workers_bench.py [--bucket rgw|emulate]
       [--samples 10000] [--size 102400] [--shards 16] [--batch 32] [--workers 4] [--runs 3]
@@ -107,13 +107,14 @@ def cpu_seconds():
 
 
 def run(url, args, path):
-    """(samples/s, CPU us per sample) of one cold epoch over `path`."""
+    """(samples/s, CPU us per sample, seconds to the first batch) of one cold epoch over `path`."""
     ds = strata.StreamingDataset(url, seed=1, batch_size=args.batch)
     ds.set_epoch(0)
-    samples = 0
+    samples, first = 0, None
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     if path == "batches":
         for batch in ds.batches():
+            first = first or time.perf_counter() - t0
             samples += len(batch["__key__"])
         assert ds.stats()["shards_fetched"] >= args.shards, ds.stats()  # cold: every shard from the bucket
     else:
@@ -122,13 +123,14 @@ def run(url, args, path):
         if args.all_active:
             extra["active_workers"] = args.workers  # every worker reads, even past the usable CPUs
         for batch in strata.StreamingDataLoader(ds, batch_size=args.batch, num_workers=args.workers, **extra):
+            first = first or time.perf_counter() - t0
             samples += len(batch["__key__"])
     dt = time.perf_counter() - t0
     cpu = cpu_seconds() - cpu0  # workers count once they have exited (end of the epoch)
     assert samples == args.samples, (samples, args.samples)
     del ds
     gc.collect()  # its default cache directory goes with it: the next run starts cold
-    return samples / dt, cpu * 1e6 / samples
+    return samples / dt, cpu * 1e6 / samples, first
 
 
 PATHS = [("batches", "ds.batches() (1 process)"),
@@ -172,11 +174,13 @@ def main():
             print(f"{len(os.sched_getaffinity(0))} CPUs; {args.workers} workers; {args.runs} interleaved runs")
             rates = {path: [] for path, _ in PATHS}
             cpus = {path: [] for path, _ in PATHS}
+            firsts = {path: [] for path, _ in PATHS}
             for _ in range(args.runs):
                 for path, _ in PATHS:
-                    rate, cpu = run(url, args, path)
+                    rate, cpu, first = run(url, args, path)
                     rates[path].append(rate)
                     cpus[path].append(cpu)
+                    firsts[path].append(first)
         finally:
             if bucket:
                 bucket.stop()
@@ -184,7 +188,8 @@ def main():
     for path, label in PATHS:
         rate = statistics.median(rates[path])
         ratio = "" if path == "batches" else f"  {rate / base:6.1%} of ds.batches()"
-        print(f"{label:38s} {rate:7.0f} samples/s {statistics.median(cpus[path]):6.0f} CPU us/sample{ratio}  "
+        print(f"{label:38s} {rate:7.0f} samples/s {statistics.median(cpus[path]):6.0f} CPU us/sample "
+              f"first batch {statistics.median(firsts[path]):5.2f} s{ratio}  "
               f"(runs: {', '.join(f'{r:.0f}' for r in rates[path])})")
     print("command:", command)
 

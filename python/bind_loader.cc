@@ -37,6 +37,10 @@ ld::Shuffle ParseShuffle(const std::string& s) {
   ThrowStatus(InvalidArgumentError("unknown shuffle '" + s + "' (expected none, shards or window)"));
 }
 
+struct PyDataset {
+  std::shared_ptr<ld::StreamingDataset> ds;
+};
+
 // Options arrive as a dict of keyword arguments (streaming.py validates types).
 ld::StreamingOptions ParseOptions(const py::dict& kw) {
   ld::StreamingOptions o;
@@ -61,6 +65,7 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("prefetch_bytes", o.prefetch_bytes);
   get("max_connections", o.max_connections);
   get("decode_threads", o.decode_threads);
+  get("batch_views", o.batch_views);
   get("fetch_concurrency", o.fetch_concurrency);
   get("retries", o.retries);
   get("skip_corrupt", o.skip_corrupt);
@@ -73,6 +78,9 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("peer_listen", o.peer_listen);
   get("group_secret_file", o.group_secret_file);
   get("cache_encryption_key_file", o.cache_encryption_key_file);
+  if (kw.contains("same_index_as") && !kw["same_index_as"].is_none()) {
+    o.same_index_as = kw["same_index_as"].cast<const PyDataset&>().ds;
+  }
   if (kw.contains("decode") && !kw["decode"].is_none()) {
     for (auto [k, v] : kw["decode"].cast<py::dict>())
       o.decode[k.cast<std::string>()] = ParseDecode(v.cast<std::string>());
@@ -139,6 +147,15 @@ py::object ColumnToPy(ld::Column& c, size_t rows) {
 // offsets). StreamingDataLoader's workers move it to the main process as one shared-memory
 // tensor, not as one pickled bytes object per sample.
 py::object PackedRawToPy(ld::Column& c, size_t rows) {
+  if (!c.views.empty()) {  // batch_views: ("rows", one memoryview per row, offsets), copied once, by the caller
+    py::list out;
+    std::vector<uint64_t> offsets{0};
+    for (Buffer& v : c.views) {
+      offsets.push_back(offsets.back() + v.size());
+      out.append(MemoryView(std::move(v)));
+    }
+    return py::make_tuple("rows", out, py::array_t<uint64_t>(offsets.size(), offsets.data()));
+  }
   std::vector<uint64_t> offsets(c.offsets);
   if (offsets.empty()) {  // fixed-size items
     const uint64_t item = rows ? c.data.size() / rows : 0;
@@ -163,6 +180,10 @@ py::dict BatchToPy(ld::Batch& b, bool packed = false) {
   d["__position__"] = b.first_position;
   for (auto& [name, col] : b.columns) {
     const bool raw = col.kind == ld::Decode::kRaw || col.kind == ld::Decode::kAuto;
+    if (!col.views.empty() && !(packed && raw)) {  // batch_views: only packed raw columns take rows as they are
+      col.data = Concat(col.views);
+      col.views.clear();
+    }
     d[py::str(name)] = packed && raw ? PackedRawToPy(col, b.indices.size()) : ColumnToPy(col, b.indices.size());
   }
   return d;
@@ -193,10 +214,6 @@ py::dict StatsToPy(const ld::Stats& s) {
 
 struct PyIterator {
   std::unique_ptr<ld::Iterator> it;
-};
-
-struct PyDataset {
-  std::shared_ptr<ld::StreamingDataset> ds;
 };
 
 // `url`: one URL (a prefix, or a brace pattern of shards) or a list of shard URLs.

@@ -159,28 +159,37 @@ class _PackedBatch(_InRing):
     def of(cls, batch, ring):
         count = len(batch["__key__"])
         cols = [("__key__", "value", batch["__key__"]), ("__index__", "index", batch["__index__"])]
-        big = []  # (position in cols, array)
+        big = []  # (position in cols, array or list of rows, bytes)
         for name, col in batch.items():
             if name in ("__key__", "__index__", "__epoch__", "__position__"):
                 continue
-            if isinstance(col, tuple) and len(col) == 3 and col[0] == "raw":
-                big.append((len(cols), col[1]))
+            if isinstance(col, tuple) and len(col) == 3 and col[0] == "rows":  # views of the shards' bytes
+                offsets = col[2].tolist()
+                rows = col[1] if ring is not None else np.frombuffer(b"".join(col[1]), np.uint8)
+                big.append((len(cols), rows, offsets[-1]))
+                cols.append((name, "raw", (rows, offsets)))
+            elif isinstance(col, tuple) and len(col) == 3 and col[0] == "raw":
+                big.append((len(cols), col[1], col[1].nbytes))
                 cols.append((name, "raw", (col[1], col[2].tolist())))
             elif isinstance(col, np.ndarray) and _torch_dtype(col.dtype) is not None:
                 col = np.ascontiguousarray(col)
-                big.append((len(cols), col))
+                big.append((len(cols), col, col.nbytes))
                 cols.append((name, "array", (col, col.dtype.str, col.shape)))
             else:  # JSON / Example values, ragged arrays: as default_collate does
                 cols.append((name, "value", default_collate(list(col))))
         if ring is None or not big:
             return cls(cols, count)
-        spans, end = _spans([array.nbytes for _, array in big])
+        spans, end = _spans([nbytes for _, _, nbytes in big])
         slot, gen, buffer, send = ring.acquire(end - _SLOT_HEADER)
         view = buffer.numpy()
-        for (pos, array), start in zip(big, spans):
-            name, kind, value = cols[pos]
-            view[start:start + array.nbytes] = array.reshape(-1).view(np.uint8)
-            cols[pos] = (name, kind, ((start, array.nbytes),) + value[1:])
+        for (pos, value, nbytes), start in zip(big, spans):
+            name, kind, described = cols[pos]
+            if type(value) is list:  # each row straight from its shard's buffer: the batch is copied once
+                for row, offset in zip(value, described[1]):
+                    view[start + offset:start + offset + len(row)] = np.frombuffer(row, np.uint8)
+            else:
+                view[start:start + nbytes] = value.reshape(-1).view(np.uint8)
+            cols[pos] = (name, kind, ((start, nbytes),) + described[1:])
         return cls(cols, count, (os.getpid(), slot, gen), buffer, send)
 
     def __getstate__(self):

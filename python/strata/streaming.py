@@ -24,7 +24,8 @@ from ._transport import (_RINGS, _CountedBatch, _PackedBatch, _PackedTree, _proc
 from .store import to_url
 
 _SHUFFLE = {True: "window", False: "none", None: "none", "window": "window", "shards": "shards", "none": "none"}
-_STATE_FORMAT = "strata.StreamingDataset/1"
+_STATE_FORMAT = "strata.StreamingDataset/2"  # 2: each of several streams keeps at least two windows
+_STATE_FORMAT_ONE_STREAM = "strata.StreamingDataset/1"  # the same order with one stream
 _FORK_INHERITED = []  # C++ handles inherited from the parent process through fork(): never freed
 _DEFAULT_CACHE_LIMIT = 16 << 30
 _TEMP_DIRS = {}  # default cache dir -> datasets of this process using it
@@ -215,6 +216,9 @@ class StreamingDataset(IterableDataset):
         key = (os.getpid(), num_workers, self.batch_size, self.drop_last, self.even_batches)
         h = self._handles.get(key)
         if h is None:
+            # Another handle of this dataset (a forked worker's parent's too): the new one takes its
+            # index as it is, without the store's round trips (the listing, index probes).
+            same = next(iter(self._handles.values()), None)
             if any(k[0] != key[0] for k in self._handles):
                 # A forked worker: the parent's handles own threads that do not exist here, so
                 # they must never be destroyed (or used) in this process.
@@ -222,9 +226,12 @@ class StreamingDataset(IterableDataset):
                 self._handles = {}
             opts = dict(self._options, world_size=self.world_size, rank=self.rank, num_workers=num_workers,
                         batch_size=self.batch_size, drop_last=self.drop_last, even_batches=self.even_batches)
-            if num_workers > 1:
+            if num_workers > 1:  # a DataLoader worker's
                 opts.update(_worker_share(opts, num_workers))
-            h = self._handles[key] = _strata._open_dataset(self.url, opts)
+                # Its packed batches go to a shared buffer (_PackedBatch) row by row from the shards'
+                # bytes: collating them into a buffer of their own first was a second copy.
+                opts["batch_views"] = True
+            h = self._handles[key] = _strata._open_dataset(self.url, dict(opts, same_index_as=same))
         return h
 
     def __getstate__(self):  # for spawned workers: the C++ handles stay behind
@@ -315,8 +322,12 @@ class StreamingDataset(IterableDataset):
 
     def load_state_dict(self, state):
         """Resumes at ``state`` on the next iteration; ValueError for another dataset's state."""
-        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+        if not isinstance(state, dict) or state.get("format") not in (_STATE_FORMAT, _STATE_FORMAT_ONE_STREAM):
             raise ValueError(f"not a strata.StreamingDataset state: {state!r:.200}")
+        if state["format"] == _STATE_FORMAT_ONE_STREAM and state.get("streams", 1) != 1:
+            raise ValueError(f"this state was saved by an earlier strata, whose order with several DataLoader workers "
+                             f"differs from this one's ({state.get('streams')} streams): resume it with that version, "
+                             f"or start epoch {state.get('epoch')} over")
         if state.get("fingerprint") != self.fingerprint:
             raise ValueError(
                 f"resume state is from another dataset or order options (state fingerprint "

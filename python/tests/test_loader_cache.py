@@ -222,3 +222,15 @@ def test_surplus_workers_read_nothing_and_resume_stays_exact(dataset_url):
     assert ds3.state_dict(0)["streams"] == min(8, len(os.sched_getaffinity(0)))
     with pytest.raises(ValueError, match="active_workers"):
         strata.StreamingDataLoader(ds3, batch_size=5, num_workers=2, active_workers=0)
+
+
+def test_a_state_of_the_earlier_order_of_several_workers_is_refused(dataset_url):
+    """Format 1 states were saved when a worker's run of shards could be one shuffle window: with
+    several streams that order is not this one, so resuming it would repeat and skip samples."""
+    ds = strata.StreamingDataset(dataset_url, seed=3, shuffle_window=4, cache_dir=False)
+    state = ds.state_dict(10)
+    assert state["format"] == "strata.StreamingDataset/2"
+    with pytest.raises(ValueError, match="earlier strata"):
+        ds.load_state_dict(dict(state, format="strata.StreamingDataset/1", streams=2))
+    ds.load_state_dict(dict(state, format="strata.StreamingDataset/1", streams=1))  # one stream: the same order
+    assert [int(b["__index__"][0]) for b in ds.batches()][:1] == [int(ds.epoch_order(0)[10])]

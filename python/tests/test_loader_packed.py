@@ -131,3 +131,20 @@ def test_workers_share_the_ranks_budgets(dataset_url, monkeypatch):
     # Every sample once with 4 workers so configured.
     loader = strata.StreamingDataLoader(ds, batch_size=BATCH, num_workers=4)
     assert sorted(i for b in loader for i in b["__index__"].tolist()) == list(range(NUM_SAMPLES))
+
+
+def test_a_workers_raw_rows_go_to_the_ring_straight_from_the_shards(dataset_url):
+    """A worker's handle (num_workers > 1) collates no buffer of its own for raw fields: its packed
+    batch gives the rows as views of the shards' bytes, copied once into the ring, and they unpack
+    to what the collated batch gives; other columns come collated as before."""
+    ds = strata.StreamingDataset(dataset_url, seed=3, batch_size=BATCH, cache_dir=False)
+    worker = ds._handle(2).iterate(0, 0, 0, ds.fingerprint, 1).next_batch(packed=True)
+    plain = ds._handle(1).iterate(0, 0, 0, ds.fingerprint, 1).next_batch(packed=True)  # the same first batch
+    assert worker["bin"][0] == "rows" and plain["bin"][0] == "raw"
+    assert all(type(row) is memoryview for row in worker["bin"][1])
+    got = streaming._PackedBatch.of(worker, streaming._Ring()).unpack()
+    want = streaming._PackedBatch.of(plain, streaming._Ring()).unpack()
+    assert [bytes(v) for v in got["bin"]] == [bytes(v) for v in want["bin"]]
+    assert torch.equal(got["npy"], want["npy"]) and got["__key__"] == want["__key__"]
+    in_process = streaming._PackedBatch.of(worker, None).unpack()  # no ring: the rows joined
+    assert [bytes(v) for v in in_process["bin"]] == [bytes(v) for v in want["bin"]]

@@ -170,6 +170,20 @@ def test_resume_with_another_worker_count(tar_dir, workers):
     assert rest == order[12:]
 
 
+def test_workers_read_the_dataset_this_process_opened(tmp_path):
+    """DataLoader workers take the index the process opened (no listing or scan of their own): a
+    shard added under the prefix afterwards is in neither's epoch. (A worker that listed again saw
+    another dataset and refused the epoch's fingerprint.)"""
+    root = str(tmp_path / "wds")
+    write_tar_shards(root)
+    ds = strata.StreamingDataset(root, seed=5, shuffle_window=2, cache_dir=False)
+    shutil.copy(os.path.join(root, "train-000000.tar"), os.path.join(root, "train-000009.tar"))
+    loader = strata.StreamingDataLoader(ds, batch_size=4, num_workers=2, active_workers=2)
+    order = [int(i) for i in ds.epoch_order(0, streams=2)]  # dealt in whole batches: after the loader set them
+    assert [int(i) for batch in loader for i in batch["__index__"]] == order
+    assert len(order) == TOTAL
+
+
 def strata_bin():
     path = os.path.join(os.environ.get("STRATA_BINARY_DIR", ""), "src", "cli", "strata")
     if not os.path.exists(path):

@@ -124,6 +124,18 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(object::ObjectStorePtr store, std
   return d;
 }
 
+std::unique_ptr<Dataset> Dataset::Reopen(object::ObjectStorePtr store) const {
+  std::unique_ptr<Dataset> d(new Dataset(std::move(store), prefix_));
+  d->index_ = index_;
+  d->cumulative_ = cumulative_;
+  d->offsets_ = offsets_;
+  d->scanned_ = scanned_;
+  d->skipped_ = skipped_;
+  d->readers_.resize(index_.shards.size());
+  d->locks_ = std::make_unique<std::mutex[]>(index_.shards.size());
+  return d;
+}
+
 std::pair<size_t, uint64_t> Dataset::Locate(uint64_t i) const {
   auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), i);
   size_t shard = static_cast<size_t>(it - cumulative_.begin()) - 1;

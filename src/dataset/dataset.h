@@ -34,6 +34,11 @@ class Dataset {
   // scanned (Corruption naming a bad shard unless options.scan.skip_corrupt).
   static Result<std::unique_ptr<Dataset>> Open(object::ObjectStorePtr store, std::string prefix,
                                                const OpenOptions& options = {});
+  // This dataset again, reading through `store`: its index and scan as they
+  // are, with no store request (a process that opened it already, or the one
+  // a DataLoader worker was forked from, hands them on). Only the immutable
+  // index is read from `this`, never its store or readers.
+  std::unique_ptr<Dataset> Reopen(object::ObjectStorePtr store) const;
   // Opened by scanning shards (no index): how many were read now (not from a
   // cache) and which were skipped as corrupt.
   bool scanned() const { return scanned_; }

@@ -67,8 +67,12 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   DatasetImpl() = default;
 
   object::ObjectStorePtr store_;
+  std::string prefix_;
   StreamingOptions options_;
   std::unique_ptr<dataset::Dataset> ds_;
+  // The index with the shards' content hashes (manifest.json's, when it has them): what the
+  // fingerprint and the cache's checks are made of. Shared with handles reopened from this one.
+  std::shared_ptr<const dataset::Manifest> hashed_;
   std::vector<uint64_t> shard_samples_;
   std::vector<uint64_t> first_;
   OrderSpec spec_;

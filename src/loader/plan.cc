@@ -110,9 +110,15 @@ std::vector<uint64_t> EpochOrder(const std::vector<uint64_t>& shard_samples, con
   for (size_t s = 0; s < streams; ++s) {
     std::vector<uint64_t>& order = orders[s];
     const std::vector<Segment>& segs = pieces[s];
-    for (size_t w = 0; w < segs.size(); w += window) {
+    // With several streams, each has at least two windows: its first batch waits for its first
+    // window's shards, and only a second one's fetch overlaps the consumer (2 workers x a window
+    // of 8 of 16 shards fetched the whole dataset before their first batch). Rounded down: a run
+    // of 8 shards and a few samples of a 9th (split at the run's end) takes windows of 4, whose
+    // fetch fits the worker's connections (4 x 16 parts) at once, not 5 in two rounds.
+    const size_t span = streams > 1 ? std::clamp<size_t>(segs.size() / 2, 1, window) : window;
+    for (size_t w = 0; w < segs.size(); w += span) {
       size_t begin = order.size();
-      for (size_t k = w; k < std::min(segs.size(), w + window); ++k) {
+      for (size_t k = w; k < std::min(segs.size(), w + span); ++k) {
         for (uint64_t i = segs[k].begin; i < segs[k].end; ++i) order.push_back(i);
       }
       if (spec.shuffle == Shuffle::kWindow) {

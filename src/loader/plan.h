@@ -56,9 +56,11 @@ std::vector<uint64_t> ShardOrder(size_t shards, const OrderSpec& spec, const std
 // shard order's samples are cut into `streams` contiguous runs of whole
 // `chunk`s (the global batch; lengths differ by at most one chunk, and the
 // run whose turn it is takes the partial last chunk), each is ordered as
-// above on its own (windows of `shuffle_window` of its shards), and the
-// order takes `chunk` samples of each run in turn. Global batch g then
-// comes from run g % streams, so with
+// above on its own (windows of `shuffle_window` of its segments, a shard
+// split at a run boundary being two, or of half of them, rounded down, when
+// the run has fewer than two windows' worth: its first batch must not wait
+// for all its shards), and the order takes `chunk` samples of each run in
+// turn. Global batch g then comes from run g % streams, so with
 // as many workers as streams each worker reads only its run's shards (about
 // 1/streams of them, plus at most two split at run boundaries), not every
 // shard of every window. `streams` = 1 is the order above.

@@ -16,7 +16,7 @@ namespace strata::loader {
 // ---- State / Stats ----------------------------------------------------------
 
 std::string State::ToJson() const {
-  return nlohmann::json{{"version", 1},
+  return nlohmann::json{{"version", 2},
                         {"epoch", epoch},
                         {"samples_consumed", samples_consumed},
                         {"fingerprint", fingerprint},
@@ -30,9 +30,12 @@ Result<State> State::FromJson(std::string_view json) {
     return InvalidArgumentError("loader state: " + why + " (got: " + std::string(json.substr(0, 200)) + ")");
   };
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1) {
-    return bad("unsupported or missing \"version\" (expected 1)");
+  // Version 2: each of several streams keeps at least two windows (plan.h EpochOrder); one stream: as version 1.
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() < 1 ||
+      j["version"].get<int64_t>() > 2) {
+    return bad("unsupported or missing \"version\" (expected 1 or 2)");
   }
+  const bool version1 = j["version"].get<int64_t>() == 1;
   State s;
   for (const char* k : {"epoch", "samples_consumed"}) {
     if (!j.contains(k) || !j[k].is_number_unsigned())
@@ -51,6 +54,11 @@ Result<State> State::FromJson(std::string_view json) {
       return bad("\"streams\" must be an integer in [1, " + std::to_string(kMaxStreams) + "]");
     }
     s.streams = j["streams"].get<uint64_t>();
+  }
+  if (version1 && s.streams > 1) {
+    return bad(
+        "saved by an earlier strata, whose order with several DataLoader workers differs from this one's: "
+        "resume it with that version, or start the epoch over");
   }
   return s;
 }
@@ -233,7 +241,17 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
                                                           : "";
   std::optional<DiskScanCache> scan_cache;
   if (!scan_dir.empty()) open.scan.cache = &scan_cache.emplace(scan_dir);
-  STRATA_ASSIGN_OR_RETURN(d->ds_, dataset::Dataset::Open(store, prefix, open));
+  d->prefix_ = prefix;
+  const auto* same = dynamic_cast<const DatasetImpl*>(options.same_index_as.get());
+  d->options_.same_index_as = nullptr;  // not kept: it may be a forked parent's, never to be destroyed here
+  if (options.same_index_as && (!same || same->prefix_ != prefix || same->store_->Url() != store->Url())) {
+    return InvalidArgumentError("same_index_as is a handle of another dataset than " + store->Url() + prefix);
+  }
+  if (same) {
+    d->ds_ = same->ds_->Reopen(store);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(d->ds_, dataset::Dataset::Open(store, prefix, open));
+  }
   const auto& shards = d->ds_->index().shards;
   d->first_.push_back(0);
   std::vector<std::string> keys;
@@ -257,10 +275,15 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   const uint64_t batch_bytes = std::max<uint64_t>(options.batch_size, 1) * per_sample;
   d->pool_reserve_ = std::make_unique<BufferPoolReservation>(batch_bytes + std::max(batch_bytes, largest));
   // Scanned shard sets have no manifest.json: their ETags identify the content.
-  dataset::Manifest hashed = d->ds_->index();
-  if (!d->ds_->scanned()) {
-    STRATA_ASSIGN_OR_RETURN(hashed, WithContentHashes(*store, prefix, d->ds_->index()));
+  if (same) {
+    d->hashed_ = same->hashed_;
+  } else if (d->ds_->scanned()) {
+    d->hashed_ = std::make_shared<const dataset::Manifest>(d->ds_->index());
+  } else {
+    STRATA_ASSIGN_OR_RETURN(dataset::Manifest m, WithContentHashes(*store, prefix, d->ds_->index()));
+    d->hashed_ = std::make_shared<const dataset::Manifest>(std::move(m));
   }
+  const dataset::Manifest& hashed = *d->hashed_;
   d->fingerprint_ = Fingerprint(hashed, d->spec_);
 
   // A window's shards are all read at once, so a disk cache that cannot hold

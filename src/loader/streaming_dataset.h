@@ -35,6 +35,8 @@
 
 namespace strata::loader {
 
+class StreamingDataset;
+
 enum class Shuffle {
   kNone,    // storage order
   kShards,  // shard order shuffled, samples in storage order within a shard
@@ -128,6 +130,12 @@ struct StreamingOptions {
   bool async_cache_writes = true;
   uint64_t cache_write_behind_bytes = 0;  // writes waiting at most; 0: max(ram_cache_bytes, 64 MiB)
   std::map<std::string, Decode> decode;   // per field; unlisted fields use kAuto
+  // Another handle of this dataset (same URL) that this process, or the one it was forked from,
+  // opened already: its index, shard scans and content hashes are taken as they are, with no
+  // store request (a forked DataLoader worker's open was three serial round trips, 0.2 s at the
+  // start of its epoch). Only its immutable index is read, never its store, cache or threads;
+  // it is not kept. nullptr: read them from the store.
+  std::shared_ptr<const StreamingDataset> same_index_as;
   ShardVerify verify = ShardVerify::kAuto;
 
   // Bad input: a shard that fails to fetch or parse is retried `retries`
@@ -258,8 +266,6 @@ struct Stats {
   double samples_per_second() const;
   double bytes_per_second() const;
 };
-
-class StreamingDataset;
 
 // One (rank, worker)'s stream over one epoch, produced on background threads.
 class Iterator {

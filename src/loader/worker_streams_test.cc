@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "loader/loader_test_util.h"
 #include "loader/plan.h"
@@ -91,6 +92,32 @@ TEST(WorkerStreamsTest, EachWorkerReadsOnlyItsRunOfShards) {
   }
 }
 
+// With several streams each run has at least two windows: 16 shards of 40
+// and a window of 8 dealt to 2 streams give each windows of 4 shards (a window
+// of 8 was each run's every shard: the whole dataset fetched before the first
+// batch); 64 shards keep windows of 8; one stream is the classic order.
+TEST(WorkerStreamsTest, EachStreamHasAtLeastTwoWindows) {
+  const OrderSpec spec{Shuffle::kWindow, 9, 8};
+  // (17, 2): 17 x 40 = 680 samples, runs of 340 (8 shards and half of the 9th): windows of 4.
+  for (auto [shards, streams, expect] :
+       {std::tuple<size_t, size_t, size_t>{16, 2, 4}, {16, 4, 2}, {64, 2, 8}, {16, 1, 8}, {64, 4, 8}, {17, 2, 4}}) {
+    SCOPED_TRACE(::testing::Message() << shards << " shards, streams " << streams);
+    const std::vector<uint64_t> counts(shards, 40);
+    std::vector<uint64_t> first(counts.size() + 1, 0);
+    for (size_t k = 0; k < counts.size(); ++k) first[k + 1] = first[k] + counts[k];
+    const uint64_t chunk = 4;
+    const auto order = EpochOrder(counts, spec, "fp", 0, streams, chunk);
+    // Stream 0's first window: its first expect x 40 samples, every streams-th chunk of the order.
+    std::set<size_t> seen;
+    for (uint64_t c = 0; c < expect * 40 / chunk; ++c) {
+      for (uint64_t p = c * streams * chunk; p < (c * streams + 1) * chunk; ++p) {
+        seen.insert(std::upper_bound(first.begin(), first.end(), order[p]) - first.begin() - 1);
+      }
+    }
+    EXPECT_EQ(seen.size(), expect);
+  }
+}
+
 struct Fixture {
   std::string name = UniqueName("worker-streams-test");
   object::ObjectStorePtr store = object::MakeMemStore(name);
@@ -168,6 +195,37 @@ TEST(WorkerStreamsTest, ResumeWithAnotherWorkerCountKeepsTheEpochsOrder) {
   }
 }
 
+// A DataLoader worker's handle opened with same_index_as (its parent's) asks
+// the store nothing at open, and is the same dataset: size, fingerprint,
+// order and samples. Another dataset's handle is refused.
+TEST(WorkerStreamsTest, AHandleOpenedLikeAnotherAsksTheStoreNothing) {
+  Fixture f({40, 33, 40, 17});
+  StreamingOptions base;
+  base.batch_size = 4, base.seed = 5, base.shuffle_window = 2;
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto parent = *StreamingDataset::Open(counting, "ds", base);
+  StreamingOptions o = base;
+  o.num_workers = 2;
+  o.same_index_as = parent;
+  const uint64_t before = counting->gets();
+  auto worker = StreamingDataset::Open(counting, "ds", o);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(counting->gets(), before) << "the worker's open went to the store";
+  EXPECT_EQ((*worker)->size(), parent->size());
+  EXPECT_EQ((*worker)->fingerprint(), parent->fingerprint());
+  EXPECT_EQ((*worker)->options().same_index_as, nullptr) << "the other handle is not kept";
+  std::vector<std::unique_ptr<Iterator>> its;
+  for (size_t w = 0; w < 2; ++w) its.push_back(*(*worker)->Iterate(w, parent->MakeState(0, 0, 2)));
+  EXPECT_EQ(RoundRobin(its), parent->EpochOrder(0, 2));
+  EXPECT_EQ((*(*worker)->Get(57)).key, (*parent->Get(57)).key);
+
+  Fixture other({5, 5});
+  auto stranger = *StreamingDataset::Open(other.store, "ds", base);
+  StreamingOptions wrong = base;
+  wrong.same_index_as = stranger;
+  EXPECT_EQ(StreamingDataset::Open(counting, "ds", wrong).status().code(), Code::kInvalidArgument);
+}
+
 TEST(WorkerStreamsTest, StatesWithoutStreamsAreOneStreamAndBadStreamsAreRefused) {
   auto old = State::FromJson(R"({"version":1,"epoch":2,"samples_consumed":5,"fingerprint":"ab"})");
   ASSERT_TRUE(old.ok()) << old.status();
@@ -180,6 +238,11 @@ TEST(WorkerStreamsTest, StatesWithoutStreamsAreOneStreamAndBadStreamsAreRefused)
   Fixture f({4, 4});
   auto ds = *StreamingDataset::Open(f.store, "ds", StreamingOptions{});
   EXPECT_EQ(ds->Iterate(0, ds->MakeState(0, 0, 0)).status().code(), Code::kInvalidArgument);
+  // Version 1's order of several streams had a window per stream: not resumed as this order.
+  auto v1 = State::FromJson(R"({"version":1,"epoch":2,"samples_consumed":5,"fingerprint":"ab","streams":2})");
+  EXPECT_EQ(v1.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(v1.status().message().find("earlier strata"), std::string::npos) << v1.status();
+  EXPECT_TRUE(State::FromJson(R"({"version":1,"epoch":2,"samples_consumed":5,"fingerprint":"ab","streams":1})").ok());
 }
 
 }  // namespace
