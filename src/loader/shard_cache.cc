@@ -93,6 +93,15 @@ pid_t TempOwner(std::string_view name) {
   return static_cast<pid_t>(pid);
 }
 
+// Runs `f` when it goes out of scope (every return of a function).
+template <class F>
+struct OnExit {
+  F f;
+  ~OnExit() { f(); }
+};
+template <class F>
+OnExit(F) -> OnExit<F>;
+
 }  // namespace
 
 ShardCache::ShardCache(object::ObjectStorePtr store, std::vector<std::string> keys, std::vector<uint64_t> sizes,
@@ -353,6 +362,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
       }
     }
     bool shared = false, from_store = false, verified = false;
+    bool on_disk = false;  // fetched from the store while its file is there (LoadFromDisk's `skipped`)
     uint64_t generation = 0;
     // Other processes (or caches) on this directory wait while we fetch and
     // write; the lock file goes with the lock, so lock files do not pile up.
@@ -372,9 +382,9 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
         }
         generation = generation_[shard];
       }
-      Result<Buffer> got = LoadFromDisk(shard);
+      Result<Buffer> got = LoadFromDisk(shard, &on_disk);
       bool from_disk = got.ok();
-      if (!from_disk && !options_.dir.empty()) {
+      if (!from_disk && !on_disk && !options_.dir.empty()) {
         io::LockWaitOptions wait;
         wait.remove_on_unlock = true;
         wait.on_wait = [this] {
@@ -384,7 +394,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
         auto locked = fs_.LockFileBlocking(FilePath(shard) + ".lock", wait);
         if (locked.ok()) {
           download = std::move(locked).value();
-          got = LoadFromDisk(shard);  // written by the holder we waited for, or just before we looked
+          got = LoadFromDisk(shard, &on_disk);  // written by the holder we waited for, or just before we looked
           from_disk = got.ok();
         } else {
           STRATA_LOG_WARN("loader cache: {}; fetching {} unlocked (another process may fetch it too)",
@@ -396,6 +406,13 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
       from_store = !from_disk && got.ok();
       MutexLock lock(mu_);
       if (from_disk) ++counters_.disk_hits;
+      if (on_disk && from_store) {
+        ++counters_.store_instead_of_disk;
+        static Counter& metric = MetricsRegistry::Global().GetCounter(
+            "strata_loader_disk_hits_fetched_from_store_total",
+            "Shards in the loader's disk cache fetched from the store instead (the disk busy and slower)");
+        metric.Inc();
+      }
       // LoadFromDisk checked the file's XXH3, FetchFromStore the manifest's
       // hash: per-record checksums would check the same bytes again.
       verified = from_disk || (from_store && hashed);
@@ -406,7 +423,7 @@ Result<ShardFetch> ShardCache::Get(size_t shard, const ShardCheck& check) {
     // then shares these bytes rather than missing the file being written and
     // fetching the shard again.
     Result<Buffer> got = flights_.Do(shard, fill, &shared, [&](const Result<Buffer>& landed) {
-      if (!from_store) return;
+      if (!from_store || on_disk) return;
       if (check) {
         if (Status checked = check(*landed, verified); !checked.ok()) {
           STRATA_LOG_WARN("loader cache: {} from the store failed verification, not cached on disk: {}", keys_[shard],
@@ -584,6 +601,10 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard, bool* hashed) {
   // Without it the parts were concatenated afterwards, one more serial copy
   // of the whole shard (14% of the cycles of a 2 GB/s cold stream here).
   std::shared_ptr<uint8_t> whole = n > 1 ? BufferPoolAllocate(size) : nullptr;
+  // Its pace is what a disk hit is weighed against (DiskSlowerThanStore).
+  store_fetches_.Begin(/*only_if_idle=*/false);
+  uint64_t landed = 0;
+  OnExit metered{[&] { store_fetches_.End(landed); }};
   auto part_length = [&](size_t i) { return size > 0 ? std::min(part, size - i * part) : 0; };
   auto get_part = [&](size_t i) {
     object::GetOptions get;
@@ -648,6 +669,7 @@ Result<Buffer> ShardCache::FetchFromStore(size_t shard, bool* hashed) {
     }
   }
   *hashed = hash;
+  landed = size;
   MutexLock lock(mu_);
   if (hash && !etag.empty()) verified_etag_[shard] = etag;
   ++counters_.fetches;
@@ -725,6 +747,41 @@ Result<object::GetResult> ShardCache::BoundedGet(const std::string& key, const o
   return std::move(*call->result);
 }
 
+bool ShardCache::Throughput::Begin(bool only_if_idle) {
+  MutexLock lock(mu_);
+  if (only_if_idle && in_flight_ > 0) return false;
+  if (in_flight_++ == 0) busy_since_ = std::chrono::steady_clock::now();
+  return true;
+}
+
+void ShardCache::Throughput::End(uint64_t bytes) {
+  MutexLock lock(mu_);
+  bytes_ += bytes;
+  if (--in_flight_ == 0) busy_ += std::chrono::steady_clock::now() - busy_since_;
+}
+
+double ShardCache::Throughput::BytesPerSecond() const {
+  MutexLock lock(mu_);
+  auto busy = busy_;
+  if (in_flight_ > 0) busy += std::chrono::steady_clock::now() - busy_since_;
+  const double seconds = std::chrono::duration<double>(busy).count();
+  return bytes_ == 0 || seconds <= 0 ? 0 : static_cast<double>(bytes_) / seconds;
+}
+
+bool ShardCache::DiskSlowerThanStore() const {
+  const double store = store_fetches_.BytesPerSecond();
+  if (store == 0) return false;  // not fetched from yet (a warm start): the disk is all there is
+  const double disk = disk_reads_.BytesPerSecond();
+  return disk == 0 || disk < store;  // not read from yet: the store has shown its pace, the disk not
+}
+
+bool ShardCache::MemoryAmple(uint64_t bytes) {
+  // A quarter of the machine stays available beyond the file: the page cache
+  // would otherwise evict others' pages to keep ours (and ours theirs).
+  const std::optional<io::MemoryInfo> m = io::ReadMemoryInfo();
+  return m && m->available_bytes >= bytes + m->total_bytes / 4;
+}
+
 Result<std::unique_ptr<io::RandomAccessFile>> ShardCache::OpenShardFile(const std::string& path, uint64_t data_offset) {
   // Files written around the page cache are read around it too: a buffered
   // read of a 140 MiB file not in the page cache ran at a quarter of the
@@ -749,16 +806,43 @@ Result<Buffer> ShardCache::ReadShardFile(io::RandomAccessFile& file, uint64_t si
   return Buffer::Wrap(std::move(buf), data, std::min<uint64_t>(n, size));
 }
 
-Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
+Result<Buffer> ShardCache::LoadFromDisk(size_t shard, bool* skipped) {
+  *skipped = false;
   if (options_.dir.empty()) return NotFoundError("no disk tier");
   std::string path = options_.dir + "/" + FileName(shard);
   const std::string& key = keys_[shard];
   const uint64_t offset = DataOffset(shard);
   uint64_t expect = offset + sizes_[shard] + SealOverhead();
-  auto file = OpenShardFile(path, offset);
-  if (!file.ok()) return file.status();
-  auto size = (*file)->Size();
+  auto* posix = dynamic_cast<io::PosixFileSystem*>(&fs_);
+  // A file the page cache holds whole is read at memory speed, never put
+  // off; one that is not waits for the device (~0.8-0.9 GB/s here), which a
+  // store fetching many shards at once can outpace (~3 GB/s emulated here).
+  bool resident = false;
+  if (posix) {
+    auto in_memory = io::PosixFileSystem::ResidentBytes(path, 0, expect);
+    if (!in_memory.ok() && in_memory.status().code() == Code::kNotFound) return in_memory.status();
+    resident = in_memory.ok() && *in_memory == expect;
+  }
+  if (!resident) {
+    if (auto st = fs_.Stat(path); !st.ok()) return st.status();  // a plain miss
+    // One read of 8 MiB parts in flight keeps the device busy: a second one
+    // would queue behind it, so while the store is the faster source this
+    // shard comes from there instead (its file stays; nothing is rewritten).
+    if (!disk_reads_.Begin(/*only_if_idle=*/DiskSlowerThanStore())) {
+      *skipped = true;
+      return UnavailableError("the disk is busy and slower than the store");
+    }
+  }
+  // Read buffered where memory is ample, so the pages stay and the next
+  // epoch (or process) reads them at memory speed: a second copy of a
+  // dataset that fits in RAM is what makes its warm epochs fast. Else around
+  // the page cache (O_DIRECT), not evicting what others keep there.
+  const bool keep_resident = resident || MemoryAmple(expect);
+  auto file = keep_resident ? fs_.OpenForRead(path) : OpenShardFile(path, offset);
+  auto size = file.ok() ? (*file)->Size() : Result<uint64_t>(file.status());
   Result<Buffer> data = size.ok() && *size == expect ? ReadShardFile(**file, expect) : Result<Buffer>(Buffer());
+  if (!resident) disk_reads_.End(data.ok() ? data->size() : 0);
+  if (!file.ok()) return file.status();
   bool good = data.ok() && data->size() == expect && std::memcmp(data->data(), kMagic, 8) == 0;
   if (good) {
     const uint8_t* p = data->data();
@@ -767,9 +851,14 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard) {
     if (good) {
       Buffer body = data->Slice(offset);
       if (XxHash3(body.data(), body.size()) == DecodeFixed64(p + 16)) {
-        if (!options_.sealer) return body;
-        auto plain = Unseal(shard, body);
-        if (plain.ok()) return plain;
+        auto plain = options_.sealer ? Unseal(shard, body) : Result<Buffer>(body);
+        if (plain.ok()) {
+          if (resident) {
+            MutexLock lock(mu_);
+            ++counters_.disk_hits_resident;
+          }
+          return plain;
+        }
         STRATA_LOG_WARN("loader cache: {}: {}", path, plain.status().ToString());
       }
       good = false;

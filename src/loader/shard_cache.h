@@ -15,6 +15,12 @@
 // a shard the disk cannot keep up with is not admitted, and counted. Shards of
 // 1 MiB or more start at a 4 KiB boundary of their file and are written with
 // O_DIRECT where the file system takes it (no copy through the page cache).
+// A disk hit whose file the page cache holds is read at memory speed; one
+// that is not is read from the device (buffered where memory is ample, so
+// it stays for the next epoch; else with O_DIRECT), one read at a time while
+// the store has been measured faster than the disk: other hits meanwhile are
+// fetched from the store (counted: store_instead_of_disk), so a hit is never
+// slower than a miss and the two sources add up.
 // Eviction takes shards released by the loader (consumed) first, in release
 // order, then the least recently used; files other processes wrote into the
 // same directory count towards the bound (the directory is rescanned before
@@ -200,6 +206,12 @@ class ShardCache {
     // than it (streamed once per epoch, any shard evicted for another is
     // re-read as late as the other: admitting it would only churn the disk).
     uint64_t not_admitted_busy = 0, not_admitted_no_reuse = 0;
+    // Disk hits whose file the page cache held whole (read at memory speed).
+    uint64_t disk_hits_resident = 0;
+    // Shards on disk fetched from the store instead: their file was not in
+    // memory, the disk was busy reading another, and the store had been
+    // measured faster than the disk (a hit must not be slower than a miss).
+    uint64_t store_instead_of_disk = 0;
   };
   Counters counters() const;
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
@@ -242,7 +254,13 @@ class ShardCache {
   // store_->Get, given up on at `deadline` (fetch_timeout; without one, the plain call).
   Result<object::GetResult> BoundedGet(const std::string& key, const object::GetOptions& get,
                                        std::chrono::steady_clock::time_point deadline);
-  Result<Buffer> LoadFromDisk(size_t shard);
+  // `*skipped`: the file is there but was not read (see Counters::store_instead_of_disk).
+  Result<Buffer> LoadFromDisk(size_t shard, bool* skipped);
+  // Whether reading a file not in memory should wait for a busy disk: not
+  // when the store has been measured faster than the disk (or the disk not yet).
+  bool DiskSlowerThanStore() const;
+  // Whether the machine has memory to spare for `bytes` more of the page cache.
+  static bool MemoryAmple(uint64_t bytes);
   // A shard file, opened O_DIRECT when its data is block-aligned (written so) and the file system allows.
   Result<std::unique_ptr<io::RandomAccessFile>> OpenShardFile(const std::string& path, uint64_t data_offset);
   // Its `size` bytes, read as parts in flight together into page-aligned memory.
@@ -272,6 +290,24 @@ class ShardCache {
   uint64_t DataOffset(size_t shard) const;
   uint64_t Priority(size_t shard) const REQUIRES(mu_);  // lower: evicted first
 
+  // One source's throughput while in use: bytes landed over the real time
+  // at least one of its reads was in flight (concurrent reads overlap, so a
+  // disk busy with one read and a store with many compare as sources).
+  class Throughput {
+   public:
+    // Counts a read in flight; false (not counted) when `only_if_idle` and one is.
+    bool Begin(bool only_if_idle);
+    void End(uint64_t bytes);
+    double BytesPerSecond() const;  // 0 until a read has landed
+
+   private:
+    mutable Mutex mu_;
+    int in_flight_ GUARDED_BY(mu_) = 0;
+    std::chrono::steady_clock::time_point busy_since_ GUARDED_BY(mu_);
+    std::chrono::nanoseconds busy_ GUARDED_BY(mu_){0};
+    uint64_t bytes_ GUARDED_BY(mu_) = 0;
+  };
+
   object::ObjectStorePtr store_;
   std::vector<std::string> keys_;
   std::vector<uint64_t> sizes_;
@@ -280,6 +316,8 @@ class ShardCache {
   Clock& clock_;
 
   mutable Mutex mu_;
+  Throughput disk_reads_;                         // of shard files not in the page cache
+  Throughput store_fetches_;                      // of shards from the store
   std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)
   std::atomic<size_t> fetch_threads_;             // the openers' connections summed (capped)
   std::map<size_t, RamEntry> ram_ GUARDED_BY(mu_);
