@@ -17,10 +17,10 @@
 // O_DIRECT where the file system takes it (no copy through the page cache).
 // A disk hit whose file the page cache holds is read at memory speed; one
 // that is not is read from the device (buffered where memory is ample, so
-// it stays for the next epoch; else with O_DIRECT), one read at a time while
-// the store has been measured faster than the disk: other hits meanwhile are
-// fetched from the store (counted: store_instead_of_disk), so a hit is never
-// slower than a miss and the two sources add up.
+// it stays for the next epoch; else with O_DIRECT) unless the reads queued
+// there would keep it waiting longer than a fetch from the store takes at
+// the store's measured pace: then it is fetched (counted:
+// store_instead_of_disk), so a hit is never slower than a miss.
 // Eviction takes shards released by the loader (consumed) first, in release
 // order, then the least recently used; files other processes wrote into the
 // same directory count towards the bound (the directory is rescanned before
@@ -72,6 +72,7 @@
 #include "cache/block_sealer.h"
 #include "dataset/manifest.h"
 #include "io/file_system.h"
+#include "loader/throughput.h"
 #include "object/object_store.h"
 
 namespace strata::loader {
@@ -209,8 +210,8 @@ class ShardCache {
     // Disk hits whose file the page cache held whole (read at memory speed).
     uint64_t disk_hits_resident = 0;
     // Shards on disk fetched from the store instead: their file was not in
-    // memory, the disk was busy reading another, and the store had been
-    // measured faster than the disk (a hit must not be slower than a miss).
+    // memory and the disk's queued reads would have kept them waiting longer
+    // than a fetch takes at the store's measured pace.
     uint64_t store_instead_of_disk = 0;
   };
   Counters counters() const;
@@ -256,9 +257,9 @@ class ShardCache {
                                        std::chrono::steady_clock::time_point deadline);
   // `*skipped`: the file is there but was not read (see Counters::store_instead_of_disk).
   Result<Buffer> LoadFromDisk(size_t shard, bool* skipped);
-  // Whether reading a file not in memory should wait for a busy disk: not
-  // when the store has been measured faster than the disk (or the disk not yet).
-  bool DiskSlowerThanStore() const;
+  // How long a read of `bytes` may wait for the disk: what fetching them
+  // from the store takes at its measured pace (unmeasured: no bound).
+  double StoreSeconds(uint64_t bytes) const;
   // Whether the machine has memory to spare for `bytes` more of the page cache.
   static bool MemoryAmple(uint64_t bytes);
   // A shard file, opened O_DIRECT when its data is block-aligned (written so) and the file system allows.
@@ -289,24 +290,6 @@ class ShardCache {
   // Where the shard's data starts in its file (after the header and its padding).
   uint64_t DataOffset(size_t shard) const;
   uint64_t Priority(size_t shard) const REQUIRES(mu_);  // lower: evicted first
-
-  // One source's throughput while in use: bytes landed over the real time
-  // at least one of its reads was in flight (concurrent reads overlap, so a
-  // disk busy with one read and a store with many compare as sources).
-  class Throughput {
-   public:
-    // Counts a read in flight; false (not counted) when `only_if_idle` and one is.
-    bool Begin(bool only_if_idle);
-    void End(uint64_t bytes);
-    double BytesPerSecond() const;  // 0 until a read has landed
-
-   private:
-    mutable Mutex mu_;
-    int in_flight_ GUARDED_BY(mu_) = 0;
-    std::chrono::steady_clock::time_point busy_since_ GUARDED_BY(mu_);
-    std::chrono::nanoseconds busy_ GUARDED_BY(mu_){0};
-    uint64_t bytes_ GUARDED_BY(mu_) = 0;
-  };
 
   object::ObjectStorePtr store_;
   std::vector<std::string> keys_;

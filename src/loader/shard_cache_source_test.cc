@@ -1,11 +1,13 @@
 // Where a disk hit is read from: a hit must not be slower than a miss. While
-// the disk is busy reading one shard file and the store has been measured
-// faster, another hit is fetched from the store (its file stays, counted);
-// a disk never measured against the store (a warm start) serves every hit.
+// the disk's reads in flight would keep a hit waiting longer than the store
+// takes (a disk not yet measured, busy, counts as slower), it is fetched from
+// the store (its file stays, counted); with the store not yet measured (a
+// warm start) the disk serves every hit.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "io/fault_file_system.h"
 #include "loader/loader_test_util.h"
 #include "loader/shard_cache.h"
+#include "loader/throughput.h"
 #include "object/mem_store.h"
 
 namespace strata::loader {
@@ -77,6 +80,25 @@ class ShardCacheSourceTest : public ::testing::Test {
   io::FaultFileSystem fs_{io::DefaultFileSystem()};
 };
 
+TEST(ThroughputTest, AnIdleSourceStartsAnyReadABusyOneOnlyWithinTheBoundAtItsPace) {
+  constexpr double kNoBound = std::numeric_limits<double>::infinity();
+  Throughput t;
+  EXPECT_EQ(t.BytesPerSecondPerRead(), 0);
+  auto first = t.Begin(1000, 0.0);  // idle: starts whatever the bound
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(t.Begin(1000, 1e9).has_value()) << "busy, its pace unknown: no finite bound holds";
+  auto unbounded = t.Begin(1000, kNoBound);
+  ASSERT_TRUE(unbounded.has_value());
+  t.End(*unbounded, 1000, 0);  // failed: nothing landed, nothing measured
+  EXPECT_EQ(t.BytesPerSecondPerRead(), 0);
+  t.End(*first, 1000, 1000);
+  EXPECT_GT(t.BytesPerSecondPerRead(), 0);
+  auto busy = t.Begin(1000, kNoBound);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_FALSE(t.Begin(1000, 0.0).has_value()) << "busy: waiting takes longer than no time";
+  EXPECT_TRUE(t.Begin(1000, 1e12).has_value()) << "busy, but far within the bound at any pace";
+}
+
 TEST_F(ShardCacheSourceTest, AHitDoesNotQueueBehindABusyDiskSlowerThanTheStore) {
   auto store = std::make_shared<CountingStore>(mem_);
   auto cache = ShardCache::Open(store, keys_, sizes_, Options());
@@ -88,7 +110,7 @@ TEST_F(ShardCacheSourceTest, AHitDoesNotQueueBehindABusyDiskSlowerThanTheStore) 
   auto held = std::async(std::launch::async, [&] { return (*cache)->Get(0); });
   ASSERT_TRUE(fs_.WaitHeldReads(1, kDeadline));
 
-  // Shard 1 is on disk too, but the disk is busy and has not shown it is faster than the store.
+  // Shard 1 is on disk too, but the disk is busy and has not shown it would be sooner than the store.
   auto other = std::async(std::launch::async, [&] { return (*cache)->Get(1); });
   ASSERT_EQ(other.wait_for(kDeadline), std::future_status::ready) << "the hit waited for the busy disk";
   Result<ShardFetch> got = other.get();

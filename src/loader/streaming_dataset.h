@@ -253,7 +253,7 @@ struct Stats {
   uint64_t cache_not_admitted_busy = 0;
   uint64_t cache_not_admitted_no_reuse = 0;
   // ... disk hits read from the page cache (memory speed), and shards whose file was there but
-  // fetched from the store (the disk busy with another read and measured slower than the store).
+  // fetched from the store (the disk's queued reads would have taken longer than the store).
   uint64_t cache_disk_hits_resident = 0;
   uint64_t cache_store_instead_of_disk = 0;
   uint64_t queue_depth = 0;                   // batches ready now
