@@ -80,7 +80,15 @@ TEST_F(BenchCliTest, MalformedNumbersAreUsageErrorsNotAborts) {
       {"cache_bench", {"--size-mib", "4x"}},
       {"ckpt_bench", {"--gib", "big"}},
       {"ckpt_bench", {"--reps", "-"}},
-      {"shards_bench", {"--shard-size-mib", "sixty-four"}}};
+      {"shards_bench", {"--shard-size-mib", "sixty-four"}},
+      // The bad flag first (the message names it); the rest would make a valid run against a
+      // port nothing listens on.
+      {"gateway_bench",
+       {"--clients", "many", "--endpoint", "http://127.0.0.1:1", "--bucket", "b", "--keys", "k",
+        "--requests-per-client", "1"}},
+      {"gateway_bench", {"--seconds", "1x", "--endpoint", "http://127.0.0.1:1", "--bucket", "b", "--keys", "k"}},
+      {"gateway_bench",
+       {"--requests-per-client", "-3", "--endpoint", "http://127.0.0.1:1", "--bucket", "b", "--keys", "k"}}};
   for (const auto& [name, args] : cases) {
     const auto run = Run(name, args);
     const std::string what = name + " " + args[0] + " " + args[1];

@@ -103,6 +103,14 @@ std::optional<int> Parse(int argc, char** argv, Args* a) {
   return std::nullopt;
 }
 
+// Clears a scratch directory. A failure is reported and the run goes on (opening the cache there
+// then says what is wrong), never an uncaught filesystem_error.
+void RemoveAll(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) std::fprintf(stderr, "cache_bench: cannot remove %s: %s\n", dir.c_str(), ec.message().c_str());
+}
+
 std::string Key(int i) {
   char k[32];
   std::snprintf(k, sizeof(k), "data/obj-%04d.bin", i);
@@ -451,7 +459,7 @@ std::shared_ptr<cache::CachedStore> OpenDiskOnly(const Bucket& b, const Args& a,
 
 void FillAndCheck(const Bucket& b, const Args& a, const std::string& dir,
                   const std::shared_ptr<const cache::BlockSealer>& sealer) {
-  fs::remove_all(dir);
+  RemoveAll(dir);
   auto store = OpenDiskOnly(b, a, dir, false, sealer);
   ReadAll(*store, a, 4, b.hashes, true);  // fill
   store->cache().Flush();                 // the disk writes behind the fill land
@@ -492,8 +500,8 @@ Encryption MeasureEncryption(const Bucket& b, const Args& a, const Rows& row) {
   std::printf(
       "  (encryption rows: medians of %d rounds, clear and encrypted back to back, ratios taken round by round)\n",
       e.rounds);
-  fs::remove_all(clear_dir);
-  fs::remove_all(sealed_dir);
+  RemoveAll(clear_dir);
+  RemoveAll(sealed_dir);
   e.codec = MeasureCodec(b.data, a.objects >= 64 ? 2 : 8);
   std::printf("  %-34s %9.2f GB/s per core (XXH3 %.2f, memcpy %.2f, same thread)\n", "AES-256-GCM seal 4 MiB",
               e.codec.seal, e.codec.xxh3, e.codec.memcpy);
@@ -582,7 +590,7 @@ int main(int argc, char** argv) {
   Args a;
   if (const std::optional<int> exit_code = Parse(argc, argv, &a)) return *exit_code;
   const double total = static_cast<double>(a.objects) * a.size;
-  fs::remove_all(a.dir);
+  RemoveAll(a.dir);
   const Bucket bucket = Populate(a);
   std::printf("cache_bench: %d objects x %.0f MiB = %.0f MiB behind EmulateCloud(%s), cache dir %s\n", a.objects,
               a.size / 1048576.0, total / 1048576.0, object::FormatCloudProfile(bucket.profile).c_str(), a.dir.c_str());
@@ -608,6 +616,6 @@ int main(int argc, char** argv) {
       a.out.c_str(), a.objects, static_cast<unsigned long long>(a.size >> 20),
       a.encryption_only ? " --encryption-only" : "",
       a.encryption_rounds != 5 ? (" --encryption-rounds " + std::to_string(a.encryption_rounds)).c_str() : "");
-  fs::remove_all(a.dir);
+  RemoveAll(a.dir);
   return 0;
 }

@@ -14,10 +14,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +45,18 @@ struct Args {
 struct Totals {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0};
 };
+
+template <typename T>
+bool ParseNumber(std::string_view text, T* out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 class Conn {
  public:
@@ -87,7 +102,9 @@ class Conn {
     std::string head = in_.substr(0, end);
     std::string rest = in_.substr(end + 4);
     in_.clear();
-    *status = head.size() > 12 ? std::atoi(head.c_str() + 9) : 0;
+    // "HTTP/1.1 200 ...": a status or a Content-Length that is not a number is an error, not 0.
+    *status = 0;
+    if (head.size() < 12 || !ParseNumber(std::string_view(head).substr(9, 3), status)) return -1;
     uint64_t len = 0;
     *close = false;
     for (size_t p = 0; p < head.size();) {
@@ -95,7 +112,8 @@ class Conn {
       if (e == std::string::npos) e = head.size();
       std::string line = head.substr(p, e - p);
       for (size_t i = 0; i < line.size() && line[i] != ':'; ++i) line[i] = static_cast<char>(std::tolower(line[i]));
-      if (line.rfind("content-length:", 0) == 0) len = std::strtoull(line.c_str() + 15, nullptr, 10);
+      if (line.rfind("content-length:", 0) == 0 && !ParseNumber(Trim(std::string_view(line).substr(15)), &len))
+        return -1;
       if (line.rfind("connection:", 0) == 0 && line.find("close") != std::string::npos) *close = true;
       p = e + 2;
     }
@@ -170,43 +188,44 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
+// The command line into `a`: nullopt to run, or the exit code once CLI11 has printed help or a
+// clear error (a malformed number is a message and exit code 2, not a silent 0 from atoi).
+std::optional<int> Parse(int argc, char** argv, Args* a) {
+  CLI::App app("gateway_bench: S3 GET load over keep-alive connections; prints one JSON object");
+  std::string keys;
+  app.add_option("--endpoint", a->endpoint, "http://127.0.0.1:PORT of the S3 server")->required();
+  app.add_option("--bucket", a->bucket, "Bucket")->required();
+  app.add_option("--keys", keys, "Keys, comma-separated (each client starts at its own offset)")->required();
+  app.add_option("--access-key", a->access_key, "Access key (unsigned requests without one)");
+  app.add_option("--secret-key", a->secret_key, "Secret key");
+  app.add_option("--region", a->region, "SigV4 region")->capture_default_str();
+  app.add_option("--clients", a->clients, "Client threads, one connection each")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  auto* requests = app.add_option("--requests-per-client", a->requests_per_client, "Requests per client")
+                       ->check(CLI::Range(1L, 1L << 40));
+  auto* seconds = app.add_option("--seconds", a->seconds, "Run this long")->check(CLI::Range(0.001, 86400.0));
+  requests->excludes(seconds);
+  try {
+    app.parse(argc, argv);
+    if (requests->count() + seconds->count() != 1)
+      throw CLI::ValidationError("--requests-per-client/--seconds", "give one of them");
+    a->keys = Split(keys);
+    if (a->keys.empty()) throw CLI::ValidationError("--keys", "no key given");
+    auto url = strata::net::ParseUrl(a->endpoint);
+    if (!url.ok()) throw CLI::ValidationError("--endpoint", url.status().ToString());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string f = argv[i], v = argv[i + 1];
-    if (f == "--endpoint")
-      a.endpoint = v;
-    else if (f == "--bucket")
-      a.bucket = v;
-    else if (f == "--keys")
-      a.keys = Split(v);
-    else if (f == "--access-key")
-      a.access_key = v;
-    else if (f == "--secret-key")
-      a.secret_key = v;
-    else if (f == "--region")
-      a.region = v;
-    else if (f == "--clients")
-      a.clients = std::atoi(v.c_str());
-    else if (f == "--requests-per-client")
-      a.requests_per_client = std::atol(v.c_str());
-    else if (f == "--seconds")
-      a.seconds = std::atof(v.c_str());
-    else {
-      std::fprintf(stderr, "gateway_bench: unknown flag %s\n", f.c_str());
-      return 2;
-    }
-  }
+  if (const std::optional<int> exit_code = Parse(argc, argv, &a)) return *exit_code;
   auto url = strata::net::ParseUrl(a.endpoint);
-  if (!url.ok() || a.bucket.empty() || a.keys.empty() || a.clients < 1 ||
-      (a.requests_per_client <= 0 && a.seconds <= 0)) {
-    std::fprintf(stderr,
-                 "usage: gateway_bench --endpoint URL --bucket B --keys k1,k2 --clients N "
-                 "(--requests-per-client R | --seconds S) [--access-key AK --secret-key SK]\n");
-    return 2;
-  }
   Totals totals;
   auto start = SteadyClock::now();
   auto deadline = start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(a.seconds));

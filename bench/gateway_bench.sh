@@ -82,10 +82,14 @@ log() { echo "[gateway_bench] $*" >&2; }
 # ---- baseline: loopback TCP ----
 iperf() {  # iperf STREAMS -> bytes/s received
   local port; port=$(free_port)
-  iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
+  local out="$WORK/iperf-server-$1.out"
+  # Bound to loopback only (iperf3 -s listens on every address by default); started once it says
+  # it listens, not after a guessed sleep.
+  iperf3 -s -1 -B 127.0.0.1 -p "$port" --forceflush >"$out" 2>&1 &
   local pid=$!
   PIDS+=("$pid")
-  sleep 0.3
+  for _ in $(seq 1 300); do grep -q "Server listening" "$out" && break; sleep 0.1; done
+  grep -q "Server listening" "$out" || { cat "$out" >&2; exit 1; }
   iperf3 -c 127.0.0.1 -p "$port" -t 4 -P "$1" -J >"$WORK/iperf-$1.json"
   wait "$pid" 2>/dev/null || true
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/8)' "$WORK/iperf-$1.json"

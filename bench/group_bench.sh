@@ -66,7 +66,14 @@ trap cleanup EXIT
 
 log() { echo "group_bench: $*" >&2; }
 now() { date +%s.%N; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_ports N: N distinct free ports, all bound at once (one picked, closed and picked again can
+# come back twice: a static group's members would then share a port).
+free_ports() {
+  $PY -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+}
 metric() {  # metric ENDPOINT NAME -> its value (0 when absent)
   curl -s --max-time 5 "$1/metrics" | awk -v n="$2" '$1 == n { printf "%.0f\n", $2; found = 1 } END { if (!found) print 0 }'
 }
@@ -84,7 +91,7 @@ for i in $(seq 0 $((NOBJ - 1))); do
 done
 /usr/bin/aws --endpoint-url "$RGW" s3 cp --quiet --recursive "$WORK/data" "s3://$BUCKET/$PREFIX/"
 rm -rf "$WORK/data"
-PPORT=$(free_port)
+PPORT=$(free_ports 1)
 "$SRC/scripts/cloud-proxy.sh" start "$WORK/proxy" "$PPORT" "$RGW" --ttfb-ms "$TTFB_MS" --rate "$RATE" --access-log \
   > /dev/null
 PROXY=http://127.0.0.1:$PPORT
@@ -93,7 +100,8 @@ BACKEND="s3://$BUCKET?endpoint=$PROXY&region=$REGION&path_style=1"
 log "bucket: RGW behind the cloud proxy $PROXY (ttfb ${TTFB_MS}ms, ${RATE}/s per connection)"
 
 if [ "$MEMBERSHIP" = etcd ]; then
-  EC=http://127.0.0.1:$(free_port) EP=http://127.0.0.1:$(free_port)
+  read -r ECP EPP < <(free_ports 2)
+  EC=http://127.0.0.1:$ECP EP=http://127.0.0.1:$EPP
   /usr/bin/etcd --name b --data-dir "$WORK/etcd" --listen-client-urls "$EC" --advertise-client-urls "$EC" \
     --listen-peer-urls "$EP" --initial-advertise-peer-urls "$EP" --initial-cluster "b=$EP" > "$WORK/etcd.log" 2>&1 &
   ETCD_PID=$!
@@ -104,10 +112,10 @@ fi
 
 # ---- one configuration: N members, alone or grouped, all reading the dataset at once ----
 run() {  # run N MODE(alone|group)
-  local n=$1 mode=$2 run_dir="$WORK/n$1-$2" i j
+  local n=$1 mode=$2 run_dir="$WORK/n$1-$2" i j port
   mkdir -p "$run_dir"
   local peers=() endpoints=() group_url=""
-  for i in $(seq 0 $((n - 1))); do peers+=("127.0.0.1:$(free_port)"); done
+  for port in $(free_ports "$n"); do peers+=("127.0.0.1:$port"); done
   if [ "$mode" = group ]; then
     if [ "$MEMBERSHIP" = etcd ]; then
       group_url="etcd://${EC#http://}/bench-n$n"

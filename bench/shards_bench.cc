@@ -298,7 +298,7 @@ nlohmann::json ResultsJson(const Args& a, const Results& r) {
 bool WriteResults(const Args& a, const nlohmann::json& j) {
   if (!bench::WriteResultsJson("shards_bench", a.out, j)) return false;
   std::string png = a.out.substr(0, a.out.rfind('.')) + ".png";
-  if (std::filesystem::exists("bench/plot.py")) {
+  if (std::error_code ec; std::filesystem::exists("bench/plot.py", ec)) {
     std::system(("/usr/bin/python3 bench/plot.py " + a.out + " " + png + " >/dev/null 2>&1").c_str());
   }
   std::printf(

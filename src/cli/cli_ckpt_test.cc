@@ -102,6 +102,13 @@ TEST_F(CkptCliTest, ShowJsonPrintsTheManifests) {
   CliRun latest = Strata({"ckpt", "show", Dir("ckpt"), "latest", "--json"});
   ASSERT_EQ(latest.code, 0) << latest.err;
   EXPECT_EQ(nlohmann::json::parse(latest.out, nullptr, false)["step"], 5) << latest.out;
+
+  // A step past int64 is a malformed STEP, not the largest step "not found".
+  for (const std::string step : {"99999999999999999999", "5x", "-1"}) {
+    CliRun bad = Strata({"ckpt", "show", Dir("ckpt"), step});
+    EXPECT_EQ(bad.code, 2) << step << ": " << bad.err;
+    EXPECT_NE(bad.err.find("STEP must be a number"), std::string::npos) << step << ": " << bad.err;
+  }
 }
 
 TEST_F(CkptCliTest, VerifyExitCodesNameTheShardAndTensor) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -274,6 +275,36 @@ TEST_F(CliTest, QuickDemoPrintsItsFigures) {
   EXPECT_NE(demo.out.find("demo finished in"), std::string::npos);
   std::string json = ReadFile(dir_ / "out" / "demo.json");
   EXPECT_NE(json.find("\"get_parallel_ranged_MBps\""), std::string::npos) << json;
+}
+
+// The names of the files a job reads are not always UTF-8; the report is written anyway (they
+// become U+FFFD), by temp + rename into directories it creates, and a --json that cannot be
+// replaced is an error that leaves no temp file behind.
+TEST_F(CliTest, ProfileWritesItsReportWholeWhateverTheNames) {
+  if (geteuid() != 0) GTEST_SKIP() << "strata profile outside a strata mount uses fanotify, which needs root";
+  const fs::path data = dir_ / "data";
+  const std::string odd = (data / "\xff\xfe.bin").string();
+  WriteFile(odd, "bytes");
+  const fs::path report = dir_ / "out" / "deeper" / "p.json";
+  CliRun run = Strata({"profile", "--path", data.string(), "--json", report.string(), "-q", "--", "/bin/cat", odd});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "bytes");
+  const auto json = nlohmann::json::parse(ReadFile(report), nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(json.is_object()) << ReadFile(report);
+  ASSERT_TRUE(json["command"].is_array() && json["command"].size() == 2) << json.dump();
+  EXPECT_NE(json["command"][1].get<std::string>().find("\xEF\xBF\xBD.bin"), std::string::npos) << json.dump();
+  EXPECT_EQ(json.value("files", 0), 1) << json.dump();
+  EXPECT_EQ(Tree(report.parent_path()).size(), 1u) << "a temp file was left beside the report";
+
+  fs::create_directories(dir_ / "in-the-way");
+  CliRun refused =
+      Strata({"profile", "--path", data.string(), "--json", (dir_ / "in-the-way").string(), "-q", "--", "/bin/true"});
+  EXPECT_EQ(refused.code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("in-the-way"), std::string::npos) << refused.err;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().filename().string().find("in-the-way."), std::string::npos)
+        << "left behind: " << entry.path();
+  }
 }
 
 }  // namespace

@@ -8,15 +8,17 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "base/json_text.h"
 #include "base/units.h"
 #include "cli/cache_flags.h"
 #include "cli/command.h"
 #include "cli/url.h"
 #include "cli/util.h"
+#include "io/durable.h"
+#include "io/file_system.h"
 #include "object/cloud_store.h"
 #include "train/engine.h"
 #include "train/generate.h"
@@ -451,10 +453,10 @@ void RunTrain(TrainArgs a) {  // a copy: the defaults that depend on other flags
   const std::string command = ReproduceCommand(a, plan);
   Say(a, "reproduce: " + command);
   if (a.json_path.empty()) return;
-  std::ofstream out(a.json_path);
-  out << ResultsJson(a, plan, rules, base, data, results, best, budget, note, command).dump(2) << "\n";
-  out.close();
-  if (!out) Fail(kCmd, a.json_path, IOError("cannot write " + a.json_path));
+  // Temp + fsync + rename (a reader never sees half a result); paths in it may not be UTF-8.
+  const nlohmann::json json = ResultsJson(a, plan, rules, base, data, results, best, budget, note, command);
+  Check(io::WriteFileAtomicCreatingDirs(io::DefaultFileSystem(), a.json_path, DumpJson(json, 2) + "\n"), kCmd,
+        a.json_path);
 }
 
 CLI::App* FindOrAddBench(CLI::App& root) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/json_text.h"
 #include "cache/block_cache.h"
 #include "cli/command.h"
 #include "cli/util.h"
@@ -152,7 +153,8 @@ void RunGroup(const CacheArgs& args) {
     out.push_back(std::move(row));
   }
   if (args.json) {
-    std::cout << nlohmann::json{{"group", args.group_url}, {"members", out}}.dump(2) << "\n";
+    // A member's id, address and error text come from the group: they may not be UTF-8.
+    std::cout << DumpJson(nlohmann::json{{"group", args.group_url}, {"members", out}}, 2) << "\n";
     return;
   }
   std::cout << "cache group " << args.group_url << ": " << members.size() << " members\n";
@@ -161,7 +163,11 @@ void RunGroup(const CacheArgs& args) {
     std::cout << "  " << r["id"].get<std::string>() << "  " << r["address"].get<std::string>() << "  " << alive;
     if (r.contains("status")) {
       const auto& s = r["status"];
-      auto n = [&](const char* k) { return s.value(k, uint64_t{0}); };
+      // A member's answer: a counter of another type is shown as 0, not thrown (value() would).
+      auto n = [&](const char* k) {
+        auto it = s.find(k);
+        return it != s.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t{0};
+      };
       std::cout << "  disk " << n("disk_blocks") << " blocks " << FormatBytes(n("disk_bytes")) << ", ram "
                 << n("ram_blocks") << " blocks " << FormatBytes(n("ram_bytes")) << ", bucket fetches "
                 << n("bucket_fetches") << ", served " << n("served") << ", peer hits " << n("peer_hits")

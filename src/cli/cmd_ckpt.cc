@@ -1,6 +1,7 @@
 // strata ckpt ls | show | verify | pull | gc: inspect and manage checkpoints
 // in a local directory or an object store URL.
 #include <algorithm>
+#include <charconv>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -34,10 +35,11 @@ int64_t ResolveStep(const std::string& cmd, Location& loc, const std::string& st
   if (step == "latest") {
     return Check(Latest(loc, quick ? VerifyLevel::kQuick : VerifyLevel::kBytes), cmd, loc.Describe()).step;
   }
-  char* end = nullptr;
-  long long v = std::strtoll(step.c_str(), &end, 10);
-  if (step.empty() || *end != '\0' || v < 0) {
-    Fail(cmd, step, InvalidArgumentError("STEP must be a number or 'latest'"));
+  int64_t v = -1;
+  const auto [end, ec] = std::from_chars(step.data(), step.data() + step.size(), v);
+  // Whole and in range (strtoll clamped 20 digits to the largest step, which then "did not exist").
+  if (ec != std::errc() || end != step.data() + step.size() || v < 0) {
+    Fail(cmd, step, InvalidArgumentError("STEP must be a number (0 to 2^63-1) or 'latest'"));
   }
   return v;
 }

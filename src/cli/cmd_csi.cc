@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "csi/driver.h"
 #include "csi/extender_server.h"
+#include "csi/mount_host.h"
 #include "csi/sealed.h"
 #include "group/member.h"
 
@@ -23,6 +24,7 @@ struct CsiArgs {
   std::string mode = "all";
   std::string log_level = "info";
   std::string secrets_key_file;
+  std::string mount_host;  // unix:///path: the mount host's socket
 };
 
 std::string SelfBinary() {
@@ -46,11 +48,27 @@ csi::StringMap MountDefaults(const CacheFlags& flags) {
   return out;
 }
 
+std::string MountHostSocket(const std::string& flag) {
+  if (!flag.starts_with("unix:///")) {
+    Fail("csi", "--mount-host", InvalidArgumentError("must be unix:///absolute/path/to/socket"));
+  }
+  return flag.substr(7);
+}
+
 void RunCsi(CsiArgs& a, const CacheFlags& flags) {
   SetLogLevel(a.log_level);
-  if (a.mode != "all" && a.mode != "node" && a.mode != "controller") {
-    Fail("csi", "--mode", InvalidArgumentError("must be node, controller or all"));
+  if (a.mode != "all" && a.mode != "node" && a.mode != "controller" && a.mode != "mounts") {
+    Fail("csi", "--mode", InvalidArgumentError("must be node, controller, all or mounts"));
   }
+  if (a.mode == "mounts") {
+    if (a.mount_host.empty()) Fail("csi", "--mount-host", InvalidArgumentError("is required with --mode=mounts"));
+    csi::MountHostOptions o;
+    o.socket_path = MountHostSocket(a.mount_host);
+    o.strata_binary = a.driver.node_options.strata_binary.empty() ? SelfBinary() : a.driver.node_options.strata_binary;
+    Check(csi::RunMountHost(o), "csi", a.mount_host);
+    return;
+  }
+  if (!a.mount_host.empty()) a.driver.node_options.mount_host = MountHostSocket(a.mount_host);
   a.driver.node = a.mode != "controller";
   a.driver.controller = a.mode != "node";
   a.driver.version = STRATA_VERSION_STRING;
@@ -72,7 +90,12 @@ CommandRegistrar csi_registrar("csi", [](CLI::App& root) {
                   "Where staged volumes are recorded and mounts log (a hostPath that outlives the driver)");
   sub->add_option("--cache-root", a->driver.node_options.cache_root,
                   "Each volume's disk cache goes in CACHE_ROOT/<volume> (default STATE_DIR/cache)");
-  sub->add_option("--mode", a->mode, "node (the DaemonSet), controller (the provisioner's pod) or all (default)");
+  sub->add_option("--mode", a->mode,
+                  "node (the node DaemonSet), controller (the provisioner's pod), all (default), or mounts (the "
+                  "mount host: launches the node plugin's mounts in its own container, so they outlive the plugin's)");
+  sub->add_option("--mount-host", a->mount_host,
+                  "unix:///path: the mount host's socket (--mode=mounts listens on it; --mode=node has it launch "
+                  "each volume's mount; default: the plugin launches them itself)");
   sub->add_option("--strata-binary", a->driver.node_options.strata_binary,
                   "The strata executable mounts run (default: this one)");
   CacheFlagSpec spec;
@@ -100,7 +123,7 @@ CommandRegistrar csi_registrar("csi", [](CLI::App& root) {
       "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, STRATA_GROUP_SECRET) come from the request's secrets only.\n"
       "Each staged volume is its own `strata mount` process, recorded in --state-dir and re-adopted on restart.");
   sub->callback([a, cache] {
-    if (a->mode != "controller") {
+    if (a->mode == "node" || a->mode == "all") {
       if (a->driver.node_options.node_id.empty()) Fail("csi", "--node-id", InvalidArgumentError("is required"));
       if (a->driver.node_options.state_dir.empty()) Fail("csi", "--state-dir", InvalidArgumentError("is required"));
     }

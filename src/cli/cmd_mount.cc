@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/json_text.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "cache/block_cache.h"
@@ -214,7 +215,8 @@ std::unique_ptr<group::GroupMember> JoinGroup(const MountArgs& a, const CacheSet
     // The bytes of this dataset this member caches, for the scheduler extender (src/csi/extender.h).
     jo.record = [cache, dataset = a.publish_dataset, node = a.publish_node.empty() ? jo.listen : a.publish_node] {
       const cache::CacheStats s = cache->Stats();
-      return nlohmann::json{{"node", node}, {"datasets", {{dataset, std::max(s.disk_bytes, s.ram_bytes)}}}}.dump();
+      // Runs on the group's thread: names from flags that are not UTF-8 must not throw there.
+      return DumpJson(nlohmann::json{{"node", node}, {"datasets", {{dataset, std::max(s.disk_bytes, s.ram_bytes)}}}});
     };
   }
   auto member = Check(group::GroupMember::Join(jo), cmd, c.group);

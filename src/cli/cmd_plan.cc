@@ -1,6 +1,7 @@
 // strata plan: sizes and prices the storage a training job needs, from flags,
 // a JSON file and measurements (`strata bench train --json`, the cache and
 // checkpoint benches, `strata profile --json`). The arithmetic is in src/plan/model.h.
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "cli/demo.h"
 #include "plan/input.h"
@@ -36,7 +38,8 @@ nlohmann::json Scalar(const std::string& text) {
   if (text == "false") return false;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (!text.empty() && end == text.c_str() + text.size()) return v;
+  // "nan" and "1e999" stay text: as numbers they would be JSON's null in the error message.
+  if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(v)) return v;
   return text;
 }
 
@@ -103,7 +106,7 @@ void RunPlan(const PlanArgs& a) {
     if (!st.ok()) std::cerr << "strata: plan: no PNG: " << st.message() << "\n";
   }
   if (a.json) {
-    std::cout << plan::ToJson(report).dump(2) << "\n";
+    std::cout << DumpJson(plan::ToJson(report), 2) << "\n";
   } else {
     std::cout << plan::FormatReport(report);
   }

@@ -3,14 +3,15 @@
 // object store and what to do about it (src/profile/model.h).
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 
+#include "base/json_text.h"
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/demo.h"
 #include "cli/util.h"
+#include "io/durable.h"
+#include "io/file_system.h"
 #include "profile/model.h"
 #include "profile/record.h"
 
@@ -42,21 +43,14 @@ void RunProfile(const ProfileArgs& a) {
   auto data = Check(profile::Record(ro), kCmd, a.command.empty() ? std::string() : a.command[0]);
   const nlohmann::json report = profile::Analyze(data, ao);
   if (a.json_path == "-") {
-    std::cout << report.dump(2) << "\n";
+    std::cout << DumpJson(report, 2) << "\n";
   } else {
     if (!a.quiet) std::cout << profile::FormatProfile(report);
-    if (!a.json_path.empty()) {
-      // Temp + rename: a reader never sees half a report.
-      const std::string tmp = a.json_path + ".tmp";
-      {
-        std::ofstream out(tmp);
-        out << report.dump(2) << "\n";
-        out.close();
-        if (!out) Fail(kCmd, a.json_path, IOError("cannot write " + tmp));
-      }
-      if (std::rename(tmp.c_str(), a.json_path.c_str()) != 0)
-        Fail(kCmd, a.json_path, ErrnoToStatus(errno, "rename " + tmp));
-    }
+    // Temp + fsync + rename: a reader (strata plan --from-profile) never sees half a report, nor a
+    // report a crash can take back.
+    if (!a.json_path.empty())
+      Check(io::WriteFileAtomicCreatingDirs(io::DefaultFileSystem(), a.json_path, DumpJson(report, 2) + "\n"), kCmd,
+            a.json_path);
   }
   if (!a.png.empty()) {
     const nlohmann::json charts = profile::Charts(report);

@@ -15,8 +15,11 @@
 #include <iostream>
 
 #include "base/clock.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "cli/util.h"
+#include "io/durable.h"
+#include "io/file_system.h"
 #include "object/file_store.h"
 
 extern char** environ;
@@ -84,12 +87,9 @@ struct DemoArgs {
   std::string out_dir;
 };
 
+// Temp + fsync + rename, as every file strata leaves behind: a figure is whole or absent.
 Status WriteJson(const std::string& path, const nlohmann::json& json) {
-  std::ofstream file(path);
-  file << json.dump(2) << "\n";
-  file.close();
-  if (!file) return IOError("cannot write " + path);
-  return Status::Ok();
+  return io::WriteFileAtomic(io::DefaultFileSystem(), path, DumpJson(json, 2) + "\n");
 }
 
 // Writes the section's JSON and PNG; prints where, or why not.
@@ -120,11 +120,16 @@ void RunDemo(const DemoArgs& args) {
   if (!mkdtemp(pattern.data())) Fail(cmd, pattern, ErrnoToStatus(errno, "cannot create a temporary directory"));
   temp.path = pattern;
   std::string store_dir = temp.path + "/bucket", work_dir = temp.path + "/work";
-  fs::create_directories(work_dir);
+  // The error_code overloads: a failure here is a message and an exit code, not an exception.
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec) Fail(cmd, work_dir, ErrnoToStatus(ec.value(), "cannot create the work directory"));
+  std::string plot_dir;
   if (!args.out_dir.empty()) {
-    std::error_code ec;
     fs::create_directories(args.out_dir, ec);
     if (ec) Fail(cmd, args.out_dir, ErrnoToStatus(ec.value(), "cannot create the output directory"));
+    plot_dir = fs::absolute(args.out_dir, ec).string();
+    if (ec) Fail(cmd, args.out_dir, ErrnoToStatus(ec.value(), "cannot resolve the output directory"));
   }
 
   DemoContext ctx(std::cout);
@@ -133,7 +138,7 @@ void RunDemo(const DemoArgs& args) {
   ctx.cloud = object::EmulateCloud(ctx.local, ctx.profile);
   ctx.store_dir = store_dir;
   ctx.work_dir = work_dir;
-  ctx.plot_dir = args.out_dir.empty() ? "" : fs::absolute(args.out_dir).string();
+  ctx.plot_dir = plot_dir;
   ctx.quick = args.quick;
   ctx.out << "strata demo" << (args.quick ? " (quick)" : "") << ": an embedded bucket at file://" << store_dir
           << "\n  behind cloud emulation: " << FormatDuration(Seconds(ctx.profile.first_byte)) << " to first byte, "
@@ -226,7 +231,7 @@ Status PlotCharts(const nlohmann::json& charts, const std::string& png_path) {
   const std::string json_path = png_path + ".charts.json";
   {
     std::ofstream out(json_path);
-    out << charts.dump(2) << "\n";
+    out << DumpJson(charts, 2) << "\n";
     out.close();
     if (!out) return IOError("cannot write " + json_path);
   }

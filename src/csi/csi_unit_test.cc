@@ -46,6 +46,27 @@ TEST(VolumeContext, RefusesWhatCouldReachTheCommandLineWrongly) {
   EXPECT_EQ(ParseVolumeContext({{"url", "s3://b"}, {"read-only", "maybe"}}).status().code(), Code::kInvalidArgument);
   // The CO's pod info keys are tolerated.
   EXPECT_TRUE(ParseVolumeContext({{"url", "s3://b"}, {"csi.storage.k8s.io/pod.name", "p"}}).ok());
+  // The context is kept in the volume record (JSON): bytes that are not UTF-8 are refused here.
+  EXPECT_EQ(ParseVolumeContext({{"url", "s3://b/\xff"}}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(ParseVolumeContext({{"url", "s3://b"}, {"csi.storage.k8s.io/\xc3", "p"}}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(ParseVolumeContext({{"url", "s3://b/caf\xc3\xa9"}}).ok());
+}
+
+// A record that cannot be written would leave a mount nobody can unstage: bytes that are not
+// UTF-8 (nlohmann's dump() throws on them) are written as U+FFFD instead.
+TEST(VolumeRecord, IsWrittenEvenWithBytesThatAreNotUtf8) {
+  VolumeRecord r;
+  r.volume_id = "vol-\xff";
+  r.staging_path = "/stage/\xfe";
+  r.cache_dir = "/cache";
+  r.context = {{"url", "s3://b/\xc3"}};
+  std::string text;
+  ASSERT_NO_THROW(text = SerializeVolumeRecord(r));
+  auto back = ParseVolumeRecord(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->volume_id, "vol-\xEF\xBF\xBD");
+  EXPECT_EQ(back->staging_path, "/stage/\xEF\xBF\xBD");
 }
 
 TEST(Secrets, KnownKeysOnlyAndTheValueIsNeverQuoted) {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/json_text.h"
+
 namespace strata::csi {
 namespace {
 
@@ -185,7 +187,7 @@ std::string FilterResponse(const ExtenderArgs& args, const ClusterCache& cache, 
     out["Nodes"] = nullptr;
     out["NodeNames"] = names;
   }
-  return out.dump();
+  return DumpJson(out);
 }
 
 std::string PrioritizeResponse(const ExtenderArgs& args, const ClusterCache& cache) {
@@ -194,11 +196,12 @@ std::string PrioritizeResponse(const ExtenderArgs& args, const ClusterCache& cac
     const double f = CachedFraction(cache, args.datasets, n);
     out.push_back({{"Host", n}, {"Score", static_cast<int64_t>(std::lround(10 * f))}});
   }
-  return out.dump();
+  return DumpJson(out);
 }
 
 std::string FilterError(const std::string& message) {
-  return json{{"Nodes", nullptr}, {"NodeNames", nullptr}, {"FailedNodes", json::object()}, {"Error", message}}.dump();
+  return DumpJson(
+      json{{"Nodes", nullptr}, {"NodeNames", nullptr}, {"FailedNodes", json::object()}, {"Error", message}});
 }
 
 }  // namespace strata::csi

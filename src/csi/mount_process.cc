@@ -47,6 +47,8 @@ int ParsePid(const std::string& out) {
   return pid;
 }
 
+}  // namespace
+
 Result<int> SecretsMemfd(const StringMap& secrets) {
   int fd = memfd_create("strata-secrets", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return ErrnoToStatus(errno, "memfd_create");
@@ -67,8 +69,6 @@ Result<int> SecretsMemfd(const StringMap& secrets) {
   lseek(fd, 0, SEEK_SET);
   return fd;
 }
-
-}  // namespace
 
 Result<MountProcess> LaunchMount(const MountLaunch& l) {
   std::vector<std::string> args = {l.binary, "mount", l.url, l.mountpoint, "--log-file", l.log_file};

@@ -35,6 +35,10 @@ struct MountProcess {
 // and its last output lines.
 Result<MountProcess> LaunchMount(const MountLaunch& launch);
 
+// A sealed memfd (close-on-exec) holding `secrets` as FormatSecrets writes them,
+// read from offset 0; the caller closes it.
+Result<int> SecretsMemfd(const StringMap& secrets);
+
 // 0 when `pid` does not exist or is a zombie.
 uint64_t ProcessStartTime(int pid);
 bool ProcessRunning(const MountProcess& p);

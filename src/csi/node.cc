@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "base/utf8.h"
+#include "csi/mount_host.h"
 #include "csi/mounts.h"
 #include "csi/sealed.h"
 #include "io/durable.h"
@@ -23,6 +25,8 @@ Result<std::string> NeedAbsolute(const std::string& path, const char* field) {
   if (path[0] != '/' || path.find('\0') != std::string::npos || path.size() > 4096) {
     return InvalidArgumentError(std::string(field) + " must be an absolute path");
   }
+  // The volume record (JSON) keeps the path: protobuf's string fields are UTF-8 too.
+  if (!IsValidUtf8(path)) return InvalidArgumentError(std::string(field) + " is not UTF-8");
   std::string normal = fs::path(path).lexically_normal().string();
   while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
   return normal;
@@ -31,6 +35,7 @@ Result<std::string> NeedAbsolute(const std::string& path, const char* field) {
 Status NeedId(const std::string& id) {
   if (id.empty()) return InvalidArgumentError("volume_id is required");
   if (id.size() > 4096) return InvalidArgumentError("volume_id is over 4096 bytes");
+  if (!IsValidUtf8(id)) return InvalidArgumentError("volume_id is not UTF-8");
   return Status::Ok();
 }
 
@@ -175,7 +180,8 @@ Status NodeManager::StartMount(Volume& v) {
   l.log_file = options_.state_dir + "/logs/" + VolumeKey(v.record.volume_id) + ".log";
   l.timeout = options_.mount_timeout;
   STRATA_RETURN_IF_ERROR(io::DefaultFileSystem().CreateDirs(v.record.cache_dir));
-  STRATA_ASSIGN_OR_RETURN(MountProcess p, LaunchMount(l));
+  STRATA_ASSIGN_OR_RETURN(MountProcess p,
+                          options_.mount_host.empty() ? LaunchMount(l) : LaunchMountVia(options_.mount_host, l));
   v.record.pid = p.pid;
   v.record.pid_start_time = p.start_time;
   return Save(v.record);

@@ -28,7 +28,10 @@ struct NodeOptions {
   std::string state_dir;      // volumes/ (records), logs/ (mount logs), cache/ (default cache root)
   std::string cache_root;     // each volume's disk cache in CACHE_ROOT/<volume key>; default STATE_DIR/cache
   std::string strata_binary;  // launched as `strata mount`
-  StringMap mount_defaults;   // volume_context keys every volume gets unless it sets its own (cache-ram, ...)
+  // The mount host's socket (csi/mount_host.h): mounts are launched by it, in its
+  // container, so they outlive this one; empty: this process launches them.
+  std::string mount_host;
+  StringMap mount_defaults;  // volume_context keys every volume gets unless it sets its own (cache-ram, ...)
   std::chrono::milliseconds heal_interval{2000};  // 0: only on start and when asked
   std::chrono::milliseconds mount_timeout{60000};
   std::string seal_key;  // 32 bytes: secrets are kept sealed in the records (csi/sealed.h); empty: memory only

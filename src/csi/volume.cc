@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/hash.h"
+#include "base/json_text.h"
+#include "base/utf8.h"
 
 namespace strata::csi {
 namespace {
@@ -28,12 +30,13 @@ constexpr ContextKey kMountKeys[] = {
 constexpr const char* kSecretKeys[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                                        "STRATA_GROUP_SECRET"};
 
+// UTF-8 too: the value is kept in the volume record (JSON) and shown in messages.
 bool PrintableValue(std::string_view v) {
   if (v.empty() || v.size() > kMaxValue) return false;
   for (unsigned char c : v) {
     if (c < 0x20 || c == 0x7f) return false;
   }
-  return true;
+  return IsValidUtf8(v);
 }
 
 Result<bool> ParseBool(const std::string& key, const std::string& v) {
@@ -55,6 +58,7 @@ Result<VolumeSpec> ParseVolumeContext(const StringMap& context) {
   if (context.size() > kMaxKeys) return InvalidArgumentError("volume_context has too many keys");
   VolumeSpec spec;
   for (const auto& [key, value] : context) {
+    if (!IsValidUtf8(key)) return InvalidArgumentError("a volume_context key is not UTF-8");
     if (!PrintableValue(value)) {
       return InvalidArgumentError("volume_context \"" + key.substr(0, 64) + "\" must be 1-4096 printable characters");
     }
@@ -145,7 +149,9 @@ std::string SerializeVolumeRecord(const VolumeRecord& r) {
             {"pid", r.pid},         {"pid_start_time", r.pid_start_time}, {"cache_dir", r.cache_dir},
             {"targets", targets}};
   if (!r.sealed_secrets.empty()) j["sealed_secrets"] = r.sealed_secrets;
-  return j.dump(2) + "\n";
+  // Never throws: the node checks that ids, paths and context are UTF-8, but a record that is not
+  // written would leave a mount nobody can unstage.
+  return DumpJson(j, 2) + "\n";
 }
 
 Result<VolumeRecord> ParseVolumeRecord(std::string_view text) {

@@ -83,7 +83,7 @@ Result<std::unique_ptr<BucketSet>> BucketSet::Open(const std::vector<std::string
       }
       std::error_code ec;
       std::filesystem::create_directories(parsed.path, ec);
-      if (ec || !std::filesystem::is_directory(parsed.path)) {
+      if (ec || !std::filesystem::is_directory(parsed.path, ec)) {
         return InvalidArgumentError("backend " + url + ": " + parsed.path + " is not a usable directory",
                                     ec ? ec.message() : "");
       }

@@ -91,8 +91,9 @@ class GatewayLimitsTest : public ::testing::Test {
 };
 
 // The XML pre-pass searched for ';' to the end after every "&#": 2 million
-// of them (4 MB) cost 110 s of CPU per request before.
-TEST_F(GatewayLimitsTest, AmpersandHashDeleteBodyIsAnsweredWellUnderASecond) {
+// of them (4 MB) cost 110 s of CPU per request before. Answered in well under a second here; the
+// bound leaves a loaded 2-core machine under ASan room and still catches the quadratic scan.
+TEST_F(GatewayLimitsTest, AmpersandHashDeleteBodyIsAnsweredInSeconds) {
   Start({});
   std::string body = "<Delete>";
   body.reserve(4 << 20);
@@ -103,7 +104,7 @@ TEST_F(GatewayLimitsTest, AmpersandHashDeleteBodyIsAnsweredWellUnderASecond) {
   double took = Seconds(Clock::now() - t0);
   EXPECT_EQ(r.status, 400) << r.text.substr(0, 400);
   EXPECT_NE(r.text.find("<Code>MalformedXML</Code>"), std::string::npos) << r.text.substr(0, 400);
-  EXPECT_LT(took, 1.0);
+  EXPECT_LT(took, 10.0);
   std::cout << "[figures] <Delete> + \"&#\" x 2000000 (" << body.size() << " bytes) answered in " << took << " s"
             << std::endl;
   RoundTrip("after-amp");

@@ -163,22 +163,25 @@ TEST_F(GroupEtcdTest, CleanLeaveIsSeenAtOnceAndGroupsAreSeparate) {
 // the (hour-long) poll; stopping a member with an idle stream is immediate.
 TEST_F(GroupEtcdTest, WatchCarriesJoinsAndLeavesAndStopsPromptly) {
   using Clock = std::chrono::steady_clock;
+  // Milliseconds through the watch; the bounds leave a loaded machine room and stay far from the
+  // hour-long poll and the stream's 5 min re-arm.
+  constexpr auto kLongBeforeThePoll = std::chrono::seconds(30);
   StartNodes(3, kGroupSecret, std::chrono::seconds(10), /*static_members=*/false);
   Join(0);
   Join(1);
-  ASSERT_TRUE(WaitFor([&] { return nodes_[0]->group->members().size() == 2; }, std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitFor([&] { return nodes_[0]->group->members().size() == 2; }, kLongBeforeThePoll));
   auto t0 = Clock::now();
   Join(2);
   ASSERT_TRUE(
       WaitFor([&] { return nodes_[0]->group->members().size() == 3 && nodes_[1]->group->members().size() == 3; },
-              std::chrono::seconds(5)));
+              kLongBeforeThePoll));
   auto join_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   t0 = Clock::now();
   memberships_[2].reset();  // revokes its lease: a DELETE event
   auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   ASSERT_TRUE(
       WaitFor([&] { return nodes_[0]->group->members().size() == 2 && nodes_[1]->group->members().size() == 2; },
-              std::chrono::seconds(5)));
+              kLongBeforeThePoll));
   auto leave_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   std::cout << "join seen after " << join_ms << " ms, leave after " << leave_ms << " ms, stop took " << stop_ms
             << " ms\n";
@@ -190,10 +193,10 @@ TEST_F(GroupEtcdTest, WatchCarriesJoinsAndLeavesAndStopsPromptly) {
     EXPECT_GE(s.events, 2u) << i;  // node 2's put and delete (node 0 also sees node 1's put)
   }
   // The stream is idle while it stops: waiting on it would take the 5 min re-arm.
-  EXPECT_LT(stop_ms, 3000);
+  EXPECT_LT(stop_ms, 30000);
   t0 = Clock::now();
   memberships_[0]->StopWithoutLeaving();
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), 3000);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), 30000);
 }
 
 // etcd restarts with its data lost: the members' watches break, reconnect

@@ -243,13 +243,12 @@ TEST_F(GroupTest, IdleAndSlowConnectionsDoNotKeepPeersOut) {
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string address = (*server)->address();
 
-  // A header sent a byte at a time is cut at the deadline, not kept for the 30 s idle time.
+  // A header sent a byte at a time is cut at the deadline (500 ms), not kept for the 30 s idle
+  // time; the bound leaves a loaded machine room.
   int slow = Connect(address);
   ASSERT_GE(slow, 0);
   ASSERT_EQ(::send(slow, "G", 1, MSG_NOSIGNAL), 1);
-  auto t0 = std::chrono::steady_clock::now();
-  EXPECT_TRUE(ClosedWithin(slow, std::chrono::seconds(5)));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_TRUE(ClosedWithin(slow, std::chrono::seconds(10)));
   ::close(slow);
 
   // 300 idle connections from one address: the per-client and listener caps evict the oldest.
@@ -272,13 +271,14 @@ TEST_F(GroupTest, IdleAndSlowConnectionsDoNotKeepPeersOut) {
   req.url = "http://" + address + target;
   req.headers.emplace_back(std::string(kPeerTimeHeader), std::to_string(now));
   req.headers.emplace_back(std::string(kPeerAuthHeader), SignPeerRequest(kGroupSecret, "GET", target, now));
-  t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   net::HttpClient http;
   auto r = http.Send(std::move(req));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body.size(), kBlock);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  // Not queued behind the idle ones until their 30 s idle time (milliseconds here; room for load).
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   for (int fd : idle) ::close(fd);
 }
 

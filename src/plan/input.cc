@@ -6,6 +6,7 @@
 #include <set>
 #include <type_traits>
 
+#include "base/json_text.h"
 #include "base/units.h"
 #include "train/workloads.h"
 
@@ -15,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 Status Bad(const std::string& field, const std::string& expected, const json& got) {
-  std::string shown = got.dump();
+  std::string shown = DumpJson(got);  // a flag's text may not be UTF-8
   if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
   return InvalidArgumentError(field + ": expected " + expected + ", got " + shown);
 }

@@ -282,6 +282,13 @@ TEST(PlanInputTest, BadFilesNameTheField) {
     ASSERT_FALSE(in.ok()) << text;
     EXPECT_EQ(in.status().message().rfind(want, 0), 0u) << text << " -> " << in.status().message();
   }
+  // A flag's text that is not UTF-8 (strata plan --accelerators $'\xff'): shown with U+FFFD, not
+  // nlohmann's type_error 316 in place of the message.
+  json odd = {{"accelerators", {{"count", "\xff"}}}};
+  Result<PlanInput> in = InvalidArgumentError("not run");
+  ASSERT_NO_THROW(in = InputFromJson(odd));
+  EXPECT_EQ(in.status().message(),
+            "accelerators.count: expected a count such as 1281167 or 1.2M, got \"\xEF\xBF\xBD\"");
   // Parsed, but not plannable: the missing field is named.
   const std::vector<std::pair<std::string, std::string>> unplannable = {
       {R"({})", "dataset.bytes"},

@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -159,26 +161,52 @@ bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, 
   }
 }
 
+namespace {
+
+// Binds 127.0.0.1:`port` (0: any) and closes it again; the port bound, or 0 if it is taken.
+uint16_t BindAndRelease(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  socklen_t len = sizeof addr;
+  uint16_t bound = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    bound = ntohs(addr.sin_port);
+  ::close(fd);
+  return bound;
+}
+
+// The first port of the kernel's ephemeral range: connect() takes its local ports from there.
+int EphemeralLow() {
+  int low = 32768;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  if (!(range >> low)) low = 32768;
+  return low;
+}
+
+}  // namespace
+
 uint16_t FreeLoopbackPort() {
-  // The kernel hands a just-closed ephemeral port out again soon (CI once got the same port for two
-  // members of one static group), so ports this process already returned are skipped.
+  // Below the ephemeral range, so no client's connect() takes it as its local port before the
+  // server binds it, or while a test restarts the server on it (bind then fails with EADDRINUSE).
+  // Never the same port twice in one process: the kernel hands a just-closed port out again soon
+  // (CI once got one port for two members of a static group).
   static std::mutex mu;
   static std::set<uint16_t> handed_out;
   std::lock_guard<std::mutex> lock(mu);
-  for (int attempt = 0; attempt < 64; ++attempt) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return 0;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    uint16_t port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-      port = ntohs(addr.sin_port);
-    ::close(fd);
-    if (port == 0) return 0;
-    if (handed_out.insert(port).second) return port;
+  constexpr int kLowest = 10000;
+  static const int high = EphemeralLow();
+  static std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(kLowest, std::max(kLowest, high - 1));
+  for (int attempt = 0; attempt < 256; ++attempt) {
+    // A range too small to pick from at random: the kernel's choice (ephemeral) instead.
+    const bool below = high - kLowest >= 1000 && attempt < 192;
+    const uint16_t port = BindAndRelease(below ? static_cast<uint16_t>(pick(rng)) : 0);
+    if (port != 0 && handed_out.insert(port).second) return port;
   }
   return 0;
 }

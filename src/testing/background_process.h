@@ -66,8 +66,10 @@ Result<ServeProcess> StartStrataServe(const std::vector<std::string>& args, cons
 bool WaitForFiles(const std::string& dir, const std::string& prefix, int count, std::chrono::milliseconds timeout);
 
 // A TCP port on 127.0.0.1 free at the time of the call, for servers that cannot report
-// the ephemeral port they bound (etcd); another process may take it in between. Never the
-// same port twice in one process.
+// the ephemeral port they bound (etcd, a static group's members); another process may take it
+// in between. Below the kernel's ephemeral range where it can (no client's connect() takes it,
+// so a server restarted on it finds it free); never the same port twice in one process; 0 if
+// none is found.
 uint16_t FreeLoopbackPort();
 
 // A static:// cache group of `n` members on free loopback ports: each member's

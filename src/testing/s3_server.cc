@@ -1,7 +1,5 @@
 #include "testing/s3_server.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,8 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <sstream>
+
+#include "testing/background_process.h"
 
 #ifndef STRATA_SOURCE_DIR_DEFAULT
 #define STRATA_SOURCE_DIR_DEFAULT ""
@@ -25,43 +24,12 @@ constexpr auto kStartTimeout = std::chrono::seconds(180);
 constexpr auto kStopTimeout = std::chrono::seconds(60);
 constexpr int kStartAttempts = 2;  // a second try covers losing a race for the free port
 
-// Whether 127.0.0.1:`port` can be bound right now (0: any port); the port bound.
-Result<int> BindLoopback(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoToStatus(errno, "socket() for a free port");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    ::close(fd);
-    return ErrnoToStatus(err, "binding 127.0.0.1:" + std::to_string(port) + " for a free port");
-  }
-  ::close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
-}
-
-// A port the kernel considers free on 127.0.0.1 right now.
-Result<int> FreeLoopbackPort() { return BindLoopback(0); }
-
-// A port free on 127.0.0.1 below the kernel's ephemeral range (ip_local_port_range), so a
-// client's connect() never picks it as its local port: a server that stops and restarts
-// on it finds it free. Falls back to FreeLoopbackPort() if none is found.
-Result<int> FreeLoopbackPortOutsideEphemeral() {
-  constexpr int kLowest = 10000;
-  int ephemeral_low = 32768;
-  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
-  if (!(range >> ephemeral_low)) ephemeral_low = 32768;
-  if (ephemeral_low - kLowest < 1000) return FreeLoopbackPort();
-  std::mt19937 rng(std::random_device{}());
-  std::uniform_int_distribution<int> pick(kLowest, ephemeral_low - 1);
-  for (int attempt = 0; attempt < 64; ++attempt) {
-    if (auto port = BindLoopback(pick(rng)); port.ok()) return port;
-  }
-  return FreeLoopbackPort();
+// A free loopback port below the ephemeral range (testing::FreeLoopbackPort): a server that
+// stops and restarts on it finds it free, and no two servers of one test get the same one.
+Result<int> FreePortForServer() {
+  const uint16_t port = FreeLoopbackPort();
+  if (port == 0) return Status(Code::kUnavailable, "no free port on 127.0.0.1");
+  return static_cast<int>(port);
 }
 
 Result<std::string> MakeTempDir(const std::string& tag) {
@@ -180,7 +148,7 @@ Result<std::unique_ptr<S3TestServer>> S3TestServer::Start(Kind kind) {
   Status last;
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(std::string dir, MakeTempDir(KindName(kind)));
-    STRATA_ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
+    STRATA_ASSIGN_OR_RETURN(int port, FreePortForServer());
     auto lines = RunStart(server->script_, dir, {std::to_string(port)});
     if (!lines.ok()) {
       last = lines.status();  // the dir stays, with the logs the message points to
@@ -234,7 +202,7 @@ Result<std::unique_ptr<CloudProxy>> CloudProxy::Start(const std::string& upstrea
   Status last;
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(std::string dir, MakeTempDir("proxy"));
-    STRATA_ASSIGN_OR_RETURN(int port, FreeLoopbackPortOutsideEphemeral());
+    STRATA_ASSIGN_OR_RETURN(int port, FreePortForServer());
     std::vector<std::string> args{
         std::to_string(port), upstream, "--ttfb-ms", std::to_string(options.ttfb_ms), "--rate", options.rate};
     if (options.access_log) args.push_back("--access-log");

@@ -14,3 +14,6 @@ strata_test(subprocess_test
 strata_test(s3_server_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/s3_server_test.cc
   LIBS strata_testing LABELS integration TIMEOUT 600)
+strata_test(background_process_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/background_process_test.cc
+  LIBS strata_testing LABELS unit TIMEOUT 60)

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "base/executor.h"
+#include "base/json_text.h"
 #include "dataset/pack.h"
 #include "object/mem_store.h"
 #include "object/store_wrapper.h"
@@ -193,7 +194,7 @@ bool GeneratedAlready(object::ObjectStore& store, const std::string& prefix, con
 }
 
 Status MarkGenerated(object::ObjectStore& store, const std::string& prefix, const GenerateOptions& options) {
-  return store.Put(prefix + kGeneratedWith, Buffer::Copy(GeneratedWith(options).dump())).status();
+  return store.Put(prefix + kGeneratedWith, Buffer::Copy(DumpJson(GeneratedWith(options)))).status();
 }
 
 }  // namespace strata::train

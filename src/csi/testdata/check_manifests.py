@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Parses every manifest in deploy/kubernetes/, checks that the pieces that must agree
-do (socket paths, registration path, health port, driver name, secret keys), and prints
-the node plugin's command line and environment as JSON for csi_driver_test, which runs
-the plugin exactly so. Exit 1 with the reasons when a check fails."""
+do (socket paths, registration path, health port, driver name, secret keys, the plugin
+and the mount host), and prints the node plugin's and the mount host's command lines and
+environments as JSON for csi_driver_test, which runs them exactly so. Exit 1 with the
+reasons when a check fails."""
 import glob
 import json
 import os
@@ -56,7 +57,12 @@ def flag(args, name):
     return None
 
 
-ds = by_kind["DaemonSet"][0]
+daemonsets = {d["metadata"]["name"]: d for d in by_kind["DaemonSet"]}
+if set(daemonsets) != {"strata-csi-node", "strata-csi-mounts"}:
+    problems.append(f"the DaemonSets must be strata-csi-node and strata-csi-mounts, not {sorted(daemonsets)}")
+    print("\n".join(problems), file=sys.stderr)
+    sys.exit(1)
+ds = daemonsets["strata-csi-node"]
 spec = ds["spec"]["template"]["spec"]
 containers = {c["name"]: c for c in spec["containers"]}
 plugin = containers.get("strata-csi")
@@ -113,14 +119,64 @@ else:
         problems.append("the extender's --group-secret-file is not the STRATA_GROUP_SECRET key of a Secret volume "
                         "with an owner-only defaultMode")
 
-env = {}
-for e in plugin.get("env", []):
-    if "value" in e:
-        env[e["name"]] = e["value"]
-    else:
-        env[e["name"]] = "fieldRef:" + e["valueFrom"]["fieldRef"]["fieldPath"]
-out = {"command": plugin["command"], "args": plugin["args"], "env": env,
-       "mounts": {path: (volumes[name].get("hostPath") or {}).get("path", "") for path, name in mounts.items()}}
+# The mount host: the plugin's mounts run in its container, which must outlive the
+# plugin's (OnDelete), share its socket and state dir on the same host paths, see the
+# same PIDs (both hostPID) and mount into the kubelet's tree as the plugin does.
+hds = daemonsets["strata-csi-mounts"]
+hspec = hds["spec"]["template"]["spec"]
+host = hspec["containers"][0]
+hvolumes = {v["name"]: v for v in hspec["volumes"]}
+hmounts = {m["mountPath"]: m["name"] for m in host["volumeMounts"]}
+if hds["spec"].get("updateStrategy", {}).get("type") != "OnDelete":
+    problems.append("strata-csi-mounts must be updated OnDelete: a rollout would kill every mount")
+if "livenessProbe" in host:
+    problems.append("the mount host must have no liveness probe: a restart kills every mount")
+for name, s in (("strata-csi-node", spec), ("strata-csi-mounts", hspec)):
+    if not s.get("hostPID"):
+        problems.append(f"{name} needs hostPID: the plugin adopts the mount host's mounts by PID")
+if spec.get("hostNetwork") != hspec.get("hostNetwork"):
+    problems.append("the mount host's hostNetwork differs from the plugin's (the mounts' peer endpoints)")
+host_sock_flag = flag(host["args"], "--mount-host")
+if flag(host["args"], "--mode") != "mounts" or not host_sock_flag:
+    problems.append("the mount host must run --mode=mounts with --mount-host")
+if flag(plugin["args"], "--mount-host") != host_sock_flag:
+    problems.append(f"the plugin's --mount-host {flag(plugin['args'], '--mount-host')} is not the host's {host_sock_flag}")
+
+
+def host_path(path, mounts_, volumes_):
+    """The host path of a container path, through the volume mounted at it or above it."""
+    best = max((m for m in mounts_ if path == m or path.startswith(m.rstrip("/") + "/")), key=len, default=None)
+    if best is None:
+        return None
+    base = (volumes_[mounts_[best]].get("hostPath") or {}).get("path")
+    return None if base is None else base + path[len(best):]
+
+
+state_dir = flag(plugin["args"], "--state-dir")
+for path in filter(None, [host_sock_flag and host_sock_flag[len("unix://"):], state_dir, "/var/lib/kubelet"]):
+    if host_path(path, mounts, volumes) is None or host_path(path, mounts, volumes) != host_path(path, hmounts,
+                                                                                                  hvolumes):
+        problems.append(f"{path} is not the same host path in the plugin and the mount host")
+hkubelet = [m for m in host["volumeMounts"] if m["mountPath"] == "/var/lib/kubelet"]
+if not hkubelet or hkubelet[0].get("mountPropagation") != "Bidirectional":
+    problems.append("the mount host needs /var/lib/kubelet with mountPropagation: Bidirectional")
+if not host.get("securityContext", {}).get("privileged"):
+    problems.append("the mount host must be privileged (FUSE)")
+
+
+def environment(container):
+    env = {}
+    for e in container.get("env", []):
+        if "value" in e:
+            env[e["name"]] = e["value"]
+        else:
+            env[e["name"]] = "fieldRef:" + e["valueFrom"]["fieldRef"]["fieldPath"]
+    return env
+
+
+out = {"command": plugin["command"], "args": plugin["args"], "env": environment(plugin),
+       "mounts": {path: (volumes[name].get("hostPath") or {}).get("path", "") for path, name in mounts.items()},
+       "mount_host": {"command": host["command"], "args": host["args"], "env": environment(host)}}
 if problems:
     print("\n".join(problems), file=sys.stderr)
     sys.exit(1)
