@@ -762,10 +762,9 @@ bool ShardCache::MemoryAmple(uint64_t bytes) {
 }
 
 Result<std::unique_ptr<io::RandomAccessFile>> ShardCache::OpenShardFile(const std::string& path, uint64_t data_offset) {
-  // Files written around the page cache are read around it too: a buffered
-  // read of a 140 MiB file not in the page cache ran at a quarter of the
-  // device's speed here (the kernel's read-ahead, one window at a time), the
-  // same read in 8 MiB O_DIRECT parts in flight together at its speed.
+  // Where memory is short, files written around the page cache are read
+  // around it too (8 MiB O_DIRECT parts in flight together, at the device's
+  // speed), so a read does not evict what others keep there.
   if (data_offset % kBlock == 0) {
     if (auto* posix = dynamic_cast<io::PosixFileSystem*>(&fs_)) {
       auto direct = posix->OpenForReadDirect(path);
