@@ -819,8 +819,12 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard, bool* skipped) {
   }
   // Read buffered where memory is ample, so the pages stay and the next
   // epoch (or process) reads them at memory speed: a second copy of a
-  // dataset that fits in RAM is what makes its warm epochs fast. Else around
-  // the page cache (O_DIRECT), not evicting what others keep there.
+  // dataset that fits in RAM is what makes its warm epochs fast. Its 8 MiB
+  // parts in flight together keep it near the device's speed (fio here, 8 MiB
+  // reads at queue depth 16 on a file not in the page cache: buffered
+  // 0.7-2.8 GB/s, O_DIRECT 1.2-1.4 GB/s, loaded machine; one buffered read at
+  // a time ran at a quarter of it). Else around the page cache (O_DIRECT),
+  // not evicting what others keep there.
   const bool keep_resident = resident || MemoryAmple(expect);
   auto file = keep_resident ? fs_.OpenForRead(path) : OpenShardFile(path, offset);
   auto size = file.ok() ? (*file)->Size() : Result<uint64_t>(file.status());
