@@ -5,7 +5,8 @@
 # epochs 2 and 3 warm), alternately, RUNS times. Prints the median AU of each and the ratios:
 #   cold with the cache / --no-cache   (the cache must not throttle a cold epoch)
 #   warm with the cache, epochs 2, 3   (epoch 2 reads what epoch 1 admitted and admits more;
-#                                       epoch 3 what the two admitted)
+#                                       epoch 3 what the two admitted; a hit comes from the page
+#                                       cache, the disk, or the store when the disk's queue is longer)
 #
 #   bash bench/train_cache_bench.sh [--workload unet3d] [--samples 84] [--accelerators 1,2]
 #        [--runs 3] [--emulate ttfb=30ms,bw=25MB/s] [--data DIR] [--build-dir DIR]
@@ -97,5 +98,19 @@ for n in counts:
           f"{100 * m_w3:>6.1f}% {hits3:>7.0f} {busy:>42.0f} / {no_reuse:.0f}")
     print(f"    runs (AU %): no-cache {[round(100 * x, 1) for x in nc]}, cache cold {[round(100 * x, 1) for x in cc]}, "
           f"epoch 2 {[round(100 * x, 1) for x in w2]}, epoch 3 {[round(100 * x, 1) for x in w3]}")
+    def per_epoch(field, epoch):
+        """Median over the cached runs of the cache's counter `field` gained in `epoch` (it counts since
+        the cache opened)."""
+        out = []
+        for r in range(1, runs + 1):
+            doc = json.load(open(f"{work}/n{n}-cache-{r}.json"))
+            at = {x["epoch"]: max(s.get(field, 0) for s in x["sources"])
+                  for x in doc["results"] if x["accelerators"] == n}
+            out.append(at[epoch] - at[epoch - 1])
+        return statistics.median(out)
+    print(f"    disk hits from the page cache: epoch 2 {per_epoch('cache_disk_hits_resident', 2):.0f}, "
+          f"epoch 3 {per_epoch('cache_disk_hits_resident', 3):.0f}; hits fetched from the store instead "
+          f"(sooner than the disk's queue): epoch 2 {per_epoch('cache_store_instead_of_disk', 2):.0f}, "
+          f"epoch 3 {per_epoch('cache_store_instead_of_disk', 3):.0f}")
 EOF
 echo "command: bash bench/train_cache_bench.sh ${ARGS[*]}"

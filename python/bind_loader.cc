@@ -204,6 +204,8 @@ py::dict StatsToPy(const ld::Stats& s) {
   d["samples_skipped"] = s.samples_skipped;
   d["cache_not_admitted_busy"] = s.cache_not_admitted_busy;
   d["cache_not_admitted_no_reuse"] = s.cache_not_admitted_no_reuse;
+  d["cache_disk_hits_resident"] = s.cache_disk_hits_resident;
+  d["cache_store_instead_of_disk"] = s.cache_store_instead_of_disk;
   d["queue_depth"] = s.queue_depth;
   d["consumer_wait_s"] = Seconds(s.consumer_wait);
   d["elapsed_s"] = Seconds(s.elapsed);

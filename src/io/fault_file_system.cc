@@ -35,6 +35,7 @@ class FaultRandomAccessFile : public RandomAccessFile {
 
   Result<size_t> ReadAt(uint64_t offset, size_t n, void* dst) override {
     STRATA_RETURN_IF_ERROR(fs_->MaybeFail(kFaultRead, path(), "read"));
+    fs_->PassReadGate();
     auto got = inner_->ReadAt(offset, n, dst);
     if (got.ok()) {
       std::lock_guard lock(fs_->mu_);
@@ -95,7 +96,10 @@ class FaultWritableFile : public WritableFile {
 };
 
 FaultFileSystem::FaultFileSystem(FileSystem& base) : base_(base) {}
-FaultFileSystem::~FaultFileSystem() { OpenWriteGate(); }
+FaultFileSystem::~FaultFileSystem() {
+  OpenWriteGate();
+  OpenReadGate();
+}
 
 void FaultFileSystem::CloseWriteGate() {
   std::lock_guard lock(gate_mu_);
@@ -120,6 +124,31 @@ void FaultFileSystem::PassWriteGate() {
   gate_cv_.notify_all();
   gate_cv_.wait(lock, [&] { return !gate_closed_; });
   --gate_held_;
+}
+
+void FaultFileSystem::CloseReadGate() {
+  std::lock_guard lock(gate_mu_);
+  read_gate_closed_ = true;
+}
+
+void FaultFileSystem::OpenReadGate() {
+  std::lock_guard lock(gate_mu_);
+  read_gate_closed_ = false;
+  gate_cv_.notify_all();
+}
+
+bool FaultFileSystem::WaitHeldReads(int n, std::chrono::milliseconds deadline) {
+  std::unique_lock lock(gate_mu_);
+  return gate_cv_.wait_for(lock, deadline, [&] { return read_gate_held_ >= n; });
+}
+
+void FaultFileSystem::PassReadGate() {
+  std::unique_lock lock(gate_mu_);
+  if (!read_gate_closed_) return;
+  ++read_gate_held_;
+  gate_cv_.notify_all();
+  gate_cv_.wait(lock, [&] { return !read_gate_closed_; });
+  --read_gate_held_;
 }
 
 void FaultFileSystem::SetWriteBudget(uint64_t bytes) {

@@ -73,6 +73,10 @@ class FaultFileSystem : public FileSystem {
   void OpenWriteGate();
   // Waits up to `deadline` (real time) until at least `n` writes wait at the gate.
   bool WaitHeldWrites(int n, std::chrono::milliseconds deadline);
+  // A disk that is slow to read: likewise for reads (RandomAccessFile::ReadAt).
+  void CloseReadGate();
+  void OpenReadGate();
+  bool WaitHeldReads(int n, std::chrono::milliseconds deadline);
 
   // Undoes everything not made durable: truncates written files back to their
   // last synced size (restoring bytes overwritten in place), then undoes
@@ -127,6 +131,7 @@ class FaultFileSystem : public FileSystem {
   // Checks faults, takes up to n bytes of the budget (*allowed) and saves overwritten synced bytes.
   Status BeforeWrite(const std::string& path, uint64_t offset, size_t n, uint64_t epoch, uint64_t* allowed);
   void PassWriteGate();
+  void PassReadGate();
   void AfterWrite(size_t n);
   void AfterSync(const std::string& path, uint64_t size, uint64_t epoch);
   Status RestoreFile(const std::string& path, const FileState& state);
@@ -145,6 +150,8 @@ class FaultFileSystem : public FileSystem {
   std::condition_variable gate_cv_;
   bool gate_closed_ = false;
   int gate_held_ = 0;
+  bool read_gate_closed_ = false;  // (under gate_mu_, signalled on gate_cv_)
+  int read_gate_held_ = 0;
 };
 
 }  // namespace strata::io

@@ -86,6 +86,31 @@ TEST_F(FaultFsTest, ClosedWriteGateHoldsWritesUntilOpened) {
   EXPECT_EQ(Contents(P("f")), "held");
 }
 
+TEST_F(FaultFsTest, ClosedReadGateHoldsReadsUntilOpened) {
+  {
+    auto w = fs_.OpenForWrite(P("f"));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Append("held").ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto f = fs_.OpenForRead(P("f"));
+  ASSERT_TRUE(f.ok());
+  fs_.CloseReadGate();
+  ASSERT_TRUE(fs_.OpenForWrite(P("g")).ok()) << "writes pass a closed read gate";
+  std::atomic<bool> read{false};
+  char buf[4] = {};
+  std::thread reader([&] {
+    EXPECT_EQ((*f)->ReadAt(0, 4, buf).value_or(0), 4u);
+    read = true;
+  });
+  ASSERT_TRUE(fs_.WaitHeldReads(1, std::chrono::seconds(10)));
+  EXPECT_FALSE(read.load()) << "the read waits at the gate";
+  fs_.OpenReadGate();
+  reader.join();
+  EXPECT_TRUE(read.load());
+  EXPECT_EQ(std::string(buf, 4), "held");
+}
+
 TEST_F(FaultFsTest, BudgetIsSharedAcrossThreads) {
   constexpr uint64_t kBudget = 25000;
   fs_.SetWriteBudget(kBudget);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -338,6 +339,26 @@ Result<std::unique_ptr<RandomAccessFile>> PosixFileSystem::OpenForReadDirect(con
     return Errno("open for direct reading", path);
   }
   return std::unique_ptr<RandomAccessFile>(std::make_unique<PosixRandomAccessFile>(fd, path, true));
+}
+
+Result<uint64_t> PosixFileSystem::ResidentBytes(const std::string& path, uint64_t offset, uint64_t length) {
+  if (length == 0) return uint64_t{0};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open", path);
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t first = offset / page * page;
+  const uint64_t span = offset + length - first;
+  void* map = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(first));
+  ::close(fd);
+  if (map == MAP_FAILED) return Errno("mmap", path);
+  std::vector<unsigned char> in((span + page - 1) / page);
+  const int rc = ::mincore(map, span, in.data());
+  const int err = errno;
+  ::munmap(map, span);
+  if (rc != 0) return ErrnoToStatus(err, "mincore " + path);
+  uint64_t pages = 0;
+  for (unsigned char v : in) pages += v & 1;
+  return std::min(length, pages * page);
 }
 
 Result<std::unique_ptr<WritableFile>> PosixFileSystem::OpenForWrite(const std::string& path, bool truncate) {

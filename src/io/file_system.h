@@ -176,6 +176,9 @@ class PosixFileSystem : public FileSystem {
   // InvalidArgument. NotSupported where the file system refuses O_DIRECT (e.g. tmpfs before 6.6).
   static constexpr size_t kDirectAlignment = 4096;
   Result<std::unique_ptr<RandomAccessFile>> OpenForReadDirect(const std::string& path);
+  // How many bytes of [offset, offset + length) of the file at `path` the
+  // page cache holds now (mincore; whole pages, so a partial last page counts whole).
+  static Result<uint64_t> ResidentBytes(const std::string& path, uint64_t offset, uint64_t length);
 };
 
 // A process-wide PosixFileSystem.

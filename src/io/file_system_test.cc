@@ -384,9 +384,14 @@ TEST_F(PosixFsTest, StreamingWriteBypassesThePageCacheAndKeepsEveryByte) {
   if (probe >= 0) ::close(probe);
   if (probe >= 0 && !tmpfs) {
     EXPECT_EQ(ResidentPages(P("stream"), kBlocks), 0u);
+    EXPECT_EQ(PosixFileSystem::ResidentBytes(P("stream"), 0, kBlocks * 4096).value_or(1), 0u);
   }
   std::string expected(reinterpret_cast<const char*>(buf.get()), kBlocks * 4096 + kTail);
   EXPECT_EQ(ReadAll(P("stream")), expected + more);
+  // A buffered read leaves the pages it read in the page cache (an unaligned range counts its pages whole).
+  EXPECT_EQ(PosixFileSystem::ResidentBytes(P("stream"), 100, kBlocks * 4096).value_or(0), kBlocks * 4096);
+  EXPECT_EQ(ResidentPages(P("stream"), kBlocks), kBlocks);
+  EXPECT_EQ(PosixFileSystem::ResidentBytes(P("no such file"), 0, 1).status().code(), Code::kNotFound);
 
   // Memory that is not aligned: buffered throughout, bytes the same.
   auto f = fs_.OpenForStreamingWrite(P("unaligned"));

@@ -25,4 +25,21 @@ WallTime BootTime() {
   return boot;
 }
 
+std::optional<MemoryInfo> ReadMemoryInfo() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  MemoryInfo m;
+  bool total = false, available = false;
+  while (std::getline(meminfo, line) && !(total && available)) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemTotal: %llu kB", &kib) == 1) {
+      m.total_bytes = kib << 10, total = true;
+    } else if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) {
+      m.available_bytes = kib << 10, available = true;
+    }
+  }
+  if (!total || !available) return std::nullopt;
+  return m;
+}
+
 }  // namespace strata::io

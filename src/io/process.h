@@ -4,6 +4,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
+
 #include "base/clock.h"
 
 namespace strata::io {
@@ -17,5 +20,14 @@ bool ProcessAlive(pid_t pid);
 // file written before it has a dead writer whatever its pid names now: after
 // a reboot that pid may belong to an unrelated live process.
 WallTime BootTime();
+
+// The machine's memory as /proc/meminfo says now (MemTotal, MemAvailable:
+// what could be had without swapping, the page cache's clean pages included),
+// or nullopt where it cannot be read.
+struct MemoryInfo {
+  uint64_t total_bytes = 0;
+  uint64_t available_bytes = 0;
+};
+std::optional<MemoryInfo> ReadMemoryInfo();
 
 }  // namespace strata::io

@@ -26,5 +26,13 @@ TEST(ProcessTest, BootTimeIsInThePast) {
   EXPECT_LT(boot, std::chrono::system_clock::now());
 }
 
+TEST(ProcessTest, MemoryInfoHasTheMachinesMemory) {
+  const std::optional<MemoryInfo> m = ReadMemoryInfo();
+  ASSERT_TRUE(m.has_value());  // /proc/meminfo has both lines on Linux 3.14+
+  EXPECT_GT(m->total_bytes, 0u);
+  EXPECT_GT(m->available_bytes, 0u);
+  EXPECT_LE(m->available_bytes, m->total_bytes);
+}
+
 }  // namespace
 }  // namespace strata::io

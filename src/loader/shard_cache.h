@@ -15,6 +15,12 @@
 // a shard the disk cannot keep up with is not admitted, and counted. Shards of
 // 1 MiB or more start at a 4 KiB boundary of their file and are written with
 // O_DIRECT where the file system takes it (no copy through the page cache).
+// A disk hit whose file the page cache holds is read at memory speed; one
+// that is not is read from the device (buffered where memory is ample, so
+// it stays for the next epoch; else with O_DIRECT) unless the reads queued
+// there would keep it waiting longer than a fetch from the store takes at
+// the store's measured pace: then it is fetched (counted:
+// store_instead_of_disk), so a hit is never slower than a miss.
 // Eviction takes shards released by the loader (consumed) first, in release
 // order, then the least recently used; files other processes wrote into the
 // same directory count towards the bound (the directory is rescanned before
@@ -66,6 +72,7 @@
 #include "cache/block_sealer.h"
 #include "dataset/manifest.h"
 #include "io/file_system.h"
+#include "loader/throughput.h"
 #include "object/object_store.h"
 
 namespace strata::loader {
@@ -200,6 +207,12 @@ class ShardCache {
     // than it (streamed once per epoch, any shard evicted for another is
     // re-read as late as the other: admitting it would only churn the disk).
     uint64_t not_admitted_busy = 0, not_admitted_no_reuse = 0;
+    // Disk hits whose file the page cache held whole (read at memory speed).
+    uint64_t disk_hits_resident = 0;
+    // Shards on disk fetched from the store instead: their file was not in
+    // memory and the disk's queued reads would have kept them waiting longer
+    // than a fetch takes at the store's measured pace.
+    uint64_t store_instead_of_disk = 0;
   };
   Counters counters() const;
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
@@ -242,7 +255,13 @@ class ShardCache {
   // store_->Get, given up on at `deadline` (fetch_timeout; without one, the plain call).
   Result<object::GetResult> BoundedGet(const std::string& key, const object::GetOptions& get,
                                        std::chrono::steady_clock::time_point deadline);
-  Result<Buffer> LoadFromDisk(size_t shard);
+  // `*skipped`: the file is there but was not read (see Counters::store_instead_of_disk).
+  Result<Buffer> LoadFromDisk(size_t shard, bool* skipped);
+  // How long a read of `bytes` may wait for the disk: what fetching them
+  // from the store takes at its measured pace (unmeasured: no bound).
+  double StoreSeconds(uint64_t bytes) const;
+  // Whether the machine has memory to spare for `bytes` more of the page cache.
+  static bool MemoryAmple(uint64_t bytes);
   // A shard file, opened O_DIRECT when its data is block-aligned (written so) and the file system allows.
   Result<std::unique_ptr<io::RandomAccessFile>> OpenShardFile(const std::string& path, uint64_t data_offset);
   // Its `size` bytes, read as parts in flight together into page-aligned memory.
@@ -280,6 +299,8 @@ class ShardCache {
   Clock& clock_;
 
   mutable Mutex mu_;
+  Throughput disk_reads_;                         // of shard files not in the page cache
+  Throughput store_fetches_;                      // of shards from the store
   std::atomic<uint64_t> ram_bytes_, disk_bytes_;  // the bounds (raised by OpenShared)
   std::atomic<size_t> fetch_threads_;             // the openers' connections summed (capped)
   std::map<size_t, RamEntry> ram_ GUARDED_BY(mu_);

@@ -9,12 +9,14 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "io/durable.h"
 #include "io/fault_file_system.h"
+#include "io/process.h"
 #include "loader/loader_test_util.h"
 #include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
@@ -254,6 +256,22 @@ TEST_F(ShardCacheWriteBehindTest, ALargeShardsFileIsWrittenAroundThePageCache) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(got->verified);
   EXPECT_TRUE(got->data.ToString() == bytes);
+  EXPECT_EQ((*reopened)->counters().disk_hits_resident, 0u);
+
+  // Read where memory is ample, the file stays in the page cache: the next
+  // epoch (here a third cache, as after a restart) reads it at memory speed.
+  const std::optional<io::MemoryInfo> mem = io::ReadMemoryInfo();
+  if (!mem || mem->available_bytes < (64ull << 20) + mem->total_bytes / 4) GTEST_SKIP() << "memory is short here";
+  const size_t pages = (4096 + kLarge + 4095) / 4096;
+  EXPECT_EQ(ResidentPages(path, 0, pages * 4096), pages);
+  auto again = ShardCache::Open(std::make_shared<NoGetStore>(mem_), {"ds/large"}, {kLarge}, co);
+  ASSERT_TRUE(again.ok()) << again.status();
+  got = (*again)->Get(0);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->verified);
+  EXPECT_TRUE(got->data.ToString() == bytes);
+  EXPECT_EQ((*again)->counters().disk_hits, 1u);
+  EXPECT_EQ((*again)->counters().disk_hits_resident, 1u);
 }
 
 // Epoch after epoch in one order, a disk bound of four shards over ten: the

@@ -260,6 +260,10 @@ struct Stats {
   // because the dataset is larger than the disk bound and the disk is full of its shards.
   uint64_t cache_not_admitted_busy = 0;
   uint64_t cache_not_admitted_no_reuse = 0;
+  // ... disk hits read from the page cache (memory speed), and shards whose file was there but
+  // fetched from the store (the disk's queued reads would have taken longer than the store).
+  uint64_t cache_disk_hits_resident = 0;
+  uint64_t cache_store_instead_of_disk = 0;
   uint64_t queue_depth = 0;                   // batches ready now
   std::chrono::nanoseconds consumer_wait{0};  // total time Next() blocked
   std::chrono::nanoseconds elapsed{0};        // since the iterator started
