@@ -7,6 +7,11 @@
 // (4) random access to samples via the shard index (one GET per sample).
 // Samples/s and request counts for each; JSON to bench/out/shards.json (+ a
 // PNG through bench/plot.py when matplotlib is there).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -19,6 +24,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+extern char** environ;
 
 #include "base/clock.h"
 #include "base/executor.h"
@@ -294,12 +301,26 @@ nlohmann::json ResultsJson(const Args& a, const Results& r) {
   return j;
 }
 
+// bench/plot.py JSON PNG, without a shell: --out may hold any character.
+void Plot(const std::string& json, const std::string& png) {
+  const char* argv[] = {"/usr/bin/python3", "bench/plot.py", json.c_str(), png.c_str(), nullptr};
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &quiet, nullptr, const_cast<char* const*>(argv), environ) == 0) {
+    waitpid(pid, nullptr, 0);
+  }
+  posix_spawn_file_actions_destroy(&quiet);
+}
+
 // The JSON, a PNG through bench/plot.py when it is there, and the command line.
 bool WriteResults(const Args& a, const nlohmann::json& j) {
   if (!bench::WriteResultsJson("shards_bench", a.out, j)) return false;
   std::string png = a.out.substr(0, a.out.rfind('.')) + ".png";
   if (std::error_code ec; std::filesystem::exists("bench/plot.py", ec)) {
-    std::system(("/usr/bin/python3 bench/plot.py " + a.out + " " + png + " >/dev/null 2>&1").c_str());
+    Plot(a.out, png);
   }
   std::printf(
       "wrote %s\nreproduce: ninja -C build shards_bench && build/bench/shards_bench --count %llu --size %llu "

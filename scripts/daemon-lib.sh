@@ -12,13 +12,27 @@ export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1
 
 now_ms() { date +%s%3N; }
 
-# free_ports [N]: N distinct free TCP ports on 127.0.0.1 (the kernel picks them; racy only
-# against other port pickers).
+# free_ports [N]: N distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral range (so no
+# client's connect() takes one as its local port before the server binds it), all bound at once
+# (a port closed and picked again could come back twice); racy only against other port pickers.
 free_ports() {
   /usr/bin/python3 -c '
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks: s.bind(("127.0.0.1", 0))
+import random, socket, sys
+n = int(sys.argv[1])
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+socks = []
+for _ in range(200 * n):
+    if len(socks) == n:
+        break
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, low) if low > 11000 else 0))
+        socks.append(s)
+    except OSError:
+        s.close()
 print(" ".join(str(s.getsockname()[1]) for s in socks))' "${1:-1}"
 }
 
