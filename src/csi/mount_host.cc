@@ -284,7 +284,15 @@ void MountHost::State::Accept() {
     }
     if (fds[1].revents) return;
     int conn = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) continue;  // the client left before it was accepted, or fds ran out for now
+    if (conn < 0) {
+      // Out of descriptors: the connection stays queued and poll says so at once; wait for a
+      // launch to finish (it closes some) instead of spinning. Else the client left first.
+      if (errno == EMFILE || errno == ENFILE) {
+        pollfd stop{stop_fd, POLLIN, 0};
+        poll(&stop, 1, 100);
+      }
+      continue;
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       if (active >= options.max_connections) {
