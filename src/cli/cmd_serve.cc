@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/stop_signals.h"
 #include "base/units.h"
 #include "cli/cache_flags.h"
 #include "cli/command.h"
@@ -122,13 +123,7 @@ void RunServe(const ServeArgs& args, const CacheFlags& cache) {
   const CacheSettings s = cache.Settings();
   gateway::GatewayConfig config = BuildConfig(args, cache, s);
   RaiseDescriptorLimit();
-  // Block the stop signals before any thread starts (threads inherit the
-  // mask), then wait for them here.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  const sigset_t stop = BlockStopSignals();
   // Joined before the gateway so every bucket's store is attached as it is made.
   std::unique_ptr<group::GroupMember> member;
   std::function<void(const std::shared_ptr<cache::CachedStore>&)> attach;

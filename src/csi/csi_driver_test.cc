@@ -372,6 +372,18 @@ class CsiDriverTest : public ::testing::Test {
     return pods_.back().get();
   }
 
+  // Stages each volume, publishes it into its pod and starts a reader there (pods[i] reads vols[i]).
+  std::vector<BackgroundProcess*> StageAndRead(const std::vector<std::string>& vols,
+                                               const std::vector<std::string>& pods) {
+    std::vector<BackgroundProcess*> readers;
+    for (size_t i = 0; i < vols.size(); ++i) {
+      EXPECT_EQ(Stage(vols[i]), grpc::OK) << last_error_;
+      EXPECT_EQ(Publish(vols[i], pods[i]), grpc::OK) << last_error_;
+      readers.push_back(StartReader(pods[i]));
+    }
+    return readers;
+  }
+
   static testing::S3TestServer* rgw_;
   static std::map<std::string, std::string>* sums_;
   std::string dir_, kubelet_, socket_;
@@ -612,12 +624,8 @@ TEST_F(CsiDriverTest, PluginContainerEndLeavesPodsReadingAndTheNextPluginAdoptsT
   Restart();
   const std::vector<std::string> vols = {"vol-ctr-1", "vol-ctr-2"};
   const std::vector<std::string> pods = {"pod-c1", "pod-c2"};
-  std::vector<BackgroundProcess*> readers;
-  for (size_t i = 0; i < vols.size(); ++i) {
-    ASSERT_EQ(Stage(vols[i]), grpc::OK) << last_error_;
-    ASSERT_EQ(Publish(vols[i], pods[i]), grpc::OK) << last_error_;
-    readers.push_back(StartReader(pods[i]));
-  }
+  std::vector<BackgroundProcess*> readers = StageAndRead(vols, pods);
+  ASSERT_FALSE(HasFailure());
   auto oks = [&](BackgroundProcess* p) { return Count(p->Log(), "ok "); };
   auto each_read = [&](const std::vector<int>& before, int passes) {
     return WaitFor(
@@ -677,12 +685,8 @@ TEST_F(CsiDriverTest, MountHostContainerEndTakesItsMountsAndThePluginHealsThemTh
   StartMountHost();
   const std::vector<std::string> vols = {"vol-host-1", "vol-host-2"};
   const std::vector<std::string> pods = {"pod-h1", "pod-h2"};
-  std::vector<BackgroundProcess*> readers;
-  for (size_t i = 0; i < vols.size(); ++i) {
-    ASSERT_EQ(Stage(vols[i]), grpc::OK) << last_error_;
-    ASSERT_EQ(Publish(vols[i], pods[i]), grpc::OK) << last_error_;
-    readers.push_back(StartReader(pods[i]));
-  }
+  std::vector<BackgroundProcess*> readers = StageAndRead(vols, pods);
+  ASSERT_FALSE(HasFailure());
   auto oks = [&](BackgroundProcess* p) { return Count(p->Log(), "ok "); };
   ASSERT_TRUE(WaitFor([&] { return oks(readers[0]) >= 2 && oks(readers[1]) >= 2; }, std::chrono::seconds(90)))
       << readers[0]->Log();

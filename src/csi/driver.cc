@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/stop_signals.h"
 #include "csi/controller.h"
 #include "csi/csi.grpc.pb.h"
 
@@ -226,12 +227,7 @@ Result<std::string> SocketPath(const std::string& endpoint) {
 }  // namespace
 
 Status RunDriver(const DriverOptions& options) {
-  // The stop signals are taken by one waiting thread; every thread started after this inherits the mask.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  const sigset_t stop = BlockStopSignals();
 
   STRATA_ASSIGN_OR_RETURN(std::string socket, SocketPath(options.endpoint));
   std::unique_ptr<NodeManager> node;

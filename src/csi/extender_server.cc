@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/stop_signals.h"
 #include "csi/extender.h"
 #include "group/etcd_membership.h"
 #include "group/member.h"
@@ -147,11 +148,7 @@ Status RunExtender(const ExtenderOptions& o) {
   }
   if (o.idle_timeout.count() <= 0) return InvalidArgumentError("--idle-timeout must be positive");
   if (o.max_connections <= 0) return InvalidArgumentError("--max-connections must be positive");
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  const sigset_t stop = BlockStopSignals();
   const size_t colon = o.listen.rfind(':');
   if (colon == std::string::npos) return InvalidArgumentError("--listen must be HOST:PORT: " + o.listen);
   std::string host = o.listen.substr(0, colon);

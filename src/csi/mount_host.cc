@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/stop_signals.h"
 
 namespace strata::csi {
 namespace {
@@ -358,11 +359,7 @@ MountHost::~MountHost() {
 }
 
 Status RunMountHost(const MountHostOptions& options) {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  const sigset_t stop = BlockStopSignals();
   STRATA_ASSIGN_OR_RETURN(auto host, MountHost::Start(options));
   int sig = 0;
   sigwait(&stop, &sig);
