@@ -77,10 +77,21 @@ _on_exit() {
   local rc=$?
   if [ "$READY" != 1 ]; then
     log "start failed; stopping what was started (logs in $DIR/log)"
+    _last_errors
     "$CLEANUP_FN" || true
     [ "$rc" != 0 ] || rc=1
   fi
   exit "$rc"
+}
+
+# The daemons' last error lines, so a failed start says why where only its output is kept (CI).
+_last_errors() {
+  local f line
+  for f in "$DIR"/log/*; do
+    [ -f "$f" ] || continue
+    line=$(grep -a -iE '(^| )(-1|error|fatal|failed)( |:)' "$f" 2>/dev/null | tail -2 | cut -c1-300) || true
+    [ -z "$line" ] || log "$(basename "$f"): $line"
+  done
 }
 
 phase() {  # phase NAME: records how long the phase that just ended took, for the ready line.

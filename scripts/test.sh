@@ -283,6 +283,9 @@ finish() {
     rm -rf "$LOGDIR"
     exit 0
   fi
+  local logs=()
+  for name in "${FAILED[@]}"; do [ -f "$LOGDIR/$name.log" ] && logs+=("$LOGDIR/$name.log"); done
+  [ ${#logs[@]} -eq 0 ] || /usr/bin/python3 scripts/failure_digest.py "${logs[@]}" || true
   echo "test.sh: FAIL ($MODE) in ${secs}s: ${FAILED[*]} failed: ${joined%; } (logs: $LOGDIR)"
   exit 1
 }

@@ -212,18 +212,21 @@ class FileStore : public ObjectStore, public PartStreamer {
   }
 
   // The object's file: <names> itself, or <names>/.strata-self when keys
-  // below it exist. A conversion between the two opens is retried.
+  // below it exist. A conversion between the two opens is retried: the
+  // directory opened first is no longer at <names> (each retry proves one).
   Result<std::unique_ptr<io::RandomAccessFile>> OpenObject(const std::string& key) {
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(key));
     const std::string leaf = JoinNames(names, names.size());
-    for (int attempt = 0;; ++attempt) {
+    constexpr int kAttempts = 64;  // bounded even against a writer converting without pause
+    for (int attempt = 1;; ++attempt) {
       STRATA_ASSIGN_OR_RETURN(auto file, OpenPath(leaf, key));
       STRATA_ASSIGN_OR_RETURN(io::FileStat st, file->Stat());
       if (!st.is_dir) return file;
       auto self = OpenPath(SelfOf(leaf), key);
-      if (self.ok() || self.status().code() != Code::kNotFound || attempt == 2) return self;
+      if (self.ok() || self.status().code() != Code::kNotFound || attempt == kAttempts) return self;
       auto again = fs_.Stat(Abs(leaf));
-      if (!again.ok() || again->is_dir) return self;  // no object, only keys below it
+      if (!again.ok()) return self;
+      if (again->is_dir && again->inode == st.inode) return self;  // no object, only keys below it
     }
   }
 
