@@ -163,8 +163,16 @@ double PlainRead(const std::string& dir) {
   return Now() - t0;
 }
 
+// One word for popen's shell, whatever the characters ('it'"'"'s' style quoting).
+std::string ShellWord(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 nlohmann::json RunTorch(const Args& a, const std::vector<uint64_t>& sizes) {
-  std::string cmd = a.python + " " + a.torch_script + " " + io::JoinPath(a.dir, "torch.pt");
+  std::string cmd =
+      ShellWord(a.python) + " " + ShellWord(a.torch_script) + " " + ShellWord(io::JoinPath(a.dir, "torch.pt"));
   for (auto n : sizes) {
     cmd += ' ';
     cmd += std::to_string(n);

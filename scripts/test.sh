@@ -68,7 +68,15 @@ export UBSAN_OPTIONS="print_stacktrace=1 ${UBSAN_OPTIONS:-}"
 # A report fails the test (exitcode 66); the second stack of a lock-order report helps.
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 
-banner() { printf '\n===== %s =====\n' "$*"; }
+# The least free disk seen at a step's start (servers refuse to start on a nearly full disk:
+# Ceph's mon at 5% free; this machine's volume is shared and its free space moves).
+DISK_MIN_MB=
+note_disk() {
+  local mb; mb=$(df -Pm "${TMPDIR:-/tmp}" 2>/dev/null | awk 'NR == 2 { print $4 }')
+  [ -n "$mb" ] || return 0
+  if [ -z "$DISK_MIN_MB" ] || [ "$mb" -lt "$DISK_MIN_MB" ]; then DISK_MIN_MB=$mb; fi
+}
+banner() { note_disk; printf '\n===== %s =====\n' "$*"; }
 
 # step NAME CMD...: runs CMD, records NAME as ok/FAILED.
 step() {
@@ -276,6 +284,8 @@ check_labels() {
 
 finish() {
   local secs=$(( $(date +%s) - T_START )) joined
+  note_disk
+  [ -z "$DISK_MIN_MB" ] || SUMMARY+=("disk: ${DISK_MIN_MB} MB free at least")
   joined=$(printf '%s; ' "${SUMMARY[@]}")
   echo
   if [ ${#FAILED[@]} -eq 0 ]; then
