@@ -163,7 +163,9 @@ TEST(FsTest, ExpiredAttributesAreRevalidatedByOneListingPerDirectory) {
   f.counting->Reset();
   read_all(8, true);
   EXPECT_EQ(f.counting->Lists("d/"), 2u) << "one listing of the directory (two pages), shared by the opens";
-  EXPECT_EQ(f.counting->heads.load(), 1u) << "no HEAD per file; only the replaced one's attributes are read";
+  // At most the replaced one's: its attributes' HEAD is answered by the cache when another
+  // thread's read of it fetched the new version first.
+  EXPECT_LE(f.counting->heads.load(), 1u) << "no HEAD per file; only the replaced one's attributes are read";
   EXPECT_EQ(f.fs->counters().meta_heads, static_cast<uint64_t>(kFiles + 2))
       << "cold: one per file and the directory marker; warm: the replaced one";
   EXPECT_EQ(f.counting->gets.load(), 1u) << "cached blocks served; only the replaced object is fetched";
