@@ -779,9 +779,8 @@ Result<Buffer> ShardCache::ReadShardFile(io::RandomAccessFile& file, uint64_t si
   const uint64_t rounded = (size + kBlock - 1) / kBlock * kBlock;  // O_DIRECT reads whole blocks (short at the end)
   // Page-aligned, in the pool's size classes as a fetch's buffer is: at
   // exact sizes (each shard's differs) every hit mapped fresh memory, whose
-  // first touch on this VM runs at 0.3-2 GB/s, and a hit from the page cache
-  // took about as long as a miss (unet3d N=2, epoch 2: 44-48% AU against
-  // 65-66%). The RAM tier may keep it.
+  // first touch on this VM runs at 0.3-2 GB/s (unet3d epoch 2: 75% -> 81% AU
+  // at N=1, 52% -> 59% at N=2; docs/benchmarks.md). The RAM tier may keep it.
   std::shared_ptr<uint8_t> buf = BufferPoolAllocate(rounded);
   uint8_t* data = buf.get();
   STRATA_ASSIGN_OR_RETURN(size_t n, file.ReadAtParts(0, rounded, data, kPart, [](size_t) {}));
