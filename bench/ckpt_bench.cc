@@ -42,6 +42,7 @@
 #include "ckpt/writer.h"
 #include "io/durable.h"
 #include "io/file_system.h"
+#include "testing/subprocess.h"
 
 using namespace strata;
 using namespace strata::ckpt;
@@ -163,28 +164,17 @@ double PlainRead(const std::string& dir) {
   return Now() - t0;
 }
 
-// One word for popen's shell, whatever the characters ('it'"'"'s' style quoting).
-std::string ShellWord(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 nlohmann::json RunTorch(const Args& a, const std::vector<uint64_t>& sizes) {
-  std::string cmd =
-      ShellWord(a.python) + " " + ShellWord(a.torch_script) + " " + ShellWord(io::JoinPath(a.dir, "torch.pt"));
-  for (auto n : sizes) {
-    cmd += ' ';
-    cmd += std::to_string(n);
+  std::vector<std::string> argv = {a.python, a.torch_script, io::JoinPath(a.dir, "torch.pt")};  // no shell
+  for (auto n : sizes) argv.push_back(std::to_string(n));
+  testing::RunOptions options;
+  options.timeout = std::chrono::hours(1);  // torch.save of --gib GiB, twice
+  auto run = testing::RunCommand(argv, {}, std::nullopt, options);
+  if (!run.ok()) return {{"error", "torch baseline: " + run.status().ToString()}};
+  auto j = nlohmann::json::parse(run->stdout_text, nullptr, false);
+  if (run->exit_code != 0 || j.is_discarded()) {
+    return {{"error", "torch baseline failed (exit " + std::to_string(run->exit_code) + ")"}};
   }
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return {{"error", "popen failed"}};
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
-  int rc = ::pclose(p);
-  auto j = nlohmann::json::parse(out, nullptr, false);
-  if (rc != 0 || j.is_discarded()) return {{"error", "torch baseline failed (exit " + std::to_string(rc) + ")"}};
   return j;
 }
 

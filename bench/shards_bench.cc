@@ -7,11 +7,6 @@
 // (4) random access to samples via the shard index (one GET per sample).
 // Samples/s and request counts for each; JSON to bench/out/shards.json (+ a
 // PNG through bench/plot.py when matplotlib is there).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -25,8 +20,6 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 #include "base/clock.h"
 #include "base/executor.h"
 #include "base/random.h"
@@ -36,6 +29,7 @@ extern char** environ;
 #include "object/cloud_store.h"
 #include "object/mem_store.h"
 #include "object/store_wrapper.h"
+#include "testing/subprocess.h"
 
 namespace strata {
 namespace {
@@ -301,26 +295,13 @@ nlohmann::json ResultsJson(const Args& a, const Results& r) {
   return j;
 }
 
-// bench/plot.py JSON PNG, without a shell: --out may hold any character.
-void Plot(const std::string& json, const std::string& png) {
-  const char* argv[] = {"/usr/bin/python3", "bench/plot.py", json.c_str(), png.c_str(), nullptr};
-  posix_spawn_file_actions_t quiet;
-  posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], &quiet, nullptr, const_cast<char* const*>(argv), environ) == 0) {
-    waitpid(pid, nullptr, 0);
-  }
-  posix_spawn_file_actions_destroy(&quiet);
-}
-
 // The JSON, a PNG through bench/plot.py when it is there, and the command line.
 bool WriteResults(const Args& a, const nlohmann::json& j) {
   if (!bench::WriteResultsJson("shards_bench", a.out, j)) return false;
   std::string png = a.out.substr(0, a.out.rfind('.')) + ".png";
   if (std::error_code ec; std::filesystem::exists("bench/plot.py", ec)) {
-    Plot(a.out, png);
+    // No shell: --out may hold any character. The plot is optional (matplotlib may be missing).
+    testing::RunCommand({"/usr/bin/python3", "bench/plot.py", a.out, png}).status().IgnoreError();
   }
   std::printf(
       "wrote %s\nreproduce: ninja -C build shards_bench && build/bench/shards_bench --count %llu --size %llu "
