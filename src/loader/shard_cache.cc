@@ -220,12 +220,12 @@ void ShardCache::WriteQueued(DiskWrite w) {
 }
 
 void ShardCache::WriteLoop() {
-  // Behind the reader in CPU too, but not starved: a large shard's file goes
-  // around the page cache (O_DIRECT), so what is left of a write on the CPU
-  // is its XXH3 (tens of GB/s) and the system calls. At nice 10 it
-  // yields to the reader's threads (a tenth of their weight) yet still runs
-  // on a machine kept busy by others (at idle priority, SCHED_IDLE, it got no
-  // CPU at all while any nice'd process was runnable).
+  // Behind the reader in CPU too, but not starved: a write costs its XXH3
+  // (tens of GB/s), the system calls and, where memory is ample, the copy
+  // into the page cache (the price of a hit from memory next epoch). At nice
+  // 10 it yields to the reader's threads (a tenth of their weight) yet still
+  // runs on a machine kept busy by others (at idle priority, SCHED_IDLE, it
+  // got no CPU at all while any nice'd process was runnable).
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
   MutexLock lock(write_mu_);
   while (true) {
@@ -968,9 +968,10 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   const std::string path = options_.dir + "/" + name;
   // Where memory is ample the file goes through the page cache and stays
   // there: the next epoch's hit is read at memory speed, where one from the
-  // device here was no sooner than a fetch from the store (unet3d, epochs 2
-  // and 3: 78-83% / 81-86% AU at N=1 against 70-80% / 69-78% written with
-  // O_DIRECT). Else around it (O_DIRECT), evicting nothing others keep there.
+  // device here was no sooner than a fetch from the store (unet3d, 5 runs,
+  // epochs 2 and 3 at N=1: 85-88% / 86-89% AU against 70-77% / 78-82%
+  // written with O_DIRECT; the cold epoch unchanged). Else around it
+  // (O_DIRECT), evicting nothing others keep there.
   const bool direct = offset % kBlock == 0 && !MemoryAmple(need);
   Status s = direct ? io::WriteFileAtomicStreaming(fs_, path, parts) : io::WriteFileAtomic(fs_, path, parts);
   if (!s.ok()) {
