@@ -969,7 +969,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   // Where memory is ample the file goes through the page cache and stays
   // there: the next epoch's hit is read at memory speed, where one from the
   // device here was no sooner than a fetch from the store (unet3d, 5 runs,
-  // epochs 2 and 3 at N=1: 85-88% / 86-89% AU against 70-77% / 78-82%
+  // epochs 2 and 3 at N=1: 84-86% / 86-89% AU against 70-77% / 78-82%
   // written with O_DIRECT; the cold epoch unchanged). Else around it
   // (O_DIRECT), evicting nothing others keep there.
   const bool direct = offset % kBlock == 0 && !MemoryAmple(need);
