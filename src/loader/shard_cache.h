@@ -13,8 +13,10 @@
 // them first), and bytes that fail them are invalidated. Files are written
 // temp + fsync + rename + fsync(dir), behind the reader (async_disk_writes):
 // a shard the disk cannot keep up with is not admitted, and counted. Shards of
-// 1 MiB or more start at a 4 KiB boundary of their file and are written with
-// O_DIRECT where the file system takes it (no copy through the page cache).
+// 1 MiB or more start at a 4 KiB boundary of their file. Where memory is
+// ample a file is written through the page cache and stays there, so the next
+// epoch reads it at memory speed; else with O_DIRECT where the file system
+// takes it (no copy into, and no eviction of, the page cache).
 // A disk hit whose file the page cache holds is read at memory speed; one
 // that is not is read from the device (buffered where memory is ample, so
 // it stays for the next epoch; else with O_DIRECT) unless the reads queued
@@ -72,6 +74,7 @@
 #include "cache/block_sealer.h"
 #include "dataset/manifest.h"
 #include "io/file_system.h"
+#include "io/process.h"
 #include "loader/throughput.h"
 #include "object/object_store.h"
 
@@ -129,6 +132,10 @@ struct ShardCacheOptions {
   // a fetch fails at once (Unavailable, retryable) until one returns (0: no
   // bound). The process's count is the gauge strata_loader_hung_store_calls.
   size_t max_hung_calls = 256;
+  // The machine's memory now (MemTotal, MemAvailable), which decides whether
+  // a shard file is written and read through the page cache; a test's hook.
+  // nullptr: io::ReadMemoryInfo.
+  std::function<std::optional<io::MemoryInfo>()> memory_info;
 };
 
 struct ShardFetch {
@@ -261,7 +268,7 @@ class ShardCache {
   // from the store takes at its measured pace (unmeasured: no bound).
   double StoreSeconds(uint64_t bytes) const;
   // Whether the machine has memory to spare for `bytes` more of the page cache.
-  static bool MemoryAmple(uint64_t bytes);
+  bool MemoryAmple(uint64_t bytes) const;
   // A shard file, opened O_DIRECT when its data is block-aligned (written so) and the file system allows.
   Result<std::unique_ptr<io::RandomAccessFile>> OpenShardFile(const std::string& path, uint64_t data_offset);
   // Its `size` bytes, read as parts in flight together into page-aligned memory.
