@@ -256,6 +256,7 @@ class ShardCache {
 
   // Removes temp files of dead writers from `dir` (at Open, under the budget lock).
   void SweepDeadTemps();
+  bool HoldsShardFiles();  // `dir` has a shard file (of any dataset)
   // `*hashed`: the bytes were checked whole against the manifest's hash here
   // (false when the ETag was verified before: this transfer's bytes were not).
   Result<Buffer> FetchFromStore(size_t shard, bool* hashed);
