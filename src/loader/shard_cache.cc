@@ -102,6 +102,8 @@ Result<std::shared_ptr<ShardCache>> ShardCache::Open(object::ObjectStorePtr stor
   if (!options.dir.empty()) {
     Status s = cache->fs_.CreateDirs(options.dir);
     if (!s.ok()) return s.WithContext("creating the loader's cache directory " + options.dir);
+    auto space = cache->fs_.Space(options.dir);
+    cache->min_free_bytes_ = space.ok() ? options.min_free.Of(space->total) : options.min_free.bytes;
     STRATA_RETURN_IF_ERROR(cache::CheckSealedDir(cache->fs_, options.dir, options.sealer.get(), {}, [&] {
                              return cache->HoldsShardFiles();
                            }).status());
@@ -327,8 +329,8 @@ void ShardCache::Invalidate(size_t shard) {
     auto it = ram_.find(shard);
     if (it != ram_.end()) ram_used_ -= it->second.charge, ram_.erase(it);
     if (auto w = writing_.find(shard); w != writing_.end()) writing_bytes_ -= w->second.size(), writing_.erase(w);
-    flights_.Forget(shard);       // later Gets must not share its bytes
-    full_of_ours_since_.reset();  // its file goes: room for another
+    flights_.Forget(shard);  // later Gets must not share its bytes
+    full_since_.reset();     // its file goes: room for another
   }
   if (!options_.dir.empty()) {
     // Under disk_mu_: a StoreToDisk that passed its generation check writes

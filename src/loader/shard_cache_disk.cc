@@ -75,9 +75,10 @@ void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generati
   {
     MutexLock guard(mu_);
     if (writing_.count(shard)) return;  // queued by another flight already
-    if (full_of_ours_since_ && clock_.Now() - *full_of_ours_since_ < kFullRecheck) {
+    if (full_since_ && clock_.Now() - *full_since_ < kFullRecheck) {
+      const NotAdmitted why = full_reason_;
       guard.Unlock();
-      return CountNotAdmitted(/*busy=*/false);
+      return CountNotAdmitted(why);
     }
     const uint64_t limit =
         options_.write_behind_bytes ? options_.write_behind_bytes : std::max<uint64_t>(ram_bytes_, 64ull << 20);
@@ -94,19 +95,34 @@ void ShardCache::WriteToDisk(size_t shard, const Buffer& data, uint64_t generati
   }
   // The disk is behind the store: the reader goes on without a disk copy
   // (the lock goes now, so processes waiting for the file fetch it themselves).
-  CountNotAdmitted(/*busy=*/true);
+  CountNotAdmitted(NotAdmitted::kBusy);
 }
 
-void ShardCache::CountNotAdmitted(bool busy) {
-  static Counter& busy_metric = MetricsRegistry::Global().GetCounter(
-      "strata_loader_shards_not_admitted_total", "Shards fetched but not kept in the loader's disk cache",
-      {{"reason", "disk_busy"}});
-  static Counter& no_reuse_metric = MetricsRegistry::Global().GetCounter(
-      "strata_loader_shards_not_admitted_total", "Shards fetched but not kept in the loader's disk cache",
-      {{"reason", "no_reuse"}});
-  (busy ? busy_metric : no_reuse_metric).Inc();
+void ShardCache::CountNotAdmitted(NotAdmitted why) {
+  static const auto metric = [](const char* reason) -> Counter& {
+    return MetricsRegistry::Global().GetCounter("strata_loader_shards_not_admitted_total",
+                                                "Shards fetched but not kept in the loader's disk cache",
+                                                {{"reason", reason}});
+  };
+  static Counter& busy_metric = metric("disk_busy");
+  static Counter& no_reuse_metric = metric("no_reuse");
+  static Counter& low_space_metric = metric("low_space");
   MutexLock lock(mu_);
-  ++(busy ? counters_.not_admitted_busy : counters_.not_admitted_no_reuse);
+  switch (why) {
+    case NotAdmitted::kBusy: busy_metric.Inc(), ++counters_.not_admitted_busy; break;
+    case NotAdmitted::kNoReuse: no_reuse_metric.Inc(), ++counters_.not_admitted_no_reuse; break;
+    case NotAdmitted::kLowSpace: low_space_metric.Inc(), ++counters_.not_admitted_low_space; break;
+  }
+}
+
+uint64_t ShardCache::DiskBoundNow(uint64_t used) {
+  if (min_free_bytes_ == 0) return disk_bytes_;
+  auto free = fs_.FreeSpace(options_.dir);
+  if (!free.ok()) return disk_bytes_;  // a write into a full disk fails on its own
+  // The free space read includes what live temp files have yet to write
+  // (counted in `used`): the bound errs low by at most those.
+  const uint64_t room = used + *free;
+  return std::min<uint64_t>(disk_bytes_, room > min_free_bytes_ ? room - min_free_bytes_ : 0);
 }
 
 void ShardCache::FlushDiskWrites() {
@@ -324,7 +340,7 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard, bool* skipped) {
   {
     MutexLock lock(mu_);
     ++counters_.verify_failures;
-    full_of_ours_since_.reset();  // its file goes: room for another
+    full_since_.reset();  // its file goes: room for another
   }
   MutexLock lock(disk_mu_);
   (void)fs_.Remove(path);
@@ -390,10 +406,13 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   // shard evicted now as late as the one it would make room for: keep what
   // is cached (every later epoch hits it) and admit the rest only into free
   // room. Other files (another dataset, a replaced version) still make room.
-  const bool keep_ours = dataset_disk_bytes_ > disk_bytes_;
+  const uint64_t bound = DiskBoundNow(used);
+  const bool keep_ours = dataset_disk_bytes_ > bound;
   for (const Victim& v : victims) {
-    if (used + need <= disk_bytes_) break;
-    if (keep_ours && v.ours) continue;
+    if (used + need <= bound) break;
+    // Past the bound (others filled the disk to its floor, or it shrank), own
+    // shards go too, down to it.
+    if (keep_ours && v.ours && used <= bound) continue;
     if (fs_.Remove(options_.dir + "/" + v.name).ok()) {
       used -= v.size;
       MutexLock lock(mu_);
@@ -401,13 +420,16 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     }
   }
   if (stale()) return;
-  if (used + need > disk_bytes_) {
-    if (!keep_ours) return;
+  if (used + need > bound) {
+    const bool low_space = bound < disk_bytes_ && used + need <= disk_bytes_;
+    if (!keep_ours && !low_space) return;
+    const NotAdmitted why = low_space ? NotAdmitted::kLowSpace : NotAdmitted::kNoReuse;
     {
       MutexLock lock(mu_);
-      full_of_ours_since_ = clock_.Now();
+      full_since_ = clock_.Now();
+      full_reason_ = why;
     }
-    return CountNotAdmitted(/*busy=*/false);
+    return CountNotAdmitted(why);
   }
   Result<Buffer> stored = options_.sealer ? Seal(shard, data) : Result<Buffer>(data);
   if (!stored.ok()) {
@@ -443,7 +465,7 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
   MutexLock lock(mu_);
   counters_.disk_bytes = used + need;
   ++counters_.disk_writes;
-  full_of_ours_since_.reset();
+  full_since_.reset();
 }
 
 Result<Buffer> ShardCache::Seal(size_t shard, const Buffer& data) const {
