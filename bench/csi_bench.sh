@@ -79,11 +79,20 @@ PPORT=$(free_port)
 "$SRC/scripts/cloud-proxy.sh" start "$WORK/proxy" "$PPORT" "$GW" --ttfb-ms "$TTFB_MS" --rate "$RATE" --access-log >/dev/null
 URL="s3://bench/seed?endpoint=http://127.0.0.1:$PPORT&region=us-east-1&path_style=1"
 ACCESS_LOG=$WORK/proxy/log/access.log
+# nginx logs a request as it ends, in the same step as its last bytes go out: once a marker request
+# sent now is in the log, so is every request whose response a client had before it. OPTIONS is
+# counted by none of the tallies here.
+sync_log() {
+  local marker="/__log_sync/$RANDOM$RANDOM"
+  curl -s -o /dev/null -X OPTIONS "http://127.0.0.1:$PPORT$marker" || true
+  for _ in $(seq 400); do grep -qF "OPTIONS $marker " "$ACCESS_LOG" && return 0; sleep 0.05; done
+  echo "the proxy's access log never showed $marker" >&2; return 1
+}
 bucket_bytes_since() {  # LINE: response bytes of the GETs the bucket served since that line of the log
-  sleep 0.2  # nginx logs each request as it ends; the last ones just ended
+  sync_log
   tail -n +"$(($1 + 1))" "$ACCESS_LOG" | awk '$6 == "\"GET" && $7 !~ /[?&](list-type|prefix|delimiter)=/ { b += $10 } END { print b + 0 }'
 }
-log_lines() { sleep 0.2; wc -l < "$ACCESS_LOG"; }
+log_lines() { sync_log; wc -l < "$ACCESS_LOG"; }
 
 # ---- the kubelet's side: a shared kubelet dir, the driver, pods in their own mount namespaces ----
 mkdir -p "$KUBELET" "$MNT"

@@ -205,7 +205,15 @@ requests_since() {
     $6 == "\"GET" { g++ }
     END { printf "%d %d %d\n", l, h, g }'
 }
-sync_log() { sleep 0.2; }  # nginx writes each line at the end of its request; the last ones just ended
+# nginx logs a request as it ends, in the same step as its last bytes go out: once a marker request
+# sent now is in the log, so is every request whose response a client had before it. OPTIONS is
+# counted by none of the tallies here.
+sync_log() {
+  local marker="/__log_sync/$RANDOM$RANDOM"
+  curl -s -o /dev/null -X OPTIONS "http://127.0.0.1:$PPORT$marker" || true
+  for _ in $(seq 400); do grep -qF "OPTIONS $marker " "$ACCESS_LOG" && return 0; sleep 0.05; done
+  echo "the proxy's access log never showed $marker" >&2; return 1
+}
 log_lines() { sync_log; wc -l < "$ACCESS_LOG"; }
 seed_pass() {  # TOOL PHASE: `cat` of every seed file, one at a time, in listing order; sets S[TOOL,PHASE_s] and the requests
   local t l0; l0=$(log_lines); t=$(now)

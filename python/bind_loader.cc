@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 
+#include "base/units.h"
 #include "bindings.h"
 #include "loader/streaming_dataset.h"
 
@@ -51,6 +52,11 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("index_cache_dir", o.index_cache_dir);
   get("cache_limit", o.cache_limit_bytes);
   get("ram_cache", o.ram_cache_bytes);
+  if (kw.contains("cache_free_space") && !kw["cache_free_space"].is_none()) {
+    auto floor = ParseSpaceFloor(kw["cache_free_space"].cast<std::string>());
+    if (!floor.ok()) ThrowStatus(floor.status().WithContext("cache_free_space"));
+    o.cache_min_free = *floor;
+  }
   if (kw.contains("shuffle")) o.shuffle = ParseShuffle(kw["shuffle"].cast<std::string>());
   get("seed", o.seed);
   get("shuffle_window", o.shuffle_window);
@@ -204,6 +210,7 @@ py::dict StatsToPy(const ld::Stats& s) {
   d["samples_skipped"] = s.samples_skipped;
   d["cache_not_admitted_busy"] = s.cache_not_admitted_busy;
   d["cache_not_admitted_no_reuse"] = s.cache_not_admitted_no_reuse;
+  d["cache_not_admitted_low_space"] = s.cache_not_admitted_low_space;
   d["cache_disk_hits_resident"] = s.cache_disk_hits_resident;
   d["cache_store_instead_of_disk"] = s.cache_store_instead_of_disk;
   d["queue_depth"] = s.queue_depth;

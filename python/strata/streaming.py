@@ -115,7 +115,10 @@ class StreamingDataset(IterableDataset):
     default, None, is a directory under the system temp dir shared by this process's DataLoader
     workers (each shard is downloaded once, not once per worker), bounded by 16 GiB or half the
     free space there (divided by LOCAL_WORLD_SIZE ranks per node), and removed with the dataset;
-    False keeps shards in RAM only (per process). ``cache_encryption_key_file``: the path of a
+    False keeps shards in RAM only (per process). ``cache_free_space``: what ``cache_dir`` leaves
+    free on its file system, a share (``"2%"``, the default) or bytes (an int, or ``"20GiB"``): past
+    it other files' shards and then this dataset's are evicted, and a shard that still does not fit
+    is not kept (``stats()["cache_not_admitted_low_space"]``). ``cache_encryption_key_file``: the path of a
     32-byte key (``head -c 32 /dev/urandom > FILE; chmod 600 FILE``) that encrypts the shard files
     in ``cache_dir`` at rest (AES-256-GCM, as the CLI's ``--cache-encryption-key-file``); a
     directory sealed with one key opens with that key only (another is a PermissionError). Only the
@@ -148,7 +151,8 @@ class StreamingDataset(IterableDataset):
                  shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=0,
                  prefetch_batches=8, prefetch_bytes=0, max_connections=128, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None, cache_group=None, peer_listen=None,
-                 group_secret_file=None, fetch_timeout=60.0, verify="auto", cache_encryption_key_file=None):
+                 group_secret_file=None, fetch_timeout=60.0, verify="auto", cache_encryption_key_file=None,
+                 cache_free_space="2%"):
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
         if fetch_timeout is None or fetch_timeout < 0:
@@ -157,6 +161,9 @@ class StreamingDataset(IterableDataset):
             raise ValueError(f"batch_size must be >= 1, not {batch_size}")
         if cache_encryption_key_file and cache_dir is False:
             raise ValueError("cache_encryption_key_file encrypts cache_dir: not with cache_dir=False (RAM only)")
+        if isinstance(cache_free_space, bool) or not isinstance(cache_free_space, (int, str)):
+            raise ValueError(f"cache_free_space must be a share such as '2%' or a size (an int, or '20GiB'), "
+                             f"not {cache_free_space!r}")
         if decode is not None and not isinstance(decode, dict):
             raise ValueError("decode must be a dict {field: 'raw'|'json'|'npy'|'example'|'auto'}")
         # One URL (a prefix, or a brace pattern such as ".../train-{000000..000099}.tar"), or a list of
@@ -194,7 +201,8 @@ class StreamingDataset(IterableDataset):
             fetch_concurrency=int(fetch_concurrency), cache_group=cache_group or "",
             peer_listen=peer_listen or "127.0.0.1:0", group_secret_file=os.fspath(group_secret_file or ""),
             fetch_timeout=float(fetch_timeout), verify=verify,
-            cache_encryption_key_file=os.fspath(cache_encryption_key_file or ""))
+            cache_encryption_key_file=os.fspath(cache_encryption_key_file or ""),
+            cache_free_space=str(cache_free_space))
         self.epoch = 0
         self._resume = None  # (epoch, samples_consumed, streams): where the next iteration of that epoch starts
         # The order's stream count (plan.h EpochOrder) per epoch, as this process last iterated or

@@ -4,6 +4,8 @@ cache directory, a small cache_limit is kept while streaming, and ranks resume e
 import fcntl
 import gc
 import os
+import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -135,6 +137,50 @@ def test_small_cache_limit_is_kept_while_streaming(dataset_url, tmp_path):
         ds._handle(1).flush_cache_writes()  # what is still queued lands (or is refused) now
     with pytest.raises(ValueError, match="shuffle window"):
         strata.StreamingDataset(dataset_url, cache_dir=cache, cache_limit=shard_bytes, shuffle_window=4)
+
+
+def test_cache_free_space_is_left_on_a_small_file_system(dataset_url, tmp_path):
+    """A real tmpfs of about the dataset's size under cache_dir: with cache_free_space="50%" half of it
+    stays free while streaming; shards that do not fit are served, counted, not kept."""
+    root = dataset_url[len("file://"):]
+    dataset_bytes = sum(os.path.getsize(os.path.join(root, n)) for n in os.listdir(root) if n.endswith(".tar"))
+    size = (dataset_bytes // (64 << 10) + 1) * (64 << 10)
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(small)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        ds = strata.StreamingDataset(dataset_url, cache_dir=small / "cache", cache_limit=1 << 40, ram_cache=0,
+                                     cache_free_space="50%", batch_size=10)
+        for epoch in range(2):
+            ds.set_epoch(epoch)
+            seen = []
+            for batch in ds.batches():
+                seen.extend(int(i) for i in batch["__index__"])
+                assert shutil.disk_usage(small).free >= size // 2
+            assert sorted(seen) == list(range(NUM_SAMPLES))
+            ds._handle(1).flush_cache_writes()  # the shards still queued are kept or refused now
+            assert shutil.disk_usage(small).free >= size // 2
+        # Counted in the shared cache's counters by the end of the second epoch: the first's refusals.
+        stats = ds.stats()
+        assert shard_files(small / "cache"), "the room above the floor is used"
+        assert stats["cache_not_admitted_low_space"] > 0, stats
+        assert stats["shards_from_cache"] > 0, stats  # what was kept is read from disk (ram_cache=0)
+        del ds
+        gc.collect()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+def test_cache_free_space_takes_a_share_or_a_size(dataset_url, tmp_path):
+    for ok in ("0", "0.5%", "20GiB", 1 << 30):
+        strata.StreamingDataset(dataset_url, cache_dir=tmp_path / "c", cache_free_space=ok)
+    with pytest.raises(ValueError, match=r"cache_free_space.*more than 100%"):
+        strata.StreamingDataset(dataset_url, cache_dir=tmp_path / "c", cache_free_space="150%")
+    with pytest.raises(ValueError, match="cache_free_space must be"):
+        strata.StreamingDataset(dataset_url, cache_dir=tmp_path / "c", cache_free_space=True)
 
 
 @pytest.mark.parametrize("workers_after", [1, 3])

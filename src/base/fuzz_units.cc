@@ -1,4 +1,4 @@
-// Fuzzes the one grammar for sizes, durations and rates (base/units.h): any
+// Fuzzes the one grammar for sizes, space floors, durations and rates (base/units.h): any
 // input gives a value or an error, never a crash, an overflow or a value out
 // of its bounds, and what is accepted formats back to the same value.
 #include <cmath>
@@ -15,6 +15,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto s = ParseSize(text); s.ok()) {
     auto again = ParseSize(FormatSizeExact(*s));
     if (!again.ok() || *again != *s) std::abort();
+  }
+  if (auto f = ParseSpaceFloor(text); f.ok()) {
+    if (f->percent < 0 || f->percent > 100 || (f->percent > 0 && f->bytes != 0)) std::abort();
+    auto again = ParseSpaceFloor(FormatSpaceFloor(*f));
+    if (!again.ok() || !(*again == *f)) std::abort();
   }
   for (const DurationRules rules : {DurationRules{}, DurationRules{.allow_forever = true, .max = kForever},
                                     DurationRules{.unit_required = true, .max = std::chrono::minutes(1)}}) {

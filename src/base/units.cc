@@ -107,6 +107,29 @@ int64_t NanosPer(std::string_view unit) {
   return 0;
 }
 
+// Reads a size into *bytes. Empty on success, else what is wrong.
+std::string SizeOf(std::string_view text, uint64_t* bytes) {
+  Number n;
+  if (std::string why = SplitNumber(text, &n); !why.empty()) return why;
+  if (AmbiguousBits(n.unit)) return n.unit + " reads as bits; write " + n.unit[0] + "B or " + n.unit[0] + "iB";
+  const std::string unit = Lower(n.unit);
+  const uint64_t mult = SizeMultiplier(unit);
+  if (mult == 0) {
+    if (EndsWith(unit, "/s") || EndsWith(unit, "bps") || EndsWith(unit, "bit"))
+      return "a rate or bits, not a size in bytes";
+    return "unknown unit \"" + Shown(n.unit) + "\"";
+  }
+  if (n.integral) {
+    if (n.whole > std::numeric_limits<uint64_t>::max() / mult) return "too large";
+    *bytes = n.whole * mult;
+    return {};
+  }
+  const double value = n.value * double(mult);
+  if (!(value <= 9e18)) return "too large";
+  *bytes = static_cast<uint64_t>(std::llround(value));
+  return {};
+}
+
 std::string FormatRateExact(double bytes_per_second) {
   if (!(bytes_per_second >= 0 && bytes_per_second < 1.8e19)) return std::to_string(bytes_per_second) + "B/s";
   const uint64_t whole = static_cast<uint64_t>(bytes_per_second);
@@ -119,6 +142,8 @@ std::string SizeForms() {
   return "a size such as 4096, 64KiB, 4MiB or 1.5GB (K, M, G, T and KiB, MiB, GiB, TiB are powers of 1024; "
          "kB, MB, GB, TB powers of 1000)";
 }
+
+std::string SpaceFloorForms() { return "a share of the file system such as 2% or 0.5%, or a size such as 20GiB"; }
 
 std::string DurationForms(const DurationRules& rules) {
   return std::string("a duration such as 250ms, 1.5s, 5m or 2h (units ns, us, ms, s, m or min, h, d") +
@@ -134,25 +159,41 @@ std::string RateForms(const RateRules& rules) {
 }
 
 Result<uint64_t> ParseSize(std::string_view text) {
+  uint64_t bytes = 0;
+  if (std::string why = SizeOf(text, &bytes); !why.empty()) return Refuse(SizeForms(), text, why);
+  return bytes;
+}
+
+Result<SpaceFloor> ParseSpaceFloor(std::string_view text) {
+  if (!EndsWith(text, "%")) {
+    SpaceFloor floor;
+    if (std::string why = SizeOf(text, &floor.bytes); !why.empty()) return Refuse(SpaceFloorForms(), text, why);
+    return floor;
+  }
   Number n;
-  if (std::string why = SplitNumber(text, &n); !why.empty()) return Refuse(SizeForms(), text, why);
-  if (AmbiguousBits(n.unit)) {
-    return Refuse(SizeForms(), text, n.unit + " reads as bits; write " + n.unit[0] + "B or " + n.unit[0] + "iB");
+  if (std::string why = SplitNumber(text, &n); !why.empty()) return Refuse(SpaceFloorForms(), text, why);
+  if (n.unit != "%") return Refuse(SpaceFloorForms(), text, "unknown unit \"" + Shown(n.unit) + "\"");
+  if (!(n.value <= 100)) return Refuse(SpaceFloorForms(), text, "more than 100%");
+  if (n.value == 0) return SpaceFloor{};
+  return SpaceFloor{.percent = n.value};
+}
+
+std::string FormatSpaceFloor(const SpaceFloor& floor) {
+  if (floor.percent <= 0) return FormatSizeExact(floor.bytes);
+  std::string shown;
+  for (size_t decimals = 0; decimals <= kMaxNumberChars; ++decimals) {  // the shortest that reads back the same
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", static_cast<int>(decimals), floor.percent);
+    shown = text;
+    if (decimals > 0) {
+      while (shown.back() == '0') shown.pop_back();
+      if (shown.back() == '.') shown.pop_back();
+    }
+    shown += '%';
+    auto again = ParseSpaceFloor(shown);
+    if (again.ok() && again->percent == floor.percent) break;
   }
-  const std::string unit = Lower(n.unit);
-  const uint64_t mult = SizeMultiplier(unit);
-  if (mult == 0) {
-    if (EndsWith(unit, "/s") || EndsWith(unit, "bps") || EndsWith(unit, "bit"))
-      return Refuse(SizeForms(), text, "a rate or bits, not a size in bytes");
-    return Refuse(SizeForms(), text, "unknown unit \"" + Shown(n.unit) + "\"");
-  }
-  if (n.integral) {
-    if (n.whole > std::numeric_limits<uint64_t>::max() / mult) return Refuse(SizeForms(), text, "too large");
-    return n.whole * mult;
-  }
-  const double bytes = n.value * double(mult);
-  if (!(bytes <= 9e18)) return Refuse(SizeForms(), text, "too large");
-  return static_cast<uint64_t>(std::llround(bytes));
+  return shown;
 }
 
 Result<Duration> ParseDuration(std::string_view text, const DurationRules& rules) {

@@ -20,6 +20,9 @@
 //   or bits per second in powers of 1000 (100Gbit/s, 100Gbps, 800kbit/s);
 //   "0"; "unlimited" (or "inf") only where the context allows it.
 //
+// Space floors (how much of a file system to leave free): a size as above, or
+//   a share of the file system in percent ("2%", "0.5%", at most 100%).
+//
 // Errors are InvalidArgument: "expected <the accepted forms>, got "<text>"
 // (<what is wrong>)"; the caller prefixes the flag or config key. Pure
 // functions, thread-safe; any input is bounds-checked (fuzz_units).
@@ -40,6 +43,20 @@ inline constexpr Duration kForever = std::chrono::hours(24 * 365 * 100);
 
 // "4096", "512k", "4MiB", "1.5GB". Fractions of a byte round to the nearest.
 Result<uint64_t> ParseSize(std::string_view text);
+
+// A size or a share of a file system: "2%", "0.5%", "20GiB", "0".
+struct SpaceFloor {
+  uint64_t bytes = 0;  // when percent is 0
+  double percent = 0;  // of the file system's size, in (0, 100]
+  // The floor in bytes on a file system of `total` bytes.
+  uint64_t Of(uint64_t total) const {
+    return percent > 0 ? static_cast<uint64_t>(static_cast<double>(total) * percent / 100) : bytes;
+  }
+  bool operator==(const SpaceFloor&) const = default;
+};
+Result<SpaceFloor> ParseSpaceFloor(std::string_view text);
+// "2%", "20GiB": parses back to the same floor.
+std::string FormatSpaceFloor(const SpaceFloor& floor);
 
 struct DurationRules {
   bool allow_forever = false;  // "forever" reads as kForever (a TTL)
@@ -71,6 +88,7 @@ std::string FormatDuration(double seconds);            // "1.23 s", "45 ms"
 // The accepted forms, as the errors above name them (for callers that refuse
 // a value of the wrong JSON type, e.g. a list where a size belongs).
 std::string SizeForms();
+std::string SpaceFloorForms();
 std::string DurationForms(const DurationRules& rules = {});
 std::string RateForms(const RateRules& rules = {});
 

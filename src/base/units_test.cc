@@ -192,6 +192,40 @@ TEST(UnitsRate, RefusesNamingTheTextAndTheForms) {
   EXPECT_FALSE(ParseRate("2TB/s", {.max = 1e12}).ok());
 }
 
+TEST(UnitsSpaceFloor, PercentOfTheFileSystemOrASize) {
+  auto floor = [](std::string_view text) {
+    auto r = ParseSpaceFloor(text);
+    EXPECT_TRUE(r.ok()) << text << ": " << r.status();
+    return r.ok() ? *r : SpaceFloor{.bytes = 12345};
+  };
+  EXPECT_EQ(floor("2%"), (SpaceFloor{.percent = 2}));
+  EXPECT_EQ(floor("0.5 %"), (SpaceFloor{.percent = 0.5}));
+  EXPECT_EQ(floor("100%"), (SpaceFloor{.percent = 100}));
+  EXPECT_EQ(floor("0%"), SpaceFloor{});
+  EXPECT_EQ(floor("0"), SpaceFloor{});
+  EXPECT_EQ(floor("20GiB"), (SpaceFloor{.bytes = 20ull << 30}));
+  EXPECT_EQ(floor("1.5GB"), (SpaceFloor{.bytes = 1500000000}));
+  EXPECT_EQ(floor("2%").Of(1000000), 20000u);
+  EXPECT_EQ(floor("0.5%").Of(1ull << 40), (1ull << 40) / 200);
+  EXPECT_EQ(floor("64MiB").Of(1ull << 40), 64ull << 20);
+  EXPECT_EQ(floor("0").Of(1ull << 40), 0u);
+  for (const char* text : {"2%", "0.5%", "12.25%", "100%", "0", "20GiB", "1500MB", "0.001%"}) {
+    EXPECT_EQ(FormatSpaceFloor(floor(text)), text);
+  }
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"", "no number first"},    {"%", "no number first"},      {"-1%", "no number first"},
+      {"101%", "more than 100%"}, {"2 percent", "unknown unit"}, {"2%%", "unknown unit"},
+      {"4Mb", "reads as bits"},   {"25MB/s", "a rate or bits"},  {"1..2%", "more than one '.'"},
+  };
+  for (const auto& [text, why] : refused) {
+    auto r = ParseSpaceFloor(text);
+    ASSERT_FALSE(r.ok()) << text;
+    const std::string& m = r.status().message();
+    EXPECT_EQ(m.rfind("expected a share of the file system such as 2% or 0.5%, or a size such as 20GiB", 0), 0u) << m;
+    EXPECT_NE(m.find(why), std::string::npos) << text << ": " << m;
+  }
+}
+
 TEST(UnitsFormat, RoundTripsExactly) {
   for (uint64_t b :
        {uint64_t{0}, uint64_t{1}, uint64_t{4097}, uint64_t{1} << 10, uint64_t{4} << 20, uint64_t{4000000},

@@ -46,6 +46,10 @@ const Desc& DescOf(CacheCounter c) {
        "strata_cache_not_admitted_total",
        "Blocks not written to the disk tier",
        {{"reason", "admission"}}},
+      {"disk_low_space",
+       "strata_cache_not_admitted_total",
+       "Blocks not written to the disk tier",
+       {{"reason", "low_space"}}},
   };
   static_assert(sizeof(kDescs) / sizeof(kDescs[0]) == static_cast<size_t>(CacheCounter::kCount));
   return kDescs[static_cast<size_t>(c)];

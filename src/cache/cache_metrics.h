@@ -41,6 +41,7 @@ enum class CacheCounter {
   kBackendTimeouts,   // lookups and fills given up after backend_timeout (the backend did not answer)
   kDiskWriteDropped,  // not admitted: the disk write queue was full (the disk could not keep up)
   kDiskNotAdmitted,   // not admitted: the disk tier is full of blocks read at least as often
+  kDiskLowSpace,      // not admitted: the file system is down to its free-space floor
   kCount,
 };
 

@@ -133,6 +133,14 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
     }
     tier->lock_ = std::move(lock).value();
     STRATA_RETURN_IF_ERROR(tier->EnsureLayout());
+    auto space = tier->fs_.Space(options.dir);
+    if (space.ok()) {
+      tier->min_free_bytes_ = options.min_free.Of(space->total);
+    } else {
+      tier->min_free_bytes_ = options.min_free.bytes;
+      STRATA_LOG_WARN("cache: the size of {}'s file system is unknown ({}); keeping {} free", options.dir,
+                      space.status().ToString(), FormatBytes(double(tier->min_free_bytes_)));
+    }
   } else {
     STRATA_ASSIGN_OR_RETURN(bool exists, tier->fs_.Exists(options.dir));
     if (!exists) return NotFoundError("cache directory " + options.dir + " does not exist");
@@ -146,8 +154,11 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
   DiskOpenReport local;
   STRATA_RETURN_IF_ERROR(tier->Scan(&local));
   if (!options.read_only) {
+    // The limit shrank since the last run, or others filled the disk past the floor.
+    const int64_t room = tier->RoomAboveFloor();
     MutexLock lock(tier->mu_);
-    if (tier->index_.bytes() > tier->capacity()) tier->MakeRoomLocked(0);  // the limit shrank since the last run
+    const uint64_t cap = tier->CapacityNowLocked(room);
+    if (tier->index_.bytes() > cap) tier->MakeRoomLocked(0, cap);
   }
   local.seconds = Seconds(tier->clock_.Now() - start);
   if (report) *report = local;
@@ -365,8 +376,23 @@ void DiskTier::DropLocked(const BlockHash& key, bool evicted) {
   if (!options_.read_only) fs_.Remove(PathOf(h)).IgnoreError();
 }
 
-bool DiskTier::MakeRoomLocked(uint64_t need, const EvictFilter& may_evict, bool* refused) {
+int64_t DiskTier::RoomAboveFloor() {
+  if (min_free_bytes_ == 0) return INT64_MAX;
+  auto free = fs_.FreeSpace(options_.dir);
+  if (!free.ok()) return INT64_MAX;
+  return static_cast<int64_t>(std::min<uint64_t>(*free, INT64_MAX / 2)) -
+         static_cast<int64_t>(std::min<uint64_t>(min_free_bytes_, INT64_MAX / 2));
+}
+
+uint64_t DiskTier::CapacityNowLocked(int64_t room) const {
   const uint64_t cap = options_.capacity_bytes;
+  const uint64_t on_disk = index_.bytes();
+  if (room >= 0) return static_cast<uint64_t>(room) >= cap - std::min(cap, on_disk) ? cap : on_disk + room;
+  const uint64_t deficit = static_cast<uint64_t>(-room);
+  return std::min(cap, on_disk > deficit ? on_disk - deficit : 0);
+}
+
+bool DiskTier::MakeRoomLocked(uint64_t need, uint64_t cap, const EvictFilter& may_evict, bool* refused) {
   const auto high = static_cast<uint64_t>(cap * options_.high_watermark);
   const auto low = static_cast<uint64_t>(cap * options_.low_watermark);
   uint64_t used = index_.bytes() + reserved_;
@@ -388,11 +414,19 @@ Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned
   if (options_.read_only) return NotSupportedError("cache directory opened read-only");
   if (sealed_ && !options_.sealer) return NotSupportedError("cache directory is encrypted and no key was given");
   const uint64_t need = FileBytes(block.data.size());
+  const int64_t room = RoomAboveFloor();
   {
     MutexLock lock(mu_);
     if (index_.Find(h)) return Status::Ok();
     bool refused = false;
-    if (need > options_.capacity_bytes || !MakeRoomLocked(need, may_evict, &refused)) {
+    const uint64_t cap = CapacityNowLocked(room);
+    if (need > cap || !MakeRoomLocked(need, cap, may_evict, &refused)) {
+      if (cap < options_.capacity_bytes) {
+        metrics_->Inc(CacheCounter::kDiskLowSpace);
+        return NoSpaceError("cache directory " + options_.dir + ": its file system is down to the " +
+                            FormatBytes(double(min_free_bytes_)) + " kept free (--cache-free-space); " + block.id.key +
+                            " not cached on disk");
+      }
       if (refused) {
         metrics_->Inc(CacheCounter::kDiskNotAdmitted);
         return NoSpaceError("cache directory " + options_.dir + " is full of blocks read as often as this one of " +

@@ -34,6 +34,14 @@
 // eviction runs in batches, not on every write; the capacity is never passed.
 // An admission rule (Write's may_evict) can refuse to evict a victim for a
 // new block: the block is then not written when it does not fit.
+//
+// Free-space floor (min_free, like JuiceFS's --free-space-ratio): the tier
+// never fills the file system it shares with checkpoints, logs and other
+// caches past the floor. Each write first reads the file system's free
+// space; where the write would cross the floor, the tier's own blocks are
+// evicted as for the byte limit (the tier shrinks when others fill the
+// disk), and a block that still does not fit is not written (counted:
+// disk_low_space). Open shrinks a tier found below the floor.
 // Thread-safe: the index is under a mutex, file I/O runs outside it.
 #pragma once
 
@@ -47,6 +55,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/status.h"
+#include "base/units.h"
 #include "cache/block_format.h"
 #include "cache/block_sealer.h"
 #include "cache/cache_metrics.h"
@@ -55,6 +64,10 @@
 #include "io/file_system.h"
 
 namespace strata::cache {
+
+// What a cache leaves free on its disk unless told otherwise: 2% of the file
+// system (a volume that is nearly full still caches into what is left).
+inline constexpr SpaceFloor kDefaultCacheFreeSpace{.percent = 2};
 
 struct DiskTierOptions {
   std::string dir;
@@ -75,6 +88,9 @@ struct DiskTierOptions {
   // read nor written).
   std::shared_ptr<const BlockSealer> sealer;
   bool headers_only = false;
+  // Free space the tier leaves on its file system (a share of its size, or
+  // bytes); a share is taken of the size at Open.
+  SpaceFloor min_free = kDefaultCacheFreeSpace;
 };
 
 struct DiskOpenReport {
@@ -131,6 +147,7 @@ class DiskTier {
   uint64_t bytes() const;
   size_t blocks() const;
   uint64_t capacity() const { return options_.capacity_bytes; }
+  uint64_t min_free_bytes() const { return min_free_bytes_; }  // the floor, in bytes
   const std::string& dir() const { return options_.dir; }
   std::string PathOf(const BlockHash& h) const;
 
@@ -146,9 +163,19 @@ class DiskTier {
   DiskTier(DiskTierOptions options, CacheMetrics* metrics);
   Status Scan(DiskOpenReport* report);
   Status CheckFile(const std::string& path, const std::string& expected_hash, uint64_t file_size, Entry* out);
-  // Evicts (under mu_) so that `need` more bytes fit; false if they cannot.
+  // Evicts (under mu_) so that `need` more bytes fit under `cap` (capacity,
+  // or less where the free-space floor binds); false if they cannot.
   // Stops at the first victim `may_evict` refuses (*refused then set).
-  bool MakeRoomLocked(uint64_t need, const EvictFilter& may_evict = {}, bool* refused = nullptr) REQUIRES(mu_);
+  bool MakeRoomLocked(uint64_t need, uint64_t cap, const EvictFilter& may_evict = {}, bool* refused = nullptr)
+      REQUIRES(mu_);
+  // Free bytes above the floor (negative: below it); INT64_MAX without a
+  // floor or when the free space cannot be read (a write into a full disk
+  // then fails on its own).
+  int64_t RoomAboveFloor();
+  // What the tier may hold now: its capacity, or its blocks plus `room` when
+  // less (the free space read includes what writes in progress have yet to
+  // write, so they count against it).
+  uint64_t CapacityNowLocked(int64_t room) const REQUIRES(mu_);
   void DropLocked(const BlockHash& h, bool evicted) REQUIRES(mu_);
   Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);
   // Reads a whole block file (header page, then the block's bytes), calling
@@ -165,7 +192,8 @@ class DiskTier {
   bool HoldsBlocks();
 
   const DiskTierOptions options_;
-  bool sealed_ = false;  // the directory's blocks are sealed (set by Open)
+  bool sealed_ = false;          // the directory's blocks are sealed (set by Open)
+  uint64_t min_free_bytes_ = 0;  // options_.min_free resolved by Open
   io::FileSystem& fs_;
   Clock& clock_;
   CacheMetrics* metrics_;

@@ -11,8 +11,9 @@ namespace strata::cli {
 namespace {
 
 constexpr std::array<const char*, kNumCacheFlags> kNames = {
-    "--cache-ram",   "--cache-disk",  "--cache-dir",         "--block-size",    "--metadata-ttl",
-    "--cache-group", "--peer-listen", "--group-secret-file", "--peer-deadline", "--cache-encryption-key-file"};
+    "--cache-ram",       "--cache-disk",  "--cache-dir",         "--block-size",    "--metadata-ttl",
+    "--cache-group",     "--peer-listen", "--group-secret-file", "--peer-deadline", "--cache-encryption-key-file",
+    "--cache-free-space"};
 
 size_t IndexOf(CacheFlag flag) { return static_cast<size_t>(std::countr_zero(static_cast<uint32_t>(flag))); }
 
@@ -38,6 +39,10 @@ std::string GenericHelp(CacheFlag flag, const CacheSettings& d) {
       return "How long a block is awaited from its owner before this member reads the bucket itself and marks "
              "the owner suspect for 30s (default " +
              FormatDurationExact(d.peer_deadline) + ")";
+    case kCacheFreeSpace:
+      return "Free space the disk tier leaves on its file system: a share (2%) or a size (20GiB); evicts to keep "
+             "it when others fill the disk (default " +
+             FormatSpaceFloor(d.min_free) + ")";
     case kCacheEncryptionKeyFile:
       return "Encrypt the cache directory at rest (AES-256-GCM) with the 32-byte key in this file (mode 0600; "
              "head -c 32 /dev/urandom > FILE)";
@@ -84,6 +89,8 @@ CacheSettings CacheFlags::Settings() const {
   size(kCacheDisk, &s.disk_bytes);
   size(kBlockSize, &s.block_size);
   if (given(kCacheDir)) s.dir = text(kCacheDir);
+  if (given(kCacheFreeSpace))
+    s.min_free = Check(ParseSpaceFloor(text(kCacheFreeSpace)), cmd, CacheFlagName(kCacheFreeSpace));
   if (given(kMetadataTtl)) {
     s.metadata_ttl =
         Check(ParseDuration(text(kMetadataTtl), {.allow_forever = true}), cmd, CacheFlagName(kMetadataTtl));

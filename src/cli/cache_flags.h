@@ -5,7 +5,7 @@
 //   auto cache = AddCacheFlags(sub, {.command = "warm", .defaults = ...});
 //   sub->callback([cache] { const CacheSettings s = cache->Settings(); ... });
 //
-// --cache-ram, --cache-disk, --cache-dir, --block-size, --metadata-ttl,
+// --cache-ram, --cache-disk, --cache-dir, --cache-free-space, --block-size, --metadata-ttl,
 // --cache-group, --peer-listen, --group-secret-file, --peer-deadline,
 // --cache-encryption-key-file: one
 // spelling and one grammar (base/units.h) everywhere. A flag the command
@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/units.h"
+#include "cache/disk_tier.h"
 
 namespace strata::cache {
 class BlockSealer;
@@ -43,8 +45,9 @@ enum CacheFlag : uint32_t {
   kGroupSecretFile = 1u << 7,
   kPeerDeadline = 1u << 8,
   kCacheEncryptionKeyFile = 1u << 9,
+  kCacheFreeSpace = 1u << 10,
 };
-inline constexpr size_t kNumCacheFlags = 10;
+inline constexpr size_t kNumCacheFlags = 11;
 inline constexpr uint32_t kGroupMemberFlags = kPeerListen | kGroupSecretFile | kPeerDeadline;
 
 // "--cache-ram" for kCacheRam, and so on.
@@ -54,7 +57,8 @@ const char* CacheFlagName(CacheFlag flag);
 struct CacheSettings {
   uint64_t ram_bytes = 1ull << 30;
   uint64_t disk_bytes = 10ull << 30;
-  std::string dir{};  // the disk tier; empty: none (RAM only)
+  std::string dir{};                                    // the disk tier; empty: none (RAM only)
+  SpaceFloor min_free = cache::kDefaultCacheFreeSpace;  // left free on the disk tier's file system
   uint64_t block_size = 4ull << 20;
   Duration metadata_ttl = std::chrono::seconds(10);  // may be kForever
   std::string group{};                               // etcd://HOST:PORT/GROUP or static://...; empty: none
@@ -99,7 +103,7 @@ class CacheFlags {
 std::shared_ptr<const cache::BlockSealer> CacheSealer(const std::string& command, const CacheSettings& s,
                                                       const std::string& dir);
 
-// Adds the ten flags (and the spec's deprecated spellings) to `sub`. Keep the
+// Adds the eleven flags (and the spec's deprecated spellings) to `sub`. Keep the
 // result for the command's callback: the options write into it.
 std::shared_ptr<CacheFlags> AddCacheFlags(CLI::App* sub, CacheFlagSpec spec);
 

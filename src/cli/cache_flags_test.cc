@@ -43,9 +43,11 @@ struct Command {
 
 TEST(CacheFlags, EveryFlagParsesInTheOneGrammar) {
   Command c({.command = "mount"});
-  c.Parse({"--cache-ram", "512MiB", "--cache-disk", "2TB", "--cache-dir", "/nvme/cache", "--block-size", "1M",
-           "--metadata-ttl", "1.5m", "--cache-group", "static://127.0.0.1:7001", "--peer-listen", "127.0.0.1:7001",
-           "--group-secret-file", "/etc/secret", "--peer-deadline", "250ms"});
+  c.Parse({"--cache-ram",     "512MiB",         "--cache-disk",        "2TB",
+           "--cache-dir",     "/nvme/cache",    "--block-size",        "1M",
+           "--metadata-ttl",  "1.5m",           "--cache-group",       "static://127.0.0.1:7001",
+           "--peer-listen",   "127.0.0.1:7001", "--group-secret-file", "/etc/secret",
+           "--peer-deadline", "250ms",          "--cache-free-space",  "0.5%"});
   const CacheSettings s = c.flags->Settings();
   EXPECT_EQ(s.ram_bytes, 512ull << 20);
   EXPECT_EQ(s.disk_bytes, 2000000000000ull);
@@ -56,8 +58,9 @@ TEST(CacheFlags, EveryFlagParsesInTheOneGrammar) {
   EXPECT_EQ(s.peer_listen, "127.0.0.1:7001");
   EXPECT_EQ(s.group_secret_file, "/etc/secret");
   EXPECT_EQ(s.peer_deadline, milliseconds(250));
+  EXPECT_EQ(s.min_free, (SpaceFloor{.percent = 0.5}));
   for (CacheFlag f : {kCacheRam, kCacheDisk, kCacheDir, kBlockSize, kMetadataTtl, kCacheGroup, kPeerListen,
-                      kGroupSecretFile, kPeerDeadline}) {
+                      kGroupSecretFile, kPeerDeadline, kCacheFreeSpace}) {
     EXPECT_TRUE(c.flags->given(f)) << CacheFlagName(f);
   }
 }
@@ -69,10 +72,13 @@ TEST(CacheFlags, FlagsNotGivenTakeTheCommandsDefaults) {
   EXPECT_EQ(s.ram_bytes, 256ull << 20);
   EXPECT_EQ(s.disk_bytes, 10ull << 30);
   EXPECT_EQ(s.peer_deadline, seconds(3));
+  EXPECT_EQ(s.min_free, cache::kDefaultCacheFreeSpace);
   EXPECT_FALSE(c.flags->given(kCacheRam));
   const std::string help = c.sub->help();
   EXPECT_NE(help.find("RAM tier size (default 256MiB)"), std::string::npos) << help;
   EXPECT_NE(help.find("(default 3s)"), std::string::npos) << help;
+  EXPECT_NE(help.find("--cache-free-space"), std::string::npos) << help;
+  EXPECT_NE(help.find("(default 2%)"), std::string::npos) << help;
 }
 
 TEST(CacheFlags, MetadataTtlMayBeForever) {

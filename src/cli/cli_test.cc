@@ -1,11 +1,15 @@
 // Integration tests: run the built `strata` binary over file:// stores in a
 // temporary directory and check outputs, bytes and exit codes.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -236,6 +240,51 @@ TEST_F(CliTest, WarmTakesTheCacheFlagsAndTheOldSpelling) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("strata: warm: --cache-disk: expected a size such as"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("got \"1Gb\" (Gb reads as bits; write GB or GiB)"), std::string::npos) << bad.err;
+}
+
+// A real small file system (tmpfs, 16 MiB) under the cache: warm fills it
+// only to its --cache-free-space floor, whatever --cache-disk allows.
+TEST_F(CliTest, WarmLeavesTheFreeSpaceFloorOfASmallFileSystem) {
+  MakeSourceTree();  // 15.1 MB
+  const fs::path small = dir_ / "small";
+  fs::create_directories(small);
+  if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=16m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  struct Unmount {
+    fs::path path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{small};
+  const auto free_bytes = [&] {
+    struct statvfs st {};
+    EXPECT_EQ(::statvfs(small.c_str(), &st), 0);
+    return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  };
+  CliRun warm = Strata({"warm", (dir_ / "src").string(), "--cache-dir", (small / "cache").string(), "--cache-disk",
+                        "1GiB", "--block-size", "1M", "--cache-free-space", "50%"});
+  ASSERT_EQ(warm.code, 0) << warm.err;
+  EXPECT_GE(free_bytes(), 8ull << 20);  // half of 16 MiB left free
+  EXPECT_NE(warm.err.find("the file system of " + (small / "cache").string() +
+                          " has above the 8.0 MiB it keeps "
+                          "free (--cache-free-space 50%); older blocks will be evicted"),
+            std::string::npos)
+      << warm.err;
+  EXPECT_NE(warm.out.find("warming 5 objects"), std::string::npos) << warm.out;
+
+  // Without the floor the same warm fills the file system to the brim (and then fails to write, not to warm).
+  fs::remove_all(small / "cache");
+  CliRun brim = Strata({"warm", (dir_ / "src").string(), "--cache-dir", (small / "cache").string(), "--cache-disk",
+                        "1GiB", "--block-size", "1M", "--cache-free-space", "0"});
+  ASSERT_EQ(brim.code, 0) << brim.err;
+  EXPECT_LT(free_bytes(), 2ull << 20);
+
+  CliRun bad = Strata(
+      {"warm", (dir_ / "src").string(), "--cache-dir", (small / "cache").string(), "--cache-free-space", "120%"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("strata: warm: --cache-free-space: expected a share of the file system such as 2% or "
+                         "0.5%, or a size such as 20GiB, got \"120%\" (more than 100%)"),
+            std::string::npos)
+      << bad.err;
 }
 
 TEST_F(CliTest, MalformedUrlsGetAClearMessage) {

@@ -176,6 +176,7 @@ loader::StreamingOptions LoaderOptions(const TrainArgs& a, const Plan& plan) {
   base.async_cache_writes = true;  // the accelerator does not wait for the cache's fsyncs
   if (!a.prefetch_bytes.empty()) base.prefetch_bytes = Check(ParseSize(a.prefetch_bytes), kCmd, "--prefetch-bytes");
   base.cache_limit_bytes = a.cache.disk_bytes;
+  base.cache_min_free = a.cache.min_free;
   base.ram_cache_bytes = a.cache.ram_bytes;
   base.cache_encryption_key_file = a.cache.encryption_key_file;  // a temporary cache root is encrypted too
   return base;

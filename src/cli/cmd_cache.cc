@@ -32,6 +32,7 @@ std::shared_ptr<cache::BlockCache> OpenDir(const CacheArgs& args, const char* cm
   options.dir = args.dir;
   options.ram_bytes = 0;
   options.disk_bytes = UINT64_MAX / 4;  // the owner's limit is not ours to apply
+  options.disk_min_free = {};           // nor its free-space floor
   options.read_only = !write;
   options.headers_only = true;  // lists, evicts and checks headers and checksums: no key needed
   return Check(cache::BlockCache::Open(options), cmd, args.dir);

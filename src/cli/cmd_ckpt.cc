@@ -138,6 +138,7 @@ std::unique_ptr<Location> OpenGroupSource(const CkptArgs& a, const CacheSettings
   go.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(c.peer_deadline);
   go.cache_dir = c.dir;
   go.disk_bytes = c.disk_bytes;
+  go.disk_min_free = c.min_free;
   go.ram_bytes = c.ram_bytes;
   go.block_size = c.block_size;
   go.sealer = CacheSealer(cmd, c, c.dir);
@@ -224,7 +225,8 @@ CommandRegistrar registrar("ckpt", [](CLI::App& root) {
                     .block_size = go.block_size,
                     .peer_deadline = go.deadline},
        .refused = {{kMetadataTtl, "a checkpoint is read once; its metadata is not kept"}},
-       .needs_group = kGroupMemberFlags | kCacheRam | kCacheDisk | kCacheDir | kBlockSize | kCacheEncryptionKeyFile,
+       .needs_group = kGroupMemberFlags | kCacheRam | kCacheDisk | kCacheDir | kCacheFreeSpace | kBlockSize |
+                      kCacheEncryptionKeyFile,
        .help = {{kCacheGroup,
                  "Read the source through a cache group: etcd://HOST:PORT/GROUP or static://HOST:PORT,... "
                  "(N nodes pulling one checkpoint fetch each block from the bucket once; keep every member "

@@ -40,6 +40,7 @@ csi::StringMap MountDefaults(const CacheFlags& flags) {
   csi::StringMap out;
   if (flags.given(kCacheRam)) out["cache-ram"] = FormatSizeExact(s.ram_bytes);
   if (flags.given(kCacheDisk)) out["cache-disk"] = FormatSizeExact(s.disk_bytes);
+  if (flags.given(kCacheFreeSpace)) out["cache-free-space"] = FormatSpaceFloor(s.min_free);
   if (flags.given(kBlockSize)) out["block-size"] = FormatSizeExact(s.block_size);
   if (flags.given(kMetadataTtl)) out["metadata-ttl"] = FormatDurationExact(s.metadata_ttl);
   if (flags.given(kCacheGroup)) out["cache-group"] = s.group;
@@ -106,6 +107,7 @@ CommandRegistrar csi_registrar("csi", [](CLI::App& root) {
   spec.needs_group = 0;  // --peer-listen alone: the address of the volumes that name a group themselves
   spec.help = {{kCacheRam, "Default RAM tier of each volume's mount (its volume_context cache-ram wins)"},
                {kCacheDisk, "Default disk tier of each volume's mount"},
+               {kCacheFreeSpace, "Default free space each volume's disk tier leaves on the cache root's file system"},
                {kBlockSize, "Default cache block size of each volume's mount"},
                {kMetadataTtl, "Default metadata TTL of each volume's mount ('forever' for immutable datasets)"},
                {kCacheGroup, "Default cache group of each volume's mount (etcd://HOST:PORT/GROUP)"},

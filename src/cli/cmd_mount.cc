@@ -253,6 +253,7 @@ void RunMount(const MountArgs& a, const CacheFlags& cache_flags) {
   co.ram_bytes = c.ram_bytes;
   co.dir = c.dir;
   co.disk_bytes = c.disk_bytes;
+  co.disk_min_free = c.min_free;
   co.block_size = c.block_size;
   co.sealer = CacheSealer(cmd, c, c.dir);
   object::CloudProfile profile;

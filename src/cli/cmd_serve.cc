@@ -93,6 +93,7 @@ gateway::GatewayConfig BuildConfig(const ServeArgs& a, const CacheFlags& cache, 
   if (cache.given(kCacheDir)) c.cache.dir = s.dir;
   if (cache.given(kCacheRam)) c.cache.ram_bytes = s.ram_bytes;
   if (cache.given(kCacheDisk)) c.cache.disk_bytes = s.disk_bytes;
+  if (cache.given(kCacheFreeSpace)) c.cache.free_space = s.min_free;
   if (cache.given(kBlockSize)) c.cache.block_size = s.block_size;
   if (cache.given(kMetadataTtl)) c.cache.metadata_ttl = s.metadata_ttl;
   if (cache.given(kCacheEncryptionKeyFile)) c.cache.encryption_key_file = s.encryption_key_file;
@@ -172,6 +173,7 @@ CommandRegistrar registrar("serve", [](CLI::App& root) {
   auto cache = AddCacheFlags(sub, {.command = "serve",
                                    .defaults = {.ram_bytes = gc.ram_bytes,
                                                 .disk_bytes = gc.disk_bytes,
+                                                .min_free = gc.free_space,
                                                 .block_size = gc.block_size,
                                                 .metadata_ttl = gc.metadata_ttl}});
   sub->add_option("--backend-timeout", a->backend_timeout,

@@ -84,6 +84,7 @@ void RunWarm(const WarmArgs& args, const CacheSettings& c) {
   cache::CacheOptions options;
   options.dir = c.dir;
   options.disk_bytes = c.disk_bytes;
+  options.disk_min_free = c.min_free;
   options.block_size = c.block_size;
   options.ram_bytes = 0;  // warming targets the disk; RAM would only hold a copy
   options.sealer = CacheSealer(cmd, c, c.dir);
@@ -110,6 +111,15 @@ void RunWarm(const WarmArgs& args, const CacheSettings& c) {
   if (total > options.disk_bytes) {
     std::cerr << "strata: warm: warning: " << FormatBytes(total) << " under " << args.url << " exceeds --cache-disk "
               << FormatBytes(options.disk_bytes) << "; older blocks will be evicted\n";
+  } else if (auto space = io::DefaultFileSystem().Space(c.dir); space.ok()) {
+    const uint64_t floor = cache->disk()->min_free_bytes();
+    const uint64_t room = cache->disk()->bytes() + (space->available > floor ? space->available - floor : 0);
+    if (total > room) {
+      std::cerr << "strata: warm: warning: " << FormatBytes(total) << " under " << args.url << " exceeds the "
+                << FormatBytes(room) << " the file system of " << c.dir << " has above the " << FormatBytes(floor)
+                << " it keeps free (--cache-free-space " << FormatSpaceFloor(c.min_free)
+                << "); older blocks will be evicted\n";
+    }
   }
   std::mutex mu;
   Status first_error;
@@ -133,6 +143,11 @@ void RunWarm(const WarmArgs& args, const CacheSettings& c) {
   std::cout << "cache " << c.dir << ": " << s.disk_blocks << " blocks, " << FormatBytes(s.disk_bytes) << " of "
             << FormatBytes(s.disk_capacity) << " (" << s[cache::CacheCounter::kMisses] << " fetched, "
             << s[cache::CacheCounter::kDiskHits] << " already cached)\n";
+  if (const uint64_t low = s[cache::CacheCounter::kDiskLowSpace]; low > 0) {
+    std::cerr << "strata: warm: warning: " << low << " blocks not kept: the file system of " << c.dir
+              << " is down to the " << FormatBytes(double(cache->disk()->min_free_bytes()))
+              << " it keeps free (--cache-free-space " << FormatSpaceFloor(c.min_free) << ")\n";
+  }
 }
 
 CommandRegistrar registrar("warm", [](CLI::App& root) {

@@ -15,13 +15,15 @@ namespace {
 TEST(VolumeContext, TurnsKeysIntoMountFlags) {
   auto spec = ParseVolumeContext({{"url", "s3://b/p?endpoint=http://127.0.0.1:1"},
                                   {"cache-disk", "20GiB"},
+                                  {"cache-free-space", "5%"},
                                   {"metadata-ttl", "forever"},
                                   {"read-only", "true"}});
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->url, "s3://b/p?endpoint=http://127.0.0.1:1");
   EXPECT_EQ(spec->dataset, "s3://b/p");
   EXPECT_TRUE(spec->read_only);
-  EXPECT_EQ(spec->mount_args, (std::vector<std::string>{"--cache-disk", "20GiB", "--metadata-ttl", "forever"}));
+  EXPECT_EQ(spec->mount_args, (std::vector<std::string>{"--cache-disk", "20GiB", "--cache-free-space", "5%",
+                                                        "--metadata-ttl", "forever"}));
   EXPECT_FALSE(spec->has_cache_group);
   // Group member flags only with a group.
   auto alone = ParseVolumeContext({{"url", "s3://b"}, {"peer-listen", "10.0.0.7:0"}});

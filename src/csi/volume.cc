@@ -20,10 +20,15 @@ struct ContextKey {
   const char* flag;
 };
 constexpr ContextKey kMountKeys[] = {
-    {"cache-ram", "--cache-ram"},         {"cache-disk", "--cache-disk"},
-    {"block-size", "--block-size"},       {"metadata-ttl", "--metadata-ttl"},
-    {"cache-group", "--cache-group"},     {"peer-listen", "--peer-listen"},
-    {"peer-deadline", "--peer-deadline"}, {"prefetch-budget", "--prefetch-budget"},
+    {"cache-ram", "--cache-ram"},
+    {"cache-disk", "--cache-disk"},
+    {"cache-free-space", "--cache-free-space"},
+    {"block-size", "--block-size"},
+    {"metadata-ttl", "--metadata-ttl"},
+    {"cache-group", "--cache-group"},
+    {"peer-listen", "--peer-listen"},
+    {"peer-deadline", "--peer-deadline"},
+    {"prefetch-budget", "--prefetch-budget"},
     {"readahead-max", "--readahead-max"},
 };
 

@@ -121,7 +121,9 @@ class MemFileSystem : public io::FileSystem {
     std::lock_guard lock(mu_);
     return files_.count(path) > 0;
   }
-  Result<uint64_t> FreeSpace(const std::string&) override { return uint64_t{1} << 40; }
+  Result<io::SpaceInfo> Space(const std::string&) override {
+    return io::SpaceInfo{.total = uint64_t{1} << 41, .available = uint64_t{1} << 40};
+  }
   // Exclusive within the process, like flock across ObjectFs instances; held until the lock is destroyed.
   Result<std::unique_ptr<io::FileLock>> LockFile(const std::string& path) override {
     std::lock_guard lock(mu_);

@@ -22,6 +22,7 @@ bool ParseUint(std::string_view s, uint64_t* out) {
 
 // Values in strata's one grammar (base/units.h); a JSON number is bytes or seconds.
 Result<uint64_t> ParseSizeText(std::string_view text) { return ParseSize(text); }
+Result<SpaceFloor> ParseSpaceFloorText(std::string_view text) { return ParseSpaceFloor(text); }
 Result<Duration> ParseDurationText(std::string_view text) { return ParseDuration(text); }
 Result<Duration> ParseTtlText(std::string_view text) { return ParseDuration(text, {.allow_forever = true}); }
 
@@ -101,6 +102,7 @@ Status ReadCache(const Json& doc, GatewayCacheConfig* c) {
   const Json& o = *it;
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "ram", &c->ram_bytes, ParseSizeText, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "disk", &c->disk_bytes, ParseSizeText, "cache."));
+  STRATA_RETURN_IF_ERROR(ReadUnit(o, "free_space", &c->free_space, ParseSpaceFloorText, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "block_size", &c->block_size, ParseSizeText, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "metadata_ttl", &c->metadata_ttl, ParseTtlText, "cache."));
   STRATA_RETURN_IF_ERROR(ReadUnit(o, "backend_timeout", &c->backend_timeout, ParseDurationText, "cache."));

@@ -43,6 +43,8 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "base/units.h"
+#include "cache/disk_tier.h"
 #include "gateway/access.h"
 
 namespace strata::gateway {
@@ -79,6 +81,7 @@ struct GatewayCacheConfig {
   uint64_t ram_bytes = 1ull << 30;
   std::string dir;  // empty: RAM only
   uint64_t disk_bytes = 10ull << 30;
+  SpaceFloor free_space = cache::kDefaultCacheFreeSpace;  // left free on dir's file system ("2%", "20GiB")
   uint64_t block_size = 4ull << 20;
   Duration metadata_ttl = std::chrono::seconds(10);
   // A backend that stops answering: a lookup or block fill gives up after

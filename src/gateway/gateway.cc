@@ -10,6 +10,7 @@ cache::CacheOptions CacheOptionsFor(const GatewayConfig& config) {
   o.ram_bytes = config.cache.ram_bytes;
   o.dir = config.cache.dir;
   o.disk_bytes = config.cache.disk_bytes;
+  o.disk_min_free = config.cache.free_space;
   return o;
 }
 

@@ -1,4 +1,6 @@
 // Unit tests of the S3 routing, XML and auth over mem stores, without sockets.
+#include "gateway/gateway.h"
+
 #include <gtest/gtest.h>
 
 #include "base/hash.h"
@@ -677,19 +679,25 @@ TEST(GatewayConfigTest, JsonAndFlags) {
   GatewayConfig c;
   Status st = ParseGatewayConfigJson(R"({"listen": "127.0.0.1:0", "backend": "mem://b1",
       "keys": [{"access_key": "a", "secret_key": "secret-of-key-a-01"}], "emulate": "ttfb=5ms",
-      "cache": {"ram": "64MiB", "block_size": "1MiB", "metadata_ttl": "2s"},
+      "cache": {"ram": "64MiB", "block_size": "1MiB", "metadata_ttl": "2s", "free_space": "5%"},
       "limits": {"header_timeout": "250ms", "max_body_bytes": 1048576}})",
                                      &c);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(c.backends, std::vector<std::string>{"mem://b1"});
   EXPECT_EQ(c.keys.at("a"), "secret-of-key-a-01");
   EXPECT_EQ(c.cache.ram_bytes, 64ull << 20);
+  EXPECT_EQ(c.cache.free_space, (SpaceFloor{.percent = 5}));
+  EXPECT_EQ(CacheOptionsFor(c).disk_min_free, (SpaceFloor{.percent = 5}));
+  EXPECT_EQ(GatewayConfig{}.cache.free_space, cache::kDefaultCacheFreeSpace);
   EXPECT_EQ(c.limits.header_timeout, std::chrono::milliseconds(250));
   EXPECT_EQ(c.limits.max_body_bytes, 1048576u);
   EXPECT_TRUE(ValidateGatewayConfig(c).ok());
   EXPECT_FALSE(ParseGatewayConfigJson("{\"keys\": 5}", &c).ok());
   EXPECT_FALSE(ParseGatewayConfigJson("not json", &c).ok());
   EXPECT_FALSE(ParseGatewayConfigJson(R"({"cache": {"ram": "12 parsecs"}})", &c).ok());
+  Status floor = ParseGatewayConfigJson(R"({"cache": {"free_space": "200%"}})", &c);
+  EXPECT_NE(floor.message().find("cache.free_space"), std::string::npos) << floor;
+  EXPECT_NE(floor.message().find("more than 100%"), std::string::npos) << floor;
   GatewayConfig none;
   none.backends = {"mem://x"};
   EXPECT_FALSE(ValidateGatewayConfig(none).ok());  // no keys and no public bucket

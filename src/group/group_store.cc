@@ -41,6 +41,7 @@ Result<std::shared_ptr<Joined>> JoinNew(const GroupStoreOptions& o, const std::s
   co.dir = as_client ? "" : o.cache_dir;  // a client owns nothing: every block is another's, kept in RAM only
   co.sealer = o.sealer;
   co.disk_bytes = o.disk_bytes;
+  co.disk_min_free = o.disk_min_free;
   STRATA_ASSIGN_OR_RETURN(joined->cache, cache::BlockCache::Open(co));
   if (!as_client) {
     JoinOptions jo;

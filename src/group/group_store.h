@@ -38,6 +38,7 @@ struct GroupStoreOptions {
   // so its share is refetched once evicted), other members' in RAM only.
   std::string cache_dir;
   uint64_t disk_bytes = 10ull << 30;
+  SpaceFloor disk_min_free = cache::kDefaultCacheFreeSpace;  // left free on cache_dir's file system
   uint64_t ram_bytes = 256ull << 20;
   uint64_t block_size = 4ull << 20;                  // must be the group's (peers refuse another)
   std::shared_ptr<const cache::BlockSealer> sealer;  // encrypts cache_dir's blocks at rest; null: clear

@@ -334,10 +334,11 @@ Status FaultFileSystem::SyncDir(const std::string& path) {
   return Status::Ok();
 }
 
-Result<uint64_t> FaultFileSystem::FreeSpace(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(uint64_t free, base_.FreeSpace(path));
+Result<SpaceInfo> FaultFileSystem::Space(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(SpaceInfo space, base_.Space(path));
   std::lock_guard lock(mu_);
-  return budget_ ? std::min(free, *budget_) : free;
+  if (budget_) space.available = std::min(space.available, *budget_);
+  return space;
 }
 
 Result<std::unique_ptr<FileLock>> FaultFileSystem::LockFile(const std::string& path) { return base_.LockFile(path); }

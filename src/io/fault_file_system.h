@@ -97,7 +97,7 @@ class FaultFileSystem : public FileSystem {
   Result<FileStat> Stat(const std::string& path) override;
   Status SyncDir(const std::string& path) override;
   Result<bool> Exists(const std::string& path) override;
-  Result<uint64_t> FreeSpace(const std::string& path) override;
+  Result<SpaceInfo> Space(const std::string& path) override;
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
   // Fails like an open (kFaultOpen) when an injected fault matches the path.
   Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path, const LockWaitOptions& options) override;

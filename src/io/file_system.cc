@@ -475,10 +475,11 @@ Result<bool> PosixFileSystem::Exists(const std::string& path) {
   return Errno("stat", path);
 }
 
-Result<uint64_t> PosixFileSystem::FreeSpace(const std::string& path) {
+Result<SpaceInfo> PosixFileSystem::Space(const std::string& path) {
   struct statvfs vfs;
   if (::statvfs(path.c_str(), &vfs) != 0) return Errno("statvfs", path);
-  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  return SpaceInfo{.total = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize,
+                   .available = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize};
 }
 
 Result<std::unique_ptr<FileLock>> PosixFileSystem::LockFile(const std::string& path) {

@@ -27,6 +27,11 @@ struct FileStat {
   uint64_t inode = 0;  // 0 where the file system has none
 };
 
+struct SpaceInfo {
+  uint64_t total = 0;      // the file system's size
+  uint64_t available = 0;  // free to an unprivileged writer
+};
+
 struct DirEntry {
   std::string name;  // no directory part
   bool is_dir = false;
@@ -132,8 +137,13 @@ class FileSystem {
   virtual Status SyncDir(const std::string& path) = 0;
   // False for a missing path; an error only when existence cannot be told (e.g. EACCES).
   virtual Result<bool> Exists(const std::string& path) = 0;
-  // Bytes available to an unprivileged writer on the file system holding path.
-  virtual Result<uint64_t> FreeSpace(const std::string& path) = 0;
+  // The size of the file system holding path, and the bytes available on it
+  // to an unprivileged writer.
+  virtual Result<SpaceInfo> Space(const std::string& path) = 0;
+  Result<uint64_t> FreeSpace(const std::string& path) {
+    STRATA_ASSIGN_OR_RETURN(SpaceInfo space, Space(path));
+    return space.available;
+  }
   // Exclusive, non-blocking: Unavailable naming the holder's PID (written
   // into the lock file by the holder) when another open file description holds it.
   virtual Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
@@ -166,7 +176,7 @@ class PosixFileSystem : public FileSystem {
   Result<FileStat> Stat(const std::string& path) override;
   Status SyncDir(const std::string& path) override;
   Result<bool> Exists(const std::string& path) override;
-  Result<uint64_t> FreeSpace(const std::string& path) override;
+  Result<SpaceInfo> Space(const std::string& path) override;
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
   Result<std::unique_ptr<FileLock>> LockFileBlocking(const std::string& path, const LockWaitOptions& options) override;
   Status Truncate(const std::string& path, uint64_t size) override;

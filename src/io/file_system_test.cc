@@ -273,6 +273,10 @@ TEST_F(PosixFsTest, FreeSpaceIsPlausible) {
   auto free = fs_.FreeSpace(dir_);
   ASSERT_TRUE(free.ok()) << free.status();
   EXPECT_GT(*free, 0u);
+  auto space = fs_.Space(dir_);
+  ASSERT_TRUE(space.ok()) << space.status();
+  EXPECT_GE(space->total, space->available);
+  EXPECT_GT(space->available, 0u);
   EXPECT_EQ(fs_.FreeSpace(P("missing")).status().code(), Code::kNotFound);
 }
 

@@ -121,6 +121,7 @@ class IteratorImpl : public Iterator {
     Stats s = stats_;
     s.cache_not_admitted_busy = cache.not_admitted_busy;
     s.cache_not_admitted_no_reuse = cache.not_admitted_no_reuse;
+    s.cache_not_admitted_low_space = cache.not_admitted_low_space;
     s.cache_disk_hits_resident = cache.disk_hits_resident;
     s.cache_store_instead_of_disk = cache.store_instead_of_disk;
     s.queue_depth = ready_.size();

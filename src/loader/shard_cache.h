@@ -71,7 +71,9 @@
 #include "base/mutex.h"
 #include "base/single_flight.h"
 #include "base/status.h"
+#include "base/units.h"
 #include "cache/block_sealer.h"
+#include "cache/disk_tier.h"
 #include "dataset/manifest.h"
 #include "io/file_system.h"
 #include "io/process.h"
@@ -98,6 +100,10 @@ struct ShardCacheOptions {
   std::vector<std::string> crc32c;
   std::vector<std::string> sha256;
   uint64_t disk_bytes = 16ull << 30;
+  // Free space the directory leaves on its file system (cache/disk_tier.h):
+  // past it, other files there and then this cache's own shards are evicted,
+  // and a shard that still does not fit is not admitted (not_admitted_low_space).
+  SpaceFloor min_free = cache::kDefaultCacheFreeSpace;
   uint64_t ram_bytes = 256ull << 20;
   size_t fetch_concurrency = 16;        // ranged GETs per shard fetch; also `connections` when that is 0
   size_t connections = 0;               // ranged GETs in flight (all shards together; per opener when shared)
@@ -214,6 +220,8 @@ class ShardCache {
     // than it (streamed once per epoch, any shard evicted for another is
     // re-read as late as the other: admitting it would only churn the disk).
     uint64_t not_admitted_busy = 0, not_admitted_no_reuse = 0;
+    // ... or the file system was down to its free-space floor (min_free).
+    uint64_t not_admitted_low_space = 0;
     // Disk hits whose file the page cache held whole (read at memory speed).
     uint64_t disk_hits_resident = 0;
     // Shards on disk fetched from the store instead: their file was not in
@@ -256,6 +264,7 @@ class ShardCache {
 
   // Removes temp files of dead writers from `dir` (at Open, under the budget lock).
   void SweepDeadTemps();
+  bool HoldsShardFiles();  // `dir` has a shard file (of any dataset)
   // `*hashed`: the bytes were checked whole against the manifest's hash here
   // (false when the ETag was verified before: this transfer's bytes were not).
   Result<Buffer> FetchFromStore(size_t shard, bool* hashed);
@@ -282,8 +291,12 @@ class ShardCache {
   // StoreToDisk now, or queued for the writer thread (async_disk_writes), or
   // not at all when the queue is full; `lock` is held until written.
   void WriteToDisk(size_t shard, const Buffer& data, uint64_t generation, std::unique_ptr<io::FileLock> lock);
+  enum class NotAdmitted { kBusy, kNoReuse, kLowSpace };
   // One shard not admitted to the disk tier: counted here and in the process's metrics.
-  void CountNotAdmitted(bool busy);
+  void CountNotAdmitted(NotAdmitted why);
+  // What `dir` may hold now that it holds `used` bytes: disk_bytes_, or less
+  // where the free-space floor binds (used plus the free bytes above it).
+  uint64_t DiskBoundNow(uint64_t used);
   void WriteLoop();  // the writer thread
   void WriteQueued(DiskWrite w);
   void PutInRam(size_t shard, const Buffer& data, bool verified) REQUIRES(mu_);
@@ -347,9 +360,12 @@ class ShardCache {
   // The dataset's shard files together (headers included): larger than the
   // disk bound, this dataset's files are not evicted to admit its others.
   uint64_t dataset_disk_bytes_ = 0;
-  // When a write last found the disk full of this dataset's shards (so
-  // larger ones are not queued for a while, only to be refused), if since.
-  std::optional<TimePoint> full_of_ours_since_ GUARDED_BY(mu_);
+  // When a write last found the disk full of this dataset's shards or down
+  // to its free-space floor (so shards are not queued for a while, only to
+  // be refused), if since, and which.
+  std::optional<TimePoint> full_since_ GUARDED_BY(mu_);
+  NotAdmitted full_reason_ GUARDED_BY(mu_) = NotAdmitted::kNoReuse;
+  uint64_t min_free_bytes_ = 0;         // options_.min_free resolved by Open
   std::thread writer_ GUARDED_BY(mu_);  // started by the first queued write
 };
 

@@ -265,6 +265,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
     co.sha256.push_back(sha ? s.sha256 : "");
   }
   co.disk_bytes = options.cache_limit_bytes;
+  co.min_free = options.cache_min_free;
   co.ram_bytes = options.ram_cache_bytes;
   co.fetch_concurrency = std::max<size_t>(options.fetch_concurrency, 1);
   co.connections = std::max<size_t>(options.max_connections, 1);
@@ -288,6 +289,7 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
     go.deadline = options.group_deadline;
     go.cache_dir = options.cache_dir.empty() ? "" : options.cache_dir + "/group";
     go.disk_bytes = options.cache_limit_bytes;
+    go.disk_min_free = options.cache_min_free;
     go.ram_bytes = options.ram_cache_bytes;
     go.sealer = co.sealer;
     auto joined = group::JoinGroupStore(store, go);

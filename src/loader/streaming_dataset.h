@@ -28,6 +28,8 @@
 #include "base/buffer.h"
 #include "base/clock.h"
 #include "base/status.h"
+#include "base/units.h"
+#include "cache/disk_tier.h"
 #include "dataset/manifest.h"
 #include "dataset/sample.h"
 #include "io/file_system.h"
@@ -75,6 +77,8 @@ struct StreamingOptions {
   // not rescan it. Empty: `cache_dir`/index (and RAM only without cache_dir).
   std::string index_cache_dir;
   uint64_t cache_limit_bytes = 16ull << 30;
+  // Free space cache_dir leaves on its file system (a share or bytes; cache/disk_tier.h).
+  SpaceFloor cache_min_free = cache::kDefaultCacheFreeSpace;
   uint64_t ram_cache_bytes = 256ull << 20;
   bool share_cache = true;
   // A 32-byte key file (mode 0600): shard files in cache_dir, and the group
@@ -260,6 +264,7 @@ struct Stats {
   // because the dataset is larger than the disk bound and the disk is full of its shards.
   uint64_t cache_not_admitted_busy = 0;
   uint64_t cache_not_admitted_no_reuse = 0;
+  uint64_t cache_not_admitted_low_space = 0;  // the disk was down to its free-space floor
   // ... disk hits read from the page cache (memory speed), and shards whose file was there but
   // fetched from the store (the disk's queued reads would have taken longer than the store).
   uint64_t cache_disk_hits_resident = 0;

@@ -307,6 +307,7 @@ class LoaderSource : public RankSource {
             {"shards_parsed", s.shards_parsed},
             {"cache_not_admitted_busy", s.cache_not_admitted_busy},
             {"cache_not_admitted_no_reuse", s.cache_not_admitted_no_reuse},
+            {"cache_not_admitted_low_space", s.cache_not_admitted_low_space},
             {"cache_disk_hits_resident", s.cache_disk_hits_resident},
             {"cache_store_instead_of_disk", s.cache_store_instead_of_disk},
             {"queue_depth", s.queue_depth},
