@@ -30,6 +30,7 @@ Result<std::shared_ptr<BlockCache>> BlockCache::Open(CacheOptions options, DiskO
     d.dir = cache->options_.dir;
     d.capacity_bytes = cache->options_.disk_bytes;
     d.min_free = cache->options_.disk_min_free;
+    d.floor_check_interval = cache->options_.disk_floor_check_interval;
     d.high_watermark = cache->options_.high_watermark;
     d.low_watermark = cache->options_.low_watermark;
     d.fs = cache->options_.fs;

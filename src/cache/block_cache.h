@@ -59,11 +59,12 @@ struct CacheOptions {
   std::string dir;                  // empty: no disk tier
   uint64_t disk_bytes = 10ull << 30;
   SpaceFloor disk_min_free = kDefaultCacheFreeSpace;  // left free on the disk tier's file system (disk_tier.h)
-  double high_watermark = 0.95;                       // disk eviction starts above this fraction...
-  double low_watermark = 0.85;                        // ...and frees down to this one
-  Duration ttl{0};                                    // blocks older than this are misses; 0: never expire
-  std::vector<std::string> pinned_prefixes;           // object keys never evicted
-  bool write_through = true;                          // write fills to disk at once (else only on demotion)
+  Duration disk_floor_check_interval = std::chrono::seconds(1);  // between writes; 0: at writes only
+  double high_watermark = 0.95;                                  // disk eviction starts above this fraction...
+  double low_watermark = 0.85;                                   // ...and frees down to this one
+  Duration ttl{0};                                               // blocks older than this are misses; 0: never expire
+  std::vector<std::string> pinned_prefixes;                      // object keys never evicted
+  bool write_through = true;                                     // write fills to disk at once (else only on demotion)
   // Disk writes queued behind the reader, in bytes; past this a block is not
   // written (counted) rather than slowing its read. 0: written inline.
   uint64_t disk_write_queue_bytes = 256ull << 20;

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "cache/block_cache.h"
 #include "cache/cache_test_util.h"
@@ -71,7 +73,8 @@ TEST_F(CacheSpaceTest, FillsTheRoomAboveTheFloorAndGivesItBackWhenOthersFillTheD
   CacheOptions o;
   o.disk_bytes = 100 * kFileBytes;  // not what binds: the file system is smaller
   o.disk_min_free = SpaceFloor{.percent = 25};
-  o.disk_admission = false;  // plain LRU: every block is written, older ones evicted
+  o.disk_admission = false;          // plain LRU: every block is written, older ones evicted
+  o.disk_floor_check_interval = {};  // the writes alone keep the floor here
   auto store = Open(o);
   ASSERT_TRUE(store);
   for (int i = 0; i < 40; ++i) {
@@ -102,6 +105,31 @@ TEST_F(CacheSpaceTest, FillsTheRoomAboveTheFloorAndGivesItBackWhenOthersFillTheD
   EXPECT_GE(Free() + kSlack, 10 * kFileBytes);
   EXPECT_LE(store->cache().disk()->bytes(), (40 - 15 - 10) * kFileBytes);
   for (int i = 0; i < 60; ++i) Read(*store, i);  // everything is still served
+}
+
+// A cache that only serves hits (a warm dataset) while another program
+// fills the disk (a checkpoint being written) gives the space back on its own.
+TEST_F(CacheSpaceTest, ACacheThatOnlyServesHitsGivesSpaceBackWhenOthersFillTheDisk) {
+  Add(30);
+  CacheOptions o;
+  o.disk_bytes = 100 * kFileBytes;
+  o.disk_min_free = SpaceFloor{.percent = 25};
+  o.disk_admission = false;
+  o.disk_floor_check_interval = std::chrono::milliseconds(10);
+  auto store = Open(o);
+  ASSERT_TRUE(store);
+  for (int i = 0; i < 25; ++i) Read(*store, i);
+  ASSERT_GT(store->cache().disk()->bytes(), 20 * kFileBytes);
+  ASSERT_LT(Free(), 22 * kFileBytes);  // so 12 more taken leave less than the floor
+  disk_.others = 12 * kFileBytes;      // the cache now holds part of the floor
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Free() + kSlack < 10 * kFileBytes && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(Free() + kSlack, 10 * kFileBytes) << "no space given back without a write";
+  EXPECT_EQ(store->cache().Stats()[CacheCounter::kDiskWrites], 25u);  // nothing was written meanwhile
+  EXPECT_LE(store->cache().disk()->bytes(), (40 - 12 - 10) * kFileBytes);
+  for (int i = 0; i < 25; ++i) Read(*store, i);  // served still: the evicted blocks from the store
 }
 
 TEST_F(CacheSpaceTest, BlocksThatCannotMakeRoomAreServedNotKept) {

@@ -1,5 +1,6 @@
 #include "cache/disk_tier.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,7 +112,34 @@ DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
   index_.set_gauge(&metrics_->disk_occupancy());
 }
 
-DiskTier::~DiskTier() = default;
+DiskTier::~DiskTier() {
+  if (!watcher_.joinable()) return;
+  {
+    MutexLock lock(watch_mu_);
+    stop_watch_ = true;
+  }
+  watch_cv_.NotifyAll();
+  watcher_.join();
+}
+
+void DiskTier::WatchFloor() {
+  pthread_setname_np(pthread_self(), "strata-floor");
+  MutexLock lock(watch_mu_);
+  while (
+      !watch_cv_.WaitFor(lock, options_.floor_check_interval, [this]() REQUIRES(watch_mu_) { return stop_watch_; })) {
+    lock.Unlock();
+    KeepFloor();
+    lock.Lock();
+  }
+}
+
+void DiskTier::KeepFloor() {
+  const int64_t room = RoomAboveFloor();
+  if (room >= 0) return;
+  MutexLock lock(mu_);
+  const uint64_t cap = CapacityNowLocked(room);
+  if (index_.bytes() > cap) MakeRoomLocked(0, cap);
+}
 
 Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options, CacheMetrics* metrics,
                                                  DiskOpenReport* report) {
@@ -159,6 +187,9 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
     MutexLock lock(tier->mu_);
     const uint64_t cap = tier->CapacityNowLocked(room);
     if (tier->index_.bytes() > cap) tier->MakeRoomLocked(0, cap);
+  }
+  if (!options.read_only && tier->min_free_bytes_ > 0 && options.floor_check_interval > Duration::zero()) {
+    tier->watcher_ = std::thread([t = tier.get()] { t->WatchFloor(); });
   }
   local.seconds = Seconds(tier->clock_.Now() - start);
   if (report) *report = local;

@@ -41,7 +41,10 @@
 // space; where the write would cross the floor, the tier's own blocks are
 // evicted as for the byte limit (the tier shrinks when others fill the
 // disk), and a block that still does not fit is not written (counted:
-// disk_low_space). Open shrinks a tier found below the floor.
+// disk_low_space). Open shrinks a tier found below the floor, and a
+// background thread looks every floor_check_interval, so a tier that only
+// serves hits still gives space back (a checkpoint being written beside a
+// warm dataset gets the room it needs).
 // Thread-safe: the index is under a mutex, file I/O runs outside it.
 #pragma once
 
@@ -50,6 +53,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -91,6 +95,8 @@ struct DiskTierOptions {
   // Free space the tier leaves on its file system (a share of its size, or
   // bytes); a share is taken of the size at Open.
   SpaceFloor min_free = kDefaultCacheFreeSpace;
+  // How often the floor is checked between writes (0: at writes and Open only).
+  Duration floor_check_interval = std::chrono::seconds(1);
 };
 
 struct DiskOpenReport {
@@ -148,6 +154,9 @@ class DiskTier {
   size_t blocks() const;
   uint64_t capacity() const { return options_.capacity_bytes; }
   uint64_t min_free_bytes() const { return min_free_bytes_; }  // the floor, in bytes
+  // Evicts down to the floor if the file system is below it (the background
+  // check calls it; tests may too).
+  void KeepFloor();
   const std::string& dir() const { return options_.dir; }
   std::string PathOf(const BlockHash& h) const;
 
@@ -202,6 +211,12 @@ class DiskTier {
   Index index_ GUARDED_BY(mu_);
   uint64_t reserved_ GUARDED_BY(mu_) = 0;  // bytes of writes in progress
   std::atomic<uint64_t> temp_seq_{0};
+  // The floor's background check (started by Open when there is a floor).
+  void WatchFloor();
+  Mutex watch_mu_;
+  CondVar watch_cv_;
+  bool stop_watch_ GUARDED_BY(watch_mu_) = false;
+  std::thread watcher_;
 };
 
 }  // namespace strata::cache

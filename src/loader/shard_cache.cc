@@ -87,7 +87,9 @@ ShardCache::~ShardCache() {
     stop_writes_ = true;
   }
   write_cv_.NotifyAll();
+  floor_cv_.NotifyAll();
   if (writer_.joinable()) writer_.join();
+  if (floor_watcher_.joinable()) floor_watcher_.join();
   if (const size_t hung = hung_calls_->load(); hung > 0) {
     // Not waited for (that would block until the store answers): each thread
     // holds what its call uses and ends when the call returns.
@@ -108,6 +110,9 @@ Result<std::shared_ptr<ShardCache>> ShardCache::Open(object::ObjectStorePtr stor
                              return cache->HoldsShardFiles();
                            }).status());
     cache->SweepDeadTemps();
+    if (cache->min_free_bytes_ > 0 && options.floor_check_interval > Duration::zero()) {
+      cache->floor_watcher_ = std::thread([c = cache.get()] { c->WatchFloor(); });
+    }
   }
   return cache;
 }

@@ -61,6 +61,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -104,6 +105,9 @@ struct ShardCacheOptions {
   // past it, other files there and then this cache's own shards are evicted,
   // and a shard that still does not fit is not admitted (not_admitted_low_space).
   SpaceFloor min_free = cache::kDefaultCacheFreeSpace;
+  // How often a background thread checks the floor between writes, so a
+  // cache that only serves hits still gives space back (0: at writes only).
+  Duration floor_check_interval = std::chrono::seconds(1);
   uint64_t ram_bytes = 256ull << 20;
   size_t fetch_concurrency = 16;        // ranged GETs per shard fetch; also `connections` when that is 0
   size_t connections = 0;               // ranged GETs in flight (all shards together; per opener when shared)
@@ -230,6 +234,9 @@ class ShardCache {
     uint64_t store_instead_of_disk = 0;
   };
   Counters counters() const;
+  // Evicts down to the free-space floor if the file system is below it (the
+  // background check calls it every floor_check_interval).
+  void KeepFloor();
   const ShardCacheOptions& options() const { return options_; }  // as opened (bounds: see ram_bytes/disk_bytes)
   uint64_t ram_bytes() const { return ram_bytes_; }
   uint64_t disk_bytes() const { return disk_bytes_; }
@@ -297,7 +304,22 @@ class ShardCache {
   // What `dir` may hold now that it holds `used` bytes: disk_bytes_, or less
   // where the free-space floor binds (used plus the free bytes above it).
   uint64_t DiskBoundNow(uint64_t used);
-  void WriteLoop();  // the writer thread
+  // A shard file `dir` holds that may be evicted (another dataset's too).
+  struct Victim {
+    uint64_t priority;  // lowest goes first
+    std::string name;
+    uint64_t size;
+    bool ours;  // one of this dataset's shards
+  };
+  struct DirUsage {
+    uint64_t used = 0;            // shard files and live writers' temp files
+    std::vector<Victim> victims;  // by priority
+    std::set<std::string> names;  // the shard files present
+  };
+  // Lists `dir` (under disk_mu_ and the budget lock); nullopt when it cannot be listed.
+  std::optional<DirUsage> ReadDirUsage();
+  void WatchFloor();  // the floor's background check (started by Open when there is a floor)
+  void WriteLoop();   // the writer thread
   void WriteQueued(DiskWrite w);
   void PutInRam(size_t shard, const Buffer& data, bool verified) REQUIRES(mu_);
   // Keeps `parsed` with the shard's bytes if the RAM bound allows.
@@ -367,6 +389,8 @@ class ShardCache {
   NotAdmitted full_reason_ GUARDED_BY(mu_) = NotAdmitted::kNoReuse;
   uint64_t min_free_bytes_ = 0;         // options_.min_free resolved by Open
   std::thread writer_ GUARDED_BY(mu_);  // started by the first queued write
+  std::thread floor_watcher_;           // started by Open when there is a floor
+  CondVar floor_cv_;                    // wakes it to stop (with write_mu_: stop_writes_)
 };
 
 }  // namespace strata::loader

@@ -2,6 +2,7 @@
 // file, admitting and writing one (behind the reader), the directory's
 // byte bound and free-space floor, and the start-up sweep of dead writers'
 // temp files. The rest of the cache is shard_cache.cc.
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -347,6 +348,70 @@ Result<Buffer> ShardCache::LoadFromDisk(size_t shard, bool* skipped) {
   return CorruptionError(path + ": cached copy of " + key + " failed verification");
 }
 
+std::optional<ShardCache::DirUsage> ShardCache::ReadDirUsage() {
+  auto entries = fs_.ListDir(options_.dir);
+  if (!entries.ok()) return std::nullopt;
+  std::map<std::string, size_t> ours;
+  for (size_t k = 0; k < keys_.size(); ++k) ours.emplace(FileName(k), k);
+  std::vector<uint64_t> priority(keys_.size());
+  {
+    MutexLock lock(mu_);  // once, not per file: this may run on the low-priority writer
+    for (size_t k = 0; k < keys_.size(); ++k) priority[k] = Priority(k);
+  }
+  DirUsage dir;
+  for (const io::DirEntry& e : *entries) {
+    if (e.is_dir) continue;
+    if (TempOwner(e.name) != 0) {
+      dir.used += e.size;  // a live writer's file to be (or a dead one's, until the next start): counted, not evictable
+      continue;
+    }
+    if (!std::string_view(e.name).ends_with(kSuffix)) continue;
+    dir.used += e.size;
+    dir.names.insert(e.name);
+    auto it = ours.find(e.name);
+    const uint64_t prio =
+        it != ours.end()
+            ? priority[it->second]
+            : (1ull << 61) + static_cast<uint64_t>(
+                                 std::chrono::duration_cast<std::chrono::seconds>(e.mtime.time_since_epoch()).count());
+    dir.victims.push_back({prio, e.name, e.size, it != ours.end()});
+  }
+  std::sort(dir.victims.begin(), dir.victims.end(),
+            [](const Victim& a, const Victim& b) { return a.priority < b.priority; });
+  return dir;
+}
+
+void ShardCache::KeepFloor() {
+  if (options_.dir.empty() || min_free_bytes_ == 0) return;
+  auto free = fs_.FreeSpace(options_.dir);
+  if (!free.ok() || *free >= min_free_bytes_) return;  // above the floor: no lock taken
+  MutexLock disk(disk_mu_);
+  auto budget = fs_.LockFileBlocking(BudgetLockPath(), {});
+  if (!budget.ok()) return;
+  std::optional<DirUsage> dir = ReadDirUsage();
+  if (!dir) return;
+  const uint64_t bound = DiskBoundNow(dir->used);
+  for (const Victim& v : dir->victims) {
+    if (dir->used <= bound) break;
+    if (fs_.Remove(options_.dir + "/" + v.name).ok()) {
+      dir->used -= v.size;
+      MutexLock lock(mu_);
+      ++counters_.disk_evictions;
+    }
+  }
+}
+
+void ShardCache::WatchFloor() {
+  pthread_setname_np(pthread_self(), "strata-floor");
+  MutexLock lock(write_mu_);
+  while (
+      !floor_cv_.WaitFor(lock, options_.floor_check_interval, [this]() REQUIRES(write_mu_) { return stop_writes_; })) {
+    lock.Unlock();
+    KeepFloor();
+    lock.Lock();
+  }
+}
+
 void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generation) {
   if (options_.dir.empty()) return;
   auto stale = [&] {
@@ -366,42 +431,12 @@ void ShardCache::StoreToDisk(size_t shard, const Buffer& data, uint64_t generati
     return;
   }
   if (stale()) return;
-  auto entries = fs_.ListDir(options_.dir);
-  if (!entries.ok()) return;
-  std::map<std::string, size_t> ours;
-  for (size_t k = 0; k < keys_.size(); ++k) ours.emplace(FileName(k), k);
-  std::vector<uint64_t> priority(keys_.size());
-  {
-    MutexLock lock(mu_);  // once, not per file: this may run on the low-priority writer
-    for (size_t k = 0; k < keys_.size(); ++k) priority[k] = Priority(k);
-  }
   std::string name = FileName(shard);
-  struct Victim {
-    uint64_t priority;
-    std::string name;
-    uint64_t size;
-    bool ours;  // one of this dataset's shards
-  };
-  std::vector<Victim> victims;
-  uint64_t used = 0;
-  for (const io::DirEntry& e : *entries) {
-    if (e.is_dir) continue;
-    if (TempOwner(e.name) != 0) {
-      used += e.size;  // a live writer's file to be (or a dead one's, until the next start): counted, not evictable
-      continue;
-    }
-    if (!std::string_view(e.name).ends_with(kSuffix)) continue;
-    if (e.name == name) return;  // another process cached it meanwhile
-    used += e.size;
-    auto it = ours.find(e.name);
-    const uint64_t prio =
-        it != ours.end()
-            ? priority[it->second]
-            : (1ull << 61) + static_cast<uint64_t>(
-                                 std::chrono::duration_cast<std::chrono::seconds>(e.mtime.time_since_epoch()).count());
-    victims.push_back({prio, e.name, e.size, it != ours.end()});
-  }
-  std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) { return a.priority < b.priority; });
+  std::optional<DirUsage> dir = ReadDirUsage();
+  if (!dir) return;
+  if (dir->names.count(name)) return;  // another process cached it meanwhile
+  std::vector<Victim>& victims = dir->victims;
+  uint64_t used = dir->used;
   // A dataset larger than the bound, streamed once per epoch, re-reads a
   // shard evicted now as late as the one it would make room for: keep what
   // is cached (every later epoch hits it) and admit the rest only into free

@@ -4,7 +4,9 @@
 // that does not fit is served but not kept, and counted.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/durable.h"
@@ -62,6 +64,7 @@ TEST_F(ShardCacheSpaceTest, KeepsTheFloorAndGivesSpaceBackWhenOthersFillTheDisk)
   co.disk_bytes = 100 * FileBytes();        // not what binds
   co.min_free = SpaceFloor{.percent = 25};  // 10 files
   co.async_disk_writes = false;             // one admission decision per Get
+  co.floor_check_interval = {};             // the writes alone keep the floor here
   auto cache = ShardCache::Open(store_, keys_, sizes_, co);
   ASSERT_TRUE(cache.ok()) << cache.status();
   ReadAll(**cache);
@@ -80,6 +83,33 @@ TEST_F(ShardCacheSpaceTest, KeepsTheFloorAndGivesSpaceBackWhenOthersFillTheDisk)
   EXPECT_EQ(c.disk_hits, kShards - 1 - c.disk_evictions);
   EXPECT_LE(disk_->DirBytes(), 15 * FileBytes());
   ReadAll(**cache);  // still served, whatever is not on disk from the store
+}
+
+// A cache that only serves hits while another program fills the disk (a
+// checkpoint written beside a warm dataset) gives the space back on its own.
+TEST_F(ShardCacheSpaceTest, ACacheThatOnlyServesHitsGivesSpaceBackWhenOthersFillTheDisk) {
+  ShardCacheOptions co;
+  co.dir = dir_;
+  co.fs = disk_.get();
+  co.ram_bytes = 0;
+  co.disk_bytes = 100 * FileBytes();
+  co.min_free = SpaceFloor{.percent = 25};
+  co.async_disk_writes = false;
+  co.floor_check_interval = std::chrono::milliseconds(10);
+  auto cache = ShardCache::Open(store_, keys_, sizes_, co);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  ReadAll(**cache);
+  ASSERT_EQ((*cache)->counters().disk_writes, kShards);
+  ASSERT_LT(Free(), 25 * FileBytes());  // so 15 more taken leave less than the floor
+  disk_->others = 15 * FileBytes();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Free() < 10 * FileBytes() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(Free(), 10 * FileBytes()) << "no space given back without a write";
+  EXPECT_EQ((*cache)->counters().disk_writes, kShards);  // nothing written meanwhile
+  EXPECT_GE((*cache)->counters().disk_evictions, 5u);
+  ReadAll(**cache);  // still served
 }
 
 TEST_F(ShardCacheSpaceTest, WithoutAFloorTheDirectoryFillsTheFileSystem) {
