@@ -1,6 +1,5 @@
 #include "cache/disk_tier.h"
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,26 +111,7 @@ DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
   index_.set_gauge(&metrics_->disk_occupancy());
 }
 
-DiskTier::~DiskTier() {
-  if (!watcher_.joinable()) return;
-  {
-    MutexLock lock(watch_mu_);
-    stop_watch_ = true;
-  }
-  watch_cv_.NotifyAll();
-  watcher_.join();
-}
-
-void DiskTier::WatchFloor() {
-  pthread_setname_np(pthread_self(), "strata-floor");
-  MutexLock lock(watch_mu_);
-  while (
-      !watch_cv_.WaitFor(lock, options_.floor_check_interval, [this]() REQUIRES(watch_mu_) { return stop_watch_; })) {
-    lock.Unlock();
-    KeepFloor();
-    lock.Lock();
-  }
-}
+DiskTier::~DiskTier() = default;
 
 void DiskTier::KeepFloor() {
   const int64_t room = RoomAboveFloor();
@@ -189,7 +169,8 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
     if (tier->index_.bytes() > cap) tier->MakeRoomLocked(0, cap);
   }
   if (!options.read_only && tier->min_free_bytes_ > 0 && options.floor_check_interval > Duration::zero()) {
-    tier->watcher_ = std::thread([t = tier.get()] { t->WatchFloor(); });
+    tier->floor_check_ = std::make_unique<PeriodicTask>("strata-floor", options.floor_check_interval,
+                                                        [t = tier.get()] { t->KeepFloor(); });
   }
   local.seconds = Seconds(tier->clock_.Now() - start);
   if (report) *report = local;
@@ -408,11 +389,7 @@ void DiskTier::DropLocked(const BlockHash& key, bool evicted) {
 }
 
 int64_t DiskTier::RoomAboveFloor() {
-  if (min_free_bytes_ == 0) return INT64_MAX;
-  auto free = fs_.FreeSpace(options_.dir);
-  if (!free.ok()) return INT64_MAX;
-  return static_cast<int64_t>(std::min<uint64_t>(*free, INT64_MAX / 2)) -
-         static_cast<int64_t>(std::min<uint64_t>(min_free_bytes_, INT64_MAX / 2));
+  return io::RoomAboveFloor(fs_, options_.dir, min_free_bytes_).value_or(INT64_MAX);
 }
 
 uint64_t DiskTier::CapacityNowLocked(int64_t room) const {

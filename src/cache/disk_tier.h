@@ -53,11 +53,11 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "base/periodic_task.h"
 #include "base/status.h"
 #include "base/units.h"
 #include "cache/block_format.h"
@@ -177,9 +177,7 @@ class DiskTier {
   // Stops at the first victim `may_evict` refuses (*refused then set).
   bool MakeRoomLocked(uint64_t need, uint64_t cap, const EvictFilter& may_evict = {}, bool* refused = nullptr)
       REQUIRES(mu_);
-  // Free bytes above the floor (negative: below it); INT64_MAX without a
-  // floor or when the free space cannot be read (a write into a full disk
-  // then fails on its own).
+  // io::RoomAboveFloor of the directory; INT64_MAX where that has none.
   int64_t RoomAboveFloor();
   // What the tier may hold now: its capacity, or its blocks plus `room` when
   // less (the free space read includes what writes in progress have yet to
@@ -211,12 +209,7 @@ class DiskTier {
   Index index_ GUARDED_BY(mu_);
   uint64_t reserved_ GUARDED_BY(mu_) = 0;  // bytes of writes in progress
   std::atomic<uint64_t> temp_seq_{0};
-  // The floor's background check (started by Open when there is a floor).
-  void WatchFloor();
-  Mutex watch_mu_;
-  CondVar watch_cv_;
-  bool stop_watch_ GUARDED_BY(watch_mu_) = false;
-  std::thread watcher_;
+  std::unique_ptr<PeriodicTask> floor_check_;  // KeepFloor, started by Open when there is a floor
 };
 
 }  // namespace strata::cache

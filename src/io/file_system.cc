@@ -475,6 +475,14 @@ Result<bool> PosixFileSystem::Exists(const std::string& path) {
   return Errno("stat", path);
 }
 
+std::optional<int64_t> RoomAboveFloor(FileSystem& fs, const std::string& path, uint64_t floor) {
+  if (floor == 0) return std::nullopt;
+  auto free = fs.FreeSpace(path);
+  if (!free.ok()) return std::nullopt;
+  constexpr uint64_t kMax = INT64_MAX / 2;  // no sum or difference of two overflows
+  return static_cast<int64_t>(std::min(*free, kMax)) - static_cast<int64_t>(std::min(floor, kMax));
+}
+
 Result<SpaceInfo> PosixFileSystem::Space(const std::string& path) {
   struct statvfs vfs;
   if (::statvfs(path.c_str(), &vfs) != 0) return Errno("statvfs", path);

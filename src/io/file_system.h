@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -161,6 +162,11 @@ class FileSystem {
 };
 
 // The operating system's file system: pread/pwrite, O_CLOEXEC, fdatasync.
+// Bytes free on path's file system above `floor` (negative: below it by that
+// much); nullopt without a floor (0) or when the free space cannot be read
+// (a write into a full disk then fails on its own). Caches keep their floor with it.
+std::optional<int64_t> RoomAboveFloor(FileSystem& fs, const std::string& path, uint64_t floor);
+
 class PosixFileSystem : public FileSystem {
  public:
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;

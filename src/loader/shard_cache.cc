@@ -87,9 +87,8 @@ ShardCache::~ShardCache() {
     stop_writes_ = true;
   }
   write_cv_.NotifyAll();
-  floor_cv_.NotifyAll();
   if (writer_.joinable()) writer_.join();
-  if (floor_watcher_.joinable()) floor_watcher_.join();
+  floor_check_.reset();
   if (const size_t hung = hung_calls_->load(); hung > 0) {
     // Not waited for (that would block until the store answers): each thread
     // holds what its call uses and ends when the call returns.
@@ -111,7 +110,8 @@ Result<std::shared_ptr<ShardCache>> ShardCache::Open(object::ObjectStorePtr stor
                            }).status());
     cache->SweepDeadTemps();
     if (cache->min_free_bytes_ > 0 && options.floor_check_interval > Duration::zero()) {
-      cache->floor_watcher_ = std::thread([c = cache.get()] { c->WatchFloor(); });
+      cache->floor_check_ = std::make_unique<PeriodicTask>("strata-floor", options.floor_check_interval,
+                                                           [c = cache.get()] { c->KeepFloor(); });
     }
   }
   return cache;

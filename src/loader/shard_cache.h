@@ -70,6 +70,7 @@
 #include "base/clock.h"
 #include "base/executor.h"
 #include "base/mutex.h"
+#include "base/periodic_task.h"
 #include "base/single_flight.h"
 #include "base/status.h"
 #include "base/units.h"
@@ -318,8 +319,8 @@ class ShardCache {
   };
   // Lists `dir` (under disk_mu_ and the budget lock); nullopt when it cannot be listed.
   std::optional<DirUsage> ReadDirUsage();
-  void WatchFloor();  // the floor's background check (started by Open when there is a floor)
-  void WriteLoop();   // the writer thread
+
+  void WriteLoop();  // the writer thread
   void WriteQueued(DiskWrite w);
   void PutInRam(size_t shard, const Buffer& data, bool verified) REQUIRES(mu_);
   // Keeps `parsed` with the shard's bytes if the RAM bound allows.
@@ -387,10 +388,9 @@ class ShardCache {
   // be refused), if since, and which.
   std::optional<TimePoint> full_since_ GUARDED_BY(mu_);
   NotAdmitted full_reason_ GUARDED_BY(mu_) = NotAdmitted::kNoReuse;
-  uint64_t min_free_bytes_ = 0;         // options_.min_free resolved by Open
-  std::thread writer_ GUARDED_BY(mu_);  // started by the first queued write
-  std::thread floor_watcher_;           // started by Open when there is a floor
-  CondVar floor_cv_;                    // wakes it to stop (with write_mu_: stop_writes_)
+  uint64_t min_free_bytes_ = 0;                // options_.min_free resolved by Open
+  std::thread writer_ GUARDED_BY(mu_);         // started by the first queued write
+  std::unique_ptr<PeriodicTask> floor_check_;  // KeepFloor, started by Open when there is a floor
 };
 
 }  // namespace strata::loader

@@ -2,7 +2,6 @@
 // file, admitting and writing one (behind the reader), the directory's
 // byte bound and free-space floor, and the start-up sweep of dead writers'
 // temp files. The rest of the cache is shard_cache.cc.
-#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -117,13 +116,12 @@ void ShardCache::CountNotAdmitted(NotAdmitted why) {
 }
 
 uint64_t ShardCache::DiskBoundNow(uint64_t used) {
-  if (min_free_bytes_ == 0) return disk_bytes_;
-  auto free = fs_.FreeSpace(options_.dir);
-  if (!free.ok()) return disk_bytes_;  // a write into a full disk fails on its own
+  const std::optional<int64_t> room = io::RoomAboveFloor(fs_, options_.dir, min_free_bytes_);
+  if (!room) return disk_bytes_;
   // The free space read includes what live temp files have yet to write
   // (counted in `used`): the bound errs low by at most those.
-  const uint64_t room = used + *free;
-  return std::min<uint64_t>(disk_bytes_, room > min_free_bytes_ ? room - min_free_bytes_ : 0);
+  const int64_t bound = static_cast<int64_t>(std::min<uint64_t>(used, INT64_MAX / 2)) + *room;
+  return bound <= 0 ? 0 : std::min<uint64_t>(disk_bytes_, static_cast<uint64_t>(bound));
 }
 
 void ShardCache::FlushDiskWrites() {
@@ -382,9 +380,9 @@ std::optional<ShardCache::DirUsage> ShardCache::ReadDirUsage() {
 }
 
 void ShardCache::KeepFloor() {
-  if (options_.dir.empty() || min_free_bytes_ == 0) return;
-  auto free = fs_.FreeSpace(options_.dir);
-  if (!free.ok() || *free >= min_free_bytes_) return;  // above the floor: no lock taken
+  if (options_.dir.empty()) return;
+  const std::optional<int64_t> room = io::RoomAboveFloor(fs_, options_.dir, min_free_bytes_);
+  if (!room || *room >= 0) return;  // above the floor: no lock taken
   MutexLock disk(disk_mu_);
   auto budget = fs_.LockFileBlocking(BudgetLockPath(), {});
   if (!budget.ok()) return;
@@ -398,17 +396,6 @@ void ShardCache::KeepFloor() {
       MutexLock lock(mu_);
       ++counters_.disk_evictions;
     }
-  }
-}
-
-void ShardCache::WatchFloor() {
-  pthread_setname_np(pthread_self(), "strata-floor");
-  MutexLock lock(write_mu_);
-  while (
-      !floor_cv_.WaitFor(lock, options_.floor_check_interval, [this]() REQUIRES(write_mu_) { return stop_writes_; })) {
-    lock.Unlock();
-    KeepFloor();
-    lock.Lock();
   }
 }
 

@@ -41,6 +41,19 @@ class ShardCacheSpaceTest : public ::testing::Test {
   // What one shard's file takes: header (28 bytes + key) + data.
   uint64_t FileBytes() const { return 28 + keys_[0].size() + kSize; }
   uint64_t Free() { return disk_->Space(dir_)->available; }
+  // The cache on the small disk: every reuse from disk (no RAM tier), the
+  // byte bound not what binds, one admission decision per Get (sync writes).
+  ShardCacheOptions Options(SpaceFloor min_free, Duration floor_check_interval) {
+    ShardCacheOptions co;
+    co.dir = dir_;
+    co.fs = disk_.get();
+    co.ram_bytes = 0;
+    co.disk_bytes = 100 * FileBytes();
+    co.min_free = min_free;
+    co.async_disk_writes = false;
+    co.floor_check_interval = floor_check_interval;
+    return co;
+  }
   void ReadAll(ShardCache& cache) {
     for (size_t k = 0; k < kShards; ++k) {
       auto got = cache.Get(k);
@@ -57,15 +70,8 @@ class ShardCacheSpaceTest : public ::testing::Test {
 };
 
 TEST_F(ShardCacheSpaceTest, KeepsTheFloorAndGivesSpaceBackWhenOthersFillTheDisk) {
-  ShardCacheOptions co;
-  co.dir = dir_;
-  co.fs = disk_.get();
-  co.ram_bytes = 0;                         // every reuse comes from disk
-  co.disk_bytes = 100 * FileBytes();        // not what binds
-  co.min_free = SpaceFloor{.percent = 25};  // 10 files
-  co.async_disk_writes = false;             // one admission decision per Get
-  co.floor_check_interval = {};             // the writes alone keep the floor here
-  auto cache = ShardCache::Open(store_, keys_, sizes_, co);
+  // A 25% floor (10 files); the writes alone keep it here (no background check).
+  auto cache = ShardCache::Open(store_, keys_, sizes_, Options(SpaceFloor{.percent = 25}, {}));
   ASSERT_TRUE(cache.ok()) << cache.status();
   ReadAll(**cache);
   EXPECT_EQ((*cache)->counters().disk_writes, kShards);  // 20 fit above the floor
@@ -88,15 +94,8 @@ TEST_F(ShardCacheSpaceTest, KeepsTheFloorAndGivesSpaceBackWhenOthersFillTheDisk)
 // A cache that only serves hits while another program fills the disk (a
 // checkpoint written beside a warm dataset) gives the space back on its own.
 TEST_F(ShardCacheSpaceTest, ACacheThatOnlyServesHitsGivesSpaceBackWhenOthersFillTheDisk) {
-  ShardCacheOptions co;
-  co.dir = dir_;
-  co.fs = disk_.get();
-  co.ram_bytes = 0;
-  co.disk_bytes = 100 * FileBytes();
-  co.min_free = SpaceFloor{.percent = 25};
-  co.async_disk_writes = false;
-  co.floor_check_interval = std::chrono::milliseconds(10);
-  auto cache = ShardCache::Open(store_, keys_, sizes_, co);
+  auto cache =
+      ShardCache::Open(store_, keys_, sizes_, Options(SpaceFloor{.percent = 25}, std::chrono::milliseconds(10)));
   ASSERT_TRUE(cache.ok()) << cache.status();
   ReadAll(**cache);
   ASSERT_EQ((*cache)->counters().disk_writes, kShards);
@@ -113,15 +112,8 @@ TEST_F(ShardCacheSpaceTest, ACacheThatOnlyServesHitsGivesSpaceBackWhenOthersFill
 }
 
 TEST_F(ShardCacheSpaceTest, WithoutAFloorTheDirectoryFillsTheFileSystem) {
-  ShardCacheOptions co;
-  co.dir = dir_;
-  co.fs = disk_.get();
-  co.ram_bytes = 0;
-  co.disk_bytes = 100 * FileBytes();
-  co.min_free = {};
-  co.async_disk_writes = false;
   disk_->others = 20 * FileBytes();
-  auto cache = ShardCache::Open(store_, keys_, sizes_, co);
+  auto cache = ShardCache::Open(store_, keys_, sizes_, Options({}, {}));
   ASSERT_TRUE(cache.ok()) << cache.status();
   ReadAll(**cache);
   EXPECT_EQ((*cache)->counters().disk_writes, kShards);
