@@ -71,6 +71,7 @@ ld::StreamingOptions ParseOptions(const py::dict& kw) {
   get("prefetch_bytes", o.prefetch_bytes);
   get("max_connections", o.max_connections);
   get("decode_threads", o.decode_threads);
+  get("prefetch_next_epoch", o.prefetch_next_epoch);
   get("batch_views", o.batch_views);
   get("fetch_concurrency", o.fetch_concurrency);
   get("retries", o.retries);
@@ -207,6 +208,7 @@ py::dict StatsToPy(const ld::Stats& s) {
   d["shards_skipped"] = s.shards_skipped;
   d["shards_from_cache"] = s.shards_from_cache;
   d["shards_parsed"] = s.shards_parsed;
+  d["shards_from_previous_epoch"] = s.shards_from_previous_epoch;
   d["samples_skipped"] = s.samples_skipped;
   d["cache_not_admitted_busy"] = s.cache_not_admitted_busy;
   d["cache_not_admitted_no_reuse"] = s.cache_not_admitted_no_reuse;

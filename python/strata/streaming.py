@@ -124,6 +124,11 @@ class StreamingDataset(IterableDataset):
     directory sealed with one key opens with that key only (another is a PermissionError). Only the
     path is kept and handed to workers, never the key's bytes.
 
+    ``prefetch_next_epoch`` (default True): once every shard of an epoch is fetched, the first
+    two batches' shards of the next epoch are fetched while this one ends, so the next epoch's
+    first batch does not wait for the store (``stats()["shards_from_previous_epoch"]``); with
+    ``persistent_workers=False`` a DataLoader worker's ends with it.
+
     ``cache_group``: share shard fetches with the other nodes of a cache group
     (``"etcd://127.0.0.1:2379/train"`` or ``"static://host:port,..."``): each block is asked of its
     owner, so N nodes streaming one dataset read each byte from the bucket once. ``peer_listen``
@@ -152,7 +157,7 @@ class StreamingDataset(IterableDataset):
                  prefetch_batches=8, prefetch_bytes=0, max_connections=128, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None, cache_group=None, peer_listen=None,
                  group_secret_file=None, fetch_timeout=60.0, verify="auto", cache_encryption_key_file=None,
-                 cache_free_space="2%"):
+                 cache_free_space="2%", prefetch_next_epoch=True):
         if shuffle not in _SHUFFLE:
             raise ValueError(f"shuffle must be True, False, 'window', 'shards' or 'none', not {shuffle!r}")
         if fetch_timeout is None or fetch_timeout < 0:
@@ -202,7 +207,7 @@ class StreamingDataset(IterableDataset):
             peer_listen=peer_listen or "127.0.0.1:0", group_secret_file=os.fspath(group_secret_file or ""),
             fetch_timeout=float(fetch_timeout), verify=verify,
             cache_encryption_key_file=os.fspath(cache_encryption_key_file or ""),
-            cache_free_space=str(cache_free_space))
+            cache_free_space=str(cache_free_space), prefetch_next_epoch=bool(prefetch_next_epoch))
         self.epoch = 0
         self._resume = None  # (epoch, samples_consumed, streams): where the next iteration of that epoch starts
         # The order's stream count (plan.h EpochOrder) per epoch, as this process last iterated or

@@ -52,6 +52,7 @@ struct TrainArgs {
          connections = loader::StreamingOptions{}.max_connections;
   std::string prefetch_bytes;  // empty: the loader's default (from the RAM cache)
   bool no_cache = false;
+  bool no_next_epoch_prefetch = false;
   std::string shuffle = "window";
   size_t shuffle_window = 8;
   uint64_t seed = 0;
@@ -149,6 +150,7 @@ std::string ReproduceCommand(const TrainArgs& a, const Plan& p) {
     << " --connections " << a.connections;
   if (!a.prefetch_bytes.empty()) s << " --prefetch-bytes " << a.prefetch_bytes;
   if (a.prefetch_shards) s << " --prefetch-shards " << a.prefetch_shards;
+  if (a.no_next_epoch_prefetch) s << " --no-next-epoch-prefetch";
   if (a.min_accelerators > 1) s << " --min-accelerators " << a.min_accelerators;
   s << " --shuffle " << a.shuffle << " --seed " << a.seed << " --collate " << a.collate;
   if (a.verify != "auto") s << " --verify " << a.verify;
@@ -171,6 +173,7 @@ loader::StreamingOptions LoaderOptions(const TrainArgs& a, const Plan& plan) {
   base.prefetch_shards = a.prefetch_shards;
   base.prefetch_batches = a.prefetch_batches;
   base.decode_threads = a.decode_threads;
+  base.prefetch_next_epoch = !a.no_next_epoch_prefetch;
   base.fetch_concurrency = a.fetch;
   base.max_connections = a.connections;
   base.async_cache_writes = true;  // the accelerator does not wait for the cache's fsyncs
@@ -403,6 +406,7 @@ nlohmann::json ResultsJson(const TrainArgs& a, const Plan& plan, const RunRules&
                           {"prefetch_shards", a.prefetch_shards},
                           {"prefetch_batches", a.prefetch_batches},
                           {"decode_threads", a.decode_threads},
+                          {"next_epoch_prefetch", !a.no_next_epoch_prefetch},
                           {"collate", a.collate},
                           {"verify", a.verify},
                           {"fetch_concurrency", a.fetch},
@@ -529,6 +533,9 @@ CommandRegistrar registrar("bench train", [](CLI::App& root) {
       ->capture_default_str();
   sub->add_option("--prefetch-bytes", a->prefetch_bytes,
                   "Memory budget of the prefetch per rank (default: 4 x --cache-ram); sized by demand within it");
+  sub->add_flag("--no-next-epoch-prefetch", a->no_next_epoch_prefetch,
+                "Each epoch starts from empty queues (by default the first shards of a rank's next epoch are "
+                "fetched while its current epoch ends)");
   sub->add_option("--connections", a->connections, "Store requests in flight per rank at most")->capture_default_str();
   sub->add_option("--decode-threads", a->decode_threads, "Decode threads per rank")->capture_default_str();
   sub->add_option("--fetch", a->fetch, "Ranged GETs per shard fetch")->capture_default_str();

@@ -9,6 +9,7 @@
 #include "base/mutex.h"
 #include "dataset/dataset.h"
 #include "dataset/tfrecord.h"
+#include "loader/epoch_head.h"
 #include "loader/plan.h"
 #include "loader/shard_cache.h"
 #include "loader/streaming_dataset.h"
@@ -30,11 +31,15 @@ struct ParsedShard {
 Result<std::shared_ptr<const ParsedShard>> ParseShard(dataset::ShardFormat format, Buffer bytes, const std::string& key,
                                                       uint64_t expected, uint64_t first_index, bool verified = false);
 
+class DatasetImpl;
+
+// The cache's parser for shard `shard` of `ds` (GetParsed): an exception while
+// parsing (a hostile shard, bad_alloc) fails the shard, not the process.
+ShardParser ShardParserFor(const DatasetImpl& ds, size_t shard);
+
 // Decodes one sample's fields per the options. `example` is its TFRecord Example, if any.
 Result<DecodedSample> DecodeSample(const StreamingOptions& options, uint64_t index, const dataset::Sample& sample,
                                    const dataset::Example* example);
-
-class DatasetImpl;
 
 std::unique_ptr<Iterator> MakeIterator(std::shared_ptr<DatasetImpl> ds, size_t worker, const State& state);
 
@@ -62,6 +67,7 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   uint64_t ShardFirst(size_t shard) const { return first_[shard]; }
   std::string ShardKey(size_t shard) const { return ds_->ShardKey(shard); }
   ShardCache& cache() { return *cache_; }
+  EpochHead& head() { return *head_; }
 
  private:
   DatasetImpl() = default;
@@ -83,6 +89,8 @@ class DatasetImpl : public StreamingDataset, public std::enable_shared_from_this
   mutable Mutex order_mu_;
   mutable std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::shared_ptr<const std::vector<uint64_t>>>> orders_
       GUARDED_BY(order_mu_);  // ((epoch, streams), order)
+  // Last: it goes first, while the cache and index its fetches use are still there.
+  std::unique_ptr<EpochHead> head_;
 };
 
 }  // namespace strata::loader

@@ -661,6 +661,9 @@ TEST(PipelineTest, DestroyedAtAnyPoint) {
   StreamingOptions o;
   o.batch_size = 2, o.decode_threads = 3, o.prefetch_shards = 3, o.prefetch_batches = 2, o.retries = 0;
   o.ram_cache_bytes = 3 * f.index.shards[0].size;
+  // The iterator's own work only: the next epoch's head is the dataset's and outlives it by design
+  // (TheNextEpochsFirstShardsAreFetchedWhileThisOneEnds).
+  o.prefetch_next_epoch = false;
   auto ds = f.Open(o, faults);
   const size_t idle = ThreadCount();
   for (uint64_t consume = 0; consume <= f.total; consume += 5) {

@@ -30,6 +30,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Batches of the next epoch fetched while this one ends (EpochHead).
+constexpr size_t kHeadBatches = 2;
+
 struct Item {
   uint64_t position;
   uint64_t index;
@@ -57,6 +60,8 @@ class IteratorImpl : public Iterator {
       : ds_(std::move(ds)),
         opt_(ds_->options()),
         epoch_(state.epoch),
+        worker_(worker),
+        streams_(state.streams),
         start_(Clock::now()),
         sizer_(Limits(opt_), opt_.clock ? *opt_.clock : RealClock()) {
     order_ = ds_->Order(epoch_, state.streams);
@@ -65,8 +70,17 @@ class IteratorImpl : public Iterator {
     size_t fetchers = std::clamp<size_t>(shard_seq_.size(), 1, std::max<size_t>(opt_.max_connections, 1));
     if (opt_.prefetch_shards > 0) fetchers = std::min(fetchers, opt_.prefetch_shards + 1);
     fetch_pool_ = std::make_unique<ThreadPool>(fetchers, "strata-ld-fetch");
+    // What the previous epoch's iterator fetched of this one (EpochHead); the rest of it is released.
+    auto head = ds_->head().Take(epoch_, worker_, std::set<size_t>(shard_seq_.begin(), shard_seq_.end()));
     {
       MutexLock lock(mu_);
+      stats_.shards_from_previous_epoch = head.size();
+      loaded_.merge(head);
+      if (!items_.empty()) {
+        // The next epoch's head may hold what this one's start held ahead (or the budget, if more).
+        head_limit_ = std::max(sizer_.limits().budget_bytes,
+                               seq_bytes_[need_upto_[std::min(AheadBatchesLocked(), items_.size()) - 1]]);
+      }
       MaybeFetchLocked();
     }
     for (size_t i = 0; i < std::max<size_t>(opt_.decode_threads, 1); ++i) {
@@ -183,6 +197,10 @@ class IteratorImpl : public Iterator {
     const uint64_t floor = seq_bytes_[std::max(floor_end, base)] - seq_bytes_[base];
     while (fetch_next_ < shard_seq_.size() && fetch_inflight_ < fetch_pool_->size()) {
       const size_t shard = shard_seq_[fetch_next_];
+      if (loaded_.count(shard)) {  // taken from the previous epoch's head (only those can be ahead of fetch_next_)
+        ++fetch_next_;
+        continue;
+      }
       const size_t parts = ds_->cache().Parts(shard);
       const uint64_t request = std::max<uint64_t>(ds_->cache().ShardSize(shard) / parts, 1);
       if (fetch_next_ >= need) {
@@ -194,32 +212,72 @@ class IteratorImpl : public Iterator {
       }
       ++fetch_next_;
       ++fetch_inflight_;
+      inflight_shards_.insert(shard);
       inflight_requests_ += parts;
       fetch_pool_->Submit([this, shard, parts] { FetchShard(shard, parts); });
     }
+    // Every fetch of this epoch has started: the fetchers would idle through
+    // its last steps, so the next epoch's first shards start, as the window allows.
+    if (HeadDueLocked()) fetch_pool_->Submit([this] { PlanHead(); });  // a shuffle: not on the consumer's thread
+    if (head_planned_ && fetch_next_ >= shard_seq_.size()) {
+      const uint64_t ahead = seq_bytes_.back() - seq_bytes_[base];
+      while (head_next_ < head_seq_.size() && ahead + head_bytes_[head_next_ + 1] <= head_limit_) {
+        // One this epoch is still fetching goes when it lands (then shared, not fetched twice).
+        if (inflight_shards_.count(head_seq_[head_next_])) break;
+        ds_->head().Start(epoch_ + 1, worker_, head_seq_[head_next_++]);
+      }
+    }
+  }
+
+  // True once: when this epoch's fetches have all started and the next one's head is to be planned.
+  bool HeadDueLocked() REQUIRES(mu_) {
+    if (!opt_.prefetch_next_epoch || head_planning_ || stop_ || items_.empty()) return false;
+    if (fetch_next_ < shard_seq_.size()) return false;
+    head_planning_ = true;
+    return true;
+  }
+
+  // The shards of the next epoch's first two batches (what its start waits
+  // for: the one the consumer takes first and the one decoded meanwhile), in
+  // order of need, as far as head_limit_ bytes. Outside the lock: the order
+  // is a shuffle of the whole dataset.
+  void PlanHead() {
+    uint64_t limit = 0;
+    {
+      MutexLock lock(mu_);
+      if (stop_) return;
+      limit = head_limit_;
+    }
+    const auto order = ds_->Order(epoch_ + 1, streams_);
+    std::vector<size_t> seq;
+    std::vector<uint64_t> bytes{0};
+    std::set<size_t> seen;
+    const std::vector<PositionRange> batches = WorkerBatches(ds_->Partition(), 0, worker_);
+    for (size_t i = 0; i < std::min<size_t>(batches.size(), kHeadBatches); ++i) {
+      const PositionRange& b = batches[i];
+      for (uint64_t p = b.begin; p < b.end && bytes.back() < limit; ++p) {
+        const size_t shard = ds_->Locate((*order)[OrderSlot(p, order->size())]).first;
+        if (!seen.insert(shard).second) continue;
+        seq.push_back(shard);
+        bytes.push_back(bytes.back() + ds_->cache().ShardSize(shard));
+      }
+      if (bytes.back() >= limit) break;
+    }
+    MutexLock lock(mu_);
+    head_seq_ = std::move(seq);
+    head_bytes_ = std::move(bytes);
+    head_planned_ = true;
+    MaybeFetchLocked();
   }
 
   void FetchShard(size_t shard, size_t parts) {
-    const auto& entry = ds_->index().shards[shard];
     const std::string key = ds_->ShardKey(shard);
     Status last;
     std::shared_ptr<const ParsedShard> parsed;
     bool from_store = false, parsed_here = false;
     int attempts = 0;
     // Parsed once per cache: iterators sharing it (other ranks) reuse the result.
-    // An exception while parsing (a hostile shard, bad_alloc) fails this shard, not the process.
-    const ShardParser parse = [&](const Buffer& bytes, bool verified) -> Result<ParsedValue> {
-      Result<ParsedValue> out = InternalError("shard " + key + " was not parsed");
-      Status threw = RunGuarded("loader: parsing shard " + key, [&]() -> Status {
-        STRATA_ASSIGN_OR_RETURN(
-            auto p, ParseShard(ds_->index().format, bytes, key, entry.samples, ds_->ShardFirst(shard), verified));
-        uint64_t extra = p->extra_bytes;
-        out = ParsedValue{std::move(p), extra};
-        return Status::Ok();
-      });
-      if (!threw.ok()) return threw;
-      return out;
-    };
+    const ShardParser parse = ShardParserFor(*ds_, shard);
     for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
       if (attempt > 0 && !Backoff(shard, attempt)) break;
       {
@@ -251,6 +309,7 @@ class IteratorImpl : public Iterator {
     {
       MutexLock lock(mu_);
       --fetch_inflight_;
+      inflight_shards_.erase(shard);
       inflight_requests_ -= parts;
       if (parsed) {
         loaded_[shard] = std::move(parsed);
@@ -405,6 +464,8 @@ class IteratorImpl : public Iterator {
   std::shared_ptr<DatasetImpl> ds_;
   const StreamingOptions& opt_;
   const uint64_t epoch_;
+  const size_t worker_;
+  const uint64_t streams_;
   const Clock::time_point start_;
   std::shared_ptr<const std::vector<uint64_t>> order_;
 
@@ -421,6 +482,7 @@ class IteratorImpl : public Iterator {
   bool stop_ GUARDED_BY(mu_) = false;
   size_t fetch_next_ GUARDED_BY(mu_) = 0;
   size_t fetch_inflight_ GUARDED_BY(mu_) = 0;
+  std::set<size_t> inflight_shards_ GUARDED_BY(mu_);
   size_t inflight_requests_ GUARDED_BY(mu_) = 0;  // store requests of the shards being fetched (parts; cache hits too)
   PrefetchSizer sizer_ GUARDED_BY(mu_);
   size_t claim_next_ GUARDED_BY(mu_) = 0;
@@ -433,6 +495,14 @@ class IteratorImpl : public Iterator {
   std::map<size_t, Unit> ready_ GUARDED_BY(mu_);
   Stats stats_ GUARDED_BY(mu_);
   std::atomic<bool> collate_{false};
+  // The next epoch's head (EpochHead): its shards in order of need and their
+  // running byte sums, planned once this epoch's fetches are done.
+  uint64_t head_limit_ GUARDED_BY(mu_) = 0;
+  bool head_planning_ GUARDED_BY(mu_) = false;
+  bool head_planned_ GUARDED_BY(mu_) = false;
+  std::vector<size_t> head_seq_ GUARDED_BY(mu_);
+  std::vector<uint64_t> head_bytes_ GUARDED_BY(mu_);
+  size_t head_next_ GUARDED_BY(mu_) = 0;
 
   // Consumer-thread state.
   Status error_;
@@ -444,6 +514,22 @@ class IteratorImpl : public Iterator {
 };
 
 }  // namespace
+
+ShardParser ShardParserFor(const DatasetImpl& ds, size_t shard) {
+  const dataset::ShardFormat format = ds.index().format;
+  const uint64_t samples = ds.index().shards[shard].samples, first = ds.ShardFirst(shard);
+  return [format, samples, first, key = ds.ShardKey(shard)](const Buffer& bytes, bool verified) -> Result<ParsedValue> {
+    Result<ParsedValue> out = InternalError("shard " + key + " was not parsed");
+    Status threw = RunGuarded("loader: parsing shard " + key, [&]() -> Status {
+      STRATA_ASSIGN_OR_RETURN(auto p, ParseShard(format, bytes, key, samples, first, verified));
+      uint64_t extra = p->extra_bytes;
+      out = ParsedValue{std::move(p), extra};
+      return Status::Ok();
+    });
+    if (!threw.ok()) return threw;
+    return out;
+  };
+}
 
 std::unique_ptr<Iterator> MakeIterator(std::shared_ptr<DatasetImpl> ds, size_t worker, const State& state) {
   return std::make_unique<IteratorImpl>(std::move(ds), worker, state);

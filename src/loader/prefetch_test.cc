@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -211,6 +213,7 @@ TEST(PrefetchPipelineTest, LargeBatchesBeyondTheBudgetKeepTwoAhead) {
   StreamingOptions o;
   o.shuffle = Shuffle::kNone, o.batch_size = 7, o.prefetch_batches = 8;
   o.prefetch_bytes = (1ull << 30) / 10;  // one batch fits, two do not
+  o.prefetch_next_epoch = false;         // one epoch's GETs: none of the next's
   o.ram_cache_bytes = 0;
   o.min_part_bytes = kSmall * 2;
   o.decode[std::string("npz")] = Decode::kRaw;
@@ -268,6 +271,122 @@ TEST(PrefetchPipelineTest, BatchesOfSevenLargeSamplesArePrefetchedWhole) {
   }
   EXPECT_EQ(n, kShards);
   it.reset();
+  object::DropMemStore(name);
+}
+
+// Counts each shard's GETs.
+class ShardGetCounter : public CountingStore {
+ public:
+  explicit ShardGetCounter(object::ObjectStorePtr inner) : CountingStore(std::move(inner)) {}
+  Result<object::GetResult> Get(std::string_view key, const object::GetOptions& options) override {
+    if (key.starts_with("ds/shard-")) {
+      std::lock_guard lock(mu_);
+      ++gets_[std::string(key)];
+    }
+    return CountingStore::Get(key, options);
+  }
+  size_t Of(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    auto it = gets_.find(key);
+    return it == gets_.end() ? 0 : it->second;
+  }
+  size_t Total() const {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    for (const auto& [_, c] : gets_) n += c;
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, size_t> gets_;
+};
+
+// Reads the iterator to its end: the samples' indices in order.
+std::vector<uint64_t> Drain(Iterator& it) {
+  std::vector<uint64_t> out;
+  while (true) {
+    auto s = it.NextSample();
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok() || !*s) return out;
+    out.push_back((*s)->index);
+  }
+}
+
+// An epoch's first batches wait for nothing: once every shard of epoch 0 is
+// fetched, the first shards of epoch 1 are fetched (as many as epoch 0 held
+// ahead at its start: two batches here), and epoch 1's iterator takes them
+// instead of fetching them again. The order is the one without it; an
+// iterator for another epoch does not use (and releases) what was fetched.
+TEST(PrefetchPipelineTest, TheNextEpochsFirstShardsAreFetchedWhileThisOneEnds) {
+  constexpr size_t kShards = 12;
+  constexpr uint64_t kSmall = 64 << 10;
+  const std::string name = UniqueName("prefetch-test");
+  WriteUnet3dShape(name, kShards, kSmall);
+  auto store = std::make_shared<ShardGetCounter>(object::MakeMemStore(name));
+  StreamingOptions o;
+  o.shuffle = Shuffle::kShards, o.batch_size = 2, o.prefetch_batches = 2;
+  o.ram_cache_bytes = 0;          // the cache keeps nothing: a shard read again comes from the store or the head
+  o.prefetch_bytes = 3 * kSmall;  // below two batches: the floor of two batches is the head's bound
+  o.decode[std::string("npz")] = Decode::kRaw;
+  // A shard an epoch's last batch still holds may reach the next epoch's head
+  // without a GET (the cache shares it): a seed whose epochs 1 and 2 do not
+  // start with what epochs 0 and 1 end with keeps the GET counts exact.
+  auto disjoint = [](const std::vector<uint64_t>& ending, const std::vector<uint64_t>& starting) {
+    for (size_t k = 0; k < 4; ++k) {
+      if (std::find(ending.end() - 2, ending.end(), starting[k]) != ending.end()) return false;
+    }
+    return true;
+  };
+  Result<std::shared_ptr<StreamingDataset>> ds = InternalError("no seed");
+  for (o.seed = 1; o.seed < 100; ++o.seed) {
+    ds = StreamingDataset::Open(store, "ds", o);
+    ASSERT_TRUE(ds.ok()) << ds.status();
+    if (disjoint((*ds)->EpochOrder(0), (*ds)->EpochOrder(1)) && disjoint((*ds)->EpochOrder(1), (*ds)->EpochOrder(2))) {
+      break;
+    }
+  }
+  ASSERT_LT(o.seed, 100u);
+  auto key = [&](uint64_t sample) { return "ds/" + (*ds)->index().shards[sample].name; };  // one sample per shard
+  const std::vector<uint64_t> order1 = (*ds)->EpochOrder(1);
+
+  auto it = *(*ds)->Iterate(0, (*ds)->MakeState(0, 0));
+  EXPECT_EQ(Drain(*it), (*ds)->EpochOrder(0));
+  // Epoch 1's first two batches (4 shards) are fetched ahead, and no more.
+  ASSERT_TRUE(WaitFor([&] { return store->Total() == kShards + 4; })) << store->Total();
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(store->Of(key(order1[k])), 2u) << k;
+  it.reset();
+  EXPECT_EQ(store->Total(), kShards + 4);
+
+  it = *(*ds)->Iterate(0, (*ds)->MakeState(1, 0));
+  EXPECT_EQ(Drain(*it), order1);
+  EXPECT_EQ(it->stats().shards_from_previous_epoch, 4u);
+  EXPECT_EQ(it->stats().shards_fetched, kShards - 4);
+  // Each shard once per epoch, and epoch 2's first four once more (its head).
+  ASSERT_TRUE(WaitFor([&] { return store->Total() == 2 * kShards + 4; })) << store->Total();
+  const std::vector<uint64_t> order2 = (*ds)->EpochOrder(2);
+  for (size_t k = 0; k < kShards; ++k) EXPECT_EQ(store->Of(key(order2[k])), k < 4 ? 3u : 2u) << k;
+  it.reset();
+
+  // Epoch 5 instead of 2: nothing taken, every shard fetched, in epoch 5's order.
+  it = *(*ds)->Iterate(0, (*ds)->MakeState(5, 0));
+  EXPECT_EQ(Drain(*it), (*ds)->EpochOrder(5));
+  EXPECT_EQ(it->stats().shards_from_previous_epoch, 0u);
+  EXPECT_EQ(it->stats().shards_fetched + it->stats().shards_from_cache, kShards);  // (or joined a head's fetch)
+  it.reset();
+  ds->reset();  // releases epoch 6's head (its fetches finish first)
+
+  // Off: every epoch fetches its own shards, and no more.
+  auto plain_store = std::make_shared<ShardGetCounter>(object::MakeMemStore(name));
+  o.prefetch_next_epoch = false;
+  auto plain = StreamingDataset::Open(plain_store, "ds", o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (uint64_t e = 0; e < 2; ++e) {
+    auto p = *(*plain)->Iterate(0, (*plain)->MakeState(e, 0));
+    EXPECT_EQ(Drain(*p), (*plain)->EpochOrder(e));
+    EXPECT_EQ(p->stats().shards_from_previous_epoch, 0u);
+  }
+  EXPECT_EQ(plain_store->Total(), 2 * kShards);
   object::DropMemStore(name);
 }
 

@@ -309,6 +309,12 @@ Result<std::shared_ptr<DatasetImpl>> DatasetImpl::Make(object::ObjectStorePtr st
   } else {
     STRATA_ASSIGN_OR_RETURN(d->cache_, ShardCache::Open(shard_store, std::move(keys), std::move(sizes), co));
   }
+  // `raw`: the head is the dataset's and goes before the rest of it (a shared_ptr would keep it alive from its own
+  // threads).
+  DatasetImpl* raw = d.get();
+  d->head_ = std::make_unique<EpochHead>(
+      *d->cache_, [raw](size_t shard) { return raw->cache_->GetParsed(shard, ShardParserFor(*raw, shard)); },
+      std::clamp<size_t>(options.max_connections, 1, 16));
   return d;
 }
 

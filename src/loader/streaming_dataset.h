@@ -118,6 +118,12 @@ struct StreamingOptions {
   size_t prefetch_shards = 0;   // at most this many shards beyond the batch being decoded; 0: no bound
   size_t prefetch_batches = 8;  // bound of the queue to the consumer, and the prefetch floor (see above)
   size_t decode_threads = 2;    // per iterator
+  // Once every shard of its epoch is fetched, an iterator fetches the first
+  // shards of its worker's next epoch (within its window), for the next
+  // iterator to take (loader/epoch_head.h): an epoch's first batch then does
+  // not wait for the store. They are held until taken, replaced or the
+  // dataset goes; an iterator for another epoch releases them.
+  bool prefetch_next_epoch = true;
   // Batches view the samples' bytes (Column::views) rather than copying
   // them into one buffer: no per-batch copy of what the shards already hold
   // (unet3d's 7 x 140 MiB per step). JSON columns are copied either way.
@@ -256,9 +262,10 @@ struct Stats {
   uint64_t shards_fetched = 0;
   uint64_t shard_fetch_retries = 0;
   uint64_t shards_skipped = 0;
-  uint64_t shards_from_cache = 0;  // shards served by the local cache (RAM or disk), not the store
-  uint64_t shards_parsed = 0;      // shards this iterator parsed (others shared another's parse)
-  uint64_t samples_skipped = 0;    // skip_corrupt: samples whose fields failed to decode
+  uint64_t shards_from_cache = 0;           // shards served by the local cache (RAM or disk), not the store
+  uint64_t shards_parsed = 0;               // shards this iterator parsed (others shared another's parse)
+  uint64_t shards_from_previous_epoch = 0;  // fetched ahead by the previous epoch's iterator (prefetch_next_epoch)
+  uint64_t samples_skipped = 0;             // skip_corrupt: samples whose fields failed to decode
   // The dataset's shard cache (shared by its iterators) since it opened: shards fetched but not
   // kept on disk, because the disk was behind the store (its write-behind queue full), or
   // because the dataset is larger than the disk bound and the disk is full of its shards.

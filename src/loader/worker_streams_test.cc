@@ -155,6 +155,7 @@ TEST(WorkerStreamsTest, WorkersGetOnlyTheirShardsFromTheStore) {
   for (size_t w = 0; w < workers; ++w) {
     StreamingOptions o;
     o.num_workers = workers, o.batch_size = 4, o.seed = 3, o.share_cache = false;
+    o.prefetch_next_epoch = false;  // one epoch's GETs: none of the next's
     stores.push_back(std::make_shared<CountingStore>(f.store));
     datasets.push_back(*StreamingDataset::Open(stores.back(), "ds", o));
     before.push_back(stores.back()->gets());

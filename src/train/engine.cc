@@ -305,6 +305,7 @@ class LoaderSource : public RankSource {
             {"shards_skipped", s.shards_skipped},
             {"shards_from_cache", s.shards_from_cache},
             {"shards_parsed", s.shards_parsed},
+            {"shards_from_previous_epoch", s.shards_from_previous_epoch},
             {"cache_not_admitted_busy", s.cache_not_admitted_busy},
             {"cache_not_admitted_no_reuse", s.cache_not_admitted_no_reuse},
             {"cache_not_admitted_low_space", s.cache_not_admitted_low_space},
