@@ -138,20 +138,27 @@ idle() {
 
 # bg_build NAME DIR TARGET...: builds in the background, at idle priority, logging to
 # $LOGDIR/NAME.log; bg_wait NAME waits for it and records the step. A build still running when
-# this script exits is stopped (by its pid).
+# this script exits is stopped (by its pid). Its exit status goes to $LOGDIR/NAME.rc: `wait PID`
+# loses it when the PID is reused after the build ended (pid_max is 32768 here, and the tests
+# start thousands of processes meanwhile: "wait: pid N is not a child of this shell").
 bg_build() {
   local name=$1 dir=$2; shift 2
   banner "$name (background, idle priority; log $LOGDIR/$name.log): ninja -C $dir $*"
   BG_T0[$name]=$(date +%s)
-  idle ninja -C "$dir" -k 0 -j "$JOBS" "$@" >"$LOGDIR/$name.log" 2>&1 &
+  rm -f "$LOGDIR/$name.rc"
+  (
+    rc=0
+    idle ninja -C "$dir" -k 0 -j "$JOBS" "$@" || rc=$?
+    echo "$rc" >"$LOGDIR/$name.rc"
+  ) >"$LOGDIR/$name.log" 2>&1 &
   BG_PID[$name]=$!
 }
 bg_wait() {
   local name=$1 rc
   [ -n "${BG_PID[$name]:-}" ] || return 1
   banner "$name: waiting for the background build"
-  wait "${BG_PID[$name]}"
-  rc=$?
+  wait "${BG_PID[$name]}" 2>/dev/null || true  # at once if it ended long ago (its status: the .rc file)
+  rc=$(cat "$LOGDIR/$name.rc" 2>/dev/null) || rc="no exit status (killed?)"
   unset "BG_PID[$name]"
   tail -5 "$LOGDIR/$name.log"
   if [ "$rc" = 0 ]; then
@@ -164,8 +171,13 @@ bg_wait() {
   return 1
 }
 stop_background() {
-  local name
-  for name in "${!BG_PID[@]}"; do kill "${BG_PID[$name]}" 2>/dev/null; done
+  local name pid
+  for name in "${!BG_PID[@]}"; do
+    [ -e "$LOGDIR/$name.rc" ] && continue  # ended: its PID may be another process's by now
+    pid=${BG_PID[$name]}
+    pkill -P "$pid" 2>/dev/null || true  # the build under the subshell, then the subshell
+    kill "$pid" 2>/dev/null || true
+  done
 }
 trap stop_background EXIT
 

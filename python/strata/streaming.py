@@ -126,8 +126,8 @@ class StreamingDataset(IterableDataset):
 
     ``prefetch_next_epoch`` (default True): once every shard of an epoch is fetched, the first
     two batches' shards of the next epoch are fetched while this one ends, so the next epoch's
-    first batch does not wait for the store (``stats()["shards_from_previous_epoch"]``); with
-    ``persistent_workers=False`` a DataLoader worker's ends with it.
+    first batch does not wait for the store (``stats()["shards_from_previous_epoch"]``). Not in
+    StreamingDataLoader's workers, which end with their epoch.
 
     ``cache_group``: share shard fetches with the other nodes of a cache group
     (``"etcd://127.0.0.1:2379/train"`` or ``"static://host:port,..."``): each block is asked of its
@@ -239,6 +239,10 @@ class StreamingDataset(IterableDataset):
                 self._handles = {}
             opts = dict(self._options, world_size=self.world_size, rank=self.rank, num_workers=num_workers,
                         batch_size=self.batch_size, drop_last=self.drop_last, even_batches=self.even_batches)
+            if get_worker_info() is not None:
+                # A DataLoader worker ends with its epoch (persistent_workers is not supported): the
+                # next epoch's first shards, fetched while this one ends, would be fetched for nothing.
+                opts["prefetch_next_epoch"] = False
             if num_workers > 1:  # a DataLoader worker's
                 opts.update(_worker_share(opts, num_workers))
                 # Its packed batches go to a shared buffer (_PackedBatch) row by row from the shards'

@@ -76,6 +76,8 @@ void RunCsi(CsiArgs& a, const CacheFlags& flags) {
   auto& no = a.driver.node_options;
   if (no.strata_binary.empty()) no.strata_binary = SelfBinary();
   no.mount_defaults = MountDefaults(flags);
+  no.cache_disk_default = flags.Settings().disk_bytes;
+  no.cache_free_space_default = flags.Settings().min_free;
   if (!a.secrets_key_file.empty()) {
     no.seal_key = Check(csi::ReadSealKey(a.secrets_key_file), "csi", a.secrets_key_file);
   }

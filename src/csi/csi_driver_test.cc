@@ -480,6 +480,49 @@ TEST_F(CsiDriverTest, LifecycleTwoPodsReadOnlyAndIdempotent) {
   EXPECT_EQ(Count(ReadFile("/proc/self/mountinfo"), Staging(vol) + " "), 0);
 }
 
+// NodeGetVolumeStats reports what the volume's cache can hold: its cache-disk
+// bound when the disk has more room, and no more than the free space above its
+// cache-free-space floor (a floor above the free space: nothing beyond what it holds).
+TEST_F(CsiDriverTest, VolumeStatsReportTheCacheBoundAndTheFreeSpaceFloor) {
+  auto stats = [&](const std::string& vol, const std::string& pod) {
+    v1::NodeGetVolumeStatsRequest sr;
+    sr.set_volume_id(vol);
+    sr.set_volume_path(Target(pod));
+    v1::NodeGetVolumeStatsResponse out;
+    EXPECT_EQ(Call(&v1::Node::Stub::NodeGetVolumeStats, node_.get(), sr, &out), grpc::OK) << last_error_;
+    EXPECT_EQ(out.usage_size(), 1);
+    return out.usage_size() == 1 ? out.usage(0) : v1::VolumeUsage();
+  };
+  const int64_t bound = 4 << 20;  // of the 24 MiB dataset
+  const std::string url = rgw_->StoreUrl("data");
+  ASSERT_EQ(Call(&v1::Node::Stub::NodeStageVolume, node_.get(),
+                 StageReq("vol-bound", {{"url", url}, {"cache-disk", "4MiB"}})),
+            grpc::OK)
+      << last_error_;
+  ASSERT_EQ(Publish("vol-bound", "pod-b"), grpc::OK) << last_error_;
+  EXPECT_EQ(PodSums("pod-b"), ExpectedSums());
+  v1::VolumeUsage u = stats("vol-bound", "pod-b");
+  EXPECT_EQ(u.total(), bound);  // the disk has far more room than the bound
+  EXPECT_GT(u.used(), 0);
+  EXPECT_EQ(u.available(), bound - std::min(bound, u.used()));
+
+  ASSERT_EQ(Call(&v1::Node::Stub::NodeStageVolume, node_.get(),
+                 StageReq("vol-floor", {{"url", url}, {"cache-free-space", "100%"}})),
+            grpc::OK)
+      << last_error_;
+  ASSERT_EQ(Publish("vol-floor", "pod-f"), grpc::OK) << last_error_;
+  EXPECT_EQ(PodSums("pod-f"), ExpectedSums());
+  u = stats("vol-floor", "pod-f");
+  EXPECT_EQ(u.total(), u.used());  // no room above the floor: nothing more fits
+  EXPECT_EQ(u.available(), 0);
+  EXPECT_LT(u.used(), bound);  // and the mount kept (almost) nothing
+
+  for (const auto& [vol, pod] : {std::pair{"vol-bound", "pod-b"}, {"vol-floor", "pod-f"}}) {
+    EXPECT_EQ(Unpublish(vol, pod), grpc::OK) << last_error_;
+    EXPECT_TRUE(WaitFor([&] { return Unstage(vol) == grpc::OK; }, std::chrono::seconds(10))) << last_error_;
+  }
+}
+
 TEST_F(CsiDriverTest, ErrorCodes) {
   auto no_id = StageReq("");
   EXPECT_EQ(Call(&v1::Node::Stub::NodeStageVolume, node_.get(), no_id), grpc::INVALID_ARGUMENT);

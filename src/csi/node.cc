@@ -350,6 +350,7 @@ Result<VolumeStats> NodeManager::Stats(const std::string& volume_id, const std::
   STRATA_RETURN_IF_ERROR(NeedId(volume_id));
   STRATA_ASSIGN_OR_RETURN(const std::string path, NeedAbsolute(path_in, "volume_path"));
   std::string cache_dir;
+  StringMap context = options_.mount_defaults;
   {
     MutexLock lock(mu_);
     auto it = volumes_.find(volume_id);
@@ -359,12 +360,24 @@ Result<VolumeStats> NodeManager::Stats(const std::string& volume_id, const std::
     for (const auto& t : r.targets) known = known || t.path == path;
     if (!known) return NotFoundError(path + " is not where volume " + volume_id + " is staged or published");
     cache_dir = r.cache_dir;
+    for (const auto& [k, v] : r.context) context[k] = v;
+  }
+  // The mount's bounds, as it read them (the context was validated at staging).
+  uint64_t bound = options_.cache_disk_default;
+  SpaceFloor floor = options_.cache_free_space_default;
+  if (auto v = context.find("cache-disk"); v != context.end()) bound = ParseSize(v->second).value_or(bound);
+  if (auto v = context.find("cache-free-space"); v != context.end()) {
+    floor = ParseSpaceFloor(v->second).value_or(floor);
   }
   VolumeStats s;
   s.cached_bytes = DiskUsage(cache_dir);
   struct statvfs vfs;
   if (statvfs(cache_dir.c_str(), &vfs) == 0) {
-    s.capacity_bytes = s.cached_bytes + static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    const uint64_t size = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+    const uint64_t free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    const uint64_t keep = floor.Of(size);
+    s.capacity_bytes = s.cached_bytes + (free > keep ? free - keep : 0);
+    if (bound > 0) s.capacity_bytes = std::min(s.capacity_bytes, bound);
   }
   return s;
 }

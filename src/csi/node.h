@@ -18,6 +18,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "base/units.h"
 #include "csi/mount_process.h"
 #include "csi/volume.h"
 
@@ -32,6 +33,10 @@ struct NodeOptions {
   // container, so they outlive this one; empty: this process launches them.
   std::string mount_host;
   StringMap mount_defaults;  // volume_context keys every volume gets unless it sets its own (cache-ram, ...)
+  // What `strata mount` uses when neither sets cache-disk / cache-free-space: the volume's
+  // capacity in NodeGetVolumeStats (0 / no floor: not bounded by them).
+  uint64_t cache_disk_default = 0;
+  SpaceFloor cache_free_space_default{};
   std::chrono::milliseconds heal_interval{2000};  // 0: only on start and when asked
   std::chrono::milliseconds mount_timeout{60000};
   std::string seal_key;  // 32 bytes: secrets are kept sealed in the records (csi/sealed.h); empty: memory only
@@ -48,8 +53,11 @@ struct PublishRequest {
   StringMap context;
 };
 struct VolumeStats {
-  uint64_t cached_bytes = 0;    // in the volume's disk cache
-  uint64_t capacity_bytes = 0;  // the disk cache's size limit (0: unknown)
+  uint64_t cached_bytes = 0;  // in the volume's disk cache
+  // What the disk cache can hold now: its bound (cache-disk), or less when the
+  // file system's free space above the cache's floor (cache-free-space) is less
+  // (0: unknown).
+  uint64_t capacity_bytes = 0;
 };
 
 class NodeManager {

@@ -62,7 +62,11 @@ void EpochHead::Run(uint64_t epoch, size_t worker, size_t shard) {
   MutexLock lock(mu_);
   Head* head = current();
   if (head) head->running.erase(shard);
-  if (!got.ok()) return;  // the iterator fetches it itself, with its retries
+  if (!got.ok()) {
+    ++counters_.failed;
+    return;  // the iterator fetches it itself, with its retries
+  }
+  ++counters_.landed;
   if (head && !stop_) {
     head->ready[shard] = std::move(got->parsed);
   } else {

@@ -53,6 +53,8 @@ class EpochHead {
 
   struct Counters {
     uint64_t started = 0;   // shards fetched ahead
+    uint64_t landed = 0;    // ... that arrived
+    uint64_t failed = 0;    // ... whose fetch failed (forgotten)
     uint64_t taken = 0;     // ... that an iterator took
     uint64_t released = 0;  // ... that nobody took
   };

@@ -496,7 +496,7 @@ class IteratorImpl : public Iterator {
   Stats stats_ GUARDED_BY(mu_);
   std::atomic<bool> collate_{false};
   // The next epoch's head (EpochHead): its shards in order of need and their
-  // running byte sums, planned once this epoch's fetches are done.
+  // running byte sums, planned once every fetch of this epoch has started.
   uint64_t head_limit_ GUARDED_BY(mu_) = 0;
   bool head_planning_ GUARDED_BY(mu_) = false;
   bool head_planned_ GUARDED_BY(mu_) = false;
