@@ -1,5 +1,6 @@
 #include "loader/epoch_head.h"
 
+#include <algorithm>
 #include <string>
 
 namespace strata::loader {

@@ -7,8 +7,8 @@
 // 12 steps of 7 x 140 MiB) that wait was most of a warm epoch's stall (0.55 s
 // of 0.68 s at N=1, epoch 3). The order of the next epoch is known (a
 // function of seed and epoch), so the iterator of epoch e, once every shard
-// it needs is fetched, starts the first shards of e + 1 here, within its own
-// prefetch window; the iterator of e + 1 takes them (tf.data's repeat() +
+// it needs has been requested, starts the first two batches' shards of e + 1
+// here, within its own prefetch window; the iterator of e + 1 takes them (tf.data's repeat() +
 // prefetch() overlaps epochs the same way). Nothing about the order changes.
 //
 // Fetches run on this object's threads, not the iterator's, so an iterator
