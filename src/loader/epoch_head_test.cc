@@ -13,21 +13,13 @@
 #include <thread>
 
 #include "loader/internal.h"
+#include "loader/loader_test_util.h"
 #include "object/mem_store.h"
 
 namespace strata::loader {
 namespace {
 
-using namespace std::chrono_literals;
-
-bool WaitFor(const std::function<bool()>& cond) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using testing::WaitFor;
 
 class EpochHeadTest : public ::testing::Test {
  protected:
