@@ -124,7 +124,7 @@ class StreamingDataset(IterableDataset):
     directory sealed with one key opens with that key only (another is a PermissionError). Only the
     path is kept and handed to workers, never the key's bytes.
 
-    ``prefetch_next_epoch`` (default True): once every shard of an epoch is fetched, the first
+    ``prefetch_next_epoch`` (default True): once every shard of an epoch is requested, the first
     two batches' shards of the next epoch are fetched while this one ends, so the next epoch's
     first batch does not wait for the store (``stats()["shards_from_previous_epoch"]``). Not in
     StreamingDataLoader's workers, which end with their epoch.

@@ -284,9 +284,9 @@ def test_a_state_of_the_earlier_order_of_several_workers_is_refused(dataset_url)
 
 
 def test_the_next_epochs_first_shards_are_fetched_while_this_one_ends(dataset_url):
-    # Nothing kept between epochs (no disk, no RAM tier): epoch 1's first shards come from what the
-    # loader fetched while epoch 0 ended, or from the store without prefetch_next_epoch; the samples
-    # are epoch 1's either way.
+    # No disk tier: epoch 1's first shards come from what the loader fetched while epoch 0 ended, or
+    # without prefetch_next_epoch from the store (or a RAM tier other tests' datasets of this URL may
+    # still share in this process); the samples are epoch 1's either way.
     orders = {}
     for ahead in (True, False):
         ds = strata.StreamingDataset(dataset_url, cache_dir=False, ram_cache=0, batch_size=10,
@@ -297,6 +297,5 @@ def test_the_next_epochs_first_shards_are_fetched_while_this_one_ends(dataset_ur
             orders[ahead].append([int(i) for batch in ds.batches() for i in batch["__index__"]])
         stats = ds.stats()
         assert (stats["shards_from_previous_epoch"] > 0) == ahead, stats
-        assert stats["shards_from_cache"] == 0
     assert orders[True] == orders[False]
     assert sorted(orders[True][1]) == list(range(NUM_SAMPLES)) and orders[True][1] != orders[True][0]

@@ -114,10 +114,9 @@ DiskTier::DiskTier(DiskTierOptions options, CacheMetrics* metrics)
 DiskTier::~DiskTier() = default;
 
 void DiskTier::KeepFloor() {
-  const int64_t room = RoomAboveFloor();
-  if (room >= 0) return;
+  if (RoomAboveFloor() >= 0) return;  // above the floor: no lock taken
   MutexLock lock(mu_);
-  const uint64_t cap = CapacityNowLocked(room);
+  const uint64_t cap = CapacityNowLocked(RoomAboveFloor());
   if (index_.bytes() > cap) MakeRoomLocked(0, cap);
 }
 
@@ -163,9 +162,8 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options,
   STRATA_RETURN_IF_ERROR(tier->Scan(&local));
   if (!options.read_only) {
     // The limit shrank since the last run, or others filled the disk past the floor.
-    const int64_t room = tier->RoomAboveFloor();
     MutexLock lock(tier->mu_);
-    const uint64_t cap = tier->CapacityNowLocked(room);
+    const uint64_t cap = tier->CapacityNowLocked(tier->RoomAboveFloor());
     if (tier->index_.bytes() > cap) tier->MakeRoomLocked(0, cap);
   }
   if (!options.read_only && tier->min_free_bytes_ > 0 && options.floor_check_interval > Duration::zero()) {
@@ -422,12 +420,15 @@ Status DiskTier::Write(const BlockHash& h, const CachedBlock& block, bool pinned
   if (options_.read_only) return NotSupportedError("cache directory opened read-only");
   if (sealed_ && !options_.sealer) return NotSupportedError("cache directory is encrypted and no key was given");
   const uint64_t need = FileBytes(block.data.size());
-  const int64_t room = RoomAboveFloor();
   {
     MutexLock lock(mu_);
     if (index_.Find(h)) return Status::Ok();
     bool refused = false;
-    const uint64_t cap = CapacityNowLocked(room);
+    // The free space is read under the lock, so it and the index are one
+    // snapshot: read before it, a block written and indexed in between was
+    // counted twice, as room and as on disk (parallel writers overshot the
+    // floor by a block or two). One statvfs, about a microsecond.
+    const uint64_t cap = CapacityNowLocked(RoomAboveFloor());
     if (need > cap || !MakeRoomLocked(need, cap, may_evict, &refused)) {
       if (cap < options_.capacity_bytes) {
         metrics_->Inc(CacheCounter::kDiskLowSpace);

@@ -181,7 +181,8 @@ class DiskTier {
   int64_t RoomAboveFloor();
   // What the tier may hold now: its capacity, or its blocks plus `room` when
   // less (the free space read includes what writes in progress have yet to
-  // write, so they count against it).
+  // write, so they count against it). `room` must be read under mu_, with
+  // the index it is added to.
   uint64_t CapacityNowLocked(int64_t room) const REQUIRES(mu_);
   void DropLocked(const BlockHash& h, bool evicted) REQUIRES(mu_);
   Status WriteFile(const BlockHash& h, const CachedBlock& block, const std::string& final_path);

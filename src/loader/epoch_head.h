@@ -7,15 +7,16 @@
 // 12 steps of 7 x 140 MiB) that wait was most of a warm epoch's stall (0.55 s
 // of 0.68 s at N=1, epoch 3). The order of the next epoch is known (a
 // function of seed and epoch), so the iterator of epoch e, once every shard
-// it needs is fetched, starts the first shards of e + 1 here, within its own
-// prefetch window; the iterator of e + 1 takes them (tf.data's repeat() +
+// it needs has been requested, starts the first two batches' shards of e + 1
+// here, within its own prefetch window; the iterator of e + 1 takes them (tf.data's repeat() +
 // prefetch() overlaps epochs the same way). Nothing about the order changes.
 //
 // Fetches run on this object's threads, not the iterator's, so an iterator
 // that ends does not wait for them; one the next iterator needs while it is
-// still running is joined through the cache's single flight. What nobody
+// still running is awaited by that iterator (not fetched again). What nobody
 // takes is released to the cache: when the next iterator is for another
-// epoch, when a newer head replaces it, or when the dataset goes.
+// epoch or does not need it, when a newer head replaces it, or when the
+// dataset goes.
 // Thread-safe.
 #pragma once
 
@@ -46,10 +47,21 @@ class EpochHead {
   void Start(uint64_t epoch, size_t worker, size_t shard);
 
   // What was fetched ahead for (`epoch`, `worker`) among `wanted`, now the
-  // caller's (it releases each to the cache when done). The rest of the
-  // worker's head is released, and so is what its running fetches bring.
-  std::map<size_t, std::shared_ptr<const ParsedShard>> Take(uint64_t epoch, size_t worker,
-                                                            const std::set<size_t>& wanted);
+  // caller's (it releases each to the cache when done), and the wanted ones
+  // still being fetched, for Await. The rest of the worker's head is
+  // released, and so is what its other running fetches bring.
+  struct Taken {
+    std::map<size_t, std::shared_ptr<const ParsedShard>> ready;
+    std::set<size_t> pending;
+  };
+  Taken Take(uint64_t epoch, size_t worker, const std::set<size_t>& wanted);
+  // Waits for a pending shard of Take's: the caller's as Take's ready ones,
+  // or null if its fetch failed or the head was replaced (then the caller
+  // fetches it itself).
+  std::shared_ptr<const ParsedShard> Await(uint64_t epoch, size_t worker, size_t shard);
+  // The caller will not Await the rest of what it took pending: it is
+  // released when it lands.
+  void Drop(uint64_t epoch, size_t worker);
 
   struct Counters {
     uint64_t started = 0;   // shards fetched ahead
@@ -63,16 +75,21 @@ class EpochHead {
  private:
   struct Head {
     uint64_t epoch = 0;
+    bool taken = false;  // by its iterator: only `awaited` fetches are kept
     std::set<size_t> running;
     std::map<size_t, std::shared_ptr<const ParsedShard>> ready;
+    std::set<size_t> awaited;  // taken pending: kept for Await when they land
   };
   void Run(uint64_t epoch, size_t worker, size_t shard);
   void ReleaseLocked(Head& head) REQUIRES(mu_);
+  // Forgets a taken head once nothing of it is running or waits to be collected.
+  void EraseIfDoneLocked(size_t worker) REQUIRES(mu_);
 
   ShardCache& cache_;
   const Fetch fetch_;
   const size_t threads_;
   mutable Mutex mu_;
+  CondVar landed_;  // a running fetch ended
   bool stop_ GUARDED_BY(mu_) = false;
   std::map<size_t, Head> heads_ GUARDED_BY(mu_);  // per worker
   Counters counters_ GUARDED_BY(mu_);

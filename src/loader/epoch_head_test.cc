@@ -1,33 +1,27 @@
 // EpochHead alone: what is fetched ahead is handed to the iterator of its
-// epoch and worker; whatever nobody takes (not wanted, landed after the take,
-// replaced by a newer epoch's head, asked for by another epoch's iterator) is
-// released to the cache, counted; a failed or throwing fetch is forgotten.
+// epoch and worker, what is still on its way is awaited by it; whatever nobody
+// takes (not wanted, dropped by the iterator, replaced by a newer epoch's
+// head, asked for by another epoch's iterator) is released to the cache,
+// counted; a failed or throwing fetch is forgotten.
 #include "loader/epoch_head.h"
 
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "loader/internal.h"
+#include "loader/loader_test_util.h"
 #include "object/mem_store.h"
 
 namespace strata::loader {
 namespace {
 
-using namespace std::chrono_literals;
-
-bool WaitFor(const std::function<bool()>& cond) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using testing::WaitFor;
 
 class EpochHeadTest : public ::testing::Test {
  protected:
@@ -67,21 +61,39 @@ class EpochHeadTest : public ::testing::Test {
   bool open_ = false;
 };
 
-TEST_F(EpochHeadTest, TheIteratorOfItsEpochTakesWhatLandedAndTheRestIsReleased) {
+TEST_F(EpochHeadTest, TheIteratorOfItsEpochTakesWhatLandedAndAwaitsWhatIsOnItsWay) {
   EpochHead head(*cache_, FakeFetch(), 4);
   for (size_t shard : {1, 2, 3, 5, 6, 7}) head.Start(1, 0, shard);
   head.Start(1, 0, 2);  // already there: not fetched twice
   EXPECT_EQ(head.counters().started, 6u);
   ASSERT_TRUE(WaitFor([&] { return head.counters().landed == 3 && head.counters().failed == 2; }));
-  EXPECT_TRUE(head.Take(1, 1, {1, 2, 3}).empty());  // another worker's iterator: nothing of worker 0's
-  auto got = head.Take(1, 0, {1, 2, 5});
-  ASSERT_EQ(got.size(), 2u);  // 5 is still in the store: the iterator fetches it itself
-  for (const auto& [shard, parsed] : got) EXPECT_EQ(parsed->samples.size(), shard);
-  EXPECT_EQ(head.counters().released, 1u);  // 3: not wanted
+  const EpochHead::Taken other = head.Take(1, 1, {1, 2, 3});  // another worker's iterator
+  EXPECT_TRUE(other.ready.empty() && other.pending.empty());
+  EpochHead::Taken got = head.Take(1, 0, {1, 2, 5, 6});
+  ASSERT_EQ(got.ready.size(), 2u);  // 1 and 2; 6 failed: the iterator fetches it itself
+  for (const auto& [shard, parsed] : got.ready) EXPECT_EQ(parsed->samples.size(), shard);
+  EXPECT_EQ(got.pending, std::set<size_t>{5});  // still in the store
+  EXPECT_EQ(head.counters().released, 1u);      // 3: not wanted
+  auto five = std::async(std::launch::async, [&] { return head.Await(1, 0, 5); });
   Open();
-  ASSERT_TRUE(WaitFor([&] { return head.counters().released == 2; }));  // 5, landed after the take
-  EXPECT_EQ(head.counters().taken, 2u);
-  EXPECT_TRUE(head.Take(1, 0, {1, 2, 3, 5}).empty());  // taken once
+  const auto parsed = five.get();
+  ASSERT_NE(parsed, nullptr);
+  EXPECT_EQ(parsed->samples.size(), 5u);
+  EXPECT_EQ(head.counters().taken, 3u);
+  EXPECT_EQ(head.Await(1, 0, 5), nullptr);  // once
+  EXPECT_TRUE(head.Take(1, 0, {1, 2, 3, 5}).ready.empty());
+}
+
+TEST_F(EpochHeadTest, WhatTheIteratorWillNotAwaitIsReleasedWhenItLands) {
+  EpochHead head(*cache_, FakeFetch(), 2);
+  head.Start(1, 0, 5);
+  EpochHead::Taken got = head.Take(1, 0, {5});
+  EXPECT_EQ(got.pending, std::set<size_t>{5});
+  head.Drop(1, 0);  // the iterator ended before its fetch of 5 ran
+  Open();
+  ASSERT_TRUE(WaitFor([&] { return head.counters().released == 1; }));
+  EXPECT_EQ(head.counters().taken, 0u);
+  EXPECT_EQ(head.Await(1, 0, 5), nullptr);
 }
 
 TEST_F(EpochHeadTest, ANewerEpochOrAnotherEpochsIteratorReleasesWhatNobodyTook) {
@@ -94,7 +106,8 @@ TEST_F(EpochHeadTest, ANewerEpochOrAnotherEpochsIteratorReleasesWhatNobodyTook) 
     head.Start(2, 0, 3);  // epoch 1's head is stale now
     EXPECT_EQ(head.counters().released, 2u);
     ASSERT_TRUE(WaitFor([&] { return head.counters().landed == 3; }));
-    EXPECT_TRUE(head.Take(5, 0, {1, 2, 3}).empty());  // an iterator of epoch 5
+    const EpochHead::Taken fifth = head.Take(5, 0, {1, 2, 3});  // an iterator of epoch 5
+    EXPECT_TRUE(fifth.ready.empty() && fifth.pending.empty());
     EXPECT_EQ(head.counters().released, 3u);
     head.Start(6, 0, 4);
     ASSERT_TRUE(WaitFor([&] { return head.counters().landed == 4; }));

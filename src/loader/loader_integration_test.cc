@@ -35,6 +35,8 @@
 namespace strata::loader {
 namespace {
 
+using testing::WaitFor;
+
 class LoaderIntegrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -86,15 +88,6 @@ class LoaderIntegrationTest : public ::testing::Test {
   std::vector<std::string> keys_;  // the shards' keys in store_, and their sizes
   std::vector<uint64_t> sizes_;
 };
-
-bool WaitFor(const std::function<bool()>& cond) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 // Counts requests; GETs of `gated` wait until Open() (a download held in flight).
 class GateStore : public testing::CountingStore {

@@ -30,6 +30,7 @@ using testing::NextUntilError;
 using testing::Npy;
 using testing::TextFields;
 using testing::UniqueName;
+using testing::WaitFor;
 using testing::WriteDataset;
 
 // ---- plan: order and partition ------------------------------------------------
@@ -512,15 +513,6 @@ TEST(DecodeTest, TfRecordNumericFeaturesBecomeExampleJson) {
     EXPECT_EQ(s.fields.at("img").bytes.ToString(), "bytes" + std::to_string(i));
   }
   object::DropMemStore(name);
-}
-
-bool WaitFor(const std::function<bool()>& cond) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 TEST(PipelineTest, PrefetchQueueIsBounded) {

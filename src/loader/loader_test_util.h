@@ -2,8 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dataset/byte_source.h"
@@ -79,6 +82,17 @@ dataset::Manifest WriteDataset(object::ObjectStore& store, const std::string& pr
 }
 
 // A store name no other test in the binary uses ("<prefix>-<n>").
+// Polls `cond` every millisecond until it holds (true) or `deadline` passes
+// (false): tests wait on a condition, never on a sleep.
+inline bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 inline std::string UniqueName(const std::string& prefix) {
   static std::atomic<int> n{0};
   return prefix + "-" + std::to_string(n++);

@@ -70,12 +70,15 @@ class IteratorImpl : public Iterator {
     size_t fetchers = std::clamp<size_t>(shard_seq_.size(), 1, std::max<size_t>(opt_.max_connections, 1));
     if (opt_.prefetch_shards > 0) fetchers = std::min(fetchers, opt_.prefetch_shards + 1);
     fetch_pool_ = std::make_unique<ThreadPool>(fetchers, "strata-ld-fetch");
-    // What the previous epoch's iterator fetched of this one (EpochHead); the rest of it is released.
-    auto head = ds_->head().Take(epoch_, worker_, std::set<size_t>(shard_seq_.begin(), shard_seq_.end()));
+    // What the previous epoch's iterator fetched of this one (EpochHead): what landed is loaded,
+    // what is still on its way is awaited by the fetch of that shard; the rest of it is released.
+    EpochHead::Taken head = ds_->head().Take(epoch_, worker_, std::set<size_t>(shard_seq_.begin(), shard_seq_.end()));
+    head_pending_ = std::move(head.pending);
     {
       MutexLock lock(mu_);
-      stats_.shards_from_previous_epoch = head.size();
-      loaded_.merge(head);
+      stats_.shards_from_previous_epoch = head.ready.size();
+      head_pending_left_ = head_pending_.size();
+      loaded_.merge(head.ready);
       if (!items_.empty()) {
         // The next epoch's head may hold what this one's start held ahead (or the budget, if more).
         head_limit_ = std::max(sizer_.limits().budget_bytes,
@@ -95,7 +98,8 @@ class IteratorImpl : public Iterator {
     }
     cv_.NotifyAll();
     for (auto& t : decoders_) t.join();
-    fetch_pool_.reset();  // queued fetches see stop_ and return at once
+    fetch_pool_.reset();                                            // queued fetches see stop_ and return at once
+    if (!head_pending_.empty()) ds_->head().Drop(epoch_, worker_);  // what is still on its way is not ours
     // The cache may be shared with other iterators (ranks): say we are done with what we hold.
     for (const auto& [shard, parsed] : loaded_) ds_->cache().Release(shard);
   }
@@ -219,7 +223,8 @@ class IteratorImpl : public Iterator {
     // Every fetch of this epoch has started: the fetchers would idle through
     // its last steps, so the next epoch's first shards start, as the window allows.
     if (HeadDueLocked()) fetch_pool_->Submit([this] { PlanHead(); });  // a shuffle: not on the consumer's thread
-    if (head_planned_ && fetch_next_ >= shard_seq_.size()) {
+    // (Not while a shard of this epoch's own head is awaited: a new head replaces it.)
+    if (head_planned_ && fetch_next_ >= shard_seq_.size() && head_pending_left_ == 0) {
       const uint64_t ahead = seq_bytes_.back() - seq_bytes_[base];
       while (head_next_ < head_seq_.size() && ahead + head_bytes_[head_next_ + 1] <= head_limit_) {
         // One this epoch is still fetching goes when it lands (then shared, not fetched twice).
@@ -271,6 +276,26 @@ class IteratorImpl : public Iterator {
   }
 
   void FetchShard(size_t shard, size_t parts) {
+    if (head_pending_.count(shard)) {  // fetched ahead, still on its way: awaited, not fetched again
+      std::shared_ptr<const ParsedShard> ahead = ds_->head().Await(epoch_, worker_, shard);
+      const bool landed = ahead != nullptr;
+      {
+        MutexLock lock(mu_);
+        --head_pending_left_;
+        if (landed) {
+          --fetch_inflight_;
+          inflight_shards_.erase(shard);
+          inflight_requests_ -= parts;
+          loaded_[shard] = std::move(ahead);
+          ++stats_.shards_from_previous_epoch;
+        }
+        MaybeFetchLocked();
+      }
+      if (landed) {
+        cv_.NotifyAll();
+        return;
+      }  // its fetch failed or was dropped: fetched here, with the retries
+    }
     const std::string key = ds_->ShardKey(shard);
     Status last;
     std::shared_ptr<const ParsedShard> parsed;
@@ -503,6 +528,11 @@ class IteratorImpl : public Iterator {
   std::vector<size_t> head_seq_ GUARDED_BY(mu_);
   std::vector<uint64_t> head_bytes_ GUARDED_BY(mu_);
   size_t head_next_ GUARDED_BY(mu_) = 0;
+  // Shards of this epoch the previous one's head was still fetching when this
+  // iterator started (set before any fetch runs, then read only), and how many
+  // of them are not yet awaited.
+  std::set<size_t> head_pending_;
+  size_t head_pending_left_ GUARDED_BY(mu_) = 0;
 
   // Consumer-thread state.
   Status error_;

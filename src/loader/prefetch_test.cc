@@ -21,6 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::CountingStore;
 using testing::UniqueName;
+using testing::WaitFor;
 using testing::WriteDataset;
 
 constexpr uint64_t kMB = 1000 * 1000;
@@ -167,15 +168,6 @@ class GateStore : public CountingStore {
   bool open_ = false;
   size_t blocked_ = 0, shard_gets_ = 0;
 };
-
-bool WaitFor(const std::function<bool()>& cond) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // unet3d's shape: `sample`-byte samples (140 MiB), one per shard, batches of
 // 7, in `shards` shards under ds/ of mem store `name`. Every shard is the same object bytes

@@ -118,8 +118,8 @@ struct StreamingOptions {
   size_t prefetch_shards = 0;   // at most this many shards beyond the batch being decoded; 0: no bound
   size_t prefetch_batches = 8;  // bound of the queue to the consumer, and the prefetch floor (see above)
   size_t decode_threads = 2;    // per iterator
-  // Once every shard of its epoch is fetched, an iterator fetches the first
-  // shards of its worker's next epoch (within its window), for the next
+  // Once every shard of its epoch is requested, an iterator fetches the first
+  // two batches' shards of its worker's next epoch (within its window), for the next
   // iterator to take (loader/epoch_head.h): an epoch's first batch then does
   // not wait for the store. They are held until taken, replaced or the
   // dataset goes; an iterator for another epoch releases them.
