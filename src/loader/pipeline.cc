@@ -98,8 +98,9 @@ class IteratorImpl : public Iterator {
     }
     cv_.NotifyAll();
     for (auto& t : decoders_) t.join();
-    fetch_pool_.reset();                                            // queued fetches see stop_ and return at once
-    if (!head_pending_.empty()) ds_->head().Drop(epoch_, worker_);  // what is still on its way is not ours
+    fetch_pool_.reset();  // queued fetches see stop_ and return at once
+    // What the previous epoch's head still had on its way, this iterator no longer awaits.
+    if (!head_pending_.empty()) ds_->head().Drop(epoch_, worker_);
     // The cache may be shared with other iterators (ranks): say we are done with what we hold.
     for (const auto& [shard, parsed] : loaded_) ds_->cache().Release(shard);
   }
