@@ -18,13 +18,12 @@
 #include <random>
 #include <thread>
 
+#include "fuse/fuse_test_fixture.h"
 #include "testing/background_process.h"
 #include "testing/subprocess.h"
 
 namespace strata::fuse {
 namespace {
-
-namespace stdfs = std::filesystem;
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kDiskBytes = 24 * kMiB;
@@ -41,9 +40,7 @@ std::string Bytes(size_t n, uint32_t seed) {
 class MountFreeSpaceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* bin = std::getenv("STRATA_BINARY_DIR");
-    ASSERT_NE(bin, nullptr) << "run under ctest (STRATA_BINARY_DIR)";
-    strata_ = std::string(bin) + "/src/cli/strata";
+    ASSERT_FALSE(StrataBin().empty()) << "run under ctest (STRATA_BINARY_DIR)";
     dir_ = stdfs::temp_directory_path() / ("strata-mount-space-" + std::to_string(::getpid()));
     stdfs::remove_all(dir_);
     stdfs::create_directories(dir_ / "bucket" / "data");
@@ -84,7 +81,6 @@ class MountFreeSpaceTest : public ::testing::Test {
     }
   }
 
-  std::string strata_;
   stdfs::path dir_;
   bool disk_mounted_ = false;
   std::unique_ptr<testing::BackgroundProcess> mount_;
@@ -96,8 +92,8 @@ TEST_F(MountFreeSpaceTest, CheckpointsBesideAWarmDatasetFindTheFloorFree) {
     std::ofstream(dir_ / "bucket" / "data" / (std::to_string(i) + ".bin"), std::ios::binary) << Bytes(kMiB, i);
   }
   auto m = testing::BackgroundProcess::Start(
-      {strata_, "mount", "file://" + (dir_ / "bucket").string(), (dir_ / "mnt").string(), "--foreground", "--cache-dir",
-       (dir_ / "disk" / "cache").string(), "--block-size", "1MiB", "--cache-free-space", "25%"},
+      {StrataBin(), "mount", "file://" + (dir_ / "bucket").string(), (dir_ / "mnt").string(), "--foreground",
+       "--cache-dir", (dir_ / "disk" / "cache").string(), "--block-size", "1MiB", "--cache-free-space", "25%"},
       (dir_ / "mount.log").string());
   ASSERT_TRUE(m.ok()) << m.status();
   mount_ = std::move(*m);
