@@ -297,5 +297,12 @@ def test_the_next_epochs_first_shards_are_fetched_while_this_one_ends(dataset_ur
             orders[ahead].append([int(i) for batch in ds.batches() for i in batch["__index__"]])
         stats = ds.stats()
         assert (stats["shards_from_previous_epoch"] > 0) == ahead, stats
+        # The same through PyTorch's own DataLoader in this process (as a training loop reads it).
+        for epoch in (2, 3):
+            ds.set_epoch(epoch)
+            got = [int(i) for batch in DataLoader(ds, batch_size=10, num_workers=0) for i in batch["__index__"]]
+            assert sorted(got) == list(range(NUM_SAMPLES))
+            orders[ahead].append(got)
+        assert (ds.stats()["shards_from_previous_epoch"] > 0) == ahead, ds.stats()
     assert orders[True] == orders[False]
     assert sorted(orders[True][1]) == list(range(NUM_SAMPLES)) and orders[True][1] != orders[True][0]
