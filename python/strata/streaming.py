@@ -154,7 +154,7 @@ class StreamingDataset(IterableDataset):
 
     def __init__(self, url, *, cache_dir=None, cache_limit=None, ram_cache=256 << 20, shuffle=True, seed=0,
                  shuffle_window=8, batch_size=None, drop_last=False, even_batches=True, prefetch=0,
-                 prefetch_batches=8, prefetch_bytes=0, max_connections=128, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
+                 prefetch_batches=8, prefetch_bytes=0, max_connections=256, decode=None, transform=None, skip_corrupt=False, retries=2, decode_threads=2,
                  fetch_concurrency=16, world_size=None, rank=None, cache_group=None, peer_listen=None,
                  group_secret_file=None, fetch_timeout=60.0, verify="auto", cache_encryption_key_file=None,
                  cache_free_space="2%", prefetch_next_epoch=True):

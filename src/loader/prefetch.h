@@ -31,7 +31,7 @@ namespace strata::loader {
 
 struct PrefetchLimits {
   uint64_t budget_bytes = 1ull << 30;          // bytes ahead of the consumer at most (beyond the floor)
-  size_t max_connections = 128;                // store requests in flight at most
+  size_t max_connections = 256;                // store requests in flight at most
   double headroom = 1.5;                       // over Little's law: jitter, and catching up after a stall
   Duration horizon = std::chrono::seconds(4);  // measurements older than about this fade out
 };

@@ -134,7 +134,8 @@ Result<std::shared_ptr<ShardCache>> ShardCache::OpenShared(const std::string& id
       // Each opener (rank) brings its own GETs in flight, as when each had a
       // cache, so N ranks still keep N times the bytes in flight. Openers
       // after the first multi-part fetch (which starts the threads) add none.
-      constexpr size_t kMaxFetchThreads = 256;
+      // (Capped: two ranks of the default 256 connections.)
+      constexpr size_t kMaxFetchThreads = 512;
       size_t threads = live->fetch_threads_.load();
       while (threads < kMaxFetchThreads &&
              !live->fetch_threads_.compare_exchange_weak(

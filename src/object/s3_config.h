@@ -38,7 +38,7 @@ struct S3Config {
   uint64_t part_size = 8ull << 20;                // multipart part and parallel GET chunk size
   int concurrency = 16;                           // parts / ranges in flight per operation
   uint64_t parallel_get_threshold = 16ull << 20;  // ranges above this are split
-  int max_connections = 128;  // across all operations of one store (the loader keeps up to 128 busy)
+  int max_connections = 256;  // across all operations of one store (a loader iterator keeps up to 256 busy)
 
   int max_retries = 5;  // retries after the first attempt
   Duration backoff_base = std::chrono::milliseconds(50);
