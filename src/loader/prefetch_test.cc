@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "loader/loader_test_util.h"
+#include "loader/streaming_dataset.h"
 #include "object/mem_store.h"
 
 namespace strata::loader {
@@ -118,6 +120,32 @@ TEST(PrefetchSizerTest, AFloorAboveTheBudgetAlsoBoundsTheRequestsInFlight) {
   EXPECT_EQ(s.Connections(10 * kMB, 300 * kMB), 30u);
   EXPECT_EQ(s.Connections(10 * kMB, 900 * kMB), 50u);  // never beyond what the demand wants
   EXPECT_EQ(s.Connections(10 * kMB, 50 * kMB), 10u);   // a floor below the budget changes nothing
+}
+
+// The defaults (StreamingOptions{}) let the sizer keep what one unet3d
+// accelerator needs in flight from a bucket like `strata bench train`'s
+// emulated one: 7 samples of 139.8 MiB per 323 ms step (3.18 GB/s), each
+// shard as 16 ranges taking 30 ms + 8.7 MiB at 25 MB/s. Little's law wants
+// 138 requests (207 with the headroom); a cap of 128 left the accelerator
+// waiting on every miss.
+TEST(PrefetchSizerTest, TheDefaultsKeepAUnet3dAcceleratorFedFromACloudBucket) {
+  const StreamingOptions defaults;
+  PrefetchLimits l;
+  l.budget_bytes = PrefetchBudgetBytes(defaults);
+  l.max_connections = defaults.max_connections;
+  FakeClock clock;
+  PrefetchSizer s(l, clock);
+  constexpr uint64_t kSample = 146'590'106;  // 139.8 MiB
+  constexpr uint64_t kPart = kSample / 16;
+  const Duration request = std::chrono::duration_cast<Duration>(30ms + std::chrono::duration<double>(kPart / 25e6));
+  for (int i = 0; i < 32; ++i) s.OnFetched(kPart, 1, request);
+  Consume(s, clock, 50, 7 * kSample, 323ms);
+  const double demand = 7.0 * kSample / 0.323;
+  const double little = demand * std::chrono::duration<double>(request).count() / kPart;
+  ASSERT_GT(little, 130);                                         // (the figures above)
+  const size_t connections = s.Connections(kPart, 14 * kSample);  // the floor: two batches ahead
+  EXPECT_GE(connections, static_cast<size_t>(std::ceil(little)));
+  EXPECT_NEAR(double(connections), std::ceil(little * l.headroom), 0.03 * little * l.headroom);  // not capped
 }
 
 // Requests of different sizes separate the first byte from the bandwidth.
