@@ -130,8 +130,8 @@ struct StreamingOptions {
   bool batch_views = false;
   size_t fetch_concurrency = 16;  // ranged reads per shard fetch
   // Store requests in flight per iterator at most; the prefetch sizer opens only what demand x
-  // request time needs. A 3.2 GB/s consumer (unet3d) over 25 MB/s, 30 ms connections and 8.7 MiB
-  // parts keeps 3.2 GB/s x 0.43 s = 150 in flight, 225 with the sizer's headroom: 128 capped it.
+  // request time needs. A 3.18 GB/s consumer (unet3d) over 25 MB/s, 30 ms connections and 8.7 MiB
+  // parts keeps 3.18 GB/s x 0.4 s = 138 in flight, 207 with the sizer's headroom: 128 capped it.
   size_t max_connections = 256;
   uint64_t min_part_bytes = 4ull << 20;  // a ranged read is at least this (unless the shard is smaller)
   // Write cache_dir copies behind the reader (ShardCacheOptions::async_disk_writes): a cold
