@@ -86,6 +86,9 @@ std::vector<std::shared_ptr<StreamingDataset>> OpenRanks(const SharedFixture& f,
     o.world_size = world, o.rank = r, o.num_workers = 2, o.batch_size = 2, o.shuffle_window = 4, o.seed = 9;
     o.share_cache = share;
     o.even_batches = false;  // every sample exactly once (no padding)
+    // The tests sum the iterators' fetches and parses: a worker's head of the next epoch
+    // would fetch and parse, counted by no iterator, a shard another rank has yet to ask for.
+    o.prefetch_next_epoch = false;
     auto ds = StreamingDataset::Open(store, "ds", o);
     EXPECT_TRUE(ds.ok()) << ds.status().ToString();
     ranks.push_back(*ds);
