@@ -68,6 +68,9 @@ TEST(LoaderS3Test, StreamsAPackedDatasetFromARealS3Server) {
     o.world_size = 2, o.rank = rank, o.num_workers = 2, o.batch_size = 4, o.shuffle_window = 2, o.seed = 3;
     o.cache_dir = cache;
     o.fetch_concurrency = 4;
+    // One epoch's fetches, summed over its iterators: a worker's head of epoch 1 would fetch,
+    // counted by no iterator, a shard a later iterator of epoch 0 then finds in the cache.
+    o.prefetch_next_epoch = false;
     auto ds = StreamingDataset::Open(url, o);
     ASSERT_TRUE(ds.ok()) << ds.status();
     for (size_t w = 0; w < 2; ++w) {
