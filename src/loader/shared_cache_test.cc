@@ -79,7 +79,7 @@ std::vector<uint64_t> RunEpoch(const std::vector<std::shared_ptr<StreamingDatase
 }
 
 std::vector<std::shared_ptr<StreamingDataset>> OpenRanks(const SharedFixture& f, object::ObjectStorePtr store,
-                                                         size_t world, bool share) {
+                                                         size_t world, bool share, bool next_epoch_heads = false) {
   std::vector<std::shared_ptr<StreamingDataset>> ranks;
   for (size_t r = 0; r < world; ++r) {
     StreamingOptions o;
@@ -88,7 +88,7 @@ std::vector<std::shared_ptr<StreamingDataset>> OpenRanks(const SharedFixture& f,
     o.even_batches = false;  // every sample exactly once (no padding)
     // The tests sum the iterators' fetches and parses: a worker's head of the next epoch
     // would fetch and parse, counted by no iterator, a shard another rank has yet to ask for.
-    o.prefetch_next_epoch = false;
+    o.prefetch_next_epoch = next_epoch_heads;
     auto ds = StreamingDataset::Open(store, "ds", o);
     EXPECT_TRUE(ds.ok()) << ds.status().ToString();
     ranks.push_back(*ds);
@@ -118,6 +118,23 @@ TEST(SharedCacheTest, RanksInOneProcessFetchAndParseEachShardOnce) {
   EXPECT_EQ(counting->gets() - opened, shards);  // warm: nothing fetched
   EXPECT_EQ(s.shards_fetched, 0u);
   EXPECT_EQ(s.shards_parsed, 0u);
+}
+
+// With each worker fetching its next epoch's head while its epoch ends (the
+// default), a head may fetch a shard another rank has yet to ask for: the
+// shared cache still takes each shard from the store once, over both epochs.
+TEST(SharedCacheTest, NextEpochHeadsStillFetchEachShardOnce) {
+  SharedFixture f({7, 5, 9, 3, 8, 6, 4, 7});
+  const uint64_t shards = f.keys.size();
+  auto counting = std::make_shared<CountingStore>(f.store);
+  auto ranks = OpenRanks(f, counting, 3, /*share=*/true, /*next_epoch_heads=*/true);
+  const uint64_t opened = counting->gets();
+  std::vector<uint64_t> every(f.total);
+  std::iota(every.begin(), every.end(), 0);
+  Stats s;
+  EXPECT_EQ(RunEpoch(ranks, 0, &s), every);
+  EXPECT_EQ(RunEpoch(ranks, 1, &s), every);
+  EXPECT_EQ(counting->gets() - opened, shards);
 }
 
 // The same ranks with share_cache off: each fetches and parses on its own
